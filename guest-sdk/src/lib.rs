@@ -1,0 +1,1 @@
+//! Write kubewasm reconciler plugins in Rust.

@@ -1,0 +1,9 @@
+//! kubewasm: Kubernetes controllers whose reconcile logic is a sandboxed WebAssembly
+//! component.
+//!
+//! Start with [`plugin::Plugin`]: it loads a component, checks it against the
+//! contract in `wit/`, and runs one reconcile in a fresh sandbox.
+
+pub mod devcluster;
+pub mod plugin;
+pub mod render;
