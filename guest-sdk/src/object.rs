@@ -1,0 +1,133 @@
+//! A Kubernetes object as the host hands it over: JSON with typed accessors.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::Resource;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::Error;
+
+/// Any Kubernetes object. Read fields directly, or [`Object::parse`] it into a
+/// k8s-openapi type or your own `#[derive(Deserialize)]` struct.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Object(Value);
+
+static NULL: Value = Value::Null;
+
+impl Object {
+    /// Wraps a JSON value; the host always sends JSON objects.
+    pub fn new(value: Value) -> Self {
+        Self(value)
+    }
+
+    /// The whole object as JSON.
+    pub fn json(&self) -> &Value {
+        &self.0
+    }
+
+    /// Deserialize the object into `T` (a k8s-openapi type or your own).
+    ///
+    /// # Errors
+    ///
+    /// A permanent [`Error`] naming the object and the serde message when the object
+    /// does not have the shape of `T`.
+    pub fn parse<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        T::deserialize(&self.0).map_err(|e| Error::permanent(format!("{}: {e}", self.describe())))
+    }
+
+    /// `"Kind namespace/name"`, for messages.
+    pub fn describe(&self) -> String {
+        match self.namespace() {
+            Some(ns) => format!("{} {ns}/{}", self.kind(), self.name()),
+            None => format!("{} {}", self.kind(), self.name()),
+        }
+    }
+
+    pub fn api_version(&self) -> &str {
+        self.0["apiVersion"].as_str().unwrap_or_default()
+    }
+
+    pub fn kind(&self) -> &str {
+        self.0["kind"].as_str().unwrap_or_default()
+    }
+
+    /// Whether this object is of the k8s-openapi type `K`.
+    pub fn is<K: Resource>(&self) -> bool {
+        self.api_version() == K::API_VERSION && self.kind() == K::KIND
+    }
+
+    pub fn name(&self) -> &str {
+        self.0["metadata"]["name"].as_str().unwrap_or_default()
+    }
+
+    pub fn namespace(&self) -> Option<&str> {
+        self.0["metadata"]["namespace"].as_str()
+    }
+
+    pub fn uid(&self) -> &str {
+        self.0["metadata"]["uid"].as_str().unwrap_or_default()
+    }
+
+    pub fn labels(&self) -> BTreeMap<String, String> {
+        string_map(&self.0["metadata"]["labels"])
+    }
+
+    pub fn annotations(&self) -> BTreeMap<String, String> {
+        string_map(&self.0["metadata"]["annotations"])
+    }
+
+    /// `.spec`, or `null` when absent.
+    pub fn spec(&self) -> &Value {
+        self.0.get("spec").unwrap_or(&NULL)
+    }
+
+    /// `.status`, or `null` when absent.
+    pub fn status(&self) -> &Value {
+        self.0.get("status").unwrap_or(&NULL)
+    }
+
+    /// The uid of the object's controller (the ownerReference with `controller: true`).
+    pub fn controller_uid(&self) -> Option<&str> {
+        self.0["metadata"]["ownerReferences"]
+            .as_array()?
+            .iter()
+            .find(|r| r["controller"].as_bool() == Some(true))
+            .and_then(|r| r["uid"].as_str())
+    }
+
+    /// Whether `owner` is this object's controller.
+    pub fn is_controlled_by(&self, owner: &Object) -> bool {
+        !owner.uid().is_empty() && self.controller_uid() == Some(owner.uid())
+    }
+
+    /// Metadata for a child of this object: `name`, this object's namespace and a copy
+    /// of its labels. The host adds the ownerReference.
+    pub fn child_meta(&self, name: &str) -> ObjectMeta {
+        let labels = self.labels();
+        ObjectMeta {
+            name: Some(name.to_string()),
+            namespace: self.namespace().map(str::to_string),
+            labels: (!labels.is_empty()).then_some(labels),
+            ..ObjectMeta::default()
+        }
+    }
+}
+
+fn string_map(value: &Value) -> BTreeMap<String, String> {
+    value
+        .as_object()
+        .map(|m| {
+            m.iter()
+                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+impl From<Value> for Object {
+    fn from(value: Value) -> Self {
+        Self(value)
+    }
+}

@@ -1,0 +1,108 @@
+//! What the host hands a plugin for one parent.
+
+use k8s_openapi::Resource;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::{Error, Object};
+
+/// Everything a plugin needs to decide, for one parent.
+#[derive(Clone, Debug)]
+pub struct Request {
+    pub(crate) parent: Object,
+    pub(crate) children: Vec<Object>,
+    pub(crate) related: Vec<Object>,
+    pub(crate) finalizing: bool,
+    pub(crate) now: String,
+    pub(crate) config: Value,
+}
+
+impl Request {
+    /// The object being reconciled.
+    pub fn parent(&self) -> &Object {
+        &self.parent
+    }
+
+    /// The parent parsed into `T` (your CRD type or a k8s-openapi type).
+    ///
+    /// # Errors
+    ///
+    /// A permanent [`Error`] naming the parent and the field serde rejected.
+    pub fn parent_as<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        self.parent.parse()
+    }
+
+    /// Children that exist now and are controlled by the parent, all kinds.
+    pub fn children(&self) -> &[Object] {
+        &self.children
+    }
+
+    /// Observed children of the k8s-openapi type `K`.
+    ///
+    /// # Errors
+    ///
+    /// When a child of that kind does not parse as `K`.
+    pub fn children_of<K: Resource + DeserializeOwned>(&self) -> Result<Vec<K>, Error> {
+        of_kind(&self.children)
+    }
+
+    /// The observed child of type `K` named `name`, if it exists.
+    ///
+    /// # Errors
+    ///
+    /// When the child does not parse as `K`.
+    pub fn child<K: Resource + DeserializeOwned>(&self, name: &str) -> Result<Option<K>, Error> {
+        named(&self.children, name)
+    }
+
+    /// Objects selected by the plugin's related queries.
+    pub fn related(&self) -> &[Object] {
+        &self.related
+    }
+
+    /// Related objects of the k8s-openapi type `K`.
+    ///
+    /// # Errors
+    ///
+    /// When a related object of that kind does not parse as `K`.
+    pub fn related_of<K: Resource + DeserializeOwned>(&self) -> Result<Vec<K>, Error> {
+        of_kind(&self.related)
+    }
+
+    /// True when the parent is being deleted and waits on this plugin's finalizer:
+    /// clean up, then answer with [`crate::Response::finalized`].
+    pub fn finalizing(&self) -> bool {
+        self.finalizing
+    }
+
+    /// The host's current time, RFC 3339.
+    pub fn now(&self) -> &str {
+        &self.now
+    }
+
+    /// The plugin's settings from the operator's configuration (`null` if none).
+    pub fn config(&self) -> &Value {
+        &self.config
+    }
+
+    /// The settings parsed into `T`.
+    ///
+    /// # Errors
+    ///
+    /// A permanent [`Error`] when the settings do not have the shape of `T`.
+    pub fn config_as<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        T::deserialize(&self.config).map_err(|e| Error::permanent(format!("plugin config: {e}")))
+    }
+}
+
+fn of_kind<K: Resource + DeserializeOwned>(objects: &[Object]) -> Result<Vec<K>, Error> {
+    objects.iter().filter(|o| o.is::<K>()).map(Object::parse).collect()
+}
+
+fn named<K: Resource + DeserializeOwned>(objects: &[Object], name: &str) -> Result<Option<K>, Error> {
+    objects
+        .iter()
+        .find(|o| o.is::<K>() && o.name() == name)
+        .map(Object::parse)
+        .transpose()
+}

@@ -1,0 +1,142 @@
+//! What a plugin answers: the desired children, status, parent metadata, events.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use serde::Serialize;
+use serde_json::Value;
+
+/// The plugin's decision for one parent.
+///
+/// `children` is the FULL desired set: an observed child the parent controls that is
+/// missing from it is deleted by the host. Likewise labels and annotations set by an
+/// earlier response and missing from this one are removed from the parent.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Response {
+    pub children: Vec<Value>,
+    pub status: Option<Value>,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub requeue_after: Option<Duration>,
+    pub events: Vec<Event>,
+    pub finalized: bool,
+}
+
+impl Response {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Add a desired child (a k8s-openapi object, or any `Serialize` with
+    /// `apiVersion`, `kind` and `metadata.name`).
+    ///
+    /// # Errors
+    ///
+    /// When `object` does not serialize to JSON.
+    pub fn child(mut self, object: &impl Serialize) -> Result<Self, Error> {
+        let value = serde_json::to_value(object)
+            .map_err(|e| Error::permanent(format!("child does not serialize: {e}")))?;
+        self.children.push(value);
+        Ok(self)
+    }
+
+    /// The desired `.status` of the parent.
+    ///
+    /// # Errors
+    ///
+    /// When `status` does not serialize to JSON.
+    pub fn status(mut self, status: &impl Serialize) -> Result<Self, Error> {
+        let value = serde_json::to_value(status)
+            .map_err(|e| Error::permanent(format!("status does not serialize: {e}")))?;
+        self.status = Some(value);
+        Ok(self)
+    }
+
+    /// Set a label on the parent.
+    #[must_use]
+    pub fn label(mut self, key: &str, value: &str) -> Self {
+        self.labels.insert(key.into(), value.into());
+        self
+    }
+
+    /// Set an annotation on the parent.
+    #[must_use]
+    pub fn annotation(mut self, key: &str, value: &str) -> Self {
+        self.annotations.insert(key.into(), value.into());
+        self
+    }
+
+    /// Reconcile again after `after`, even if nothing changes.
+    #[must_use]
+    pub fn requeue_after(mut self, after: Duration) -> Self {
+        self.requeue_after = Some(after);
+        self
+    }
+
+    /// Record an Event on the parent.
+    #[must_use]
+    pub fn event(mut self, event: Event) -> Self {
+        self.events.push(event);
+        self
+    }
+
+    /// When finalizing: cleanup is done, let the parent go.
+    #[must_use]
+    pub fn finalized(mut self) -> Self {
+        self.finalized = true;
+        self
+    }
+}
+
+/// Whether an event is routine or calls for attention.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum EventType {
+    Normal,
+    Warning,
+}
+
+/// A Kubernetes Event the host records on the parent.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Event {
+    pub type_: EventType,
+    /// UpperCamelCase cause, e.g. `ErrResourceExists`.
+    pub reason: String,
+    pub message: String,
+}
+
+impl Event {
+    pub fn normal(reason: &str, message: impl Into<String>) -> Self {
+        Self { type_: EventType::Normal, reason: reason.into(), message: message.into() }
+    }
+
+    pub fn warning(reason: &str, message: impl Into<String>) -> Self {
+        Self { type_: EventType::Warning, reason: reason.into(), message: message.into() }
+    }
+}
+
+/// Why a reconcile produced no decision.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Error {
+    pub message: String,
+    /// Whether trying again later may succeed; the host retries with backoff either
+    /// way, but reports permanent errors as the parent's fault.
+    pub retryable: bool,
+}
+
+impl Error {
+    /// A transient failure: the host retries with backoff.
+    pub fn retryable(message: impl Into<String>) -> Self {
+        Self { message: message.into(), retryable: true }
+    }
+
+    /// The parent (or config) is wrong; retrying will not help until it changes.
+    pub fn permanent(message: impl Into<String>) -> Self {
+        Self { message: message.into(), retryable: false }
+    }
+}
+
+impl std::fmt::Display for Error {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}

@@ -1,0 +1,206 @@
+//! Native unit tests of a plugin: `cargo test`, no WebAssembly, no host.
+//!
+//! [`reconcile`] encodes the request exactly as the host does, runs the same export
+//! glue as the WebAssembly component, and decodes the answer.
+//!
+//! ```
+//! # use kubewasm_sdk::prelude::*;
+//! # struct Noop;
+//! # impl Reconciler for Noop {
+//! #     fn describe() -> Manifest { Manifest::new("noop", KindRef::namespaced("x.io", "v1", "X", "xs")) }
+//! #     fn reconcile(_: &Request) -> Result<Response, Error> { Ok(Response::new()) }
+//! # }
+//! use kubewasm_sdk::testing::{self, TestRequest};
+//! use kubewasm_sdk::serde_json::json;
+//!
+//! let parent = json!({"apiVersion": "x.io/v1", "kind": "X", "metadata": {"name": "a"}});
+//! let outcome = testing::reconcile::<Noop>(TestRequest::new(parent)).unwrap();
+//! assert!(outcome.children.is_empty());
+//! ```
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use k8s_openapi::Resource;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::bindings::kubewasm::reconciler::types as wit;
+use crate::log::Level;
+use crate::{Error, Event, EventType, Manifest, Object, Query, Reconciler, export};
+
+/// The input of one reconcile, built the way the host builds it.
+#[derive(Clone, Debug)]
+pub struct TestRequest {
+    parent: Value,
+    children: Vec<Value>,
+    related: Vec<Value>,
+    finalizing: bool,
+    now: String,
+    config: Value,
+}
+
+impl TestRequest {
+    /// A request for `parent` (any `Serialize`: a `json!` value, a k8s-openapi object).
+    ///
+    /// # Panics
+    ///
+    /// When `parent` does not serialize to JSON (a bug in the test).
+    pub fn new(parent: impl Serialize) -> Self {
+        Self {
+            parent: to_json(parent),
+            children: Vec::new(),
+            related: Vec::new(),
+            finalizing: false,
+            now: "2026-01-01T00:00:00Z".into(),
+            config: Value::Null,
+        }
+    }
+
+    /// An observed child (the host only sends children the parent controls).
+    #[must_use]
+    pub fn child(mut self, object: impl Serialize) -> Self {
+        self.children.push(to_json(object));
+        self
+    }
+
+    /// An object the plugin's related queries selected.
+    #[must_use]
+    pub fn related(mut self, object: impl Serialize) -> Self {
+        self.related.push(to_json(object));
+        self
+    }
+
+    /// The parent is being deleted and waits on the plugin's finalizer.
+    #[must_use]
+    pub fn finalizing(mut self) -> Self {
+        self.finalizing = true;
+        self
+    }
+
+    #[must_use]
+    pub fn now(mut self, rfc3339: &str) -> Self {
+        self.now = rfc3339.into();
+        self
+    }
+
+    /// The plugin's settings.
+    #[must_use]
+    pub fn config(mut self, config: impl Serialize) -> Self {
+        self.config = to_json(config);
+        self
+    }
+
+    fn to_wit(&self) -> wit::Request {
+        wit::Request {
+            parent: self.parent.to_string(),
+            children: self.children.iter().map(Value::to_string).collect(),
+            related: self.related.iter().map(Value::to_string).collect(),
+            finalizing: self.finalizing,
+            now: self.now.clone(),
+            config: self.config.to_string(),
+        }
+    }
+}
+
+fn to_json(value: impl Serialize) -> Value {
+    serde_json::to_value(value).expect("test input serializes to JSON")
+}
+
+/// What the plugin answered, decoded from the wire form.
+#[derive(Clone, Debug)]
+pub struct Outcome {
+    pub children: Vec<Object>,
+    pub status: Option<Value>,
+    pub labels: BTreeMap<String, String>,
+    pub annotations: BTreeMap<String, String>,
+    pub requeue_after: Option<Duration>,
+    pub events: Vec<Event>,
+    pub finalized: bool,
+    /// Lines the plugin logged during the call: level, message, fields.
+    pub logs: Vec<(Level, String, Vec<(String, String)>)>,
+}
+
+impl Outcome {
+    /// Desired children of the k8s-openapi type `K`.
+    ///
+    /// # Panics
+    ///
+    /// When a child of that kind does not parse as `K`.
+    pub fn children_of<K: Resource + DeserializeOwned>(&self) -> Vec<K> {
+        self.children
+            .iter()
+            .filter(|o| o.is::<K>())
+            .map(|o| o.parse().expect("desired child parses"))
+            .collect()
+    }
+
+    /// The desired child of type `K` named `name`.
+    ///
+    /// # Panics
+    ///
+    /// When the child is absent or does not parse as `K`.
+    pub fn child<K: Resource + DeserializeOwned>(&self, name: &str) -> K {
+        self.children
+            .iter()
+            .find(|o| o.is::<K>() && o.name() == name)
+            .unwrap_or_else(|| panic!("no desired {} named {name}", K::KIND))
+            .parse()
+            .expect("desired child parses")
+    }
+
+    /// Warning events only.
+    pub fn warnings(&self) -> Vec<&Event> {
+        self.events.iter().filter(|e| e.type_ == EventType::Warning).collect()
+    }
+}
+
+/// The plugin's manifest, through the same glue as the WebAssembly export.
+pub fn describe<R: Reconciler>() -> Manifest {
+    R::describe()
+}
+
+/// The plugin's related queries for `parent`.
+pub fn related<R: Reconciler>(parent: impl Serialize) -> Vec<Query> {
+    R::related(&Object::new(to_json(parent)))
+}
+
+/// Run one reconcile of `R` natively, through the export glue.
+///
+/// # Errors
+///
+/// The plugin's own [`Error`], as the host would receive it.
+///
+/// # Panics
+///
+/// When the plugin answers with a child that is not JSON (impossible through
+/// [`crate::Response`]).
+pub fn reconcile<R: Reconciler>(request: TestRequest) -> Result<Outcome, Error> {
+    crate::log::native::CAPTURED.with(|c| c.borrow_mut().clear());
+    let result = export::reconcile::<R>(request.to_wit());
+    let logs = crate::log::native::CAPTURED.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    let response = result.map_err(|e| Error { message: e.message, retryable: e.retryable })?;
+    let json = |t: &str| serde_json::from_str::<Value>(t).expect("plugin answered JSON");
+    Ok(Outcome {
+        children: response.children.iter().map(|t| Object::new(json(t))).collect(),
+        status: response.status.as_deref().map(json),
+        labels: response.labels.into_iter().collect(),
+        annotations: response.annotations.into_iter().collect(),
+        requeue_after: response.requeue_after_ms.map(Duration::from_millis),
+        events: response
+            .events
+            .into_iter()
+            .map(|e| Event {
+                type_: match e.type_ {
+                    wit::EventType::Normal => EventType::Normal,
+                    wit::EventType::Warning => EventType::Warning,
+                },
+                reason: e.reason,
+                message: e.message,
+            })
+            .collect(),
+        finalized: response.finalized,
+        logs,
+    })
+}
