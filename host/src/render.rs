@@ -1,1 +1,222 @@
+//! One offline reconcile on objects read from YAML files: what `kubewasm render`
+//! prints and what golden tests compare.
+//!
+//! The plugin sees exactly what the host would hand it: only the observed objects
+//! its parent controls, only the related objects its queries select, and no
+//! `managedFields`.
 
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use crate::plugin::{CallError, Plugin, Refusal, Request, Response, validate};
+
+/// Why a render failed; each variant names what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    #[error("{}: {message}", file.display())]
+    Input { file: PathBuf, message: String },
+    #[error(transparent)]
+    Call(#[from] CallError),
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+}
+
+/// The files of one render.
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    pub parent: PathBuf,
+    pub observed: Option<PathBuf>,
+    pub related: Option<PathBuf>,
+    pub config: Option<PathBuf>,
+}
+
+/// A validated decision, and notes on inputs the host would not have passed.
+#[derive(Clone, Debug)]
+pub struct Rendered {
+    pub parent: Value,
+    pub response: Response,
+    pub notes: Vec<String>,
+}
+
+/// Reads the inputs, calls the plugin as the host would, and validates the answer.
+///
+/// # Errors
+///
+/// A [`RenderError`]: an input file that does not parse (with its line), a failed
+/// call, or a refused response.
+pub fn render(plugin: &Plugin, inputs: &Inputs, now: &str) -> Result<Rendered, RenderError> {
+    let manifest = plugin.manifest();
+    let mut parents = read_objects(&inputs.parent)?;
+    if parents.len() != 1 {
+        return Err(RenderError::Input {
+            file: inputs.parent.clone(),
+            message: format!("expected exactly one parent object, found {}", parents.len()),
+        });
+    }
+    let parent = strip(parents.remove(0));
+    if !manifest.parent.matches(&parent) {
+        return Err(RenderError::Input {
+            file: inputs.parent.clone(),
+            message: format!("the parent must be a {}, this plugin's parent kind", manifest.parent),
+        });
+    }
+    let mut notes = Vec::new();
+    let parent_uid = parent["metadata"]["uid"].as_str().unwrap_or_default();
+
+    let mut children = Vec::new();
+    for object in optional_objects(inputs.observed.as_deref())? {
+        let controlled = controller_uid(&object).is_some_and(|uid| uid == parent_uid && !uid.is_empty());
+        if controlled && manifest.children.iter().any(|k| k.matches(&object)) {
+            children.push(strip(object));
+        } else {
+            notes.push(format!(
+                "observed {} is not passed: only children of a declared kind whose controller ownerReference points to the parent's uid are",
+                describe(&object)
+            ));
+        }
+    }
+
+    let queries = plugin.related(&parent)?;
+    let mut related = Vec::new();
+    for object in optional_objects(inputs.related.as_deref())? {
+        if queries.iter().any(|q| q.matches(&object)) {
+            related.push(strip(object));
+        } else {
+            notes.push(format!("related {} is not passed: no related query of the plugin selects it", describe(&object)));
+        }
+    }
+
+    let config = match &inputs.config {
+        Some(file) => read_document(file)?,
+        None => Value::Null,
+    };
+    let request = Request { parent, children, related, finalizing: false, now: now.into(), config };
+    let response = plugin.reconcile(&request)?;
+    let response = validate(manifest, &request.parent, response)?;
+    Ok(Rendered { parent: request.parent, response, notes })
+}
+
+impl Rendered {
+    /// The decision as a YAML stream: the parent with its new status, labels and
+    /// annotations; each desired child; then a `Result` with events and requeue, if any.
+    ///
+    /// # Errors
+    ///
+    /// Only if serialization fails, which JSON values never do.
+    pub fn to_yaml(&self) -> Result<String, serde_yaml_ng::Error> {
+        let r = &self.response;
+        let meta = &self.parent["metadata"];
+        let mut parent = json!({
+            "apiVersion": self.parent["apiVersion"],
+            "kind": self.parent["kind"],
+            "metadata": {"name": meta["name"]},
+        });
+        if let Some(ns) = meta.get("namespace") {
+            parent["metadata"]["namespace"] = ns.clone();
+        }
+        if !r.labels.is_empty() {
+            parent["metadata"]["labels"] = json!(r.labels);
+        }
+        if !r.annotations.is_empty() {
+            parent["metadata"]["annotations"] = json!(r.annotations);
+        }
+        if let Some(status) = &r.status {
+            parent["status"] = status.clone();
+        }
+        let mut documents = vec![parent];
+        documents.extend(r.children.iter().cloned());
+        if !r.events.is_empty() || r.requeue_after.is_some() || r.finalized {
+            let mut result = json!({"apiVersion": "render.kubewasm.io/v1alpha1", "kind": "Result"});
+            if !r.events.is_empty() {
+                result["events"] = json!(r.events);
+            }
+            if let Some(after) = r.requeue_after {
+                result["requeueAfter"] = json!(format!("{}ms", after.as_millis()));
+            }
+            if r.finalized {
+                result["finalized"] = json!(true);
+            }
+            documents.push(result);
+        }
+        let mut out = String::new();
+        for doc in documents {
+            out.push_str("---\n");
+            out.push_str(&serde_yaml_ng::to_string(&doc)?);
+        }
+        Ok(out)
+    }
+}
+
+/// Every object in a YAML (or JSON) file: several `---` documents and `kind: List`
+/// objects are flattened; empty documents are skipped.
+///
+/// # Errors
+///
+/// [`RenderError::Input`] naming the file and, for syntax errors, the line and column.
+pub fn read_objects(file: &Path) -> Result<Vec<Value>, RenderError> {
+    let text = read_text(file)?;
+    let mut objects = Vec::new();
+    for document in serde_yaml_ng::Deserializer::from_str(&text) {
+        let value: Value = serde::Deserialize::deserialize(document).map_err(|e| input_error(file, &e))?;
+        match value {
+            Value::Null => {}
+            Value::Object(ref o) if o.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List")) => {
+                objects.extend(o.get("items").and_then(Value::as_array).cloned().unwrap_or_default());
+            }
+            Value::Object(_) => objects.push(value),
+            other => {
+                return Err(RenderError::Input {
+                    file: file.to_path_buf(),
+                    message: format!("expected Kubernetes objects, found {other}"),
+                });
+            }
+        }
+    }
+    Ok(objects)
+}
+
+fn optional_objects(file: Option<&Path>) -> Result<Vec<Value>, RenderError> {
+    file.map_or_else(|| Ok(Vec::new()), read_objects)
+}
+
+fn read_document(file: &Path) -> Result<Value, RenderError> {
+    serde_yaml_ng::from_str(&read_text(file)?).map_err(|e| input_error(file, &e))
+}
+
+fn read_text(file: &Path) -> Result<String, RenderError> {
+    std::fs::read_to_string(file)
+        .map_err(|e| RenderError::Input { file: file.to_path_buf(), message: e.to_string() })
+}
+
+fn input_error(file: &Path, e: &serde_yaml_ng::Error) -> RenderError {
+    let message = match e.location() {
+        Some(l) => format!("line {} column {}: {e}", l.line(), l.column()),
+        None => e.to_string(),
+    };
+    RenderError::Input { file: file.to_path_buf(), message }
+}
+
+/// The host never shows plugins `managedFields`: they are the API server's bookkeeping.
+fn strip(mut object: Value) -> Value {
+    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    object
+}
+
+fn controller_uid(object: &Value) -> Option<&str> {
+    object["metadata"]["ownerReferences"]
+        .as_array()?
+        .iter()
+        .find(|r| r["controller"] == true)
+        .and_then(|r| r["uid"].as_str())
+}
+
+fn describe(object: &Value) -> String {
+    format!(
+        "{} {}",
+        object["kind"].as_str().unwrap_or("<no kind>"),
+        object["metadata"]["name"].as_str().unwrap_or("<no name>")
+    )
+}

@@ -1,0 +1,27 @@
+# The two commands of the README, and the plugin build they share.
+#   make dev   build the example plugins and run `kubewasm dev` on them
+#   make test  build the plugins, then run every test of the workspace
+
+CARGO ?= cargo
+TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
+# Example plugins, copied to $(PLUGIN_DIR) as NAME.wasm: a ready plugin directory.
+PLUGINS := demo-application foo pod-services
+PLUGIN_DIR := $(TARGET_DIR)/plugins
+# Test fixtures (host/tests/fixtures), copied to $(FIXTURE_DIR).
+FIXTURES := misbehave future-contract
+FIXTURE_DIR := $(TARGET_DIR)/fixtures
+WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
+
+.PHONY: plugins dev test bench
+
+plugins:
+	$(CARGO) build --profile plugin --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS) $(FIXTURES))
+	mkdir -p $(PLUGIN_DIR) $(FIXTURE_DIR)
+	for p in $(PLUGINS); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(PLUGIN_DIR)/$$p.wasm; done
+	for p in $(FIXTURES); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(FIXTURE_DIR)/$$p.wasm; done
+
+test: plugins
+	$(CARGO) test --workspace
+
+bench: plugins
+	$(CARGO) bench -p kubewasm --bench reconcile

@@ -1,0 +1,52 @@
+//! The command line: every subcommand and flag, in one place.
+
+use std::path::PathBuf;
+
+use clap::{Parser, Subcommand};
+
+/// Kubernetes controllers whose reconcile logic is a sandboxed WebAssembly component.
+#[derive(Debug, Parser)]
+#[command(name = "kubewasm", version, about)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Print a plugin's manifest: its parent, children, related kinds and limits.
+    Describe {
+        /// The plugin component (`.wasm`).
+        plugin: PathBuf,
+    },
+    /// Run one reconcile offline and print the desired objects as YAML.
+    Render {
+        /// The plugin component (`.wasm`).
+        plugin: PathBuf,
+        /// The parent object (YAML or JSON).
+        #[arg(long)]
+        parent: PathBuf,
+        /// Objects that exist now (YAML stream or List); only children the parent
+        /// controls are passed, as the host does.
+        #[arg(long)]
+        observed: Option<PathBuf>,
+        /// Objects for the plugin's related queries (YAML stream or List).
+        #[arg(long)]
+        related: Option<PathBuf>,
+        /// The plugin's settings (YAML or JSON).
+        #[arg(long)]
+        config: Option<PathBuf>,
+        /// The time handed to the plugin, RFC 3339 (default: now); fix it for
+        /// reproducible output.
+        #[arg(long)]
+        now: Option<String>,
+    },
+    /// Print the CustomResourceDefinitions the plugins define, as YAML.
+    Crds {
+        /// Plugin components (`.wasm`).
+        plugins: Vec<PathBuf>,
+        /// A plugin directory: every `*.wasm` in it.
+        #[arg(long = "plugins", value_name = "DIR")]
+        dir: Option<PathBuf>,
+    },
+}

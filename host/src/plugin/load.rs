@@ -1,0 +1,255 @@
+//! Loading a plugin: read, check the contract version, compile, link, describe.
+
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+use sha2::{Digest, Sha256};
+use wasmtime::component::Component;
+
+use super::contract::{self, CONTRACT_VERSION, EXPORT_PREFIX, bindings, wit};
+use super::engine::Engine;
+use super::sandbox::{self, CallError, CallState, Limits};
+use super::types::{Manifest, Query, Request, Response};
+
+/// Why a file could not become a plugin. Every variant names the file.
+#[derive(Debug, thiserror::Error)]
+pub enum LoadError {
+    #[error("{}: {error}", path.display())]
+    Read { path: PathBuf, error: std::io::Error },
+    /// Not WebAssembly, or a core module rather than a component.
+    #[error("{origin}: {message}")]
+    NotAComponent { origin: String, message: String },
+    /// A component that does not export the reconciler interface at all.
+    #[error("{origin}: not a kubewasm plugin: it does not export kubewasm:reconciler/reconciler (its exports: {exports})")]
+    NotAPlugin { origin: String, exports: String },
+    /// A plugin built against another version of the contract.
+    #[error("{origin}: built against contract kubewasm:reconciler@{found}, but this host supports {supported}; rebuild it with a matching kubewasm-sdk")]
+    ContractVersion { origin: String, found: String, supported: &'static str },
+    /// The plugin imports something the host does not offer (a plugin may only log).
+    #[error("{origin}: cannot be linked: {message}")]
+    Link { origin: String, message: String },
+    /// `describe` failed: the load self-test.
+    #[error("{origin}: describe failed: {error}")]
+    Describe { origin: String, error: CallError },
+    /// `describe` answered, but the manifest is unusable.
+    #[error("{origin}: invalid manifest: {message}")]
+    InvalidManifest { origin: String, message: String },
+}
+
+/// A compiled, linked and described plugin, ready to be called any number of times
+/// concurrently; each call runs in its own fresh instance.
+pub struct Plugin {
+    engine: Engine,
+    origin: String,
+    hash: String,
+    pre: bindings::PluginPre<CallState>,
+    manifest: Manifest,
+    limits: Limits,
+}
+
+impl std::fmt::Debug for Plugin {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Plugin")
+            .field("origin", &self.origin)
+            .field("name", &self.manifest.name)
+            .field("hash", &self.hash)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Plugin {
+    /// Loads the plugin in the file at `path`.
+    ///
+    /// # Errors
+    ///
+    /// A [`LoadError`] naming the file.
+    pub fn load(engine: &Engine, path: &Path) -> Result<Self, LoadError> {
+        let bytes = std::fs::read(path)
+            .map_err(|error| LoadError::Read { path: path.to_path_buf(), error })?;
+        Self::from_bytes(engine, &bytes, &path.display().to_string())
+    }
+
+    /// Loads a plugin from its bytes; `origin` names it in errors and logs.
+    ///
+    /// This compiles the component (tens to hundreds of milliseconds): run it off the
+    /// async runtime.
+    ///
+    /// # Errors
+    ///
+    /// A [`LoadError`] naming `origin`.
+    pub fn from_bytes(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Self, LoadError> {
+        let origin = origin.to_string();
+        check_header(bytes).map_err(|message| LoadError::NotAComponent {
+            origin: origin.clone(),
+            message: message.into(),
+        })?;
+        let component = Component::from_binary(engine.wasmtime(), bytes).map_err(|e| {
+            LoadError::NotAComponent { origin: origin.clone(), message: format!("{e:#}") }
+        })?;
+        check_contract(engine, &component, &origin)?;
+        let link = |e: wasmtime::Error| LoadError::Link { origin: origin.clone(), message: format!("{e:#}") };
+        let instance_pre = engine.linker().instantiate_pre(&component).map_err(link)?;
+        let pre = bindings::PluginPre::new(instance_pre).map_err(link)?;
+
+        let describe_limits = Limits::default();
+        let manifest = call(engine, &pre, &origin, describe_limits, "describe", |store, instance| {
+            instance.kubewasm_reconciler_reconciler().call_describe(store)
+        })
+        .map_err(|error| LoadError::Describe { origin: origin.clone(), error })?;
+        let manifest = contract::manifest_from_wit(manifest);
+        manifest
+            .check()
+            .map_err(|message| LoadError::InvalidManifest { origin: origin.clone(), message })?;
+        Ok(Self {
+            engine: engine.clone(),
+            hash: hex_sha256(bytes),
+            limits: describe_limits.lowered_to(manifest.deadline, manifest.memory_bytes),
+            origin,
+            pre,
+            manifest,
+        })
+    }
+
+    /// What the plugin declared.
+    pub fn manifest(&self) -> &Manifest {
+        &self.manifest
+    }
+
+    /// Where the plugin came from (its file), for messages.
+    pub fn origin(&self) -> &str {
+        &self.origin
+    }
+
+    /// SHA-256 of the component's bytes, hex: identifies a plugin version.
+    pub fn hash(&self) -> &str {
+        &self.hash
+    }
+
+    /// The limits each call runs under.
+    pub fn limits(&self) -> Limits {
+        self.limits
+    }
+
+    /// The same plugin with limits lowered by the operator's configuration.
+    #[must_use]
+    pub fn with_limits(mut self, operator: Limits) -> Self {
+        self.limits = Limits {
+            deadline: self.limits.deadline.min(operator.deadline),
+            memory_bytes: self.limits.memory_bytes.min(operator.memory_bytes),
+            log_lines: self.limits.log_lines.min(operator.log_lines),
+        };
+        self
+    }
+
+    /// The related objects the plugin wants for `parent`.
+    ///
+    /// # Errors
+    ///
+    /// A [`CallError`] when the call fails, or [`CallError::Malformed`] when a query
+    /// names a kind the manifest does not declare in `related`.
+    pub fn related(&self, parent: &Value) -> Result<Vec<Query>, CallError> {
+        let parent = parent.to_string();
+        let queries = self.call("related", |store, instance| {
+            instance.kubewasm_reconciler_reconciler().call_related(store, &parent)
+        })?;
+        let queries: Vec<Query> = queries.into_iter().map(contract::query_from_wit).collect();
+        if let Some(q) = queries.iter().find(|q| !self.manifest.related.contains(&q.kind)) {
+            return Err(CallError::Malformed {
+                plugin: self.manifest.name.clone(),
+                message: format!("related query for {} which the manifest does not declare in `related`", q.kind),
+            });
+        }
+        Ok(queries)
+    }
+
+    /// One reconcile, in a fresh instance. The answer is decoded, not validated:
+    /// pass it through [`super::validate`] before acting on it.
+    ///
+    /// # Errors
+    ///
+    /// A [`CallError`] saying what went wrong.
+    pub fn reconcile(&self, request: &Request) -> Result<Response, CallError> {
+        let wire = wit::Request {
+            parent: request.parent.to_string(),
+            children: request.children.iter().map(Value::to_string).collect(),
+            related: request.related.iter().map(Value::to_string).collect(),
+            finalizing: request.finalizing,
+            now: request.now.clone(),
+            config: request.config.to_string(),
+        };
+        let answer = self.call("reconcile", |store, instance| {
+            instance.kubewasm_reconciler_reconciler().call_reconcile(store, &wire)
+        })?;
+        let plugin = || self.manifest.name.clone();
+        match answer {
+            Ok(response) => contract::response_from_wit(response)
+                .map_err(|message| CallError::Malformed { plugin: plugin(), message }),
+            Err(e) => Err(CallError::Plugin { plugin: plugin(), message: e.message, retryable: e.retryable }),
+        }
+    }
+
+    fn call<R>(
+        &self,
+        name: &'static str,
+        f: impl FnOnce(&mut wasmtime::Store<CallState>, &bindings::Plugin) -> wasmtime::Result<R>,
+    ) -> Result<R, CallError> {
+        call(&self.engine, &self.pre, &self.manifest.name, self.limits, name, f)
+    }
+}
+
+/// Runs `f` against a fresh instance of `pre` in a fresh sandbox; `label` names the
+/// plugin in errors and logs.
+fn call<R>(
+    engine: &Engine,
+    pre: &bindings::PluginPre<CallState>,
+    label: &str,
+    limits: Limits,
+    name: &'static str,
+    f: impl FnOnce(&mut wasmtime::Store<CallState>, &bindings::Plugin) -> wasmtime::Result<R>,
+) -> Result<R, CallError> {
+    let mut store = sandbox::new_store(engine, label, limits);
+    let result = pre.instantiate(&mut store).and_then(|instance| f(&mut store, &instance));
+    let dropped = store.data().logs_dropped();
+    if dropped > 0 {
+        tracing::warn!(plugin = label, dropped, "plugin exceeded its log budget for one {name} call");
+    }
+    result.map_err(|e| sandbox::classify(&e, &store, name, limits))
+}
+
+/// Distinguishes "not WebAssembly" and "a core module" from a real component, so the
+/// message says what to do.
+fn check_header(bytes: &[u8]) -> Result<(), &'static str> {
+    if !bytes.starts_with(b"\0asm") || bytes.len() < 8 {
+        return Err("not a WebAssembly file (no \\0asm header)");
+    }
+    // Bytes 6..8 are the layer: 0 for a core module, 1 for a component.
+    if bytes[6..8] == [0, 0] {
+        return Err("a core WebAssembly module, not a component: build the plugin for the wasm32-wasip2 target");
+    }
+    Ok(())
+}
+
+fn check_contract(engine: &Engine, component: &Component, origin: &str) -> Result<(), LoadError> {
+    let ty = component.component_type();
+    let exports: Vec<&str> = ty.exports(engine.wasmtime()).map(|(name, _)| name).collect();
+    match exports.iter().find_map(|name| name.strip_prefix(EXPORT_PREFIX)) {
+        Some(CONTRACT_VERSION) => Ok(()),
+        Some(found) => Err(LoadError::ContractVersion {
+            origin: origin.into(),
+            found: found.into(),
+            supported: CONTRACT_VERSION,
+        }),
+        None => Err(LoadError::NotAPlugin {
+            origin: origin.into(),
+            exports: if exports.is_empty() { "none".into() } else { exports.join(", ") },
+        }),
+    }
+}
+
+fn hex_sha256(bytes: &[u8]) -> String {
+    Sha256::digest(bytes).iter().fold(String::with_capacity(64), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}

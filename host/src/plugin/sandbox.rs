@@ -1,0 +1,268 @@
+//! One call's sandbox: a fresh store with a deny-all WASI context, frozen clocks, a
+//! memory cap, a CPU deadline, a log budget, and the classification of what went
+//! wrong when a call fails.
+
+use std::time::Duration;
+
+use wasmtime::component::ResourceTable;
+use wasmtime::{ResourceLimiter, Store, Trap};
+use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
+use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
+
+use super::contract::bindings::kubewasm::reconciler::{log, types};
+use super::engine::{EPOCH_TICK, Engine};
+
+/// Resource limits of one call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Limits {
+    /// CPU deadline of one call.
+    pub deadline: Duration,
+    /// Largest linear memory, in bytes.
+    pub memory_bytes: u64,
+    /// Log lines kept per call; the rest are dropped and counted.
+    pub log_lines: u32,
+}
+
+impl Default for Limits {
+    fn default() -> Self {
+        Self { deadline: Duration::from_secs(1), memory_bytes: 64 << 20, log_lines: 1000 }
+    }
+}
+
+impl Limits {
+    /// The limits a plugin asked for in its manifest, never above `self`.
+    #[must_use]
+    pub fn lowered_to(self, deadline: Option<Duration>, memory_bytes: Option<u64>) -> Self {
+        Self {
+            deadline: deadline.map_or(self.deadline, |d| d.min(self.deadline)),
+            memory_bytes: memory_bytes.map_or(self.memory_bytes, |m| m.min(self.memory_bytes)),
+            ..self
+        }
+    }
+}
+
+/// Why a call produced no answer.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    /// The plugin ran past its CPU deadline and was interrupted.
+    #[error("plugin {plugin} exceeded its deadline of {deadline:?} in {call}")]
+    Timeout { plugin: String, call: &'static str, deadline: Duration },
+    /// The plugin tried to grow its memory past the cap.
+    #[error("plugin {plugin} exceeded its memory limit of {limit_mib} MiB in {call}")]
+    OutOfMemory { plugin: String, call: &'static str, limit_mib: u64 },
+    /// The plugin panicked; `message` is its panic message.
+    #[error("plugin {plugin} panicked in {call}: {message}")]
+    Panic { plugin: String, call: &'static str, message: String },
+    /// Any other trap (unreachable, out-of-bounds access, stack overflow...).
+    #[error("plugin {plugin} trapped in {call}: {message}")]
+    Trap { plugin: String, call: &'static str, message: String },
+    /// The plugin answered `reconcile` with its own error.
+    #[error("plugin {plugin} returned an error{}: {message}", if *retryable { " (retryable)" } else { "" })]
+    Plugin { plugin: String, message: String, retryable: bool },
+    /// The plugin answered with JSON that does not parse.
+    #[error("plugin {plugin} returned a malformed response: {message}")]
+    Malformed { plugin: String, message: String },
+}
+
+impl CallError {
+    /// Whether a retry may succeed without a new plugin version or a changed parent.
+    pub fn is_retryable(&self) -> bool {
+        match self {
+            Self::Plugin { retryable, .. } => *retryable,
+            Self::Timeout { .. } | Self::OutOfMemory { .. } => true,
+            Self::Panic { .. } | Self::Trap { .. } | Self::Malformed { .. } => false,
+        }
+    }
+}
+
+/// The store's data for one call.
+pub struct CallState {
+    wasi: WasiCtx,
+    table: ResourceTable,
+    stderr: MemoryOutputPipe,
+    memory_cap: u64,
+    memory_exceeded: bool,
+    plugin: String,
+    log_lines_left: u32,
+    logs_dropped: u32,
+}
+
+/// Clocks frozen at the Unix epoch: plugins get the time from the request's `now`,
+/// so a reconcile depends on its inputs only.
+struct FrozenClock;
+
+impl HostWallClock for FrozenClock {
+    fn resolution(&self) -> Duration {
+        Duration::from_secs(1)
+    }
+    fn now(&self) -> Duration {
+        Duration::ZERO
+    }
+}
+
+impl HostMonotonicClock for FrozenClock {
+    fn resolution(&self) -> u64 {
+        1_000_000_000
+    }
+    fn now(&self) -> u64 {
+        0
+    }
+}
+
+/// Enough of stderr to carry a panic message.
+const STDERR_CAPTURE: usize = 16 << 10;
+
+/// A fresh store for one call of `plugin`, with `limits` in force.
+pub(crate) fn new_store(engine: &Engine, plugin: &str, limits: Limits) -> Store<CallState> {
+    let stderr = MemoryOutputPipe::new(STDERR_CAPTURE);
+    // No preopened directories, no environment, no arguments, no network: the
+    // builder's defaults deny everything; only stderr is captured.
+    let wasi = WasiCtx::builder()
+        .stderr(stderr.clone())
+        .wall_clock(FrozenClock)
+        .monotonic_clock(FrozenClock)
+        .build();
+    let state = CallState {
+        wasi,
+        table: ResourceTable::new(),
+        stderr,
+        memory_cap: limits.memory_bytes,
+        memory_exceeded: false,
+        plugin: plugin.to_string(),
+        log_lines_left: limits.log_lines,
+        logs_dropped: 0,
+    };
+    let mut store = Store::new(engine.wasmtime(), state);
+    store.limiter(|s| s as &mut dyn ResourceLimiter);
+    let ticks = limits.deadline.as_millis().div_ceil(EPOCH_TICK.as_millis()).max(1);
+    store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
+    store
+}
+
+/// Turns a failed call into the error a user can act on.
+pub(crate) fn classify(
+    error: &wasmtime::Error,
+    store: &Store<CallState>,
+    call: &'static str,
+    limits: Limits,
+) -> CallError {
+    let state = store.data();
+    let plugin = state.plugin.clone();
+    if error.downcast_ref::<Trap>() == Some(&Trap::Interrupt) {
+        return CallError::Timeout { plugin, call, deadline: limits.deadline };
+    }
+    if state.memory_exceeded {
+        return CallError::OutOfMemory { plugin, call, limit_mib: state.memory_cap >> 20 };
+    }
+    let stderr = String::from_utf8_lossy(&state.stderr.contents()).into_owned();
+    if let Some(message) = panic_message(&stderr) {
+        return CallError::Panic { plugin, call, message };
+    }
+    let message = match error.downcast_ref::<Trap>() {
+        Some(trap) => trap.to_string(),
+        None => format!("{error:#}"),
+    };
+    CallError::Trap { plugin, call, message }
+}
+
+/// The message of a Rust panic as the standard library prints it to stderr:
+/// `thread '<unnamed>' panicked at src/lib.rs:3:5:\n<message>`.
+fn panic_message(stderr: &str) -> Option<String> {
+    let at = stderr.find("panicked at ")?;
+    let rest = &stderr[at + "panicked at ".len()..];
+    let (location, message) = rest.split_once('\n').unwrap_or((rest, ""));
+    let message = message.lines().next().unwrap_or_default();
+    Some(format!("{message} (at {})", location.trim_end_matches(':')))
+}
+
+impl CallState {
+    /// Log lines the plugin emitted beyond its budget.
+    pub(crate) fn logs_dropped(&self) -> u32 {
+        self.logs_dropped
+    }
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl ResourceLimiter for CallState {
+    fn memory_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        let allowed = u64::try_from(desired).is_ok_and(|d| d <= self.memory_cap);
+        self.memory_exceeded |= !allowed;
+        Ok(allowed)
+    }
+
+    fn table_growing(
+        &mut self,
+        _current: usize,
+        desired: usize,
+        _maximum: Option<usize>,
+    ) -> wasmtime::Result<bool> {
+        Ok(desired <= 100_000)
+    }
+}
+
+/// The shared types interface has no functions; the trait is a marker.
+impl types::Host for CallState {}
+
+impl log::Host for CallState {
+    fn log(&mut self, level: log::Level, message: String, fields: Vec<(String, String)>) {
+        if self.log_lines_left == 0 {
+            self.logs_dropped = self.logs_dropped.saturating_add(1);
+            return;
+        }
+        self.log_lines_left -= 1;
+        let plugin = self.plugin.as_str();
+        let fields = FieldList(&fields);
+        match level {
+            log::Level::Trace => tracing::trace!(plugin, %fields, "{message}"),
+            log::Level::Debug => tracing::debug!(plugin, %fields, "{message}"),
+            log::Level::Info => tracing::info!(plugin, %fields, "{message}"),
+            log::Level::Warn => tracing::warn!(plugin, %fields, "{message}"),
+            log::Level::Error => tracing::error!(plugin, %fields, "{message}"),
+        }
+    }
+}
+
+/// Plugin-supplied fields rendered as `k=v k=v`.
+struct FieldList<'a>(&'a [(String, String)]);
+
+impl std::fmt::Display for FieldList<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, (k, v)) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" ")?;
+            }
+            write!(f, "{k}={v:?}")?;
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn panic_message_is_read_from_stderr() {
+        let stderr = "\nthread '<unnamed>' panicked at src/lib.rs:12:9:\nboom: bad spec\nnote: run with `RUST_BACKTRACE=1`\n";
+        assert_eq!(panic_message(stderr).as_deref(), Some("boom: bad spec (at src/lib.rs:12:9)"));
+        assert_eq!(panic_message("plain output"), None);
+    }
+
+    #[test]
+    fn manifest_limits_only_lower_the_host_limits() {
+        let host = Limits::default();
+        let lowered = host.lowered_to(Some(Duration::from_millis(200)), Some(512 << 20));
+        assert_eq!(lowered.deadline, Duration::from_millis(200));
+        assert_eq!(lowered.memory_bytes, host.memory_bytes, "a plugin cannot raise the cap");
+    }
+}

@@ -1,0 +1,238 @@
+//! The `kubewasm` binary as a user runs it: describe, render, crds, and a clear error
+//! with a non-zero exit for every bad input.
+//!
+//! The plugins and fixtures are built to wasm32-wasip2 by `make plugins`.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+/// The cargo target directory this test binary was built into.
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    // <target>/<profile>/deps/<test binary>
+    exe.ancestors().nth(3).expect("target directory").to_path_buf()
+}
+
+fn wasm(folder: &str, name: &str) -> PathBuf {
+    let path = target_dir().join(folder).join(format!("{name}.wasm"));
+    assert!(path.exists(), "{} is missing: run `make plugins` first", path.display());
+    path
+}
+
+fn plugin(name: &str) -> PathBuf {
+    wasm("plugins", name)
+}
+
+fn fixture(name: &str) -> PathBuf {
+    wasm("fixtures", name)
+}
+
+fn workspace() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").to_path_buf()
+}
+
+fn kubewasm(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(args)
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("kubewasm runs")
+}
+
+fn path_str(p: &Path) -> &str {
+    p.to_str().expect("utf-8 path")
+}
+
+/// Asserts a failure with a non-zero exit, a message containing every `needle`,
+/// and no panic of the host.
+fn assert_fails_with(out: &Output, needles: &[&str]) -> String {
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(!out.status.success(), "expected a failure, got success; stderr: {stderr}");
+    assert_eq!(out.status.code(), Some(1), "exit code; stderr: {stderr}");
+    assert!(!stderr.contains("panicked at"), "the host itself panicked: {stderr}");
+    for needle in needles {
+        assert!(stderr.contains(needle), "stderr lacks {needle:?}: {stderr}");
+    }
+    stderr
+}
+
+fn write_temp(name: &str, contents: &[u8]) -> PathBuf {
+    let dir = target_dir().join("cli-test-inputs");
+    std::fs::create_dir_all(&dir).expect("create temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, contents).expect("write temp file");
+    path
+}
+
+fn misbehave_parent() -> PathBuf {
+    write_temp(
+        "misbehave-parent.yaml",
+        b"apiVersion: test.kubewasm.io/v1\nkind: Misbehave\nmetadata:\n  name: m\n  namespace: default\n  uid: u-1\n",
+    )
+}
+
+fn render_misbehave(mode: &str) -> Output {
+    let config = write_temp(&format!("misbehave-{mode}.yaml"), format!("mode: {mode}\n").as_bytes());
+    kubewasm(&[
+        "render",
+        path_str(&fixture("misbehave")),
+        "--parent",
+        path_str(&misbehave_parent()),
+        "--config",
+        path_str(&config),
+    ])
+}
+
+// ---- golden renders of the example plugins -------------------------------------
+
+/// Renders `plugins/<name>/examples` and compares with `examples/expected.yaml`.
+/// `KUBEWASM_BLESS=1` rewrites the expected file instead.
+fn golden(name: &str) {
+    let examples = workspace().join("plugins").join(name).join("examples");
+    let mut args = vec!["render".to_string(), path_str(&plugin(name)).to_string()];
+    for (flag, file) in [("--parent", "parent.yaml"), ("--observed", "observed.yaml"), ("--related", "related.yaml"), ("--config", "config.yaml")] {
+        let path = examples.join(file);
+        if path.exists() {
+            args.push(flag.into());
+            args.push(path_str(&path).into());
+        }
+    }
+    args.extend(["--now".into(), "2026-01-01T00:00:00Z".into()]);
+    let out = kubewasm(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "render {name} failed: {stderr}");
+    let actual = String::from_utf8(out.stdout).expect("utf-8 output");
+    let expected_path = examples.join("expected.yaml");
+    if std::env::var_os("KUBEWASM_BLESS").is_some() {
+        std::fs::write(&expected_path, &actual).expect("write expected output");
+    }
+    let expected = std::fs::read_to_string(&expected_path)
+        .unwrap_or_else(|e| panic!("{}: {e} (KUBEWASM_BLESS=1 writes it)", expected_path.display()));
+    assert_eq!(actual, expected, "render of {name} differs from {}", expected_path.display());
+}
+
+#[test]
+fn demo_application_renders_its_expected_children() {
+    golden("demo-application");
+}
+
+#[test]
+fn foo_renders_its_expected_children() {
+    golden("foo");
+}
+
+#[test]
+fn pod_services_renders_its_expected_annotations() {
+    golden("pod-services");
+}
+
+// ---- describe and crds ---------------------------------------------------------
+
+#[test]
+fn describe_shows_the_manifest() {
+    let out = kubewasm(&["describe", path_str(&plugin("foo"))]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let manifest: serde_json::Value = serde_yaml_ng::from_slice(&out.stdout).expect("describe prints YAML");
+    assert_eq!(manifest["name"], "foo");
+    assert_eq!(manifest["contract"], "kubewasm:reconciler@0.1.0");
+    assert_eq!(manifest["parent"]["kind"], "Foo");
+    assert_eq!(manifest["parent"]["group"], "samplecontroller.k8s.io");
+    assert_eq!(manifest["children"][0]["kind"], "Deployment");
+    assert_eq!(manifest["crds"][0], "foos.samplecontroller.k8s.io");
+    assert_eq!(manifest["fieldManager"], "kubewasm.foo");
+    assert_eq!(manifest["sha256"].as_str().map(str::len), Some(64));
+}
+
+#[test]
+fn crds_prints_every_plugins_definitions() {
+    let out = kubewasm(&["crds", "--plugins", path_str(&target_dir().join("plugins"))]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).expect("utf-8");
+    let names: Vec<String> = serde_yaml_ng::Deserializer::from_str(&text)
+        .map(|d| {
+            let crd: serde_json::Value = serde::Deserialize::deserialize(d).expect("YAML document");
+            assert_eq!(crd["kind"], "CustomResourceDefinition");
+            crd["metadata"]["name"].as_str().expect("named CRD").to_string()
+        })
+        .collect();
+    assert_eq!(names, ["demoapplications.paas.cmft.com", "foos.samplecontroller.k8s.io"]);
+}
+
+// ---- bad input -----------------------------------------------------------------
+
+#[test]
+fn a_file_that_is_not_webassembly_is_refused() {
+    let file = write_temp("not-wasm.wasm", b"hello, I am text");
+    let out = kubewasm(&["describe", path_str(&file)]);
+    assert_fails_with(&out, &["not-wasm.wasm", "not a WebAssembly file"]);
+}
+
+#[test]
+fn a_core_module_is_refused_with_the_target_to_use() {
+    // The smallest valid core module: magic and version 1.
+    let file = write_temp("core-module.wasm", b"\0asm\x01\0\0\0");
+    let out = kubewasm(&["describe", path_str(&file)]);
+    assert_fails_with(&out, &["core-module.wasm", "not a component", "wasm32-wasip2"]);
+}
+
+#[test]
+fn a_missing_file_is_named() {
+    let out = kubewasm(&["describe", "/nonexistent/plugin.wasm"]);
+    assert_fails_with(&out, &["/nonexistent/plugin.wasm", "No such file"]);
+}
+
+#[test]
+fn a_component_of_another_contract_version_is_refused() {
+    let out = kubewasm(&["describe", path_str(&fixture("future-contract"))]);
+    assert_fails_with(&out, &["future-contract.wasm", "kubewasm:reconciler@0.2.0", "supports 0.1.0"]);
+}
+
+#[test]
+fn a_plugin_that_panics_fails_the_render_with_its_panic_message() {
+    let out = render_misbehave("panic");
+    assert_fails_with(&out, &["misbehave", "panicked in reconcile", "misbehave was told to panic"]);
+}
+
+#[test]
+fn a_plugin_error_is_reported_with_its_message() {
+    let out = render_misbehave("error");
+    assert_fails_with(&out, &["misbehave returned an error", "spec.size: must be positive"]);
+}
+
+#[test]
+fn a_child_of_an_undeclared_kind_is_refused_by_kind() {
+    let out = render_misbehave("foreign-kind");
+    let stderr = assert_fails_with(&out, &["refused", "ClusterRoleBinding", "did not declare"]);
+    assert!(out.stdout.is_empty(), "a refused response prints nothing: {stderr}");
+}
+
+#[test]
+fn a_child_in_another_namespace_is_refused() {
+    let out = render_misbehave("other-namespace");
+    assert_fails_with(&out, &["refused", "kube-system", "outside its parent's namespace"]);
+}
+
+#[test]
+fn a_plugin_that_loops_forever_is_stopped_at_its_deadline() {
+    let out = render_misbehave("loop");
+    assert_fails_with(&out, &["misbehave exceeded its deadline", "reconcile"]);
+}
+
+#[test]
+fn a_plugin_that_allocates_without_end_is_stopped_at_its_memory_cap() {
+    let out = render_misbehave("allocate");
+    assert_fails_with(&out, &["misbehave exceeded its memory limit of 64 MiB"]);
+}
+
+#[test]
+fn a_parent_that_does_not_parse_is_named_with_its_line() {
+    let parent = write_temp("broken-parent.yaml", b"apiVersion: v1\nkind: Foo\nmetadata:\n  name: [unclosed\n");
+    let out = kubewasm(&["render", path_str(&plugin("foo")), "--parent", path_str(&parent)]);
+    assert_fails_with(&out, &["broken-parent.yaml", "line 4"]);
+}
+
+#[test]
+fn a_parent_of_the_wrong_kind_is_refused() {
+    let out = kubewasm(&["render", path_str(&plugin("foo")), "--parent", path_str(&misbehave_parent())]);
+    assert_fails_with(&out, &["misbehave-parent.yaml", "samplecontroller.k8s.io/v1alpha1 Foo"]);
+}
