@@ -30,6 +30,10 @@
 //! kubewasm_sdk::export_reconciler!(Echo);
 //! ```
 
+#![warn(clippy::pedantic)]
+// Accessors like `Object::name` have nothing to add beyond their name.
+#![allow(clippy::must_use_candidate, clippy::missing_panics_doc)]
+
 mod manifest;
 mod object;
 mod request;
@@ -94,12 +98,18 @@ pub mod bindings {
 }
 
 /// Export a [`Reconciler`] as the plugin's implementation of the contract.
+///
+/// The export exists only in WebAssembly builds: a native build (`cargo test` of a
+/// `cdylib` plugin) has no component to export, and its unit tests go through
+/// [`testing`] instead.
 #[macro_export]
 macro_rules! export_reconciler {
     ($reconciler:ty) => {
+        #[cfg(target_arch = "wasm32")]
         #[doc(hidden)]
         struct __KubewasmExport;
 
+        #[cfg(target_arch = "wasm32")]
         impl $crate::bindings::exports::kubewasm::reconciler::reconciler::Guest
             for __KubewasmExport
         {
@@ -121,6 +131,7 @@ macro_rules! export_reconciler {
             }
         }
 
+        #[cfg(target_arch = "wasm32")]
         $crate::bindings::__export_plugin!(__KubewasmExport with_types_in $crate::bindings);
     };
 }

@@ -5,6 +5,9 @@
 
 pub use crate::bindings::kubewasm::reconciler::log::Level;
 
+/// One logged line: level, message, fields.
+pub type Line = (Level, String, Vec<(String, String)>);
+
 /// Log `message` with key/value `fields`.
 pub fn log(level: Level, message: &str, fields: &[(&str, &str)]) {
     let fields: Vec<(String, String)> =
@@ -43,10 +46,8 @@ fn emit(level: Level, message: &str, fields: Vec<(String, String)>) {
 pub(crate) mod native {
     use std::cell::RefCell;
 
-    use super::Level;
-
     thread_local! {
-        pub(crate) static CAPTURED: RefCell<Vec<(Level, String, Vec<(String, String)>)>> =
+        pub(crate) static CAPTURED: RefCell<Vec<super::Line>> =
             const { RefCell::new(Vec::new()) };
     }
 }

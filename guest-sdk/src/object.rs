@@ -31,10 +31,11 @@ impl Object {
     ///
     /// # Errors
     ///
-    /// A permanent [`Error`] naming the object and the serde message when the object
-    /// does not have the shape of `T`.
+    /// A permanent [`Error`] naming the object and the field (`spec.ports[0].port`)
+    /// when the object does not have the shape of `T`.
     pub fn parse<T: DeserializeOwned>(&self) -> Result<T, Error> {
-        T::deserialize(&self.0).map_err(|e| Error::permanent(format!("{}: {e}", self.describe())))
+        serde_path_to_error::deserialize(&self.0)
+            .map_err(|e| Error::permanent(format!("{}: {}: {}", self.describe(), e.path(), e.inner())))
     }
 
     /// `"Kind namespace/name"`, for messages.

@@ -55,6 +55,18 @@ impl Request {
         named(&self.children, name)
     }
 
+    /// The observed child of kind `K` named `name`, unparsed: cheaper than
+    /// [`Request::child`] when reading a field or two (deserializing a whole
+    /// k8s-openapi object adds its decoder to the plugin's size).
+    pub fn find_child<K: Resource>(&self, name: &str) -> Option<&Object> {
+        find(&self.children, K::API_VERSION, K::KIND, name)
+    }
+
+    /// The related object of kind `K` named `name`, unparsed.
+    pub fn find_related<K: Resource>(&self, name: &str) -> Option<&Object> {
+        find(&self.related, K::API_VERSION, K::KIND, name)
+    }
+
     /// Objects selected by the plugin's related queries.
     pub fn related(&self) -> &[Object] {
         &self.related
@@ -99,10 +111,10 @@ fn of_kind<K: Resource + DeserializeOwned>(objects: &[Object]) -> Result<Vec<K>,
     objects.iter().filter(|o| o.is::<K>()).map(Object::parse).collect()
 }
 
+fn find<'a>(objects: &'a [Object], api_version: &str, kind: &str, name: &str) -> Option<&'a Object> {
+    objects.iter().find(|o| o.api_version() == api_version && o.kind() == kind && o.name() == name)
+}
+
 fn named<K: Resource + DeserializeOwned>(objects: &[Object], name: &str) -> Result<Option<K>, Error> {
-    objects
-        .iter()
-        .find(|o| o.is::<K>() && o.name() == name)
-        .map(Object::parse)
-        .transpose()
+    find(objects, K::API_VERSION, K::KIND, name).map(Object::parse).transpose()
 }

@@ -27,7 +27,6 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::bindings::kubewasm::reconciler::types as wit;
-use crate::log::Level;
 use crate::{Error, Event, EventType, Manifest, Object, Query, Reconciler, export};
 
 /// The input of one reconcile, built the way the host builds it.
@@ -119,7 +118,7 @@ pub struct Outcome {
     pub events: Vec<Event>,
     pub finalized: bool,
     /// Lines the plugin logged during the call: level, message, fields.
-    pub logs: Vec<(Level, String, Vec<(String, String)>)>,
+    pub logs: Vec<crate::log::Line>,
 }
 
 impl Outcome {
