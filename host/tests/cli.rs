@@ -85,24 +85,22 @@ fn render_misbehave(mode: &str) -> Output {
 
 // ---- golden renders of the example plugins -------------------------------------
 
-/// Renders `plugins/<name>/examples` and compares with `examples/expected.yaml`.
+/// Renders `plugins/<name>/examples/parent.yaml` with the other example `inputs`
+/// (flag and file name) and compares the output with `examples/<expected>`.
 /// `KUBEWASM_BLESS=1` rewrites the expected file instead.
-fn golden(name: &str) {
+fn golden(name: &str, inputs: &[(&str, &str)], expected: &str) {
     let examples = workspace().join("plugins").join(name).join("examples");
     let mut args = vec!["render".to_string(), path_str(&plugin(name)).to_string()];
-    for (flag, file) in [("--parent", "parent.yaml"), ("--observed", "observed.yaml"), ("--related", "related.yaml"), ("--config", "config.yaml")] {
-        let path = examples.join(file);
-        if path.exists() {
-            args.push(flag.into());
-            args.push(path_str(&path).into());
-        }
+    for (flag, file) in [("--parent", "parent.yaml")].iter().chain(inputs) {
+        args.push((*flag).to_string());
+        args.push(path_str(&examples.join(file)).to_string());
     }
     args.extend(["--now".into(), "2026-01-01T00:00:00Z".into()]);
     let out = kubewasm(&args.iter().map(String::as_str).collect::<Vec<_>>());
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(out.status.success(), "render {name} failed: {stderr}");
     let actual = String::from_utf8(out.stdout).expect("utf-8 output");
-    let expected_path = examples.join("expected.yaml");
+    let expected_path = examples.join(expected);
     if std::env::var_os("KUBEWASM_BLESS").is_some() {
         std::fs::write(&expected_path, &actual).expect("write expected output");
     }
@@ -113,17 +111,23 @@ fn golden(name: &str) {
 
 #[test]
 fn demo_application_renders_its_expected_children() {
-    golden("demo-application");
+    golden("demo-application", &[("--observed", "observed.yaml")], "expected.yaml");
 }
 
 #[test]
 fn foo_renders_its_expected_children() {
-    golden("foo");
+    let inputs = [("--observed", "observed.yaml"), ("--related", "related.yaml")];
+    golden("foo", &inputs, "expected.yaml");
+}
+
+#[test]
+fn foo_leaves_a_deployment_it_does_not_own_alone_and_warns() {
+    golden("foo", &[("--related", "related-not-owned.yaml")], "expected-not-owned.yaml");
 }
 
 #[test]
 fn pod_services_renders_its_expected_annotations() {
-    golden("pod-services");
+    golden("pod-services", &[("--related", "related.yaml")], "expected.yaml");
 }
 
 // ---- describe and crds ---------------------------------------------------------
