@@ -15,6 +15,7 @@ pub fn describe<R: Reconciler>() -> wit::Manifest {
     manifest_to_wit(R::describe())
 }
 
+#[allow(clippy::needless_pass_by_value)] // the signature of the generated export
 pub fn related<R: Reconciler>(parent: String) -> Vec<wit::Query> {
     // A parent that is not JSON cannot match anything; the host never sends one.
     let Ok(parent) = serde_json::from_str::<Value>(&parent) else {

@@ -87,6 +87,7 @@ pub trait Reconciler {
 
 /// Generated bindings of the `kubewasm:reconciler` world.
 #[doc(hidden)]
+#[allow(clippy::all, clippy::pedantic)] // generated code
 pub mod bindings {
     wit_bindgen::generate!({
         path: "../wit",

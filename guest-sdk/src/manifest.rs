@@ -105,7 +105,7 @@ impl Manifest {
         self
     }
 
-    /// A CustomResourceDefinition (YAML or JSON) the plugin defines.
+    /// A `CustomResourceDefinition` (YAML or JSON) the plugin defines.
     #[must_use]
     pub fn crd(mut self, text: &str) -> Self {
         self.crds.push(text.into());

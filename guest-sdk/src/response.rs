@@ -99,7 +99,7 @@ pub enum EventType {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Event {
     pub type_: EventType,
-    /// UpperCamelCase cause, e.g. `ErrResourceExists`.
+    /// `UpperCamelCase` cause, e.g. `ErrResourceExists`.
     pub reason: String,
     pub message: String,
 }

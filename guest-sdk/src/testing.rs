@@ -91,13 +91,13 @@ impl TestRequest {
         self
     }
 
-    fn to_wit(&self) -> wit::Request {
+    fn into_wit(self) -> wit::Request {
         wit::Request {
             parent: self.parent.to_string(),
             children: self.children.iter().map(Value::to_string).collect(),
             related: self.related.iter().map(Value::to_string).collect(),
             finalizing: self.finalizing,
-            now: self.now.clone(),
+            now: self.now,
             config: self.config.to_string(),
         }
     }
@@ -177,7 +177,7 @@ pub fn related<R: Reconciler>(parent: impl Serialize) -> Vec<Query> {
 /// [`crate::Response`]).
 pub fn reconcile<R: Reconciler>(request: TestRequest) -> Result<Outcome, Error> {
     crate::log::native::CAPTURED.with(|c| c.borrow_mut().clear());
-    let result = export::reconcile::<R>(request.to_wit());
+    let result = export::reconcile::<R>(request.into_wit());
     let logs = crate::log::native::CAPTURED.with(|c| std::mem::take(&mut *c.borrow_mut()));
     let response = result.map_err(|e| Error { message: e.message, retryable: e.retryable })?;
     let json = |t: &str| serde_json::from_str::<Value>(t).expect("plugin answered JSON");

@@ -4,6 +4,10 @@
 //! Start with [`plugin::Plugin`]: it loads a component, checks it against the
 //! contract in `wit/`, and runs one reconcile in a fresh sandbox.
 
+#![warn(clippy::pedantic)]
+// Accessors like `Plugin::manifest` have nothing to add beyond their name.
+#![allow(clippy::must_use_candidate)]
+
 pub mod devcluster;
 pub mod plugin;
 pub mod render;

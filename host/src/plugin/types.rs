@@ -263,7 +263,7 @@ mod tests {
         }
     }
 
-    fn service(ns: &str, name: &str, labels: Value) -> Value {
+    fn service(ns: &str, name: &str, labels: &Value) -> Value {
         json!({"apiVersion": "v1", "kind": "Service",
                "metadata": {"name": name, "namespace": ns, "labels": labels}})
     }
@@ -284,12 +284,12 @@ mod tests {
                 req("env", LabelOperator::NotIn, &["prod"]),
             ]),
         };
-        assert!(q.matches(&service("a", "s", json!({"tier": "web"}))));
-        assert!(q.matches(&service("a", "s", json!({"tier": "api", "env": "dev"}))));
-        assert!(!q.matches(&service("b", "s", json!({"tier": "web"}))), "other namespace");
-        assert!(!q.matches(&service("a", "s", json!({"tier": "db"}))));
-        assert!(!q.matches(&service("a", "s", json!({"tier": "web", "legacy": "y"}))));
-        assert!(!q.matches(&service("a", "s", json!({"tier": "web", "env": "prod"}))));
+        assert!(q.matches(&service("a", "s", &json!({"tier": "web"}))));
+        assert!(q.matches(&service("a", "s", &json!({"tier": "api", "env": "dev"}))));
+        assert!(!q.matches(&service("b", "s", &json!({"tier": "web"}))), "other namespace");
+        assert!(!q.matches(&service("a", "s", &json!({"tier": "db"}))));
+        assert!(!q.matches(&service("a", "s", &json!({"tier": "web", "legacy": "y"}))));
+        assert!(!q.matches(&service("a", "s", &json!({"tier": "web", "env": "prod"}))));
         let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "s", "namespace": "a", "labels": {"tier": "web"}}});
         assert!(!q.matches(&pod), "other kind");
     }
@@ -301,9 +301,9 @@ mod tests {
             namespace: None,
             selector: Selector::Names(vec!["x".into()]),
         };
-        assert!(q.matches(&service("a", "x", json!({}))));
-        assert!(q.matches(&service("b", "x", json!({}))));
-        assert!(!q.matches(&service("a", "y", json!({}))));
+        assert!(q.matches(&service("a", "x", &json!({}))));
+        assert!(q.matches(&service("b", "x", &json!({}))));
+        assert!(!q.matches(&service("a", "y", &json!({}))));
     }
 
     #[test]
