@@ -1,0 +1,257 @@
+//! Writing a decision: server-side apply of children, parent metadata and status;
+//! deletion of children no longer desired. Each write is skipped when the cluster
+//! already holds what it would write, so a converged parent costs no writes.
+
+use std::collections::BTreeMap;
+
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ManagedFieldsEntry;
+use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy};
+use kube::discovery::ApiResource;
+use kube::{Client, ResourceExt};
+use serde_json::{Value, json};
+use sha2::{Digest, Sha256};
+
+/// Annotation stamping each applied child with a hash of what the host applied: a
+/// child whose stamp and fields match the desired object needs no write, and a
+/// field the plugin stops returning changes the stamp, so it is removed.
+pub const APPLIED_HASH: &str = "kubewasm.io/applied-hash";
+
+/// The object the host applies for a desired child: the plugin's object with the
+/// controller ownerReference to `parent` (replacing any controller reference the
+/// plugin set) and the [`APPLIED_HASH`] stamp.
+pub(crate) fn prepare_child(mut child: Value, parent: &DynamicObject, parent_resource: &ApiResource) -> Value {
+    let owner = json!({
+        "apiVersion": parent_resource.api_version,
+        "kind": parent_resource.kind,
+        "name": parent.name_any(),
+        "uid": parent.uid().unwrap_or_default(),
+        "controller": true,
+        "blockOwnerDeletion": true,
+    });
+    let meta = &mut child["metadata"];
+    let mut refs: Vec<Value> = meta["ownerReferences"]
+        .as_array()
+        .map(|r| r.iter().filter(|r| r["controller"] != true).cloned().collect())
+        .unwrap_or_default();
+    refs.push(owner);
+    meta["ownerReferences"] = Value::Array(refs);
+    if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
+        annotations.remove(APPLIED_HASH);
+    }
+    let hash = Sha256::digest(child.to_string().as_bytes());
+    let stamp: String = hash.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let meta = &mut child["metadata"];
+    if !meta["annotations"].is_object() {
+        meta["annotations"] = json!({});
+    }
+    meta["annotations"][APPLIED_HASH] = Value::String(stamp);
+    child
+}
+
+/// Whether `observed` holds every field of `desired` with the same value. Lists
+/// must have the same length and contain element by element (the API server may
+/// add defaulted fields to each element); `null` in `desired` means absent.
+pub(crate) fn contains(observed: &Value, desired: &Value) -> bool {
+    match (observed, desired) {
+        (Value::Object(o), Value::Object(d)) => d.iter().all(|(k, dv)| match o.get(k) {
+            Some(ov) => contains(ov, dv),
+            None => dv.is_null(),
+        }),
+        (Value::Array(o), Value::Array(d)) => o.len() == d.len() && o.iter().zip(d).all(|(a, b)| contains(a, b)),
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        _ => observed == desired,
+    }
+}
+
+/// Labels and annotations `manager` set on `object` by server-side apply, read from
+/// its managedFields.
+pub(crate) fn applied_metadata_keys(object: &DynamicObject, manager: &str) -> (Vec<String>, Vec<String>) {
+    let entries: &[ManagedFieldsEntry] = object.metadata.managed_fields.as_deref().unwrap_or_default();
+    let entry = entries.iter().find(|e| {
+        e.manager.as_deref() == Some(manager)
+            && e.operation.as_deref() == Some("Apply")
+            && e.subresource.as_deref().unwrap_or_default().is_empty()
+    });
+    let fields = entry.and_then(|e| e.fields_v1.as_ref()).map(|f| &f.0);
+    let keys = |section: &str| -> Vec<String> {
+        fields
+            .and_then(|f| f["f:metadata"][section].as_object())
+            .map(|m| m.keys().filter_map(|k| k.strip_prefix("f:")).map(str::to_string).collect())
+            .unwrap_or_default()
+    };
+    (keys("f:labels"), keys("f:annotations"))
+}
+
+/// Whether the parent already carries exactly the labels and annotations the
+/// plugin wants from this host: all present with their values, and none that the
+/// host set earlier and the plugin no longer wants.
+pub(crate) fn parent_metadata_current(
+    parent: &DynamicObject,
+    manager: &str,
+    labels: &BTreeMap<String, String>,
+    annotations: &BTreeMap<String, String>,
+) -> bool {
+    let (applied_labels, applied_annotations) = applied_metadata_keys(parent, manager);
+    let holds = |observed: &BTreeMap<String, String>, wanted: &BTreeMap<String, String>, applied: &[String]| {
+        wanted.iter().all(|(k, v)| observed.get(k) == Some(v)) && applied.iter().all(|k| wanted.contains_key(k))
+    };
+    holds(parent.labels(), labels, &applied_labels) && holds(parent.annotations(), annotations, &applied_annotations)
+}
+
+/// Writes through one field manager.
+pub(crate) struct Writer {
+    pub(crate) client: Client,
+    pub(crate) manager: String,
+}
+
+impl Writer {
+    fn api(&self, resource: &ApiResource, namespace: Option<&str>) -> Api<DynamicObject> {
+        match namespace {
+            Some(ns) => Api::namespaced_with(self.client.clone(), ns, resource),
+            None => Api::all_with(self.client.clone(), resource),
+        }
+    }
+
+    fn apply_params(&self) -> PatchParams {
+        PatchParams::apply(&self.manager).force()
+    }
+
+    /// Server-side apply of `object`, forcing ownership of its fields.
+    pub(crate) async fn apply(&self, resource: &ApiResource, object: &Value) -> kube::Result<()> {
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        let ns = object["metadata"]["namespace"].as_str();
+        self.api(resource, ns).patch(name, &self.apply_params(), &Patch::Apply(object)).await?;
+        Ok(())
+    }
+
+    /// Server-side apply of the parent's `.status` through the status subresource.
+    pub(crate) async fn apply_status(&self, resource: &ApiResource, parent: &DynamicObject, status: &Value) -> kube::Result<()> {
+        let body = json!({
+            "apiVersion": resource.api_version,
+            "kind": resource.kind,
+            "metadata": {"name": parent.name_any()},
+            "status": status,
+        });
+        self.api(resource, parent.namespace().as_deref())
+            .patch_status(&parent.name_any(), &self.apply_params(), &Patch::Apply(body))
+            .await?;
+        Ok(())
+    }
+
+    /// Server-side apply of the parent's labels and annotations: keys this manager
+    /// set before and leaves out now are removed by the API server.
+    pub(crate) async fn apply_parent_metadata(
+        &self,
+        resource: &ApiResource,
+        parent: &DynamicObject,
+        labels: &BTreeMap<String, String>,
+        annotations: &BTreeMap<String, String>,
+    ) -> kube::Result<()> {
+        let body = json!({
+            "apiVersion": resource.api_version,
+            "kind": resource.kind,
+            "metadata": {"name": parent.name_any(), "labels": labels, "annotations": annotations},
+        });
+        self.api(resource, parent.namespace().as_deref())
+            .patch(&parent.name_any(), &self.apply_params(), &Patch::Apply(body))
+            .await?;
+        Ok(())
+    }
+
+    /// Replaces the parent's finalizers, guarded by its resourceVersion so that a
+    /// concurrent change is not lost (the write fails with 409 and is retried).
+    pub(crate) async fn set_finalizers(&self, resource: &ApiResource, parent: &DynamicObject, finalizers: &[String]) -> kube::Result<()> {
+        let body = json!({"metadata": {"resourceVersion": parent.resource_version(), "finalizers": finalizers}});
+        self.api(resource, parent.namespace().as_deref())
+            .patch(&parent.name_any(), &PatchParams::default(), &Patch::Merge(body))
+            .await?;
+        Ok(())
+    }
+
+    /// Deletes `object` if it is still the same object (uid precondition); its own
+    /// dependents are collected in the background. Already gone is not an error.
+    pub(crate) async fn delete(&self, resource: &ApiResource, object: &DynamicObject) -> kube::Result<()> {
+        let params = DeleteParams {
+            preconditions: Some(Preconditions { uid: object.uid(), resource_version: None }),
+            propagation_policy: Some(PropagationPolicy::Background),
+            ..DeleteParams::default()
+        };
+        match self.api(resource, object.namespace().as_deref()).delete(&object.name_any(), &params).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => Ok(()),
+            Err(e) => Err(e),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::FieldsV1;
+
+    use super::*;
+
+    fn parent() -> (DynamicObject, ApiResource) {
+        let resource = ApiResource {
+            group: "example.com".into(),
+            version: "v1".into(),
+            api_version: "example.com/v1".into(),
+            kind: "App".into(),
+            plural: "apps".into(),
+        };
+        let mut parent = DynamicObject::new("web", &resource).within("team");
+        parent.metadata.uid = Some("uid-1".into());
+        (parent, resource)
+    }
+
+    #[test]
+    fn child_gets_a_controller_reference_and_a_stable_stamp() {
+        let (parent, resource) = parent();
+        let child = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c",
+            "ownerReferences": [{"apiVersion": "x/v1", "kind": "Other", "name": "o", "uid": "u", "controller": true}]}});
+        let a = prepare_child(child.clone(), &parent, &resource);
+        let refs = a["metadata"]["ownerReferences"].as_array().unwrap();
+        assert_eq!(refs.len(), 1, "a controller reference set by the plugin is replaced");
+        assert_eq!(refs[0]["uid"], "uid-1");
+        assert_eq!(refs[0]["controller"], true);
+        let b = prepare_child(a.clone(), &parent, &resource);
+        assert_eq!(a, b, "preparing is idempotent, so the stamp is stable");
+        let mut changed = child;
+        changed["data"] = json!({"k": "v"});
+        let c = prepare_child(changed, &parent, &resource);
+        assert_ne!(a["metadata"]["annotations"][APPLIED_HASH], c["metadata"]["annotations"][APPLIED_HASH]);
+    }
+
+    #[test]
+    fn contains_tolerates_server_defaults_but_not_drift() {
+        let desired = json!({"spec": {"replicas": 2, "ports": [{"port": 80}], "gone": null}});
+        let observed = json!({"spec": {"replicas": 2, "ports": [{"port": 80, "protocol": "TCP"}], "extra": 1}});
+        assert!(contains(&observed, &desired));
+        let drifted = json!({"spec": {"replicas": 5, "ports": [{"port": 80}]}});
+        assert!(!contains(&drifted, &desired));
+        let more_ports = json!({"spec": {"replicas": 2, "ports": [{"port": 80}, {"port": 81}]}});
+        assert!(!contains(&more_ports, &desired));
+        assert!(contains(&json!({"n": 1.0}), &json!({"n": 1})), "numbers compare by value");
+    }
+
+    #[test]
+    fn parent_metadata_is_current_only_without_stale_applied_keys() {
+        let (mut parent, _) = parent();
+        parent.metadata.annotations = Some([("kubewasm.io/services".to_string(), "a".to_string())].into());
+        parent.metadata.managed_fields = Some(vec![ManagedFieldsEntry {
+            manager: Some("kubewasm.p".into()),
+            operation: Some("Apply".into()),
+            fields_v1: Some(FieldsV1(json!({"f:metadata": {"f:annotations": {"f:kubewasm.io/services": {}}}}))),
+            ..ManagedFieldsEntry::default()
+        }]);
+        let wanted: BTreeMap<String, String> = [("kubewasm.io/services".to_string(), "a".to_string())].into();
+        assert!(parent_metadata_current(&parent, "kubewasm.p", &BTreeMap::new(), &wanted));
+        assert!(
+            !parent_metadata_current(&parent, "kubewasm.p", &BTreeMap::new(), &BTreeMap::new()),
+            "an annotation the host set and the plugin dropped must be removed"
+        );
+        assert!(
+            parent_metadata_current(&parent, "kubewasm.other", &BTreeMap::new(), &BTreeMap::new()),
+            "another manager's keys are not ours to remove"
+        );
+    }
+}

@@ -1,0 +1,246 @@
+//! One Kubernetes controller per plugin, on kube-runtime: watches and caches of the
+//! parent, children and related kinds, a work queue that never runs two reconciles
+//! of one parent at once, backoff, resync, and the reconcile itself.
+
+mod apply;
+mod backoff;
+mod cache;
+mod kinds;
+mod reconcile;
+mod related;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use futures::StreamExt;
+use kube::Client;
+use kube::api::DynamicObject;
+use kube::runtime::controller::{self, Controller as KubeController};
+use kube::runtime::events::{Event as KubeEvent, Recorder, Reporter};
+use kube::runtime::reflector::ObjectRef;
+use kube::Resource;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tracing::{Instrument, debug, info_span, warn};
+
+use crate::plugin::{CallError, KindRef, Plugin, Refusal};
+use apply::Writer;
+use backoff::Backoff;
+use cache::Caches;
+use related::RelatedIndex;
+
+pub use apply::APPLIED_HASH;
+
+/// Why a controller could not start or a reconcile failed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// A kind the manifest names is not served (a CRD not installed, a typo, a
+    /// plural or scope that does not match the API server's).
+    #[error("kind {kind} is not served by the API server: {message}")]
+    UnknownKind { kind: String, message: String },
+    /// The manifest cannot be run as a controller.
+    #[error("plugin {plugin}: {message}")]
+    Unsupported { plugin: String, message: String },
+    /// The plugin call failed.
+    #[error(transparent)]
+    Call(CallError),
+    /// The plugin's answer was refused; nothing was written.
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+    /// A write to the API server failed.
+    #[error("{what}: {error}")]
+    Write { what: String, error: kube::Error },
+    /// The parent has no uid (never the case for objects from an API server).
+    #[error("the parent has no metadata.uid")]
+    MissingUid,
+    /// The host is shutting down.
+    #[error("stopped: {0}")]
+    Stopped(String),
+}
+
+impl Error {
+    fn write(what: &str) -> impl FnOnce(kube::Error) -> Self + '_ {
+        move |error| Self::Write { what: what.to_string(), error }
+    }
+
+    /// The Event reason recorded on the parent.
+    fn reason(&self) -> &'static str {
+        match self {
+            Self::Call(CallError::Plugin { .. }) => "ReconcileError",
+            Self::Call(CallError::Timeout { .. }) => "PluginTimeout",
+            Self::Call(CallError::OutOfMemory { .. }) => "PluginOutOfMemory",
+            Self::Call(_) => "PluginFailed",
+            Self::Refused(_) => "ResponseRefused",
+            Self::Write { .. } => "WriteFailed",
+            Self::UnknownKind { .. } | Self::Unsupported { .. } | Self::MissingUid | Self::Stopped(_) => "ReconcileFailed",
+        }
+    }
+}
+
+/// How a plugin's controller runs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Reconciles of different parents running at once.
+    pub concurrency: u16,
+    /// Quiet period that folds bursts of events for one parent into one reconcile.
+    pub debounce: Duration,
+    /// Every parent is reconciled at least this often.
+    pub resync: Duration,
+    /// Delay before calling a finalizing plugin again that has not finalized.
+    pub finalizing_requeue: Duration,
+    /// The plugin's settings, handed to it as `config`.
+    pub config: Value,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            concurrency: 8,
+            debounce: Duration::from_millis(50),
+            resync: Duration::from_secs(600),
+            finalizing_requeue: reconcile::FINALIZING_REQUEUE,
+            config: Value::Null,
+        }
+    }
+}
+
+/// What every reconcile of one plugin shares.
+pub(crate) struct Context {
+    plugin: Arc<Plugin>,
+    caches: Caches,
+    related: Arc<RelatedIndex>,
+    backoff: Backoff<ObjectRef<DynamicObject>>,
+    writer: Writer,
+    recorder: Recorder,
+    options: Options,
+}
+
+impl Context {
+    /// Records an Event on `parent`; failing to record one never fails a reconcile.
+    async fn publish(&self, parent: &DynamicObject, event: &KubeEvent) {
+        let reference = parent.object_ref(&self.caches.parent.resource);
+        if let Err(e) = self.recorder.publish(event, &reference).await {
+            warn!(error = %e, reason = %event.reason, "could not record event");
+        }
+    }
+}
+
+/// A running controller for one plugin.
+pub struct Controller {
+    name: String,
+    stop: oneshot::Sender<()>,
+    resync: mpsc::UnboundedSender<()>,
+    task: JoinHandle<()>,
+}
+
+impl Controller {
+    /// Resolves the plugin's kinds through discovery, starts their watches and the
+    /// work queue, and returns once the controller runs.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::UnknownKind`] when a kind the manifest names is not served.
+    pub async fn start(client: Client, plugin: Arc<Plugin>, options: Options) -> Result<Self, Error> {
+        let manifest = plugin.manifest().clone();
+        let name = manifest.name.clone();
+        let manager = manifest.field_manager();
+
+        let mut others: Vec<KindRef> = Vec::new();
+        for kind in manifest.children.iter().chain(&manifest.related) {
+            if *kind == manifest.parent {
+                return Err(Error::Unsupported {
+                    plugin: name,
+                    message: format!("{kind} is its parent kind; it cannot also be a child or related kind"),
+                });
+            }
+            if !others.contains(kind) {
+                others.push(kind.clone());
+            }
+        }
+
+        let parent_resource = kinds::resolve(&client, &manifest.parent).await?;
+        let (parent_cache, parent_stream) =
+            cache::watch(&client, manifest.parent.clone(), parent_resource.clone(), Some(manager.clone()));
+        let mut caches = Vec::new();
+        let mut streams = Vec::new();
+        for kind in others {
+            let resource = kinds::resolve(&client, &kind).await?;
+            let (cache, stream) = cache::watch(&client, kind, resource, None);
+            caches.push(cache);
+            streams.push(stream);
+        }
+
+        let related = Arc::new(RelatedIndex::default());
+        let mut kube_controller =
+            KubeController::for_stream_with(parent_stream, parent_cache.store.clone(), parent_resource.clone());
+        for (cache, stream) in caches.iter().zip(streams) {
+            let mapper = related::mapper(&manifest, &cache.kind, parent_resource.clone(), related.clone());
+            kube_controller = kube_controller.watches_stream_with(stream, mapper, cache.resource.clone());
+        }
+
+        let reporter = Reporter { controller: manager.clone(), instance: None };
+        let ctx = Arc::new(Context {
+            plugin,
+            caches: Caches { parent: parent_cache, others: caches },
+            related,
+            backoff: Backoff::new(),
+            writer: Writer { client: client.clone(), manager },
+            recorder: Recorder::new(client, reporter),
+            options: options.clone(),
+        });
+
+        let (stop_tx, stop_rx) = oneshot::channel::<()>();
+        let (resync_tx, resync_rx) = mpsc::unbounded_channel::<()>();
+        let resync = futures::stream::unfold(resync_rx, |mut rx| async { rx.recv().await.map(|()| ((), rx)) });
+        let config = controller::Config::default().debounce(options.debounce).concurrency(options.concurrency);
+        let span = info_span!("controller", plugin = %name);
+        let run = kube_controller
+            .with_config(config)
+            .reconcile_all_on(resync)
+            .graceful_shutdown_on(async {
+                let _ = stop_rx.await;
+            })
+            .run(
+                |parent, ctx| {
+                    let span = info_span!("reconcile", object = %object_name(&parent));
+                    reconcile::reconcile(parent, ctx).instrument(span)
+                },
+                reconcile::error_policy,
+                ctx,
+            )
+            .for_each(|result| async move {
+                if let Err(e) = result {
+                    debug!(error = %e, "controller event");
+                }
+            })
+            .instrument(span);
+        let task = tokio::spawn(run);
+        Ok(Self { name, stop: stop_tx, resync: resync_tx, task })
+    }
+
+    /// The plugin this controller runs.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Reconciles every parent now (after a new plugin version, or to prove that a
+    /// converged cluster needs no writes).
+    pub fn resync(&self) {
+        let _ = self.resync.send(());
+    }
+
+    /// Stops watching and queueing; reconciles in flight finish first. Children are
+    /// left in place.
+    pub async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
+fn object_name(object: &DynamicObject) -> String {
+    match &object.metadata.namespace {
+        Some(ns) => format!("{ns}/{}", object.metadata.name.as_deref().unwrap_or_default()),
+        None => object.metadata.name.clone().unwrap_or_default(),
+    }
+}

@@ -1,0 +1,238 @@
+//! One reconcile of one parent: request from the caches, a sandboxed call, a
+//! validated answer, then the writes. Data flows one way: nothing here reaches back
+//! into the caches except to read.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::api::DynamicObject;
+use kube::runtime::controller::Action;
+use kube::runtime::events::{Event as KubeEvent, EventType as KubeEventType};
+use kube::runtime::reflector::ObjectRef;
+use kube::{Resource, ResourceExt};
+use serde_json::Value;
+use tracing::{debug, info, warn};
+
+use super::apply::{self, contains, prepare_child};
+use super::cache::controller_uid;
+use super::{Context, Error};
+use crate::plugin::{CallError, EventType, Plugin, Query, Request, Response, validate};
+
+/// Reconciles `parent`; failures are recorded as a Warning Event on it.
+pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, Error> {
+    let key = ObjectRef::from_obj_with(parent.as_ref(), ctx.caches.parent.resource.clone());
+    let result = run(&parent, &ctx).await;
+    match &result {
+        Ok(_) => ctx.backoff.succeed(&key),
+        Err(e) => {
+            warn!(error = %e, "reconcile failed");
+            let event = KubeEvent {
+                type_: KubeEventType::Warning,
+                reason: e.reason().into(),
+                note: Some(truncate(&e.to_string(), 1024)),
+                action: "Reconcile".into(),
+                secondary: None,
+            };
+            ctx.publish(&parent, &event).await;
+        }
+    }
+    result
+}
+
+/// Retry with per-parent exponential backoff.
+pub(crate) fn error_policy(parent: Arc<DynamicObject>, _error: &Error, ctx: Arc<Context>) -> Action {
+    let key = ObjectRef::from_obj_with(parent.as_ref(), ctx.caches.parent.resource.clone());
+    Action::requeue(ctx.backoff.fail(key))
+}
+
+async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error> {
+    ctx.caches.ready().await;
+    let manifest = ctx.plugin.manifest();
+    let uid = parent.uid().ok_or(Error::MissingUid)?;
+    let finalizer = manifest.finalizer_name();
+    let holds_finalizer = parent.finalizers().contains(&finalizer);
+    let deleting = parent.meta().deletion_timestamp.is_some();
+    if deleting && !holds_finalizer {
+        // Not ours to hold up: the API server and the garbage collector finish it.
+        return Ok(Action::await_change());
+    }
+
+    let parent_json = request_json(parent.as_ref());
+    let queries = call(&ctx.plugin, {
+        let parent_json = parent_json.clone();
+        move |p| p.related(&parent_json)
+    })
+    .await?;
+    let related = select_related(ctx, &queries);
+    ctx.related.set(ObjectRef::from_obj_with(parent.as_ref(), ctx.caches.parent.resource.clone()), queries);
+
+    let observed = ctx.caches.controlled_by(&manifest.children, &uid);
+    let request = Request {
+        parent: parent_json,
+        children: observed.iter().map(|(_, o)| request_json(o)).collect(),
+        related,
+        finalizing: deleting,
+        now: jiff::Timestamp::now().to_string(),
+        config: ctx.options.config.clone(),
+    };
+    let response = call(&ctx.plugin, move |p| {
+        p.reconcile(&request).map(|response| (request, response))
+    })
+    .await?;
+    let (request, response) = response;
+    let response = validate(manifest, &request.parent, response)?;
+
+    if deleting {
+        for event in &response.events {
+            ctx.publish(parent, &plugin_event(event)).await;
+        }
+        if !response.finalized {
+            return Ok(Action::requeue(response.requeue_after.unwrap_or(ctx.options.finalizing_requeue)));
+        }
+        let rest: Vec<String> = parent.finalizers().iter().filter(|f| **f != finalizer).cloned().collect();
+        ctx.writer.set_finalizers(&ctx.caches.parent.resource, parent, &rest).await.map_err(Error::write("remove finalizer"))?;
+        info!("finalized");
+        return Ok(Action::await_change());
+    }
+
+    if manifest.finalizer && !holds_finalizer {
+        let mut finalizers = parent.finalizers().to_vec();
+        finalizers.push(finalizer);
+        ctx.writer.set_finalizers(&ctx.caches.parent.resource, parent, &finalizers).await.map_err(Error::write("add finalizer"))?;
+    }
+
+    write(parent, ctx, &uid, &observed, &response).await?;
+    Ok(Action::requeue(response.requeue_after.map_or(ctx.options.resync, |d| d.min(ctx.options.resync))))
+}
+
+/// Applies, prunes, and writes status, metadata and events, skipping every write
+/// that would change nothing.
+async fn write(
+    parent: &Arc<DynamicObject>,
+    ctx: &Context,
+    uid: &str,
+    observed: &[(crate::plugin::KindRef, Arc<DynamicObject>)],
+    response: &Response,
+) -> Result<(), Error> {
+    let manifest = ctx.plugin.manifest();
+    let parent_resource = &ctx.caches.parent.resource;
+    let mut desired_keys = HashSet::new();
+    let mut events: Vec<KubeEvent> = response.events.iter().map(plugin_event).collect();
+
+    for child in &response.children {
+        // `validate` guarantees a declared kind; find which.
+        let Some(kind) = manifest.children.iter().find(|k| k.matches(child)) else { continue };
+        let Some(cache) = ctx.caches.of(kind) else { continue };
+        let name = child["metadata"]["name"].as_str().unwrap_or_default();
+        let namespace = child["metadata"]["namespace"].as_str();
+        desired_keys.insert((kind.clone(), namespace.map(str::to_string), name.to_string()));
+        let prepared = prepare_child(child.clone(), parent, parent_resource);
+        match ctx.caches.get(kind, namespace, name) {
+            Some(existing) if controller_uid(&existing) != Some(uid) => {
+                events.push(KubeEvent {
+                    type_: KubeEventType::Warning,
+                    reason: "ChildConflict".into(),
+                    note: Some(format!("{} {name} exists and is not controlled by this {}; left alone", kind.kind, manifest.parent.kind)),
+                    action: "Apply".into(),
+                    secondary: None,
+                });
+            }
+            Some(existing) if contains(&serde_json::to_value(existing.as_ref()).unwrap_or_default(), &prepared) => {
+                debug!(kind = %kind, name, "child up to date");
+            }
+            _ => {
+                ctx.writer.apply(&cache.resource, &prepared).await.map_err(Error::write(&format!("apply {} {name}", kind.kind)))?;
+                debug!(kind = %kind, name, "child applied");
+            }
+        }
+    }
+
+    for (kind, child) in observed {
+        let key = (kind.clone(), child.namespace(), child.name_any());
+        if desired_keys.contains(&key) {
+            continue;
+        }
+        let Some(cache) = ctx.caches.of(kind) else { continue };
+        ctx.writer.delete(&cache.resource, child).await.map_err(Error::write(&format!("delete {} {}", kind.kind, child.name_any())))?;
+        debug!(kind = %kind, name = %child.name_any(), "child pruned");
+    }
+
+    if let Some(status) = &response.status {
+        let current = parent.data.get("status").cloned().unwrap_or(Value::Null);
+        if !contains(&current, status) {
+            ctx.writer.apply_status(parent_resource, parent, status).await.map_err(Error::write("apply status"))?;
+        }
+    }
+
+    if !apply::parent_metadata_current(parent, &ctx.writer.manager, &response.labels, &response.annotations) {
+        ctx.writer
+            .apply_parent_metadata(parent_resource, parent, &response.labels, &response.annotations)
+            .await
+            .map_err(Error::write("apply parent labels and annotations"))?;
+    }
+
+    for event in &events {
+        ctx.publish(parent, event).await;
+    }
+    Ok(())
+}
+
+/// Runs a plugin call off the async runtime: a call may take up to its deadline.
+async fn call<T: Send + 'static>(
+    plugin: &Arc<Plugin>,
+    f: impl FnOnce(&Plugin) -> Result<T, CallError> + Send + 'static,
+) -> Result<T, Error> {
+    let plugin = plugin.clone();
+    tokio::task::spawn_blocking(move || f(&plugin))
+        .await
+        .map_err(|e| Error::Stopped(e.to_string()))?
+        .map_err(Error::Call)
+}
+
+fn select_related(ctx: &Context, queries: &[Query]) -> Vec<Value> {
+    let mut seen = HashSet::new();
+    queries
+        .iter()
+        .flat_map(|q| ctx.caches.select(q))
+        .filter(|o| seen.insert(o.uid()))
+        .map(|o| request_json(&o))
+        .collect()
+}
+
+/// The object as a plugin sees it: without `managedFields`.
+fn request_json(object: &DynamicObject) -> Value {
+    let mut value = serde_json::to_value(object).unwrap_or_default();
+    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
+        meta.remove("managedFields");
+    }
+    value
+}
+
+fn plugin_event(event: &crate::plugin::Event) -> KubeEvent {
+    KubeEvent {
+        type_: match event.type_ {
+            EventType::Normal => KubeEventType::Normal,
+            EventType::Warning => KubeEventType::Warning,
+        },
+        reason: event.reason.clone(),
+        note: Some(truncate(&event.message, 1024)),
+        action: "Reconcile".into(),
+        secondary: None,
+    }
+}
+
+fn truncate(s: &str, max: usize) -> String {
+    if s.len() <= max {
+        return s.to_string();
+    }
+    let mut end = max;
+    while !s.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}...", &s[..end])
+}
+
+/// How long to wait before calling a finalizing plugin again when it has not said
+/// `finalized` and asked for no requeue.
+pub(crate) const FINALIZING_REQUEUE: Duration = Duration::from_secs(5);
