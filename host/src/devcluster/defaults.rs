@@ -1,0 +1,121 @@
+//! What the real server fills in for built-in kinds on create (status reset, a few defaults),
+//! and the name rules it checks.
+
+use serde_json::{Value, json};
+
+use super::discovery::ResourceType;
+use super::object;
+use super::status::Cause;
+
+/// Applies create-time defaults of built-in kinds.
+pub(crate) fn on_create(rt: &ResourceType, obj: &mut Value) {
+    match (rt.group.as_str(), rt.plural.as_str()) {
+        ("", "namespaces") => {
+            let name = object::name(obj).to_string();
+            let meta = object::meta_mut(obj);
+            let labels = meta.entry("labels").or_insert_with(|| json!({}));
+            if let Some(labels) = labels.as_object_mut() {
+                labels.insert("kubernetes.io/metadata.name".into(), json!(name));
+            }
+            obj["spec"] = json!({ "finalizers": ["kubernetes"] });
+            obj["status"] = json!({ "phase": "Active" });
+        }
+        ("", "pods") => {
+            obj["status"] = json!({ "phase": "Pending", "qosClass": "BestEffort" });
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.entry("restartPolicy").or_insert(json!("Always"));
+                spec.entry("dnsPolicy").or_insert(json!("ClusterFirst"));
+                spec.entry("schedulerName").or_insert(json!("default-scheduler"));
+                spec.entry("terminationGracePeriodSeconds").or_insert(json!(30));
+            }
+        }
+        ("apps", "deployments") => {
+            obj["status"] = json!({});
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.entry("replicas").or_insert(json!(1));
+                spec.entry("revisionHistoryLimit").or_insert(json!(10));
+                spec.entry("progressDeadlineSeconds").or_insert(json!(600));
+                spec.entry("strategy").or_insert(json!({
+                    "type": "RollingUpdate",
+                    "rollingUpdate": { "maxUnavailable": "25%", "maxSurge": "25%" },
+                }));
+            }
+        }
+        ("", "services") => {
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                spec.entry("type").or_insert(json!("ClusterIP"));
+                spec.entry("sessionAffinity").or_insert(json!("None"));
+            }
+            obj["status"] = json!({ "loadBalancer": {} });
+        }
+        ("", "secrets") => {
+            if let Some(map) = obj.as_object_mut() {
+                map.entry("type").or_insert(json!("Opaque"));
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Checks `metadata.name` with the rule the real server applies to this kind.
+pub(crate) fn check_name(rt: &ResourceType, name: &str) -> Option<Cause> {
+    if rt.group == "rbac.authorization.k8s.io" {
+        if name == "." || name == ".." || name.contains('/') || name.contains('%') {
+            return Some(Cause::new(
+                "FieldValueInvalid",
+                "metadata.name",
+                format!("Invalid value: {name:?}: may not contain '/' or '%' and may not be '.' or '..'"),
+            ));
+        }
+        return None;
+    }
+    let label_only = rt.group.is_empty() && matches!(rt.plural.as_str(), "namespaces" | "services");
+    let ok = if label_only { is_dns_label(name) } else { is_dns_subdomain(name) };
+    if ok {
+        return None;
+    }
+    let message = if label_only {
+        format!(
+            "Invalid value: {name:?}: a lowercase RFC 1123 label must consist of lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. 'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?')"
+        )
+    } else {
+        format!(
+            "Invalid value: {name:?}: a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*')"
+        )
+    };
+    Some(Cause::new("FieldValueInvalid", "metadata.name", message))
+}
+
+fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+fn is_dns_subdomain(s: &str) -> bool {
+    s.len() <= 253 && s.split('.').all(|part| is_dns_label(part))
+}
+
+/// `generateName` plus five random characters from the alphabet the real server uses.
+pub(crate) fn generated_name(prefix: &str) -> String {
+    const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+    let bytes = uuid::Uuid::new_v4().into_bytes();
+    let suffix: String = bytes[..5].iter().map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char).collect();
+    format!("{prefix}{suffix}")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_follow_dns_rules() {
+        assert!(is_dns_subdomain("a.b-c"));
+        assert!(!is_dns_subdomain("A"));
+        assert!(!is_dns_subdomain("a..b"));
+        assert!(!is_dns_label("a.b"));
+        assert_eq!(generated_name("x-").len(), 7);
+    }
+}
