@@ -766,7 +766,10 @@ pub(crate) fn apply(live: Option<&Value>, config: &Value, req: &Request<'_>, for
 pub(crate) fn record_update(old: Option<&Value>, new: &mut Value, req: &Request<'_>) {
     let empty = json!({});
     let old = old.unwrap_or(&empty);
-    let mut managers = read_managers(old);
+    // Like the real server, managedFields sent with a write replace the stored ones (that is
+    // how clients migrate or reset ownership); absent or empty, the stored ones are kept.
+    let provided = new.pointer("/metadata/managedFields").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+    let mut managers = if provided && req.scope != Scope::Status { read_managers(new) } else { read_managers(old) };
     let mut old_plain = old.clone();
     object::remove_meta(&mut old_plain, "managedFields");
     object::remove_meta(new, "managedFields");
