@@ -150,7 +150,7 @@ fn item_matches(item: &Value, key: &str) -> bool {
 pub(crate) fn field_set(value: &Value, schema: Option<&Value>) -> Result<FieldSet, String> {
     let mut set = FieldSet::new();
     let mut walker = Walker { names: Vec::new(), path: Vec::new() };
-    walker.to_set(value, Node::root(schema), None, &mut set)?;
+    walker.collect(value, Node::root(schema), None, &mut set)?;
     Ok(set)
 }
 
@@ -161,7 +161,7 @@ struct Walker {
 }
 
 impl Walker {
-    fn to_set(&mut self, value: &Value, node: Node<'_>, field: Option<&str>, set: &mut FieldSet) -> Result<(), String> {
+    fn collect(&mut self, value: &Value, node: Node<'_>, field: Option<&str>, set: &mut FieldSet) -> Result<(), String> {
         let at_root = self.path.is_empty();
         match value {
             Value::Object(map) => {
@@ -174,7 +174,7 @@ impl Walker {
                 for (key, child) in map {
                     self.names.push(key.clone());
                     self.path.push(Step::Field(key.clone()));
-                    self.to_set(child, node.child(key, at_root), Some(key), set)?;
+                    self.collect(child, node.child(key, at_root), Some(key), set)?;
                     let empty = child.is_null() || child.as_object().is_some_and(Map::is_empty);
                     if empty || !node.declared(key, at_root) {
                         set.insert(self.path.clone());
@@ -200,7 +200,7 @@ impl Walker {
                         for item in items {
                             let key = item_key(item, &keys).map_err(|e| format!("{}: {e}", path_text(&self.path)))?;
                             self.path.push(Step::Key(key));
-                            self.to_set(item, node.items(), None, set)?;
+                            self.collect(item, node.items(), None, set)?;
                             set.insert(self.path.clone());
                             self.path.pop();
                         }
@@ -418,7 +418,8 @@ fn remove_at(obj: &mut Value, path: &[Step]) -> bool {
         }
         (Step::Value(v), Value::Array(items)) => {
             let before = items.len();
-            items.retain(|i| i.to_string() != *v);
+            let value: Value = serde_json::from_str(v).unwrap_or(Value::Null);
+            items.retain(|i| *i != value);
             before != items.len()
         }
         (Step::Index(i), Value::Array(items)) if *i < items.len() => {

@@ -95,7 +95,7 @@ fn is_dns_label(s: &str) -> bool {
 }
 
 fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253 && s.split('.').all(|part| is_dns_label(part))
+    s.len() <= 253 && s.split('.').all(is_dns_label)
 }
 
 /// `generateName` plus five random characters from the alphabet the real server uses.

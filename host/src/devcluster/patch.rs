@@ -195,7 +195,7 @@ fn merge_list(orig: Option<&Vec<Value>>, patch: &[Value], path: &mut Vec<String>
 }
 
 /// Orders `list` like `order` (`$setElementOrder`); items not named keep their place at the end.
-fn reorder(list: &mut Vec<Value>, order: &[Value], strategy: ListMerge) {
+fn reorder(list: &mut [Value], order: &[Value], strategy: ListMerge) {
     let position = |item: &Value| -> usize {
         let probe = match strategy {
             ListMerge::ByKey(key) => order.iter().position(|o| o.get(key).is_some() && o.get(key) == item.get(key)),

@@ -34,6 +34,9 @@ pub(crate) struct Change {
     pub old: Option<Arc<Value>>,
 }
 
+/// A receiver of the changes committed after it was created.
+pub(crate) type Subscription = broadcast::Receiver<Arc<Change>>;
+
 /// All objects plus the history needed to serve watches from a past resourceVersion.
 #[derive(Debug)]
 pub(crate) struct Store {
@@ -135,7 +138,7 @@ impl Store {
 
     /// The changes after `rv` still in the history, plus a receiver for the ones to come.
     /// `None` when `rv` is older than the retained history.
-    pub(crate) fn changes_since(&self, rv: u64) -> Option<(Vec<Arc<Change>>, broadcast::Receiver<Arc<Change>>)> {
+    pub(crate) fn changes_since(&self, rv: u64) -> Option<(Vec<Arc<Change>>, Subscription)> {
         if rv < self.oldest_watchable {
             return None;
         }

@@ -37,7 +37,10 @@ fn age_column() -> Value {
 }
 
 /// Column definitions and a function producing the cells of one object.
-fn columns(rt: &ResourceType, version: &str) -> (Vec<Value>, Box<dyn Fn(&Value) -> Vec<Value>>) {
+/// Turns one object into the cells of its row.
+type Cells = Box<dyn Fn(&Value) -> Vec<Value>>;
+
+fn columns(rt: &ResourceType, version: &str) -> (Vec<Value>, Cells) {
     let age = |o: &Value| json!(age(object::meta_str(o, "creationTimestamp")));
     let name = |o: &Value| json!(object::name(o));
     if !rt.builtin {
