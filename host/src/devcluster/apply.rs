@@ -674,6 +674,7 @@ pub(crate) struct Request<'a> {
 pub(crate) struct Conflicts {
     pub message: String,
     pub causes: Vec<Value>,
+    pub paths: FieldSet,
 }
 
 /// Server-side apply of `config` onto `live` (`None` when creating). Returns the new object,
@@ -730,7 +731,10 @@ pub(crate) fn apply(live: Option<&Value>, config: &Value, req: &Request<'_>, for
         }
     }
     if !conflicts.is_empty() && !force {
-        return Ok(Err(conflict_error(&managers, &conflicts)));
+        let error = conflict_error(&managers, &conflicts);
+        if !upgrades_client_side_apply(req, live, &error.paths) {
+            return Ok(Err(error));
+        }
     }
     for (i, path) in &conflicts {
         managers[*i].fields.remove(path);
@@ -810,6 +814,21 @@ pub(crate) fn record_update(old: Option<&Value>, new: &mut Value, req: &Request<
     write_managers(new, managers);
 }
 
+/// Whether a conflicting apply by `kubectl` only takes over fields its client-side apply set
+/// (those in the `last-applied-configuration` annotation). The real server lets those through,
+/// so users move from client-side to server-side apply without conflicts.
+fn upgrades_client_side_apply(req: &Request<'_>, live: &Value, conflicts: &FieldSet) -> bool {
+    if req.manager != "kubectl" {
+        return false;
+    }
+    let Some(text) = live.pointer("/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration").and_then(Value::as_str) else {
+        return false;
+    };
+    let Ok(last) = serde_json::from_str::<Value>(text) else { return false };
+    let Ok(allowed) = field_set(&last, req.schema) else { return false };
+    conflicts.is_subset(&allowed)
+}
+
 fn conflict_error(managers: &[Manager], conflicts: &[(usize, Path)]) -> Conflicts {
     let causes = conflicts
         .iter()
@@ -835,7 +854,7 @@ fn conflict_error(managers: &[Manager], conflicts: &[(usize, Path)]) -> Conflict
         }
         format!("Apply failed with {} conflicts: {}", conflicts.len(), lines.join("\n"))
     };
-    Conflicts { message, causes }
+    Conflicts { message, causes, paths: conflicts.iter().map(|(_, p)| p.clone()).collect() }
 }
 
 #[cfg(test)]

@@ -7,8 +7,29 @@ use super::discovery::ResourceType;
 use super::object;
 use super::status::Cause;
 
-/// Applies create-time defaults of built-in kinds.
+/// Resets what a create may not set (status) and fills create-only fields of built-in kinds.
 pub(crate) fn on_create(rt: &ResourceType, obj: &mut Value) {
+    match (rt.group.as_str(), rt.plural.as_str()) {
+        ("", "namespaces") => obj["status"] = json!({ "phase": "Active" }),
+        ("", "pods") => obj["status"] = json!({ "phase": "Pending", "qosClass": "BestEffort" }),
+        ("apps", "deployments" | "replicasets") => obj["status"] = json!({}),
+        ("", "services") => obj["status"] = json!({ "loadBalancer": {} }),
+        _ => {}
+    }
+}
+
+/// Applies the defaults the real server fills in on every write of a built-in kind (the
+/// object's `SetDefaults`), so fields a manager stops applying come back as defaults.
+pub(crate) fn on_write(rt: &ResourceType, obj: &mut Value) -> Result<(), Cause> {
+    let spec_defaults = |obj: &mut Value, defaults: Value| {
+        if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut)
+            && let Some(defaults) = defaults.as_object()
+        {
+            for (k, v) in defaults {
+                spec.entry(k.clone()).or_insert_with(|| v.clone());
+            }
+        }
+    };
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "namespaces") => {
             let name = object::name(obj).to_string();
@@ -17,44 +38,57 @@ pub(crate) fn on_create(rt: &ResourceType, obj: &mut Value) {
             if let Some(labels) = labels.as_object_mut() {
                 labels.insert("kubernetes.io/metadata.name".into(), json!(name));
             }
-            obj["spec"] = json!({ "finalizers": ["kubernetes"] });
-            obj["status"] = json!({ "phase": "Active" });
-        }
-        ("", "pods") => {
-            obj["status"] = json!({ "phase": "Pending", "qosClass": "BestEffort" });
-            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-                spec.entry("restartPolicy").or_insert(json!("Always"));
-                spec.entry("dnsPolicy").or_insert(json!("ClusterFirst"));
-                spec.entry("schedulerName").or_insert(json!("default-scheduler"));
-                spec.entry("terminationGracePeriodSeconds").or_insert(json!(30));
+            if obj.get("spec").is_none() {
+                obj["spec"] = json!({ "finalizers": ["kubernetes"] });
             }
         }
+        ("", "pods") => spec_defaults(obj, json!({
+            "restartPolicy": "Always",
+            "dnsPolicy": "ClusterFirst",
+            "schedulerName": "default-scheduler",
+            "terminationGracePeriodSeconds": 30,
+        })),
         ("apps", "deployments") => {
-            obj["status"] = json!({});
-            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-                spec.entry("replicas").or_insert(json!(1));
-                spec.entry("revisionHistoryLimit").or_insert(json!(10));
-                spec.entry("progressDeadlineSeconds").or_insert(json!(600));
-                spec.entry("strategy").or_insert(json!({
-                    "type": "RollingUpdate",
-                    "rollingUpdate": { "maxUnavailable": "25%", "maxSurge": "25%" },
-                }));
-            }
+            spec_defaults(obj, json!({
+                "replicas": 1,
+                "revisionHistoryLimit": 10,
+                "progressDeadlineSeconds": 600,
+                "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxUnavailable": "25%", "maxSurge": "25%" } },
+            }));
         }
-        ("", "services") => {
-            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
-                spec.entry("type").or_insert(json!("ClusterIP"));
-                spec.entry("sessionAffinity").or_insert(json!("None"));
-            }
-            obj["status"] = json!({ "loadBalancer": {} });
-        }
-        ("", "secrets") => {
-            if let Some(map) = obj.as_object_mut() {
-                map.entry("type").or_insert(json!("Opaque"));
-            }
-        }
+        ("", "services") => spec_defaults(obj, json!({ "type": "ClusterIP", "sessionAffinity": "None" })),
+        ("", "secrets") => return secret_data(obj),
         _ => {}
     }
+    Ok(())
+}
+
+/// Folds `stringData` into base64 `data` and checks that `data` is base64, as the real server does.
+fn secret_data(obj: &mut Value) -> Result<(), Cause> {
+    use base64::Engine as _;
+    let engine = base64::engine::general_purpose::STANDARD;
+    let Some(map) = obj.as_object_mut() else { return Ok(()) };
+    map.entry("type").or_insert(json!("Opaque"));
+    if let Some(Value::Object(plain)) = map.remove("stringData") {
+        let data = map.entry("data").or_insert_with(|| json!({}));
+        if let Some(data) = data.as_object_mut() {
+            for (k, v) in plain {
+                let text = v.as_str().map(String::from).unwrap_or_else(|| v.to_string());
+                data.insert(k, json!(engine.encode(text)));
+            }
+        }
+    }
+    for (k, v) in map.get("data").and_then(Value::as_object).into_iter().flatten() {
+        let ok = v.as_str().is_some_and(|s| engine.decode(s).is_ok());
+        if !ok {
+            return Err(Cause::new(
+                "FieldValueInvalid",
+                format!("data[{k}]"),
+                format!("Invalid value: {v}: must be a base64-encoded string"),
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Checks `metadata.name` with the rule the real server applies to this kind.

@@ -90,6 +90,7 @@ fn delete_dependent(store: &mut Store, gr: &GroupResource, dep: &Value, policy: 
         namespace: Some(object::namespace(dep).to_string()).filter(|n| !n.is_empty()),
         name: Some(object::name(dep).to_string()),
         subresource: None,
+        events_v1: false,
         rt,
     };
     let opts = verbs::DeleteOptions {

@@ -9,6 +9,7 @@
 mod apply;
 mod crd;
 mod defaults;
+mod events;
 mod discovery;
 mod gc;
 mod kubeconfig;
@@ -194,7 +195,7 @@ impl DevCluster {
 fn ensure_namespaces(store: &mut Store) {
     let Some(rt) = store.registry.find("", "v1", "namespaces") else { return };
     for name in ["default", "kube-system"] {
-        let target = verbs::Target { rt: rt.clone(), version: "v1".into(), namespace: None, name: None, subresource: None };
+        let target = verbs::Target { rt: rt.clone(), version: "v1".into(), namespace: None, name: None, subresource: None, events_v1: false };
         let opts = verbs::WriteOptions { manager: "kube-apiserver".into(), ..verbs::WriteOptions::default() };
         let body = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": name } });
         if store.get(&(String::new(), "namespaces".into()), "", name).is_none() {

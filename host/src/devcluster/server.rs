@@ -14,7 +14,9 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 
 use super::discovery;
+use super::events;
 use super::gc;
+use super::patch;
 use super::openapi;
 use super::selectors::{FieldSelector, LabelSelector, selectable_fields};
 use super::status::ApiError;
@@ -226,6 +228,12 @@ fn resource(shared: &Arc<Shared>, call: &Call, group: &str, version: &str, rest:
         _ => return Err(ApiError::no_route()),
     };
     let rt = shared.lock().registry.find(group, version, plural).ok_or_else(ApiError::no_route)?;
+    let events_v1 = rt.group == "events.k8s.io" && rt.plural == "events";
+    let (rt, version) = if events_v1 {
+        (shared.lock().registry.find("", "v1", "events").ok_or_else(ApiError::no_route)?, "v1")
+    } else {
+        (rt, version)
+    };
     if namespace.is_some() && !rt.namespaced {
         return Err(ApiError::no_route());
     }
@@ -240,8 +248,16 @@ fn resource(shared: &Arc<Shared>, call: &Call, group: &str, version: &str, rest:
             return Err(ApiError::no_route());
         }
     }
-    let target = Target { rt: rt.clone(), version: version.to_string(), namespace, name, subresource };
+    let target = Target { rt, version: version.to_string(), namespace, name, subresource, events_v1 };
     let how = presentation(call);
+    match dispatch(shared, call, target, how, legacy_watch)? {
+        Reply::Json(code, value) if events_v1 => Ok(Reply::Json(code, events::response_to_v1(value))),
+        reply => Ok(reply),
+    }
+}
+
+fn dispatch(shared: &Arc<Shared>, call: &Call, target: Target, how: Presentation, legacy_watch: bool) -> Result<Reply, ApiError> {
+    let rt = target.rt.clone();
     let watching = legacy_watch || call.flag("watch");
     match (&call.method, &target.name) {
         (&Method::GET, Some(_)) if !watching => {
@@ -274,13 +290,13 @@ fn resource(shared: &Arc<Shared>, call: &Call, group: &str, version: &str, rest:
             if rt.namespaced && target.namespace.is_none() {
                 return Err(ApiError::method_not_allowed());
             }
-            let body = decode_body(call)?;
+            let body = decode_body(call, &target)?;
             let opts = write_options(call)?;
             let (code, obj) = verbs::create(&mut shared.lock(), &target, body, &opts)?;
             Ok(Reply::Json(code, obj))
         }
         (&Method::PUT, Some(_)) => {
-            let body = decode_body(call)?;
+            let body = decode_body(call, &target)?;
             let opts = write_options(call)?;
             let (code, obj) = verbs::update(&mut shared.lock(), &target, body, &opts)?;
             Ok(Reply::Json(code, obj))
@@ -289,6 +305,9 @@ fn resource(shared: &Arc<Shared>, call: &Call, group: &str, version: &str, rest:
             let content_type = call.header(header::CONTENT_TYPE).split(';').next().unwrap_or("").trim().to_string();
             let mut opts = write_options(call)?;
             opts.force = call.flag("force");
+            if target.events_v1 {
+                return events_patch(shared, &target, call, &content_type, &opts);
+            }
             let (code, obj) = verbs::patch(&mut shared.lock(), &target, &call.body, &content_type, &opts)?;
             Ok(Reply::Json(code, obj))
         }
@@ -312,8 +331,11 @@ fn resource(shared: &Arc<Shared>, call: &Call, group: &str, version: &str, rest:
 
 fn filter(call: &Call, t: &Target) -> Result<Filter, ApiError> {
     let labels = LabelSelector::parse(call.param("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
-    let fields = FieldSelector::parse(call.param("fieldSelector").unwrap_or(""), selectable_fields(&t.rt.group, &t.rt.plural))
-        .map_err(ApiError::bad_request)?;
+    let mut field_text = call.param("fieldSelector").unwrap_or("").to_string();
+    if t.events_v1 {
+        field_text = events::core_selector(&field_text);
+    }
+    let fields = FieldSelector::parse(&field_text, selectable_fields(&t.rt.group, &t.rt.plural)).map_err(ApiError::bad_request)?;
     Ok(Filter { namespace: t.namespace.clone(), labels, fields })
 }
 
@@ -331,8 +353,36 @@ fn watch(shared: &Arc<Shared>, call: &Call, target: Target, filter: Filter, how:
     watches::start(shared, req).map(Reply::Stream)
 }
 
+/// A patch of an events.k8s.io/v1 Event: applied to that view, stored in the core/v1 form.
+fn events_patch(shared: &Arc<Shared>, target: &Target, call: &Call, content_type: &str, opts: &WriteOptions) -> Result<Reply, ApiError> {
+    let mut store = shared.lock();
+    if content_type == "application/apply-patch+yaml" {
+        let config: Value = serde_yaml_ng::from_slice(&call.body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+        let core = serde_json::to_vec(&events::to_core(&config)).unwrap_or_default();
+        let (code, obj) = verbs::patch(&mut store, target, &core, content_type, opts)?;
+        return Ok(Reply::Json(code, obj));
+    }
+    if !verbs::PATCH_TYPES.contains(&content_type) {
+        return Err(ApiError::unsupported_media_type(content_type, &verbs::PATCH_TYPES));
+    }
+    let patch_doc: Value =
+        serde_json::from_slice(&call.body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    let view = events::to_v1(&verbs::get(&store, target)?);
+    let patched = match content_type {
+        "application/json-patch+json" => patch::json_patch(&view, &patch_doc).map_err(|e| match e {
+            patch::PatchFailure::Malformed(m) => ApiError::bad_request(m),
+            patch::PatchFailure::Unappliable(m) => ApiError::unprocessable(m),
+        })?,
+        "application/merge-patch+json" => patch::merge_patch(&view, &patch_doc).map_err(ApiError::bad_request)?,
+        _ => patch::strategic_merge(&view, &patch_doc).map_err(ApiError::bad_request)?,
+    };
+    let (code, obj) = verbs::update(&mut store, target, events::to_core(&patched), opts)?;
+    Ok(Reply::Json(code, obj))
+}
+
 /// Decodes a create/update body (JSON, or YAML when the content type says so).
-fn decode_body(call: &Call) -> Result<Value, ApiError> {
+fn decode_body(call: &Call, target: &Target) -> Result<Value, ApiError> {
     let content_type = call.header(header::CONTENT_TYPE);
     let value: Value = if content_type.contains("yaml") {
         serde_yaml_ng::from_slice(&call.body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
@@ -345,7 +395,7 @@ fn decode_body(call: &Call) -> Result<Value, ApiError> {
     if !value.is_object() {
         return Err(ApiError::bad_request("the request body must be a JSON object"));
     }
-    Ok(value)
+    Ok(if target.events_v1 { events::to_core(&value) } else { value })
 }
 
 fn dry_run(values: &[&str]) -> Result<bool, ApiError> {

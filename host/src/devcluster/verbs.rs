@@ -27,6 +27,8 @@ pub(crate) struct Target {
     pub namespace: Option<String>,
     pub name: Option<String>,
     pub subresource: Option<String>,
+    /// The client asked for events.k8s.io/v1 Events, served from the core/v1 ones (`rt`).
+    pub events_v1: bool,
 }
 
 impl Target {
@@ -422,6 +424,11 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
     object::remove_meta(&mut new, "resourceVersion");
 
     let name = object::name(&new).to_string();
+    if rt.builtin
+        && let Err(cause) = defaults::on_write(rt, &mut new)
+    {
+        return Err(ApiError::invalid(rt, &name, vec![cause]));
+    }
     if let Some(schema) = t.schema() {
         schema::prune(&mut new, schema);
         schema::apply_defaults(&mut new, schema);

@@ -9,6 +9,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
+use super::events;
 use super::server::{Presentation, Shared, present_one};
 use super::status::ApiError;
 use super::store::{Change, EventType};
@@ -36,7 +37,10 @@ fn line(kind: &str, object: &Value) -> Bytes {
 pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, ApiError> {
     let WatchRequest { target, filter, resource_version, send_initial_events, bookmarks, timeout, presentation } = req;
     let gr = target.gr();
-    let render = move |t: &Target, obj: &Value| present_one(t, &present(&t.rt, &t.version, obj), presentation);
+    let render = move |t: &Target, obj: &Value| {
+        let shown = present(&t.rt, &t.version, obj);
+        present_one(t, &if t.events_v1 { events::to_v1(&shown) } else { shown }, presentation)
+    };
     let mut first: Vec<Bytes> = Vec::new();
     let mut initial_end = false;
     let (mut rx, start_rv) = {

@@ -2,7 +2,7 @@
 //! concurrency), generation and the status subresource of built-ins, error Status objects.
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use serde_json::json;
 
@@ -217,5 +217,67 @@ async fn pod_status_subresource_ignores_spec_changes() {
     let after = pods.replace_status("p", &PostParams::default(), &changed).await.unwrap();
     assert_eq!(after.status.unwrap().phase.as_deref(), Some("Running"));
     assert_eq!(after.spec.unwrap().containers[0].image.as_deref(), Some("busybox"));
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn secret_string_data_is_stored_as_base64_data() {
+    let dc = start().await;
+    let secrets: Api<Secret> = Api::namespaced(dc.client(), "default");
+    let secret: Secret = serde_json::from_value(json!({ "metadata": { "name": "s" }, "stringData": { "password": "hunter2" } })).unwrap();
+    let created = secrets.create(&PostParams::default(), &secret).await.unwrap();
+    assert_eq!(created.string_data, None);
+    assert_eq!(created.data.unwrap()["password"].0, b"hunter2");
+    assert_eq!(created.type_.as_deref(), Some("Opaque"));
+    let (code, _) = raw(&dc, "POST", "/api/v1/namespaces/default/secrets", "application/json",
+        r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"bad"},"data":{"k":"not base64!"}}"#).await;
+    assert_eq!(code, 422);
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn deployments_serve_the_scale_subresource() {
+    let dc = start().await;
+    let deployments: Api<Deployment> = Api::namespaced(dc.client(), "default");
+    deployments.create(&PostParams::default(), &deployment("web", "nginx:1")).await.unwrap();
+    let scale = deployments.get_scale("web").await.unwrap();
+    assert_eq!(scale.spec.unwrap().replicas, Some(1));
+    assert_eq!(scale.status.unwrap().selector.as_deref(), Some("app=web"));
+    let patch = kube::api::Patch::Merge(json!({ "spec": { "replicas": 4 } }));
+    deployments.patch_scale("web", &kube::api::PatchParams::default(), &patch).await.unwrap();
+    let d = deployments.get("web").await.unwrap();
+    assert_eq!(d.spec.unwrap().replicas, Some(4));
+    assert_eq!(d.metadata.generation, Some(2));
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn runtime_event_recorder_publishes_events() {
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+    let dc = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    let owner = cms.create(&PostParams::default(), &config_map("owner", &[])).await.unwrap();
+    let recorder = Recorder::new(dc.client(), Reporter { controller: "kubewasm-test".into(), instance: None });
+    let reference = kube::Resource::object_ref(&owner, &());
+    let event = Event {
+        type_: EventType::Warning,
+        reason: "Testing".into(),
+        note: Some("something happened".into()),
+        action: "Test".into(),
+        secondary: None,
+    };
+    recorder.publish(&event, &reference).await.unwrap();
+    recorder.publish(&event, &reference).await.unwrap();
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(dc.client(), "default");
+    let list = events.list(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items.len(), 1, "a repeated event is folded into a series");
+    assert_eq!(list.items[0].reason.as_deref(), Some("Testing"));
+    let core: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(dc.client(), "default");
+    let uid = owner.metadata.uid.unwrap();
+    let described = core.list(&ListParams::default().fields(&format!("involvedObject.name=owner,involvedObject.uid={uid}"))).await.unwrap();
+    assert_eq!(described.items.len(), 1, "kubectl describe finds it through core/v1");
+    assert_eq!(described.items[0].message.as_deref(), Some("something happened"));
+    let by_regarding = events.list(&ListParams::default().fields(&format!("regarding.uid={uid}"))).await.unwrap();
+    assert_eq!(by_regarding.items.len(), 1);
     dc.shutdown().await;
 }

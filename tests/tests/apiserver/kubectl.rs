@@ -8,6 +8,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
+use kube::runtime::events::{Event, EventType, Recorder, Reporter};
 use kubewasm::devcluster::DevCluster;
 use serde_json::json;
 
@@ -166,8 +167,14 @@ async fn get_yaml_describe_wait_and_delete_work() {
     ok(&kubectl(&dc, &["apply", "-f", &path("foo.yaml")]).await);
     let yaml = ok(&kubectl(&dc, &["get", "foo", "example-foo", "-o", "yaml"]).await);
     assert!(yaml.contains("deploymentName: example-foo") && yaml.contains("uid:"), "{yaml}");
+    let foos: Api<DynamicObject> = Api::namespaced_with(dc.client(), "default", &foo_resource());
+    let recorder = Recorder::new(dc.client(), Reporter { controller: "kubewasm-test".into(), instance: None });
+    let event = Event { type_: EventType::Warning, reason: "Taken".into(), note: Some("deployment exists".into()), action: "Reconcile".into(), secondary: None };
+    let reference = kube::Resource::object_ref(&foos.get("example-foo").await.unwrap(), &foo_resource());
+    recorder.publish(&event, &reference).await.unwrap();
     let described = ok(&kubectl(&dc, &["describe", "foo", "example-foo"]).await);
     assert!(described.contains("Deployment Name:  example-foo"), "{described}");
+    assert!(described.contains("Warning  Taken") && described.contains("deployment exists"), "{described}");
 
     let waiting = {
         let mut cmd = base_command(&dc);
@@ -175,7 +182,6 @@ async fn get_yaml_describe_wait_and_delete_work() {
         tokio::task::spawn_blocking(move || cmd.output().unwrap())
     };
     tokio::time::sleep(Duration::from_millis(500)).await;
-    let foos: Api<DynamicObject> = Api::namespaced_with(dc.client(), "default", &foo_resource());
     foos.patch_status("example-foo", &PatchParams::default(), &Patch::Merge(json!({ "status": { "availableReplicas": 1 } }))).await.unwrap();
     ok(&waiting.await.unwrap());
 
@@ -197,5 +203,25 @@ async fn server_dry_run_validates_without_storing() {
     assert!(!refused.status.success());
     let foos: Api<DynamicObject> = Api::namespaced_with(dc.client(), "default", &foo_resource());
     assert!(foos.get_opt("example-foo").await.unwrap().is_none());
+    dc.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn moving_from_client_side_to_server_side_apply_takes_over_without_conflicts() {
+    let dc = start().await;
+    ok(&kubectl(&dc, &["apply", "-f", &path("deployment.yaml")]).await);
+    let changed = std::fs::read_to_string(fixture("deployment.yaml")).unwrap().replace("replicas: 2", "replicas: 3");
+    let file = dc.kubeconfig_path().with_extension("ssa.yaml");
+    std::fs::write(&file, changed).unwrap();
+    let out = ok(&kubectl(&dc, &["apply", "--server-side", "-f", &file.display().to_string()]).await);
+    assert!(out.contains("serverside-applied"), "{out}");
+    let _ = std::fs::remove_file(file);
+    let deployments: Api<Deployment> = Api::namespaced(dc.client(), "default");
+    let d = deployments.get("web").await.unwrap();
+    let managers: Vec<String> = d.metadata.managed_fields.unwrap().into_iter().filter_map(|m| m.manager).collect();
+    assert!(!managers.contains(&"kubectl-client-side-apply".to_string()), "{managers:?}");
+    let spec = d.spec.unwrap();
+    assert_eq!(spec.replicas, Some(3));
+    assert!(spec.strategy.is_some(), "defaults come back after the applier drops them");
     dc.shutdown().await;
 }

@@ -173,3 +173,20 @@ async fn runtime_watcher_with_streaming_lists_gets_initial_events() {
     assert_eq!(initial, ["s"]);
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn metadata_watcher_receives_partial_objects() {
+    let dc = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    cms.create(&PostParams::default(), &cm("m", "x")).await.unwrap();
+    let metadata: Api<kube::core::PartialObjectMeta<ConfigMap>> = Api::namespaced(dc.client(), "default");
+    let mut events = watcher(metadata, watcher::Config::default()).boxed();
+    loop {
+        match tokio::time::timeout(Duration::from_secs(5), events.try_next()).await.unwrap().unwrap().unwrap() {
+            watcher::Event::InitApply(o) => assert_eq!(o.metadata.name.as_deref(), Some("m")),
+            watcher::Event::InitDone => break,
+            _ => {}
+        }
+    }
+    dc.shutdown().await;
+}
