@@ -38,12 +38,15 @@ pub(crate) fn apply_defaults(value: &mut Value, schema: &Value) {
 }
 
 /// Removes fields the schema does not declare, unless `x-kubernetes-preserve-unknown-fields`.
-/// At the root, `apiVersion`, `kind` and `metadata` are always kept.
-pub(crate) fn prune(value: &mut Value, schema: &Value) {
-    prune_at(value, schema, true);
+/// At the root, `apiVersion`, `kind` and `metadata` are always kept. Returns the paths removed
+/// (`spec.foo`, `spec.list[0].bar`), which strict field validation reports.
+pub(crate) fn prune(value: &mut Value, schema: &Value) -> Vec<String> {
+    let mut removed = Vec::new();
+    prune_at(value, schema, true, "", &mut removed);
+    removed
 }
 
-fn prune_at(value: &mut Value, schema: &Value, root: bool) {
+fn prune_at(value: &mut Value, schema: &Value, root: bool, path: &str, removed: &mut Vec<String>) {
     let preserve = schema.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true);
     let embedded = schema.get("x-kubernetes-embedded-resource").and_then(Value::as_bool) == Some(true);
     match value {
@@ -51,8 +54,8 @@ fn prune_at(value: &mut Value, schema: &Value, root: bool) {
             let props = schema.get("properties").and_then(Value::as_object);
             let extra = schema.get("additionalProperties");
             if let Some(extra) = extra.filter(|e| e.is_object()) {
-                for child in map.values_mut() {
-                    prune_at(child, extra, false);
+                for (key, child) in map.iter_mut() {
+                    prune_at(child, extra, false, &join(path, key), removed);
                 }
                 return;
             }
@@ -60,22 +63,26 @@ fn prune_at(value: &mut Value, schema: &Value, root: bool) {
                 return;
             }
             map.retain(|key, _| {
-                preserve
+                let keep = preserve
                     || props.is_some_and(|p| p.contains_key(key))
-                    || ((root || embedded) && matches!(key.as_str(), "apiVersion" | "kind" | "metadata"))
+                    || ((root || embedded) && matches!(key.as_str(), "apiVersion" | "kind" | "metadata"));
+                if !keep {
+                    removed.push(join(path, key));
+                }
+                keep
             });
             if let Some(props) = props {
                 for (key, child) in map.iter_mut() {
                     if let Some(prop) = props.get(key) {
-                        prune_at(child, prop, false);
+                        prune_at(child, prop, false, &join(path, key), removed);
                     }
                 }
             }
         }
         Value::Array(items) => {
             if let Some(item_schema) = schema.get("items") {
-                for item in items {
-                    prune_at(item, item_schema, false);
+                for (i, item) in items.iter_mut().enumerate() {
+                    prune_at(item, item_schema, false, &format!("{path}[{i}]"), removed);
                 }
             }
         }
@@ -370,7 +377,7 @@ mod tests {
             "a": {"type": "integer", "default": 3},
             "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}});
         let mut obj = json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n"}, "spec": {"b": 1, "free": {"z": 1}}, "other": 1});
-        prune(&mut obj, &schema);
+        assert_eq!(prune(&mut obj, &schema), ["other", "spec.b"]);
         apply_defaults(&mut obj, &schema);
         assert_eq!(obj, json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n"}, "spec": {"a": 3, "free": {"z": 1}}}));
     }

@@ -416,7 +416,16 @@ fn write_options(call: &Call) -> Result<WriteOptions, ApiError> {
     let agent = call.header(header::USER_AGENT);
     let from_agent = agent.split('/').next().unwrap_or("").trim();
     let manager = explicit.map_or_else(|| if from_agent.is_empty() { "unknown".to_string() } else { from_agent.chars().take(128).collect() }, String::from);
-    Ok(WriteOptions { dry_run: dry_run(&dry)?, manager, explicit_manager: explicit.is_some(), force: false })
+    let strict = match call.param("fieldValidation") {
+        None | Some("" | "Ignore" | "Warn") => false,
+        Some("Strict") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "fieldValidation: Unsupported value: {other:?}: supported values: \"Ignore\", \"Strict\", \"Warn\""
+            )));
+        }
+    };
+    Ok(WriteOptions { dry_run: dry_run(&dry)?, manager, explicit_manager: explicit.is_some(), force: false, strict })
 }
 
 fn delete_options(call: &Call) -> Result<DeleteOptions, ApiError> {

@@ -70,6 +70,8 @@ pub(crate) struct WriteOptions {
     /// Whether `fieldManager` was given (server-side apply requires it).
     pub explicit_manager: bool,
     pub force: bool,
+    /// `fieldValidation=Strict`: unknown fields of custom resources are refused, not pruned.
+    pub strict: bool,
 }
 
 /// Selectors and paging of a list (or watch).
@@ -281,7 +283,8 @@ fn apply_patch(store: &mut Store, t: &Target, body: &[u8], opts: &WriteOptions) 
     let req = Request { manager: &opts.manager, api_version: &api_version, scope: t.scope(), schema: t.schema() };
     let mut config = config;
     if let Some(schema) = t.schema() {
-        schema::prune(&mut config, schema);
+        let unknown = schema::prune(&mut config, schema);
+        check_unknown(t, opts, &unknown)?;
     }
     let merged = match apply::apply(live.as_ref(), &config, &req, opts.force) {
         Ok(Ok(merged)) => merged,
@@ -430,7 +433,8 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
         return Err(ApiError::invalid(rt, &name, vec![cause]));
     }
     if let Some(schema) = t.schema() {
-        schema::prune(&mut new, schema);
+        let unknown = schema::prune(&mut new, schema);
+        check_unknown(t, opts, &unknown)?;
         schema::apply_defaults(&mut new, schema);
         let causes = schema::validate(&new, schema);
         if !causes.is_empty() {
@@ -493,6 +497,20 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
     }
     let stored = store.put(&t.gr(), new);
     Ok((if old.is_some() { 200 } else { 201 }, present(rt, &t.version, &stored)))
+}
+
+/// Strict field validation: unknown fields are a 400, worded like the real server.
+fn check_unknown(t: &Target, opts: &WriteOptions, unknown: &[String]) -> Result<(), ApiError> {
+    if !opts.strict || unknown.is_empty() {
+        return Ok(());
+    }
+    let listed: Vec<String> = unknown.iter().map(|u| format!("unknown field {u:?}")).collect();
+    Err(ApiError::bad_request(format!(
+        "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+        listed.join(", "),
+        kind = t.rt.kind,
+        version = t.version,
+    )))
 }
 
 /// Refuses a body whose `apiVersion`/`kind` name another type.

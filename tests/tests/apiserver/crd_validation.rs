@@ -136,3 +136,19 @@ async fn an_invalid_crd_is_refused() {
     assert!(err.message.contains("metadata.name"), "{}", err.message);
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn strict_field_validation_refuses_unknown_fields_that_are_otherwise_pruned() {
+    let dc = start().await;
+    install_foo(&dc).await;
+    let body = json!({ "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo", "metadata": { "name": "x" },
+        "spec": { "deploymentName": "x", "replica": 2 } }).to_string();
+    let path = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos";
+    let (code, status) = super::raw(&dc, "POST", &format!("{path}?fieldValidation=Strict"), "application/json", &body).await;
+    assert_eq!((code, status["reason"].as_str()), (400, Some("BadRequest")));
+    assert_eq!(status["message"], "Foo in version \"v1alpha1\" cannot be handled as a Foo: strict decoding error: unknown field \"spec.replica\"");
+    let (code, created) = super::raw(&dc, "POST", path, "application/json", &body).await;
+    assert_eq!(code, 201);
+    assert_eq!(created["spec"], json!({ "deploymentName": "x" }));
+    dc.shutdown().await;
+}

@@ -110,6 +110,10 @@ async fn a_foo_with_eleven_replicas_is_refused_naming_the_field() {
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("is invalid: spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10"), "{err}");
+    let typo = kubectl(&dc, &["apply", "-f", &path("foo-typo.yaml")]).await;
+    assert!(!typo.status.success(), "kubectl asks for strict field validation");
+    let err = String::from_utf8_lossy(&typo.stderr);
+    assert!(err.contains("strict decoding error: unknown field \"spec.replica\""), "{err}");
     dc.shutdown().await;
 }
 
