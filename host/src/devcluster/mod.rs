@@ -1,1 +1,205 @@
 //! The embedded Kubernetes API server of `kubewasm dev` and of the end-to-end tests.
+//!
+//! [`DevCluster::start`] serves the Kubernetes HTTP API on loopback from memory, so the real
+//! `kube` client and the real `kubectl` work against it unchanged: discovery, built-in kinds
+//! stored as schemaless objects, CRDs registered at run time with schema validation,
+//! get/list/watch, create/update/patch (merge, JSON, strategic, server-side apply), delete with
+//! finalizers and garbage collection. It is not a scheduler or a kubelet: nothing runs Pods.
+
+mod apply;
+mod crd;
+mod defaults;
+mod events;
+mod discovery;
+mod gc;
+mod kubeconfig;
+mod object;
+mod openapi;
+mod patch;
+mod persist;
+mod schema;
+mod selectors;
+mod server;
+mod status;
+mod store;
+mod table;
+mod verbs;
+mod watch;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::task::JoinHandle;
+
+use self::server::Shared;
+use self::store::Store;
+
+/// How to start a [`DevCluster`]. `Options::default()` is an ephemeral, in-memory server on a
+/// free port with its kubeconfig in the temporary directory.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// Where the store is persisted (`store.json`) and reloaded from; `None` keeps it in memory.
+    pub data_dir: Option<PathBuf>,
+    /// The loopback port; `None` picks a free one.
+    pub port: Option<u16>,
+    /// Where to write the kubeconfig; by default `<data_dir>/kubeconfig`, or a file in the
+    /// temporary directory (removed at shutdown) without a data directory.
+    pub kubeconfig_path: Option<PathBuf>,
+    /// How many past changes are kept for watches that resume from a resourceVersion; older
+    /// versions get `410 Gone`, as after an etcd compaction.
+    pub watch_history: usize,
+    /// How often a watch that asked for bookmarks receives one.
+    pub bookmark_interval: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            data_dir: None,
+            port: None,
+            kubeconfig_path: None,
+            watch_history: 10_000,
+            bookmark_interval: Duration::from_secs(60),
+        }
+    }
+}
+
+/// Ways [`DevCluster::start`] can fail.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The port could not be bound (in use, or not allowed). Pick another or leave it unset.
+    #[error("could not listen on 127.0.0.1:{port}: {source}")]
+    Bind { port: u16, source: std::io::Error },
+    /// The data directory could not be created or its snapshot read. Fix or remove the directory.
+    #[error("could not use the data directory {path}: {source}")]
+    DataDir { path: PathBuf, source: std::io::Error },
+    /// The kubeconfig file could not be written. Choose a writable path.
+    #[error("could not write the kubeconfig {path}: {source}")]
+    Kubeconfig { path: PathBuf, source: std::io::Error },
+    /// The `kube` client for the server could not be built.
+    #[error("could not build a client for the server: {0}")]
+    Client(#[from] kube::Error),
+}
+
+/// A running embedded API server. Cheap to query; stop it with [`DevCluster::shutdown`].
+pub struct DevCluster {
+    url: String,
+    client: kube::Client,
+    kubeconfig: PathBuf,
+    remove_kubeconfig: bool,
+    shared: Arc<Shared>,
+    stop: tokio::sync::watch::Sender<bool>,
+    tasks: Vec<JoinHandle<()>>,
+}
+
+impl DevCluster {
+    /// Starts the server on 127.0.0.1, on the tokio runtime of the caller. The namespaces
+    /// `default` and `kube-system` exist from the start (or whatever a data directory held).
+    pub async fn start(opts: Options) -> Result<DevCluster, Error> {
+        let mut store = Store::new(opts.watch_history);
+        if let Some(dir) = &opts.data_dir {
+            let fail = |source| Error::DataDir { path: dir.clone(), source };
+            std::fs::create_dir_all(dir).map_err(fail)?;
+            persist::load(dir, &mut store).map_err(fail)?;
+        }
+        ensure_namespaces(&mut store);
+
+        let port = opts.port.unwrap_or(0);
+        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
+            .await
+            .map_err(|source| Error::Bind { port, source })?;
+        let address = listener.local_addr().map_err(|source| Error::Bind { port, source })?;
+        let url = format!("http://{address}");
+
+        let (stop, stopped) = tokio::sync::watch::channel(false);
+        let shared = Arc::new(Shared::new(store, opts.bookmark_interval, stopped.clone(), address.to_string()));
+        let router = axum::Router::new().fallback(server::handle).with_state(shared.clone());
+        let mut on_stop = stopped.clone();
+        let serve = axum::serve(listener, router).with_graceful_shutdown(async move {
+            let _ = on_stop.changed().await;
+        });
+        let mut tasks = vec![tokio::spawn(async move {
+            if let Err(e) = serve.await {
+                tracing::warn!(error = %e, "the embedded API server stopped");
+            }
+        })];
+        tasks.push(tokio::spawn(server::run_gc(shared.clone())));
+        if let Some(dir) = &opts.data_dir {
+            tasks.push(tokio::spawn(persist::run(shared.clone(), dir.clone())));
+        }
+
+        let (kubeconfig, remove_kubeconfig) = match (&opts.kubeconfig_path, &opts.data_dir) {
+            (Some(path), _) => (path.clone(), false),
+            (None, Some(dir)) => (dir.join("kubeconfig"), false),
+            (None, None) => (
+                std::env::temp_dir().join(format!("kubewasm-dev-{}-{}.kubeconfig", std::process::id(), address.port())),
+                true,
+            ),
+        };
+        kubeconfig::write(&kubeconfig, &url).map_err(|source| Error::Kubeconfig { path: kubeconfig.clone(), source })?;
+
+        let uri = url
+            .parse()
+            .map_err(|e| Error::Bind { port, source: std::io::Error::other(format!("{url} is not a URL: {e}")) })?;
+        let config = kube::Config::new(uri);
+        let client = kube::Client::try_from(config)?;
+        Ok(DevCluster { url, client, kubeconfig, remove_kubeconfig, shared, stop, tasks })
+    }
+
+    /// The base URL, e.g. `http://127.0.0.1:41234`.
+    pub fn url(&self) -> String {
+        self.url.clone()
+    }
+
+    /// A `kube` client that talks HTTP to this server (clones share one connection pool).
+    pub fn client(&self) -> kube::Client {
+        self.client.clone()
+    }
+
+    /// The kubeconfig file for `kubectl --kubeconfig` (plain HTTP, no credentials).
+    pub fn kubeconfig_path(&self) -> &Path {
+        &self.kubeconfig
+    }
+
+    /// How many mutating requests (POST, PUT, PATCH, DELETE) the server has served, including
+    /// refused ones. End-to-end tests use it to prove a steady state makes no writes.
+    pub fn write_requests(&self) -> u64 {
+        self.shared.writes.load(Ordering::SeqCst)
+    }
+
+    /// Stops serving, ends open watches, writes the last snapshot to the data directory.
+    pub async fn shutdown(self) {
+        let _ = self.stop.send(true);
+        for task in self.tasks {
+            let abort = task.abort_handle();
+            if tokio::time::timeout(Duration::from_secs(5), task).await.is_err() {
+                abort.abort();
+            }
+        }
+        if self.remove_kubeconfig {
+            let _ = std::fs::remove_file(&self.kubeconfig);
+        }
+    }
+
+    #[doc(hidden)]
+    /// Shrinks or grows the retained watch history of a running server.
+    pub fn set_watch_history(&self, changes: usize) {
+        self.shared.lock().set_history_limit(changes);
+    }
+}
+
+/// Creates `default` and `kube-system` when the store does not have them.
+fn ensure_namespaces(store: &mut Store) {
+    let Some(rt) = store.registry.find("", "v1", "namespaces") else { return };
+    for name in ["default", "kube-system"] {
+        let target = verbs::Target { rt: rt.clone(), version: "v1".into(), namespace: None, name: None, subresource: None, events_v1: false };
+        let opts = verbs::WriteOptions { manager: "kube-apiserver".into(), ..verbs::WriteOptions::default() };
+        let body = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": name } });
+        if store.get(&(String::new(), "namespaces".into()), "", name).is_none() {
+            let _ = verbs::create(store, &target, body, &opts);
+        }
+    }
+}

@@ -1,0 +1,296 @@
+//! The resources the server knows (built-ins and registered CRDs) and the discovery documents
+//! (`/version`, `/api`, `/apis`, group/version resource lists) that describe them.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+/// Where a subresource reads and writes replica counts (the `scale` subresource).
+#[derive(Debug, Clone)]
+pub(crate) struct ScalePaths {
+    pub spec_replicas: String,
+    pub status_replicas: String,
+    pub label_selector: Option<String>,
+}
+
+/// One served version of a resource, with what differs between versions of a CRD.
+#[derive(Debug, Clone)]
+pub(crate) struct Version {
+    pub name: String,
+    /// The `openAPIV3Schema` of a CRD version; `None` for built-ins (stored schemaless).
+    pub schema: Option<Value>,
+    /// `additionalPrinterColumns` of a CRD version.
+    pub columns: Vec<Value>,
+    pub status: bool,
+    pub scale: Option<ScalePaths>,
+}
+
+/// A kind of object the server stores, reached at `/api[s]/{group}/{version}/.../{plural}`.
+#[derive(Debug, Clone)]
+pub(crate) struct ResourceType {
+    pub group: String,
+    /// Served versions, the preferred (storage) one first.
+    pub versions: Vec<Version>,
+    pub kind: String,
+    pub plural: String,
+    pub singular: String,
+    pub namespaced: bool,
+    pub short_names: Vec<String>,
+    pub categories: Vec<String>,
+    /// Whether `metadata.generation` is maintained (bumped on changes outside metadata/status).
+    pub generation: bool,
+    /// Whether DELETE answers with the object rather than a `Status`.
+    pub return_deleted: bool,
+    /// Built-ins accept strategic merge patches; custom resources do not.
+    pub builtin: bool,
+}
+
+impl ResourceType {
+    pub(crate) fn version(&self, name: &str) -> Option<&Version> {
+        self.versions.iter().find(|v| v.name == name)
+    }
+
+    pub(crate) fn api_version(&self, version: &str) -> String {
+        if self.group.is_empty() { version.to_string() } else { format!("{}/{version}", self.group) }
+    }
+
+    pub(crate) fn has_status(&self, version: &str) -> bool {
+        self.version(version).is_some_and(|v| v.status)
+    }
+}
+
+/// Every resource currently served: the built-ins plus one entry per established CRD.
+#[derive(Debug, Clone)]
+pub(crate) struct Registry {
+    builtins: Vec<Arc<ResourceType>>,
+    /// CRD name (`plural.group`) to its resource.
+    crds: BTreeMap<String, Arc<ResourceType>>,
+}
+
+impl Registry {
+    pub(crate) fn new() -> Registry {
+        Registry { builtins: builtins().into_iter().map(Arc::new).collect(), crds: BTreeMap::new() }
+    }
+
+    pub(crate) fn all(&self) -> impl Iterator<Item = &Arc<ResourceType>> {
+        self.builtins.iter().chain(self.crds.values())
+    }
+
+    pub(crate) fn find(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
+        self.all()
+            .find(|rt| rt.group == group && rt.plural == plural && rt.version(version).is_some())
+            .cloned()
+    }
+
+    /// The resource of a group and plural, whatever the version (for garbage collection).
+    pub(crate) fn by_resource(&self, group: &str, plural: &str) -> Option<Arc<ResourceType>> {
+        self.all().find(|rt| rt.group == group && rt.plural == plural).cloned()
+    }
+
+    pub(crate) fn register_crd(&mut self, crd_name: &str, rt: ResourceType) {
+        self.crds.insert(crd_name.to_string(), Arc::new(rt));
+    }
+
+    pub(crate) fn unregister_crd(&mut self, crd_name: &str) -> Option<Arc<ResourceType>> {
+        self.crds.remove(crd_name)
+    }
+
+    /// Whether a resource with this group and plural is already served (by another CRD or a built-in).
+    pub(crate) fn plural_taken(&self, crd_name: &str, group: &str, plural: &str) -> bool {
+        self.builtins.iter().any(|rt| rt.group == group && rt.plural == plural)
+            || self.crds.iter().any(|(n, rt)| n != crd_name && rt.group == group && rt.plural == plural)
+    }
+
+    /// Group names with their versions, preferred version first, in the order `/apis` lists them.
+    fn groups(&self) -> Vec<(String, Vec<String>)> {
+        let mut groups: Vec<(String, Vec<String>)> = Vec::new();
+        for rt in self.all().filter(|rt| !rt.group.is_empty()) {
+            let entry = match groups.iter_mut().position(|(g, _)| *g == rt.group) {
+                Some(i) => &mut groups[i].1,
+                None => {
+                    groups.push((rt.group.clone(), Vec::new()));
+                    &mut groups.last_mut().expect("just pushed").1
+                }
+            };
+            for v in &rt.versions {
+                if !entry.contains(&v.name) {
+                    entry.push(v.name.clone());
+                }
+            }
+        }
+        groups
+    }
+
+    /// `/apis`: an `APIGroupList`.
+    pub(crate) fn group_list(&self) -> Value {
+        let groups: Vec<Value> = self.groups().iter().map(|(g, vs)| group_doc(g, vs)).collect();
+        json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups })
+    }
+
+    /// `/apis/{group}`: an `APIGroup`, or `None` when the group is not served.
+    pub(crate) fn group(&self, group: &str) -> Option<Value> {
+        self.groups().iter().find(|(g, _)| g == group).map(|(g, vs)| {
+            let mut doc = group_doc(g, vs);
+            doc["kind"] = json!("APIGroup");
+            doc["apiVersion"] = json!("v1");
+            doc
+        })
+    }
+
+    /// `/api/v1` or `/apis/{group}/{version}`: an `APIResourceList`, or `None` when not served.
+    pub(crate) fn resource_list(&self, group: &str, version: &str) -> Option<Value> {
+        let mut resources = Vec::new();
+        for rt in self.all().filter(|rt| rt.group == group) {
+            let Some(v) = rt.version(version) else { continue };
+            let mut doc = json!({
+                "name": rt.plural,
+                "singularName": rt.singular,
+                "namespaced": rt.namespaced,
+                "kind": rt.kind,
+                "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+            });
+            if !rt.short_names.is_empty() {
+                doc["shortNames"] = json!(rt.short_names);
+            }
+            if !rt.categories.is_empty() {
+                doc["categories"] = json!(rt.categories);
+            }
+            resources.push(doc);
+            if v.status {
+                resources.push(json!({
+                    "name": format!("{}/status", rt.plural),
+                    "singularName": "",
+                    "namespaced": rt.namespaced,
+                    "kind": rt.kind,
+                    "verbs": ["get", "patch", "update"],
+                }));
+            }
+            if v.scale.is_some() {
+                resources.push(json!({
+                    "name": format!("{}/scale", rt.plural),
+                    "singularName": "",
+                    "namespaced": rt.namespaced,
+                    "group": "autoscaling",
+                    "version": "v1",
+                    "kind": "Scale",
+                    "verbs": ["get", "patch", "update"],
+                }));
+            }
+        }
+        if resources.is_empty() {
+            return None;
+        }
+        let group_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+        Some(json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources }))
+    }
+}
+
+fn group_doc(group: &str, versions: &[String]) -> Value {
+    let versions: Vec<Value> =
+        versions.iter().map(|v| json!({ "groupVersion": format!("{group}/{v}"), "version": v })).collect();
+    json!({ "name": group, "versions": versions, "preferredVersion": versions[0] })
+}
+
+/// `/api`: the core group's versions.
+pub(crate) fn core_versions(address: &str) -> Value {
+    json!({
+        "kind": "APIVersions",
+        "versions": ["v1"],
+        "serverAddressByClientCIDRs": [{ "clientCIDR": "0.0.0.0/0", "serverAddress": address }],
+    })
+}
+
+/// `/version`: the Kubernetes version whose API this server follows.
+pub(crate) fn version_info() -> Value {
+    json!({
+        "major": "1",
+        "minor": "33",
+        "gitVersion": "v1.33.0-kubewasm",
+        "gitCommit": "0000000000000000000000000000000000000000",
+        "gitTreeState": "clean",
+        "buildDate": "2025-04-23T00:00:00Z",
+        "goVersion": "go1.24.2",
+        "compiler": "gc",
+        "platform": "linux/amd64",
+    })
+}
+
+struct Builtin {
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+    namespaced: bool,
+    short_names: &'static [&'static str],
+    status: bool,
+    scale: bool,
+    generation: bool,
+    return_deleted: bool,
+}
+
+const fn builtin(group: &'static str, version: &'static str, kind: &'static str, plural: &'static str) -> Builtin {
+    Builtin {
+        group,
+        version,
+        kind,
+        plural,
+        namespaced: true,
+        short_names: &[],
+        status: false,
+        scale: false,
+        generation: false,
+        return_deleted: false,
+    }
+}
+
+fn builtins() -> Vec<ResourceType> {
+    let list = [
+        Builtin { namespaced: false, short_names: &["ns"], status: true, return_deleted: true, ..builtin("", "v1", "Namespace", "namespaces") },
+        Builtin { short_names: &["cm"], ..builtin("", "v1", "ConfigMap", "configmaps") },
+        builtin("", "v1", "Secret", "secrets"),
+        Builtin { short_names: &["svc"], status: true, return_deleted: true, ..builtin("", "v1", "Service", "services") },
+        Builtin { short_names: &["po"], status: true, return_deleted: true, ..builtin("", "v1", "Pod", "pods") },
+        Builtin { short_names: &["ev"], ..builtin("", "v1", "Event", "events") },
+        Builtin { short_names: &["sa"], ..builtin("", "v1", "ServiceAccount", "serviceaccounts") },
+        Builtin { short_names: &["ep"], ..builtin("", "v1", "Endpoints", "endpoints") },
+        Builtin { short_names: &["deploy"], status: true, scale: true, generation: true, return_deleted: true, ..builtin("apps", "v1", "Deployment", "deployments") },
+        Builtin { short_names: &["rs"], status: true, scale: true, generation: true, return_deleted: true, ..builtin("apps", "v1", "ReplicaSet", "replicasets") },
+        Builtin { short_names: &["ev"], ..builtin("events.k8s.io", "v1", "Event", "events") },
+        builtin("coordination.k8s.io", "v1", "Lease", "leases"),
+        Builtin { namespaced: false, short_names: &["crd", "crds"], status: true, generation: true, return_deleted: true, ..builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions") },
+        builtin("rbac.authorization.k8s.io", "v1", "Role", "roles"),
+        Builtin { namespaced: false, ..builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles") },
+        builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
+        Builtin { namespaced: false, ..builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings") },
+    ];
+    list.into_iter()
+        .map(|b| ResourceType {
+            group: b.group.to_string(),
+            versions: vec![Version {
+                name: b.version.to_string(),
+                schema: None,
+                columns: Vec::new(),
+                status: b.status,
+                scale: b.scale.then(|| ScalePaths {
+                    spec_replicas: ".spec.replicas".into(),
+                    status_replicas: ".status.replicas".into(),
+                    label_selector: Some(".spec.selector".into()),
+                }),
+            }],
+            kind: b.kind.to_string(),
+            plural: b.plural.to_string(),
+            singular: b.kind.to_lowercase(),
+            namespaced: b.namespaced,
+            short_names: b.short_names.iter().map(ToString::to_string).collect(),
+            categories: if matches!(b.plural, "pods" | "services" | "deployments" | "replicasets") {
+                vec!["all".to_string()]
+            } else {
+                Vec::new()
+            },
+            generation: b.generation,
+            return_deleted: b.return_deleted,
+            builtin: true,
+        })
+        .collect()
+}

@@ -1,0 +1,255 @@
+//! The non-apply patch types: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and the
+//! strategic merge patch of built-in kinds (lists merged by their merge key, `$patch` directives).
+
+use serde_json::{Map, Value};
+
+/// How a list field of a built-in kind merges in a strategic merge patch (its `patchStrategy`
+/// and `patchMergeKey` in the Kubernetes Go types).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum ListMerge {
+    /// Items are matched by this key field.
+    ByKey(&'static str),
+    /// A list of scalars merged as a set (e.g. `metadata.finalizers`).
+    Primitives,
+    /// The patch's list replaces the original.
+    Replace,
+}
+
+/// The merge strategy of list field `field` found under `path` (names of the enclosing fields).
+pub(crate) fn list_merge(path: &[String], field: &str) -> ListMerge {
+    let in_container = path.iter().any(|p| matches!(p.as_str(), "containers" | "initContainers" | "ephemeralContainers"));
+    match field {
+        "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes" | "imagePullSecrets"
+        | "resourceClaims" | "schedulingGates" => ListMerge::ByKey("name"),
+        "ports" if in_container => ListMerge::ByKey("containerPort"),
+        "ports" => ListMerge::ByKey("port"),
+        "volumeMounts" => ListMerge::ByKey("mountPath"),
+        "volumeDevices" => ListMerge::ByKey("devicePath"),
+        "ownerReferences" => ListMerge::ByKey("uid"),
+        "conditions" => ListMerge::ByKey("type"),
+        "hostAliases" => ListMerge::ByKey("ip"),
+        "topologySpreadConstraints" => ListMerge::ByKey("topologyKey"),
+        "readinessGates" => ListMerge::ByKey("conditionType"),
+        "finalizers" => ListMerge::Primitives,
+        _ => ListMerge::Replace,
+    }
+}
+
+/// Applies an RFC 7386 merge patch. The patch must be a JSON object.
+pub(crate) fn merge_patch(original: &Value, patch: &Value) -> Result<Value, String> {
+    if !patch.is_object() {
+        return Err("patch must be a JSON object".to_string());
+    }
+    let mut doc = original.clone();
+    json_patch::merge(&mut doc, patch);
+    Ok(doc)
+}
+
+/// Applies an RFC 6902 JSON patch (including `test`). Errors: the first is a malformed patch
+/// (400), the second one that cannot be applied (422).
+pub(crate) fn json_patch(original: &Value, patch: &Value) -> Result<Value, PatchFailure> {
+    let ops: json_patch::Patch =
+        serde_json::from_value(patch.clone()).map_err(|e| PatchFailure::Malformed(e.to_string()))?;
+    let mut doc = original.clone();
+    json_patch::patch(&mut doc, &ops.0).map_err(|e| PatchFailure::Unappliable(e.to_string()))?;
+    Ok(doc)
+}
+
+/// Why a patch was refused.
+#[derive(Debug)]
+pub(crate) enum PatchFailure {
+    Malformed(String),
+    Unappliable(String),
+}
+
+/// Applies a strategic merge patch to a built-in object.
+pub(crate) fn strategic_merge(original: &Value, patch: &Value) -> Result<Value, String> {
+    let (Some(orig), Some(patch)) = (original.as_object(), patch.as_object()) else {
+        return Err("strategic merge patch must be a JSON object".to_string());
+    };
+    Ok(merge_map(orig, patch, &mut Vec::new())?.map_or_else(|| Value::Object(Map::new()), Value::Object))
+}
+
+/// Merges one map; `None` means the patch deleted it (`$patch: delete`).
+fn merge_map(orig: &Map<String, Value>, patch: &Map<String, Value>, path: &mut Vec<String>) -> Result<Option<Map<String, Value>>, String> {
+    match patch.get("$patch").and_then(Value::as_str) {
+        Some("delete") => return Ok(None),
+        Some("replace") => return Ok(Some(strip_directives(patch))),
+        Some("merge") | None => {}
+        Some(other) => return Err(format!("unknown patch type: {other}")),
+    }
+    let mut out = orig.clone();
+    for (key, value) in patch {
+        if key.starts_with('$') {
+            continue;
+        }
+        match value {
+            Value::Null => {
+                out.remove(key);
+            }
+            Value::Object(child_patch) => {
+                let empty = Map::new();
+                let child_orig = orig.get(key).and_then(Value::as_object).unwrap_or(&empty);
+                path.push(key.clone());
+                let merged = merge_map(child_orig, child_patch, path)?;
+                path.pop();
+                match merged {
+                    Some(m) => {
+                        out.insert(key.clone(), Value::Object(m));
+                    }
+                    None => {
+                        out.remove(key);
+                    }
+                }
+            }
+            Value::Array(items) => {
+                let merged = merge_list(orig.get(key).and_then(Value::as_array), items, path, key)?;
+                out.insert(key.clone(), Value::Array(merged));
+            }
+            scalar => {
+                out.insert(key.clone(), scalar.clone());
+            }
+        }
+    }
+    // Directives that refer to sibling fields.
+    for (key, value) in patch {
+        if let Some(field) = key.strip_prefix("$deleteFromPrimitiveList/") {
+            if let (Some(Value::Array(list)), Some(remove)) = (out.get_mut(field), value.as_array()) {
+                list.retain(|v| !remove.contains(v));
+            }
+        } else if let Some(field) = key.strip_prefix("$setElementOrder/") {
+            let strategy = list_merge(path, field);
+            if let (Some(Value::Array(list)), Some(order)) = (out.get_mut(field), value.as_array()) {
+                reorder(list, order, strategy);
+            }
+        }
+    }
+    if let Some(keep) = patch.get("$retainKeys").and_then(Value::as_array) {
+        out.retain(|k, _| keep.iter().any(|r| r.as_str() == Some(k)));
+    }
+    Ok(Some(out))
+}
+
+fn merge_list(orig: Option<&Vec<Value>>, patch: &[Value], path: &mut Vec<String>, field: &str) -> Result<Vec<Value>, String> {
+    let strategy = list_merge(path, field);
+    let replace_all = patch.iter().any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"));
+    let orig = orig.cloned().unwrap_or_default();
+    match strategy {
+        ListMerge::Replace => Ok(patch.iter().map(clean).collect()),
+        ListMerge::Primitives => {
+            if replace_all {
+                return Ok(patch.iter().filter(|i| i.get("$patch").is_none()).cloned().collect());
+            }
+            let mut out = orig;
+            for item in patch {
+                if !out.contains(item) {
+                    out.push(item.clone());
+                }
+            }
+            Ok(out)
+        }
+        ListMerge::ByKey(key) => {
+            if replace_all {
+                return Ok(patch.iter().filter(|i| i.get("$patch").is_none()).map(clean).collect());
+            }
+            let mut out = orig;
+            path.push(field.to_string());
+            for item in patch {
+                let Some(item_map) = item.as_object() else {
+                    out.push(item.clone());
+                    continue;
+                };
+                let Some(key_value) = item_map.get(key) else {
+                    path.pop();
+                    return Err(format!("map: {item} does not contain declared merge key: {key}"));
+                };
+                let pos = out.iter().position(|o| o.get(key) == Some(key_value));
+                if item_map.get("$patch").and_then(Value::as_str) == Some("delete") {
+                    if let Some(pos) = pos {
+                        out.remove(pos);
+                    }
+                    continue;
+                }
+                match pos {
+                    Some(pos) => {
+                        let empty = Map::new();
+                        let existing = out[pos].as_object().unwrap_or(&empty).clone();
+                        match merge_map(&existing, item_map, path)? {
+                            Some(m) => out[pos] = Value::Object(m),
+                            None => {
+                                out.remove(pos);
+                            }
+                        }
+                    }
+                    None => {
+                        if let Some(m) = merge_map(&Map::new(), item_map, path)? {
+                            out.push(Value::Object(m));
+                        }
+                    }
+                }
+            }
+            path.pop();
+            Ok(out)
+        }
+    }
+}
+
+/// Orders `list` like `order` (`$setElementOrder`); items not named keep their place at the end.
+fn reorder(list: &mut [Value], order: &[Value], strategy: ListMerge) {
+    let position = |item: &Value| -> usize {
+        let probe = match strategy {
+            ListMerge::ByKey(key) => order.iter().position(|o| o.get(key).is_some() && o.get(key) == item.get(key)),
+            _ => order.iter().position(|o| o == item),
+        };
+        probe.unwrap_or(usize::MAX)
+    };
+    list.sort_by_key(position);
+}
+
+fn clean(value: &Value) -> Value {
+    match value {
+        Value::Object(m) => Value::Object(strip_directives(m)),
+        other => other.clone(),
+    }
+}
+
+fn strip_directives(map: &Map<String, Value>) -> Map<String, Value> {
+    map.iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k.clone(), clean(v))).collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn containers_merge_by_name_and_ports_by_container_port() {
+        let orig = json!({"spec": {"containers": [
+            {"name": "a", "image": "a:1", "ports": [{"containerPort": 80}]},
+            {"name": "b", "image": "b:1"}]}});
+        let patch = json!({"spec": {"containers": [{"name": "a", "image": "a:2", "ports": [{"containerPort": 443}]}]}});
+        let out = strategic_merge(&orig, &patch).unwrap();
+        assert_eq!(out, json!({"spec": {"containers": [
+            {"name": "a", "image": "a:2", "ports": [{"containerPort": 80}, {"containerPort": 443}]},
+            {"name": "b", "image": "b:1"}]}}));
+    }
+
+    #[test]
+    fn patch_directives_delete_and_replace() {
+        let orig = json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}], "selector": {"x": "1", "y": "2"}}});
+        let patch = json!({"spec": {"containers": [{"name": "b", "$patch": "delete"}], "selector": {"$patch": "replace", "z": "3"}}});
+        let out = strategic_merge(&orig, &patch).unwrap();
+        assert_eq!(out, json!({"spec": {"containers": [{"name": "a"}], "selector": {"z": "3"}}}));
+        let patch = json!({"spec": {"containers": [{"$patch": "replace"}, {"name": "c"}]}});
+        let out = strategic_merge(&orig, &patch).unwrap();
+        assert_eq!(out["spec"]["containers"], json!([{"name": "c"}]));
+    }
+
+    #[test]
+    fn unkeyed_lists_are_replaced_and_nulls_delete() {
+        let orig = json!({"spec": {"args": ["a"], "x": 1}, "metadata": {"finalizers": ["f1"]}});
+        let patch = json!({"spec": {"args": ["b"], "x": null}, "metadata": {"finalizers": ["f2"]}});
+        let out = strategic_merge(&orig, &patch).unwrap();
+        assert_eq!(out, json!({"spec": {"args": ["b"]}, "metadata": {"finalizers": ["f1", "f2"]}}));
+    }
+}

@@ -1,0 +1,93 @@
+//! `--data-dir`: the store as a JSON snapshot, written after changes (debounced, atomic rename)
+//! and loaded at start, so objects, CRDs and the resourceVersion counter survive a restart.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+
+use super::crd;
+use super::object;
+use super::server::Shared;
+use super::store::Store;
+
+const FILE: &str = "store.json";
+
+/// How long writes are collected before a snapshot is taken.
+const DEBOUNCE: Duration = Duration::from_millis(100);
+
+fn snapshot(store: &Store) -> Value {
+    let objects: Vec<Value> = store
+        .iter_all()
+        .map(|((group, resource), obj)| json!({ "group": group, "resource": resource, "object": **obj }))
+        .collect();
+    json!({ "resourceVersion": store.current_rv(), "objects": objects })
+}
+
+/// Loads a snapshot written by an earlier run, registering its CRDs. A missing file is an
+/// empty store; an unreadable one is an error (nothing is overwritten).
+pub(crate) fn load(dir: &Path, store: &mut Store) -> std::io::Result<bool> {
+    let path = dir.join(FILE);
+    let text = match std::fs::read(&path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    };
+    let snap: Value = serde_json::from_slice(&text)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))?;
+    let rv = snap.get("resourceVersion").and_then(Value::as_u64).unwrap_or(0);
+    let mut objects = Vec::new();
+    for entry in snap.get("objects").and_then(Value::as_array).into_iter().flatten() {
+        let group = entry.get("group").and_then(Value::as_str).unwrap_or_default().to_string();
+        let resource = entry.get("resource").and_then(Value::as_str).unwrap_or_default().to_string();
+        let Some(obj) = entry.get("object").cloned() else { continue };
+        if group == "apiextensions.k8s.io" && resource == "customresourcedefinitions" {
+            store.registry.register_crd(object::name(&obj), crd::resource_type(&obj));
+        }
+        objects.push(((group, resource), obj));
+    }
+    store.restore(rv, objects);
+    Ok(true)
+}
+
+fn write(path: &Path, snap: &Value) -> std::io::Result<()> {
+    let tmp = path.with_extension("json.tmp");
+    std::fs::write(&tmp, serde_json::to_vec(snap)?)?;
+    std::fs::rename(&tmp, path)
+}
+
+/// Writes a snapshot now if the store changed since `written_rv`; returns the version written.
+pub(crate) fn flush(shared: &Shared, dir: &Path, written_rv: u64) -> u64 {
+    let (rv, snap) = {
+        let store = shared.lock();
+        if store.current_rv() == written_rv {
+            return written_rv;
+        }
+        (store.current_rv(), snapshot(&store))
+    };
+    match write(&dir.join(FILE), &snap) {
+        Ok(()) => rv,
+        Err(e) => {
+            tracing::warn!(error = %e, dir = %dir.display(), "could not write the store snapshot");
+            written_rv
+        }
+    }
+}
+
+/// Writes a snapshot after each burst of changes until shutdown, then a last one.
+pub(crate) async fn run(shared: Arc<Shared>, dir: PathBuf) {
+    let mut written = shared.lock().current_rv();
+    let mut shutdown = shared.shutdown.clone();
+    loop {
+        tokio::select! {
+            () = shared.persist.notified() => {
+                tokio::time::sleep(DEBOUNCE).await;
+                let (s, d) = (shared.clone(), dir.clone());
+                written = tokio::task::spawn_blocking(move || flush(&s, &d, written)).await.unwrap_or(written);
+            }
+            _ = shutdown.changed() => break,
+        }
+    }
+    flush(&shared, &dir, written);
+}

@@ -1,0 +1,384 @@
+//! `openAPIV3Schema` of custom resources: defaulting, pruning of unknown fields, and validation
+//! with the field paths and messages of the real API server.
+
+use serde_json::{Map, Value};
+
+use super::status::Cause;
+
+/// Fills in `default` values of absent properties, recursively.
+pub(crate) fn apply_defaults(value: &mut Value, schema: &Value) {
+    match value {
+        Value::Object(map) => {
+            if let Some(props) = schema.get("properties").and_then(Value::as_object) {
+                for (key, prop) in props {
+                    if !map.contains_key(key)
+                        && let Some(default) = prop.get("default")
+                    {
+                        map.insert(key.clone(), default.clone());
+                    }
+                    if let Some(child) = map.get_mut(key) {
+                        apply_defaults(child, prop);
+                    }
+                }
+            } else if let Some(extra) = schema.get("additionalProperties").filter(|s| s.is_object()) {
+                for child in map.values_mut() {
+                    apply_defaults(child, extra);
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for item in items {
+                    apply_defaults(item, item_schema);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Removes fields the schema does not declare, unless `x-kubernetes-preserve-unknown-fields`.
+/// At the root, `apiVersion`, `kind` and `metadata` are always kept. Returns the paths removed
+/// (`spec.foo`, `spec.list[0].bar`), which strict field validation reports.
+pub(crate) fn prune(value: &mut Value, schema: &Value) -> Vec<String> {
+    let mut removed = Vec::new();
+    prune_at(value, schema, true, "", &mut removed);
+    removed
+}
+
+fn prune_at(value: &mut Value, schema: &Value, root: bool, path: &str, removed: &mut Vec<String>) {
+    let preserve = schema.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true);
+    let embedded = schema.get("x-kubernetes-embedded-resource").and_then(Value::as_bool) == Some(true);
+    match value {
+        Value::Object(map) => {
+            let props = schema.get("properties").and_then(Value::as_object);
+            let extra = schema.get("additionalProperties");
+            if let Some(extra) = extra.filter(|e| e.is_object()) {
+                for (key, child) in map.iter_mut() {
+                    prune_at(child, extra, false, &join(path, key), removed);
+                }
+                return;
+            }
+            if extra.and_then(Value::as_bool) == Some(true) {
+                return;
+            }
+            map.retain(|key, _| {
+                let keep = preserve
+                    || props.is_some_and(|p| p.contains_key(key))
+                    || ((root || embedded) && matches!(key.as_str(), "apiVersion" | "kind" | "metadata"));
+                if !keep {
+                    removed.push(join(path, key));
+                }
+                keep
+            });
+            if let Some(props) = props {
+                for (key, child) in map.iter_mut() {
+                    if let Some(prop) = props.get(key) {
+                        prune_at(child, prop, false, &join(path, key), removed);
+                    }
+                }
+            }
+        }
+        Value::Array(items) => {
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter_mut().enumerate() {
+                    prune_at(item, item_schema, false, &format!("{path}[{i}]"), removed);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Checks a custom resource against its schema. `metadata`, `apiVersion` and `kind` at the
+/// root are checked elsewhere.
+pub(crate) fn validate(obj: &Value, schema: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let Some(map) = obj.as_object() else {
+        causes.push(Cause::new("FieldValueTypeInvalid", "", "must be an object"));
+        return causes;
+    };
+    let mut body = Map::new();
+    for (k, v) in map {
+        if !matches!(k.as_str(), "apiVersion" | "kind" | "metadata") {
+            body.insert(k.clone(), v.clone());
+        }
+    }
+    let mut root_schema = schema.clone();
+    if let Some(req) = root_schema.get_mut("required").and_then(Value::as_array_mut) {
+        req.retain(|r| !matches!(r.as_str(), Some("apiVersion" | "kind" | "metadata")));
+    }
+    if let Some(props) = root_schema.get_mut("properties").and_then(Value::as_object_mut) {
+        props.remove("metadata");
+    }
+    check(&Value::Object(body), &root_schema, "", &mut causes);
+    causes
+}
+
+fn join(path: &str, key: &str) -> String {
+    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
+}
+
+/// How Go prints a value in `Invalid value: ...`.
+fn show(value: &Value) -> String {
+    match value {
+        Value::String(s) => format!("{s:?}"),
+        Value::Object(_) => "\"object\"".to_string(),
+        Value::Array(_) => "\"array\"".to_string(),
+        Value::Null => "\"null\"".to_string(),
+        other => other.to_string(),
+    }
+}
+
+fn type_name(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(n) if n.is_i64() || n.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+fn type_matches(value: &Value, want: &str) -> bool {
+    match (want, value) {
+        ("object", Value::Object(_))
+        | ("array", Value::Array(_))
+        | ("string", Value::String(_))
+        | ("boolean", Value::Bool(_))
+        | ("number", Value::Number(_)) => true,
+        ("integer", Value::Number(n)) => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0),
+        _ => false,
+    }
+}
+
+fn check(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let int_or_string = schema.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true);
+    if value.is_null() {
+        let nullable = schema.get("nullable").and_then(Value::as_bool) == Some(true);
+        if !nullable && schema.get("type").is_some() {
+            let want = schema.get("type").and_then(Value::as_str).unwrap_or("object");
+            causes.push(Cause::new(
+                "FieldValueTypeInvalid",
+                path,
+                format!("Invalid value: \"null\": {path} in body must be of type {want}: \"null\""),
+            ));
+        }
+        return;
+    }
+    if int_or_string {
+        if !(value.is_string() || type_matches(value, "integer")) {
+            causes.push(Cause::new(
+                "FieldValueTypeInvalid",
+                path,
+                format!(
+                    "Invalid value: {}: {path} in body must be of type integer-or-string: {:?}",
+                    show(value),
+                    type_name(value)
+                ),
+            ));
+            return;
+        }
+    } else if let Some(want) = schema.get("type").and_then(Value::as_str)
+        && !type_matches(value, want)
+    {
+        let actual = type_name(value);
+        causes.push(Cause::new(
+            "FieldValueTypeInvalid",
+            path,
+            format!("Invalid value: \"{actual}\": {path} in body must be of type {want}: \"{actual}\""),
+        ));
+        return;
+    }
+
+    if let Some(allowed) = schema.get("enum").and_then(Value::as_array)
+        && !allowed.contains(value)
+    {
+        let listed: Vec<String> = allowed.iter().map(show).collect();
+        causes.push(Cause::new(
+            "FieldValueNotSupported",
+            path,
+            format!("Unsupported value: {}: supported values: {}", show(value), listed.join(", ")),
+        ));
+    }
+
+    match value {
+        Value::Number(n) => check_number(n.as_f64().unwrap_or_default(), value, schema, path, causes),
+        Value::String(s) => check_string(s, value, schema, path, causes),
+        Value::Array(items) => {
+            let len = items.len() as u64;
+            if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
+                && len > max
+            {
+                causes.push(Cause::new("FieldValueTooMany", path, format!("Too many: {len}: must have at most {max} items")));
+            }
+            if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
+                && len < min
+            {
+                causes.push(Cause::new(
+                    "FieldValueInvalid",
+                    path,
+                    format!("Invalid value: \"array\": {path} in body should have at least {min} items"),
+                ));
+            }
+            if let Some(item_schema) = schema.get("items") {
+                for (i, item) in items.iter().enumerate() {
+                    check(item, item_schema, &format!("{path}[{i}]"), causes);
+                }
+            }
+        }
+        Value::Object(map) => {
+            for req in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+                if let Some(req) = req.as_str()
+                    && !map.contains_key(req)
+                {
+                    causes.push(Cause::new("FieldValueRequired", join(path, req), "Required value"));
+                }
+            }
+            let count = map.len() as u64;
+            if let Some(max) = schema.get("maxProperties").and_then(Value::as_u64)
+                && count > max
+            {
+                causes.push(Cause::new("FieldValueTooMany", path, format!("Too many: {count}: must have at most {max} items")));
+            }
+            if let Some(min) = schema.get("minProperties").and_then(Value::as_u64)
+                && count < min
+            {
+                causes.push(Cause::new(
+                    "FieldValueInvalid",
+                    path,
+                    format!("Invalid value: \"object\": {path} in body should have at least {min} properties"),
+                ));
+            }
+            let props = schema.get("properties").and_then(Value::as_object);
+            let extra = schema.get("additionalProperties").filter(|e| e.is_object());
+            for (key, child) in map {
+                let child_path = join(path, key);
+                if let Some(prop) = props.and_then(|p| p.get(key)) {
+                    check(child, prop, &child_path, causes);
+                } else if let Some(extra) = extra {
+                    check(child, extra, &child_path, causes);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+fn check_number(n: f64, value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let shown = show(value);
+    if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
+        let exclusive = schema.get("exclusiveMaximum").and_then(Value::as_bool) == Some(true);
+        if n > max || (exclusive && n >= max) {
+            let rel = if exclusive { "less than" } else { "less than or equal to" };
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                path,
+                format!("Invalid value: {shown}: {path} in body should be {rel} {}", number_text(max)),
+            ));
+        }
+    }
+    if let Some(min) = schema.get("minimum").and_then(Value::as_f64) {
+        let exclusive = schema.get("exclusiveMinimum").and_then(Value::as_bool) == Some(true);
+        if n < min || (exclusive && n <= min) {
+            let rel = if exclusive { "greater than" } else { "greater than or equal to" };
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                path,
+                format!("Invalid value: {shown}: {path} in body should be {rel} {}", number_text(min)),
+            ));
+        }
+    }
+    if let Some(step) = schema.get("multipleOf").and_then(Value::as_f64)
+        && step > 0.0
+        && (n / step).fract().abs() > 1e-9
+    {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            path,
+            format!("Invalid value: {shown}: {path} in body should be a multiple of {}", number_text(step)),
+        ));
+    }
+}
+
+fn number_text(n: f64) -> String {
+    if n.fract() == 0.0 && n.abs() < 1e15 { format!("{}", n as i64) } else { n.to_string() }
+}
+
+fn check_string(s: &str, value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let len = s.chars().count() as u64;
+    if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
+        && len > max
+    {
+        causes.push(Cause::new("FieldValueTooLong", path, format!("Too long: may not be more than {max} bytes")));
+    }
+    if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
+        && len < min
+    {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            path,
+            format!("Invalid value: {}: {path} in body should be at least {min} chars long", show(value)),
+        ));
+    }
+    if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
+        match regex::Regex::new(pattern) {
+            Ok(re) if !re.is_match(s) => causes.push(Cause::new(
+                "FieldValueInvalid",
+                path,
+                format!("Invalid value: {}: {path} in body should match '{pattern}'", show(value)),
+            )),
+            Ok(_) => {}
+            Err(_) => causes.push(Cause::new(
+                "FieldValueInvalid",
+                path,
+                format!("Invalid value: {}: the schema pattern '{pattern}' does not compile", show(value)),
+            )),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn foo_schema() -> Value {
+        json!({"type": "object", "properties": {"spec": {"type": "object", "required": ["deploymentName"], "properties": {
+            "deploymentName": {"type": "string", "pattern": "^[a-z-]+$"},
+            "replicas": {"type": "integer", "minimum": 1, "maximum": 10},
+            "mode": {"type": "string", "enum": ["a", "b"]}}}}})
+    }
+
+    #[test]
+    fn maximum_names_the_field_like_the_real_server() {
+        let causes = validate(&json!({"spec": {"deploymentName": "x", "replicas": 11}}), &foo_schema());
+        assert_eq!(causes.len(), 1);
+        assert_eq!(causes[0].field, "spec.replicas");
+        assert_eq!(causes[0].message, "Invalid value: 11: spec.replicas in body should be less than or equal to 10");
+    }
+
+    #[test]
+    fn type_required_enum_and_pattern() {
+        let causes = validate(&json!({"spec": {"replicas": "three", "mode": "c"}}), &foo_schema());
+        let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
+        assert!(fields.contains(&"spec.deploymentName"));
+        assert!(fields.contains(&"spec.replicas"));
+        assert!(fields.contains(&"spec.mode"));
+        let causes = validate(&json!({"spec": {"deploymentName": "X_1"}}), &foo_schema());
+        assert_eq!(causes[0].message, "Invalid value: \"X_1\": spec.deploymentName in body should match '^[a-z-]+$'");
+    }
+
+    #[test]
+    fn unknown_fields_are_pruned_and_defaults_filled() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object", "properties": {
+            "a": {"type": "integer", "default": 3},
+            "free": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}}});
+        let mut obj = json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n"}, "spec": {"b": 1, "free": {"z": 1}}, "other": 1});
+        assert_eq!(prune(&mut obj, &schema), ["other", "spec.b"]);
+        apply_defaults(&mut obj, &schema);
+        assert_eq!(obj, json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n"}, "spec": {"a": 3, "free": {"z": 1}}}));
+    }
+}

@@ -1,0 +1,476 @@
+//! HTTP routing: turns Kubernetes API paths, query parameters and headers into verbs on the
+//! store, and results into JSON responses (objects, lists, tables, `Status` errors).
+
+use std::panic::AssertUnwindSafe;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, Method, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+use tokio::sync::{Notify, watch};
+
+use super::discovery;
+use super::events;
+use super::gc;
+use super::patch;
+use super::openapi;
+use super::selectors::{FieldSelector, LabelSelector, selectable_fields};
+use super::status::ApiError;
+use super::store::Store;
+use super::table::{self, Include};
+use super::verbs::{self, DeleteOptions, Filter, Paging, Target, WriteOptions};
+use super::watch::{self as watches, WatchRequest};
+
+/// The largest request body accepted, as in the real server.
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// State shared by the request handlers and the background tasks.
+pub(crate) struct Shared {
+    store: Mutex<Store>,
+    pub writes: AtomicU64,
+    pub gc: Notify,
+    pub persist: Notify,
+    pub bookmark_interval: Duration,
+    pub shutdown: watch::Receiver<bool>,
+    pub address: String,
+}
+
+impl Shared {
+    pub(crate) fn new(store: Store, bookmark_interval: Duration, shutdown: watch::Receiver<bool>, address: String) -> Shared {
+        Shared {
+            store: Mutex::new(store),
+            writes: AtomicU64::new(0),
+            gc: Notify::new(),
+            persist: Notify::new(),
+            bookmark_interval,
+            shutdown,
+            address,
+        }
+    }
+
+    /// The store; a handler that panicked while holding it does not make it unusable.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// How objects are rendered, from the `Accept` header.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Presentation {
+    Full,
+    Table(Include),
+    Metadata,
+}
+
+/// One object as the client asked for it (a one-row table, metadata only, or whole).
+pub(crate) fn present_one(t: &Target, obj: &Value, how: Presentation) -> Value {
+    match how {
+        Presentation::Full => obj.clone(),
+        Presentation::Table(include) => table::table(
+            &t.rt,
+            &t.version,
+            std::slice::from_ref(obj),
+            json!({ "resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or_default() }),
+            include,
+        ),
+        Presentation::Metadata => json!({
+            "kind": "PartialObjectMetadata",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": obj.get("metadata").cloned().unwrap_or_default(),
+        }),
+    }
+}
+
+fn present_list(t: &Target, list: Value, how: Presentation) -> Value {
+    let items = list.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+    let meta = list.get("metadata").cloned().unwrap_or_default();
+    match how {
+        Presentation::Full => list,
+        Presentation::Table(include) => table::table(&t.rt, &t.version, &items, meta, include),
+        Presentation::Metadata => json!({
+            "kind": "PartialObjectMetadataList",
+            "apiVersion": "meta.k8s.io/v1",
+            "metadata": meta,
+            "items": items.iter().map(|o| present_one(t, o, Presentation::Metadata)).collect::<Vec<_>>(),
+        }),
+    }
+}
+
+fn json_response(code: u16, body: &Value) -> Response {
+    let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+    (status, [(header::CONTENT_TYPE, "application/json")], serde_json::to_vec(body).unwrap_or_default()).into_response()
+}
+
+fn error_response(err: &ApiError) -> Response {
+    json_response(err.code, &err.to_status())
+}
+
+/// The axum handler for every path.
+pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let mutating = matches!(parts.method, Method::POST | Method::PUT | Method::PATCH | Method::DELETE);
+    if mutating {
+        shared.writes.fetch_add(1, Ordering::SeqCst);
+    }
+    let body = match axum::body::to_bytes(body, MAX_BODY).await {
+        Ok(b) => b,
+        Err(_) => return error_response(&ApiError::too_large(MAX_BODY)),
+    };
+    let query: Vec<(String, String)> = form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes()).into_owned().collect();
+    let path = parts.uri.path().to_string();
+    let call = Call { method: parts.method.clone(), path, query, headers: parts.headers, body };
+    let outcome = {
+        let shared = shared.clone();
+        std::panic::catch_unwind(AssertUnwindSafe(move || route(&shared, &call)))
+    };
+    let response = match outcome {
+        Ok(Ok(Reply::Json(code, value))) => json_response(code, &value),
+        Ok(Ok(Reply::Text(text))) => (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response(),
+        Ok(Ok(Reply::Stream(body))) => Response::builder()
+            .status(StatusCode::OK)
+            .header(header::CONTENT_TYPE, "application/json")
+            .header(header::CACHE_CONTROL, "no-cache, private")
+            .body(body)
+            .unwrap_or_else(|_| error_response(&ApiError::internal("could not start the watch"))),
+        Ok(Err(e)) => error_response(&e),
+        Err(_) => error_response(&ApiError::internal("the server hit an internal error while serving this request")),
+    };
+    if mutating {
+        shared.gc.notify_one();
+        shared.persist.notify_one();
+    }
+    response
+}
+
+struct Call {
+    method: Method,
+    path: String,
+    query: Vec<(String, String)>,
+    headers: HeaderMap,
+    body: bytes::Bytes,
+}
+
+impl Call {
+    fn param(&self, name: &str) -> Option<&str> {
+        self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    fn header(&self, name: header::HeaderName) -> &str {
+        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
+    }
+
+    fn flag(&self, name: &str) -> bool {
+        matches!(self.param(name), Some("true" | "1"))
+    }
+}
+
+enum Reply {
+    Json(u16, Value),
+    Text(&'static str),
+    Stream(Body),
+}
+
+fn route(shared: &Arc<Shared>, call: &Call) -> Result<Reply, ApiError> {
+    let segs: Vec<&str> = call.path.split('/').filter(|s| !s.is_empty()).collect();
+    let get_only = |reply: Option<Value>| -> Result<Reply, ApiError> {
+        if call.method != Method::GET {
+            return Err(ApiError::method_not_allowed());
+        }
+        reply.map(|v| Reply::Json(200, v)).ok_or_else(ApiError::no_route)
+    };
+    match segs.as_slice() {
+        [] => get_only(Some(json!({ "paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"] }))),
+        ["version"] => get_only(Some(discovery::version_info())),
+        ["healthz" | "livez" | "readyz"] => Ok(Reply::Text("ok")),
+        ["api"] => get_only(Some(discovery::core_versions(&shared.address))),
+        ["api", version] => get_only(shared.lock().registry.resource_list("", version)),
+        ["apis"] => get_only(Some(shared.lock().registry.group_list())),
+        ["apis", group] => get_only(shared.lock().registry.group(group)),
+        ["apis", group, version] => get_only(shared.lock().registry.resource_list(group, version)),
+        ["openapi", "v3"] => get_only(Some(openapi::root(&shared.lock().registry))),
+        ["openapi", "v3", "api", version] => get_only(openapi::document(&shared.lock().registry, "", version)),
+        ["openapi", "v3", "apis", group, version] => get_only(openapi::document(&shared.lock().registry, group, version)),
+        ["api", version, rest @ ..] => resource(shared, call, "", version, rest),
+        ["apis", group, version, rest @ ..] => resource(shared, call, group, version, rest),
+        _ => Err(ApiError::no_route()),
+    }
+}
+
+fn presentation(call: &Call) -> Presentation {
+    let accept = call.header(header::ACCEPT);
+    if accept.contains("as=Table") {
+        Presentation::Table(Include::parse(call.param("includeObject")))
+    } else if accept.contains("as=PartialObjectMetadata") {
+        Presentation::Metadata
+    } else {
+        Presentation::Full
+    }
+}
+
+fn resource(shared: &Arc<Shared>, call: &Call, group: &str, version: &str, rest: &[&str]) -> Result<Reply, ApiError> {
+    let (legacy_watch, rest) = match rest {
+        ["watch", rest @ ..] => (true, rest),
+        _ => (false, rest),
+    };
+    let (namespace, rest) = match rest {
+        ["namespaces", _, "status" | "finalize"] => (None, rest),
+        ["namespaces", ns, rest @ ..] if !rest.is_empty() => (Some((*ns).to_string()), rest),
+        _ => (None, rest),
+    };
+    let (plural, name, subresource) = match rest {
+        [plural] => (*plural, None, None),
+        [plural, name] => (*plural, Some((*name).to_string()), None),
+        [plural, name, sub] => (*plural, Some((*name).to_string()), Some((*sub).to_string())),
+        _ => return Err(ApiError::no_route()),
+    };
+    let rt = shared.lock().registry.find(group, version, plural).ok_or_else(ApiError::no_route)?;
+    let events_v1 = rt.group == "events.k8s.io" && rt.plural == "events";
+    let (rt, version) = if events_v1 {
+        (shared.lock().registry.find("", "v1", "events").ok_or_else(ApiError::no_route)?, "v1")
+    } else {
+        (rt, version)
+    };
+    if namespace.is_some() && !rt.namespaced {
+        return Err(ApiError::no_route());
+    }
+    if let Some(sub) = &subresource {
+        let v = rt.version(version);
+        let served = match sub.as_str() {
+            "status" => v.is_some_and(|v| v.status),
+            "scale" => v.is_some_and(|v| v.scale.is_some()),
+            _ => false,
+        };
+        if !served {
+            return Err(ApiError::no_route());
+        }
+    }
+    let target = Target { rt, version: version.to_string(), namespace, name, subresource, events_v1 };
+    let how = presentation(call);
+    match dispatch(shared, call, target, how, legacy_watch)? {
+        Reply::Json(code, value) if events_v1 => Ok(Reply::Json(code, events::response_to_v1(value))),
+        reply => Ok(reply),
+    }
+}
+
+fn dispatch(shared: &Arc<Shared>, call: &Call, target: Target, how: Presentation, legacy_watch: bool) -> Result<Reply, ApiError> {
+    let rt = target.rt.clone();
+    let watching = legacy_watch || call.flag("watch");
+    match (&call.method, &target.name) {
+        (&Method::GET, Some(_)) if !watching => {
+            let store = shared.lock();
+            let obj = if target.subresource.as_deref() == Some("scale") {
+                verbs::get_scale(&store, &target)?
+            } else {
+                present_one(&target, &verbs::get(&store, &target)?, how)
+            };
+            Ok(Reply::Json(200, obj))
+        }
+        (&Method::GET, Some(name)) => {
+            let mut filter = filter(call, &target)?;
+            filter.fields = FieldSelector::parse(&format!("metadata.name={name}"), &[]).map_err(ApiError::bad_request)?;
+            watch(shared, call, Target { name: None, ..target }, filter, how)
+        }
+        (&Method::GET, None) => {
+            let filter = filter(call, &target)?;
+            if watching {
+                return watch(shared, call, target, filter, how);
+            }
+            let paging = Paging {
+                limit: call.param("limit").and_then(|l| l.parse().ok()),
+                continue_token: call.param("continue").filter(|c| !c.is_empty()).map(String::from),
+            };
+            let list = verbs::list(&shared.lock(), &target, &filter, &paging)?;
+            Ok(Reply::Json(200, present_list(&target, list, how)))
+        }
+        (&Method::POST, None) => {
+            if rt.namespaced && target.namespace.is_none() {
+                return Err(ApiError::method_not_allowed());
+            }
+            let body = decode_body(call, &target)?;
+            let opts = write_options(call)?;
+            let (code, obj) = verbs::create(&mut shared.lock(), &target, body, &opts)?;
+            Ok(Reply::Json(code, obj))
+        }
+        (&Method::PUT, Some(_)) => {
+            let body = decode_body(call, &target)?;
+            let opts = write_options(call)?;
+            let (code, obj) = verbs::update(&mut shared.lock(), &target, body, &opts)?;
+            Ok(Reply::Json(code, obj))
+        }
+        (&Method::PATCH, Some(_)) => {
+            let content_type = call.header(header::CONTENT_TYPE).split(';').next().unwrap_or("").trim().to_string();
+            let mut opts = write_options(call)?;
+            opts.force = call.flag("force");
+            if target.events_v1 {
+                return events_patch(shared, &target, call, &content_type, &opts);
+            }
+            let (code, obj) = verbs::patch(&mut shared.lock(), &target, &call.body, &content_type, &opts)?;
+            Ok(Reply::Json(code, obj))
+        }
+        (&Method::DELETE, Some(_)) => {
+            if target.subresource.is_some() {
+                return Err(ApiError::method_not_allowed());
+            }
+            let opts = delete_options(call)?;
+            let (code, obj) = verbs::delete(&mut shared.lock(), &target, &opts)?;
+            Ok(Reply::Json(code, obj))
+        }
+        (&Method::DELETE, None) => {
+            let filter = filter(call, &target)?;
+            let opts = delete_options(call)?;
+            let (code, list) = verbs::delete_collection(&mut shared.lock(), &target, &filter, &opts)?;
+            Ok(Reply::Json(code, list))
+        }
+        _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+fn filter(call: &Call, t: &Target) -> Result<Filter, ApiError> {
+    let labels = LabelSelector::parse(call.param("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
+    let mut field_text = call.param("fieldSelector").unwrap_or("").to_string();
+    if t.events_v1 {
+        field_text = events::core_selector(&field_text);
+    }
+    let fields = FieldSelector::parse(&field_text, selectable_fields(&t.rt.group, &t.rt.plural)).map_err(ApiError::bad_request)?;
+    Ok(Filter { namespace: t.namespace.clone(), labels, fields })
+}
+
+fn watch(shared: &Arc<Shared>, call: &Call, target: Target, filter: Filter, how: Presentation) -> Result<Reply, ApiError> {
+    let timeout = call.param("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()).unwrap_or(1800);
+    let req = WatchRequest {
+        target,
+        filter,
+        resource_version: call.param("resourceVersion").map(String::from),
+        send_initial_events: call.param("sendInitialEvents").map(|v| v == "true"),
+        bookmarks: call.flag("allowWatchBookmarks"),
+        timeout: Duration::from_secs(timeout),
+        presentation: how,
+    };
+    watches::start(shared, req).map(Reply::Stream)
+}
+
+/// A patch of an events.k8s.io/v1 Event: applied to that view, stored in the core/v1 form.
+fn events_patch(shared: &Arc<Shared>, target: &Target, call: &Call, content_type: &str, opts: &WriteOptions) -> Result<Reply, ApiError> {
+    let mut store = shared.lock();
+    if content_type == "application/apply-patch+yaml" {
+        let config: Value = serde_yaml_ng::from_slice(&call.body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+        let core = serde_json::to_vec(&events::to_core(&config)).unwrap_or_default();
+        let (code, obj) = verbs::patch(&mut store, target, &core, content_type, opts)?;
+        return Ok(Reply::Json(code, obj));
+    }
+    if !verbs::PATCH_TYPES.contains(&content_type) {
+        return Err(ApiError::unsupported_media_type(content_type, &verbs::PATCH_TYPES));
+    }
+    let patch_doc: Value =
+        serde_json::from_slice(&call.body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    let view = events::to_v1(&verbs::get(&store, target)?);
+    let patched = match content_type {
+        "application/json-patch+json" => patch::json_patch(&view, &patch_doc).map_err(|e| match e {
+            patch::PatchFailure::Malformed(m) => ApiError::bad_request(m),
+            patch::PatchFailure::Unappliable(m) => ApiError::unprocessable(m),
+        })?,
+        "application/merge-patch+json" => patch::merge_patch(&view, &patch_doc).map_err(ApiError::bad_request)?,
+        _ => patch::strategic_merge(&view, &patch_doc).map_err(ApiError::bad_request)?,
+    };
+    let (code, obj) = verbs::update(&mut store, target, events::to_core(&patched), opts)?;
+    Ok(Reply::Json(code, obj))
+}
+
+/// Decodes a create/update body (JSON, or YAML when the content type says so).
+fn decode_body(call: &Call, target: &Target) -> Result<Value, ApiError> {
+    let content_type = call.header(header::CONTENT_TYPE);
+    let value: Value = if content_type.contains("yaml") {
+        serde_yaml_ng::from_slice(&call.body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
+    } else if content_type.is_empty() || content_type.contains("json") {
+        serde_json::from_slice(&call.body)
+            .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))?
+    } else {
+        return Err(ApiError::unsupported_media_type(content_type, &["application/json", "application/yaml"]));
+    };
+    if !value.is_object() {
+        return Err(ApiError::bad_request("the request body must be a JSON object"));
+    }
+    Ok(if target.events_v1 { events::to_core(&value) } else { value })
+}
+
+fn dry_run(values: &[&str]) -> Result<bool, ApiError> {
+    for v in values {
+        if *v != "All" {
+            return Err(ApiError::bad_request(format!("Invalid dryRun value: {v:?}: supported values: \"All\"")));
+        }
+    }
+    Ok(!values.is_empty())
+}
+
+fn write_options(call: &Call) -> Result<WriteOptions, ApiError> {
+    let dry: Vec<&str> = call.query.iter().filter(|(k, _)| k == "dryRun").map(|(_, v)| v.as_str()).collect();
+    let explicit = call.param("fieldManager").filter(|m| !m.is_empty());
+    if explicit.is_some_and(|m| m.len() > 128) {
+        return Err(ApiError::bad_request("fieldManager: Too long: may not be more than 128 bytes"));
+    }
+    let agent = call.header(header::USER_AGENT);
+    let from_agent = agent.split('/').next().unwrap_or("").trim();
+    let manager = explicit.map_or_else(|| if from_agent.is_empty() { "unknown".to_string() } else { from_agent.chars().take(128).collect() }, String::from);
+    let strict = match call.param("fieldValidation") {
+        None | Some("" | "Ignore" | "Warn") => false,
+        Some("Strict") => true,
+        Some(other) => {
+            return Err(ApiError::bad_request(format!(
+                "fieldValidation: Unsupported value: {other:?}: supported values: \"Ignore\", \"Strict\", \"Warn\""
+            )));
+        }
+    };
+    Ok(WriteOptions { dry_run: dry_run(&dry)?, manager, explicit_manager: explicit.is_some(), force: false, strict })
+}
+
+fn delete_options(call: &Call) -> Result<DeleteOptions, ApiError> {
+    let body: Value = if call.body.iter().all(u8::is_ascii_whitespace) {
+        json!({})
+    } else {
+        serde_json::from_slice(&call.body).map_err(|e| ApiError::bad_request(format!("the DeleteOptions body is not valid JSON: {e}")))?
+    };
+    let s = |v: Option<&Value>| v.and_then(Value::as_str).map(String::from);
+    let mut propagation = s(body.get("propagationPolicy")).or_else(|| call.param("propagationPolicy").map(String::from));
+    let orphan = body.get("orphanDependents").and_then(Value::as_bool).or_else(|| call.param("orphanDependents").map(|v| v == "true"));
+    if propagation.is_none() {
+        propagation = orphan.map(|o| if o { "Orphan".to_string() } else { "Background".to_string() });
+    }
+    let mut dry: Vec<&str> = call.query.iter().filter(|(k, _)| k == "dryRun").map(|(_, v)| v.as_str()).collect();
+    dry.extend(body.get("dryRun").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str));
+    Ok(DeleteOptions {
+        propagation,
+        precondition_uid: s(body.pointer("/preconditions/uid")),
+        precondition_rv: s(body.pointer("/preconditions/resourceVersion")),
+        dry_run: dry_run(&dry)?,
+    })
+}
+
+/// Runs garbage collection whenever a write may have left dependents without owners.
+pub(crate) async fn run_gc(shared: Arc<Shared>) {
+    let mut shutdown = shared.shutdown.clone();
+    loop {
+        tokio::select! {
+            () = shared.gc.notified() => {}
+            () = tokio::time::sleep(Duration::from_secs(5)) => {}
+            _ = shutdown.changed() => return,
+        }
+        let mut changed = false;
+        {
+            let mut store = shared.lock();
+            for _ in 0..100 {
+                if !gc::collect(&mut store) {
+                    break;
+                }
+                changed = true;
+            }
+        }
+        if changed {
+            shared.persist.notify_one();
+        }
+    }
+}

@@ -1,0 +1,178 @@
+//! `Status` error objects: the code, reason, message and details a real API server answers with.
+
+use serde_json::{Value, json};
+
+use super::discovery::ResourceType;
+
+/// One failed field check of an `Invalid` (422) answer (`details.causes[]`).
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Cause {
+    /// `FieldValueInvalid`, `FieldValueRequired`, `FieldValueNotSupported`...
+    pub reason: &'static str,
+    /// The message without the field path, e.g. `Invalid value: 11: ...`.
+    pub message: String,
+    /// The field path, e.g. `spec.replicas`.
+    pub field: String,
+}
+
+impl Cause {
+    pub(crate) fn new(reason: &'static str, field: impl Into<String>, message: impl Into<String>) -> Cause {
+        Cause { reason, message: message.into(), field: field.into() }
+    }
+
+    /// The text a real server prints for this cause: `field: message`.
+    fn line(&self) -> String {
+        if self.field.is_empty() { self.message.clone() } else { format!("{}: {}", self.field, self.message) }
+    }
+}
+
+/// A failed request, answered as a `Status` object with `code` as the HTTP status.
+#[derive(Debug, Clone)]
+pub(crate) struct ApiError {
+    pub code: u16,
+    pub reason: &'static str,
+    pub message: String,
+    pub details: Option<Value>,
+}
+
+impl ApiError {
+    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> ApiError {
+        ApiError { code, reason, message: message.into(), details: None }
+    }
+
+    fn with_details(mut self, details: Value) -> ApiError {
+        self.details = Some(details);
+        self
+    }
+
+    pub(crate) fn bad_request(message: impl Into<String>) -> ApiError {
+        ApiError::new(400, "BadRequest", message)
+    }
+
+    /// The answer for a path no resource is served at.
+    pub(crate) fn no_route() -> ApiError {
+        ApiError::new(404, "NotFound", "the server could not find the requested resource").with_details(json!({}))
+    }
+
+    pub(crate) fn not_found(group: &str, resource: &str, name: &str) -> ApiError {
+        ApiError::new(404, "NotFound", format!("{} \"{name}\" not found", qualified(group, resource)))
+            .with_details(name_details(group, resource, name))
+    }
+
+    pub(crate) fn already_exists(group: &str, resource: &str, name: &str) -> ApiError {
+        ApiError::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", qualified(group, resource)))
+            .with_details(name_details(group, resource, name))
+    }
+
+    /// A stale `resourceVersion` on update.
+    pub(crate) fn modified(group: &str, resource: &str, name: &str) -> ApiError {
+        ApiError::conflict(
+            group,
+            resource,
+            name,
+            "the object has been modified; please apply your changes to the latest version and try again",
+        )
+    }
+
+    pub(crate) fn conflict(group: &str, resource: &str, name: &str, why: &str) -> ApiError {
+        ApiError::new(
+            409,
+            "Conflict",
+            format!("Operation cannot be fulfilled on {} \"{name}\": {why}", qualified(group, resource)),
+        )
+        .with_details(name_details(group, resource, name))
+    }
+
+    /// 422 with one cause per failed field check, worded like the real server.
+    pub(crate) fn invalid(rt: &ResourceType, name: &str, causes: Vec<Cause>) -> ApiError {
+        let kind = if rt.group.is_empty() { rt.kind.clone() } else { format!("{}.{}", rt.kind, rt.group) };
+        let lines: Vec<String> = causes.iter().map(Cause::line).collect();
+        let listed = if lines.len() == 1 { lines[0].clone() } else { format!("[{}]", lines.join(", ")) };
+        let mut details = json!({ "name": name, "kind": rt.kind });
+        if !rt.group.is_empty() {
+            details["group"] = json!(rt.group);
+        }
+        details["causes"] = causes
+            .iter()
+            .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
+            .collect();
+        ApiError::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {listed}")).with_details(details)
+    }
+
+    /// 422 without field causes, used when a patch cannot be applied.
+    pub(crate) fn unprocessable(message: impl Into<String>) -> ApiError {
+        ApiError::new(422, "Invalid", message)
+    }
+
+    pub(crate) fn method_not_allowed() -> ApiError {
+        ApiError::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+            .with_details(json!({}))
+    }
+
+    pub(crate) fn unsupported_media_type(content_type: &str, accepted: &[&str]) -> ApiError {
+        ApiError::new(
+            415,
+            "UnsupportedMediaType",
+            format!(
+                "the body of the request was in an unknown format - accepted media types include: {}",
+                accepted.join(", ")
+            ),
+        )
+        .with_details(json!({ "causes": [{ "reason": "UnexpectedServerResponse", "message": content_type }] }))
+    }
+
+    /// A watch or continue token older than the retained history.
+    pub(crate) fn expired(message: impl Into<String>) -> ApiError {
+        ApiError::new(410, "Expired", message)
+    }
+
+    pub(crate) fn too_large(limit: usize) -> ApiError {
+        ApiError::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {limit}"))
+    }
+
+    pub(crate) fn internal(message: impl Into<String>) -> ApiError {
+        ApiError::new(500, "InternalError", message)
+    }
+
+    /// A server-side apply refused because other managers own fields it would change.
+    pub(crate) fn apply_conflict(message: String, causes: Vec<Value>) -> ApiError {
+        ApiError::new(409, "Conflict", message).with_details(json!({ "causes": causes }))
+    }
+
+    /// The `Status` object sent as the body (or inside a watch `ERROR` event).
+    pub(crate) fn to_status(&self) -> Value {
+        let mut status = json!({
+            "kind": "Status",
+            "apiVersion": "v1",
+            "metadata": {},
+            "status": "Failure",
+            "message": self.message,
+            "reason": self.reason,
+            "code": self.code,
+        });
+        if let Some(details) = &self.details {
+            status["details"] = details.clone();
+        }
+        status
+    }
+}
+
+/// The `Status` a successful delete answers with for resources that do not return the object.
+pub(crate) fn success(group: &str, resource: &str, name: &str, uid: &str) -> Value {
+    let mut details = name_details(group, resource, name);
+    details["uid"] = json!(uid);
+    json!({ "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details })
+}
+
+/// `resource.group`, or `resource` for the core group.
+pub(crate) fn qualified(group: &str, resource: &str) -> String {
+    if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") }
+}
+
+fn name_details(group: &str, resource: &str, name: &str) -> Value {
+    let mut details = json!({ "name": name, "kind": resource });
+    if !group.is_empty() {
+        details["group"] = json!(group);
+    }
+    details
+}

@@ -1,0 +1,167 @@
+//! Stored objects, the global resourceVersion counter, and the watch history every write feeds.
+
+use std::collections::{BTreeMap, VecDeque};
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio::sync::broadcast;
+
+use super::discovery::Registry;
+use super::object;
+
+/// Identifies a kind of stored object independent of version: `(group, plural)`.
+pub(crate) type GroupResource = (String, String);
+
+/// `(namespace, name)`; the namespace is empty for cluster-scoped objects.
+pub(crate) type ObjectKey = (String, String);
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EventType {
+    Added,
+    Modified,
+    Deleted,
+}
+
+/// One committed change, as watchers see it.
+#[derive(Debug)]
+pub(crate) struct Change {
+    pub rv: u64,
+    pub kind: EventType,
+    pub resource: GroupResource,
+    /// The object after the change (for a deletion: its last state, with the deletion's version).
+    pub object: Arc<Value>,
+    /// The object before the change, so selector-filtered watches can tell "stopped matching".
+    pub old: Option<Arc<Value>>,
+}
+
+/// A receiver of the changes committed after it was created.
+pub(crate) type Subscription = broadcast::Receiver<Arc<Change>>;
+
+/// All objects plus the history needed to serve watches from a past resourceVersion.
+#[derive(Debug)]
+pub(crate) struct Store {
+    rv: u64,
+    objects: BTreeMap<GroupResource, BTreeMap<ObjectKey, Arc<Value>>>,
+    history: VecDeque<Arc<Change>>,
+    history_limit: usize,
+    /// The oldest resourceVersion a watch may start from; older ones get 410 Gone.
+    oldest_watchable: u64,
+    changes: broadcast::Sender<Arc<Change>>,
+    pub registry: Registry,
+}
+
+impl Store {
+    pub(crate) fn new(history_limit: usize) -> Store {
+        let (changes, _) = broadcast::channel(4096);
+        Store {
+            rv: 0,
+            objects: BTreeMap::new(),
+            history: VecDeque::new(),
+            history_limit: history_limit.max(1),
+            oldest_watchable: 0,
+            changes,
+            registry: Registry::new(),
+        }
+    }
+
+    /// The resourceVersion of the last committed change.
+    pub(crate) fn current_rv(&self) -> u64 {
+        self.rv
+    }
+
+    pub(crate) fn oldest_watchable(&self) -> u64 {
+        self.oldest_watchable
+    }
+
+    pub(crate) fn get(&self, gr: &GroupResource, ns: &str, name: &str) -> Option<Arc<Value>> {
+        self.objects.get(gr)?.get(&(ns.to_string(), name.to_string())).cloned()
+    }
+
+    /// Objects of one resource, in key order, optionally restricted to one namespace.
+    pub(crate) fn list(&self, gr: &GroupResource, ns: Option<&str>) -> Vec<Arc<Value>> {
+        let Some(objects) = self.objects.get(gr) else { return Vec::new() };
+        match ns {
+            Some(ns) => objects
+                .range((ns.to_string(), String::new())..)
+                .take_while(|((n, _), _)| n == ns)
+                .map(|(_, o)| o.clone())
+                .collect(),
+            None => objects.values().cloned().collect(),
+        }
+    }
+
+    /// Every stored object with its resource (for garbage collection and persistence).
+    pub(crate) fn iter_all(&self) -> impl Iterator<Item = (&GroupResource, &Arc<Value>)> {
+        self.objects.iter().flat_map(|(gr, objs)| objs.values().map(move |o| (gr, o)))
+    }
+
+    /// Stores `obj` (created or replaced) under a new resourceVersion and tells the watchers.
+    pub(crate) fn put(&mut self, gr: &GroupResource, mut obj: Value) -> Arc<Value> {
+        self.rv += 1;
+        object::set_meta(&mut obj, "resourceVersion", json!(self.rv.to_string()));
+        let key = (object::namespace(&obj).to_string(), object::name(&obj).to_string());
+        let obj = Arc::new(obj);
+        let old = self.objects.entry(gr.clone()).or_default().insert(key, obj.clone());
+        let kind = if old.is_some() { EventType::Modified } else { EventType::Added };
+        self.record(Change { rv: self.rv, kind, resource: gr.clone(), object: obj.clone(), old });
+        obj
+    }
+
+    /// Removes an object for good; watchers get DELETED with the deletion's resourceVersion.
+    pub(crate) fn remove(&mut self, gr: &GroupResource, ns: &str, name: &str) -> Option<Arc<Value>> {
+        let old = self.objects.get_mut(gr)?.remove(&(ns.to_string(), name.to_string()))?;
+        self.rv += 1;
+        let mut last = (*old).clone();
+        object::set_meta(&mut last, "resourceVersion", json!(self.rv.to_string()));
+        let last = Arc::new(last);
+        self.record(Change {
+            rv: self.rv,
+            kind: EventType::Deleted,
+            resource: gr.clone(),
+            object: last.clone(),
+            old: Some(old),
+        });
+        Some(last)
+    }
+
+    fn record(&mut self, change: Change) {
+        let change = Arc::new(change);
+        self.history.push_back(change.clone());
+        while self.history.len() > self.history_limit {
+            if let Some(dropped) = self.history.pop_front() {
+                self.oldest_watchable = dropped.rv;
+            }
+        }
+        // Nobody listening is not an error.
+        let _ = self.changes.send(change);
+    }
+
+    /// The changes after `rv` still in the history, plus a receiver for the ones to come.
+    /// `None` when `rv` is older than the retained history.
+    pub(crate) fn changes_since(&self, rv: u64) -> Option<(Vec<Arc<Change>>, Subscription)> {
+        if rv < self.oldest_watchable {
+            return None;
+        }
+        let past = self.history.iter().filter(|c| c.rv > rv).cloned().collect();
+        Some((past, self.changes.subscribe()))
+    }
+
+    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
+        self.changes.subscribe()
+    }
+
+    /// Restores a snapshot: objects are inserted without events, the counter continues from `rv`.
+    pub(crate) fn restore(&mut self, rv: u64, objects: Vec<(GroupResource, Value)>) {
+        for (gr, obj) in objects {
+            let key = (object::namespace(&obj).to_string(), object::name(&obj).to_string());
+            self.objects.entry(gr).or_default().insert(key, Arc::new(obj));
+        }
+        self.rv = rv;
+        self.oldest_watchable = rv;
+    }
+
+    /// Changes the retained history size (tests use a small one to provoke 410 Gone).
+    pub(crate) fn set_history_limit(&mut self, limit: usize) {
+        self.history_limit = limit.max(1);
+    }
+}

@@ -1,0 +1,170 @@
+//! Watches: newline-delimited JSON events from a resourceVersion, synthetic ADDED events for
+//! the initial state, BOOKMARKs, and the 410 `Expired` error when the version is too old.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::body::Body;
+use bytes::Bytes;
+use serde_json::{Value, json};
+use tokio::sync::{broadcast, mpsc};
+
+use super::events;
+use super::server::{Presentation, Shared, present_one};
+use super::status::ApiError;
+use super::store::{Change, EventType};
+use super::verbs::{Filter, Target, present};
+
+/// What a `?watch=true` request asked for.
+pub(crate) struct WatchRequest {
+    pub target: Target,
+    pub filter: Filter,
+    /// `resourceVersion`; `None`, `""` and `"0"` start with the current state.
+    pub resource_version: Option<String>,
+    pub send_initial_events: Option<bool>,
+    pub bookmarks: bool,
+    pub timeout: Duration,
+    pub presentation: Presentation,
+}
+
+fn line(kind: &str, object: &Value) -> Bytes {
+    let mut bytes = serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
+    bytes.push(b'\n');
+    Bytes::from(bytes)
+}
+
+/// Starts a watch and returns the streaming body; errors that precede the stream are returned.
+pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, ApiError> {
+    let WatchRequest { target, filter, resource_version, send_initial_events, bookmarks, timeout, presentation } = req;
+    let gr = target.gr();
+    let render = move |t: &Target, obj: &Value| {
+        let shown = present(&t.rt, &t.version, obj);
+        present_one(t, &if t.events_v1 { events::to_v1(&shown) } else { shown }, presentation)
+    };
+    let mut first: Vec<Bytes> = Vec::new();
+    let mut initial_end = false;
+    let (mut rx, start_rv) = {
+        let store = shared.lock();
+        let rv = resource_version.as_deref().unwrap_or("");
+        if rv.is_empty() || rv == "0" {
+            if send_initial_events != Some(false) {
+                for obj in store.list(&gr, target.namespace.as_deref()) {
+                    if filter.matches(&obj) {
+                        first.push(line("ADDED", &render(&target, &obj)));
+                    }
+                }
+                initial_end = send_initial_events == Some(true);
+            }
+            (store.subscribe(), store.current_rv())
+        } else {
+            let from: u64 = rv
+                .parse()
+                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?;
+            match store.changes_since(from) {
+                Some((past, rx)) => {
+                    for change in &past {
+                        if let Some((kind, obj)) = event_for(&gr, &filter, change) {
+                            first.push(line(kind, &render(&target, obj)));
+                        }
+                    }
+                    (rx, store.current_rv())
+                }
+                None => {
+                    let gone = ApiError::expired(format!(
+                        "too old resource version: {from} ({})",
+                        store.oldest_watchable()
+                    ));
+                    first.push(line("ERROR", &gone.to_status()));
+                    return Ok(body_from(first, None));
+                }
+            }
+        }
+    };
+    let bookmark = {
+        let t = target.clone();
+        move |rv: u64, end: bool| {
+            let mut meta = json!({ "resourceVersion": rv.to_string() });
+            if end {
+                meta["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+            }
+            line("BOOKMARK", &json!({ "kind": t.rt.kind, "apiVersion": t.rt.api_version(&t.version), "metadata": meta }))
+        }
+    };
+    if initial_end {
+        first.push(bookmark(start_rv, true));
+    }
+    let (tx, out) = mpsc::channel::<Bytes>(64);
+    let interval = shared.bookmark_interval;
+    let mut shutdown = shared.shutdown.clone();
+    tokio::spawn(async move {
+        for bytes in first {
+            if tx.send(bytes).await.is_err() {
+                return;
+            }
+        }
+        let deadline = tokio::time::sleep(timeout);
+        tokio::pin!(deadline);
+        let mut ticker = tokio::time::interval(interval);
+        ticker.tick().await;
+        let mut last_rv = start_rv;
+        loop {
+            tokio::select! {
+                received = rx.recv() => match received {
+                    Ok(change) => {
+                        last_rv = last_rv.max(change.rv);
+                        if let Some((kind, obj)) = event_for(&gr, &filter, &change)
+                            && tx.send(line(kind, &render(&target, obj))).await.is_err()
+                        {
+                            return;
+                        }
+                    }
+                    Err(broadcast::error::RecvError::Lagged(_)) => {
+                        let gone = ApiError::expired("the watch fell behind the event stream; start a new watch");
+                        let _ = tx.send(line("ERROR", &gone.to_status())).await;
+                        return;
+                    }
+                    Err(broadcast::error::RecvError::Closed) => return,
+                },
+                _ = ticker.tick(), if bookmarks => {
+                    if tx.send(bookmark(last_rv, false)).await.is_err() {
+                        return;
+                    }
+                }
+                () = &mut deadline => return,
+                _ = shutdown.changed() => return,
+                () = tx.closed() => return,
+            }
+        }
+    });
+    Ok(body_from(Vec::new(), Some(out)))
+}
+
+fn body_from(first: Vec<Bytes>, rest: Option<mpsc::Receiver<Bytes>>) -> Body {
+    let head = futures_util::stream::iter(first.into_iter().map(Ok::<Bytes, std::convert::Infallible>));
+    let tail = futures_util::stream::unfold(rest, |rest| async move {
+        let mut rx = rest?;
+        let next = rx.recv().await?;
+        Some((Ok(next), Some(rx)))
+    });
+    Body::from_stream(futures_util::StreamExt::chain(head, tail))
+}
+
+/// The event a filtered watch sees for a change: selectors turn "started matching" into ADDED
+/// and "stopped matching" into DELETED, as the real watch cache does.
+fn event_for<'a>(gr: &super::store::GroupResource, filter: &Filter, change: &'a Change) -> Option<(&'static str, &'a Value)> {
+    if change.resource != *gr {
+        return None;
+    }
+    let now = filter.matches(&change.object);
+    let before = change.old.as_deref().is_some_and(|o| filter.matches(o));
+    match change.kind {
+        EventType::Added => now.then_some(("ADDED", &*change.object)),
+        EventType::Deleted => before.then_some(("DELETED", &*change.object)),
+        EventType::Modified => match (before, now) {
+            (true, true) => Some(("MODIFIED", &*change.object)),
+            (false, true) => Some(("ADDED", &*change.object)),
+            (true, false) => Some(("DELETED", &*change.object)),
+            (false, false) => None,
+        },
+    }
+}

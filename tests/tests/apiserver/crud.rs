@@ -1,0 +1,283 @@
+//! get, list (selectors, paging), create (generateName, uid...), update (optimistic
+//! concurrency), generation and the status subresource of built-ins, error Status objects.
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
+use kube::api::{Api, ListParams, ObjectMeta, PostParams};
+use serde_json::json;
+
+use super::{api_error, raw, start};
+
+fn config_map(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
+    ConfigMap {
+        metadata: ObjectMeta {
+            name: Some(name.into()),
+            labels: Some(labels.iter().map(|(k, v)| ((*k).into(), (*v).into())).collect()),
+            ..ObjectMeta::default()
+        },
+        data: Some([("k".to_string(), "v".to_string())].into()),
+        ..ConfigMap::default()
+    }
+}
+
+fn deployment(name: &str, image: &str) -> Deployment {
+    serde_json::from_value(json!({
+        "metadata": { "name": name },
+        "spec": {
+            "replicas": 1,
+            "selector": { "matchLabels": { "app": name } },
+            "template": { "metadata": { "labels": { "app": name } },
+                          "spec": { "containers": [{ "name": "main", "image": image }] } }
+        }
+    }))
+    .unwrap()
+}
+
+#[tokio::test]
+async fn default_namespaces_exist() {
+    let dc = start().await;
+    let namespaces: Api<Namespace> = Api::all(dc.client());
+    let names: Vec<String> = namespaces.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|n| n.metadata.name).collect();
+    assert_eq!(names, ["default", "kube-system"]);
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn create_sets_identity_and_generate_name() {
+    let dc = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    let created = cms.create(&PostParams::default(), &config_map("one", &[])).await.unwrap();
+    assert!(created.metadata.uid.is_some());
+    assert!(created.metadata.creation_timestamp.is_some());
+    let rv: u64 = created.metadata.resource_version.as_deref().unwrap().parse().unwrap();
+    let mut generated = config_map("", &[]);
+    generated.metadata.name = None;
+    generated.metadata.generate_name = Some("gen-".into());
+    let second = cms.create(&PostParams::default(), &generated).await.unwrap();
+    let name = second.metadata.name.unwrap();
+    assert!(name.starts_with("gen-") && name.len() == 9, "{name}");
+    let rv2: u64 = second.metadata.resource_version.unwrap().parse().unwrap();
+    assert!(rv2 > rv);
+    assert_eq!(cms.get("one").await.unwrap().data, created.data);
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn errors_are_status_objects_with_code_and_reason() {
+    let dc = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    let missing = api_error(cms.get("nope").await.unwrap_err());
+    assert_eq!((missing.code, missing.reason.as_str()), (404, "NotFound"));
+    assert_eq!(missing.message, "configmaps \"nope\" not found");
+    cms.create(&PostParams::default(), &config_map("dup", &[])).await.unwrap();
+    let dup = api_error(cms.create(&PostParams::default(), &config_map("dup", &[])).await.unwrap_err());
+    assert_eq!((dup.code, dup.reason.as_str()), (409, "AlreadyExists"));
+    let elsewhere: Api<ConfigMap> = Api::namespaced(dc.client(), "missing-ns");
+    let no_ns = api_error(elsewhere.create(&PostParams::default(), &config_map("x", &[])).await.unwrap_err());
+    assert_eq!(no_ns.code, 404);
+    assert_eq!(no_ns.message, "namespaces \"missing-ns\" not found");
+    let bad_name = api_error(cms.create(&PostParams::default(), &config_map("Bad_Name", &[])).await.unwrap_err());
+    assert_eq!((bad_name.code, bad_name.reason.as_str()), (422, "Invalid"));
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn malformed_bodies_get_400_and_change_nothing() {
+    let dc = start().await;
+    let path = "/api/v1/namespaces/default/configmaps";
+    let (code, status) = raw(&dc, "POST", path, "application/json", "{not json").await;
+    assert_eq!((code, status["reason"].as_str()), (400, Some("BadRequest")));
+    let (code, _) = raw(&dc, "POST", path, "application/json", "[1, 2]").await;
+    assert_eq!(code, 400);
+    let (code, _) = raw(&dc, "POST", path, "application/json", r#"{"metadata": 5}"#).await;
+    assert_eq!(code, 400);
+    let (code, _) = raw(&dc, "PATCH", "/api/v1/namespaces/default/configmaps/x", "application/merge-patch+json", "{").await;
+    assert!(code == 400 || code == 404, "{code}");
+    let (code, list) = raw(&dc, "GET", path, "", "").await;
+    assert_eq!(code, 200);
+    assert_eq!(list["items"], json!([]));
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn update_with_a_stale_resource_version_conflicts() {
+    let dc = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    let first = cms.create(&PostParams::default(), &config_map("c", &[])).await.unwrap();
+    let mut a = first.clone();
+    a.data = Some([("k".to_string(), "a".to_string())].into());
+    cms.replace("c", &PostParams::default(), &a).await.unwrap();
+    let mut b = first.clone();
+    b.data = Some([("k".to_string(), "b".to_string())].into());
+    let err = api_error(cms.replace("c", &PostParams::default(), &b).await.unwrap_err());
+    assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
+    assert!(err.message.contains("the object has been modified"), "{}", err.message);
+    assert_eq!(cms.get("c").await.unwrap().data.unwrap()["k"], "a");
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn lists_filter_by_label_and_field_selectors_across_namespaces() {
+    let dc = start().await;
+    let default: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    let system: Api<ConfigMap> = Api::namespaced(dc.client(), "kube-system");
+    default.create(&PostParams::default(), &config_map("a", &[("app", "web"), ("tier", "front")])).await.unwrap();
+    default.create(&PostParams::default(), &config_map("b", &[("app", "db")])).await.unwrap();
+    system.create(&PostParams::default(), &config_map("c", &[("app", "web"), ("legacy", "yes")])).await.unwrap();
+    let all: Api<ConfigMap> = Api::all(dc.client());
+    let names = |list: kube::core::ObjectList<ConfigMap>| -> Vec<String> { list.items.into_iter().map(|c| c.metadata.name.unwrap()).collect() };
+    let select = |s: &str| ListParams::default().labels(s);
+    assert_eq!(names(all.list(&ListParams::default()).await.unwrap()), ["a", "b", "c"]);
+    assert_eq!(names(all.list(&select("app=web")).await.unwrap()), ["a", "c"]);
+    assert_eq!(names(all.list(&select("app!=web")).await.unwrap()), ["b"]);
+    assert_eq!(names(all.list(&select("app in (db, cache)")).await.unwrap()), ["b"]);
+    assert_eq!(names(all.list(&select("app notin (db)")).await.unwrap()), ["a", "c"]);
+    assert_eq!(names(all.list(&select("legacy")).await.unwrap()), ["c"]);
+    assert_eq!(names(all.list(&select("app,!legacy")).await.unwrap()), ["a", "b"]);
+    assert_eq!(names(default.list(&select("app==web")).await.unwrap()), ["a"]);
+    let fields = |s: &str| ListParams::default().fields(s);
+    assert_eq!(names(all.list(&fields("metadata.namespace=kube-system")).await.unwrap()), ["c"]);
+    assert_eq!(names(all.list(&fields("metadata.name!=a")).await.unwrap()), ["b", "c"]);
+    let bad = api_error(all.list(&fields("data.k=v")).await.unwrap_err());
+    assert_eq!(bad.code, 400);
+    let bad = api_error(all.list(&select("app in web")).await.unwrap_err());
+    assert_eq!(bad.code, 400);
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn limit_and_continue_page_through_a_list() {
+    let dc = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    for i in 0..5 {
+        cms.create(&PostParams::default(), &config_map(&format!("cm-{i}"), &[])).await.unwrap();
+    }
+    let mut seen = Vec::new();
+    let mut params = ListParams::default().limit(2);
+    loop {
+        let page = cms.list(&params).await.unwrap();
+        assert!(page.items.len() <= 2);
+        seen.extend(page.items.into_iter().map(|c| c.metadata.name.unwrap()));
+        match page.metadata.continue_ {
+            Some(token) if !token.is_empty() => {
+                assert!(page.metadata.remaining_item_count.unwrap() > 0);
+                params = params.continue_token(&token);
+            }
+            _ => break,
+        }
+    }
+    assert_eq!(seen, ["cm-0", "cm-1", "cm-2", "cm-3", "cm-4"]);
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn generation_follows_spec_and_status_is_its_own_subresource() {
+    let dc = start().await;
+    let deployments: Api<Deployment> = Api::namespaced(dc.client(), "default");
+    let created = deployments.create(&PostParams::default(), &deployment("web", "nginx:1")).await.unwrap();
+    assert_eq!(created.metadata.generation, Some(1));
+
+    let mut labelled = created.clone();
+    labelled.metadata.labels = Some([("x".to_string(), "y".to_string())].into());
+    let labelled = deployments.replace("web", &PostParams::default(), &labelled).await.unwrap();
+    assert_eq!(labelled.metadata.generation, Some(1), "metadata changes keep the generation");
+
+    let mut with_status = labelled.clone();
+    with_status.status = Some(serde_json::from_value(json!({ "availableReplicas": 1 })).unwrap());
+    let ignored = deployments.replace("web", &PostParams::default(), &with_status).await.unwrap();
+    assert_eq!(ignored.status.and_then(|s| s.available_replicas), None, "the main resource ignores status");
+
+    let status_set = deployments.replace_status("web", &PostParams::default(), &with_status).await.unwrap();
+    assert_eq!(status_set.status.unwrap().available_replicas, Some(1));
+    assert_eq!(status_set.metadata.generation, Some(1));
+
+    let mut new_image = deployments.get("web").await.unwrap();
+    new_image.spec.as_mut().unwrap().template.spec.as_mut().unwrap().containers[0].image = Some("nginx:2".into());
+    new_image.status = None;
+    let bumped = deployments.replace("web", &PostParams::default(), &new_image).await.unwrap();
+    assert_eq!(bumped.metadata.generation, Some(2));
+    assert_eq!(bumped.status.unwrap().available_replicas, Some(1), "status survives a spec update");
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn pod_status_subresource_ignores_spec_changes() {
+    let dc = start().await;
+    let pods: Api<Pod> = Api::namespaced(dc.client(), "default");
+    let pod: Pod = serde_json::from_value(json!({
+        "metadata": { "name": "p" },
+        "spec": { "containers": [{ "name": "c", "image": "busybox" }] }
+    }))
+    .unwrap();
+    let created = pods.create(&PostParams::default(), &pod).await.unwrap();
+    assert_eq!(created.status.as_ref().unwrap().phase.as_deref(), Some("Pending"));
+    let mut changed = created.clone();
+    changed.spec.as_mut().unwrap().containers[0].image = Some("other".into());
+    changed.status.as_mut().unwrap().phase = Some("Running".into());
+    let after = pods.replace_status("p", &PostParams::default(), &changed).await.unwrap();
+    assert_eq!(after.status.unwrap().phase.as_deref(), Some("Running"));
+    assert_eq!(after.spec.unwrap().containers[0].image.as_deref(), Some("busybox"));
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn secret_string_data_is_stored_as_base64_data() {
+    let dc = start().await;
+    let secrets: Api<Secret> = Api::namespaced(dc.client(), "default");
+    let secret: Secret = serde_json::from_value(json!({ "metadata": { "name": "s" }, "stringData": { "password": "hunter2" } })).unwrap();
+    let created = secrets.create(&PostParams::default(), &secret).await.unwrap();
+    assert_eq!(created.string_data, None);
+    assert_eq!(created.data.unwrap()["password"].0, b"hunter2");
+    assert_eq!(created.type_.as_deref(), Some("Opaque"));
+    let (code, _) = raw(&dc, "POST", "/api/v1/namespaces/default/secrets", "application/json",
+        r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"bad"},"data":{"k":"not base64!"}}"#).await;
+    assert_eq!(code, 422);
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn deployments_serve_the_scale_subresource() {
+    let dc = start().await;
+    let deployments: Api<Deployment> = Api::namespaced(dc.client(), "default");
+    deployments.create(&PostParams::default(), &deployment("web", "nginx:1")).await.unwrap();
+    let scale = deployments.get_scale("web").await.unwrap();
+    assert_eq!(scale.spec.unwrap().replicas, Some(1));
+    assert_eq!(scale.status.unwrap().selector.as_deref(), Some("app=web"));
+    let patch = kube::api::Patch::Merge(json!({ "spec": { "replicas": 4 } }));
+    deployments.patch_scale("web", &kube::api::PatchParams::default(), &patch).await.unwrap();
+    let d = deployments.get("web").await.unwrap();
+    assert_eq!(d.spec.unwrap().replicas, Some(4));
+    assert_eq!(d.metadata.generation, Some(2));
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn runtime_event_recorder_publishes_events() {
+    use kube::runtime::events::{Event, EventType, Recorder, Reporter};
+    let dc = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    let owner = cms.create(&PostParams::default(), &config_map("owner", &[])).await.unwrap();
+    let recorder = Recorder::new(dc.client(), Reporter { controller: "kubewasm-test".into(), instance: None });
+    let reference = kube::Resource::object_ref(&owner, &());
+    let event = Event {
+        type_: EventType::Warning,
+        reason: "Testing".into(),
+        note: Some("something happened".into()),
+        action: "Test".into(),
+        secondary: None,
+    };
+    recorder.publish(&event, &reference).await.unwrap();
+    recorder.publish(&event, &reference).await.unwrap();
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(dc.client(), "default");
+    let list = events.list(&ListParams::default()).await.unwrap();
+    assert_eq!(list.items.len(), 1, "a repeated event is folded into a series");
+    assert_eq!(list.items[0].reason.as_deref(), Some("Testing"));
+    let core: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(dc.client(), "default");
+    let uid = owner.metadata.uid.unwrap();
+    let described = core.list(&ListParams::default().fields(&format!("involvedObject.name=owner,involvedObject.uid={uid}"))).await.unwrap();
+    assert_eq!(described.items.len(), 1, "kubectl describe finds it through core/v1");
+    assert_eq!(described.items[0].message.as_deref(), Some("something happened"));
+    let by_regarding = events.list(&ListParams::default().fields(&format!("regarding.uid={uid}"))).await.unwrap();
+    assert_eq!(by_regarding.items.len(), 1);
+    dc.shutdown().await;
+}
