@@ -5,7 +5,8 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::time::Duration;
 
-use serde::Serialize;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 /// A Kubernetes kind and the REST resource that serves it.
@@ -151,8 +152,8 @@ pub struct Requirement {
 }
 
 impl Requirement {
-    fn matches(&self, labels: &serde_json::Map<String, Value>) -> bool {
-        let value = labels.get(&self.key).and_then(Value::as_str);
+    fn matches(&self, labels: &BTreeMap<String, String>) -> bool {
+        let value = labels.get(&self.key).map(String::as_str);
         let listed = value.is_some_and(|v| self.values.iter().any(|x| x == v));
         match self.operator {
             LabelOperator::In => listed,
@@ -180,26 +181,28 @@ pub struct Query {
 }
 
 impl Query {
-    /// Whether `object` is one this query selects. The host's caches and
-    /// `kubewasm render` both decide with this.
+    /// Whether `object` (JSON) is one this query selects.
     pub fn matches(&self, object: &Value) -> bool {
-        let meta = &object["metadata"];
-        if !self.kind.matches(object) {
+        let meta = ObjectMeta::deserialize(&object["metadata"]).unwrap_or_default();
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        self.matches_meta(api_version, object["kind"].as_str().unwrap_or_default(), &meta)
+    }
+
+    /// Whether an object of `api_version`/`kind` with `meta` is one this query
+    /// selects. The host's caches and `kubewasm render` both decide with this.
+    pub fn matches_meta(&self, api_version: &str, kind: &str, meta: &ObjectMeta) -> bool {
+        if kind != self.kind.kind || api_version != self.kind.api_version() {
             return false;
         }
-        if let Some(ns) = &self.namespace
-            && meta["namespace"].as_str() != Some(ns)
-        {
+        if self.namespace.is_some() && meta.namespace != self.namespace {
             return false;
         }
         match &self.selector {
             Selector::All => true,
-            Selector::Names(names) => {
-                meta["name"].as_str().is_some_and(|n| names.iter().any(|x| x == n))
-            }
+            Selector::Names(names) => meta.name.as_ref().is_some_and(|n| names.contains(n)),
             Selector::Labels(reqs) => {
-                let empty = serde_json::Map::new();
-                let labels = meta["labels"].as_object().unwrap_or(&empty);
+                let empty = BTreeMap::new();
+                let labels = meta.labels.as_ref().unwrap_or(&empty);
                 reqs.iter().all(|r| r.matches(labels))
             }
         }
