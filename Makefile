@@ -1,5 +1,5 @@
 # The two commands of the README, and the plugin build they share.
-#   make dev   build the example plugins and run `kubewasm dev` on them
+#   make demo  build the example plugins and render each example offline
 #   make test  build the plugins, then run every test of the workspace
 
 CARGO ?= cargo
@@ -12,13 +12,21 @@ FIXTURES := misbehave future-contract
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
-.PHONY: plugins dev test bench
+.PHONY: plugins demo test bench
 
 plugins:
 	$(CARGO) build --profile plugin --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS) $(FIXTURES))
 	mkdir -p $(PLUGIN_DIR) $(FIXTURE_DIR)
 	for p in $(PLUGINS); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(PLUGIN_DIR)/$$p.wasm; done
 	for p in $(FIXTURES); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(FIXTURE_DIR)/$$p.wasm; done
+
+KUBEWASM := $(TARGET_DIR)/debug/kubewasm
+
+demo: plugins
+	$(CARGO) build -p kubewasm
+	$(KUBEWASM) render $(PLUGIN_DIR)/demo-application.wasm --parent plugins/demo-application/examples/parent.yaml --observed plugins/demo-application/examples/observed.yaml
+	$(KUBEWASM) render $(PLUGIN_DIR)/foo.wasm --parent plugins/foo/examples/parent.yaml --related plugins/foo/examples/related-not-owned.yaml
+	$(KUBEWASM) render $(PLUGIN_DIR)/pod-services.wasm --parent plugins/pod-services/examples/parent.yaml --related plugins/pod-services/examples/related.yaml
 
 test: plugins
 	$(CARGO) test --workspace
