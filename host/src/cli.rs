@@ -14,6 +14,30 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Development: an embedded API server on loopback, the plugins' CRDs installed,
+    /// and a controller per plugin. Prints the `export KUBECONFIG=...` line for kubectl.
+    Dev {
+        /// The plugin directory: every `*.wasm` in it.
+        #[arg(long = "plugins", value_name = "DIR")]
+        dir: PathBuf,
+        /// Keep the cluster's objects here across restarts (and its kubeconfig).
+        #[arg(long)]
+        data_dir: Option<PathBuf>,
+        /// Where to write the kubeconfig (default: DATA_DIR/kubeconfig, or a
+        /// temporary file).
+        #[arg(long)]
+        kubeconfig: Option<PathBuf>,
+        /// The API server's loopback port (default: any free port).
+        #[arg(long)]
+        port: Option<u16>,
+    },
+    /// Production: run a controller per plugin against the cluster of the in-cluster
+    /// config or KUBECONFIG.
+    Run {
+        /// The plugin directory: every `*.wasm` in it.
+        #[arg(long = "plugins", value_name = "DIR")]
+        dir: PathBuf,
+    },
     /// Print a plugin's manifest: its parent, children, related kinds and limits.
     Describe {
         /// The plugin component (`.wasm`).

@@ -10,5 +10,6 @@
 
 pub mod controller;
 pub mod devcluster;
+pub mod host;
 pub mod plugin;
 pub mod render;

@@ -7,6 +7,8 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
+use kubewasm::devcluster::{self, DevCluster};
+use kubewasm::host::{self, Host};
 use kubewasm::plugin::{CONTRACT_VERSION, Engine, Plugin};
 use kubewasm::render::{self, Inputs};
 use serde_json::{Value, json};
@@ -18,7 +20,7 @@ fn main() -> ExitCode {
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube_runtime=warn,kube_client=warn")),
         )
         .with_writer(std::io::stderr)
         .init();
@@ -34,6 +36,11 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<()> {
     let engine = Engine::new().map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e:#}"))?;
     match cli.command {
+        Command::Dev { dir, data_dir, kubeconfig, port } => {
+            let options = devcluster::Options { data_dir, port, kubeconfig_path: kubeconfig, ..devcluster::Options::default() };
+            tokio_runtime()?.block_on(dev(&engine, &dir, options))?;
+        }
+        Command::Run { dir } => tokio_runtime()?.block_on(run_host(&engine, &dir))?,
         Command::Describe { plugin } => {
             let plugin = Plugin::load(&engine, &plugin)?;
             print!("{}", serde_yaml_ng::to_string(&describe(&plugin)?)?);
@@ -63,6 +70,69 @@ fn run(cli: Cli) -> Result<()> {
         }
     }
     Ok(())
+}
+
+fn tokio_runtime() -> Result<tokio::runtime::Runtime> {
+    Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
+}
+
+/// Loads the plugin directory, reporting each file that fails.
+fn load_plugins(engine: &Engine, dir: &Path) -> Result<Vec<std::sync::Arc<Plugin>>> {
+    let (plugins, failures) = host::load_dir(engine, dir)?;
+    for failure in &failures {
+        tracing::error!("plugin not loaded: {failure}");
+    }
+    if plugins.is_empty() {
+        tracing::warn!("no plugin loaded from {}", dir.display());
+    }
+    Ok(plugins)
+}
+
+async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options) -> Result<()> {
+    let plugins = load_plugins(engine, dir)?;
+    let cluster = DevCluster::start(options).await?;
+    let client = cluster.client();
+    println!("export KUBECONFIG={}", cluster.kubeconfig_path().display());
+    eprintln!("embedded API server on {}; try: kubectl --kubeconfig {} get crds", cluster.url(), cluster.kubeconfig_path().display());
+    host::install_crds(&client, &plugins).await?;
+    let with_options = plugins.into_iter().map(|p| (p, kubewasm::controller::Options::default())).collect();
+    let host = Host::start(&client, with_options).await;
+    eprintln!("running plugins: {}; Ctrl-C stops", host.plugins().collect::<Vec<_>>().join(", "));
+    shutdown_signal().await;
+    host.stop().await;
+    cluster.shutdown().await;
+    Ok(())
+}
+
+async fn run_host(engine: &Engine, dir: &Path) -> Result<()> {
+    let client = kube::Client::try_default().await.context("no cluster: set KUBECONFIG or run in a Pod")?;
+    let plugins = load_plugins(engine, dir)?;
+    let with_options = plugins.into_iter().map(|p| (p, kubewasm::controller::Options::default())).collect();
+    let host = Host::start(&client, with_options).await;
+    shutdown_signal().await;
+    host.stop().await;
+    Ok(())
+}
+
+/// Ctrl-C or SIGTERM.
+async fn shutdown_signal() {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    {
+        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(s) => s,
+            Err(_) => {
+                let _ = ctrl_c.await;
+                return;
+            }
+        };
+        tokio::select! {
+            _ = ctrl_c => {}
+            _ = term.recv() => {}
+        }
+    }
+    #[cfg(not(unix))]
+    let _ = ctrl_c.await;
 }
 
 /// The manifest as `kubewasm describe` shows it: CRDs by name, not in full.

@@ -37,8 +37,11 @@ pub(crate) fn prepare_child(mut child: Value, parent: &DynamicObject, parent_res
     meta["ownerReferences"] = Value::Array(refs);
     if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
         annotations.remove(APPLIED_HASH);
+        if annotations.is_empty() {
+            meta.as_object_mut().map(|m| m.remove("annotations"));
+        }
     }
-    let hash = Sha256::digest(child.to_string().as_bytes());
+    let hash = Sha256::digest(canonical(&child).as_bytes());
     let stamp: String = hash.iter().take(8).map(|b| format!("{b:02x}")).collect();
     let meta = &mut child["metadata"];
     if !meta["annotations"].is_object() {
@@ -48,15 +51,40 @@ pub(crate) fn prepare_child(mut child: Value, parent: &DynamicObject, parent_res
     child
 }
 
-/// Whether `observed` holds every field of `desired` with the same value. Lists
-/// must have the same length and contain element by element (the API server may
-/// add defaulted fields to each element); `null` in `desired` means absent.
+/// JSON with object keys sorted at every level: the same object always hashes the
+/// same, whatever order the plugin serialized it in.
+fn canonical(value: &Value) -> String {
+    fn sorted(value: &Value) -> Value {
+        match value {
+            Value::Object(map) => {
+                let mut entries: Vec<_> = map.iter().collect();
+                entries.sort_by(|a, b| a.0.cmp(b.0));
+                Value::Object(entries.into_iter().map(|(k, v)| (k.clone(), sorted(v))).collect())
+            }
+            Value::Array(items) => Value::Array(items.iter().map(sorted).collect()),
+            other => other.clone(),
+        }
+    }
+    sorted(value).to_string()
+}
+
+/// Whether `observed` holds every field of `desired` with the same value; `null` in
+/// `desired` means absent.
+///
+/// This is the host's view of server-side apply: it owns the fields it applies, and
+/// what others add is theirs. So a list of objects holds when each desired element
+/// is held by some observed element (the API server defaults fields inside
+/// elements, other managers may add elements); a list of scalars is atomic and
+/// must be equal.
 pub(crate) fn contains(observed: &Value, desired: &Value) -> bool {
     match (observed, desired) {
         (Value::Object(o), Value::Object(d)) => d.iter().all(|(k, dv)| match o.get(k) {
             Some(ov) => contains(ov, dv),
             None => dv.is_null(),
         }),
+        (Value::Array(o), Value::Array(d)) if d.iter().all(Value::is_object) => {
+            d.iter().all(|de| o.iter().any(|oe| contains(oe, de)))
+        }
         (Value::Array(o), Value::Array(d)) => o.len() == d.len() && o.iter().zip(d).all(|(a, b)| contains(a, b)),
         (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
         _ => observed == desired,
@@ -114,6 +142,12 @@ impl Writer {
 
     fn apply_params(&self) -> PatchParams {
         PatchParams::apply(&self.manager).force()
+    }
+
+    /// The object of `resource` named like `object`, read from the API server.
+    pub(crate) async fn get(&self, resource: &ApiResource, object: &Value) -> kube::Result<Option<DynamicObject>> {
+        let name = object["metadata"]["name"].as_str().unwrap_or_default();
+        self.api(resource, object["metadata"]["namespace"].as_str()).get_opt(name).await
     }
 
     /// Server-side apply of `object`, forcing ownership of its fields.
@@ -219,6 +253,13 @@ mod tests {
         changed["data"] = json!({"k": "v"});
         let c = prepare_child(changed, &parent, &resource);
         assert_ne!(a["metadata"]["annotations"][APPLIED_HASH], c["metadata"]["annotations"][APPLIED_HASH]);
+        let reordered = json!({"metadata": {"name": "c"}, "kind": "ConfigMap", "apiVersion": "v1"});
+        let plain = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        assert_eq!(
+            prepare_child(reordered, &parent, &resource)["metadata"]["annotations"],
+            prepare_child(plain, &parent, &resource)["metadata"]["annotations"],
+            "the stamp does not depend on key order"
+        );
     }
 
     #[test]
@@ -228,8 +269,12 @@ mod tests {
         assert!(contains(&observed, &desired));
         let drifted = json!({"spec": {"replicas": 5, "ports": [{"port": 80}]}});
         assert!(!contains(&drifted, &desired));
-        let more_ports = json!({"spec": {"replicas": 2, "ports": [{"port": 80}, {"port": 81}]}});
-        assert!(!contains(&more_ports, &desired));
+        let theirs_too = json!({"spec": {"replicas": 2, "ports": [{"port": 81}, {"port": 80}]}});
+        assert!(contains(&theirs_too, &desired), "an element another manager added is theirs");
+        let port_changed = json!({"spec": {"replicas": 2, "ports": [{"port": 81}]}});
+        assert!(!contains(&port_changed, &desired), "our element is missing");
+        let args = json!({"args": ["a", "b"]});
+        assert!(!contains(&json!({"args": ["a", "b", "c"]}), &args), "scalar lists are atomic");
         assert!(contains(&json!({"n": 1.0}), &json!({"n": 1})), "numbers compare by value");
     }
 

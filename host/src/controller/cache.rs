@@ -48,7 +48,7 @@ pub(crate) fn watch(client: &Client, kind: KindRef, resource: ApiResource, keep_
             }
         })
         .reflect(writer)
-        .applied_objects()
+        .touched_objects()
         .boxed();
     (KindCache { kind, resource, store }, stream)
 }

@@ -10,6 +10,7 @@ mod reconcile;
 mod related;
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -114,6 +115,7 @@ pub(crate) struct Context {
     writer: Writer,
     recorder: Recorder,
     options: Options,
+    reconciles: Arc<AtomicU64>,
 }
 
 impl Context {
@@ -131,6 +133,7 @@ pub struct Controller {
     name: String,
     stop: oneshot::Sender<()>,
     resync: mpsc::UnboundedSender<()>,
+    reconciles: Arc<AtomicU64>,
     task: JoinHandle<()>,
 }
 
@@ -180,6 +183,7 @@ impl Controller {
         }
 
         let reporter = Reporter { controller: manager.clone(), instance: None };
+        let reconciles = Arc::new(AtomicU64::new(0));
         let ctx = Arc::new(Context {
             plugin,
             caches: Caches { parent: parent_cache, others: caches },
@@ -188,6 +192,7 @@ impl Controller {
             writer: Writer { client: client.clone(), manager },
             recorder: Recorder::new(client, reporter),
             options: options.clone(),
+            reconciles: reconciles.clone(),
         });
 
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -216,12 +221,17 @@ impl Controller {
             })
             .instrument(span);
         let task = tokio::spawn(run);
-        Ok(Self { name, stop: stop_tx, resync: resync_tx, task })
+        Ok(Self { name, stop: stop_tx, resync: resync_tx, reconciles, task })
     }
 
     /// The plugin this controller runs.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Reconciles finished so far, successful or not.
+    pub fn reconciles(&self) -> u64 {
+        self.reconciles.load(Ordering::Relaxed)
     }
 
     /// Reconciles every parent now (after a new plugin version, or to prove that a

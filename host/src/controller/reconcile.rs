@@ -37,6 +37,7 @@ pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> 
             ctx.publish(&parent, &event).await;
         }
     }
+    ctx.reconciles.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
     result
 }
 
@@ -128,7 +129,13 @@ async fn write(
         let namespace = child["metadata"]["namespace"].as_str();
         desired_keys.insert((kind.clone(), namespace.map(str::to_string), name.to_string()));
         let prepared = prepare_child(child.clone(), parent, parent_resource);
-        match ctx.caches.get(kind, namespace, name) {
+        let existing = match ctx.caches.get(kind, namespace, name) {
+            Some(cached) => Some(cached),
+            // Not cached yet: the cache may lag the API server, and a forced apply
+            // must never take over an object someone else created. Ask.
+            None => ctx.writer.get(&cache.resource, &prepared).await.map_err(Error::write(&format!("read {} {name}", kind.kind)))?.map(Arc::new),
+        };
+        match existing {
             Some(existing) if controller_uid(&existing) != Some(uid) => {
                 events.push(KubeEvent {
                     type_: KubeEventType::Warning,

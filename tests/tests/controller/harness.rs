@@ -1,0 +1,169 @@
+//! A cluster with plugins running on it, and the waiting that end-to-end tests need.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::Duration;
+
+use k8s_openapi::api::core::v1::Event;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::discovery::ApiResource;
+use kube::Client;
+use kubewasm::controller::Options;
+use kubewasm::devcluster::{self, DevCluster};
+use kubewasm::host::{self, Host};
+use kubewasm::plugin::{Engine, Plugin};
+use serde_json::Value;
+
+/// How long a test waits for the host to converge before it fails.
+const PATIENCE: Duration = Duration::from_secs(20);
+
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    // <target>/<profile>/deps/<test binary>
+    exe.ancestors().nth(3).expect("target directory").to_path_buf()
+}
+
+/// Plugins are compiled once per test binary and shared: compiling is the slow part.
+fn plugin(name: &str) -> Arc<Plugin> {
+    static CACHE: OnceLock<(Engine, Mutex<HashMap<String, Arc<Plugin>>>)> = OnceLock::new();
+    let (engine, plugins) = CACHE.get_or_init(|| (Engine::new().expect("engine"), Mutex::default()));
+    let mut plugins = plugins.lock().expect("plugin cache");
+    plugins
+        .entry(name.to_string())
+        .or_insert_with(|| {
+            let target = target_dir();
+            let path = [target.join("plugins"), target.join("fixtures")]
+                .into_iter()
+                .map(|dir| dir.join(format!("{name}.wasm")))
+                .find(|p| p.exists())
+                .unwrap_or_else(|| panic!("{name}.wasm is missing under {}: run `make plugins` first", target.display()));
+            Arc::new(Plugin::load(engine, &path).expect("plugin loads"))
+        })
+        .clone()
+}
+
+/// A fresh embedded API server with the named plugins' CRDs installed and their
+/// controllers running.
+pub struct Env {
+    pub cluster: DevCluster,
+    pub client: Client,
+    pub host: Host,
+}
+
+impl Env {
+    pub async fn start(plugins: &[&str]) -> Env {
+        Self::start_with(plugins.iter().map(|p| (*p, Value::Null)).collect()).await
+    }
+
+    /// Like [`Env::start`], with each plugin's `config`.
+    pub async fn start_with(plugins: Vec<(&str, Value)>) -> Env {
+        let cluster = DevCluster::start(devcluster::Options::default()).await.expect("API server starts");
+        let client = cluster.client();
+        let loaded: Vec<Arc<Plugin>> = plugins.iter().map(|(name, _)| plugin(name)).collect();
+        host::install_crds(&client, &loaded).await.expect("CRDs install");
+        let with_options = loaded
+            .into_iter()
+            .zip(plugins)
+            .map(|(p, (_, config))| (p, Options { config, debounce: Duration::from_millis(10), ..Options::default() }))
+            .collect();
+        let host = Host::start(&client, with_options).await;
+        Env { cluster, client, host }
+    }
+
+    pub fn api(&self, resource: &ApiResource, namespace: &str) -> Api<DynamicObject> {
+        Api::namespaced_with(self.client.clone(), namespace, resource)
+    }
+
+    /// Creates `object` (JSON with apiVersion, kind, metadata) in `default`.
+    pub async fn create(&self, resource: &ApiResource, object: Value) -> DynamicObject {
+        let object: DynamicObject = serde_json::from_value(object).expect("object JSON");
+        self.api(resource, "default").create(&PostParams::default(), &object).await.expect("create")
+    }
+
+    /// Merge-patches `name` as a person with kubectl would.
+    pub async fn merge(&self, resource: &ApiResource, name: &str, patch: Value) -> DynamicObject {
+        self.api(resource, "default")
+            .patch(name, &PatchParams::default(), &Patch::Merge(patch))
+            .await
+            .expect("merge patch")
+    }
+
+    pub async fn get(&self, resource: &ApiResource, name: &str) -> Option<DynamicObject> {
+        self.api(resource, "default").get_opt(name).await.expect("get")
+    }
+
+    /// Events recorded on the object named `name` with `reason`.
+    pub async fn events(&self, name: &str, reason: &str) -> Vec<Event> {
+        let api: Api<Event> = Api::namespaced(self.client.clone(), "default");
+        let events = api.list(&ListParams::default()).await.expect("list events");
+        events
+            .items
+            .into_iter()
+            .filter(|e| e.involved_object.name.as_deref() == Some(name) && e.reason.as_deref() == Some(reason))
+            .collect()
+    }
+
+    pub async fn stop(self) {
+        self.host.stop().await;
+        self.cluster.shutdown().await;
+    }
+}
+
+/// Polls `check` until it returns `Some`, or fails the test naming `what`.
+pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + PATIENCE;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out after {PATIENCE:?} waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// Waits until `check` holds for an object that may not exist yet.
+pub async fn wait_for(env: &Env, resource: &ApiResource, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+    eventually(what, || async {
+        let object = env.get(resource, name).await?;
+        let json = serde_json::to_value(&object).expect("object JSON");
+        check(&json).then_some(json)
+    })
+    .await
+}
+
+/// Waits until the object is gone.
+pub async fn wait_gone(env: &Env, resource: &ApiResource, name: &str, what: &str) {
+    eventually(what, || async { env.get(resource, name).await.is_none().then_some(()) }).await;
+}
+
+pub fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    ApiResource {
+        group: group.into(),
+        version: version.into(),
+        api_version: if group.is_empty() { version.into() } else { format!("{group}/{version}") },
+        kind: kind.into(),
+        plural: plural.into(),
+    }
+}
+
+pub fn deployments() -> ApiResource {
+    resource("apps", "v1", "Deployment", "deployments")
+}
+
+pub fn services() -> ApiResource {
+    resource("", "v1", "Service", "services")
+}
+
+pub fn pods() -> ApiResource {
+    resource("", "v1", "Pod", "pods")
+}
+
+pub fn configmaps() -> ApiResource {
+    resource("", "v1", "ConfigMap", "configmaps")
+}

@@ -1,0 +1,51 @@
+//! A failing or misbehaving plugin fails its own reconciles only: its neighbours
+//! converge, and a refused answer writes nothing.
+
+use serde_json::json;
+
+use crate::harness::{Env, deployments, eventually, resource, wait_for};
+
+fn misbehave(name: &str) -> serde_json::Value {
+    json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Misbehave", "metadata": {"name": name, "namespace": "default"}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failing_plugin_does_not_stop_its_neighbour() {
+    let env = Env::start_with(vec![("misbehave", json!({"mode": "error"})), ("demo-application", json!(null))]).await;
+    env.create(&resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves"), misbehave("m")).await;
+    env.create(&resource("paas.cmft.com", "v1beta1", "DemoApplication", "demoapplications"), json!({
+        "apiVersion": "paas.cmft.com/v1beta1", "kind": "DemoApplication",
+        "metadata": {"name": "web", "namespace": "default"}, "spec": {"image": "nginx", "replica": 1, "ports": []}}))
+        .await;
+
+    wait_for(&env, &deployments(), "web", "the neighbour's Deployment", |_| true).await;
+    let events = eventually("a ReconcileError warning on the failing parent", || async {
+        let events = env.events("m", "ReconcileError").await;
+        (!events.is_empty()).then_some(events)
+    })
+    .await;
+    assert!(events[0].message.as_deref().unwrap_or_default().contains("spec.size: must be positive"), "{events:?}");
+    // Backoff retries it: more than one reconcile of the one failing parent.
+    eventually("the failing parent retried", || async {
+        (env.host.controller("misbehave").expect("controller").reconciles() >= 3).then_some(())
+    })
+    .await;
+    assert!(env.get(&deployments(), "m").await.is_none(), "a failed reconcile writes nothing");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_response_writes_nothing() {
+    let env = Env::start_with(vec![("misbehave", json!({"mode": "foreign-kind"}))]).await;
+    env.create(&resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves"), misbehave("m")).await;
+    let events = eventually("a ResponseRefused warning", || async {
+        let events = env.events("m", "ResponseRefused").await;
+        (!events.is_empty()).then_some(events)
+    })
+    .await;
+    assert!(events[0].message.as_deref().unwrap_or_default().contains("ClusterRoleBinding"), "{events:?}");
+    let bindings = resource("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings");
+    let api: kube::Api<kube::api::DynamicObject> = kube::Api::all_with(env.client.clone(), &bindings);
+    assert!(api.get_opt("misbehave-cluster-admin").await.expect("get").is_none(), "no ClusterRoleBinding");
+    env.stop().await;
+}

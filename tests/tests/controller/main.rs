@@ -1,0 +1,10 @@
+//! The controller host end to end: the embedded API server, the real plugins built
+//! to wasm32-wasip2 (`make plugins`), and the host reconciling between them.
+
+mod demo_application;
+mod finalizer;
+mod foo;
+mod harness;
+mod isolation;
+mod pod_services;
+mod steady_state;
