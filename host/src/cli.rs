@@ -30,6 +30,8 @@ pub enum Command {
         /// The API server's loopback port (default: any free port).
         #[arg(long)]
         port: Option<u16>,
+        #[command(flatten)]
+        host: HostArgs,
     },
     /// Production: run a controller per plugin against the cluster of the in-cluster
     /// config or KUBECONFIG.
@@ -37,6 +39,8 @@ pub enum Command {
         /// The plugin directory: every `*.wasm` in it.
         #[arg(long = "plugins", value_name = "DIR")]
         dir: PathBuf,
+        #[command(flatten)]
+        host: HostArgs,
     },
     /// Print a plugin's manifest: its parent, children, related kinds and limits.
     Describe {
@@ -73,4 +77,30 @@ pub enum Command {
         #[arg(long = "plugins", value_name = "DIR")]
         dir: Option<PathBuf>,
     },
+}
+
+/// How the host runs plugins, for `dev` and `run`.
+#[derive(Debug, clap::Args)]
+pub struct HostArgs {
+    /// Keep compiled plugins here so restarts load them without compiling
+    /// (default: $XDG_CACHE_HOME/kubewasm or ~/.cache/kubewasm).
+    #[arg(long, env = "KUBEWASM_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Compile every time; keep nothing on disk.
+    #[arg(long, conflicts_with = "cache_dir")]
+    pub no_cache: bool,
+}
+
+impl HostArgs {
+    pub fn cache_dir(&self) -> Option<PathBuf> {
+        if self.no_cache {
+            return None;
+        }
+        self.cache_dir.clone().or_else(|| {
+            let base = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+            Some(base.join("kubewasm"))
+        })
+    }
 }
