@@ -15,7 +15,7 @@ REUSING_FIXTURES := demo-relabel
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
-.PHONY: plugins demo test bench
+.PHONY: plugins demo test bench bench-reload
 
 plugins:
 	$(CARGO) build --profile plugin --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS) $(FIXTURES))
@@ -37,3 +37,6 @@ test: plugins
 
 bench: plugins
 	$(CARGO) bench -p kubewasm --bench reconcile
+
+bench-reload: plugins
+	$(CARGO) bench -p kubewasm --bench reload
