@@ -11,5 +11,6 @@
 pub mod controller;
 pub mod devcluster;
 pub mod host;
+pub mod metrics;
 pub mod plugin;
 pub mod render;

@@ -25,6 +25,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tracing::{Instrument, debug, info_span, warn};
 
+use crate::metrics::Metrics;
 use crate::plugin::{CallError, KindRef, Plugin, Refusal};
 use apply::Writer;
 use backoff::Backoff;
@@ -95,6 +96,8 @@ pub struct Options {
     /// Watch and reconcile in this namespace only (cluster-scoped kinds are
     /// watched cluster-wide regardless).
     pub namespace: Option<String>,
+    /// Where reconciles, calls and writes are counted; share one across plugins.
+    pub metrics: Metrics,
 }
 
 impl Default for Options {
@@ -106,6 +109,7 @@ impl Default for Options {
             finalizing_requeue: reconcile::FINALIZING_REQUEUE,
             config: Value::Null,
             namespace: None,
+            metrics: Metrics::default(),
         }
     }
 }
@@ -256,6 +260,11 @@ impl Controller {
     pub fn update(&self, plugin: Arc<Plugin>, config: Value) {
         *self.ctx.current.write().unwrap_or_else(PoisonError::into_inner) = Current { plugin, config };
         self.resync();
+    }
+
+    /// Where this controller's reconciles, calls and writes are counted.
+    pub fn metrics(&self) -> &Metrics {
+        &self.ctx.options.metrics
     }
 
     /// The plugin version reconciles start with now.
