@@ -7,14 +7,16 @@
 //! flight) while the controller runs, and the clock starts when the last creation
 //! returns. The clock stops when a watch has seen all N Deployments and N Services.
 //! Writes are the server's mutating requests minus the N creations, counted at that
-//! moment and again once no write has arrived for two seconds.
+//! moment and again once no write has arrived for two seconds. Every request of the
+//! controller's own client is counted too, by verb, to show where round trips go.
 //!
 //! Run with `make bench-convergence`; `KUBEWASM_BENCH_PARENTS` sets N (default 1000).
 //! Results: BENCHMARKS.md.
 
-use std::collections::HashSet;
-use std::path::PathBuf;
-use std::sync::Arc;
+mod support;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -44,14 +46,6 @@ const CREATORS: usize = 16;
 const QUIET: Duration = Duration::from_secs(2);
 /// Give up waiting (and report it) rather than hang.
 const PATIENCE: Duration = Duration::from_secs(900);
-
-fn plugin_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("bench binary path");
-    // <target>/<profile>/deps/<bench binary>
-    let path = exe.ancestors().nth(3).expect("target directory").join("plugins/demo-application.wasm");
-    assert!(path.exists(), "{} is missing: run `make plugins` first", path.display());
-    path
-}
 
 fn parents() -> usize {
     std::env::var("KUBEWASM_BENCH_PARENTS").ok().map_or(1000, |n| n.parse().expect("KUBEWASM_BENCH_PARENTS is a number"))
@@ -86,6 +80,59 @@ struct Run {
     writes_settled: u64,
     reconciles: u64,
     with_status: usize,
+    /// Requests of the controller's client, from its start until settled.
+    requests: BTreeMap<&'static str, u64>,
+}
+
+/// Requests one client sent, by kind of request.
+#[derive(Default)]
+struct Requests(Mutex<BTreeMap<&'static str, u64>>);
+
+impl Requests {
+    fn count(&self, method: &http::Method, uri: &http::Uri) {
+        *self.0.lock().expect("request counts").entry(request_kind(method, uri)).or_default() += 1;
+    }
+
+    fn snapshot(&self) -> BTreeMap<&'static str, u64> {
+        self.0.lock().expect("request counts").clone()
+    }
+}
+
+/// `watch`, `list` (a GET with a query), `get` (one namespaced object), `discovery`
+/// (any other GET), or the write verb.
+fn request_kind(method: &http::Method, uri: &http::Uri) -> &'static str {
+    let query = uri.query().unwrap_or_default();
+    match *method {
+        http::Method::GET if query.split('&').any(|p| p == "watch=true" || p == "watch=1") => "watch",
+        http::Method::GET if !query.is_empty() => "list",
+        http::Method::GET => {
+            let segments: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
+            match segments.iter().position(|s| *s == "namespaces") {
+                Some(i) if segments.len() >= i + 4 => "get",
+                _ => "discovery",
+            }
+        }
+        http::Method::PATCH => "patch",
+        http::Method::POST => "create",
+        http::Method::PUT => "update",
+        http::Method::DELETE => "delete",
+        _ => "other",
+    }
+}
+
+/// A client of `cluster` like [`DevCluster::client`] that counts its requests.
+fn counted_client(cluster: &DevCluster) -> (Client, Arc<Requests>) {
+    let requests = Arc::new(Requests::default());
+    let counter = requests.clone();
+    let config = kube::Config::new(cluster.url().parse().expect("server URL"));
+    let client = kube::client::ClientBuilder::try_from(config)
+        .expect("client")
+        .with_layer(&tower::util::MapRequestLayer::new(move |request: http::Request<kube::client::Body>| {
+            counter.count(request.method(), request.uri());
+            request
+        }))
+        .build();
+    (client, requests)
 }
 
 /// A controller under measurement.
@@ -124,7 +171,7 @@ where
     rx
 }
 
-async fn measure<C: UnderTest>(cluster: &DevCluster, n: usize, controller: C) -> Run {
+async fn measure<C: UnderTest>(cluster: &DevCluster, n: usize, controller: C, requests: &Requests) -> Run {
     let client = cluster.client();
     let deployments = all_seen::<Deployment>(&client, n);
     let services = all_seen::<Service>(&client, n);
@@ -163,11 +210,12 @@ async fn measure<C: UnderTest>(cluster: &DevCluster, n: usize, controller: C) ->
     }
     let writes_settled = ours(last);
     let reconciles = controller.reconciles();
+    let requests = requests.snapshot();
     controller.stop().await;
 
     let listed = api.list(&ListParams::default()).await.expect("parents list");
     let with_status = listed.items.iter().filter(|p| p.data["status"]["availableReplicas"].is_number()).count();
-    Run { create: last_created - start, converge, writes_converged, writes_settled, reconciles, with_status }
+    Run { create: last_created - start, converge, writes_converged, writes_settled, reconciles, with_status, requests }
 }
 
 async fn cluster_with_crd(plugin: &Arc<Plugin>) -> DevCluster {
@@ -178,16 +226,18 @@ async fn cluster_with_crd(plugin: &Arc<Plugin>) -> DevCluster {
 
 async fn run_host(plugin: Arc<Plugin>, n: usize) -> Run {
     let cluster = cluster_with_crd(&plugin).await;
-    let controller = Controller::start(cluster.client(), plugin, host_controller::Options::default()).await.expect("host controller starts");
-    let run = measure(&cluster, n, controller).await;
+    let (client, requests) = counted_client(&cluster);
+    let controller = Controller::start(client, plugin, host_controller::Options::default()).await.expect("host controller starts");
+    let run = measure(&cluster, n, controller, &requests).await;
     cluster.shutdown().await;
     run
 }
 
 async fn run_native(plugin: Arc<Plugin>, n: usize) -> Run {
     let cluster = cluster_with_crd(&plugin).await;
-    let controller = Native::start(cluster.client());
-    let run = measure(&cluster, n, controller).await;
+    let (client, requests) = counted_client(&cluster);
+    let controller = Native::start(client);
+    let run = measure(&cluster, n, controller, &requests).await;
     cluster.shutdown().await;
     run
 }
@@ -363,6 +413,21 @@ fn print(n: usize, host: &Run, native: &Run) {
         ratio(host.writes_converged as f64, native.writes_converged as f64),
         ratio(host.writes_settled as f64, native.writes_settled as f64),
     );
+    println!();
+    println!("requests of the controller's client, from its start until settled");
+    let kinds = ["get", "list", "watch", "discovery", "patch", "create", "update", "delete", "other"];
+    print!("{:<16}", "controller");
+    for kind in kinds {
+        print!(" {kind:>9}");
+    }
+    println!();
+    for (label, run) in [("kubewasm host", host), ("native kube-rs", native)] {
+        print!("{label:<16}");
+        for kind in kinds {
+            print!(" {:>9}", run.requests.get(kind).copied().unwrap_or(0));
+        }
+        println!();
+    }
 }
 
 #[tokio::main]
@@ -373,7 +438,7 @@ async fn main() {
     }
     let n = parents();
     let engine = Engine::new().expect("engine");
-    let plugin = Arc::new(Plugin::load(&engine, &plugin_path()).expect("demo-application loads"));
+    let plugin = Arc::new(Plugin::load(&engine, &support::demo_application_wasm()).expect("demo-application loads"));
     let host = run_host(plugin.clone(), n).await;
     let native = run_native(plugin, n).await;
     print(n, &host, &native);
