@@ -16,12 +16,13 @@
 mod support;
 
 use std::collections::{BTreeMap, HashSet};
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use demo_application::DemoApplicationReconciler;
 use futures::{Stream, StreamExt, TryStreamExt};
+use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
@@ -29,7 +30,6 @@ use kube::discovery::ApiResource;
 use kube::runtime::controller::{self, Action, Controller as KubeController};
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use k8s_openapi::NamespaceResourceScope;
 use kube::{Client, Resource, ResourceExt};
 use kubewasm::controller::{self as host_controller, Controller};
 use kubewasm::devcluster::{self, DevCluster};
@@ -45,7 +45,7 @@ const CREATORS: usize = 16;
 /// No write for this long after convergence means the controller has settled.
 const QUIET: Duration = Duration::from_secs(2);
 /// Give up waiting (and report it) rather than hang.
-const PATIENCE: Duration = Duration::from_secs(900);
+const PATIENCE: Duration = Duration::from_mins(15);
 
 fn parents() -> usize {
     std::env::var("KUBEWASM_BENCH_PARENTS").ok().map_or(1000, |n| n.parse().expect("KUBEWASM_BENCH_PARENTS is a number"))
