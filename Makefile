@@ -1,6 +1,8 @@
 # The two commands of the README, and the plugin build they share.
 #   make demo  build the example plugins and render each example offline
 #   make test  build the plugins, then run every test of the workspace
+#   make bench-convergence  N DemoApplications on the embedded API server, host vs
+#              native (KUBEWASM_BENCH_PARENTS=N, default 1000)
 
 CARGO ?= cargo
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
@@ -12,7 +14,7 @@ FIXTURES := misbehave future-contract gate bad-describe demo-relabel
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
-.PHONY: plugins demo test bench bench-reload
+.PHONY: plugins demo test bench bench-reload bench-convergence
 
 plugins:
 	$(CARGO) build --profile plugin --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS) $(FIXTURES))
@@ -36,3 +38,6 @@ bench: plugins
 
 bench-reload: plugins
 	$(CARGO) bench -p kubewasm --bench reload
+
+bench-convergence: plugins
+	$(CARGO) bench -p kubewasm --bench convergence
