@@ -1,5 +1,6 @@
 # The two commands of the README, and the plugin build they share.
-#   make demo  build the example plugins and render each example offline
+#   make dev   build the example plugins and run them with `kubewasm dev` on the
+#              embedded API server (KUBECONFIG=target/dev/kubeconfig for kubectl)
 #   make test  build the plugins, then run every test of the workspace
 #   make bench-convergence  N DemoApplications on the embedded API server, host vs
 #              native (KUBEWASM_BENCH_PARENTS=N, default 1000)
@@ -14,7 +15,7 @@ FIXTURES := misbehave future-contract gate bad-describe demo-relabel
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
-.PHONY: plugins demo test bench bench-reload bench-convergence
+.PHONY: plugins dev demo test bench bench-reload bench-convergence
 
 plugins:
 	$(CARGO) build --profile plugin --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS) $(FIXTURES))
@@ -23,6 +24,10 @@ plugins:
 	for p in $(FIXTURES); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(FIXTURE_DIR)/$$p.wasm; done
 
 KUBEWASM := $(TARGET_DIR)/debug/kubewasm
+
+dev: plugins
+	$(CARGO) build -p kubewasm
+	$(KUBEWASM) dev --plugins $(PLUGIN_DIR) --data-dir $(TARGET_DIR)/dev
 
 demo: plugins
 	$(CARGO) build -p kubewasm
