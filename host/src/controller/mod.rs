@@ -9,7 +9,8 @@ mod kinds;
 mod reconcile;
 mod related;
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -132,9 +133,17 @@ pub(crate) struct Context {
     recorder: Recorder,
     options: Options,
     reconciles: Arc<AtomicU64>,
+    /// Per parent uid: the status last written and the resourceVersion it was
+    /// written over. While the cache still shows that version, the write is on its
+    /// way and writing it again would be a wasted request.
+    status_written: Mutex<HashMap<String, (String, Value)>>,
 }
 
 impl Context {
+    fn status_written(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Value)>> {
+        self.status_written.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn current(&self) -> Current {
         self.current.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
@@ -215,6 +224,7 @@ impl Controller {
             recorder: Recorder::new(client, reporter),
             options: options.clone(),
             reconciles: reconciles.clone(),
+            status_written: Mutex::default(),
         });
 
         let (stop_tx, stop_rx) = oneshot::channel::<()>();

@@ -186,11 +186,14 @@ async fn write(
 
     if let Some(status) = &response.status {
         let current = parent.data.get("status").cloned().unwrap_or(Value::Null);
-        if contains(&current, status) {
+        let version = parent.resource_version().unwrap_or_default();
+        let in_flight = ctx.status_written().get(uid).is_some_and(|(over, last)| *over == version && last == status);
+        if contains(&current, status) || in_flight {
             metrics.skipped(plugin, WriteKind::Status);
         } else {
             ctx.writer.apply_status(parent_resource, parent, status).await.map_err(Error::write("apply status"))?;
             metrics.wrote(plugin, WriteKind::Status);
+            ctx.status_written().insert(uid.to_string(), (version, status.clone()));
         }
     }
 
