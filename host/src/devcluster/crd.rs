@@ -112,7 +112,7 @@ pub(crate) fn resource_type(crd: &Value) -> ResourceType {
         short_names: strings_at(&spec, &["names", "shortNames"]),
         categories: strings_at(&spec, &["names", "categories"]),
         generation: true,
-        return_deleted: true,
+        return_deleted: false,
         builtin: false,
     }
 }

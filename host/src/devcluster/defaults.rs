@@ -42,25 +42,128 @@ pub(crate) fn on_write(rt: &ResourceType, obj: &mut Value) -> Result<(), Cause> 
                 obj["spec"] = json!({ "finalizers": ["kubernetes"] });
             }
         }
-        ("", "pods") => spec_defaults(obj, json!({
-            "restartPolicy": "Always",
-            "dnsPolicy": "ClusterFirst",
-            "schedulerName": "default-scheduler",
-            "terminationGracePeriodSeconds": 30,
-        })),
-        ("apps", "deployments") => {
-            spec_defaults(obj, json!({
-                "replicas": 1,
-                "revisionHistoryLimit": 10,
-                "progressDeadlineSeconds": 600,
-                "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxUnavailable": "25%", "maxSurge": "25%" } },
-            }));
+        ("", "pods") => {
+            if let Some(spec) = obj.get_mut("spec") {
+                pod_spec(spec);
+            }
         }
-        ("", "services") => spec_defaults(obj, json!({ "type": "ClusterIP", "sessionAffinity": "None" })),
+        ("apps", "deployments" | "replicasets") => {
+            let defaults = if rt.plural == "deployments" {
+                json!({
+                    "replicas": 1,
+                    "revisionHistoryLimit": 10,
+                    "progressDeadlineSeconds": 600,
+                    "strategy": { "type": "RollingUpdate", "rollingUpdate": { "maxUnavailable": "25%", "maxSurge": "25%" } },
+                })
+            } else {
+                json!({ "replicas": 1 })
+            };
+            spec_defaults(obj, defaults);
+            if let Some(spec) = obj.pointer_mut("/spec/template/spec") {
+                pod_spec(spec);
+            }
+        }
+        ("", "services") => {
+            spec_defaults(obj, json!({ "type": "ClusterIP", "sessionAffinity": "None" }));
+            for port in obj.pointer_mut("/spec/ports").and_then(Value::as_array_mut).into_iter().flatten() {
+                if let Some(port) = port.as_object_mut() {
+                    port.entry("protocol").or_insert(json!("TCP"));
+                    if let Some(number) = port.get("port").cloned() {
+                        port.entry("targetPort").or_insert(number);
+                    }
+                }
+            }
+        }
         ("", "secrets") => return secret_data(obj),
         _ => {}
     }
     Ok(())
+}
+
+/// `SetDefaults_PodSpec` and `SetDefaults_Container`, for pods and pod templates.
+fn pod_spec(spec: &mut Value) {
+    let Some(map) = spec.as_object_mut() else { return };
+    for (k, v) in [
+        ("restartPolicy", json!("Always")),
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("schedulerName", json!("default-scheduler")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("securityContext", json!({})),
+        ("enableServiceLinks", json!(true)),
+    ] {
+        map.entry(k).or_insert(v);
+    }
+    for list in ["containers", "initContainers"] {
+        for container in map.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
+            let Some(c) = container.as_object_mut() else { continue };
+            let image = c.get("image").and_then(Value::as_str).unwrap_or_default().to_string();
+            let last = image.rsplit('/').next().unwrap_or_default();
+            let untagged = !last.contains(':') && !image.contains('@');
+            let pull = if untagged || image.ends_with(":latest") { "Always" } else { "IfNotPresent" };
+            c.entry("imagePullPolicy").or_insert(json!(pull));
+            c.entry("terminationMessagePath").or_insert(json!("/dev/termination-log"));
+            c.entry("terminationMessagePolicy").or_insert(json!("File"));
+            c.entry("resources").or_insert(json!({}));
+            for port in c.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
+                if let Some(port) = port.as_object_mut() {
+                    port.entry("protocol").or_insert(json!("TCP"));
+                }
+            }
+        }
+    }
+}
+
+/// Gives a Service the cluster IP and node ports the real allocators would: kept from the
+/// stored object on update, otherwise the first free ones.
+pub(crate) fn allocate_service(existing: &[std::sync::Arc<Value>], old: Option<&Value>, svc: &mut Value) {
+    let kind = svc.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP").to_string();
+    if kind == "ExternalName" {
+        return;
+    }
+    let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) else { return };
+    let old_spec = old.and_then(|o| o.get("spec"));
+    if !spec.contains_key("clusterIP") {
+        let kept = old_spec.and_then(|s| s.get("clusterIP")).cloned();
+        let ip = kept.unwrap_or_else(|| {
+            let used: Vec<&str> = existing.iter().filter_map(|s| s.pointer("/spec/clusterIP").and_then(Value::as_str)).collect();
+            let free = (10u32..65_000)
+                .map(|n| format!("10.96.{}.{}", n / 256, n % 256))
+                .find(|ip| !used.contains(&ip.as_str()))
+                .unwrap_or_default();
+            json!(free)
+        });
+        spec.insert("clusterIP".into(), ip);
+    }
+    if let Some(ip) = spec.get("clusterIP").cloned() {
+        spec.entry("clusterIPs").or_insert_with(|| json!([ip]));
+    }
+    spec.entry("ipFamilies").or_insert(json!(["IPv4"]));
+    spec.entry("ipFamilyPolicy").or_insert(json!("SingleStack"));
+    spec.entry("internalTrafficPolicy").or_insert(json!("Cluster"));
+    if kind == "NodePort" || kind == "LoadBalancer" {
+        spec.entry("externalTrafficPolicy").or_insert(json!("Cluster"));
+        let mut used: Vec<i64> = existing
+            .iter()
+            .flat_map(|s| s.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default())
+            .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
+            .collect();
+        let old_ports = old_spec.and_then(|s| s.get("ports")).and_then(Value::as_array).cloned().unwrap_or_default();
+        for port in spec.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
+            if port.get("nodePort").is_some() {
+                continue;
+            }
+            let kept = old_ports
+                .iter()
+                .find(|o| o.get("port") == port.get("port"))
+                .and_then(|o| o.get("nodePort"))
+                .and_then(Value::as_i64);
+            let chosen = kept.or_else(|| (30000..=32767).find(|n| !used.contains(n)));
+            if let Some(n) = chosen {
+                used.push(n);
+                port["nodePort"] = json!(n);
+            }
+        }
+    }
 }
 
 /// Folds `stringData` into base64 `data` and checks that `data` is base64, as the real server does.

@@ -432,6 +432,11 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
     {
         return Err(ApiError::invalid(rt, &name, vec![cause]));
     }
+    if rt.builtin && rt.group.is_empty() && rt.plural == "services" {
+        let others: Vec<Arc<Value>> =
+            store.list(&t.gr(), None).into_iter().filter(|s| old.is_none_or(|o| object::uid(s) != object::uid(o))).collect();
+        defaults::allocate_service(&others, old.map(|o| &**o), &mut new);
+    }
     if let Some(schema) = t.schema() {
         let unknown = schema::prune(&mut new, schema);
         check_unknown(t, opts, &unknown)?;

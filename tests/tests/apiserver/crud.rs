@@ -281,3 +281,39 @@ async fn runtime_event_recorder_publishes_events() {
     assert_eq!(by_regarding.items.len(), 1);
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn services_get_a_cluster_ip_and_node_ports_that_updates_keep() {
+    use k8s_openapi::api::core::v1::Service;
+    let dc = start().await;
+    let services: Api<Service> = Api::namespaced(dc.client(), "default");
+    let svc = |name: &str| -> Service {
+        serde_json::from_value(json!({ "metadata": { "name": name },
+            "spec": { "type": "NodePort", "selector": { "app": "x" }, "ports": [{ "port": 80 }] } })).unwrap()
+    };
+    let a = services.create(&PostParams::default(), &svc("a")).await.unwrap().spec.unwrap();
+    let b = services.create(&PostParams::default(), &svc("b")).await.unwrap().spec.unwrap();
+    assert!(a.cluster_ip.is_some() && a.cluster_ip != b.cluster_ip);
+    let port = &a.ports.as_ref().unwrap()[0];
+    assert_eq!(port.protocol.as_deref(), Some("TCP"));
+    assert!(port.node_port.is_some_and(|n| (30000..=32767).contains(&n)));
+    let apply = kube::api::Patch::Apply(json!({ "apiVersion": "v1", "kind": "Service", "metadata": { "name": "a" },
+        "spec": { "type": "NodePort", "selector": { "app": "y" }, "ports": [{ "port": 80 }] } }));
+    let after = services.patch("a", &kube::api::PatchParams::apply("m").force(), &apply).await.unwrap().spec.unwrap();
+    assert_eq!(after.cluster_ip, a.cluster_ip);
+    assert_eq!(after.ports.unwrap()[0].node_port, port.node_port);
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn pod_templates_get_container_defaults() {
+    let dc = start().await;
+    let deployments: Api<Deployment> = Api::namespaced(dc.client(), "default");
+    let d = deployments.create(&PostParams::default(), &deployment("web", "nginx")).await.unwrap();
+    let spec = d.spec.unwrap().template.spec.unwrap();
+    assert_eq!(spec.restart_policy.as_deref(), Some("Always"));
+    let c = &spec.containers[0];
+    assert_eq!(c.image_pull_policy.as_deref(), Some("Always"), "an untagged image is pulled always");
+    assert_eq!(c.termination_message_path.as_deref(), Some("/dev/termination-log"));
+    dc.shutdown().await;
+}

@@ -151,3 +151,17 @@ async fn deleting_a_namespace_deletes_its_objects() {
     assert!(all.list(&ListParams::default()).await.unwrap().items.is_empty());
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn deletes_answer_a_status_or_the_object_by_kind() {
+    use k8s_openapi::api::core::v1::Pod;
+    let dc = start().await;
+    let foos = super::install_foo(&dc).await;
+    foos.create(&PostParams::default(), &super::foo("f", 1)).await.unwrap();
+    assert!(foos.delete("f", &DeleteParams::default()).await.unwrap().is_right(), "custom resources answer a Status");
+    let pods: Api<Pod> = Api::namespaced(dc.client(), "default");
+    let pod: Pod = serde_json::from_value(json!({ "metadata": { "name": "p" }, "spec": { "containers": [{ "name": "c", "image": "x" }] } })).unwrap();
+    pods.create(&PostParams::default(), &pod).await.unwrap();
+    assert!(pods.delete("p", &DeleteParams::default()).await.unwrap().is_left(), "pods answer the object");
+    dc.shutdown().await;
+}
