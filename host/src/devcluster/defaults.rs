@@ -20,7 +20,7 @@ pub(crate) fn on_create(rt: &ResourceType, obj: &mut Value) {
 
 /// Applies the defaults the real server fills in on every write of a built-in kind (the
 /// object's `SetDefaults`), so fields a manager stops applying come back as defaults.
-pub(crate) fn on_write(rt: &ResourceType, obj: &mut Value) -> Result<(), Cause> {
+pub(crate) fn on_write(rt: &ResourceType, obj: &mut Value) {
     let spec_defaults = |obj: &mut Value, defaults: Value| {
         if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut)
             && let Some(defaults) = defaults.as_object()
@@ -74,10 +74,9 @@ pub(crate) fn on_write(rt: &ResourceType, obj: &mut Value) -> Result<(), Cause> 
                 }
             }
         }
-        ("", "secrets") => return secret_data(obj),
+        ("", "secrets") => secret_data(obj),
         _ => {}
     }
-    Ok(())
 }
 
 /// `SetDefaults_PodSpec` and `SetDefaults_Container`, for pods and pod templates.
@@ -166,11 +165,11 @@ pub(crate) fn allocate_service(existing: &[std::sync::Arc<Value>], old: Option<&
     }
 }
 
-/// Folds `stringData` into base64 `data` and checks that `data` is base64, as the real server does.
-fn secret_data(obj: &mut Value) -> Result<(), Cause> {
+/// Folds `stringData` into base64 `data`, as the real server does.
+fn secret_data(obj: &mut Value) {
     use base64::Engine as _;
     let engine = base64::engine::general_purpose::STANDARD;
-    let Some(map) = obj.as_object_mut() else { return Ok(()) };
+    let Some(map) = obj.as_object_mut() else { return };
     map.entry("type").or_insert(json!("Opaque"));
     if let Some(Value::Object(plain)) = map.remove("stringData") {
         let data = map.entry("data").or_insert_with(|| json!({}));
@@ -181,17 +180,6 @@ fn secret_data(obj: &mut Value) -> Result<(), Cause> {
             }
         }
     }
-    for (k, v) in map.get("data").and_then(Value::as_object).into_iter().flatten() {
-        let ok = v.as_str().is_some_and(|s| engine.decode(s).is_ok());
-        if !ok {
-            return Err(Cause::new(
-                "FieldValueInvalid",
-                format!("data[{k}]"),
-                format!("Invalid value: {v}: must be a base64-encoded string"),
-            ));
-        }
-    }
-    Ok(())
 }
 
 /// Checks `metadata.name` with the rule the real server applies to this kind.

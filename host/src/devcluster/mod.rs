@@ -23,6 +23,7 @@ mod server;
 mod status;
 mod store;
 mod table;
+mod typed;
 mod verbs;
 mod watch;
 

@@ -16,6 +16,7 @@ use super::patch::{self, PatchFailure};
 use super::schema;
 use super::selectors::{FieldSelector, LabelSelector};
 use super::status::{self, ApiError, Cause};
+use super::typed;
 use super::store::{GroupResource, Store};
 
 /// The resource, version, namespace and name a request addresses.
@@ -427,10 +428,26 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
     object::remove_meta(&mut new, "resourceVersion");
 
     let name = object::name(&new).to_string();
-    if rt.builtin
-        && let Err(cause) = defaults::on_write(rt, &mut new)
-    {
-        return Err(ApiError::invalid(rt, &name, vec![cause]));
+    if rt.builtin {
+        match typed::decode(rt, &new) {
+            Ok(Some(decoded)) => {
+                check_unknown(t, opts, &decoded.unknown)?;
+                new = decoded.object;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                return Err(ApiError::bad_request(format!(
+                    "{kind} in version {version:?} cannot be handled as a {kind}: {e}",
+                    kind = rt.kind,
+                    version = t.version
+                )));
+            }
+        }
+        defaults::on_write(rt, &mut new);
+        let causes = typed::validate(rt, &new);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(rt, &name, causes));
+        }
     }
     if rt.builtin && rt.group.is_empty() && rt.plural == "services" {
         let others: Vec<Arc<Value>> =

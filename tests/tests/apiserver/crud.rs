@@ -231,7 +231,7 @@ async fn secret_string_data_is_stored_as_base64_data() {
     assert_eq!(created.type_.as_deref(), Some("Opaque"));
     let (code, _) = raw(&dc, "POST", "/api/v1/namespaces/default/secrets", "application/json",
         r#"{"apiVersion":"v1","kind":"Secret","metadata":{"name":"bad"},"data":{"k":"not base64!"}}"#).await;
-    assert_eq!(code, 422);
+    assert_eq!(code, 400, "data that is not base64 does not decode");
     dc.shutdown().await;
 }
 
@@ -315,5 +315,33 @@ async fn pod_templates_get_container_defaults() {
     let c = &spec.containers[0];
     assert_eq!(c.image_pull_policy.as_deref(), Some("Always"), "an untagged image is pulled always");
     assert_eq!(c.termination_message_path.as_deref(), Some("/dev/termination-log"));
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn built_ins_are_decoded_and_validated_like_the_real_server() {
+    let dc = start().await;
+    let path = "/apis/apps/v1/namespaces/default/deployments";
+    let body = |spec: serde_json::Value| json!({ "apiVersion": "apps/v1", "kind": "Deployment", "metadata": { "name": "d" }, "spec": spec }).to_string();
+    let template = json!({ "metadata": { "labels": { "app": "a" } }, "spec": { "containers": [{ "name": "c", "image": "i" }] } });
+    let (code, status) = raw(&dc, "POST", path, "application/json",
+        &body(json!({ "replicas": "three", "selector": { "matchLabels": { "app": "a" } }, "template": template }))).await;
+    assert_eq!((code, status["reason"].as_str()), (400, Some("BadRequest")), "{status}");
+    let (code, status) = raw(&dc, "POST", path, "application/json",
+        &body(json!({ "selector": { "matchLabels": { "app": "b" } }, "template": template }))).await;
+    assert_eq!(code, 422);
+    assert_eq!(status["details"]["causes"][0]["field"], "spec.template.metadata.labels");
+    let (code, status) = raw(&dc, "POST", path, "application/json",
+        &body(json!({ "selector": { "matchLabels": { "app": "a" } }, "template": { "metadata": { "labels": { "app": "a" } }, "spec": { "containers": [{ "name": "c" }] } } }))).await;
+    assert_eq!(code, 422);
+    assert_eq!(status["details"]["causes"][0]["field"], "spec.template.spec.containers[0].image");
+    let (code, status) = raw(&dc, "POST", &format!("{path}?fieldValidation=Strict"), "application/json",
+        &body(json!({ "selector": { "matchLabels": { "app": "a" } }, "template": template, "replica": 2 }))).await;
+    assert_eq!(code, 400);
+    assert!(status["message"].as_str().unwrap().contains("unknown field \"spec.replica\""), "{status}");
+    let (code, created) = raw(&dc, "POST", path, "application/json",
+        &body(json!({ "selector": { "matchLabels": { "app": "a" } }, "template": template, "replica": 2 }))).await;
+    assert_eq!(code, 201);
+    assert!(created["spec"].get("replica").is_none(), "unknown fields are dropped");
     dc.shutdown().await;
 }
