@@ -197,8 +197,17 @@ pub(crate) fn set_established(crd: &mut Value) {
     crd["status"] = status;
 }
 
-/// Fills the defaults a real server adds to a CRD (`conversion`, `listKind`, `singular`).
+/// The finalizer that holds a deleted CRD until its custom resources are gone.
+pub(crate) const CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// Fills the defaults a real server adds to a CRD (`conversion`, `listKind`, `singular`, and
+/// the cleanup finalizer).
 pub(crate) fn default_crd(crd: &mut Value) {
+    let mut finalizers = object::finalizers(crd);
+    if !object::is_deleting(crd) && !finalizers.iter().any(|f| f == CLEANUP) {
+        finalizers.push(CLEANUP.to_string());
+        object::set_finalizers(crd, &finalizers);
+    }
     if crd.pointer("/spec/conversion").is_none()
         && let Some(spec) = crd.get_mut("spec").and_then(Value::as_object_mut)
     {

@@ -49,6 +49,12 @@ impl ApiError {
         ApiError::new(400, "BadRequest", message)
     }
 
+    /// 403, e.g. creating content in a namespace that is being terminated.
+    pub(crate) fn forbidden(group: &str, resource: &str, name: &str, why: &str) -> ApiError {
+        ApiError::new(403, "Forbidden", format!("{} \"{name}\" is forbidden: {why}", qualified(group, resource)))
+            .with_details(name_details(group, resource, name))
+    }
+
     /// The answer for a path no resource is served at.
     pub(crate) fn no_route() -> ApiError {
         ApiError::new(404, "NotFound", "the server could not find the requested resource").with_details(json!({}))
@@ -107,6 +113,10 @@ impl ApiError {
     pub(crate) fn method_not_allowed() -> ApiError {
         ApiError::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
             .with_details(json!({}))
+    }
+
+    pub(crate) fn method_not_allowed_because(message: &str) -> ApiError {
+        ApiError::new(405, "MethodNotAllowed", message).with_details(json!({}))
     }
 
     pub(crate) fn unsupported_media_type(content_type: &str, accepted: &[&str]) -> ApiError {

@@ -346,8 +346,22 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
             if let Some(cause) = defaults::check_name(rt, &name) {
                 return Err(ApiError::invalid(rt, &name, vec![cause]));
             }
-            if rt.namespaced && store.get(&(String::new(), "namespaces".into()), "", t.ns()).is_none() {
-                return Err(ApiError::not_found("", "namespaces", t.ns()));
+            match store.get(&(String::new(), "namespaces".into()), "", t.ns()) {
+                None if rt.namespaced => return Err(ApiError::not_found("", "namespaces", t.ns())),
+                Some(ns) if rt.namespaced && object::is_deleting(&ns) => {
+                    return Err(ApiError::forbidden(&rt.group, &rt.plural, &name, &format!(
+                        "unable to create new content in namespace {} because it is being terminated",
+                        t.ns()
+                    )));
+                }
+                _ => {}
+            }
+            if let Some(crd) = served_by_crd(store, rt)
+                && object::is_deleting(&crd)
+            {
+                return Err(ApiError::method_not_allowed_because(
+                    "create not allowed while custom resource definition is terminating",
+                ));
             }
             if store.get(&t.gr(), t.ns(), &name).is_some() {
                 return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
@@ -598,6 +612,18 @@ pub(crate) fn delete(store: &mut Store, t: &Target, opts: &DeleteOptions) -> Res
     if opts.dry_run {
         return Ok((200, present(rt, &t.version, &obj)));
     }
+    if rt.builtin && rt.group.is_empty() && rt.plural == "namespaces" {
+        // The namespace controller empties a terminating namespace, then removes it (gc.rs).
+        if object::is_deleting(&obj) {
+            return Ok((200, present(rt, &t.version, &obj)));
+        }
+        let mut terminating = (*obj).clone();
+        object::set_meta(&mut terminating, "deletionTimestamp", json!(object::now()));
+        object::set_meta(&mut terminating, "deletionGracePeriodSeconds", json!(0));
+        terminating["status"] = json!({ "phase": "Terminating" });
+        let stored = store.put(&t.gr(), terminating);
+        return Ok((200, present(rt, &t.version, &stored)));
+    }
     if policy == "Orphan" {
         orphan_dependents(store, object::uid(&obj));
     }
@@ -633,8 +659,7 @@ pub(crate) fn delete(store: &mut Store, t: &Target, opts: &DeleteOptions) -> Res
 /// The finalizer that holds an owner deleted with `propagationPolicy: Foreground`.
 pub(crate) const FOREGROUND: &str = "foregroundDeletion";
 
-/// Cascades of removing an object for good: a CRD takes its resource and objects along, a
-/// namespace its contents.
+/// Cascades of removing an object for good: a CRD takes its resource (and any objects left).
 pub(crate) fn after_removal(store: &mut Store, rt: &ResourceType, gone: &Value) {
     if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
         if let Some(served) = store.registry.unregister_crd(object::name(gone)) {
@@ -643,16 +668,16 @@ pub(crate) fn after_removal(store: &mut Store, rt: &ResourceType, gone: &Value) 
                 store.remove(&gr, object::namespace(&obj), object::name(&obj));
             }
         }
-    } else if rt.group.is_empty() && rt.plural == "namespaces" {
-        let ns = object::name(gone).to_string();
-        let namespaced: Vec<GroupResource> =
-            store.registry.all().filter(|r| r.namespaced).map(|r| (r.group.clone(), r.plural.clone())).collect();
-        for gr in namespaced {
-            for obj in store.list(&gr, Some(&ns)) {
-                store.remove(&gr, &ns, object::name(&obj));
-            }
-        }
     }
+}
+
+/// The CRD that defines a custom resource.
+pub(crate) fn served_by_crd(store: &Store, rt: &ResourceType) -> Option<Arc<Value>> {
+    if rt.builtin {
+        return None;
+    }
+    let crds = ("apiextensions.k8s.io".to_string(), "customresourcedefinitions".to_string());
+    store.get(&crds, "", &format!("{}.{}", rt.plural, rt.group))
 }
 
 /// Removes ownerReferences to `owner_uid` from every object (`propagationPolicy: Orphan`).

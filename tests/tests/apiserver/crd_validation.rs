@@ -113,10 +113,30 @@ async fn deleting_a_crd_removes_its_objects() {
     let foos = install_foo(&dc).await;
     foos.create(&PostParams::default(), &foo("gone", 1)).await.unwrap();
     let crds: Api<DynamicObject> = Api::all_with(dc.client(), &crd_resource());
-    crds.delete("foos.samplecontroller.k8s.io", &DeleteParams::default()).await.unwrap();
+    let pending = crds.delete("foos.samplecontroller.k8s.io", &DeleteParams::default()).await.unwrap().left().unwrap();
+    assert!(pending.metadata.deletion_timestamp.is_some(), "the CRD waits for its cleanup finalizer");
+    assert!(super::eventually(|| async { crds.get_opt("foos.samplecontroller.k8s.io").await.unwrap().is_none() }).await);
     assert_eq!(api_error(foos.get("gone").await.unwrap_err()).code, 404);
     install_foo(&dc).await;
     assert!(foos.get_opt("gone").await.unwrap().is_none(), "a re-created CRD starts empty");
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_crd_deletion_waits_for_custom_resource_finalizers() {
+    let dc = start().await;
+    let foos = install_foo(&dc).await;
+    let mut held = foo("held", 1);
+    held.metadata.finalizers = Some(vec!["example.com/hold".into()]);
+    foos.create(&PostParams::default(), &held).await.unwrap();
+    let crds: Api<DynamicObject> = Api::all_with(dc.client(), &crd_resource());
+    crds.delete("foos.samplecontroller.k8s.io", &DeleteParams::default()).await.unwrap();
+    assert!(super::eventually(|| async { foos.get("held").await.unwrap().metadata.deletion_timestamp.is_some() }).await);
+    let err = api_error(foos.create(&PostParams::default(), &foo("new", 1)).await.unwrap_err());
+    assert_eq!(err.code, 405, "no new custom resources while the CRD terminates");
+    assert!(crds.get_opt("foos.samplecontroller.k8s.io").await.unwrap().is_some());
+    foos.patch("held", &PatchParams::default(), &Patch::Merge(json!({ "metadata": { "finalizers": null } }))).await.unwrap();
+    assert!(super::eventually(|| async { crds.get_opt("foos.samplecontroller.k8s.io").await.unwrap().is_none() }).await);
     dc.shutdown().await;
 }
 

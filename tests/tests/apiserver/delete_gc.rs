@@ -145,10 +145,16 @@ async fn deleting_a_namespace_deletes_its_objects() {
     namespaces.create(&PostParams::default(), &ns).await.unwrap();
     let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "scratch");
     cms.create(&PostParams::default(), &cm("x", json!({}))).await.unwrap();
-    namespaces.delete("scratch", &DeleteParams::default()).await.unwrap();
-    assert!(namespaces.get_opt("scratch").await.unwrap().is_none());
-    let all: Api<ConfigMap> = Api::all(dc.client());
-    assert!(all.list(&ListParams::default()).await.unwrap().items.is_empty());
+    cms.create(&PostParams::default(), &cm("held", json!({ "finalizers": ["example.com/hold"] }))).await.unwrap();
+    let terminating = namespaces.delete("scratch", &DeleteParams::default()).await.unwrap().left().unwrap();
+    assert_eq!(terminating.status.unwrap().phase.as_deref(), Some("Terminating"));
+    let err = api_error(cms.create(&PostParams::default(), &cm("late", json!({}))).await.unwrap_err());
+    assert_eq!((err.code, err.reason.as_str()), (403, "Forbidden"));
+    assert!(super::eventually(|| async { cms.get_opt("x").await.unwrap().is_none() }).await, "contents are deleted");
+    assert!(cms.get("held").await.unwrap().metadata.deletion_timestamp.is_some(), "finalizers are honoured");
+    assert!(namespaces.get_opt("scratch").await.unwrap().is_some(), "the namespace waits for its contents");
+    cms.patch("held", &PatchParams::default(), &Patch::Merge(json!({ "metadata": { "finalizers": null } }))).await.unwrap();
+    assert!(super::eventually(|| async { namespaces.get_opt("scratch").await.unwrap().is_none() }).await);
     dc.shutdown().await;
 }
 

@@ -71,6 +71,22 @@ pub fn api_error(err: kube::Error) -> kube::core::Status {
     }
 }
 
+/// Polls `check` until it holds (the server's controllers work in the background, as a real
+/// cluster's do); false after five seconds.
+pub async fn eventually<F, Fut>(mut check: F) -> bool
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..100 {
+        if check().await {
+            return true;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    false
+}
+
 /// A raw request to the server; returns the status code and the body as JSON (or text).
 pub async fn raw(dc: &DevCluster, method: &str, path: &str, content_type: &str, body: &str) -> (u16, Value) {
     let req = http::Request::builder()
