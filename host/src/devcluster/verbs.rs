@@ -661,12 +661,13 @@ pub(crate) const FOREGROUND: &str = "foregroundDeletion";
 
 /// Cascades of removing an object for good: a CRD takes its resource (and any objects left).
 pub(crate) fn after_removal(store: &mut Store, rt: &ResourceType, gone: &Value) {
-    if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
-        if let Some(served) = store.registry.unregister_crd(object::name(gone)) {
-            let gr = (served.group.clone(), served.plural.clone());
-            for obj in store.list(&gr, None) {
-                store.remove(&gr, object::namespace(&obj), object::name(&obj));
-            }
+    if rt.group == "apiextensions.k8s.io"
+        && rt.plural == "customresourcedefinitions"
+        && let Some(served) = store.registry.unregister_crd(object::name(gone))
+    {
+        let gr = (served.group.clone(), served.plural.clone());
+        for obj in store.list(&gr, None) {
+            store.remove(&gr, object::namespace(&obj), object::name(&obj));
         }
     }
 }
