@@ -345,3 +345,18 @@ async fn built_ins_are_decoded_and_validated_like_the_real_server() {
     assert!(created["spec"].get("replica").is_none(), "unknown fields are dropped");
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn write_requests_counts_mutating_requests_only() {
+    let dc = start().await;
+    let before = dc.write_requests();
+    let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    cms.create(&PostParams::default(), &config_map("w", &[])).await.unwrap();
+    cms.get("w").await.unwrap();
+    cms.list(&ListParams::default()).await.unwrap();
+    let _ = cms.create(&PostParams::default(), &config_map("w", &[])).await.unwrap_err();
+    cms.patch("w", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(json!({ "data": { "k": "v2" } }))).await.unwrap();
+    cms.delete("w", &kube::api::DeleteParams::default()).await.unwrap();
+    assert_eq!(dc.write_requests() - before, 4, "create, refused create, patch, delete");
+    dc.shutdown().await;
+}

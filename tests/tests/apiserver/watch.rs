@@ -190,3 +190,18 @@ async fn metadata_watcher_receives_partial_objects() {
     }
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn the_legacy_watch_path_streams_json_lines_until_the_timeout() {
+    let dc = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    cms.create(&PostParams::default(), &cm("legacy", "x")).await.unwrap();
+    let (code, body) = super::raw(&dc, "GET", "/api/v1/watch/namespaces/default/configmaps?timeoutSeconds=1", "", "").await;
+    assert_eq!(code, 200);
+    let text = match body {
+        serde_json::Value::String(lines) => lines,
+        one_event => one_event.to_string(),
+    };
+    assert!(text.contains("\"type\":\"ADDED\"") && text.contains("legacy"), "{text}");
+    dc.shutdown().await;
+}
