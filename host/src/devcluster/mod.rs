@@ -184,12 +184,6 @@ impl DevCluster {
             let _ = std::fs::remove_file(&self.kubeconfig);
         }
     }
-
-    #[doc(hidden)]
-    /// Shrinks or grows the retained watch history of a running server.
-    pub fn set_watch_history(&self, changes: usize) {
-        self.shared.lock().set_history_limit(changes);
-    }
 }
 
 /// Creates `default` and `kube-system` when the store does not have them.

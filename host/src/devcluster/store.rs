@@ -159,9 +159,4 @@ impl Store {
         self.rv = rv;
         self.oldest_watchable = rv;
     }
-
-    /// Changes the retained history size (tests use a small one to provoke 410 Gone).
-    pub(crate) fn set_history_limit(&mut self, limit: usize) {
-        self.history_limit = limit.max(1);
-    }
 }

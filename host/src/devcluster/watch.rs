@@ -67,7 +67,7 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
                             first.push(line(kind, &render(&target, obj)));
                         }
                     }
-                    (rx, store.current_rv())
+                    (rx, store.current_rv().max(from))
                 }
                 None => {
                     let gone = ApiError::expired(format!(
@@ -110,6 +110,7 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
         loop {
             tokio::select! {
                 received = rx.recv() => match received {
+                    Ok(change) if change.rv <= start_rv => {}
                     Ok(change) => {
                         last_rv = last_rv.max(change.rv);
                         if let Some((kind, obj)) = event_for(&gr, &filter, &change)

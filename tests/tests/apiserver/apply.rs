@@ -159,3 +159,19 @@ async fn dry_run_apply_and_create_change_nothing() {
     assert_eq!(err.code, 422, "dry run still validates");
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn applying_status_through_the_subresource_records_its_own_manager() {
+    let dc = start().await;
+    let foos = install_foo(&dc).await;
+    foos.create(&PostParams::default(), &super::foo("s", 2)).await.unwrap();
+    let status = Patch::Apply(json!({ "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo", "metadata": { "name": "s" },
+        "status": { "availableReplicas": 2 }, "spec": { "replicas": 9 } }));
+    let out = foos.patch_status("s", &ssa("controller").force(), &status).await.unwrap();
+    assert_eq!(out.data["status"]["availableReplicas"], 2);
+    assert_eq!(out.data["spec"]["replicas"], 2, "spec is not applied through /status");
+    let entry = out.metadata.managed_fields.unwrap().into_iter().find(|m| m.manager.as_deref() == Some("controller")).unwrap();
+    assert_eq!(entry.subresource.as_deref(), Some("status"));
+    assert_eq!(entry.fields_v1.unwrap().0, json!({ "f:status": { "f:availableReplicas": {} } }));
+    dc.shutdown().await;
+}
