@@ -175,3 +175,39 @@ async fn applying_status_through_the_subresource_records_its_own_manager() {
     assert_eq!(entry.fields_v1.unwrap().0, json!({ "f:status": { "f:availableReplicas": {} } }));
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_finalizer_added_and_dropped_by_apply_releases_a_deleted_object() {
+    let dc = start().await;
+    let foos = install_foo(&dc).await;
+    foos.create(&PostParams::default(), &super::foo("f", 1)).await.unwrap();
+    let meta = |finalizers: Value| Patch::Apply(json!({ "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
+        "metadata": { "name": "f", "finalizers": finalizers } }));
+    let held = foos.patch("f", &ssa("host").force(), &meta(json!(["kubewasm.io/foo"]))).await.unwrap();
+    assert_eq!(held.metadata.finalizers, Some(vec!["kubewasm.io/foo".to_string()]));
+    assert_eq!(held.metadata.generation, Some(1), "finalizers are metadata");
+    foos.delete("f", &kube::api::DeleteParams::default()).await.unwrap();
+    assert!(foos.get("f").await.unwrap().metadata.deletion_timestamp.is_some());
+    foos.patch("f", &ssa("host").force(), &meta(json!([]))).await.unwrap();
+    assert!(foos.get_opt("f").await.unwrap().is_none(), "the last finalizer gone, the object goes");
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_forced_apply_reverts_a_hand_edit_and_takes_the_field_back() {
+    let dc = start().await;
+    let deployments: Api<Deployment> = Api::namespaced(dc.client(), "default");
+    let desired = deployment(1, json!([{ "name": "app", "image": "app:1" }]));
+    deployments.patch("web", &ssa("kubewasm.foo").force(), &Patch::Apply(desired.clone())).await.unwrap();
+    let edit = json!({ "spec": { "template": { "spec": { "containers": [{ "name": "app", "image": "hacked" }] } } } });
+    let edited = deployments.patch("web", &PatchParams::default(), &Patch::Strategic(edit)).await.unwrap();
+    let managers: Vec<String> = edited.metadata.managed_fields.unwrap().into_iter().filter_map(|m| m.manager).collect();
+    assert!(managers.iter().any(|m| m != "kubewasm.foo"), "the hand edit has its own manager: {managers:?}");
+    let before = edited.metadata.resource_version.clone();
+    let reverted = deployments.patch("web", &ssa("kubewasm.foo").force(), &Patch::Apply(desired.clone())).await.unwrap();
+    assert_eq!(reverted.spec.unwrap().template.spec.unwrap().containers[0].image.as_deref(), Some("app:1"));
+    assert_ne!(reverted.metadata.resource_version, before);
+    let again = deployments.patch("web", &ssa("kubewasm.foo").force(), &Patch::Apply(desired)).await.unwrap();
+    assert_eq!(again.metadata.resource_version, reverted.metadata.resource_version, "an identical apply writes nothing");
+    dc.shutdown().await;
+}
