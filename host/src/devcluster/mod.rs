@@ -17,6 +17,7 @@ mod object;
 mod openapi;
 mod patch;
 mod persist;
+mod protobuf;
 mod schema;
 mod selectors;
 mod server;

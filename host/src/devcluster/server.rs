@@ -17,6 +17,7 @@ use super::discovery;
 use super::events;
 use super::gc;
 use super::patch;
+use super::protobuf;
 use super::openapi;
 use super::selectors::{FieldSelector, LabelSelector, selectable_fields};
 use super::status::ApiError;
@@ -384,7 +385,11 @@ fn events_patch(shared: &Arc<Shared>, target: &Target, call: &Call, content_type
 /// Decodes a create/update body (JSON, or YAML when the content type says so).
 fn decode_body(call: &Call, target: &Target) -> Result<Value, ApiError> {
     let content_type = call.header(header::CONTENT_TYPE);
-    let value: Value = if content_type.contains("yaml") {
+    let value: Value = if content_type.starts_with("application/vnd.kubernetes.protobuf") {
+        protobuf::decode(&call.body, &target.rt.api_version(&target.version), &target.rt.kind).ok_or_else(|| {
+            ApiError::unsupported_media_type(content_type, &["application/json", "application/yaml"])
+        })?
+    } else if content_type.contains("yaml") {
         serde_yaml_ng::from_slice(&call.body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
     } else if content_type.is_empty() || content_type.contains("json") {
         serde_json::from_slice(&call.body)
