@@ -90,6 +90,34 @@ impl Store {
         }
     }
 
+    /// Objects of one resource as they were at `rv` (the snapshot a continued list pages
+    /// through), rebuilt by undoing later changes; `None` when the history no longer reaches back.
+    pub(crate) fn list_at(&self, gr: &GroupResource, ns: Option<&str>, rv: u64) -> Option<Vec<Arc<Value>>> {
+        if rv >= self.rv {
+            return Some(self.list(gr, ns));
+        }
+        if rv < self.oldest_watchable {
+            return None;
+        }
+        let mut objects: BTreeMap<ObjectKey, Arc<Value>> = self.objects.get(gr).cloned().unwrap_or_default();
+        for change in self.history.iter().rev().take_while(|c| c.rv > rv) {
+            if change.resource != *gr {
+                continue;
+            }
+            let key = (object::namespace(&change.object).to_string(), object::name(&change.object).to_string());
+            match (change.kind, &change.old) {
+                (EventType::Added, _) => {
+                    objects.remove(&key);
+                }
+                (_, Some(old)) => {
+                    objects.insert(key, old.clone());
+                }
+                (_, None) => {}
+            }
+        }
+        Some(objects.into_iter().filter(|((n, _), _)| ns.is_none_or(|ns| ns == n)).map(|(_, o)| o).collect())
+    }
+
     /// Every stored object with its resource (for garbage collection and persistence).
     pub(crate) fn iter_all(&self) -> impl Iterator<Item = (&GroupResource, &Arc<Value>)> {
         self.objects.iter().flat_map(|(gr, objs)| objs.values().map(move |o| (gr, o)))

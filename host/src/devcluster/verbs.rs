@@ -124,16 +124,24 @@ pub(crate) fn get(store: &Store, t: &Target) -> Result<Value, ApiError> {
 
 /// A list of the matching objects (`ConfigMapList`...), with `continue` when `limit` cut it.
 pub(crate) fn list(store: &Store, t: &Target, filter: &Filter, paging: &Paging) -> Result<Value, ApiError> {
-    let start = match &paging.continue_token {
-        Some(token) => Some(decode_continue(token)?),
-        None => None,
+    let (rv, start) = match &paging.continue_token {
+        Some(token) => {
+            let (rv, ns, name) = decode_continue(token)?;
+            (rv, Some((ns, name)))
+        }
+        None => (store.current_rv(), None),
     };
+    let objects = store.list_at(&t.gr(), t.namespace.as_deref(), rv).ok_or_else(|| {
+        ApiError::expired(
+            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
+        )
+    })?;
     let mut items: Vec<Value> = Vec::new();
     let mut next = None;
     let mut remaining = 0usize;
-    for obj in store.list(&t.gr(), t.namespace.as_deref()) {
-        let key = format!("{}/{}", object::namespace(&obj), object::name(&obj));
-        if start.as_ref().is_some_and(|s| key.as_str() <= s.as_str()) {
+    for obj in objects {
+        let key = (object::namespace(&obj).to_string(), object::name(&obj).to_string());
+        if start.as_ref().is_some_and(|s| key <= *s) {
             continue;
         }
         if !filter.matches(&obj) {
@@ -141,16 +149,16 @@ pub(crate) fn list(store: &Store, t: &Target, filter: &Filter, paging: &Paging) 
         }
         if paging.limit.is_some_and(|l| l > 0 && items.len() >= l) {
             if next.is_none() {
-                next = items.last().map(|last: &Value| format!("{}/{}", object::namespace(last), object::name(last)));
+                next = items.last().map(|last: &Value| (object::namespace(last).to_string(), object::name(last).to_string()));
             }
             remaining += 1;
             continue;
         }
         items.push(present(&t.rt, &t.version, &obj));
     }
-    let mut metadata = json!({ "resourceVersion": store.current_rv().to_string() });
-    if let Some(next) = next {
-        metadata["continue"] = json!(encode_continue(store.current_rv(), &next));
+    let mut metadata = json!({ "resourceVersion": rv.to_string() });
+    if let Some((ns, name)) = next {
+        metadata["continue"] = json!(encode_continue(rv, &ns, &name));
         metadata["remainingItemCount"] = json!(remaining);
     }
     Ok(json!({
@@ -161,16 +169,19 @@ pub(crate) fn list(store: &Store, t: &Target, filter: &Filter, paging: &Paging) 
     }))
 }
 
-fn encode_continue(rv: u64, start: &str) -> String {
-    let token = json!({ "v": "meta.k8s.io/v1", "rv": rv, "start": start });
+fn encode_continue(rv: u64, ns: &str, name: &str) -> String {
+    let token = json!({ "v": "meta.k8s.io/v1", "rv": rv, "namespace": ns, "start": name });
     base64::engine::general_purpose::URL_SAFE.encode(token.to_string())
 }
 
-fn decode_continue(token: &str) -> Result<String, ApiError> {
+/// The snapshot version and the last key (namespace, name) of a continue token.
+fn decode_continue(token: &str) -> Result<(u64, String, String), ApiError> {
     let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
     let bytes = base64::engine::general_purpose::URL_SAFE.decode(token).map_err(|e| bad(&e.to_string()))?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|e| bad(&e.to_string()))?;
-    value.get("start").and_then(Value::as_str).map(String::from).ok_or_else(|| bad("no start key"))
+    let field = |f: &str| value.get(f).and_then(Value::as_str).map(String::from).ok_or_else(|| bad("incomplete token"));
+    let rv = value.get("rv").and_then(Value::as_u64).ok_or_else(|| bad("no resource version"))?;
+    Ok((rv, field("namespace")?, field("start")?))
 }
 
 /// How a write records field ownership.

@@ -360,3 +360,35 @@ async fn write_requests_counts_mutating_requests_only() {
     assert_eq!(dc.write_requests() - before, 4, "create, refused create, patch, delete");
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn continued_pages_show_the_snapshot_of_the_first_page() {
+    let dc = kubewasm::devcluster::DevCluster::start(kubewasm::devcluster::Options { watch_history: 20, ..Default::default() }).await.unwrap();
+    let namespaces: Api<Namespace> = Api::all(dc.client());
+    for ns in ["a", "a-b"] {
+        namespaces.create(&PostParams::default(), &serde_json::from_value(json!({ "metadata": { "name": ns } })).unwrap()).await.unwrap();
+    }
+    let in_a: Api<ConfigMap> = Api::namespaced(dc.client(), "a");
+    let in_ab: Api<ConfigMap> = Api::namespaced(dc.client(), "a-b");
+    for name in ["x", "z"] {
+        in_a.create(&PostParams::default(), &config_map(name, &[])).await.unwrap();
+    }
+    in_ab.create(&PostParams::default(), &config_map("c", &[])).await.unwrap();
+    let all: Api<ConfigMap> = Api::all(dc.client());
+    let first = all.list(&ListParams::default().limit(1)).await.unwrap();
+    let token = first.metadata.continue_.clone().unwrap();
+    in_a.delete("z", &kube::api::DeleteParams::default()).await.unwrap();
+    in_ab.create(&PostParams::default(), &config_map("d", &[])).await.unwrap();
+    let mut seen: Vec<String> = first.items.into_iter().map(|c| format!("{}/{}", c.metadata.namespace.unwrap(), c.metadata.name.unwrap())).collect();
+    let rest = all.list(&ListParams::default().continue_token(&token)).await.unwrap();
+    assert_eq!(rest.metadata.resource_version, first.metadata.resource_version);
+    seen.extend(rest.items.into_iter().map(|c| format!("{}/{}", c.metadata.namespace.unwrap(), c.metadata.name.unwrap())));
+    assert_eq!(seen, ["a/x", "a/z", "a-b/c"], "the snapshot of the first page, in namespace order");
+
+    for i in 0..25 {
+        in_a.patch("x", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(json!({ "data": { "k": i.to_string() } }))).await.unwrap();
+    }
+    let expired = api_error(all.list(&ListParams::default().continue_token(&token)).await.unwrap_err());
+    assert_eq!((expired.code, expired.reason.as_str()), (410, "Expired"));
+    dc.shutdown().await;
+}
