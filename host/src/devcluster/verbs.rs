@@ -354,9 +354,6 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
                 name = defaults::generated_name(&prefix);
                 object::set_meta(&mut new, "name", json!(name));
             }
-            if let Some(cause) = defaults::check_name(rt, &name) {
-                return Err(ApiError::invalid(rt, &name, vec![cause]));
-            }
             match store.get(&(String::new(), "namespaces".into()), "", t.ns()) {
                 None if rt.namespaced => return Err(ApiError::not_found("", "namespaces", t.ns())),
                 Some(ns) if rt.namespaced && object::is_deleting(&ns) => {
@@ -373,6 +370,9 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
                 return Err(ApiError::method_not_allowed_because(
                     "create not allowed while custom resource definition is terminating",
                 ));
+            }
+            if let Some(cause) = defaults::check_name(rt, &name) {
+                return Err(ApiError::invalid(rt, &name, vec![cause]));
             }
             if store.get(&t.gr(), t.ns(), &name).is_some() {
                 return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
@@ -405,6 +405,26 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
             let body_rv = object::meta_str(&new, "resourceVersion");
             if !body_rv.is_empty() && body_rv != object::meta_str(old, "resourceVersion") {
                 return Err(ApiError::modified(&rt.group, &rt.plural, name));
+            }
+            let body_uid = object::uid(&new);
+            if !body_uid.is_empty() && body_uid != object::uid(old) {
+                return Err(ApiError::conflict(&rt.group, &rt.plural, name, &format!(
+                    "Precondition failed: UID in precondition: {body_uid}, UID in object meta: {}",
+                    object::uid(old)
+                )));
+            }
+            if rt.builtin
+                && rt.group == "apps"
+                && !status_endpoint
+                && new.pointer("/spec/selector").is_some()
+                && new.pointer("/spec/selector") != old.pointer("/spec/selector")
+            {
+                let selector = new.pointer("/spec/selector").cloned().unwrap_or_default();
+                return Err(ApiError::invalid(rt, name, vec![Cause::new(
+                    "FieldValueInvalid",
+                    "spec.selector",
+                    format!("Invalid value: {selector}: field is immutable"),
+                )]));
             }
             if status_endpoint {
                 let status = new.get("status").cloned();

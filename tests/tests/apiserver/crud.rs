@@ -392,3 +392,20 @@ async fn continued_pages_show_the_snapshot_of_the_first_page() {
     assert_eq!((expired.code, expired.reason.as_str()), (410, "Expired"));
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_deployment_selector_is_immutable_and_a_wrong_uid_conflicts() {
+    let dc = start().await;
+    let deployments: Api<Deployment> = Api::namespaced(dc.client(), "default");
+    deployments.create(&PostParams::default(), &deployment("web", "nginx:1")).await.unwrap();
+    let patch = kube::api::Patch::Merge(json!({ "spec": { "selector": { "matchLabels": { "app": "other" } },
+        "template": { "metadata": { "labels": { "app": "other" } } } } }));
+    let err = api_error(deployments.patch("web", &kube::api::PatchParams::default(), &patch).await.unwrap_err());
+    assert_eq!(err.code, 422);
+    assert!(err.message.contains("spec.selector") && err.message.contains("field is immutable"), "{}", err.message);
+    let mut stale = deployments.get("web").await.unwrap();
+    stale.metadata.uid = Some("someone-else".into());
+    let err = api_error(deployments.replace("web", &PostParams::default(), &stale).await.unwrap_err());
+    assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
+    dc.shutdown().await;
+}
