@@ -1,8 +1,6 @@
 //! Delete: preconditions, finalizers, propagation policies, ownerReference garbage collection,
 //! deletecollection, and namespace deletion.
 
-use std::time::Duration;
-
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use serde_json::{Value, json};
@@ -23,13 +21,7 @@ fn owned_by(owner: &ConfigMap, block: bool) -> Value {
 }
 
 async fn eventually_gone(api: &Api<ConfigMap>, name: &str) -> bool {
-    for _ in 0..50 {
-        if api.get_opt(name).await.unwrap().is_none() {
-            return true;
-        }
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
-    false
+    super::eventually(|| async { api.get_opt(name).await.unwrap().is_none() }).await
 }
 
 #[tokio::test]
@@ -100,9 +92,8 @@ async fn foreground_deletion_removes_dependents_first() {
     let pending = cms.delete("owner", &DeleteParams::foreground()).await.unwrap().left().unwrap();
     assert!(pending.metadata.deletion_timestamp.is_some());
     assert!(pending.metadata.finalizers.unwrap().contains(&"foregroundDeletion".to_string()));
-    tokio::time::sleep(Duration::from_millis(300)).await;
-    let child = cms.get("child").await.unwrap();
-    assert!(child.metadata.deletion_timestamp.is_some(), "the dependent is being deleted");
+    let deleting = super::eventually(|| async { cms.get("child").await.unwrap().metadata.deletion_timestamp.is_some() }).await;
+    assert!(deleting, "the dependent is being deleted");
     assert!(cms.get_opt("owner").await.unwrap().is_some(), "the owner waits for a blocking dependent");
     cms.patch("child", &PatchParams::default(), &Patch::Merge(json!({ "metadata": { "finalizers": null } }))).await.unwrap();
     assert!(eventually_gone(&cms, "owner").await, "the owner goes once its dependents are gone");
@@ -116,7 +107,6 @@ async fn orphan_deletion_keeps_dependents_and_drops_their_references() {
     let owner = cms.create(&PostParams::default(), &cm("owner", json!({}))).await.unwrap();
     cms.create(&PostParams::default(), &cm("child", owned_by(&owner, false))).await.unwrap();
     cms.delete("owner", &DeleteParams::orphan()).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(200)).await;
     let child = cms.get("child").await.unwrap();
     assert!(child.metadata.owner_references.unwrap_or_default().is_empty());
     dc.shutdown().await;
