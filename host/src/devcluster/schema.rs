@@ -204,6 +204,8 @@ fn check(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
         ));
     }
 
+    check_combinators(value, schema, path, causes);
+
     match value {
         Value::Number(n) => check_number(n.as_f64().unwrap_or_default(), value, schema, path, causes),
         Value::String(s) => check_string(s, value, schema, path, causes),
@@ -264,6 +266,36 @@ fn check(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
             }
         }
         _ => {}
+    }
+}
+
+/// `allOf`, `anyOf`, `oneOf` and `not`, which structural schemas allow for validation.
+fn check_combinators(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let passes = |s: &Value| {
+        let mut inner = Vec::new();
+        check(value, s, path, &mut inner);
+        inner.is_empty()
+    };
+    let shown = show(value);
+    if let Some(all) = schema.get("allOf").and_then(Value::as_array) {
+        for s in all {
+            check(value, s, path, causes);
+        }
+    }
+    if let Some(any) = schema.get("anyOf").and_then(Value::as_array)
+        && !any.iter().any(passes)
+    {
+        causes.push(Cause::new("FieldValueInvalid", path, format!("Invalid value: {shown}: {path} in body must validate at least one schema (anyOf)")));
+    }
+    if let Some(one) = schema.get("oneOf").and_then(Value::as_array)
+        && one.iter().filter(|s| passes(s)).count() != 1
+    {
+        causes.push(Cause::new("FieldValueInvalid", path, format!("Invalid value: {shown}: {path} in body must validate one and only one schema (oneOf)")));
+    }
+    if let Some(not) = schema.get("not")
+        && passes(not)
+    {
+        causes.push(Cause::new("FieldValueInvalid", path, format!("Invalid value: {shown}: {path} in body must not validate the schema (not)")));
     }
 }
 
@@ -369,6 +401,16 @@ mod tests {
         assert!(fields.contains(&"spec.mode"));
         let causes = validate(&json!({"spec": {"deploymentName": "X_1"}}), &foo_schema());
         assert_eq!(causes[0].message, "Invalid value: \"X_1\": spec.deploymentName in body should match '^[a-z-]+$'");
+    }
+
+    #[test]
+    fn combinators_are_checked() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+            "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}}});
+        assert!(validate(&json!({"spec": {"a": "x"}}), &schema).is_empty());
+        let both = validate(&json!({"spec": {"a": "x", "b": "y"}}), &schema);
+        assert_eq!(both[0].message, "Invalid value: \"object\": spec in body must validate one and only one schema (oneOf)");
     }
 
     #[test]

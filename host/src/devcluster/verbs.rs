@@ -560,6 +560,9 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
         return Ok((if old.is_some() { 200 } else { 201 }, new));
     }
     if rt.group == "apiextensions.k8s.io" {
+        if new.to_string().contains("\"x-kubernetes-validations\"") {
+            tracing::warn!(crd = %name, "x-kubernetes-validations (CEL) rules are not enforced by the embedded API server");
+        }
         store.registry.register_crd(&name, crd::resource_type(&new));
     }
     let stored = store.put(&t.gr(), new);
