@@ -132,6 +132,26 @@ fn columns(rt: &ResourceType, version: &str) -> (Vec<Value>, Cells) {
                 vec![json!(self::age(seen)), s(o, "/type"), s(o, "/reason"), json!(format!("{kind}/{obj_name}")), s(o, "/message")]
             }),
         ),
+        ("apiextensions.k8s.io", "customresourcedefinitions") | ("rbac.authorization.k8s.io", "roles" | "clusterroles") => (
+            vec![name_column(), column("Created At", "date", "", "CreationTimestamp is a timestamp representing the server time when this object was created.", 0)],
+            Box::new(move |o| vec![name(o), json!(object::meta_str(o, "creationTimestamp"))]),
+        ),
+        ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings") => (
+            vec![name_column(), column("Role", "string", "", "Role is the role being bound.", 0), age_column()],
+            Box::new(move |o| {
+                let kind = o.pointer("/roleRef/kind").and_then(Value::as_str).unwrap_or_default();
+                let role = o.pointer("/roleRef/name").and_then(Value::as_str).unwrap_or_default();
+                vec![name(o), json!(format!("{kind}/{role}")), age(o)]
+            }),
+        ),
+        ("coordination.k8s.io", "leases") => (
+            vec![name_column(), column("Holder", "string", "", "The holder of the lease.", 0), age_column()],
+            Box::new(move |o| vec![name(o), s(o, "/spec/holderIdentity"), age(o)]),
+        ),
+        ("", "serviceaccounts") => (
+            vec![name_column(), column("Secrets", "integer", "", "Secrets is the list of secrets allowed to be used by pods running using this ServiceAccount.", 0), age_column()],
+            Box::new(move |o| vec![name(o), json!(o.get("secrets").and_then(Value::as_array).map_or(0, Vec::len)), age(o)]),
+        ),
         _ => (vec![name_column(), age_column()], Box::new(move |o| vec![name(o), age(o)])),
     }
 }
