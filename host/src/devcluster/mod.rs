@@ -5,6 +5,32 @@
 //! stored as schemaless objects, CRDs registered at run time with schema validation,
 //! get/list/watch, create/update/patch (merge, JSON, strategic, server-side apply), delete with
 //! finalizers and garbage collection. It is not a scheduler or a kubelet: nothing runs Pods.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), kubewasm::devcluster::Error> {
+//! use kubewasm::devcluster::{DevCluster, Options};
+//! let cluster = DevCluster::start(Options::default()).await?;
+//! println!("kubectl --kubeconfig {}", cluster.kubeconfig_path().display());
+//! let client = cluster.client();
+//! # drop(client);
+//! cluster.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! Where it differs from a real API server (each is a place where a test could pass here and
+//! fail on a cluster):
+//! - no controllers besides garbage collection, namespace and CRD cleanup: Deployments get no
+//!   ReplicaSets or Pods, Pods stay `Pending`, no status is written for you;
+//! - built-ins are checked by decoding them into their Kubernetes types plus a few validation
+//!   rules (names, selectors, containers, ports), not the full validation; defaults cover the
+//!   common fields only; CRD schemas are enforced except `format` and CEL
+//!   (`x-kubernetes-validations`) rules, and versions convert with the `None` strategy only;
+//! - `managedFields` of ordinary updates to built-ins can differ in `.` entries, because the real
+//!   server compares against Go zero values;
+//! - no authentication, authorization or admission webhooks; no aggregated discovery, no
+//!   OpenAPI v2, OpenAPI v3 without built-in schemas (`kubectl explain` works for CRDs only);
+//!   protobuf request bodies only for namespaces, configmaps, secrets and service accounts;
+//! - `fieldValidation=Warn` drops unknown fields without a `Warning` header.
 
 mod apply;
 mod crd;
