@@ -23,8 +23,8 @@
 //!   ReplicaSets or Pods, Pods stay `Pending`, no status is written for you;
 //! - built-ins are checked by decoding them into their Kubernetes types plus a few validation
 //!   rules (names, selectors, containers, ports), not the full validation; defaults cover the
-//!   common fields only; CRD schemas are enforced except `format` and CEL
-//!   (`x-kubernetes-validations`) rules, and versions convert with the `None` strategy only;
+//!   common fields only; CRD schemas are enforced except CEL (`x-kubernetes-validations`)
+//!   rules and the rarer string `format`s, and versions convert with the `None` strategy only;
 //! - `managedFields` of ordinary updates to built-ins can differ in `.` entries, because the real
 //!   server compares against Go zero values;
 //! - no authentication, authorization or admission webhooks; no aggregated discovery, no

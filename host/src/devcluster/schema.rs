@@ -335,6 +335,24 @@ fn check_number(n: f64, value: &Value, schema: &Value, path: &str, causes: &mut 
     }
 }
 
+/// The string formats of the real server's validation that CRDs use most; others pass.
+fn format_matches(format: &str, s: &str) -> bool {
+    use std::net::IpAddr;
+    match format {
+        "date-time" | "datetime" => s.parse::<jiff::Timestamp>().is_ok(),
+        "date" => s.parse::<jiff::civil::Date>().is_ok(),
+        "uuid" => uuid::Uuid::parse_str(s).is_ok(),
+        "ipv4" => s.parse::<std::net::Ipv4Addr>().is_ok(),
+        "ipv6" => s.parse::<std::net::Ipv6Addr>().is_ok(),
+        "cidr" => s.split_once('/').is_some_and(|(ip, bits)| ip.parse::<IpAddr>().is_ok() && bits.parse::<u8>().is_ok()),
+        "byte" => {
+            use base64::Engine as _;
+            base64::engine::general_purpose::STANDARD.decode(s).is_ok()
+        }
+        _ => true,
+    }
+}
+
 fn number_text(n: f64) -> String {
     if n.fract() == 0.0 && n.abs() < 1e15 { format!("{}", n as i64) } else { n.to_string() }
 }
@@ -353,6 +371,15 @@ fn check_string(s: &str, value: &Value, schema: &Value, path: &str, causes: &mut
             "FieldValueInvalid",
             path,
             format!("Invalid value: {}: {path} in body should be at least {min} chars long", show(value)),
+        ));
+    }
+    if let Some(format) = schema.get("format").and_then(Value::as_str)
+        && !format_matches(format, s)
+    {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            path,
+            format!("Invalid value: {}: {path} in body must be of type {format}: {s:?}", show(value)),
         ));
     }
     if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
@@ -401,6 +428,15 @@ mod tests {
         assert!(fields.contains(&"spec.mode"));
         let causes = validate(&json!({"spec": {"deploymentName": "X_1"}}), &foo_schema());
         assert_eq!(causes[0].message, "Invalid value: \"X_1\": spec.deploymentName in body should match '^[a-z-]+$'");
+    }
+
+    #[test]
+    fn common_string_formats_are_checked() {
+        let schema = json!({"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}, "ip": {"type": "string", "format": "ipv4"}}});
+        assert!(validate(&json!({"at": "2024-01-02T03:04:05Z", "ip": "10.0.0.1"}), &schema).is_empty());
+        let bad = validate(&json!({"at": "yesterday", "ip": "10.0.0"}), &schema);
+        assert_eq!(bad.len(), 2);
+        assert_eq!(bad[0].message, "Invalid value: \"yesterday\": at in body must be of type date-time: \"yesterday\"");
     }
 
     #[test]
