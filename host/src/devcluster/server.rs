@@ -280,9 +280,14 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: Target, how: Presentation
             if watching {
                 return watch(shared, call, target, filter, how);
             }
+            let exact = match (call.param("resourceVersionMatch"), call.param("resourceVersion")) {
+                (Some("Exact"), Some(rv)) => Some(rv.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?),
+                _ => None,
+            };
             let paging = Paging {
                 limit: call.param("limit").and_then(|l| l.parse().ok()),
                 continue_token: call.param("continue").filter(|c| !c.is_empty()).map(String::from),
+                exact,
             };
             let list = verbs::list(&shared.lock(), &target, &filter, &paging)?;
             Ok(Reply::Json(200, present_list(&target, list, how)))

@@ -52,7 +52,7 @@ pub(crate) struct Store {
 
 impl Store {
     pub(crate) fn new(history_limit: usize) -> Store {
-        let (changes, _) = broadcast::channel(4096);
+        let (changes, _) = broadcast::channel(1 << 16);
         Store {
             rv: 0,
             objects: BTreeMap::new(),

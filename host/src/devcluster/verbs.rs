@@ -96,6 +96,8 @@ impl Filter {
 pub(crate) struct Paging {
     pub limit: Option<usize>,
     pub continue_token: Option<String>,
+    /// `resourceVersion` with `resourceVersionMatch=Exact`: list the state at that version.
+    pub exact: Option<u64>,
 }
 
 /// How a DELETE should proceed (`DeleteOptions` body and query merged).
@@ -129,12 +131,14 @@ pub(crate) fn list(store: &Store, t: &Target, filter: &Filter, paging: &Paging) 
             let (rv, ns, name) = decode_continue(token)?;
             (rv, Some((ns, name)))
         }
-        None => (store.current_rv(), None),
+        None => (paging.exact.unwrap_or_else(|| store.current_rv()), None),
     };
     let objects = store.list_at(&t.gr(), t.namespace.as_deref(), rv).ok_or_else(|| {
-        ApiError::expired(
-            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter.",
-        )
+        ApiError::expired(if start.is_some() {
+            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."
+        } else {
+            "The resourceVersion for the provided list is too old."
+        })
     })?;
     let mut items: Vec<Value> = Vec::new();
     let mut next = None;

@@ -385,6 +385,11 @@ async fn continued_pages_show_the_snapshot_of_the_first_page() {
     seen.extend(rest.items.into_iter().map(|c| format!("{}/{}", c.metadata.namespace.unwrap(), c.metadata.name.unwrap())));
     assert_eq!(seen, ["a/x", "a/z", "a-b/c"], "the snapshot of the first page, in namespace order");
 
+    let (_, exact) = raw(&dc, "GET", &format!("/api/v1/configmaps?resourceVersionMatch=Exact&resourceVersion={}",
+        first.metadata.resource_version.as_deref().unwrap()), "", "").await;
+    let names: Vec<&str> = exact["items"].as_array().unwrap().iter().map(|i| i["metadata"]["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["x", "z", "c"], "an exact list shows the state at that version");
+
     for i in 0..25 {
         in_a.patch("x", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(json!({ "data": { "k": i.to_string() } }))).await.unwrap();
     }
