@@ -414,3 +414,42 @@ async fn a_deployment_selector_is_immutable_and_a_wrong_uid_conflicts() {
     assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn odd_requests_get_client_errors_never_server_errors() {
+    let dc = start().await;
+    let cm = "/api/v1/namespaces/default/configmaps";
+    let foo = "/apis/samplecontroller.k8s.io/v1alpha1/namespaces/default/foos";
+    super::install_foo(&dc).await;
+    raw(&dc, "POST", cm, "application/json", r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c"}}"#).await;
+    let requests: Vec<(&str, String, &str, &str)> = vec![
+        ("POST", cm.into(), "application/json", r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","labels":5}}"#),
+        ("POST", cm.into(), "application/json", r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","finalizers":"f"}}"#),
+        ("POST", cm.into(), "application/json", r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x","ownerReferences":{}}}"#),
+        ("POST", cm.into(), "application/json", r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":7}}"#),
+        ("POST", cm.into(), "application/json", r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"x"},"data":{"k":1e400}}"#),
+        ("POST", foo.into(), "application/json", r#"{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":"f"},"spec":[1]}"#),
+        ("POST", foo.into(), "application/json", r#"{"apiVersion":"samplecontroller.k8s.io/v1alpha1","kind":"Foo","metadata":{"name":"f"},"spec":{"replicas":1e30}}"#),
+        ("PATCH", format!("{cm}/c"), "application/json-patch+json", r#"[{"op":"remove","path":"/metadata"}]"#),
+        ("PATCH", format!("{cm}/c"), "application/json-patch+json", r#"[{"op":"replace","path":"/metadata/name","value":"other"}]"#),
+        ("PATCH", format!("{cm}/c"), "application/merge-patch+json", r#"{"metadata":null}"#),
+        ("PATCH", format!("{cm}/c"), "application/strategic-merge-patch+json", r#"{"metadata":{"finalizers":[{"$patch":"delete"}]}}"#),
+        ("PATCH", format!("{cm}/c"), "application/strategic-merge-patch+json", r#"{"$patch":"delete"}"#),
+        ("PATCH", format!("{cm}/c?fieldManager=m"), "application/apply-patch+yaml", ": : :"),
+        ("PATCH", format!("{cm}/c?fieldManager=m"), "application/apply-patch+yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c}\ndata: [1, 2]\n"),
+        ("PATCH", format!("{cm}/c?fieldManager=m"), "application/apply-patch+yaml", "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, managedFields: 3}\n"),
+        ("GET", format!("{cm}?labelSelector=a%20in%20(b"), "", ""),
+        ("GET", format!("{cm}?limit=abc&continue=%%%"), "", ""),
+        ("GET", format!("{cm}?watch=true&resourceVersion=abc"), "", ""),
+        ("DELETE", format!("{cm}/c"), "application/json", "{\"preconditions\": 5}"),
+        ("DELETE", format!("{cm}/c?dryRun=Maybe"), "", ""),
+        ("PUT", format!("{cm}/c"), "application/json", r#"{"apiVersion":"v1","kind":"ConfigMap","metadata":{"name":"c","resourceVersion":"abc"}}"#),
+    ];
+    for (method, path, content_type, body) in requests {
+        let (code, status) = raw(&dc, method, &path, content_type, body).await;
+        assert!(code < 500, "{method} {path} {body}: {code} {status}");
+    }
+    let (code, _) = raw(&dc, "GET", cm, "", "").await;
+    assert_eq!(code, 200, "the server still serves");
+    dc.shutdown().await;
+}
