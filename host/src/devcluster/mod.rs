@@ -39,6 +39,7 @@ mod events;
 mod discovery;
 mod gc;
 mod kubeconfig;
+mod metadata;
 mod object;
 mod openapi;
 mod patch;

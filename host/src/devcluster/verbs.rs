@@ -11,6 +11,7 @@ use super::apply::{self, Request, Scope};
 use super::crd;
 use super::defaults;
 use super::discovery::ResourceType;
+use super::metadata;
 use super::object;
 use super::patch::{self, PatchFailure};
 use super::schema;
@@ -477,6 +478,10 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
     object::remove_meta(&mut new, "resourceVersion");
 
     let name = object::name(&new).to_string();
+    let causes = metadata::validate(&new);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(rt, &name, causes));
+    }
     if rt.builtin {
         match typed::decode(rt, &new) {
             Ok(Some(decoded)) => {

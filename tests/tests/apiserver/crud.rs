@@ -453,3 +453,16 @@ async fn odd_requests_get_client_errors_never_server_errors() {
     assert_eq!(code, 200, "the server still serves");
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn invalid_labels_and_owner_references_are_refused() {
+    let dc = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    let err = api_error(cms.create(&PostParams::default(), &config_map("l", &[("app", "not valid")])).await.unwrap_err());
+    assert_eq!(err.code, 422);
+    assert!(err.message.contains("metadata.labels: Invalid value: \"not valid\""), "{}", err.message);
+    let orphan: ConfigMap = serde_json::from_value(json!({ "metadata": { "name": "o", "ownerReferences": [{ "apiVersion": "v1", "kind": "ConfigMap", "name": "x" }] } })).unwrap();
+    let err = api_error(cms.create(&PostParams::default(), &orphan).await.unwrap_err());
+    assert!(err.message.contains("metadata.ownerReferences[0].uid"), "{}", err.message);
+    dc.shutdown().await;
+}
