@@ -114,12 +114,13 @@ fn pod_spec(spec: &mut Value) {
 
 /// Gives a Service the cluster IP and node ports the real allocators would: kept from the
 /// stored object on update, otherwise the first free ones.
-pub(crate) fn allocate_service(existing: &[std::sync::Arc<Value>], old: Option<&Value>, svc: &mut Value) {
+/// A node port given by hand must be in range and free.
+pub(crate) fn allocate_service(existing: &[std::sync::Arc<Value>], old: Option<&Value>, svc: &mut Value) -> Result<(), Cause> {
     let kind = svc.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP").to_string();
     if kind == "ExternalName" {
-        return;
+        return Ok(());
     }
-    let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) else { return };
+    let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) else { return Ok(()) };
     let old_spec = old.and_then(|o| o.get("spec"));
     if !spec.contains_key("clusterIP") {
         let kept = old_spec.and_then(|s| s.get("clusterIP")).cloned();
@@ -147,8 +148,18 @@ pub(crate) fn allocate_service(existing: &[std::sync::Arc<Value>], old: Option<&
             .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
             .collect();
         let old_ports = old_spec.and_then(|s| s.get("ports")).and_then(Value::as_array).cloned().unwrap_or_default();
-        for port in spec.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
-            if port.get("nodePort").is_some() {
+        for (i, port) in spec.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten().enumerate() {
+            if let Some(given) = port.get("nodePort").and_then(Value::as_i64) {
+                let field = format!("spec.ports[{i}].nodePort");
+                if !(30000..=32767).contains(&given) {
+                    return Err(Cause::new("FieldValueInvalid", field, format!(
+                        "Invalid value: {given}: provided port is not in the valid range. The range of valid ports is 30000-32767"
+                    )));
+                }
+                if used.contains(&given) {
+                    return Err(Cause::new("FieldValueInvalid", field, format!("Invalid value: {given}: provided port is already allocated")));
+                }
+                used.push(given);
                 continue;
             }
             let kept = old_ports
@@ -163,6 +174,7 @@ pub(crate) fn allocate_service(existing: &[std::sync::Arc<Value>], old: Option<&
             }
         }
     }
+    Ok(())
 }
 
 /// Folds `stringData` into base64 `data`, as the real server does.

@@ -506,7 +506,9 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
     if rt.builtin && rt.group.is_empty() && rt.plural == "services" {
         let others: Vec<Arc<Value>> =
             store.list(&t.gr(), None).into_iter().filter(|s| old.is_none_or(|o| object::uid(s) != object::uid(o))).collect();
-        defaults::allocate_service(&others, old.map(|o| &**o), &mut new);
+        if let Err(cause) = defaults::allocate_service(&others, old.map(|o| &**o), &mut new) {
+            return Err(ApiError::invalid(rt, &name, vec![cause]));
+        }
     }
     if let Some(schema) = t.schema() {
         let unknown = schema::prune(&mut new, schema);

@@ -302,6 +302,10 @@ async fn services_get_a_cluster_ip_and_node_ports_that_updates_keep() {
     let after = services.patch("a", &kube::api::PatchParams::apply("m").force(), &apply).await.unwrap().spec.unwrap();
     assert_eq!(after.cluster_ip, a.cluster_ip);
     assert_eq!(after.ports.unwrap()[0].node_port, port.node_port);
+    let mut taken = svc("c");
+    taken.spec.as_mut().unwrap().ports.as_mut().unwrap()[0].node_port = port.node_port;
+    let err = api_error(services.create(&PostParams::default(), &taken).await.unwrap_err());
+    assert!(err.message.contains("provided port is already allocated"), "{}", err.message);
     dc.shutdown().await;
 }
 
