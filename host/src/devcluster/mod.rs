@@ -29,8 +29,7 @@
 //!   server compares against Go zero values;
 //! - no authentication, authorization or admission webhooks; no aggregated discovery, no
 //!   OpenAPI v2, OpenAPI v3 without built-in schemas (`kubectl explain` works for CRDs only);
-//!   protobuf request bodies only for namespaces, configmaps, secrets and service accounts;
-//! - `fieldValidation=Warn` drops unknown fields without a `Warning` header.
+//!   protobuf request bodies only for namespaces, configmaps, secrets and service accounts.
 
 mod apply;
 mod crd;

@@ -23,7 +23,7 @@ use super::selectors::{FieldSelector, LabelSelector, selectable_fields};
 use super::status::ApiError;
 use super::store::Store;
 use super::table::{self, Include};
-use super::verbs::{self, DeleteOptions, Filter, Paging, Target, WriteOptions};
+use super::verbs::{self, DeleteOptions, FieldValidation, Filter, Paging, Target, WriteOptions};
 use super::watch::{self as watches, WatchRequest};
 
 /// The largest request body accepted, as in the real server.
@@ -130,6 +130,16 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
     };
     let response = match outcome {
         Ok(Ok(Reply::Json(code, value))) => json_response(code, &value),
+        Ok(Ok(Reply::Warned(code, value, warnings))) => {
+            let mut response = json_response(code, &value);
+            for warning in warnings {
+                let text = format!("299 - {}", serde_json::Value::String(warning));
+                if let Ok(header) = axum::http::HeaderValue::from_str(&text) {
+                    response.headers_mut().append(header::WARNING, header);
+                }
+            }
+            response
+        }
         Ok(Ok(Reply::Text(text))) => (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response(),
         Ok(Ok(Reply::Stream(body))) => Response::builder()
             .status(StatusCode::OK)
@@ -171,6 +181,8 @@ impl Call {
 
 enum Reply {
     Json(u16, Value),
+    /// A write's answer with `Warning` headers.
+    Warned(u16, Value, Vec<String>),
     Text(&'static str),
     Stream(Body),
 }
@@ -253,6 +265,7 @@ fn resource(shared: &Arc<Shared>, call: &Call, group: &str, version: &str, rest:
     let how = presentation(call);
     match dispatch(shared, call, target, how, legacy_watch)? {
         Reply::Json(code, value) if events_v1 => Ok(Reply::Json(code, events::response_to_v1(value))),
+        Reply::Warned(code, value, warnings) if events_v1 => Ok(Reply::Warned(code, events::response_to_v1(value), warnings)),
         reply => Ok(reply),
     }
 }
@@ -299,13 +312,13 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: Target, how: Presentation
             let body = decode_body(call, &target)?;
             let opts = write_options(call)?;
             let (code, obj) = verbs::create(&mut shared.lock(), &target, body, &opts)?;
-            Ok(Reply::Json(code, obj))
+            Ok(Reply::Warned(code, obj, opts.warnings.take()))
         }
         (&Method::PUT, Some(_)) => {
             let body = decode_body(call, &target)?;
             let opts = write_options(call)?;
             let (code, obj) = verbs::update(&mut shared.lock(), &target, body, &opts)?;
-            Ok(Reply::Json(code, obj))
+            Ok(Reply::Warned(code, obj, opts.warnings.take()))
         }
         (&Method::PATCH, Some(_)) => {
             let content_type = call.header(header::CONTENT_TYPE).split(';').next().unwrap_or("").trim().to_string();
@@ -315,7 +328,7 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: Target, how: Presentation
                 return events_patch(shared, &target, call, &content_type, &opts);
             }
             let (code, obj) = verbs::patch(&mut shared.lock(), &target, &call.body, &content_type, &opts)?;
-            Ok(Reply::Json(code, obj))
+            Ok(Reply::Warned(code, obj, opts.warnings.take()))
         }
         (&Method::DELETE, Some(_)) => {
             if target.subresource.is_some() {
@@ -426,16 +439,24 @@ fn write_options(call: &Call) -> Result<WriteOptions, ApiError> {
     let agent = call.header(header::USER_AGENT);
     let from_agent = agent.split('/').next().unwrap_or("").trim();
     let manager = explicit.map_or_else(|| if from_agent.is_empty() { "unknown".to_string() } else { from_agent.chars().take(128).collect() }, String::from);
-    let strict = match call.param("fieldValidation") {
-        None | Some("" | "Ignore" | "Warn") => false,
-        Some("Strict") => true,
+    let validation = match call.param("fieldValidation") {
+        None | Some("" | "Warn") => FieldValidation::Warn,
+        Some("Ignore") => FieldValidation::Ignore,
+        Some("Strict") => FieldValidation::Strict,
         Some(other) => {
             return Err(ApiError::bad_request(format!(
                 "fieldValidation: Unsupported value: {other:?}: supported values: \"Ignore\", \"Strict\", \"Warn\""
             )));
         }
     };
-    Ok(WriteOptions { dry_run: dry_run(&dry)?, manager, explicit_manager: explicit.is_some(), force: false, strict })
+    Ok(WriteOptions {
+        dry_run: dry_run(&dry)?,
+        manager,
+        explicit_manager: explicit.is_some(),
+        force: false,
+        validation,
+        warnings: std::cell::RefCell::default(),
+    })
 }
 
 fn delete_options(call: &Call) -> Result<DeleteOptions, ApiError> {

@@ -72,8 +72,22 @@ pub(crate) struct WriteOptions {
     /// Whether `fieldManager` was given (server-side apply requires it).
     pub explicit_manager: bool,
     pub force: bool,
-    /// `fieldValidation=Strict`: unknown fields of custom resources are refused, not pruned.
-    pub strict: bool,
+    /// `fieldValidation`: what happens to unknown fields.
+    pub validation: FieldValidation,
+    /// Warnings for the response's `Warning` headers (unknown fields dropped under `Warn`).
+    pub warnings: std::cell::RefCell<Vec<String>>,
+}
+
+/// The `fieldValidation` of a write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum FieldValidation {
+    /// Unknown fields are dropped silently.
+    Ignore,
+    /// Unknown fields are dropped with a warning (the default).
+    #[default]
+    Warn,
+    /// Unknown fields refuse the request (400).
+    Strict,
 }
 
 /// Selectors and paging of a list (or watch).
@@ -580,10 +594,18 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
     Ok((if old.is_some() { 200 } else { 201 }, present(rt, &t.version, &stored)))
 }
 
-/// Strict field validation: unknown fields are a 400, worded like the real server.
+/// Field validation of unknown fields: a 400 (Strict) or warnings (Warn), worded like the real server.
 fn check_unknown(t: &Target, opts: &WriteOptions, unknown: &[String]) -> Result<(), ApiError> {
-    if !opts.strict || unknown.is_empty() {
+    if unknown.is_empty() {
         return Ok(());
+    }
+    match opts.validation {
+        FieldValidation::Ignore => return Ok(()),
+        FieldValidation::Warn => {
+            opts.warnings.borrow_mut().extend(unknown.iter().map(|u| format!("unknown field {u:?}")));
+            return Ok(());
+        }
+        FieldValidation::Strict => {}
     }
     let listed: Vec<String> = unknown.iter().map(|u| format!("unknown field {u:?}")).collect();
     Err(ApiError::bad_request(format!(

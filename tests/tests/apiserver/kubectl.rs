@@ -114,6 +114,10 @@ async fn a_foo_with_eleven_replicas_is_refused_naming_the_field() {
     assert!(!typo.status.success(), "kubectl asks for strict field validation");
     let err = String::from_utf8_lossy(&typo.stderr);
     assert!(err.contains("strict decoding error: unknown field \"spec.replica\""), "{err}");
+    let warned = kubectl(&dc, &["apply", "--validate=warn", "-f", &path("foo-typo.yaml")]).await;
+    assert!(warned.status.success());
+    let err = String::from_utf8_lossy(&warned.stderr);
+    assert!(err.contains("Warning: unknown field \"spec.replica\""), "{err}");
     dc.shutdown().await;
 }
 
