@@ -1,5 +1,4 @@
-//! Garbage collection by ownerReferences: dependents whose owners are all gone are deleted,
-//! dangling references are dropped, and foreground deletion waits for blocking dependents.
+//! Garbage collection by ownerReferences, plus the namespace and CRD cleanup controllers.
 
 use serde_json::{Value, json};
 
@@ -12,12 +11,17 @@ use super::verbs::{self, FOREGROUND};
 pub(crate) fn collect(store: &mut Store) -> bool {
     let mut changed = terminate_namespaces(store);
     changed |= clean_up_crds(store);
-    let uids: std::collections::HashSet<String> = store.iter_all().map(|(_, o)| object::uid(o).to_string()).collect();
+    let uids: std::collections::HashSet<String> = store
+        .iter_all()
+        .map(|(_, o)| object::uid(o).to_string())
+        .collect();
 
     // Owners waiting in foreground deletion: delete their dependents, finish when none block.
     let waiting: Vec<(GroupResource, Value)> = store
         .iter_all()
-        .filter(|(_, o)| object::is_deleting(o) && object::finalizers(o).iter().any(|f| f == FOREGROUND))
+        .filter(|(_, o)| {
+            object::is_deleting(o) && object::finalizers(o).iter().any(|f| f == FOREGROUND)
+        })
         .map(|(gr, o)| (gr.clone(), (**o).clone()))
         .collect();
     for (gr, owner) in waiting {
@@ -40,10 +44,14 @@ pub(crate) fn collect(store: &mut Store) -> bool {
         }
         if !blocking {
             let mut done = owner.clone();
-            let rest: Vec<String> = object::finalizers(&owner).into_iter().filter(|f| f != FOREGROUND).collect();
+            let rest: Vec<String> = object::finalizers(&owner)
+                .into_iter()
+                .filter(|f| f != FOREGROUND)
+                .collect();
             object::set_finalizers(&mut done, &rest);
             if rest.is_empty() {
-                if let Some(gone) = store.remove(&gr, object::namespace(&owner), object::name(&owner))
+                if let Some(gone) =
+                    store.remove(&gr, object::namespace(&owner), object::name(&owner))
                     && let Some(rt) = store.registry.by_resource(&gr.0, &gr.1)
                 {
                     verbs::after_removal(store, &rt, &gone);
@@ -65,7 +73,11 @@ pub(crate) fn collect(store: &mut Store) -> bool {
         let refs = object::owner_refs(&dep);
         let alive: Vec<Value> = refs
             .iter()
-            .filter(|r| r.get("uid").and_then(Value::as_str).is_some_and(|u| uids.contains(u)))
+            .filter(|r| {
+                r.get("uid")
+                    .and_then(Value::as_str)
+                    .is_some_and(|u| uids.contains(u))
+            })
             .cloned()
             .collect();
         if alive.len() == refs.len() {
@@ -89,13 +101,21 @@ pub(crate) fn collect(store: &mut Store) -> bool {
 /// honoured), and removes the namespace once it is empty.
 fn terminate_namespaces(store: &mut Store) -> bool {
     let namespaces_gr = (String::new(), "namespaces".to_string());
-    let terminating: Vec<Value> =
-        store.list(&namespaces_gr, None).into_iter().filter(|n| object::is_deleting(n)).map(|n| (*n).clone()).collect();
+    let terminating: Vec<Value> = store
+        .list(&namespaces_gr, None)
+        .into_iter()
+        .filter(|n| object::is_deleting(n))
+        .map(|n| (*n).clone())
+        .collect();
     let mut changed = false;
     for ns in terminating {
         let name = object::name(&ns).to_string();
-        let namespaced: Vec<GroupResource> =
-            store.registry.all().filter(|r| r.namespaced).map(|r| (r.group.clone(), r.plural.clone())).collect();
+        let namespaced: Vec<GroupResource> = store
+            .registry
+            .all()
+            .filter(|r| r.namespaced)
+            .map(|r| (r.group.clone(), r.plural.clone()))
+            .collect();
         let mut left = 0;
         for gr in namespaced {
             for obj in store.list(&gr, Some(&name)) {
@@ -115,11 +135,16 @@ fn terminate_namespaces(store: &mut Store) -> bool {
 
 /// Deletes the custom resources of a deleted CRD, then lifts its cleanup finalizer.
 fn clean_up_crds(store: &mut Store) -> bool {
-    let crds_gr = ("apiextensions.k8s.io".to_string(), "customresourcedefinitions".to_string());
+    let crds_gr = (
+        "apiextensions.k8s.io".to_string(),
+        "customresourcedefinitions".to_string(),
+    );
     let deleting: Vec<Value> = store
         .list(&crds_gr, None)
         .into_iter()
-        .filter(|c| object::is_deleting(c) && object::finalizers(c).iter().any(|f| f == crd::CLEANUP))
+        .filter(|c| {
+            object::is_deleting(c) && object::finalizers(c).iter().any(|f| f == crd::CLEANUP)
+        })
         .map(|c| (*c).clone())
         .collect();
     let mut changed = false;
@@ -133,7 +158,10 @@ fn clean_up_crds(store: &mut Store) -> bool {
             }
         }
         if objects.is_empty() {
-            let rest: Vec<String> = object::finalizers(&crd_obj).into_iter().filter(|f| f != crd::CLEANUP).collect();
+            let rest: Vec<String> = object::finalizers(&crd_obj)
+                .into_iter()
+                .filter(|f| f != crd::CLEANUP)
+                .collect();
             let mut done = crd_obj.clone();
             object::set_finalizers(&mut done, &rest);
             if rest.is_empty() {
@@ -152,7 +180,9 @@ fn clean_up_crds(store: &mut Store) -> bool {
 }
 
 fn delete_dependent(store: &mut Store, gr: &GroupResource, dep: &Value, policy: &str) -> bool {
-    let Some(rt) = store.registry.by_resource(&gr.0, &gr.1) else { return false };
+    let Some(rt) = store.registry.by_resource(&gr.0, &gr.1) else {
+        return false;
+    };
     let target = verbs::Target {
         version: rt.versions[0].name.clone(),
         namespace: Some(object::namespace(dep).to_string()).filter(|n| !n.is_empty()),

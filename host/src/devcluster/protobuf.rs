@@ -1,6 +1,4 @@
-//! Request bodies in the Kubernetes protobuf encoding, for the kinds kubectl's typed
-//! `create` commands send that way (`kubectl create namespace|configmap|secret|serviceaccount`). Other kinds
-//! sent as protobuf are refused with 415, and responses are always JSON.
+//! Protobuf request bodies of the simple kinds kubectl's typed `create` commands send.
 
 use base64::Engine as _;
 use serde_json::{Map, Value, json};
@@ -80,7 +78,9 @@ fn map_entry(bytes: &[u8], binary: bool) -> Option<(String, Value)> {
     for (number, field) in Reader::fields(bytes)? {
         match (number, field) {
             (1, Field::Bytes(b)) => key = text(b)?,
-            (2, Field::Bytes(b)) if binary => value = json!(base64::engine::general_purpose::STANDARD.encode(b)),
+            (2, Field::Bytes(b)) if binary => {
+                value = json!(base64::engine::general_purpose::STANDARD.encode(b))
+            }
             (2, Field::Bytes(b)) => value = json!(text(b)?),
             _ => {}
         }
@@ -88,7 +88,12 @@ fn map_entry(bytes: &[u8], binary: bool) -> Option<(String, Value)> {
     Some((key, value))
 }
 
-fn insert_entry(map: &mut Map<String, Value>, field: &str, bytes: &[u8], binary: bool) -> Option<()> {
+fn insert_entry(
+    map: &mut Map<String, Value>,
+    field: &str,
+    bytes: &[u8],
+    binary: bool,
+) -> Option<()> {
     let (k, v) = map_entry(bytes, binary)?;
     let entry = map.entry(field).or_insert_with(|| json!({}));
     entry.as_object_mut()?.insert(k, v);
@@ -101,7 +106,8 @@ fn object_meta(bytes: &[u8]) -> Option<Value> {
     for (number, field) in Reader::fields(bytes)? {
         match (number, field) {
             (1..=3, Field::Bytes(b)) if !b.is_empty() => {
-                let name = ["name", "generateName", "namespace"][usize::try_from(number - 1).ok()?];
+                let name =
+                    ["name", "generateName", "namespace"][usize::try_from(number - 1).ok()?];
                 meta.insert(name.into(), json!(text(b)?));
             }
             (11, Field::Bytes(b)) => insert_entry(&mut meta, "labels", b, false)?,
@@ -149,12 +155,18 @@ pub(crate) fn decode(body: &[u8], api_version: &str, kind: &str) -> Option<Value
                 }
                 obj.insert("spec".into(), json!({ "finalizers": finalizers }));
             }
-            ("ServiceAccount", 4, Field::Varint(v)) => _ = obj.insert("automountServiceAccountToken".into(), json!(v != 0)),
+            ("ServiceAccount", 4, Field::Varint(v)) => {
+                _ = obj.insert("automountServiceAccountToken".into(), json!(v != 0))
+            }
             ("ConfigMap" | "Secret" | "Namespace" | "ServiceAccount", _, _) => {}
             _ => return None,
         }
     }
-    matches!(kind, "ConfigMap" | "Secret" | "Namespace" | "ServiceAccount").then_some(Value::Object(obj))
+    matches!(
+        kind,
+        "ConfigMap" | "Secret" | "Namespace" | "ServiceAccount"
+    )
+    .then_some(Value::Object(obj))
 }
 
 #[cfg(test)]
@@ -162,7 +174,10 @@ mod tests {
     use super::*;
 
     fn field(number: u64, bytes: &[u8]) -> Vec<u8> {
-        let mut out = vec![u8::try_from(number << 3 | 2).unwrap(), u8::try_from(bytes.len()).unwrap()];
+        let mut out = vec![
+            u8::try_from(number << 3 | 2).unwrap(),
+            u8::try_from(bytes.len()).unwrap(),
+        ];
         out.extend_from_slice(bytes);
         out
     }
@@ -174,7 +189,10 @@ mod tests {
         let raw = [field(1, &meta), field(2, &entry)].concat();
         let envelope = [MAGIC.to_vec(), field(2, &raw)].concat();
         let obj = decode(&envelope, "v1", "ConfigMap").unwrap();
-        assert_eq!(obj, json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "cm" }, "data": { "a": "b" } }));
+        assert_eq!(
+            obj,
+            json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "cm" }, "data": { "a": "b" } })
+        );
         assert!(decode(&envelope, "apps/v1", "Deployment").is_none());
         assert!(decode(b"k8s\0\x12\x7f", "v1", "ConfigMap").is_none());
     }

@@ -74,12 +74,17 @@ impl Store {
     }
 
     pub(crate) fn get(&self, gr: &GroupResource, ns: &str, name: &str) -> Option<Arc<Value>> {
-        self.objects.get(gr)?.get(&(ns.to_string(), name.to_string())).cloned()
+        self.objects
+            .get(gr)?
+            .get(&(ns.to_string(), name.to_string()))
+            .cloned()
     }
 
     /// Objects of one resource, in key order, optionally restricted to one namespace.
     pub(crate) fn list(&self, gr: &GroupResource, ns: Option<&str>) -> Vec<Arc<Value>> {
-        let Some(objects) = self.objects.get(gr) else { return Vec::new() };
+        let Some(objects) = self.objects.get(gr) else {
+            return Vec::new();
+        };
         match ns {
             Some(ns) => objects
                 .range((ns.to_string(), String::new())..)
@@ -92,19 +97,28 @@ impl Store {
 
     /// Objects of one resource as they were at `rv` (the snapshot a continued list pages
     /// through), rebuilt by undoing later changes; `None` when the history no longer reaches back.
-    pub(crate) fn list_at(&self, gr: &GroupResource, ns: Option<&str>, rv: u64) -> Option<Vec<Arc<Value>>> {
+    pub(crate) fn list_at(
+        &self,
+        gr: &GroupResource,
+        ns: Option<&str>,
+        rv: u64,
+    ) -> Option<Vec<Arc<Value>>> {
         if rv >= self.rv {
             return Some(self.list(gr, ns));
         }
         if rv < self.oldest_watchable {
             return None;
         }
-        let mut objects: BTreeMap<ObjectKey, Arc<Value>> = self.objects.get(gr).cloned().unwrap_or_default();
+        let mut objects: BTreeMap<ObjectKey, Arc<Value>> =
+            self.objects.get(gr).cloned().unwrap_or_default();
         for change in self.history.iter().rev().take_while(|c| c.rv > rv) {
             if change.resource != *gr {
                 continue;
             }
-            let key = (object::namespace(&change.object).to_string(), object::name(&change.object).to_string());
+            let key = (
+                object::namespace(&change.object).to_string(),
+                object::name(&change.object).to_string(),
+            );
             match (change.kind, &change.old) {
                 (EventType::Added, _) => {
                     objects.remove(&key);
@@ -115,29 +129,62 @@ impl Store {
                 (_, None) => {}
             }
         }
-        Some(objects.into_iter().filter(|((n, _), _)| ns.is_none_or(|ns| ns == n)).map(|(_, o)| o).collect())
+        Some(
+            objects
+                .into_iter()
+                .filter(|((n, _), _)| ns.is_none_or(|ns| ns == n))
+                .map(|(_, o)| o)
+                .collect(),
+        )
     }
 
     /// Every stored object with its resource (for garbage collection and persistence).
     pub(crate) fn iter_all(&self) -> impl Iterator<Item = (&GroupResource, &Arc<Value>)> {
-        self.objects.iter().flat_map(|(gr, objs)| objs.values().map(move |o| (gr, o)))
+        self.objects
+            .iter()
+            .flat_map(|(gr, objs)| objs.values().map(move |o| (gr, o)))
     }
 
     /// Stores `obj` (created or replaced) under a new resourceVersion and tells the watchers.
     pub(crate) fn put(&mut self, gr: &GroupResource, mut obj: Value) -> Arc<Value> {
         self.rv += 1;
         object::set_meta(&mut obj, "resourceVersion", json!(self.rv.to_string()));
-        let key = (object::namespace(&obj).to_string(), object::name(&obj).to_string());
+        let key = (
+            object::namespace(&obj).to_string(),
+            object::name(&obj).to_string(),
+        );
         let obj = Arc::new(obj);
-        let old = self.objects.entry(gr.clone()).or_default().insert(key, obj.clone());
-        let kind = if old.is_some() { EventType::Modified } else { EventType::Added };
-        self.record(Change { rv: self.rv, kind, resource: gr.clone(), object: obj.clone(), old });
+        let old = self
+            .objects
+            .entry(gr.clone())
+            .or_default()
+            .insert(key, obj.clone());
+        let kind = if old.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
+        self.record(Change {
+            rv: self.rv,
+            kind,
+            resource: gr.clone(),
+            object: obj.clone(),
+            old,
+        });
         obj
     }
 
     /// Removes an object for good; watchers get DELETED with the deletion's resourceVersion.
-    pub(crate) fn remove(&mut self, gr: &GroupResource, ns: &str, name: &str) -> Option<Arc<Value>> {
-        let old = self.objects.get_mut(gr)?.remove(&(ns.to_string(), name.to_string()))?;
+    pub(crate) fn remove(
+        &mut self,
+        gr: &GroupResource,
+        ns: &str,
+        name: &str,
+    ) -> Option<Arc<Value>> {
+        let old = self
+            .objects
+            .get_mut(gr)?
+            .remove(&(ns.to_string(), name.to_string()))?;
         self.rv += 1;
         let mut last = (*old).clone();
         object::set_meta(&mut last, "resourceVersion", json!(self.rv.to_string()));
@@ -181,8 +228,14 @@ impl Store {
     /// Restores a snapshot: objects are inserted without events, the counter continues from `rv`.
     pub(crate) fn restore(&mut self, rv: u64, objects: Vec<(GroupResource, Value)>) {
         for (gr, obj) in objects {
-            let key = (object::namespace(&obj).to_string(), object::name(&obj).to_string());
-            self.objects.entry(gr).or_default().insert(key, Arc::new(obj));
+            let key = (
+                object::namespace(&obj).to_string(),
+                object::name(&obj).to_string(),
+            );
+            self.objects
+                .entry(gr)
+                .or_default()
+                .insert(key, Arc::new(obj));
         }
         self.rv = rv;
         self.oldest_watchable = rv;
