@@ -61,7 +61,26 @@ pub(crate) fn json_patch(original: &Value, patch: &Value) -> Result<Value, Patch
     let ops: json_patch::Patch = serde_json::from_value(patch.clone())
         .map_err(|e| PatchFailure::Malformed(e.to_string()))?;
     let mut doc = original.clone();
-    json_patch::patch(&mut doc, &ops.0).map_err(|e| PatchFailure::Unappliable(e.to_string()))?;
+    for op in &ops.0 {
+        // As in the real server's JSON patch, testing a missing field against null passes
+        // (kube-runtime's finalizer helper relies on it).
+        if let json_patch::PatchOperation::Test(test) = op
+            && test.value.is_null()
+            && doc.pointer(test.path.as_str()).is_none()
+            && doc
+                .pointer(
+                    test.path
+                        .as_str()
+                        .rsplit_once('/')
+                        .map_or("", |(parent, _)| parent),
+                )
+                .is_some()
+        {
+            continue;
+        }
+        json_patch::patch(&mut doc, std::slice::from_ref(op))
+            .map_err(|e| PatchFailure::Unappliable(e.to_string()))?;
+    }
     Ok(doc)
 }
 
@@ -299,5 +318,22 @@ mod tests {
             out,
             json!({"spec": {"args": ["b"]}, "metadata": {"finalizers": ["f1", "f2"]}})
         );
+    }
+}
+
+#[cfg(test)]
+mod json_patch_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn testing_a_missing_path_against_null_passes_like_the_real_server() {
+        let orig = json!({"metadata": {"name": "x"}});
+        let patch = json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": null},
+            {"op": "add", "path": "/metadata/finalizers", "value": ["f"]}
+        ]);
+        let out = json_patch(&orig, &patch).unwrap();
+        assert_eq!(out["metadata"]["finalizers"], json!(["f"]));
     }
 }

@@ -390,3 +390,54 @@ async fn deletes_answer_a_status_or_the_object_by_kind() {
     );
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn kube_runtime_finalizer_helper_adds_runs_cleanup_and_removes() {
+    use kube::runtime::controller::Action;
+    use kube::runtime::finalizer::{Event, finalizer};
+    use std::sync::Arc;
+    let dc = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    cms.create(&PostParams::default(), &cm("guarded", json!({})))
+        .await
+        .unwrap();
+    let step = |obj: ConfigMap| {
+        let cms = cms.clone();
+        async move {
+            let mut seen = None;
+            finalizer(&cms, "kubewasm.io/test", Arc::new(obj), |event| {
+                seen = Some(match event {
+                    Event::Apply(_) => "apply",
+                    Event::Cleanup(_) => "cleanup",
+                });
+                async { Ok::<_, std::io::Error>(Action::await_change()) }
+            })
+            .await
+            .unwrap();
+            seen
+        }
+    };
+    assert_eq!(
+        step(cms.get("guarded").await.unwrap()).await,
+        None,
+        "the first call adds the finalizer"
+    );
+    let held = cms.get("guarded").await.unwrap();
+    assert_eq!(
+        held.metadata.finalizers,
+        Some(vec!["kubewasm.io/test".to_string()])
+    );
+    assert_eq!(step(held).await, Some("apply"));
+    cms.delete("guarded", &DeleteParams::default())
+        .await
+        .unwrap();
+    assert_eq!(
+        step(cms.get("guarded").await.unwrap()).await,
+        Some("cleanup")
+    );
+    assert!(
+        cms.get_opt("guarded").await.unwrap().is_none(),
+        "removing the last finalizer deletes it"
+    );
+    dc.shutdown().await;
+}
