@@ -353,3 +353,90 @@ async fn the_legacy_watch_path_streams_json_lines_until_the_timeout() {
     );
     dc.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kube_runtime_controller_converges_and_its_children_are_collected() {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::Resource;
+    use kube::runtime::controller::{Action, Controller};
+    use std::sync::Arc;
+
+    #[derive(Debug)]
+    struct Never;
+    impl std::fmt::Display for Never {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("never")
+        }
+    }
+    impl std::error::Error for Never {}
+
+    let dc = start().await;
+    let parents: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    let children: Api<Secret> = Api::namespaced(dc.client(), "default");
+    let reconcile = |parent: Arc<ConfigMap>, children: Arc<Api<Secret>>| async move {
+        let owner = parent.controller_owner_ref(&()).unwrap();
+        let child = json!({ "apiVersion": "v1", "kind": "Secret",
+            "metadata": { "name": format!("{}-child", parent.metadata.name.as_deref().unwrap()), "ownerReferences": [owner] },
+            "stringData": { "v": parent.data.as_ref().and_then(|d| d.get("v")).cloned().unwrap_or_default() } });
+        let name = child["metadata"]["name"].as_str().unwrap().to_string();
+        children
+            .patch(
+                &name,
+                &PatchParams::apply("kubewasm.test").force(),
+                &Patch::Apply(child),
+            )
+            .await
+            .map_err(|_| Never)?;
+        Ok::<_, Never>(Action::await_change())
+    };
+    let controller = Controller::new(parents.clone(), watcher::Config::default())
+        .owns(children.clone(), watcher::Config::default())
+        .run(
+            reconcile,
+            |_, _, _| Action::await_change(),
+            Arc::new(children.clone()),
+        )
+        .for_each(|_| async {});
+    let running = tokio::spawn(controller);
+
+    parents
+        .create(&PostParams::default(), &cm("p", "x"))
+        .await
+        .unwrap();
+    assert!(
+        super::eventually(|| async { children.get_opt("p-child").await.unwrap().is_some() }).await
+    );
+    parents
+        .patch(
+            "p",
+            &PatchParams::default(),
+            &Patch::Merge(json!({ "data": { "v": "1" } })),
+        )
+        .await
+        .unwrap();
+    let updated = super::eventually(|| async {
+        children
+            .get("p-child")
+            .await
+            .unwrap()
+            .data
+            .unwrap_or_default()
+            .get("v")
+            .is_some_and(|v| v.0 == b"1")
+    })
+    .await;
+    assert!(updated, "a parent change is reconciled into the child");
+    let writes = dc.write_requests();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    parents.delete("p", &DeleteParams::default()).await.unwrap();
+    assert!(
+        super::eventually(|| async { children.get_opt("p-child").await.unwrap().is_none() }).await,
+        "the child is collected"
+    );
+    assert!(
+        dc.write_requests() - writes <= 2,
+        "steady state made no writes beyond the delete"
+    );
+    running.abort();
+    dc.shutdown().await;
+}
