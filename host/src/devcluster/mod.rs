@@ -118,7 +118,8 @@ pub enum Error {
     Client(#[from] kube::Error),
 }
 
-/// A running embedded API server. Cheap to query; stop it with [`DevCluster::shutdown`].
+/// A running embedded API server. Cheap to query; stop it with [`DevCluster::shutdown`], which
+/// also writes the last snapshot. Dropping it stops the server too, without waiting for that.
 pub struct DevCluster {
     url: String,
     client: kube::Client,
