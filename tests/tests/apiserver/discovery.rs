@@ -132,3 +132,30 @@ async fn unknown_paths_answer_a_not_found_status() {
     assert_eq!(status["reason"], "MethodNotAllowed");
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn shutdown_and_drop_stop_serving() {
+    for drop_it in [false, true] {
+        let dc = start().await;
+        let address = dc.url().trim_start_matches("http://").to_string();
+        let kubeconfig = dc.kubeconfig_path().to_path_buf();
+        assert!(
+            std::fs::read_to_string(&kubeconfig)
+                .unwrap()
+                .contains(&dc.url())
+        );
+        if drop_it {
+            drop(dc);
+        } else {
+            dc.shutdown().await;
+            assert!(
+                !kubeconfig.exists(),
+                "a temporary kubeconfig is removed at shutdown"
+            );
+        }
+        let closed =
+            super::eventually(|| async { tokio::net::TcpStream::connect(&address).await.is_err() })
+                .await;
+        assert!(closed, "nothing listens on {address} any more");
+    }
+}
