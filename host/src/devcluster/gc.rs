@@ -7,94 +7,101 @@ use super::object;
 use super::store::{GroupResource, Store};
 use super::verbs::{self, FOREGROUND};
 
-/// One pass over the store. Returns whether anything changed (callers repeat until quiet).
+/// The ownerReferences of an object, borrowed.
+fn refs(obj: &Value) -> &[Value] {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
+}
+
+fn has_finalizer(obj: &Value, name: &str) -> bool {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| f.iter().any(|v| v.as_str() == Some(name)))
+}
+
+/// One pass of the controllers. Returns whether anything changed (callers repeat until
+/// quiet). Runs after every write, so it looks only at the objects the store queued for it.
 pub(crate) fn collect(store: &mut Store) -> bool {
     let mut changed = terminate_namespaces(store);
     changed |= clean_up_crds(store);
-    let uids: std::collections::HashSet<String> = store
-        .iter_all()
-        .map(|(_, o)| object::uid(o).to_string())
-        .collect();
-
-    // Owners waiting in foreground deletion: delete their dependents, finish when none block.
-    let waiting: Vec<(GroupResource, Value)> = store
-        .iter_all()
-        .filter(|(_, o)| {
-            object::is_deleting(o) && object::finalizers(o).iter().any(|f| f == FOREGROUND)
-        })
-        .map(|(gr, o)| (gr.clone(), (**o).clone()))
-        .collect();
-    for (gr, owner) in waiting {
-        let owner_uid = object::uid(&owner).to_string();
-        let dependents: Vec<(GroupResource, Value)> = store
-            .iter_all()
-            .filter(|(_, o)| object::owner_uids(o).contains(&owner_uid))
-            .map(|(gr, o)| (gr.clone(), (**o).clone()))
-            .collect();
-        let mut blocking = false;
-        for (dgr, dep) in &dependents {
-            let blocks = object::owner_refs(dep).iter().any(|r| {
-                r.get("uid").and_then(Value::as_str) == Some(owner_uid.as_str())
-                    && r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true)
-            });
-            blocking |= blocks;
-            if !object::is_deleting(dep) {
-                changed |= delete_dependent(store, dgr, dep, "Foreground");
-            }
+    for (gr, (ns, name)) in store.take_gc_queue() {
+        let Some(obj) = store.get(&gr, &ns, &name) else {
+            continue;
+        };
+        if object::is_deleting(&obj) && has_finalizer(&obj, FOREGROUND) {
+            changed |= finish_foreground(store, &gr, &obj);
         }
-        if !blocking {
-            let mut done = owner.clone();
-            let rest: Vec<String> = object::finalizers(&owner)
-                .into_iter()
-                .filter(|f| f != FOREGROUND)
-                .collect();
-            object::set_finalizers(&mut done, &rest);
-            if rest.is_empty() {
-                if let Some(gone) =
-                    store.remove(&gr, object::namespace(&owner), object::name(&owner))
-                    && let Some(rt) = store.registry.by_resource(&gr.0, &gr.1)
-                {
-                    verbs::after_removal(store, &rt, &gone);
-                }
-            } else {
-                store.put(&gr, done);
-            }
-            changed = true;
+        let Some(obj) = store.get(&gr, &ns, &name) else {
+            continue;
+        };
+        let all = refs(&obj);
+        if all.is_empty() {
+            continue;
         }
-    }
-
-    // Dependents whose owners are gone.
-    let dependents: Vec<(GroupResource, Value)> = store
-        .iter_all()
-        .filter(|(_, o)| !object::owner_refs(o).is_empty())
-        .map(|(gr, o)| (gr.clone(), (**o).clone()))
-        .collect();
-    for (gr, dep) in dependents {
-        let refs = object::owner_refs(&dep);
-        let alive: Vec<Value> = refs
+        let alive: Vec<Value> = all
             .iter()
             .filter(|r| {
                 r.get("uid")
                     .and_then(Value::as_str)
-                    .is_some_and(|u| uids.contains(u))
+                    .is_some_and(|u| store.uid_exists(u))
             })
             .cloned()
             .collect();
-        if alive.len() == refs.len() {
+        if alive.len() == all.len() {
             continue;
         }
         if alive.is_empty() {
-            if !object::is_deleting(&dep) {
-                changed |= delete_dependent(store, &gr, &dep, "Background");
+            if !object::is_deleting(&obj) {
+                changed |= delete_dependent(store, &gr, &obj, "Background");
             }
         } else {
-            let mut kept = dep.clone();
+            let mut kept = (*obj).clone();
             object::set_meta(&mut kept, "ownerReferences", json!(alive));
             store.put(&gr, kept);
             changed = true;
         }
     }
     changed
+}
+
+/// An owner deleted in the foreground: its dependents are deleted, and it goes once none of
+/// them blocks it (`blockOwnerDeletion`).
+fn finish_foreground(store: &mut Store, gr: &GroupResource, owner: &Value) -> bool {
+    let owner_uid = object::uid(owner).to_string();
+    let owned_by = |r: &Value| r.get("uid").and_then(Value::as_str) == Some(owner_uid.as_str());
+    let mut changed = false;
+    let mut blocking = false;
+    for (dgr, (dns, dname)) in store.dependents_of(&owner_uid) {
+        let Some(dep) = store.get(&dgr, &dns, &dname) else {
+            continue;
+        };
+        blocking |= refs(&dep).iter().any(|r| {
+            owned_by(r) && r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true)
+        });
+        if !object::is_deleting(&dep) {
+            changed |= delete_dependent(store, &dgr, &dep, "Foreground");
+        }
+    }
+    if blocking {
+        return changed;
+    }
+    let mut done = owner.clone();
+    let rest: Vec<String> = object::finalizers(owner)
+        .into_iter()
+        .filter(|f| f != FOREGROUND)
+        .collect();
+    object::set_finalizers(&mut done, &rest);
+    if rest.is_empty() {
+        if let Some(gone) = store.remove(gr, object::namespace(owner), object::name(owner))
+            && let Some(rt) = store.registry.by_resource(&gr.0, &gr.1)
+        {
+            verbs::after_removal(store, &rt, &gone);
+        }
+    } else {
+        store.put(gr, done);
+    }
+    true
 }
 
 /// The namespace controller: deletes what a terminating namespace holds (finalizers are

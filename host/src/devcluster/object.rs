@@ -82,14 +82,6 @@ pub(crate) fn is_deleting(obj: &Value) -> bool {
         .is_some_and(|v| !v.is_null())
 }
 
-/// The uids named in `metadata.ownerReferences`.
-pub(crate) fn owner_uids(obj: &Value) -> Vec<String> {
-    owner_refs(obj)
-        .iter()
-        .filter_map(|r| r.get("uid").and_then(Value::as_str).map(String::from))
-        .collect()
-}
-
 pub(crate) fn owner_refs(obj: &Value) -> Vec<Value> {
     obj.get("metadata")
         .and_then(|m| m.get("ownerReferences"))

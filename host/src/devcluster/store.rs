@@ -1,6 +1,6 @@
 //! Stored objects, the global resourceVersion counter, and the watch history every write feeds.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -34,6 +34,76 @@ pub(crate) struct Change {
     pub old: Option<Arc<Value>>,
 }
 
+/// Where an object is stored: its resource and key.
+pub(crate) type Location = (GroupResource, ObjectKey);
+
+/// Who owns what, kept up to date on every write so garbage collection only looks at objects
+/// a change may concern.
+#[derive(Debug, Default)]
+struct OwnerIndex {
+    /// Every stored object's uid.
+    uids: HashMap<String, Location>,
+    /// Owner uid to the objects naming it in `ownerReferences`.
+    dependents: HashMap<String, BTreeSet<Location>>,
+    /// Objects garbage collection has to look at again.
+    queue: BTreeSet<Location>,
+}
+
+fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.get("uid").and_then(Value::as_str))
+}
+
+impl OwnerIndex {
+    fn add(&mut self, loc: &Location, obj: &Value) {
+        self.uids.insert(object::uid(obj).to_string(), loc.clone());
+        let mut owned = false;
+        for owner in owner_uids(obj) {
+            owned = true;
+            self.dependents
+                .entry(owner.to_string())
+                .or_default()
+                .insert(loc.clone());
+        }
+        let foreground = object::is_deleting(obj)
+            && obj
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| f.iter().any(|v| v.as_str() == Some("foregroundDeletion")));
+        if owned || foreground {
+            self.queue.insert(loc.clone());
+        }
+    }
+
+    /// Forgets `obj` and queues the objects its disappearance or change may concern: its
+    /// dependents (when `gone`) and its owners (which may wait for it in foreground deletion).
+    fn drop_object(&mut self, loc: &Location, obj: &Value, gone: bool) {
+        let uid = object::uid(obj);
+        if gone {
+            if self.uids.get(uid) == Some(loc) {
+                self.uids.remove(uid);
+            }
+            if let Some(deps) = self.dependents.get(uid) {
+                self.queue.extend(deps.iter().cloned());
+            }
+        }
+        for owner in owner_uids(obj) {
+            if let Some(owner_loc) = self.uids.get(owner) {
+                self.queue.insert(owner_loc.clone());
+            }
+            if let Some(set) = self.dependents.get_mut(owner) {
+                set.remove(loc);
+                if set.is_empty() {
+                    self.dependents.remove(owner);
+                }
+            }
+        }
+    }
+}
+
 /// A receiver of the changes committed after it was created.
 pub(crate) type Subscription = broadcast::Receiver<Arc<Change>>;
 
@@ -47,6 +117,7 @@ pub(crate) struct Store {
     /// The oldest resourceVersion a watch may start from; older ones get 410 Gone.
     oldest_watchable: u64,
     changes: broadcast::Sender<Arc<Change>>,
+    owners: OwnerIndex,
     pub registry: Registry,
 }
 
@@ -60,6 +131,7 @@ impl Store {
             history_limit: history_limit.max(1),
             oldest_watchable: 0,
             changes,
+            owners: OwnerIndex::default(),
             registry: Registry::new(),
         }
     }
@@ -138,6 +210,24 @@ impl Store {
         )
     }
 
+    pub(crate) fn uid_exists(&self, uid: &str) -> bool {
+        self.owners.uids.contains_key(uid)
+    }
+
+    /// The objects whose `ownerReferences` name `uid`.
+    pub(crate) fn dependents_of(&self, uid: &str) -> Vec<Location> {
+        self.owners
+            .dependents
+            .get(uid)
+            .map(|d| d.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The objects garbage collection has to look at, emptying the queue.
+    pub(crate) fn take_gc_queue(&mut self) -> Vec<Location> {
+        std::mem::take(&mut self.owners.queue).into_iter().collect()
+    }
+
     /// Every stored object with its resource (for garbage collection and persistence).
     pub(crate) fn iter_all(&self) -> impl Iterator<Item = (&GroupResource, &Arc<Value>)> {
         self.objects
@@ -154,11 +244,16 @@ impl Store {
             object::name(&obj).to_string(),
         );
         let obj = Arc::new(obj);
+        let loc = (gr.clone(), key.clone());
         let old = self
             .objects
             .entry(gr.clone())
             .or_default()
             .insert(key, obj.clone());
+        if let Some(old) = &old {
+            self.owners.drop_object(&loc, old, false);
+        }
+        self.owners.add(&loc, &obj);
         let kind = if old.is_some() {
             EventType::Modified
         } else {
@@ -181,10 +276,9 @@ impl Store {
         ns: &str,
         name: &str,
     ) -> Option<Arc<Value>> {
-        let old = self
-            .objects
-            .get_mut(gr)?
-            .remove(&(ns.to_string(), name.to_string()))?;
+        let key = (ns.to_string(), name.to_string());
+        let old = self.objects.get_mut(gr)?.remove(&key)?;
+        self.owners.drop_object(&(gr.clone(), key), &old, true);
         self.rv += 1;
         let mut last = (*old).clone();
         object::set_meta(&mut last, "resourceVersion", json!(self.rv.to_string()));
@@ -232,6 +326,7 @@ impl Store {
                 object::namespace(&obj).to_string(),
                 object::name(&obj).to_string(),
             );
+            self.owners.add(&(gr.clone(), key.clone()), &obj);
             self.objects
                 .entry(gr)
                 .or_default()

@@ -984,12 +984,11 @@ pub(crate) fn served_by_crd(store: &Store, rt: &ResourceType) -> Option<Arc<Valu
 
 /// Removes ownerReferences to `owner_uid` from every object (`propagationPolicy: Orphan`).
 fn orphan_dependents(store: &mut Store, owner_uid: &str) {
-    let dependents: Vec<(GroupResource, Value)> = store
-        .iter_all()
-        .filter(|(_, o)| object::owner_uids(o).iter().any(|u| u == owner_uid))
-        .map(|(gr, o)| (gr.clone(), (**o).clone()))
-        .collect();
-    for (gr, mut dep) in dependents {
+    for (gr, (ns, name)) in store.dependents_of(owner_uid) {
+        let Some(dep) = store.get(&gr, &ns, &name) else {
+            continue;
+        };
+        let mut dep = (*dep).clone();
         let refs: Vec<Value> = object::owner_refs(&dep)
             .into_iter()
             .filter(|r| r.get("uid").and_then(Value::as_str) != Some(owner_uid))
