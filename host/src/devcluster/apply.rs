@@ -814,8 +814,11 @@ pub(crate) fn apply(
         .filter(|(i, _)| Some(*i) != previous)
         .map(|(_, m)| m)
         .collect();
+    // Shortest first: an associative list entry nobody else owns goes whole. Removing
+    // its key fields first would leave an entry that no longer matches its key, which
+    // defaulting then fills into a husk.
     let mut dropped: Vec<&Path> = last_set.difference(&set).collect();
-    dropped.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    dropped.sort_by_key(|p| p.len());
     for path in dropped {
         let owned_elsewhere = others
             .iter()

@@ -173,6 +173,26 @@ async fn fields_a_manager_stops_applying_are_removed_unless_owned_elsewhere() {
 }
 
 #[tokio::test]
+async fn list_entries_a_manager_stops_applying_are_removed_whole() {
+    let dc = start().await;
+    let services: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(dc.client(), "default");
+    let apply = |ports: Value| {
+        Patch::Apply(json!({ "apiVersion": "v1", "kind": "Service", "metadata": { "name": "s" },
+            "spec": { "selector": { "app": "s" }, "ports": ports } }))
+    };
+    let ports = json!([{ "name": "a", "port": 80 }, { "name": "b", "port": 8443 }]);
+    services.patch("s", &ssa("me"), &apply(ports)).await.unwrap();
+    let out = services
+        .patch("s", &ssa("me"), &apply(json!([{ "name": "c", "port": 8080 }])))
+        .await
+        .unwrap();
+    let ports: Vec<(Option<String>, i32)> =
+        out.spec.unwrap().ports.unwrap().into_iter().map(|p| (p.name, p.port)).collect();
+    assert_eq!(ports, [(Some("c".to_string()), 8080)], "no husk of the dropped entries (keyed by port and protocol)");
+    dc.shutdown().await;
+}
+
+#[tokio::test]
 async fn containers_are_merged_by_name_across_managers() {
     let dc = start().await;
     let deployments: Api<Deployment> = Api::namespaced(dc.client(), "default");
