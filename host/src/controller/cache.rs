@@ -71,12 +71,16 @@ pub(crate) struct Caches {
 }
 
 impl Caches {
-    /// Waits until every cache has completed its first list.
-    pub(crate) async fn ready(&self) {
-        for cache in std::iter::once(&self.parent).chain(&self.others) {
-            // Only fails if the writer was dropped, i.e. the controller is stopping.
-            let _ = cache.store.wait_until_ready().await;
-        }
+    /// Waits until every cache has completed its first list, for at most `limit`;
+    /// false when one has not.
+    pub(crate) async fn ready(&self, limit: std::time::Duration) -> bool {
+        let all = async {
+            for cache in std::iter::once(&self.parent).chain(&self.others) {
+                // Fails only if the writer was dropped: the controller is stopping.
+                let _ = cache.store.wait_until_ready().await;
+            }
+        };
+        tokio::time::timeout(limit, all).await.is_ok()
     }
 
     pub(crate) fn of(&self, kind: &KindRef) -> Option<&KindCache> {

@@ -60,6 +60,10 @@ pub enum Error {
     /// The host is shutting down.
     #[error("stopped: {0}")]
     Stopped(String),
+    /// A watch has not completed its first list (the API server refuses it, or is
+    /// unreachable); the reconcile is retried.
+    #[error("caches not synced within {0:?}")]
+    NotSynced(Duration),
 }
 
 impl Error {
@@ -76,7 +80,9 @@ impl Error {
             Self::Call(_) => "PluginFailed",
             Self::Refused(_) => "ResponseRefused",
             Self::Write { .. } => "WriteFailed",
-            Self::UnknownKind { .. } | Self::Unsupported { .. } | Self::MissingUid | Self::Stopped(_) => "ReconcileFailed",
+            Self::UnknownKind { .. } | Self::Unsupported { .. } | Self::MissingUid | Self::Stopped(_) | Self::NotSynced(_) => {
+                "ReconcileFailed"
+            }
         }
     }
 }
@@ -156,6 +162,9 @@ impl Context {
         }
     }
 }
+
+/// How long [`Controller::stop`] lets reconciles in flight finish.
+pub const STOP_GRACE: Duration = Duration::from_secs(15);
 
 /// A running controller for one plugin.
 pub struct Controller {
@@ -293,11 +302,15 @@ impl Controller {
         let _ = self.resync.send(());
     }
 
-    /// Stops watching and queueing; reconciles in flight finish first. Children are
-    /// left in place.
+    /// Stops watching and queueing; reconciles in flight get [`STOP_GRACE`] to
+    /// finish, then are cut off. Children are left in place.
     pub async fn stop(self) {
         let _ = self.stop.send(());
-        let _ = self.task.await;
+        let abort = self.task.abort_handle();
+        if tokio::time::timeout(STOP_GRACE, self.task).await.is_err() {
+            warn!(plugin = %self.name, "reconciles still running after {STOP_GRACE:?}; stopping them");
+            abort.abort();
+        }
     }
 }
 

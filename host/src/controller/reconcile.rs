@@ -58,7 +58,9 @@ pub(crate) fn error_policy(parent: Arc<DynamicObject>, _error: &Error, ctx: Arc<
 }
 
 async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error> {
-    ctx.caches.ready().await;
+    if !ctx.caches.ready(CACHE_SYNC).await {
+        return Err(Error::NotSynced(CACHE_SYNC));
+    }
     let current = ctx.current();
     let plugin = &current.plugin;
     let manifest = plugin.manifest();
@@ -279,6 +281,9 @@ fn truncate(s: &str, max: usize) -> String {
     }
     format!("{}...", &s[..end])
 }
+
+/// How long a reconcile waits for the caches' first lists before it fails.
+const CACHE_SYNC: Duration = Duration::from_secs(30);
 
 /// How long to wait before calling a finalizing plugin again when it has not said
 /// `finalized` and asked for no requeue.

@@ -150,7 +150,11 @@ impl Engine {
 }
 
 /// Writes to a temporary file and renames it, so a reader never sees half a file.
+/// The directory is created if it went missing (a cleared cache).
 fn write_atomically(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
+    if let Some(dir) = path.parent() {
+        std::fs::create_dir_all(dir)?;
+    }
     let tmp = path.with_extension(format!("tmp{}", std::process::id()));
     std::fs::write(&tmp, bytes)?;
     std::fs::rename(&tmp, path)
