@@ -21,6 +21,7 @@ use serde_json::{Value, json};
 
 /// A fresh in-memory server.
 pub async fn start() -> DevCluster {
+    kubewasm_tests::watchdog();
     DevCluster::start(Options::default())
         .await
         .expect("the server starts")

@@ -94,6 +94,7 @@ impl Env {
 
 impl Cluster {
     pub async fn start() -> Cluster {
+        kubewasm_tests::watchdog();
         let cluster = DevCluster::start(devcluster::Options::default()).await.expect("API server starts");
         let client = cluster.client();
         Cluster { cluster, client }
