@@ -368,6 +368,19 @@ impl Host {
         }
     }
 
+    /// Waits until every running controller's caches are synced, for at most
+    /// `limit` in all; false if one is not. Readiness means this.
+    pub async fn wait_synced(&self, limit: Duration) -> bool {
+        let deadline = tokio::time::Instant::now() + limit;
+        for c in self.controllers.values() {
+            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
+            if !c.wait_synced(left).await {
+                return false;
+            }
+        }
+        true
+    }
+
     /// Where reloads are counted; controllers started from the directory share it.
     pub fn metrics(&self) -> &Metrics {
         &self.options.controller.metrics

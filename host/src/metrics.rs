@@ -161,6 +161,18 @@ impl Metrics {
         Self(Arc::new(Inner { registry, ..inner }))
     }
 
+    /// `GET /metrics`, for the health server to serve beside the probes.
+    pub fn router(&self) -> axum::Router {
+        let metrics = self.clone();
+        axum::Router::new().route(
+            "/metrics",
+            axum::routing::get(move || {
+                let body = metrics.encode();
+                async move { ([(axum::http::header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], body) }
+            }),
+        )
+    }
+
     /// The OpenMetrics text exposition.
     pub fn encode(&self) -> String {
         let mut out = String::new();
@@ -240,5 +252,21 @@ mod tests {
             assert!(text.contains(line), "missing {line} in:\n{text}");
         }
         assert!(!text.contains(r#"sha256="abc""#), "the replaced version is gone");
+    }
+
+    #[tokio::test]
+    async fn metrics_are_served_as_openmetrics() {
+        use tower::ServiceExt;
+        let m = Metrics::new();
+        m.wrote("foo", WriteKind::Prune);
+        let request = axum::http::Request::get("/metrics").body(axum::body::Body::empty()).unwrap();
+        let response = m.router().oneshot(request).await.unwrap();
+        assert_eq!(response.status(), 200);
+        let content_type = response.headers()[axum::http::header::CONTENT_TYPE].to_str().unwrap().to_string();
+        assert!(content_type.starts_with("application/openmetrics-text"), "{content_type}");
+        let body = axum::body::to_bytes(response.into_body(), usize::MAX).await.unwrap();
+        let text = String::from_utf8(body.to_vec()).unwrap();
+        assert!(text.contains(r#"kubewasm_writes_total{plugin="foo",write="prune"} 1"#), "{text}");
+        assert!(text.ends_with("# EOF\n"), "OpenMetrics ends with # EOF");
     }
 }

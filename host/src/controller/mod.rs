@@ -281,6 +281,12 @@ impl Controller {
         self.resync();
     }
 
+    /// Waits until the watches of every kind the plugin touches have listed once, for
+    /// at most `limit`; false if they have not.
+    pub async fn wait_synced(&self, limit: Duration) -> bool {
+        self.ctx.caches.ready(limit).await
+    }
+
     /// Where this controller's reconciles, calls and writes are counted.
     pub fn metrics(&self) -> &Metrics {
         &self.ctx.options.metrics
