@@ -12,4 +12,5 @@ pub mod controller;
 pub mod devcluster;
 pub mod host;
 pub mod plugin;
+pub mod rbac;
 pub mod render;
