@@ -10,6 +10,7 @@
 
 pub mod controller;
 pub mod devcluster;
+pub mod health;
 pub mod host;
 pub mod plugin;
 pub mod rbac;
