@@ -12,6 +12,7 @@ pub mod controller;
 pub mod devcluster;
 pub mod health;
 pub mod host;
+pub mod leader;
 pub mod logging;
 pub mod plugin;
 pub mod rbac;
