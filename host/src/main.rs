@@ -2,14 +2,18 @@
 
 mod cli;
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
 use kubewasm::devcluster::{self, DevCluster};
+use kubewasm::health::{self, Health};
 use kubewasm::host::{self, Host};
+use kubewasm::logging;
 use kubewasm::plugin::{CONTRACT_VERSION, Engine, Plugin};
+use kubewasm::rbac;
 use kubewasm::render::{self, Inputs};
 use serde_json::{Value, json};
 
@@ -17,13 +21,14 @@ use cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube_runtime=warn,kube_client=warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let format = match cli.log_format {
+        cli::LogFormat::Text => logging::Format::Text,
+        cli::LogFormat::Json => logging::Format::Json,
+    };
+    if let Err(e) = logging::init(format) {
+        eprintln!("error: cannot set up logging: {e}");
+        return ExitCode::FAILURE;
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -36,11 +41,11 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<()> {
     let engine = Engine::new().map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e:#}"))?;
     match cli.command {
-        Command::Dev { dir, data_dir, kubeconfig, port } => {
+        Command::Dev { dir, data_dir, kubeconfig, port, health_addr } => {
             let options = devcluster::Options { data_dir, port, kubeconfig_path: kubeconfig, ..devcluster::Options::default() };
-            tokio_runtime()?.block_on(dev(&engine, &dir, options))?;
+            tokio_runtime()?.block_on(dev(&engine, &dir, options, health_addr))?;
         }
-        Command::Run { dir } => tokio_runtime()?.block_on(run_host(&engine, &dir))?,
+        Command::Run { dir, health_addr } => tokio_runtime()?.block_on(run_host(&engine, &dir, health_addr))?,
         Command::Describe { plugin } => {
             let plugin = Plugin::load(&engine, &plugin)?;
             print!("{}", serde_yaml_ng::to_string(&describe(&plugin)?)?);
@@ -68,6 +73,19 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
+        Command::Rbac { dir, namespace, name, service_account_namespace } => {
+            let (plugins, failures) = host::load_dir(&engine, &dir)?;
+            if let Some(failure) = failures.first() {
+                anyhow::bail!("{failure} (RBAC for the other plugins alone would not let it run)");
+            }
+            anyhow::ensure!(!plugins.is_empty(), "no plugin (*.wasm) in {}", dir.display());
+            let service_account_namespace =
+                service_account_namespace.or_else(|| namespace.clone()).unwrap_or_else(|| rbac::Options::default().service_account_namespace);
+            let options = rbac::Options { name, namespace, service_account_namespace };
+            for object in rbac::objects(plugins.iter().map(|p| p.manifest()), &options) {
+                print!("---\n{}", serde_yaml_ng::to_string(&object)?);
+            }
+        }
     }
     Ok(())
 }
@@ -88,8 +106,13 @@ fn load_plugins(engine: &Engine, dir: &Path) -> Result<Vec<std::sync::Arc<Plugin
     Ok(plugins)
 }
 
-async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options) -> Result<()> {
+async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options, health_addr: Option<SocketAddr>) -> Result<()> {
     let plugins = load_plugins(engine, dir)?;
+    let health = Health::new();
+    let health_server = match health_addr {
+        Some(addr) => Some(health::serve(addr, health.clone(), None).await?),
+        None => None,
+    };
     let cluster = DevCluster::start(options).await?;
     let client = cluster.client();
     println!("export KUBECONFIG={}", cluster.kubeconfig_path().display());
@@ -98,19 +121,29 @@ async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options) -> Resul
     let with_options = plugins.into_iter().map(|p| (p, kubewasm::controller::Options::default())).collect();
     let host = Host::start(&client, with_options).await;
     eprintln!("running plugins: {}; Ctrl-C stops", host.plugins().collect::<Vec<_>>().join(", "));
+    health.set_ready(true);
     shutdown_signal().await;
+    health.set_ready(false);
     host.stop().await;
+    if let Some(server) = health_server {
+        server.shutdown().await;
+    }
     cluster.shutdown().await;
     Ok(())
 }
 
-async fn run_host(engine: &Engine, dir: &Path) -> Result<()> {
+async fn run_host(engine: &Engine, dir: &Path, health_addr: SocketAddr) -> Result<()> {
+    let health = Health::new();
+    let health_server = health::serve(health_addr, health.clone(), None).await?;
     let client = kube::Client::try_default().await.context("no cluster: set KUBECONFIG or run in a Pod")?;
     let plugins = load_plugins(engine, dir)?;
     let with_options = plugins.into_iter().map(|p| (p, kubewasm::controller::Options::default())).collect();
     let host = Host::start(&client, with_options).await;
+    health.set_ready(true);
     shutdown_signal().await;
+    health.set_ready(false);
     host.stop().await;
+    health_server.shutdown().await;
     Ok(())
 }
 

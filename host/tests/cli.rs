@@ -240,3 +240,208 @@ fn a_parent_of_the_wrong_kind_is_refused() {
     let out = kubewasm(&["render", path_str(&plugin("foo")), "--parent", path_str(&misbehave_parent())]);
     assert_fails_with(&out, &["misbehave-parent.yaml", "samplecontroller.k8s.io/v1alpha1 Foo"]);
 }
+
+// ---- rbac ----------------------------------------------------------------------
+
+/// `kubewasm rbac` for the example plugins, parsed: the objects it prints.
+fn rbac_objects(extra: &[&str]) -> Vec<serde_json::Value> {
+    let dir = target_dir().join("plugins");
+    let mut args = vec!["rbac", "--plugins", path_str(&dir)];
+    args.extend(extra);
+    let out = kubewasm(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    yaml_stream(&String::from_utf8(out.stdout).expect("utf-8"))
+}
+
+fn yaml_stream(text: &str) -> Vec<serde_json::Value> {
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|d| serde::Deserialize::deserialize(d).expect("YAML document"))
+        .filter(|v: &serde_json::Value| !v.is_null())
+        .collect()
+}
+
+/// Verbs of the rule for `group`/`resource` in `role`, sorted.
+fn role_verbs(role: &serde_json::Value, group: &str, resource: &str) -> Option<Vec<String>> {
+    let rules = role["rules"].as_array().expect("rules");
+    let matching: Vec<&serde_json::Value> =
+        rules.iter().filter(|r| r["apiGroups"][0] == group && r["resources"][0] == resource).collect();
+    assert!(matching.len() <= 1, "rules of one resource are merged: {matching:?}");
+    let mut verbs: Vec<String> = matching
+        .first()?
+        .get("verbs")?
+        .as_array()?
+        .iter()
+        .filter_map(|v| v.as_str().map(String::from))
+        .collect();
+    verbs.sort();
+    Some(verbs)
+}
+
+fn strings(list: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = list.iter().map(ToString::to_string).collect();
+    v.sort();
+    v
+}
+
+/// The manifests `kubewasm describe` prints for each example plugin.
+fn described_manifests() -> Vec<serde_json::Value> {
+    ["demo-application", "foo", "pod-services"]
+        .iter()
+        .map(|name| {
+            let out = kubewasm(&["describe", path_str(&plugin(name))]);
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            serde_yaml_ng::from_slice(&out.stdout).expect("describe prints YAML")
+        })
+        .collect()
+}
+
+#[test]
+fn rbac_grants_what_each_plugins_manifest_declares_and_nothing_else() {
+    let objects = rbac_objects(&[]);
+    let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
+    assert_eq!(kinds, ["ServiceAccount", "ClusterRole", "ClusterRoleBinding"]);
+    let role = &objects[1];
+    let mut expected_resources: std::collections::BTreeSet<(String, String)> = std::collections::BTreeSet::new();
+    let manifests = described_manifests();
+    for m in &manifests {
+        let parent = &m["parent"];
+        let (group, plural) = (parent["group"].as_str().expect("group"), parent["plural"].as_str().expect("plural"));
+        let has = |resource: &str, verbs: &[&str]| {
+            let granted = role_verbs(role, group, resource).unwrap_or_else(|| panic!("{} has no rule for {resource}", m["name"]));
+            for verb in verbs {
+                assert!(granted.iter().any(|g| g == verb), "{}: {resource} lacks {verb}: {granted:?}", m["name"]);
+            }
+        };
+        has(plural, &["get", "list", "watch", "patch", "update"]);
+        has(&format!("{plural}/status"), &["get", "patch", "update"]);
+        expected_resources.extend([(group.to_string(), plural.to_string()), (group.to_string(), format!("{plural}/status"))]);
+        let children = m["children"].as_array().expect("children");
+        if m["finalizer"] == true || !children.is_empty() {
+            has(&format!("{plural}/finalizers"), &["update"]);
+            expected_resources.insert((group.to_string(), format!("{plural}/finalizers")));
+        }
+        for (list, verbs) in [
+            ("children", &["get", "list", "watch", "create", "patch", "update", "delete"][..]),
+            ("related", &["get", "list", "watch"][..]),
+        ] {
+            for kind in m[list].as_array().expect("kinds") {
+                let (g, r) = (kind["group"].as_str().expect("group"), kind["plural"].as_str().expect("plural"));
+                let granted = role_verbs(role, g, r).unwrap_or_else(|| panic!("no rule for {g}/{r}"));
+                for verb in verbs {
+                    assert!(granted.iter().any(|v| v == verb), "{}: {list} {r} lacks {verb}", m["name"]);
+                }
+                expected_resources.insert((g.to_string(), r.to_string()));
+            }
+        }
+    }
+    for always in [("", "events"), ("events.k8s.io", "events"), ("coordination.k8s.io", "leases"), ("apiextensions.k8s.io", "customresourcedefinitions")] {
+        expected_resources.insert((always.0.to_string(), always.1.to_string()));
+    }
+    let granted: std::collections::BTreeSet<(String, String)> = role["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .map(|r| (r["apiGroups"][0].as_str().expect("group").to_string(), r["resources"][0].as_str().expect("resource").to_string()))
+        .collect();
+    assert_eq!(granted, expected_resources, "exactly the declared resources");
+
+    // What each verb set looks like for the example plugins.
+    assert_eq!(role_verbs(role, "samplecontroller.k8s.io", "foos"), Some(strings(&["get", "list", "watch", "patch", "update"])));
+    assert_eq!(
+        role_verbs(role, "apps", "deployments"),
+        Some(strings(&["get", "list", "watch", "create", "patch", "update", "delete"]))
+    );
+    assert_eq!(role_verbs(role, "", "pods"), Some(strings(&["get", "list", "watch", "patch", "update"])), "pod-services only annotates pods");
+    assert_eq!(role_verbs(role, "", "pods/finalizers"), None, "pod-services has no children and no finalizer");
+    assert_eq!(role_verbs(role, "coordination.k8s.io", "leases"), Some(strings(&["get", "create", "update"])));
+    assert_eq!(objects[2]["subjects"][0]["name"], "kubewasm");
+    assert_eq!(objects[2]["roleRef"]["name"], role["metadata"]["name"]);
+}
+
+#[test]
+fn rbac_with_a_namespace_grants_a_role_there_and_names_everything_as_asked() {
+    let objects = rbac_objects(&["--namespace", "team-a", "--name", "ops"]);
+    let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
+    assert_eq!(kinds, ["ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"]);
+    assert!(objects.iter().all(|o| o["metadata"]["name"] == "ops"));
+    assert_eq!(objects[0]["metadata"]["namespace"], "team-a");
+    assert_eq!(objects[1]["metadata"]["namespace"], "team-a");
+    assert!(role_verbs(&objects[1], "samplecontroller.k8s.io", "foos").is_some());
+    let cluster_resources: Vec<&str> =
+        objects[3]["rules"].as_array().expect("rules").iter().filter_map(|r| r["resources"][0].as_str()).collect();
+    assert_eq!(cluster_resources, ["customresourcedefinitions"], "a Role cannot grant cluster-scoped resources");
+}
+
+#[test]
+fn rbac_of_a_directory_with_a_broken_plugin_fails_naming_it() {
+    let dir = target_dir().join("cli-test-inputs").join("rbac-broken");
+    std::fs::create_dir_all(&dir).expect("create dir");
+    std::fs::copy(plugin("foo"), dir.join("foo.wasm")).expect("copy plugin");
+    std::fs::write(dir.join("broken.wasm"), b"not a component").expect("write");
+    let out = kubewasm(&["rbac", "--plugins", path_str(&dir)]);
+    assert_fails_with(&out, &["broken.wasm"]);
+    assert!(out.stdout.is_empty(), "no partial RBAC is printed");
+}
+
+#[test]
+fn the_checked_in_deploy_rbac_matches_what_kubewasm_rbac_prints() {
+    let out = kubewasm(&["rbac", "--plugins", path_str(&target_dir().join("plugins"))]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let actual = String::from_utf8(out.stdout).expect("utf-8");
+    let path = workspace().join("deploy").join("rbac.yaml");
+    let header = "# Generated by `kubewasm rbac --plugins target/plugins` for the example plugins.\n\
+                  # Regenerate after changing a plugin's manifest: KUBEWASM_BLESS=1 cargo test -p kubewasm --test cli\n";
+    if std::env::var_os("KUBEWASM_BLESS").is_some() {
+        std::fs::write(&path, format!("{header}{actual}")).expect("write deploy/rbac.yaml");
+    }
+    let checked_in = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (KUBEWASM_BLESS=1 writes it)", path.display()));
+    assert_eq!(checked_in, format!("{header}{actual}"), "deploy/rbac.yaml drifted: regenerate it with KUBEWASM_BLESS=1");
+}
+
+/// Runs kubectl against `cluster` with `stdin` as the input; returns stdout.
+fn kubectl_with_stdin(cluster: &kubewasm::devcluster::DevCluster, args: &[&str], stdin: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path())
+        .arg("--cache-dir")
+        .arg(cluster.kubeconfig_path().with_extension("kubectl-cache"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    child.stdin.take().expect("stdin").write_all(stdin).expect("write stdin");
+    let out = child.wait_with_output().expect("kubectl finishes");
+    assert!(out.status.success(), "kubectl {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn generated_rbac_is_accepted_by_the_api_server() {
+    use kubewasm::devcluster::{DevCluster, Options};
+    let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
+    let dir = target_dir().join("plugins");
+    for extra in [&["--service-account-namespace", "default"][..], &["--namespace", "default"][..]] {
+        let mut args = vec!["rbac", "--plugins", path_str(&dir)];
+        args.extend(extra);
+        let out = kubewasm(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let objects = yaml_stream(&String::from_utf8_lossy(&out.stdout));
+        let applied = tokio::task::block_in_place(|| {
+            kubectl_with_stdin(&cluster, &["apply", "--dry-run=server", "-f", "-"], &out.stdout)
+        });
+        for object in &objects {
+            let kind = object["kind"].as_str().expect("kind").to_lowercase();
+            let name = object["metadata"]["name"].as_str().expect("name");
+            let accepted = applied.lines().any(|line| {
+                (line.starts_with(&format!("{kind}/")) || line.starts_with(&format!("{kind}.")))
+                    && line.ends_with(&format!("/{name} created (server dry run)"))
+            });
+            assert!(accepted, "{kind}/{name} not accepted: {applied}");
+        }
+    }
+    cluster.shutdown().await;
+}
