@@ -445,3 +445,111 @@ async fn generated_rbac_is_accepted_by_the_api_server() {
     }
     cluster.shutdown().await;
 }
+
+// ---- log format ----------------------------------------------------------------
+
+fn describe_logging(format: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(["--log-format", format, "describe", path_str(&plugin("foo"))])
+        .env("RUST_LOG", "debug")
+        .output()
+        .expect("kubewasm runs")
+}
+
+#[test]
+fn log_format_json_writes_one_json_object_per_stderr_line() {
+    let out = describe_logging("json");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8(out.stderr).expect("utf-8 logs");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(!lines.is_empty(), "RUST_LOG=debug logs something while loading a plugin");
+    for line in lines {
+        let entry: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert!(entry["timestamp"].is_string() && entry["level"].is_string(), "{line}");
+        assert!(entry["fields"].is_object(), "{line}");
+    }
+    let manifest: serde_json::Value = serde_yaml_ng::from_slice(&out.stdout).expect("stdout stays YAML");
+    assert_eq!(manifest["name"], "foo");
+}
+
+#[test]
+fn log_format_is_text_by_default_and_rust_log_filters_it() {
+    let out = describe_logging("text");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.lines().any(|l| l.contains("DEBUG")), "debug lines at RUST_LOG=debug");
+    assert!(stderr.lines().all(|l| !l.starts_with('{')), "text, not JSON: {stderr}");
+    assert!(!stderr.contains('\u{1b}'), "no terminal colors when stderr is not a terminal");
+    let quiet = kubewasm(&["describe", path_str(&plugin("foo"))]);
+    assert!(quiet.status.success());
+    assert!(quiet.stderr.is_empty(), "RUST_LOG=warn silences the rest: {}", String::from_utf8_lossy(&quiet.stderr));
+}
+
+#[test]
+fn an_unknown_log_format_is_refused_with_the_choices() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(["--log-format", "xml", "describe", path_str(&plugin("foo"))])
+        .output()
+        .expect("kubewasm runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("text") && stderr.contains("json"), "{stderr}");
+}
+
+// ---- health probes -------------------------------------------------------------
+
+/// One HTTP GET over a raw socket: the status code, or `None` when nothing listens.
+fn http_status(addr: &str, path: &str) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(5))).ok()?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    response.split(' ').nth(1)?.parse().ok()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port()
+}
+
+#[test]
+fn dev_serves_health_probes_when_asked_and_stops_cleanly_on_sigterm() {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(["dev", "--plugins", path_str(&target_dir().join("plugins")), "--health-addr", &addr])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubewasm dev starts");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let mut ready = None;
+    while std::time::Instant::now() < deadline && ready != Some(200) {
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            panic!("kubewasm dev exited early with {status}");
+        }
+        ready = http_status(&addr, "/readyz");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(ready, Some(200), "/readyz once the host runs");
+    assert_eq!(http_status(&addr, "/healthz"), Some(200));
+    let term = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill runs");
+    assert!(term.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("kubewasm dev did not exit within 60 s of SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().expect("stderr of kubewasm dev");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(status.success(), "a clean exit on SIGTERM: {status:?} {stderr}");
+    assert_eq!(http_status(&addr, "/healthz"), None, "the probes stop with the process");
+}
