@@ -514,6 +514,41 @@ fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port()
 }
 
+/// Polls `/readyz` of `child` until it answers 200; fails if the child exits first.
+fn wait_until_ready(child: &mut std::process::Child, addr: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let mut ready = None;
+    while std::time::Instant::now() < deadline && ready != Some(200) {
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            panic!("kubewasm exited early with {status}");
+        }
+        ready = http_status(addr, "/readyz");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(ready, Some(200), "/readyz once the host runs");
+}
+
+/// Sends SIGTERM and asserts a clean exit within a minute; returns stderr.
+fn terminate_cleanly(mut child: std::process::Child) -> String {
+    let term = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill runs");
+    assert!(term.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("kubewasm did not exit within 60 s of SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().expect("stderr of kubewasm");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(status.success(), "a clean exit on SIGTERM: {status:?} {stderr}");
+    stderr
+}
+
 #[test]
 fn dev_serves_health_probes_when_asked_and_stops_cleanly_on_sigterm() {
     let addr = format!("127.0.0.1:{}", free_port());
@@ -524,32 +559,35 @@ fn dev_serves_health_probes_when_asked_and_stops_cleanly_on_sigterm() {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("kubewasm dev starts");
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    let mut ready = None;
-    while std::time::Instant::now() < deadline && ready != Some(200) {
-        if let Some(status) = child.try_wait().expect("poll the child") {
-            panic!("kubewasm dev exited early with {status}");
-        }
-        ready = http_status(&addr, "/readyz");
-        std::thread::sleep(std::time::Duration::from_millis(200));
-    }
-    assert_eq!(ready, Some(200), "/readyz once the host runs");
+    wait_until_ready(&mut child, &addr);
     assert_eq!(http_status(&addr, "/healthz"), Some(200));
-    let term = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill runs");
-    assert!(term.success());
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
-    let status = loop {
-        if let Some(status) = child.try_wait().expect("poll the child") {
-            break status;
-        }
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            panic!("kubewasm dev did not exit within 60 s of SIGTERM");
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    };
-    let out = child.wait_with_output().expect("stderr of kubewasm dev");
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(status.success(), "a clean exit on SIGTERM: {status:?} {stderr}");
+    terminate_cleanly(child);
     assert_eq!(http_status(&addr, "/healthz"), None, "the probes stop with the process");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_serves_health_probes_against_a_cluster_and_stops_cleanly_on_sigterm() {
+    use kubewasm::devcluster::{DevCluster, Options};
+    let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let kubeconfig = cluster.kubeconfig_path().to_path_buf();
+    let plugins = target_dir().join("plugins");
+    let probe_addr = addr.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+            .args(["run", "--plugins", path_str(&plugins), "--health-addr", &probe_addr])
+            .env("KUBECONFIG", &kubeconfig)
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("kubewasm run starts");
+        wait_until_ready(&mut child, &probe_addr);
+        assert_eq!(http_status(&probe_addr, "/healthz"), Some(200));
+        terminate_cleanly(child);
+    })
+    .await
+    .expect("the run test");
+    assert_eq!(http_status(&addr, "/readyz"), None, "the probes stop with the process");
+    cluster.shutdown().await;
 }
