@@ -115,8 +115,11 @@ impl Elector {
         let renew_deadline = self.lease_duration * 2 / 3;
         loop {
             match self.try_acquire_or_renew(&mut observed).await {
-                Ok(true) => renewed = Some(Instant::now()),
-                Ok(false) => renewed = None,
+                Ok(Round::Holding) => renewed = Some(Instant::now()),
+                Ok(Round::HeldByAnother) => renewed = None,
+                // A write lost a race: the next round reads who won. A holder keeps
+                // leading meanwhile, within its renew deadline.
+                Ok(Round::Contended) => {}
                 Err(e) => warn!(error = %e, identity = %self.identity, "leader election: lease not read or written"),
             }
             if renewed.is_some_and(|at| at.elapsed() >= renew_deadline) {
@@ -158,9 +161,9 @@ impl Elector {
         Error::Api { namespace: self.namespace.clone(), name: self.name.clone(), source }
     }
 
-    /// One round: `Ok(true)` when this candidate holds the Lease afterwards.
+    /// One round: create, renew or take the Lease when this candidate may.
     /// `observed` is the Lease's last seen resourceVersion and when it was first seen.
-    async fn try_acquire_or_renew(&self, observed: &mut Option<(String, Instant)>) -> Result<bool, Error> {
+    async fn try_acquire_or_renew(&self, observed: &mut Option<(String, Instant)>) -> Result<Round, Error> {
         let now = MicroTime(k8s_openapi::jiff::Timestamp::now());
         let seconds = i32::try_from(self.lease_duration.as_secs()).unwrap_or(i32::MAX);
         let Some(mut lease) = self.api.get_opt(&self.name).await.map_err(|e| self.api_error(e))? else {
@@ -178,9 +181,9 @@ impl Elector {
             return match self.api.create(&PostParams::default(), &lease).await {
                 Ok(created) => {
                     *observed = created.metadata.resource_version.map(|rv| (rv, Instant::now()));
-                    Ok(true)
+                    Ok(Round::Holding)
                 }
-                Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+                Err(kube::Error::Api(status)) if status.code == 409 => Ok(Round::Contended),
                 Err(e) => Err(self.api_error(e)),
             };
         };
@@ -197,7 +200,7 @@ impl Elector {
             .map_or(self.lease_duration, Duration::from_secs);
         let expired = holder.is_none() || observed.as_ref().is_some_and(|(_, at)| at.elapsed() >= their_duration);
         if !mine && !expired {
-            return Ok(false);
+            return Ok(Round::HeldByAnother);
         }
         if !mine {
             debug!(identity = %self.identity, previous = ?holder, "taking the lease");
@@ -210,10 +213,10 @@ impl Elector {
         match self.api.replace(&self.name, &PostParams::default(), &lease).await {
             Ok(written) => {
                 *observed = written.metadata.resource_version.map(|rv| (rv, Instant::now()));
-                Ok(true)
+                Ok(Round::Holding)
             }
             // Someone else wrote first: whoever it was, re-read next round.
-            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
+            Err(kube::Error::Api(status)) if status.code == 409 => Ok(Round::Contended),
             Err(e) => Err(self.api_error(e)),
         }
     }
@@ -240,6 +243,16 @@ impl Elector {
             Err(e) => Err(self.api_error(e)),
         }
     }
+}
+
+/// What one round of campaigning found.
+enum Round {
+    /// This candidate holds the Lease (created, renewed or taken).
+    Holding,
+    /// Another candidate holds the Lease and it has not expired.
+    HeldByAnother,
+    /// A write was refused with 409: another candidate wrote the Lease first.
+    Contended,
 }
 
 /// A running [`Elector`]: whether it leads, and how to stop it.
