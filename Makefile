@@ -8,11 +8,11 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 PLUGINS := demo-application foo pod-services
 PLUGIN_DIR := $(TARGET_DIR)/plugins
 # Test fixtures (host/tests/fixtures), copied to $(FIXTURE_DIR).
-FIXTURES := misbehave future-contract gate
+FIXTURES := misbehave future-contract gate bad-describe demo-relabel
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
-.PHONY: plugins demo test bench
+.PHONY: plugins demo test bench bench-reload
 
 plugins:
 	$(CARGO) build --profile plugin --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS) $(FIXTURES))
@@ -33,3 +33,6 @@ test: plugins
 
 bench: plugins
 	$(CARGO) bench -p kubewasm --bench reconcile
+
+bench-reload: plugins
+	$(CARGO) bench -p kubewasm --bench reload

@@ -1,6 +1,8 @@
 //! One reconcile of `demo-application`: in WebAssembly through the host (fresh
-//! instance + call + decode), beside the same plugin code called natively through
-//! the SDK's test path (same JSON encoding and decoding, no sandbox).
+//! instance + call + decode), with instances allocated on demand (`wasm`) and from
+//! the pooling allocator (`wasm-pooled`), beside the same plugin code called
+//! natively through the SDK's test path (same JSON encoding and decoding, no
+//! sandbox).
 //!
 //! Run with `make bench` (builds the plugin first). Results: BENCHMARKS.md.
 
@@ -8,7 +10,7 @@ use std::path::PathBuf;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use demo_application::DemoApplicationReconciler;
-use kubewasm::plugin::{Engine, Plugin, Request};
+use kubewasm::plugin::{Engine, EngineOptions, Plugin, Request};
 use kubewasm_sdk::testing::{self, TestRequest};
 use serde_json::{Value, json};
 
@@ -54,6 +56,8 @@ fn observed(n: usize) -> Vec<Value> {
 fn reconcile(c: &mut Criterion) {
     let engine = Engine::new().expect("engine");
     let plugin = Plugin::load(&engine, &plugin_path()).expect("demo-application loads");
+    let pooled_engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: None }).expect("engine");
+    let pooled = Plugin::load(&pooled_engine, &plugin_path()).expect("demo-application loads");
     let mut group = c.benchmark_group("reconcile/demo-application");
     for n in [0, 10, 100] {
         let request = Request {
@@ -68,6 +72,9 @@ fn reconcile(c: &mut Criterion) {
             b.iter(|| plugin.reconcile(request).expect("reconcile succeeds"));
         });
         let native = observed(n).into_iter().fold(TestRequest::new(parent()), TestRequest::child);
+        group.bench_with_input(BenchmarkId::new("wasm-pooled", n), &request, |b, request| {
+            b.iter(|| pooled.reconcile(request).expect("reconcile succeeds"));
+        });
         group.bench_with_input(BenchmarkId::new("native", n), &native, |b, native| {
             b.iter_batched(
                 || native.clone(),

@@ -44,6 +44,8 @@ pub enum Command {
         /// Serve /healthz and /readyz on this address (default: not served).
         #[arg(long, value_name = "ADDR")]
         health_addr: Option<SocketAddr>,
+        #[command(flatten)]
+        host: HostArgs,
     },
     /// Production: run a controller per plugin against the cluster of the in-cluster
     /// config or KUBECONFIG.
@@ -54,6 +56,8 @@ pub enum Command {
         /// Serve /healthz (liveness) and /readyz (readiness) on this address.
         #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
         health_addr: SocketAddr,
+        #[command(flatten)]
+        host: HostArgs,
     },
     /// Print a plugin's manifest: its parent, children, related kinds and limits.
     Describe {
@@ -107,4 +111,30 @@ pub enum Command {
         #[arg(long, value_name = "NS")]
         service_account_namespace: Option<String>,
     },
+}
+
+/// How the host runs plugins, for `dev` and `run`.
+#[derive(Debug, clap::Args)]
+pub struct HostArgs {
+    /// Keep compiled plugins here so restarts load them without compiling
+    /// (default: $XDG_CACHE_HOME/kubewasm or ~/.cache/kubewasm).
+    #[arg(long, env = "KUBEWASM_CACHE_DIR")]
+    pub cache_dir: Option<PathBuf>,
+    /// Compile every time; keep nothing on disk.
+    #[arg(long, conflicts_with = "cache_dir")]
+    pub no_cache: bool,
+}
+
+impl HostArgs {
+    pub fn cache_dir(&self) -> Option<PathBuf> {
+        if self.no_cache {
+            return None;
+        }
+        self.cache_dir.clone().or_else(|| {
+            let base = std::env::var_os("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+            Some(base.join("kubewasm"))
+        })
+    }
 }

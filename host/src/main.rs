@@ -10,9 +10,9 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use kubewasm::devcluster::{self, DevCluster};
 use kubewasm::health::{self, Health};
-use kubewasm::host::{self, Host};
+use kubewasm::host::{self, DirOptions, Host};
 use kubewasm::logging;
-use kubewasm::plugin::{CONTRACT_VERSION, Engine, Plugin};
+use kubewasm::plugin::{CONTRACT_VERSION, Engine, EngineOptions, Plugin};
 use kubewasm::rbac;
 use kubewasm::render::{self, Inputs};
 use serde_json::{Value, json};
@@ -39,19 +39,24 @@ fn main() -> ExitCode {
 }
 
 fn run(cli: Cli) -> Result<()> {
-    let engine = Engine::new().map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e:#}"))?;
     match cli.command {
-        Command::Dev { dir, data_dir, kubeconfig, port, health_addr } => {
+        Command::Dev { dir, data_dir, kubeconfig, port, health_addr, host } => {
             let options = devcluster::Options { data_dir, port, kubeconfig_path: kubeconfig, ..devcluster::Options::default() };
-            tokio_runtime()?.block_on(dev(&engine, &dir, options, health_addr))?;
+            let runtime = tokio_runtime()?;
+            let engine = engine(&EngineOptions { pooling: true, cache_dir: host.cache_dir() })?;
+            runtime.block_on(dev(&engine, &dir, options, health_addr))?;
         }
-        Command::Run { dir, health_addr } => tokio_runtime()?.block_on(run_host(&engine, &dir, health_addr))?,
+        Command::Run { dir, health_addr, host } => {
+            let runtime = tokio_runtime()?;
+            let engine = engine(&EngineOptions { pooling: true, cache_dir: host.cache_dir() })?;
+            runtime.block_on(run_host(&engine, &dir, health_addr))?;
+        }
         Command::Describe { plugin } => {
-            let plugin = Plugin::load(&engine, &plugin)?;
+            let plugin = Plugin::load(&engine(&EngineOptions::default())?, &plugin)?;
             print!("{}", serde_yaml_ng::to_string(&describe(&plugin)?)?);
         }
         Command::Render { plugin, parent, observed, related, config, now } => {
-            let plugin = Plugin::load(&engine, &plugin)?;
+            let plugin = Plugin::load(&engine(&EngineOptions::default())?, &plugin)?;
             let now = now.unwrap_or_else(|| jiff::Timestamp::now().to_string());
             let rendered = render::render(&plugin, &Inputs { parent, observed, related, config }, &now)?;
             for note in &rendered.notes {
@@ -65,6 +70,7 @@ fn run(cli: Cli) -> Result<()> {
                 files.extend(wasm_files(&dir)?);
             }
             anyhow::ensure!(!files.is_empty(), "name plugin files or a directory with --plugins DIR");
+            let engine = engine(&EngineOptions::default())?;
             for file in files {
                 let plugin = Plugin::load(&engine, &file)?;
                 let crds = plugin.manifest().crd_objects().map_err(anyhow::Error::msg)?;
@@ -74,7 +80,7 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Rbac { dir, namespace, name, service_account_namespace } => {
-            let (plugins, failures) = host::load_dir(&engine, &dir)?;
+            let (plugins, failures) = host::load_dir(&engine(&EngineOptions::default())?, &dir)?;
             if let Some(failure) = failures.first() {
                 anyhow::bail!("{failure} (RBAC for the other plugins alone would not let it run)");
             }
@@ -94,20 +100,14 @@ fn tokio_runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
 }
 
-/// Loads the plugin directory, reporting each file that fails.
-fn load_plugins(engine: &Engine, dir: &Path) -> Result<Vec<std::sync::Arc<Plugin>>> {
-    let (plugins, failures) = host::load_dir(engine, dir)?;
-    for failure in &failures {
-        tracing::error!("plugin not loaded: {failure}");
-    }
-    if plugins.is_empty() {
-        tracing::warn!("no plugin loaded from {}", dir.display());
-    }
-    Ok(plugins)
+/// One-shot commands compile once and need neither pooling nor a cache; a
+/// long-running host wants both.
+fn engine(options: &EngineOptions) -> Result<Engine> {
+    Engine::with_options(options).map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e:#}"))
 }
 
 async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options, health_addr: Option<SocketAddr>) -> Result<()> {
-    let plugins = load_plugins(engine, dir)?;
+    anyhow::ensure!(dir.is_dir(), "{}: not a directory", dir.display());
     let health = Health::new();
     let health_server = match health_addr {
         Some(addr) => Some(health::serve(addr, health.clone(), None).await?),
@@ -117,14 +117,12 @@ async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options, health_a
     let client = cluster.client();
     println!("export KUBECONFIG={}", cluster.kubeconfig_path().display());
     eprintln!("embedded API server on {}; try: kubectl --kubeconfig {} get crds", cluster.url(), cluster.kubeconfig_path().display());
-    host::install_crds(&client, &plugins).await?;
-    let with_options = plugins.into_iter().map(|p| (p, kubewasm::controller::Options::default())).collect();
-    let host = Host::start(&client, with_options).await;
-    eprintln!("running plugins: {}; Ctrl-C stops", host.plugins().collect::<Vec<_>>().join(", "));
+    let options = DirOptions { install_crds: true, ..DirOptions::default() };
+    let host = Host::from_dir(&client, engine, dir, options).await?;
+    print_status(&host);
+    eprintln!("watching {} for changes; Ctrl-C stops", dir.display());
     health.set_ready(true);
-    shutdown_signal().await;
-    health.set_ready(false);
-    host.stop().await;
+    host.watch(not_ready_on_shutdown(&health), print_status).await?;
     if let Some(server) = health_server {
         server.shutdown().await;
     }
@@ -136,15 +134,34 @@ async fn run_host(engine: &Engine, dir: &Path, health_addr: SocketAddr) -> Resul
     let health = Health::new();
     let health_server = health::serve(health_addr, health.clone(), None).await?;
     let client = kube::Client::try_default().await.context("no cluster: set KUBECONFIG or run in a Pod")?;
-    let plugins = load_plugins(engine, dir)?;
-    let with_options = plugins.into_iter().map(|p| (p, kubewasm::controller::Options::default())).collect();
-    let host = Host::start(&client, with_options).await;
+    let host = Host::from_dir(&client, engine, dir, DirOptions::default()).await?;
     health.set_ready(true);
-    shutdown_signal().await;
-    health.set_ready(false);
-    host.stop().await;
+    host.watch(not_ready_on_shutdown(&health), |_| {}).await?;
     health_server.shutdown().await;
     Ok(())
+}
+
+/// Waits for Ctrl-C or SIGTERM, then reports not ready while the host stops.
+async fn not_ready_on_shutdown(health: &Health) {
+    shutdown_signal().await;
+    health.set_ready(false);
+}
+
+/// One line per plugin file: what runs, and why a file is not in use.
+fn print_status(host: &Host) {
+    let status = host.status();
+    if status.is_empty() {
+        eprintln!("no plugins yet: drop NAME.wasm files into the plugin directory");
+    }
+    for p in status {
+        let name = p.name.as_deref().unwrap_or("-");
+        let version = p.hash.as_deref().map_or("-", |h| &h[..12]);
+        let state = if p.running { "running" } else { "stopped" };
+        match p.error {
+            Some(e) => eprintln!("  {name:<20} {state:<8} {version}  ERROR {e}"),
+            None => eprintln!("  {name:<20} {state:<8} {version}  {}", p.file),
+        }
+    }
 }
 
 /// Ctrl-C or SIGTERM.

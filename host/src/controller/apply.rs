@@ -9,7 +9,6 @@ use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditi
 use kube::discovery::ApiResource;
 use kube::{Client, ResourceExt};
 use serde_json::{Value, json};
-use sha2::{Digest, Sha256};
 
 /// Annotation stamping each applied child with a hash of what the host applied: a
 /// child whose stamp and fields match the desired object needs no write, and a
@@ -41,8 +40,8 @@ pub(crate) fn prepare_child(mut child: Value, parent: &DynamicObject, parent_res
             meta.as_object_mut().map(|m| m.remove("annotations"));
         }
     }
-    let hash = Sha256::digest(canonical(&child).as_bytes());
-    let stamp: String = hash.iter().take(8).map(|b| format!("{b:02x}")).collect();
+    let mut stamp = crate::plugin::directory::digest(canonical(&child).as_bytes());
+    stamp.truncate(16);
     let meta = &mut child["metadata"];
     if !meta["annotations"].is_object() {
         meta["annotations"] = json!({});

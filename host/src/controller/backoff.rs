@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::time::Duration;
 
 const FIRST: Duration = Duration::from_millis(5);
-const MAX: Duration = Duration::from_secs(300);
+const MAX: Duration = Duration::from_mins(5);
 
 /// Failure counts per key (a parent).
 pub(crate) struct Backoff<K> {

@@ -22,16 +22,26 @@ pub(crate) struct KindCache {
 /// A kind's watch stream, which keeps its cache current while it is polled.
 pub(crate) type WatchStream = std::pin::Pin<Box<dyn Stream<Item = Result<DynamicObject, watcher::Error>> + Send>>;
 
-/// Starts caching `kind`: returns the cache and the stream that fills it.
+/// Starts caching `kind` (in `namespace` only, if given and the kind is
+/// namespaced): returns the cache and the stream that fills it.
 ///
 /// `managedFields` are dropped from every cached object but the entries of
 /// `keep_manager`: the host reads its own entry on parents to know which labels and
 /// annotations it set, and nothing else needs them.
-pub(crate) fn watch(client: &Client, kind: KindRef, resource: ApiResource, keep_manager: Option<String>) -> (KindCache, WatchStream) {
+pub(crate) fn watch(
+    client: &Client,
+    kind: KindRef,
+    resource: ApiResource,
+    namespace: Option<&str>,
+    keep_manager: Option<String>,
+) -> (KindCache, WatchStream) {
     let writer = reflector::store::Writer::new(resource.clone());
     let store = writer.as_reader();
     let types = TypeMeta { api_version: resource.api_version.clone(), kind: resource.kind.clone() };
-    let api: Api<DynamicObject> = Api::all_with(client.clone(), &resource);
+    let api: Api<DynamicObject> = match namespace {
+        Some(ns) if kind.namespaced => Api::namespaced_with(client.clone(), ns, &resource),
+        _ => Api::all_with(client.clone(), &resource),
+    };
     let stream = watcher(api, watcher::Config::default())
         .default_backoff()
         .modify(move |object| {

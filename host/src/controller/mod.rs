@@ -9,7 +9,7 @@ mod kinds;
 mod reconcile;
 mod related;
 
-use std::sync::Arc;
+use std::sync::{Arc, PoisonError, RwLock};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -92,6 +92,9 @@ pub struct Options {
     pub finalizing_requeue: Duration,
     /// The plugin's settings, handed to it as `config`.
     pub config: Value,
+    /// Watch and reconcile in this namespace only (cluster-scoped kinds are
+    /// watched cluster-wide regardless).
+    pub namespace: Option<String>,
 }
 
 impl Default for Options {
@@ -99,16 +102,25 @@ impl Default for Options {
         Self {
             concurrency: 8,
             debounce: Duration::from_millis(50),
-            resync: Duration::from_secs(600),
+            resync: Duration::from_mins(10),
             finalizing_requeue: reconcile::FINALIZING_REQUEUE,
             config: Value::Null,
+            namespace: None,
         }
     }
 }
 
+/// The plugin version and settings a reconcile runs with; swapped as a whole, so a
+/// reconcile in flight finishes with the version it started with.
+#[derive(Clone)]
+pub(crate) struct Current {
+    plugin: Arc<Plugin>,
+    config: Value,
+}
+
 /// What every reconcile of one plugin shares.
 pub(crate) struct Context {
-    plugin: Arc<Plugin>,
+    current: RwLock<Current>,
     caches: Caches,
     related: Arc<RelatedIndex>,
     backoff: Backoff<ObjectRef<DynamicObject>>,
@@ -119,6 +131,10 @@ pub(crate) struct Context {
 }
 
 impl Context {
+    fn current(&self) -> Current {
+        self.current.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
     /// Records an Event on `parent`; failing to record one never fails a reconcile.
     async fn publish(&self, parent: &DynamicObject, event: &KubeEvent) {
         let reference = parent.object_ref(&self.caches.parent.resource);
@@ -131,6 +147,7 @@ impl Context {
 /// A running controller for one plugin.
 pub struct Controller {
     name: String,
+    ctx: Arc<Context>,
     stop: oneshot::Sender<()>,
     resync: mpsc::UnboundedSender<()>,
     reconciles: Arc<AtomicU64>,
@@ -163,13 +180,14 @@ impl Controller {
         }
 
         let parent_resource = kinds::resolve(&client, &manifest.parent).await?;
+        let namespace = options.namespace.as_deref();
         let (parent_cache, parent_stream) =
-            cache::watch(&client, manifest.parent.clone(), parent_resource.clone(), Some(manager.clone()));
+            cache::watch(&client, manifest.parent.clone(), parent_resource.clone(), namespace, Some(manager.clone()));
         let mut caches = Vec::new();
         let mut streams = Vec::new();
         for kind in others {
             let resource = kinds::resolve(&client, &kind).await?;
-            let (cache, stream) = cache::watch(&client, kind, resource, None);
+            let (cache, stream) = cache::watch(&client, kind, resource, namespace, None);
             caches.push(cache);
             streams.push(stream);
         }
@@ -185,7 +203,7 @@ impl Controller {
         let reporter = Reporter { controller: manager.clone(), instance: None };
         let reconciles = Arc::new(AtomicU64::new(0));
         let ctx = Arc::new(Context {
-            plugin,
+            current: RwLock::new(Current { plugin, config: options.config.clone() }),
             caches: Caches { parent: parent_cache, others: caches },
             related,
             backoff: Backoff::new(),
@@ -212,7 +230,7 @@ impl Controller {
                     reconcile::reconcile(parent, ctx).instrument(span)
                 },
                 reconcile::error_policy,
-                ctx,
+                ctx.clone(),
             )
             .for_each(|result| async move {
                 if let Err(e) = result {
@@ -221,12 +239,28 @@ impl Controller {
             })
             .instrument(span);
         let task = tokio::spawn(run);
-        Ok(Self { name, stop: stop_tx, resync: resync_tx, reconciles, task })
+        Ok(Self { name, ctx, stop: stop_tx, resync: resync_tx, reconciles, task })
     }
 
     /// The plugin this controller runs.
     pub fn name(&self) -> &str {
         &self.name
+    }
+
+    /// Switches to a new version of the plugin, or new settings, and reconciles
+    /// every parent with it. Reconciles in flight finish with the old one. The new
+    /// version must declare the same contract (see [`Manifest::same_contract`]);
+    /// otherwise stop this controller and start another.
+    ///
+    /// [`Manifest::same_contract`]: crate::plugin::Manifest::same_contract
+    pub fn update(&self, plugin: Arc<Plugin>, config: Value) {
+        *self.ctx.current.write().unwrap_or_else(PoisonError::into_inner) = Current { plugin, config };
+        self.resync();
+    }
+
+    /// The plugin version reconciles start with now.
+    pub fn plugin(&self) -> Arc<Plugin> {
+        self.ctx.current().plugin
     }
 
     /// Reconciles finished so far, successful or not.

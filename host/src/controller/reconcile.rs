@@ -42,6 +42,7 @@ pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> 
 }
 
 /// Retry with per-parent exponential backoff.
+#[allow(clippy::needless_pass_by_value)] // the signature kube-runtime calls
 pub(crate) fn error_policy(parent: Arc<DynamicObject>, _error: &Error, ctx: Arc<Context>) -> Action {
     let key = ObjectRef::from_obj_with(parent.as_ref(), ctx.caches.parent.resource.clone());
     Action::requeue(ctx.backoff.fail(key))
@@ -49,7 +50,9 @@ pub(crate) fn error_policy(parent: Arc<DynamicObject>, _error: &Error, ctx: Arc<
 
 async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error> {
     ctx.caches.ready().await;
-    let manifest = ctx.plugin.manifest();
+    let current = ctx.current();
+    let plugin = &current.plugin;
+    let manifest = plugin.manifest();
     let uid = parent.uid().ok_or(Error::MissingUid)?;
     let finalizer = manifest.finalizer_name();
     let holds_finalizer = parent.finalizers().contains(&finalizer);
@@ -60,7 +63,7 @@ async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error
     }
 
     let parent_json = request_json(parent.as_ref());
-    let queries = call(&ctx.plugin, {
+    let queries = call(plugin, {
         let parent_json = parent_json.clone();
         move |p| p.related(&parent_json)
     })
@@ -75,9 +78,9 @@ async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error
         related,
         finalizing: deleting,
         now: jiff::Timestamp::now().to_string(),
-        config: ctx.options.config.clone(),
+        config: current.config.clone(),
     };
-    let response = call(&ctx.plugin, move |p| {
+    let response = call(plugin, move |p| {
         p.reconcile(&request).map(|response| (request, response))
     })
     .await?;
@@ -103,7 +106,7 @@ async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error
         ctx.writer.set_finalizers(&ctx.caches.parent.resource, parent, &finalizers).await.map_err(Error::write("add finalizer"))?;
     }
 
-    write(parent, ctx, &uid, &observed, &response).await?;
+    write(parent, ctx, manifest, &uid, &observed, &response).await?;
     Ok(Action::requeue(response.requeue_after.map_or(ctx.options.resync, |d| d.min(ctx.options.resync))))
 }
 
@@ -112,11 +115,11 @@ async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error
 async fn write(
     parent: &Arc<DynamicObject>,
     ctx: &Context,
+    manifest: &crate::plugin::Manifest,
     uid: &str,
     observed: &[(crate::plugin::KindRef, Arc<DynamicObject>)],
     response: &Response,
 ) -> Result<(), Error> {
-    let manifest = ctx.plugin.manifest();
     let parent_resource = &ctx.caches.parent.resource;
     let mut desired_keys = HashSet::new();
     let mut events: Vec<KubeEvent> = response.events.iter().map(plugin_event).collect();

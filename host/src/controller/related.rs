@@ -50,12 +50,12 @@ pub(crate) fn mapper(
     parent_resource: ApiResource,
     index: Arc<RelatedIndex>,
 ) -> impl Fn(DynamicObject) -> Vec<ObjectRef<DynamicObject>> + Send + Sync + 'static {
-    let owned = manifest.children.contains(kind);
-    let related = manifest.related.contains(kind);
+    let child_kind = manifest.children.contains(kind);
+    let related_kind = manifest.related.contains(kind);
     let parent_namespaced = manifest.parent.namespaced;
     move |object| {
         let mut parents = Vec::new();
-        if owned {
+        if child_kind {
             let owner = object.metadata.owner_references.iter().flatten().find(|r| {
                 r.controller == Some(true)
                     && r.kind == parent_resource.kind
@@ -69,7 +69,7 @@ pub(crate) fn mapper(
                 parents.push(parent);
             }
         }
-        if related {
+        if related_kind {
             parents.extend(index.parents_selecting(&object));
         }
         parents

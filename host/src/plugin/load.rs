@@ -1,10 +1,8 @@
 //! Loading a plugin: read, check the contract version, compile, link, describe.
 
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
-use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
 use super::contract::{self, CONTRACT_VERSION, EXPORT_PREFIX, bindings, wit};
@@ -39,10 +37,12 @@ pub enum LoadError {
 
 /// A compiled, linked and described plugin, ready to be called any number of times
 /// concurrently; each call runs in its own fresh instance.
+#[derive(Clone)]
 pub struct Plugin {
     engine: Engine,
     origin: String,
     hash: String,
+    cached: bool,
     pre: bindings::PluginPre<CallState>,
     manifest: Manifest,
     limits: Limits,
@@ -84,7 +84,8 @@ impl Plugin {
             origin: origin.clone(),
             message: message.into(),
         })?;
-        let component = Component::from_binary(engine.wasmtime(), bytes).map_err(|e| {
+        let hash = super::directory::digest(bytes);
+        let (component, cached) = engine.compile(bytes, &hash).map_err(|e| {
             LoadError::NotAComponent { origin: origin.clone(), message: format!("{e:#}") }
         })?;
         check_contract(engine, &component, &origin)?;
@@ -103,7 +104,8 @@ impl Plugin {
             .map_err(|message| LoadError::InvalidManifest { origin: origin.clone(), message })?;
         Ok(Self {
             engine: engine.clone(),
-            hash: hex_sha256(bytes),
+            hash,
+            cached,
             limits: describe_limits.lowered_to(manifest.deadline, manifest.memory_bytes),
             origin,
             pre,
@@ -124,6 +126,12 @@ impl Plugin {
     /// SHA-256 of the component's bytes, hex: identifies a plugin version.
     pub fn hash(&self) -> &str {
         &self.hash
+    }
+
+    /// Whether the compiled code came from the engine's cache rather than the
+    /// compiler.
+    pub fn from_cache(&self) -> bool {
+        self.cached
     }
 
     /// The limits each call runs under.
@@ -247,9 +255,3 @@ fn check_contract(engine: &Engine, component: &Component, origin: &str) -> Resul
     }
 }
 
-fn hex_sha256(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().fold(String::with_capacity(64), |mut s, b| {
-        let _ = write!(s, "{b:02x}");
-        s
-    })
-}

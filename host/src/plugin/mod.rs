@@ -7,16 +7,19 @@
 //! nothing a plugin does survives to the next call.
 
 mod contract;
+pub mod directory;
 mod engine;
 mod load;
 mod sandbox;
+mod settings;
 mod types;
 mod validate;
 
 pub use contract::CONTRACT_VERSION;
-pub use engine::Engine;
+pub use engine::{Engine, EngineOptions};
 pub use load::{LoadError, Plugin};
 pub use sandbox::{CallError, Limits};
+pub use settings::{Settings, SettingsError};
 pub use types::{
     Event, EventType, KindRef, LabelOperator, Manifest, Query, Request, Requirement, Response,
     Selector,

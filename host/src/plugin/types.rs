@@ -81,6 +81,17 @@ impl Manifest {
         format!("kubewasm.io/{}", self.name)
     }
 
+    /// Whether `other` watches, owns and reads the same kinds and holds the same
+    /// finalizer: then a new version can take over a running controller; otherwise
+    /// the controller must be restarted.
+    pub fn same_contract(&self, other: &Manifest) -> bool {
+        self.name == other.name
+            && self.parent == other.parent
+            && self.children == other.children
+            && self.related == other.related
+            && self.finalizer == other.finalizer
+    }
+
     /// The CRDs as JSON objects, in declaration order.
     ///
     /// # Errors

@@ -178,6 +178,7 @@ fn service(
     }
 }
 
+#[cfg(feature = "export")]
 kubewasm_sdk::export_reconciler!(DemoApplicationReconciler);
 
 #[cfg(test)]

@@ -25,6 +25,16 @@ fn target_dir() -> PathBuf {
     exe.ancestors().nth(3).expect("target directory").to_path_buf()
 }
 
+/// The built component of an example plugin or a fixture.
+pub fn wasm_path(name: &str) -> PathBuf {
+    let target = target_dir();
+    [target.join("plugins"), target.join("fixtures")]
+        .into_iter()
+        .map(|dir| dir.join(format!("{name}.wasm")))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| panic!("{name}.wasm is missing under {}: run `make plugins` first", target.display()))
+}
+
 /// Plugins are compiled once per test binary and shared: compiling is the slow part.
 fn plugin(name: &str) -> Arc<Plugin> {
     static CACHE: OnceLock<(Engine, Mutex<HashMap<String, Arc<Plugin>>>)> = OnceLock::new();
@@ -32,24 +42,32 @@ fn plugin(name: &str) -> Arc<Plugin> {
     let mut plugins = plugins.lock().expect("plugin cache");
     plugins
         .entry(name.to_string())
-        .or_insert_with(|| {
-            let target = target_dir();
-            let path = [target.join("plugins"), target.join("fixtures")]
-                .into_iter()
-                .map(|dir| dir.join(format!("{name}.wasm")))
-                .find(|p| p.exists())
-                .unwrap_or_else(|| panic!("{name}.wasm is missing under {}: run `make plugins` first", target.display()));
-            Arc::new(Plugin::load(engine, &path).expect("plugin loads"))
-        })
+        .or_insert_with(|| Arc::new(Plugin::load(engine, &wasm_path(name)).expect("plugin loads")))
         .clone()
 }
 
-/// A fresh embedded API server with the named plugins' CRDs installed and their
-/// controllers running.
-pub struct Env {
+/// Controller settings for tests: a short debounce, so tests wait less.
+pub fn quick() -> Options {
+    Options { debounce: Duration::from_millis(10), ..Options::default() }
+}
+
+/// A fresh embedded API server and a client for it.
+pub struct Cluster {
     pub cluster: DevCluster,
     pub client: Client,
+}
+
+/// A cluster with the named plugins' CRDs installed and their controllers running.
+pub struct Env {
+    base: Cluster,
     pub host: Host,
+}
+
+impl std::ops::Deref for Env {
+    type Target = Cluster;
+    fn deref(&self) -> &Cluster {
+        &self.base
+    }
 }
 
 impl Env {
@@ -59,17 +77,26 @@ impl Env {
 
     /// Like [`Env::start`], with each plugin's `config`.
     pub async fn start_with(plugins: Vec<(&str, Value)>) -> Env {
+        let base = Cluster::start().await;
+        let loaded: Vec<Arc<Plugin>> = plugins.iter().map(|(name, _)| plugin(name)).collect();
+        host::install_crds(&base.client, &loaded).await.expect("CRDs install");
+        let with_options =
+            loaded.into_iter().zip(plugins).map(|(p, (_, config))| (p, Options { config, ..quick() })).collect();
+        let host = Host::start(&base.client, with_options).await;
+        Env { base, host }
+    }
+
+    pub async fn stop(self) {
+        self.host.stop().await;
+        self.base.stop().await;
+    }
+}
+
+impl Cluster {
+    pub async fn start() -> Cluster {
         let cluster = DevCluster::start(devcluster::Options::default()).await.expect("API server starts");
         let client = cluster.client();
-        let loaded: Vec<Arc<Plugin>> = plugins.iter().map(|(name, _)| plugin(name)).collect();
-        host::install_crds(&client, &loaded).await.expect("CRDs install");
-        let with_options = loaded
-            .into_iter()
-            .zip(plugins)
-            .map(|(p, (_, config))| (p, Options { config, debounce: Duration::from_millis(10), ..Options::default() }))
-            .collect();
-        let host = Host::start(&client, with_options).await;
-        Env { cluster, client, host }
+        Cluster { cluster, client }
     }
 
     pub fn api(&self, resource: &ApiResource, namespace: &str) -> Api<DynamicObject> {
@@ -106,7 +133,6 @@ impl Env {
     }
 
     pub async fn stop(self) {
-        self.host.stop().await;
         self.cluster.shutdown().await;
     }
 }
@@ -128,7 +154,7 @@ where
 }
 
 /// Waits until `check` holds for an object that may not exist yet.
-pub async fn wait_for(env: &Env, resource: &ApiResource, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+pub async fn wait_for(env: &Cluster, resource: &ApiResource, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
     eventually(what, || async {
         let object = env.get(resource, name).await?;
         let json = serde_json::to_value(&object).expect("object JSON");
@@ -138,7 +164,7 @@ pub async fn wait_for(env: &Env, resource: &ApiResource, name: &str, what: &str,
 }
 
 /// Waits until the object is gone.
-pub async fn wait_gone(env: &Env, resource: &ApiResource, name: &str, what: &str) {
+pub async fn wait_gone(env: &Cluster, resource: &ApiResource, name: &str, what: &str) {
     eventually(what, || async { env.get(resource, name).await.is_none().then_some(()) }).await;
 }
 

@@ -5,6 +5,8 @@ mod demo_application;
 mod finalizer;
 mod foo;
 mod harness;
+mod hostile;
+mod hot_reload;
 mod isolation;
 mod pod_services;
 mod steady_state;

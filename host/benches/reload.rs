@@ -1,0 +1,140 @@
+//! Hot reload and footprint, measured once per run (no criterion: each sample is a
+//! whole reload through a real host):
+//!
+//! - reload latency: `demo-application.wasm` replaced in a watched plugin
+//!   directory, until the first child written by the new version is seen in the
+//!   API server; with a cold compile, and with the compiled version in the cache;
+//! - resident memory added by loading 10 plugins.
+//!
+//! Run with `make bench-reload`. Results: BENCHMARKS.md.
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, DynamicObject, PostParams};
+use kube::discovery::ApiResource;
+use kubewasm::controller::Options;
+use kubewasm::devcluster::{self, DevCluster};
+use kubewasm::host::{DirOptions, Host};
+use kubewasm::plugin::{Engine, EngineOptions, Plugin};
+use serde_json::json;
+
+const ROUNDS: usize = 5;
+
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("bench binary path");
+    exe.ancestors().nth(3).expect("target directory").to_path_buf()
+}
+
+fn wasm(folder: &str, name: &str) -> PathBuf {
+    let path = target_dir().join(folder).join(format!("{name}.wasm"));
+    assert!(path.exists(), "{} is missing: run `make plugins` first", path.display());
+    path
+}
+
+fn deployments() -> ApiResource {
+    ApiResource { group: "apps".into(), version: "v1".into(), api_version: "apps/v1".into(), kind: "Deployment".into(), plural: "deployments".into() }
+}
+
+/// Replaces the plugin file and waits until the Deployment carries (or lost) the
+/// v2 label; returns the elapsed time.
+async fn reload(api: &Api<DynamicObject>, dir: &Path, source: &Path, v2: bool) -> Duration {
+    let bytes = std::fs::read(source).expect("plugin bytes");
+    let start = Instant::now();
+    std::fs::write(dir.join("demo-application.wasm"), bytes).expect("replace plugin");
+    loop {
+        let d = api.get("web").await.expect("deployment");
+        if d.metadata.labels.unwrap_or_default().contains_key("kubewasm.io/version") == v2 {
+            return start.elapsed();
+        }
+        tokio::time::sleep(Duration::from_millis(2)).await;
+    }
+}
+
+fn median(mut samples: Vec<Duration>) -> Duration {
+    samples.sort();
+    samples[samples.len() / 2]
+}
+
+async fn reload_latency() {
+    let dir = std::env::temp_dir().join(format!("kubewasm-bench-reload-{}", std::process::id()));
+    let cache = dir.join(".cache");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("plugin dir");
+    let (v1, v2) = (wasm("plugins", "demo-application"), wasm("fixtures", "demo-relabel"));
+    std::fs::copy(&v1, dir.join("demo-application.wasm")).expect("copy");
+
+    let cluster = DevCluster::start(devcluster::Options::default()).await.expect("API server");
+    let client = cluster.client();
+    let engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: Some(cache.clone()) }).expect("engine");
+    let options = DirOptions { install_crds: true, controller: Options { debounce: Duration::ZERO, ..Options::default() } };
+    let host = Host::from_dir(&client, &engine, &dir, options).await.expect("host");
+    let watcher = tokio::spawn(host.watch(std::future::pending(), |_| {}));
+
+    let apps = ApiResource {
+        group: "paas.cmft.com".into(),
+        version: "v1beta1".into(),
+        api_version: "paas.cmft.com/v1beta1".into(),
+        kind: "DemoApplication".into(),
+        plural: "demoapplications".into(),
+    };
+    let app: DynamicObject = serde_json::from_value(json!({"apiVersion": "paas.cmft.com/v1beta1", "kind": "DemoApplication",
+        "metadata": {"name": "web", "namespace": "default"}, "spec": {"image": "nginx", "replica": 1, "ports": [{"port": 80}]}}))
+        .expect("json");
+    Api::<DynamicObject>::namespaced_with(client.clone(), "default", &apps).create(&PostParams::default(), &app).await.expect("create");
+    let api = Api::<DynamicObject>::namespaced_with(client.clone(), "default", &deployments());
+    while api.get_opt("web").await.expect("get").is_none() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    // The first switch to v2 compiles it; every later switch finds both versions in the cache.
+    let _ = std::fs::remove_dir_all(&cache);
+    let cold = reload(&api, &dir, &v2, true).await;
+    let mut cached = Vec::new();
+    for _ in 0..ROUNDS {
+        reload(&api, &dir, &v1, false).await;
+        cached.push(reload(&api, &dir, &v2, true).await);
+    }
+    let mut cold_more = vec![cold];
+    for _ in 1..ROUNDS {
+        let _ = std::fs::remove_dir_all(&cache);
+        reload(&api, &dir, &v1, false).await;
+        let _ = std::fs::remove_dir_all(&cache);
+        cold_more.push(reload(&api, &dir, &v2, true).await);
+    }
+    println!("reload latency (file replaced -> first child written by the new version), median of {ROUNDS}:");
+    println!("  cold compile: {:>8.1} ms", median(cold_more).as_secs_f64() * 1e3);
+    println!("  cache hit:    {:>8.1} ms", median(cached).as_secs_f64() * 1e3);
+    println!("  (includes the watcher's 200 ms quiet period and 100 ms settle check)");
+    watcher.abort();
+    cluster.shutdown().await;
+    let _ = std::fs::remove_dir_all(&dir);
+}
+
+fn resident_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("/proc/self/statm");
+    let pages: u64 = statm.split_whitespace().nth(1).and_then(|p| p.parse().ok()).expect("resident pages");
+    pages * 4096
+}
+
+fn memory_of_ten_plugins() {
+    let engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: None }).expect("engine");
+    let names = [("plugins", "demo-application"), ("plugins", "foo"), ("plugins", "pod-services"), ("fixtures", "misbehave"), ("fixtures", "gate")];
+    let before = resident_bytes();
+    let mut loaded = Vec::new();
+    for i in 0..10 {
+        let (folder, name) = names[i % names.len()];
+        loaded.push(Plugin::load(&engine, &wasm(folder, name)).expect("load"));
+    }
+    let after = resident_bytes();
+    let size: u64 = (0..10).map(|i| std::fs::metadata(wasm(names[i % 5].0, names[i % 5].1)).map(|m| m.len()).unwrap_or(0)).sum();
+    println!("resident memory added by 10 loaded plugins ({:.1} MiB of .wasm): {:.1} MiB ({:.1} MiB each)",
+        size as f64 / 1048576.0, (after - before) as f64 / 1048576.0, (after - before) as f64 / 10.0 / 1048576.0);
+    drop(loaded);
+}
+
+#[tokio::main]
+async fn main() {
+    memory_of_ten_plugins();
+    reload_latency().await;
+}

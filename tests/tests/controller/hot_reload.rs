@@ -1,0 +1,220 @@
+//! The plugin directory as `kubewasm dev` follows it: replaced, corrupt, added and
+//! removed files, and changed settings, while the host runs.
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use kubewasm::host::{DirOptions, Host, PluginStatus};
+use kubewasm::plugin::{Engine, EngineOptions, Plugin};
+use serde_json::json;
+use tokio::sync::oneshot;
+
+use crate::harness::{Cluster, deployments, eventually, quick, resource, services, wait_for, wasm_path};
+
+/// A cluster and a host following a plugin directory in the background, as
+/// `kubewasm dev` runs it; the test sees the host's status after each rescan.
+struct DirEnv {
+    base: Cluster,
+    dir: PathBuf,
+    seen: Arc<Mutex<(Vec<PluginStatus>, u64)>>,
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+impl std::ops::Deref for DirEnv {
+    type Target = Cluster;
+    fn deref(&self) -> &Cluster {
+        &self.base
+    }
+}
+
+impl DirEnv {
+    /// `files`: (plugin or fixture name, file name in the directory).
+    async fn start(test: &str, files: &[(&str, &str)]) -> DirEnv {
+        Self::start_with_settings(test, files, &[]).await
+    }
+
+    /// Like [`DirEnv::start`], with settings files (file name, text) in place.
+    async fn start_with_settings(test: &str, files: &[(&str, &str)], settings: &[(&str, &str)]) -> DirEnv {
+        let dir = std::env::temp_dir().join(format!("kubewasm-reload-{test}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).expect("plugin dir");
+        for (source, file) in files {
+            std::fs::copy(wasm_path(source), dir.join(file)).expect("copy plugin");
+        }
+        for (file, text) in settings {
+            std::fs::write(dir.join(file), text).expect("write settings");
+        }
+        let base = Cluster::start().await;
+        let engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: None }).expect("engine");
+        let options = DirOptions { install_crds: true, controller: quick() };
+        let host = Host::from_dir(&base.client, &engine, &dir, options).await.expect("host");
+        let seen = Arc::new(Mutex::new((host.status(), host.compiles())));
+        let record = seen.clone();
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            let shutdown = async {
+                let _ = stopped.await;
+            };
+            host.watch(shutdown, move |h| *record.lock().expect("status") = (h.status(), h.compiles()))
+                .await
+                .expect("the directory is watched");
+        });
+        DirEnv { base, dir, seen, stop, task }
+    }
+
+    fn status(&self, file: &str) -> Option<PluginStatus> {
+        let path = self.dir.join(file).display().to_string();
+        self.seen.lock().expect("status").0.iter().find(|s| s.file == path).cloned()
+    }
+
+    fn compiles(&self) -> u64 {
+        self.seen.lock().expect("status").1
+    }
+
+    async fn until(&self, what: &str, check: impl Fn(&DirEnv) -> bool) {
+        eventually(what, || async { check(self).then_some(()) }).await;
+    }
+
+    /// Replaces a file the way build tools and `cp` do: written in place.
+    fn put(&self, file: &str, bytes: &[u8]) {
+        std::fs::write(self.dir.join(file), bytes).expect("write plugin file");
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+        self.base.stop().await;
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn read(path: &Path) -> Vec<u8> {
+    std::fs::read(path).expect("read plugin")
+}
+
+fn demo_app(name: &str, replica: i64) -> serde_json::Value {
+    json!({"apiVersion": "paas.cmft.com/v1beta1", "kind": "DemoApplication",
+           "metadata": {"name": name, "namespace": "default"},
+           "spec": {"image": "nginx", "replica": replica, "ports": [{"port": 80}]}})
+}
+
+fn demo_applications() -> kube::discovery::ApiResource {
+    resource("paas.cmft.com", "v1beta1", "DemoApplication", "demoapplications")
+}
+
+fn foos() -> kube::discovery::ApiResource {
+    resource("samplecontroller.k8s.io", "v1alpha1", "Foo", "foos")
+}
+
+fn foo(name: &str) -> serde_json::Value {
+    json!({"apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
+           "metadata": {"name": name, "namespace": "default"},
+           "spec": {"deploymentName": format!("{name}-nginx"), "replicas": 1}})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_new_version_takes_over_and_a_corrupt_one_never_does() {
+    let env = DirEnv::start("takeover", &[("demo-application", "demo-application.wasm")]).await;
+    env.create(&demo_applications(), demo_app("web", 1)).await;
+    let before = wait_for(&env, &deployments(), "web", "the Deployment", |_| true).await;
+    assert!(before["metadata"]["labels"].get("kubewasm.io/version").is_none());
+
+    env.put("demo-application.wasm", &read(&wasm_path("demo-relabel")));
+    let relabelled = wait_for(&env, &deployments(), "web", "the new version's label on the existing Deployment", |d| {
+        d["metadata"]["labels"]["kubewasm.io/version"] == "v2"
+    })
+    .await;
+    assert_eq!(relabelled["metadata"]["uid"], before["metadata"]["uid"], "updated in place, not recreated");
+    wait_for(&env, &services(), "web", "the label on the Service too", |s| s["metadata"]["labels"]["kubewasm.io/version"] == "v2").await;
+    let v2 = env.status("demo-application.wasm").expect("status").hash;
+
+    env.put("demo-application.wasm", b"\0asm\x0d\0\x01\0 truncated by a bad copy");
+    env.until("the corrupt file reported", |e| e.status("demo-application.wasm").and_then(|s| s.error).is_some()).await;
+    let status = env.status("demo-application.wasm").expect("status");
+    assert!(status.error.as_deref().unwrap_or_default().contains("demo-application.wasm"), "{status:?}");
+    assert!(status.running, "the last good version keeps running");
+    assert_eq!(status.hash, v2, "still the v2 version");
+
+    env.merge(&demo_applications(), "web", json!({"spec": {"replica": 4}})).await;
+    let d = wait_for(&env, &deployments(), "web", "replicas 4 from the running version", |d| d["spec"]["replicas"] == 4).await;
+    assert_eq!(d["metadata"]["labels"]["kubewasm.io/version"], "v2");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_added_plugin_starts_and_a_removed_one_stops_leaving_its_children() {
+    let env = DirEnv::start("add-remove", &[("demo-application", "demo-application.wasm")]).await;
+    env.put("foo.wasm", &read(&wasm_path("foo")));
+    env.until("foo running", |e| e.status("foo.wasm").is_some_and(|s| s.running)).await;
+    env.create(&foos(), foo("first")).await;
+    wait_for(&env, &deployments(), "first-nginx", "the new plugin reconciling its CRD kind", |_| true).await;
+
+    std::fs::remove_file(env.dir.join("foo.wasm")).expect("remove foo.wasm");
+    env.until("foo gone", |e| e.status("foo.wasm").is_none()).await;
+    env.create(&foos(), foo("second")).await;
+    tokio::time::sleep(Duration::from_secs(1)).await;
+    assert!(env.get(&deployments(), "second-nginx").await.is_none(), "a removed plugin reconciles nothing");
+    assert!(env.get(&deployments(), "first-nginx").await.is_some(), "its children stay");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_changed_contract_restarts_the_controller() {
+    let env = DirEnv::start("contract", &[("demo-application", "app.wasm")]).await;
+    env.put("app.wasm", &read(&wasm_path("foo")));
+    env.until("the file now runs foo", |e| {
+        e.status("app.wasm").is_some_and(|s| s.running && s.name.as_deref() == Some("foo"))
+    })
+    .await;
+    env.create(&foos(), foo("switched")).await;
+    wait_for(&env, &deployments(), "switched-nginx", "foo reconciling", |_| true).await;
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn settings_apply_without_recompiling() {
+    let settings = [("misbehave.toml", "[config]\nmode = \"error\"\n")];
+    let env = DirEnv::start_with_settings("settings", &[("misbehave", "misbehave.wasm")], &settings).await;
+    let misbehaves = resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves");
+    env.create(&misbehaves, json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Misbehave", "metadata": {"name": "m", "namespace": "default"}})).await;
+    eventually("the configured error", || async { (!env.events("m", "ReconcileError").await.is_empty()).then_some(()) }).await;
+
+    env.put("misbehave.toml", b"[config]\nmode = \"behave\"\n");
+    wait_for(&env, &deployments(), "m", "the Deployment once configured to behave", |_| true).await;
+    assert_eq!(env.compiles(), 1, "a settings change does not recompile");
+
+    env.put("misbehave.toml", b"enabled = false\n");
+    env.until("disabled", |e| e.status("misbehave.wasm").is_some_and(|s| !s.running)).await;
+    env.put("misbehave.toml", b"enabled = tru\n");
+    env.until("bad settings reported", |e| e.status("misbehave.wasm").and_then(|s| s.error).is_some()).await;
+    let error = env.status("misbehave.wasm").and_then(|s| s.error).expect("error");
+    assert!(error.contains("misbehave.toml") && error.contains("line 1"), "{error}");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_that_panics_in_describe_is_refused_and_the_others_run() {
+    let env = DirEnv::start("describe", &[("bad-describe", "bad-describe.wasm"), ("demo-application", "demo-application.wasm")]).await;
+    let bad = env.status("bad-describe.wasm").expect("status of the bad file");
+    assert!(!bad.running);
+    let error = bad.error.expect("an error");
+    assert!(error.contains("bad-describe.wasm") && error.contains("bad-describe cannot say what it is"), "{error}");
+    env.create(&demo_applications(), demo_app("web", 1)).await;
+    wait_for(&env, &deployments(), "web", "the good plugin converging", |_| true).await;
+    env.stop().await;
+}
+
+#[test]
+fn a_restart_loads_compiled_plugins_from_the_cache() {
+    let cache = std::env::temp_dir().join(format!("kubewasm-cache-test-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&cache);
+    let options = EngineOptions { pooling: false, cache_dir: Some(cache.clone()) };
+    let first = Plugin::load(&Engine::with_options(&options).expect("engine"), &wasm_path("foo")).expect("load");
+    assert!(!first.from_cache(), "nothing cached yet");
+    let again = Plugin::load(&Engine::with_options(&options).expect("engine"), &wasm_path("foo")).expect("load");
+    assert!(again.from_cache(), "a new engine (a restart) finds the compiled plugin");
+    assert_eq!(again.manifest(), first.manifest());
+    std::fs::remove_dir_all(&cache).expect("clean up");
+}
