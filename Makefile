@@ -8,17 +8,23 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 PLUGINS := demo-application foo pod-services
 PLUGIN_DIR := $(TARGET_DIR)/plugins
 # Test fixtures (host/tests/fixtures), copied to $(FIXTURE_DIR).
-FIXTURES := misbehave future-contract gate bad-describe demo-relabel
+FIXTURES := misbehave future-contract gate bad-describe
+# Fixtures that reuse an example plugin's logic without its export: built alone, as
+# building them beside that plugin would unify its `export` feature back on.
+REUSING_FIXTURES := demo-relabel
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
 .PHONY: plugins demo test bench bench-reload
 
+# The reusing fixtures build first: building one also writes its example plugin's
+# .wasm without the export, which the next build then writes again with it.
 plugins:
+	for p in $(REUSING_FIXTURES); do $(CARGO) build --profile plugin --target wasm32-wasip2 -p $$p || exit 1; done
 	$(CARGO) build --profile plugin --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS) $(FIXTURES))
 	mkdir -p $(PLUGIN_DIR) $(FIXTURE_DIR)
 	for p in $(PLUGINS); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(PLUGIN_DIR)/$$p.wasm; done
-	for p in $(FIXTURES); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(FIXTURE_DIR)/$$p.wasm; done
+	for p in $(FIXTURES) $(REUSING_FIXTURES); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(FIXTURE_DIR)/$$p.wasm; done
 
 KUBEWASM := $(TARGET_DIR)/debug/kubewasm
 
