@@ -67,6 +67,11 @@ fn the_deployment_runs_the_host_locked_down_with_probes_and_a_metrics_port() {
     let mount = container["volumeMounts"].as_array().expect("mounts").iter().find(|m| m["mountPath"] == "/plugins");
     let volume = mount.and_then(|m| pod["volumes"].as_array()?.iter().find(|v| v["name"] == m["name"]));
     assert!(volume.is_some_and(|v| v["image"]["reference"].is_string()), "/plugins comes from an image volume");
+    // Every path the host writes to is a volume: the root filesystem is read-only.
+    let env = container["env"].as_array().expect("env");
+    let cache = env.iter().find(|e| e["name"] == "KUBEWASM_CACHE_DIR").map(|e| e["value"].clone());
+    let mounted = |path: &Value| container["volumeMounts"].as_array().is_some_and(|m| m.iter().any(|m| &m["mountPath"] == path));
+    assert!(cache.as_ref().is_some_and(mounted), "the plugin cache directory {cache:?} is a mounted volume");
 }
 
 #[tokio::test(flavor = "multi_thread")]
