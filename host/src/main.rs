@@ -108,6 +108,7 @@ fn engine(options: &EngineOptions) -> Result<Engine> {
 
 async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options, health_addr: Option<SocketAddr>) -> Result<()> {
     anyhow::ensure!(dir.is_dir(), "{}: not a directory", dir.display());
+    let shutdown = shutdown_signal();
     let health = Health::new();
     let health_server = match health_addr {
         Some(addr) => Some(health::serve(addr, health.clone(), None).await?),
@@ -122,7 +123,7 @@ async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options, health_a
     print_status(&host);
     eprintln!("watching {} for changes; Ctrl-C stops", dir.display());
     health.set_ready(true);
-    host.watch(not_ready_on_shutdown(&health), print_status).await?;
+    host.watch(not_ready_on(shutdown, &health), print_status).await?;
     if let Some(server) = health_server {
         server.shutdown().await;
     }
@@ -131,19 +132,20 @@ async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options, health_a
 }
 
 async fn run_host(engine: &Engine, dir: &Path, health_addr: SocketAddr) -> Result<()> {
+    let shutdown = shutdown_signal();
     let health = Health::new();
     let health_server = health::serve(health_addr, health.clone(), None).await?;
     let client = kube::Client::try_default().await.context("no cluster: set KUBECONFIG or run in a Pod")?;
     let host = Host::from_dir(&client, engine, dir, DirOptions::default()).await?;
     health.set_ready(true);
-    host.watch(not_ready_on_shutdown(&health), |_| {}).await?;
+    host.watch(not_ready_on(shutdown, &health), |_| {}).await?;
     health_server.shutdown().await;
     Ok(())
 }
 
-/// Waits for Ctrl-C or SIGTERM, then reports not ready while the host stops.
-async fn not_ready_on_shutdown(health: &Health) {
-    shutdown_signal().await;
+/// Waits for `shutdown`, then reports not ready while the host stops.
+async fn not_ready_on(shutdown: impl std::future::Future<Output = ()>, health: &Health) {
+    shutdown.await;
     health.set_ready(false);
 }
 
@@ -164,25 +166,27 @@ fn print_status(host: &Host) {
     }
 }
 
-/// Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
+/// Ctrl-C or SIGTERM. Listens for SIGTERM from the moment it is called, not from its
+/// first poll: a SIGTERM that arrives before anyone listens kills the process outright.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
-    {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+    async move {
+        #[cfg(unix)]
+        {
+            let Ok(mut term) = term else {
                 let _ = ctrl_c.await;
                 return;
+            };
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
             }
-        };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
         }
+        #[cfg(not(unix))]
+        let _ = ctrl_c.await;
     }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
 }
 
 /// The manifest as `kubewasm describe` shows it: CRDs by name, not in full.
