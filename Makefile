@@ -1,6 +1,9 @@
 # The two commands of the README, and the plugin build they share.
-#   make demo  build the example plugins and render each example offline
+#   make dev   build the example plugins and run them with `kubewasm dev` on the
+#              embedded API server (KUBECONFIG=target/dev/kubeconfig for kubectl)
 #   make test  build the plugins, then run every test of the workspace
+#   make bench-convergence  N DemoApplications on the embedded API server, host vs
+#              native (KUBEWASM_BENCH_PARENTS=N, default 1000)
 
 CARGO ?= cargo
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
@@ -8,25 +11,23 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 PLUGINS := demo-application foo pod-services
 PLUGIN_DIR := $(TARGET_DIR)/plugins
 # Test fixtures (host/tests/fixtures), copied to $(FIXTURE_DIR).
-FIXTURES := misbehave future-contract gate bad-describe
-# Fixtures that reuse an example plugin's logic without its export: built alone, as
-# building them beside that plugin would unify its `export` feature back on.
-REUSING_FIXTURES := demo-relabel
+FIXTURES := misbehave future-contract gate bad-describe demo-relabel
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
-.PHONY: plugins demo test bench bench-reload
+.PHONY: plugins dev demo test bench bench-reload bench-convergence
 
-# The reusing fixtures build first: building one also writes its example plugin's
-# .wasm without the export, which the next build then writes again with it.
 plugins:
-	for p in $(REUSING_FIXTURES); do $(CARGO) build --profile plugin --target wasm32-wasip2 -p $$p || exit 1; done
 	$(CARGO) build --profile plugin --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS) $(FIXTURES))
 	mkdir -p $(PLUGIN_DIR) $(FIXTURE_DIR)
 	for p in $(PLUGINS); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(PLUGIN_DIR)/$$p.wasm; done
-	for p in $(FIXTURES) $(REUSING_FIXTURES); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(FIXTURE_DIR)/$$p.wasm; done
+	for p in $(FIXTURES); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(FIXTURE_DIR)/$$p.wasm; done
 
 KUBEWASM := $(TARGET_DIR)/debug/kubewasm
+
+dev: plugins
+	$(CARGO) build -p kubewasm
+	$(KUBEWASM) dev --plugins $(PLUGIN_DIR) --data-dir $(TARGET_DIR)/dev
 
 demo: plugins
 	$(CARGO) build -p kubewasm
@@ -42,3 +43,6 @@ bench: plugins
 
 bench-reload: plugins
 	$(CARGO) bench -p kubewasm --bench reload
+
+bench-convergence: plugins
+	$(CARGO) bench -p kubewasm --bench convergence

@@ -6,21 +6,13 @@
 //!
 //! Run with `make bench` (builds the plugin first). Results: BENCHMARKS.md.
 
-use std::path::PathBuf;
+mod support;
 
 use criterion::{BatchSize, BenchmarkId, Criterion, criterion_group, criterion_main};
 use demo_application::DemoApplicationReconciler;
 use kubewasm::plugin::{Engine, EngineOptions, Plugin, Request};
 use kubewasm_sdk::testing::{self, TestRequest};
 use serde_json::{Value, json};
-
-fn plugin_path() -> PathBuf {
-    let exe = std::env::current_exe().expect("bench binary path");
-    // <target>/<profile>/deps/<bench binary>
-    let path = exe.ancestors().nth(3).expect("target directory").join("plugins/demo-application.wasm");
-    assert!(path.exists(), "{} is missing: run `make plugins` first", path.display());
-    path
-}
 
 fn parent() -> Value {
     json!({
@@ -55,9 +47,9 @@ fn observed(n: usize) -> Vec<Value> {
 
 fn reconcile(c: &mut Criterion) {
     let engine = Engine::new().expect("engine");
-    let plugin = Plugin::load(&engine, &plugin_path()).expect("demo-application loads");
+    let plugin = Plugin::load(&engine, &support::demo_application_wasm()).expect("demo-application loads");
     let pooled_engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: None }).expect("engine");
-    let pooled = Plugin::load(&pooled_engine, &plugin_path()).expect("demo-application loads");
+    let pooled = Plugin::load(&pooled_engine, &support::demo_application_wasm()).expect("demo-application loads");
     let mut group = c.benchmark_group("reconcile/demo-application");
     for n in [0, 10, 100] {
         let request = Request {

@@ -13,6 +13,7 @@ use kube::api::{Api, Patch, PatchParams};
 use tracing::{error, info};
 
 use crate::controller::{self, Controller};
+use crate::metrics::{Metrics, Outcome};
 use crate::plugin::{Engine, LoadError, Plugin, Settings, directory};
 
 /// Why the host could not set up the cluster for its plugins.
@@ -249,13 +250,19 @@ impl Host {
             let Some(engine) = self.engine.clone() else { return };
             let origin = entry.wasm.display().to_string();
             self.compiles += 1;
-            match tokio::task::spawn_blocking(move || Plugin::from_bytes(&engine, &wasm, &origin)).await {
+            let loaded = tokio::task::spawn_blocking(move || Plugin::from_bytes(&engine, &wasm, &origin)).await;
+            let file = entry.wasm.display().to_string();
+            match loaded {
                 Ok(Ok(loaded)) => {
                     plugin = Some(Arc::new(loaded));
                     fresh = true;
+                    self.metrics().reloaded(&file, Outcome::Success);
                 }
                 Ok(Err(e)) => errors.push(e.to_string()),
-                Err(e) => errors.push(format!("{}: load interrupted: {e}", entry.wasm.display())),
+                Err(e) => errors.push(format!("{file}: load interrupted: {e}")),
+            }
+            if !fresh {
+                self.metrics().reloaded(&file, Outcome::Error);
             }
         }
         let slot = self.slots.get_mut(&entry.stem).expect("slot inserted above");
@@ -323,6 +330,7 @@ impl Host {
         let limited = Arc::new(Plugin::clone(&plugin).with_limits(settings.lower(crate::plugin::Limits::default())));
         let same = previous.as_ref().is_some_and(|p| p.manifest().same_contract(plugin.manifest())) && old.namespace == settings.namespace;
         if same && let Some(running) = self.controllers.get(&name) {
+            running.metrics().version(&name, plugin.hash(), Some(running.plugin().hash()));
             running.update(limited, settings.config);
             info!(plugin = %name, version = %short(plugin.hash()), "plugin updated in place; every parent is reconciled again");
             return;
@@ -340,8 +348,11 @@ impl Host {
     async fn start_controller(&mut self, plugin: Arc<Plugin>, options: controller::Options) {
         let name = plugin.manifest().name.clone();
         let version = short(plugin.hash()).to_string();
+        let metrics = options.metrics.clone();
+        let hash = plugin.hash().to_string();
         match Controller::start(self.client.clone(), plugin, options).await {
             Ok(c) => {
+                metrics.version(&name, &hash, None);
                 info!(plugin = %name, %version, "controller started");
                 self.controllers.insert(name, c);
             }
@@ -351,9 +362,15 @@ impl Host {
 
     async fn stop_controller(&mut self, name: &str) {
         if let Some(c) = self.controllers.remove(name) {
+            c.metrics().unloaded(name, c.plugin().hash());
             c.stop().await;
             info!(plugin = %name, "controller stopped");
         }
+    }
+
+    /// Where reloads are counted; controllers started from the directory share it.
+    pub fn metrics(&self) -> &Metrics {
+        &self.options.controller.metrics
     }
 
     /// Every plugin file and how it runs.

@@ -14,6 +14,7 @@ pub mod health;
 pub mod host;
 pub mod leader;
 pub mod logging;
+pub mod metrics;
 pub mod plugin;
 pub mod rbac;
 pub mod render;

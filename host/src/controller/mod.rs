@@ -9,7 +9,8 @@ mod kinds;
 mod reconcile;
 mod related;
 
-use std::sync::{Arc, PoisonError, RwLock};
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
@@ -25,6 +26,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tracing::{Instrument, debug, info_span, warn};
 
+use crate::metrics::Metrics;
 use crate::plugin::{CallError, KindRef, Plugin, Refusal};
 use apply::Writer;
 use backoff::Backoff;
@@ -95,6 +97,8 @@ pub struct Options {
     /// Watch and reconcile in this namespace only (cluster-scoped kinds are
     /// watched cluster-wide regardless).
     pub namespace: Option<String>,
+    /// Where reconciles, calls and writes are counted; share one across plugins.
+    pub metrics: Metrics,
 }
 
 impl Default for Options {
@@ -106,6 +110,7 @@ impl Default for Options {
             finalizing_requeue: reconcile::FINALIZING_REQUEUE,
             config: Value::Null,
             namespace: None,
+            metrics: Metrics::default(),
         }
     }
 }
@@ -128,9 +133,17 @@ pub(crate) struct Context {
     recorder: Recorder,
     options: Options,
     reconciles: Arc<AtomicU64>,
+    /// Per parent uid: the status last written and the resourceVersion it was
+    /// written over. While the cache still shows that version, the write is on its
+    /// way and writing it again would be a wasted request.
+    status_written: Mutex<HashMap<String, (String, Value)>>,
 }
 
 impl Context {
+    fn status_written(&self) -> std::sync::MutexGuard<'_, HashMap<String, (String, Value)>> {
+        self.status_written.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     fn current(&self) -> Current {
         self.current.read().unwrap_or_else(PoisonError::into_inner).clone()
     }
@@ -211,6 +224,7 @@ impl Controller {
             recorder: Recorder::new(client, reporter),
             options: options.clone(),
             reconciles: reconciles.clone(),
+            status_written: Mutex::default(),
         });
 
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
@@ -256,6 +270,11 @@ impl Controller {
     pub fn update(&self, plugin: Arc<Plugin>, config: Value) {
         *self.ctx.current.write().unwrap_or_else(PoisonError::into_inner) = Current { plugin, config };
         self.resync();
+    }
+
+    /// Where this controller's reconciles, calls and writes are counted.
+    pub fn metrics(&self) -> &Metrics {
+        &self.ctx.options.metrics
     }
 
     /// The plugin version reconciles start with now.

@@ -4,7 +4,7 @@
 
 use std::collections::HashSet;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use kube::api::DynamicObject;
 use kube::runtime::controller::Action;
@@ -17,12 +17,21 @@ use tracing::{debug, info, warn};
 use super::apply::{self, contains, prepare_child};
 use super::cache::controller_uid;
 use super::{Context, Error};
+use crate::metrics::{Call, Failure, Metrics, Outcome, WriteKind};
 use crate::plugin::{CallError, EventType, Plugin, Query, Request, Response, validate};
 
 /// Reconciles `parent`; failures are recorded as a Warning Event on it.
 pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, Error> {
     let key = ObjectRef::from_obj_with(parent.as_ref(), ctx.caches.parent.resource.clone());
+    let plugin = ctx.current().plugin.manifest().name.clone();
+    let metrics = &ctx.options.metrics;
+    let in_flight = metrics.in_flight(&plugin);
+    in_flight.inc();
+    let started = Instant::now();
     let result = run(&parent, &ctx).await;
+    in_flight.dec();
+    let outcome = if result.is_ok() { Outcome::Success } else { Outcome::Error };
+    metrics.reconciled(&plugin, outcome, started.elapsed());
     match &result {
         Ok(_) => ctx.backoff.succeed(&key),
         Err(e) => {
@@ -63,7 +72,8 @@ async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error
     }
 
     let parent_json = request_json(parent.as_ref());
-    let queries = call(plugin, {
+    let metrics = &ctx.options.metrics;
+    let queries = call(plugin, metrics, Call::Related, {
         let parent_json = parent_json.clone();
         move |p| p.related(&parent_json)
     })
@@ -80,12 +90,12 @@ async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error
         now: jiff::Timestamp::now().to_string(),
         config: current.config.clone(),
     };
-    let response = call(plugin, move |p| {
+    let response = call(plugin, metrics, Call::Reconcile, move |p| {
         p.reconcile(&request).map(|response| (request, response))
     })
     .await?;
     let (request, response) = response;
-    let response = validate(manifest, &request.parent, response)?;
+    let response = validate(manifest, &request.parent, response).inspect_err(|_| metrics.refused(&manifest.name))?;
 
     if deleting {
         for event in &response.events {
@@ -96,6 +106,7 @@ async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error
         }
         let rest: Vec<String> = parent.finalizers().iter().filter(|f| **f != finalizer).cloned().collect();
         ctx.writer.set_finalizers(&ctx.caches.parent.resource, parent, &rest).await.map_err(Error::write("remove finalizer"))?;
+        metrics.wrote(&manifest.name, WriteKind::Finalizer);
         info!("finalized");
         return Ok(Action::await_change());
     }
@@ -104,6 +115,7 @@ async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error
         let mut finalizers = parent.finalizers().to_vec();
         finalizers.push(finalizer);
         ctx.writer.set_finalizers(&ctx.caches.parent.resource, parent, &finalizers).await.map_err(Error::write("add finalizer"))?;
+        metrics.wrote(&manifest.name, WriteKind::Finalizer);
     }
 
     write(parent, ctx, manifest, &uid, &observed, &response).await?;
@@ -121,6 +133,7 @@ async fn write(
     response: &Response,
 ) -> Result<(), Error> {
     let parent_resource = &ctx.caches.parent.resource;
+    let (metrics, plugin) = (&ctx.options.metrics, manifest.name.as_str());
     let mut desired_keys = HashSet::new();
     let mut events: Vec<KubeEvent> = response.events.iter().map(plugin_event).collect();
 
@@ -149,10 +162,12 @@ async fn write(
                 });
             }
             Some(existing) if contains(&serde_json::to_value(existing.as_ref()).unwrap_or_default(), &prepared) => {
+                metrics.skipped(plugin, WriteKind::Apply);
                 debug!(kind = %kind, name, "child up to date");
             }
             _ => {
                 ctx.writer.apply(&cache.resource, &prepared).await.map_err(Error::write(&format!("apply {} {name}", kind.kind)))?;
+                metrics.wrote(plugin, WriteKind::Apply);
                 debug!(kind = %kind, name, "child applied");
             }
         }
@@ -165,21 +180,31 @@ async fn write(
         }
         let Some(cache) = ctx.caches.of(kind) else { continue };
         ctx.writer.delete(&cache.resource, child).await.map_err(Error::write(&format!("delete {} {}", kind.kind, child.name_any())))?;
+        metrics.wrote(plugin, WriteKind::Prune);
         debug!(kind = %kind, name = %child.name_any(), "child pruned");
     }
 
     if let Some(status) = &response.status {
         let current = parent.data.get("status").cloned().unwrap_or(Value::Null);
-        if !contains(&current, status) {
+        let version = parent.resource_version().unwrap_or_default();
+        let in_flight = ctx.status_written().get(uid).is_some_and(|(over, last)| *over == version && last == status);
+        if contains(&current, status) || in_flight {
+            metrics.skipped(plugin, WriteKind::Status);
+        } else {
             ctx.writer.apply_status(parent_resource, parent, status).await.map_err(Error::write("apply status"))?;
+            metrics.wrote(plugin, WriteKind::Status);
+            ctx.status_written().insert(uid.to_string(), (version, status.clone()));
         }
     }
 
-    if !apply::parent_metadata_current(parent, &ctx.writer.manager, &response.labels, &response.annotations) {
+    if apply::parent_metadata_current(parent, &ctx.writer.manager, &response.labels, &response.annotations) {
+        metrics.skipped(plugin, WriteKind::Metadata);
+    } else {
         ctx.writer
             .apply_parent_metadata(parent_resource, parent, &response.labels, &response.annotations)
             .await
             .map_err(Error::write("apply parent labels and annotations"))?;
+        metrics.wrote(plugin, WriteKind::Metadata);
     }
 
     for event in &events {
@@ -188,16 +213,28 @@ async fn write(
     Ok(())
 }
 
-/// Runs a plugin call off the async runtime: a call may take up to its deadline.
+/// Runs a plugin call off the async runtime (a call may take up to its deadline),
+/// timed and its failures counted.
 async fn call<T: Send + 'static>(
     plugin: &Arc<Plugin>,
+    metrics: &Metrics,
+    kind: Call,
     f: impl FnOnce(&Plugin) -> Result<T, CallError> + Send + 'static,
 ) -> Result<T, Error> {
+    let name = plugin.manifest().name.clone();
     let plugin = plugin.clone();
-    tokio::task::spawn_blocking(move || f(&plugin))
-        .await
-        .map_err(|e| Error::Stopped(e.to_string()))?
-        .map_err(Error::Call)
+    let started = Instant::now();
+    let result = tokio::task::spawn_blocking(move || f(&plugin)).await.map_err(|e| Error::Stopped(e.to_string()))?;
+    let failure = result.as_ref().err().map(|e| match e {
+        CallError::Timeout { .. } => Failure::Timeout,
+        CallError::OutOfMemory { .. } => Failure::OutOfMemory,
+        CallError::Panic { .. } => Failure::Panic,
+        CallError::Trap { .. } => Failure::Trap,
+        CallError::Plugin { .. } => Failure::PluginError,
+        CallError::Malformed { .. } => Failure::Malformed,
+    });
+    metrics.called(&name, kind, started.elapsed(), failure);
+    result.map_err(Error::Call)
 }
 
 fn select_related(ctx: &Context, queries: &[Query]) -> Vec<Value> {

@@ -1,5 +1,4 @@
-//! CustomResourceDefinitions: checking one, turning it into a served resource, and the status
-//! conditions (`NamesAccepted`, `Established`) a real server reports once it serves it.
+//! CustomResourceDefinitions: checking one, serving its resource, and its Established status.
 
 use std::cmp::Ordering;
 
@@ -28,7 +27,13 @@ fn strings_at(v: &Value, path: &[&str]) -> Vec<String> {
             None => return Vec::new(),
         }
     }
-    cur.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
+    cur.as_array()
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// Checks the parts of a CRD the server relies on; the causes of a 422 when something is wrong.
@@ -39,13 +44,25 @@ pub(crate) fn validate(crd: &Value) -> Vec<Cause> {
     let kind = str_at(crd, &["spec", "names", "kind"]);
     let scope = str_at(crd, &["spec", "scope"]);
     if group.is_empty() {
-        causes.push(Cause::new("FieldValueRequired", "spec.group", "Required value"));
+        causes.push(Cause::new(
+            "FieldValueRequired",
+            "spec.group",
+            "Required value",
+        ));
     }
     if plural.is_empty() {
-        causes.push(Cause::new("FieldValueRequired", "spec.names.plural", "Required value"));
+        causes.push(Cause::new(
+            "FieldValueRequired",
+            "spec.names.plural",
+            "Required value",
+        ));
     }
     if kind.is_empty() {
-        causes.push(Cause::new("FieldValueRequired", "spec.names.kind", "Required value"));
+        causes.push(Cause::new(
+            "FieldValueRequired",
+            "spec.names.kind",
+            "Required value",
+        ));
     }
     if scope != "Namespaced" && scope != "Cluster" {
         causes.push(Cause::new(
@@ -62,11 +79,22 @@ pub(crate) fn validate(crd: &Value) -> Vec<Cause> {
             format!("Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group"),
         ));
     }
-    let versions = crd.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
+    let versions = crd
+        .pointer("/spec/versions")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     if versions.is_empty() {
-        causes.push(Cause::new("FieldValueInvalid", "spec.versions", "Invalid value: null: must have exactly one version marked as storage version"));
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            "spec.versions",
+            "Invalid value: null: must have exactly one version marked as storage version",
+        ));
     } else {
-        let storage = versions.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).count();
+        let storage = versions
+            .iter()
+            .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
+            .count();
         if storage != 1 {
             causes.push(Cause::new(
                 "FieldValueInvalid",
@@ -90,12 +118,19 @@ pub(crate) fn resource_type(crd: &Value) -> ResourceType {
         .map(|v| Version {
             name: str_at(v, &["name"]).to_string(),
             schema: v.pointer("/schema/openAPIV3Schema").cloned(),
-            columns: v.get("additionalPrinterColumns").and_then(Value::as_array).cloned().unwrap_or_default(),
+            columns: v
+                .get("additionalPrinterColumns")
+                .and_then(Value::as_array)
+                .cloned()
+                .unwrap_or_default(),
             status: v.pointer("/subresources/status").is_some(),
             scale: v.pointer("/subresources/scale").map(|s| ScalePaths {
                 spec_replicas: str_at(s, &["specReplicasPath"]).to_string(),
                 status_replicas: str_at(s, &["statusReplicasPath"]).to_string(),
-                label_selector: s.get("labelSelectorPath").and_then(Value::as_str).map(String::from),
+                label_selector: s
+                    .get("labelSelectorPath")
+                    .and_then(Value::as_str)
+                    .map(String::from),
             }),
         })
         .collect();
@@ -105,14 +140,18 @@ pub(crate) fn resource_type(crd: &Value) -> ResourceType {
     ResourceType {
         group: str_at(&spec, &["group"]).to_string(),
         versions,
-        singular: if singular.is_empty() { kind.to_lowercase() } else { singular.to_string() },
+        singular: if singular.is_empty() {
+            kind.to_lowercase()
+        } else {
+            singular.to_string()
+        },
         kind,
         plural: str_at(&spec, &["names", "plural"]).to_string(),
         namespaced: str_at(&spec, &["scope"]) != "Cluster",
         short_names: strings_at(&spec, &["names", "shortNames"]),
         categories: strings_at(&spec, &["names", "categories"]),
         generation: true,
-        return_deleted: true,
+        return_deleted: false,
         builtin: false,
     }
 }
@@ -147,7 +186,10 @@ pub(crate) fn version_priority(a: &str, b: &str) -> Ordering {
 /// Sets the status a real server reports for an accepted, established CRD.
 pub(crate) fn set_established(crd: &mut Value) {
     let now = object::now();
-    let names = crd.pointer("/spec/names").cloned().unwrap_or_else(|| json!({}));
+    let names = crd
+        .pointer("/spec/names")
+        .cloned()
+        .unwrap_or_else(|| json!({}));
     let mut accepted = names.clone();
     if accepted.get("singular").is_none()
         && let Some(kind) = names.get("kind").and_then(Value::as_str)
@@ -170,7 +212,11 @@ pub(crate) fn set_established(crd: &mut Value) {
     let mut stored: Vec<String> = crd
         .pointer("/status/storedVersions")
         .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
+        .map(|a| {
+            a.iter()
+                .filter_map(|s| s.as_str().map(String::from))
+                .collect()
+        })
         .unwrap_or_default();
     for s in storage {
         if !stored.contains(&s) {
@@ -180,7 +226,10 @@ pub(crate) fn set_established(crd: &mut Value) {
     let keep_time = |kind: &str| -> String {
         crd.pointer("/status/conditions")
             .and_then(Value::as_array)
-            .and_then(|c| c.iter().find(|c| c.get("type").and_then(Value::as_str) == Some(kind)))
+            .and_then(|c| {
+                c.iter()
+                    .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
+            })
             .and_then(|c| c.get("lastTransitionTime").and_then(Value::as_str))
             .map_or_else(|| now.clone(), String::from)
     };
@@ -197,15 +246,31 @@ pub(crate) fn set_established(crd: &mut Value) {
     crd["status"] = status;
 }
 
-/// Fills the defaults a real server adds to a CRD (`conversion`, `listKind`, `singular`).
+/// The finalizer that holds a deleted CRD until its custom resources are gone.
+pub(crate) const CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
+
+/// Fills the defaults a real server adds to a CRD (`conversion`, `listKind`, `singular`, and
+/// the cleanup finalizer).
 pub(crate) fn default_crd(crd: &mut Value) {
+    let mut finalizers = object::finalizers(crd);
+    if !object::is_deleting(crd) && !finalizers.iter().any(|f| f == CLEANUP) {
+        finalizers.push(CLEANUP.to_string());
+        object::set_finalizers(crd, &finalizers);
+    }
     if crd.pointer("/spec/conversion").is_none()
         && let Some(spec) = crd.get_mut("spec").and_then(Value::as_object_mut)
     {
         spec.insert("conversion".into(), json!({ "strategy": "None" }));
     }
-    if let Some(names) = crd.pointer_mut("/spec/names").and_then(Value::as_object_mut) {
-        let kind = names.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
+    if let Some(names) = crd
+        .pointer_mut("/spec/names")
+        .and_then(Value::as_object_mut)
+    {
+        let kind = names
+            .get("kind")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
         if !names.contains_key("singular") {
             names.insert("singular".into(), json!(kind.to_lowercase()));
         }

@@ -1,5 +1,4 @@
-//! The resources the server knows (built-ins and registered CRDs) and the discovery documents
-//! (`/version`, `/api`, `/apis`, group/version resource lists) that describe them.
+//! The served resources (built-ins and CRDs) and the discovery documents that describe them.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -52,7 +51,11 @@ impl ResourceType {
     }
 
     pub(crate) fn api_version(&self, version: &str) -> String {
-        if self.group.is_empty() { version.to_string() } else { format!("{}/{version}", self.group) }
+        if self.group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{}/{version}", self.group)
+        }
     }
 
     pub(crate) fn has_status(&self, version: &str) -> bool {
@@ -70,14 +73,22 @@ pub(crate) struct Registry {
 
 impl Registry {
     pub(crate) fn new() -> Registry {
-        Registry { builtins: builtins().into_iter().map(Arc::new).collect(), crds: BTreeMap::new() }
+        Registry {
+            builtins: builtins().into_iter().map(Arc::new).collect(),
+            crds: BTreeMap::new(),
+        }
     }
 
     pub(crate) fn all(&self) -> impl Iterator<Item = &Arc<ResourceType>> {
         self.builtins.iter().chain(self.crds.values())
     }
 
-    pub(crate) fn find(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
+    pub(crate) fn find(
+        &self,
+        group: &str,
+        version: &str,
+        plural: &str,
+    ) -> Option<Arc<ResourceType>> {
         self.all()
             .find(|rt| rt.group == group && rt.plural == plural && rt.version(version).is_some())
             .cloned()
@@ -85,7 +96,9 @@ impl Registry {
 
     /// The resource of a group and plural, whatever the version (for garbage collection).
     pub(crate) fn by_resource(&self, group: &str, plural: &str) -> Option<Arc<ResourceType>> {
-        self.all().find(|rt| rt.group == group && rt.plural == plural).cloned()
+        self.all()
+            .find(|rt| rt.group == group && rt.plural == plural)
+            .cloned()
     }
 
     pub(crate) fn register_crd(&mut self, crd_name: &str, rt: ResourceType) {
@@ -98,8 +111,13 @@ impl Registry {
 
     /// Whether a resource with this group and plural is already served (by another CRD or a built-in).
     pub(crate) fn plural_taken(&self, crd_name: &str, group: &str, plural: &str) -> bool {
-        self.builtins.iter().any(|rt| rt.group == group && rt.plural == plural)
-            || self.crds.iter().any(|(n, rt)| n != crd_name && rt.group == group && rt.plural == plural)
+        self.builtins
+            .iter()
+            .any(|rt| rt.group == group && rt.plural == plural)
+            || self
+                .crds
+                .iter()
+                .any(|(n, rt)| n != crd_name && rt.group == group && rt.plural == plural)
     }
 
     /// Group names with their versions, preferred version first, in the order `/apis` lists them.
@@ -124,25 +142,34 @@ impl Registry {
 
     /// `/apis`: an `APIGroupList`.
     pub(crate) fn group_list(&self) -> Value {
-        let groups: Vec<Value> = self.groups().iter().map(|(g, vs)| group_doc(g, vs)).collect();
+        let groups: Vec<Value> = self
+            .groups()
+            .iter()
+            .map(|(g, vs)| group_doc(g, vs))
+            .collect();
         json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups })
     }
 
     /// `/apis/{group}`: an `APIGroup`, or `None` when the group is not served.
     pub(crate) fn group(&self, group: &str) -> Option<Value> {
-        self.groups().iter().find(|(g, _)| g == group).map(|(g, vs)| {
-            let mut doc = group_doc(g, vs);
-            doc["kind"] = json!("APIGroup");
-            doc["apiVersion"] = json!("v1");
-            doc
-        })
+        self.groups()
+            .iter()
+            .find(|(g, _)| g == group)
+            .map(|(g, vs)| {
+                let mut doc = group_doc(g, vs);
+                doc["kind"] = json!("APIGroup");
+                doc["apiVersion"] = json!("v1");
+                doc
+            })
     }
 
     /// `/api/v1` or `/apis/{group}/{version}`: an `APIResourceList`, or `None` when not served.
     pub(crate) fn resource_list(&self, group: &str, version: &str) -> Option<Value> {
         let mut resources = Vec::new();
         for rt in self.all().filter(|rt| rt.group == group) {
-            let Some(v) = rt.version(version) else { continue };
+            let Some(v) = rt.version(version) else {
+                continue;
+            };
             let mut doc = json!({
                 "name": rt.plural,
                 "singularName": rt.singular,
@@ -181,14 +208,22 @@ impl Registry {
         if resources.is_empty() {
             return None;
         }
-        let group_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-        Some(json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources }))
+        let group_version = if group.is_empty() {
+            version.to_string()
+        } else {
+            format!("{group}/{version}")
+        };
+        Some(
+            json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources }),
+        )
     }
 }
 
 fn group_doc(group: &str, versions: &[String]) -> Value {
-    let versions: Vec<Value> =
-        versions.iter().map(|v| json!({ "groupVersion": format!("{group}/{v}"), "version": v })).collect();
+    let versions: Vec<Value> = versions
+        .iter()
+        .map(|v| json!({ "groupVersion": format!("{group}/{v}"), "version": v }))
+        .collect();
     json!({ "name": group, "versions": versions, "preferredVersion": versions[0] })
 }
 
@@ -229,7 +264,12 @@ struct Builtin {
     return_deleted: bool,
 }
 
-const fn builtin(group: &'static str, version: &'static str, kind: &'static str, plural: &'static str) -> Builtin {
+const fn builtin(
+    group: &'static str,
+    version: &'static str,
+    kind: &'static str,
+    plural: &'static str,
+) -> Builtin {
     Builtin {
         group,
         version,
@@ -246,23 +286,100 @@ const fn builtin(group: &'static str, version: &'static str, kind: &'static str,
 
 fn builtins() -> Vec<ResourceType> {
     let list = [
-        Builtin { namespaced: false, short_names: &["ns"], status: true, return_deleted: true, ..builtin("", "v1", "Namespace", "namespaces") },
-        Builtin { short_names: &["cm"], ..builtin("", "v1", "ConfigMap", "configmaps") },
+        Builtin {
+            namespaced: false,
+            short_names: &["ns"],
+            status: true,
+            return_deleted: true,
+            ..builtin("", "v1", "Namespace", "namespaces")
+        },
+        Builtin {
+            short_names: &["cm"],
+            ..builtin("", "v1", "ConfigMap", "configmaps")
+        },
         builtin("", "v1", "Secret", "secrets"),
-        Builtin { short_names: &["svc"], status: true, return_deleted: true, ..builtin("", "v1", "Service", "services") },
-        Builtin { short_names: &["po"], status: true, return_deleted: true, ..builtin("", "v1", "Pod", "pods") },
-        Builtin { short_names: &["ev"], ..builtin("", "v1", "Event", "events") },
-        Builtin { short_names: &["sa"], ..builtin("", "v1", "ServiceAccount", "serviceaccounts") },
-        Builtin { short_names: &["ep"], ..builtin("", "v1", "Endpoints", "endpoints") },
-        Builtin { short_names: &["deploy"], status: true, scale: true, generation: true, return_deleted: true, ..builtin("apps", "v1", "Deployment", "deployments") },
-        Builtin { short_names: &["rs"], status: true, scale: true, generation: true, return_deleted: true, ..builtin("apps", "v1", "ReplicaSet", "replicasets") },
-        Builtin { short_names: &["ev"], ..builtin("events.k8s.io", "v1", "Event", "events") },
+        Builtin {
+            short_names: &["svc"],
+            status: true,
+            return_deleted: true,
+            ..builtin("", "v1", "Service", "services")
+        },
+        Builtin {
+            short_names: &["po"],
+            status: true,
+            return_deleted: true,
+            ..builtin("", "v1", "Pod", "pods")
+        },
+        Builtin {
+            short_names: &["ev"],
+            ..builtin("", "v1", "Event", "events")
+        },
+        Builtin {
+            short_names: &["sa"],
+            return_deleted: true,
+            ..builtin("", "v1", "ServiceAccount", "serviceaccounts")
+        },
+        Builtin {
+            short_names: &["ep"],
+            ..builtin("", "v1", "Endpoints", "endpoints")
+        },
+        Builtin {
+            short_names: &["deploy"],
+            status: true,
+            scale: true,
+            generation: true,
+            ..builtin("apps", "v1", "Deployment", "deployments")
+        },
+        Builtin {
+            short_names: &["rs"],
+            status: true,
+            scale: true,
+            generation: true,
+            ..builtin("apps", "v1", "ReplicaSet", "replicasets")
+        },
+        Builtin {
+            short_names: &["ev"],
+            ..builtin("events.k8s.io", "v1", "Event", "events")
+        },
         builtin("coordination.k8s.io", "v1", "Lease", "leases"),
-        Builtin { namespaced: false, short_names: &["crd", "crds"], status: true, generation: true, return_deleted: true, ..builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions") },
+        Builtin {
+            namespaced: false,
+            short_names: &["crd", "crds"],
+            status: true,
+            generation: true,
+            return_deleted: true,
+            ..builtin(
+                "apiextensions.k8s.io",
+                "v1",
+                "CustomResourceDefinition",
+                "customresourcedefinitions",
+            )
+        },
         builtin("rbac.authorization.k8s.io", "v1", "Role", "roles"),
-        Builtin { namespaced: false, ..builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles") },
-        builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
-        Builtin { namespaced: false, ..builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings") },
+        Builtin {
+            namespaced: false,
+            ..builtin(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "ClusterRole",
+                "clusterroles",
+            )
+        },
+        builtin(
+            "rbac.authorization.k8s.io",
+            "v1",
+            "RoleBinding",
+            "rolebindings",
+        ),
+        Builtin {
+            namespaced: false,
+            ..builtin(
+                "rbac.authorization.k8s.io",
+                "v1",
+                "ClusterRoleBinding",
+                "clusterrolebindings",
+            )
+        },
     ];
     list.into_iter()
         .map(|b| ResourceType {
@@ -283,7 +400,10 @@ fn builtins() -> Vec<ResourceType> {
             singular: b.kind.to_lowercase(),
             namespaced: b.namespaced,
             short_names: b.short_names.iter().map(ToString::to_string).collect(),
-            categories: if matches!(b.plural, "pods" | "services" | "deployments" | "replicasets") {
+            categories: if matches!(
+                b.plural,
+                "pods" | "services" | "deployments" | "replicasets"
+            ) {
                 vec!["all".to_string()]
             } else {
                 Vec::new()

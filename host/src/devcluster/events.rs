@@ -1,6 +1,4 @@
-//! `events.k8s.io/v1` Events as a view of the `core/v1` Events they are stored as, so an event
-//! recorded through either API is listed by both (as on a real server, where `kubectl describe`
-//! shows what controllers record through events.k8s.io).
+//! `events.k8s.io/v1` Events as a view of the `core/v1` Events they are stored as.
 
 use serde_json::{Map, Value, json};
 
@@ -23,7 +21,9 @@ const FIELDS: [(&str, &str); 14] = [
 ];
 
 fn rename(obj: &Value, api_version: &str, from_new: bool) -> Value {
-    let Some(map) = obj.as_object() else { return obj.clone() };
+    let Some(map) = obj.as_object() else {
+        return obj.clone();
+    };
     let mut out = Map::new();
     out.insert("apiVersion".into(), json!(api_version));
     out.insert("kind".into(), json!("Event"));

@@ -5,24 +5,52 @@
 //! stored as schemaless objects, CRDs registered at run time with schema validation,
 //! get/list/watch, create/update/patch (merge, JSON, strategic, server-side apply), delete with
 //! finalizers and garbage collection. It is not a scheduler or a kubelet: nothing runs Pods.
+//!
+//! ```no_run
+//! # async fn demo() -> Result<(), kubewasm::devcluster::Error> {
+//! use kubewasm::devcluster::{DevCluster, Options};
+//! let cluster = DevCluster::start(Options::default()).await?;
+//! println!("kubectl --kubeconfig {}", cluster.kubeconfig_path().display());
+//! let client = cluster.client();
+//! # drop(client);
+//! cluster.shutdown().await;
+//! # Ok(()) }
+//! ```
+//!
+//! Where it differs from a real API server (each is a place where a test could pass here and
+//! fail on a cluster):
+//! - no controllers besides garbage collection, namespace and CRD cleanup: Deployments get no
+//!   ReplicaSets or Pods, Pods stay `Pending`, no status is written for you;
+//! - built-ins are checked by decoding them into their Kubernetes types plus a few validation
+//!   rules (names, selectors, containers, ports), not the full validation; defaults cover the
+//!   common fields only; CRD schemas are enforced except CEL (`x-kubernetes-validations`)
+//!   rules and the rarer string `format`s, and versions convert with the `None` strategy only;
+//! - `managedFields` of ordinary updates to built-ins can differ in `.` entries, because the real
+//!   server compares against Go zero values;
+//! - no authentication, authorization or admission webhooks; no aggregated discovery, no
+//!   OpenAPI v2, OpenAPI v3 without built-in schemas (`kubectl explain` works for CRDs only);
+//!   protobuf request bodies only for namespaces, configmaps, secrets and service accounts.
 
 mod apply;
 mod crd;
 mod defaults;
-mod events;
 mod discovery;
+mod events;
 mod gc;
 mod kubeconfig;
+mod metadata;
 mod object;
 mod openapi;
 mod patch;
 mod persist;
+mod protobuf;
 mod schema;
 mod selectors;
 mod server;
 mod status;
 mod store;
 mod table;
+mod typed;
 mod verbs;
 mod watch;
 
@@ -75,16 +103,23 @@ pub enum Error {
     Bind { port: u16, source: std::io::Error },
     /// The data directory could not be created or its snapshot read. Fix or remove the directory.
     #[error("could not use the data directory {path}: {source}")]
-    DataDir { path: PathBuf, source: std::io::Error },
+    DataDir {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The kubeconfig file could not be written. Choose a writable path.
     #[error("could not write the kubeconfig {path}: {source}")]
-    Kubeconfig { path: PathBuf, source: std::io::Error },
+    Kubeconfig {
+        path: PathBuf,
+        source: std::io::Error,
+    },
     /// The `kube` client for the server could not be built.
     #[error("could not build a client for the server: {0}")]
     Client(#[from] kube::Error),
 }
 
-/// A running embedded API server. Cheap to query; stop it with [`DevCluster::shutdown`].
+/// A running embedded API server. Cheap to query; stop it with [`DevCluster::shutdown`], which
+/// also writes the last snapshot. Dropping it stops the server too, without waiting for that.
 pub struct DevCluster {
     url: String,
     client: kube::Client,
@@ -101,7 +136,10 @@ impl DevCluster {
     pub async fn start(opts: Options) -> Result<DevCluster, Error> {
         let mut store = Store::new(opts.watch_history);
         if let Some(dir) = &opts.data_dir {
-            let fail = |source| Error::DataDir { path: dir.clone(), source };
+            let fail = |source| Error::DataDir {
+                path: dir.clone(),
+                source,
+            };
             std::fs::create_dir_all(dir).map_err(fail)?;
             persist::load(dir, &mut store).map_err(fail)?;
         }
@@ -111,12 +149,21 @@ impl DevCluster {
         let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
             .await
             .map_err(|source| Error::Bind { port, source })?;
-        let address = listener.local_addr().map_err(|source| Error::Bind { port, source })?;
+        let address = listener
+            .local_addr()
+            .map_err(|source| Error::Bind { port, source })?;
         let url = format!("http://{address}");
 
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let shared = Arc::new(Shared::new(store, opts.bookmark_interval, stopped.clone(), address.to_string()));
-        let router = axum::Router::new().fallback(server::handle).with_state(shared.clone());
+        let shared = Arc::new(Shared::new(
+            store,
+            opts.bookmark_interval,
+            stopped.clone(),
+            address.to_string(),
+        ));
+        let router = axum::Router::new()
+            .fallback(server::handle)
+            .with_state(shared.clone());
         let mut on_stop = stopped.clone();
         let serve = axum::serve(listener, router).with_graceful_shutdown(async move {
             let _ = on_stop.changed().await;
@@ -135,18 +182,34 @@ impl DevCluster {
             (Some(path), _) => (path.clone(), false),
             (None, Some(dir)) => (dir.join("kubeconfig"), false),
             (None, None) => (
-                std::env::temp_dir().join(format!("kubewasm-dev-{}-{}.kubeconfig", std::process::id(), address.port())),
+                std::env::temp_dir().join(format!(
+                    "kubewasm-dev-{}-{}.kubeconfig",
+                    std::process::id(),
+                    address.port()
+                )),
                 true,
             ),
         };
-        kubeconfig::write(&kubeconfig, &url).map_err(|source| Error::Kubeconfig { path: kubeconfig.clone(), source })?;
+        kubeconfig::write(&kubeconfig, &url).map_err(|source| Error::Kubeconfig {
+            path: kubeconfig.clone(),
+            source,
+        })?;
 
-        let uri = url
-            .parse()
-            .map_err(|e| Error::Bind { port, source: std::io::Error::other(format!("{url} is not a URL: {e}")) })?;
+        let uri = url.parse().map_err(|e| Error::Bind {
+            port,
+            source: std::io::Error::other(format!("{url} is not a URL: {e}")),
+        })?;
         let config = kube::Config::new(uri);
         let client = kube::Client::try_from(config)?;
-        Ok(DevCluster { url, client, kubeconfig, remove_kubeconfig, shared, stop, tasks })
+        Ok(DevCluster {
+            url,
+            client,
+            kubeconfig,
+            remove_kubeconfig,
+            shared,
+            stop,
+            tasks,
+        })
     }
 
     /// The base URL, e.g. `http://127.0.0.1:41234`.
@@ -175,7 +238,10 @@ impl DevCluster {
         let _ = self.stop.send(true);
         for task in self.tasks {
             let abort = task.abort_handle();
-            if tokio::time::timeout(Duration::from_secs(5), task).await.is_err() {
+            if tokio::time::timeout(Duration::from_secs(5), task)
+                .await
+                .is_err()
+            {
                 abort.abort();
             }
         }
@@ -183,22 +249,31 @@ impl DevCluster {
             let _ = std::fs::remove_file(&self.kubeconfig);
         }
     }
-
-    #[doc(hidden)]
-    /// Shrinks or grows the retained watch history of a running server.
-    pub fn set_watch_history(&self, changes: usize) {
-        self.shared.lock().set_history_limit(changes);
-    }
 }
 
 /// Creates `default` and `kube-system` when the store does not have them.
 fn ensure_namespaces(store: &mut Store) {
-    let Some(rt) = store.registry.find("", "v1", "namespaces") else { return };
+    let Some(rt) = store.registry.find("", "v1", "namespaces") else {
+        return;
+    };
     for name in ["default", "kube-system"] {
-        let target = verbs::Target { rt: rt.clone(), version: "v1".into(), namespace: None, name: None, subresource: None, events_v1: false };
-        let opts = verbs::WriteOptions { manager: "kube-apiserver".into(), ..verbs::WriteOptions::default() };
+        let target = verbs::Target {
+            rt: rt.clone(),
+            version: "v1".into(),
+            namespace: None,
+            name: None,
+            subresource: None,
+            events_v1: false,
+        };
+        let opts = verbs::WriteOptions {
+            manager: "kube-apiserver".into(),
+            ..verbs::WriteOptions::default()
+        };
         let body = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": name } });
-        if store.get(&(String::new(), "namespaces".into()), "", name).is_none() {
+        if store
+            .get(&(String::new(), "namespaces".into()), "", name)
+            .is_none()
+        {
             let _ = verbs::create(store, &target, body, &opts);
         }
     }

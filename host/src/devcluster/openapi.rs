@@ -1,6 +1,4 @@
-//! The OpenAPI v3 documents kubectl reads: one per group/version, listing the PATCH operations
-//! with their `fieldValidation` parameter (so kubectl leaves validation to the server) and the
-//! schemas of custom resources (for `kubectl explain`). OpenAPI v2 is not served.
+//! The OpenAPI v3 documents kubectl reads to leave field validation to the server.
 
 use serde_json::{Map, Value, json};
 use sha2::Digest as _;
@@ -8,7 +6,11 @@ use sha2::Digest as _;
 use super::discovery::Registry;
 
 fn path_prefix(group: &str, version: &str) -> String {
-    if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
+    if group.is_empty() {
+        format!("api/{version}")
+    } else {
+        format!("apis/{group}/{version}")
+    }
 }
 
 /// Every group/version served, as `(group, version)`.
@@ -29,11 +31,16 @@ fn group_versions(registry: &Registry) -> Vec<(String, String)> {
 pub(crate) fn root(registry: &Registry) -> Value {
     let mut paths = Map::new();
     for (group, version) in group_versions(registry) {
-        let Some(doc) = document(registry, &group, &version) else { continue };
+        let Some(doc) = document(registry, &group, &version) else {
+            continue;
+        };
         let hash = sha2::Sha256::digest(doc.to_string().as_bytes());
         let hash: String = hash.iter().take(16).map(|b| format!("{b:02X}")).collect();
         let prefix = path_prefix(&group, &version);
-        paths.insert(prefix.clone(), json!({ "serverRelativeURL": format!("/openapi/v3/{prefix}?hash={hash}") }));
+        paths.insert(
+            prefix.clone(),
+            json!({ "serverRelativeURL": format!("/openapi/v3/{prefix}?hash={hash}") }),
+        );
     }
     json!({ "paths": paths })
 }
@@ -44,7 +51,9 @@ pub(crate) fn document(registry: &Registry, group: &str, version: &str) -> Optio
     let mut schemas = Map::new();
     let prefix = path_prefix(group, version);
     for rt in registry.all().filter(|rt| rt.group == group) {
-        let Some(v) = rt.version(version) else { continue };
+        let Some(v) = rt.version(version) else {
+            continue;
+        };
         let gvk = json!({ "group": rt.group, "version": version, "kind": rt.kind });
         let item = if rt.namespaced {
             format!("/{prefix}/namespaces/{{namespace}}/{}/{{name}}", rt.plural)
@@ -74,7 +83,10 @@ pub(crate) fn document(registry: &Registry, group: &str, version: &str) -> Optio
                 map.insert("x-kubernetes-group-version-kind".into(), json!([gvk]));
             }
             let reversed: Vec<&str> = rt.group.split('.').rev().collect();
-            schemas.insert(format!("{}.{version}.{}", reversed.join("."), rt.kind), schema);
+            schemas.insert(
+                format!("{}.{version}.{}", reversed.join("."), rt.kind),
+                schema,
+            );
         }
     }
     if paths.is_empty() {

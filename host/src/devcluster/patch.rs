@@ -1,5 +1,4 @@
-//! The non-apply patch types: JSON merge patch (RFC 7386), JSON patch (RFC 6902) and the
-//! strategic merge patch of built-in kinds (lists merged by their merge key, `$patch` directives).
+//! JSON merge patch, JSON patch, and the strategic merge patch of built-in kinds.
 
 use serde_json::{Map, Value};
 
@@ -17,10 +16,21 @@ pub(crate) enum ListMerge {
 
 /// The merge strategy of list field `field` found under `path` (names of the enclosing fields).
 pub(crate) fn list_merge(path: &[String], field: &str) -> ListMerge {
-    let in_container = path.iter().any(|p| matches!(p.as_str(), "containers" | "initContainers" | "ephemeralContainers"));
+    let in_container = path.iter().any(|p| {
+        matches!(
+            p.as_str(),
+            "containers" | "initContainers" | "ephemeralContainers"
+        )
+    });
     match field {
-        "containers" | "initContainers" | "ephemeralContainers" | "env" | "volumes" | "imagePullSecrets"
-        | "resourceClaims" | "schedulingGates" => ListMerge::ByKey("name"),
+        "containers"
+        | "initContainers"
+        | "ephemeralContainers"
+        | "env"
+        | "volumes"
+        | "imagePullSecrets"
+        | "resourceClaims"
+        | "schedulingGates" => ListMerge::ByKey("name"),
         "ports" if in_container => ListMerge::ByKey("containerPort"),
         "ports" => ListMerge::ByKey("port"),
         "volumeMounts" => ListMerge::ByKey("mountPath"),
@@ -48,10 +58,29 @@ pub(crate) fn merge_patch(original: &Value, patch: &Value) -> Result<Value, Stri
 /// Applies an RFC 6902 JSON patch (including `test`). Errors: the first is a malformed patch
 /// (400), the second one that cannot be applied (422).
 pub(crate) fn json_patch(original: &Value, patch: &Value) -> Result<Value, PatchFailure> {
-    let ops: json_patch::Patch =
-        serde_json::from_value(patch.clone()).map_err(|e| PatchFailure::Malformed(e.to_string()))?;
+    let ops: json_patch::Patch = serde_json::from_value(patch.clone())
+        .map_err(|e| PatchFailure::Malformed(e.to_string()))?;
     let mut doc = original.clone();
-    json_patch::patch(&mut doc, &ops.0).map_err(|e| PatchFailure::Unappliable(e.to_string()))?;
+    for op in &ops.0 {
+        // As in the real server's JSON patch, testing a missing field against null passes
+        // (kube-runtime's finalizer helper relies on it).
+        if let json_patch::PatchOperation::Test(test) = op
+            && test.value.is_null()
+            && doc.pointer(test.path.as_str()).is_none()
+            && doc
+                .pointer(
+                    test.path
+                        .as_str()
+                        .rsplit_once('/')
+                        .map_or("", |(parent, _)| parent),
+                )
+                .is_some()
+        {
+            continue;
+        }
+        json_patch::patch(&mut doc, std::slice::from_ref(op))
+            .map_err(|e| PatchFailure::Unappliable(e.to_string()))?;
+    }
     Ok(doc)
 }
 
@@ -67,11 +96,16 @@ pub(crate) fn strategic_merge(original: &Value, patch: &Value) -> Result<Value, 
     let (Some(orig), Some(patch)) = (original.as_object(), patch.as_object()) else {
         return Err("strategic merge patch must be a JSON object".to_string());
     };
-    Ok(merge_map(orig, patch, &mut Vec::new())?.map_or_else(|| Value::Object(Map::new()), Value::Object))
+    Ok(merge_map(orig, patch, &mut Vec::new())?
+        .map_or_else(|| Value::Object(Map::new()), Value::Object))
 }
 
 /// Merges one map; `None` means the patch deleted it (`$patch: delete`).
-fn merge_map(orig: &Map<String, Value>, patch: &Map<String, Value>, path: &mut Vec<String>) -> Result<Option<Map<String, Value>>, String> {
+fn merge_map(
+    orig: &Map<String, Value>,
+    patch: &Map<String, Value>,
+    path: &mut Vec<String>,
+) -> Result<Option<Map<String, Value>>, String> {
     match patch.get("$patch").and_then(Value::as_str) {
         Some("delete") => return Ok(None),
         Some("replace") => return Ok(Some(strip_directives(patch))),
@@ -114,12 +148,14 @@ fn merge_map(orig: &Map<String, Value>, patch: &Map<String, Value>, path: &mut V
     // Directives that refer to sibling fields.
     for (key, value) in patch {
         if let Some(field) = key.strip_prefix("$deleteFromPrimitiveList/") {
-            if let (Some(Value::Array(list)), Some(remove)) = (out.get_mut(field), value.as_array()) {
+            if let (Some(Value::Array(list)), Some(remove)) = (out.get_mut(field), value.as_array())
+            {
                 list.retain(|v| !remove.contains(v));
             }
         } else if let Some(field) = key.strip_prefix("$setElementOrder/") {
             let strategy = list_merge(path, field);
-            if let (Some(Value::Array(list)), Some(order)) = (out.get_mut(field), value.as_array()) {
+            if let (Some(Value::Array(list)), Some(order)) = (out.get_mut(field), value.as_array())
+            {
                 reorder(list, order, strategy);
             }
         }
@@ -130,15 +166,26 @@ fn merge_map(orig: &Map<String, Value>, patch: &Map<String, Value>, path: &mut V
     Ok(Some(out))
 }
 
-fn merge_list(orig: Option<&Vec<Value>>, patch: &[Value], path: &mut Vec<String>, field: &str) -> Result<Vec<Value>, String> {
+fn merge_list(
+    orig: Option<&Vec<Value>>,
+    patch: &[Value],
+    path: &mut Vec<String>,
+    field: &str,
+) -> Result<Vec<Value>, String> {
     let strategy = list_merge(path, field);
-    let replace_all = patch.iter().any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"));
+    let replace_all = patch
+        .iter()
+        .any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"));
     let orig = orig.cloned().unwrap_or_default();
     match strategy {
         ListMerge::Replace => Ok(patch.iter().map(clean).collect()),
         ListMerge::Primitives => {
             if replace_all {
-                return Ok(patch.iter().filter(|i| i.get("$patch").is_none()).cloned().collect());
+                return Ok(patch
+                    .iter()
+                    .filter(|i| i.get("$patch").is_none())
+                    .cloned()
+                    .collect());
             }
             let mut out = orig;
             for item in patch {
@@ -150,7 +197,11 @@ fn merge_list(orig: Option<&Vec<Value>>, patch: &[Value], path: &mut Vec<String>
         }
         ListMerge::ByKey(key) => {
             if replace_all {
-                return Ok(patch.iter().filter(|i| i.get("$patch").is_none()).map(clean).collect());
+                return Ok(patch
+                    .iter()
+                    .filter(|i| i.get("$patch").is_none())
+                    .map(clean)
+                    .collect());
             }
             let mut out = orig;
             path.push(field.to_string());
@@ -161,7 +212,9 @@ fn merge_list(orig: Option<&Vec<Value>>, patch: &[Value], path: &mut Vec<String>
                 };
                 let Some(key_value) = item_map.get(key) else {
                     path.pop();
-                    return Err(format!("map: {item} does not contain declared merge key: {key}"));
+                    return Err(format!(
+                        "map: {item} does not contain declared merge key: {key}"
+                    ));
                 };
                 let pos = out.iter().position(|o| o.get(key) == Some(key_value));
                 if item_map.get("$patch").and_then(Value::as_str) == Some("delete") {
@@ -198,7 +251,9 @@ fn merge_list(orig: Option<&Vec<Value>>, patch: &[Value], path: &mut Vec<String>
 fn reorder(list: &mut [Value], order: &[Value], strategy: ListMerge) {
     let position = |item: &Value| -> usize {
         let probe = match strategy {
-            ListMerge::ByKey(key) => order.iter().position(|o| o.get(key).is_some() && o.get(key) == item.get(key)),
+            ListMerge::ByKey(key) => order
+                .iter()
+                .position(|o| o.get(key).is_some() && o.get(key) == item.get(key)),
             _ => order.iter().position(|o| o == item),
         };
         probe.unwrap_or(usize::MAX)
@@ -214,7 +269,10 @@ fn clean(value: &Value) -> Value {
 }
 
 fn strip_directives(map: &Map<String, Value>) -> Map<String, Value> {
-    map.iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k.clone(), clean(v))).collect()
+    map.iter()
+        .filter(|(k, _)| !k.starts_with('$'))
+        .map(|(k, v)| (k.clone(), clean(v)))
+        .collect()
 }
 
 #[cfg(test)]
@@ -229,9 +287,12 @@ mod tests {
             {"name": "b", "image": "b:1"}]}});
         let patch = json!({"spec": {"containers": [{"name": "a", "image": "a:2", "ports": [{"containerPort": 443}]}]}});
         let out = strategic_merge(&orig, &patch).unwrap();
-        assert_eq!(out, json!({"spec": {"containers": [
+        assert_eq!(
+            out,
+            json!({"spec": {"containers": [
             {"name": "a", "image": "a:2", "ports": [{"containerPort": 80}, {"containerPort": 443}]},
-            {"name": "b", "image": "b:1"}]}}));
+            {"name": "b", "image": "b:1"}]}})
+        );
     }
 
     #[test]
@@ -239,7 +300,10 @@ mod tests {
         let orig = json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}], "selector": {"x": "1", "y": "2"}}});
         let patch = json!({"spec": {"containers": [{"name": "b", "$patch": "delete"}], "selector": {"$patch": "replace", "z": "3"}}});
         let out = strategic_merge(&orig, &patch).unwrap();
-        assert_eq!(out, json!({"spec": {"containers": [{"name": "a"}], "selector": {"z": "3"}}}));
+        assert_eq!(
+            out,
+            json!({"spec": {"containers": [{"name": "a"}], "selector": {"z": "3"}}})
+        );
         let patch = json!({"spec": {"containers": [{"$patch": "replace"}, {"name": "c"}]}});
         let out = strategic_merge(&orig, &patch).unwrap();
         assert_eq!(out["spec"]["containers"], json!([{"name": "c"}]));
@@ -250,6 +314,26 @@ mod tests {
         let orig = json!({"spec": {"args": ["a"], "x": 1}, "metadata": {"finalizers": ["f1"]}});
         let patch = json!({"spec": {"args": ["b"], "x": null}, "metadata": {"finalizers": ["f2"]}});
         let out = strategic_merge(&orig, &patch).unwrap();
-        assert_eq!(out, json!({"spec": {"args": ["b"]}, "metadata": {"finalizers": ["f1", "f2"]}}));
+        assert_eq!(
+            out,
+            json!({"spec": {"args": ["b"]}, "metadata": {"finalizers": ["f1", "f2"]}})
+        );
+    }
+}
+
+#[cfg(test)]
+mod json_patch_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn testing_a_missing_path_against_null_passes_like_the_real_server() {
+        let orig = json!({"metadata": {"name": "x"}});
+        let patch = json!([
+            {"op": "test", "path": "/metadata/finalizers", "value": null},
+            {"op": "add", "path": "/metadata/finalizers", "value": ["f"]}
+        ]);
+        let out = json_patch(&orig, &patch).unwrap();
+        assert_eq!(out["metadata"]["finalizers"], json!(["f"]));
     }
 }

@@ -1,5 +1,4 @@
-//! `--data-dir`: the store as a JSON snapshot, written after changes (debounced, atomic rename)
-//! and loaded at start, so objects, CRDs and the resourceVersion counter survive a restart.
+//! `--data-dir`: the store as a JSON snapshot, written after changes and loaded at start.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -34,16 +33,40 @@ pub(crate) fn load(dir: &Path, store: &mut Store) -> std::io::Result<bool> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
     };
-    let snap: Value = serde_json::from_slice(&text)
-        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))?;
-    let rv = snap.get("resourceVersion").and_then(Value::as_u64).unwrap_or(0);
+    let snap: Value = serde_json::from_slice(&text).map_err(|e| {
+        std::io::Error::new(
+            std::io::ErrorKind::InvalidData,
+            format!("{}: {e}", path.display()),
+        )
+    })?;
+    let rv = snap
+        .get("resourceVersion")
+        .and_then(Value::as_u64)
+        .unwrap_or(0);
     let mut objects = Vec::new();
-    for entry in snap.get("objects").and_then(Value::as_array).into_iter().flatten() {
-        let group = entry.get("group").and_then(Value::as_str).unwrap_or_default().to_string();
-        let resource = entry.get("resource").and_then(Value::as_str).unwrap_or_default().to_string();
-        let Some(obj) = entry.get("object").cloned() else { continue };
+    for entry in snap
+        .get("objects")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        let group = entry
+            .get("group")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let resource = entry
+            .get("resource")
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+            .to_string();
+        let Some(obj) = entry.get("object").cloned() else {
+            continue;
+        };
         if group == "apiextensions.k8s.io" && resource == "customresourcedefinitions" {
-            store.registry.register_crd(object::name(&obj), crd::resource_type(&obj));
+            store
+                .registry
+                .register_crd(object::name(&obj), crd::resource_type(&obj));
         }
         objects.push(((group, resource), obj));
     }

@@ -1,5 +1,4 @@
-//! `openAPIV3Schema` of custom resources: defaulting, pruning of unknown fields, and validation
-//! with the field paths and messages of the real API server.
+//! `openAPIV3Schema` of custom resources: defaulting, pruning and validation.
 
 use serde_json::{Map, Value};
 
@@ -20,7 +19,8 @@ pub(crate) fn apply_defaults(value: &mut Value, schema: &Value) {
                         apply_defaults(child, prop);
                     }
                 }
-            } else if let Some(extra) = schema.get("additionalProperties").filter(|s| s.is_object()) {
+            } else if let Some(extra) = schema.get("additionalProperties").filter(|s| s.is_object())
+            {
                 for child in map.values_mut() {
                     apply_defaults(child, extra);
                 }
@@ -47,8 +47,14 @@ pub(crate) fn prune(value: &mut Value, schema: &Value) -> Vec<String> {
 }
 
 fn prune_at(value: &mut Value, schema: &Value, root: bool, path: &str, removed: &mut Vec<String>) {
-    let preserve = schema.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true);
-    let embedded = schema.get("x-kubernetes-embedded-resource").and_then(Value::as_bool) == Some(true);
+    let preserve = schema
+        .get("x-kubernetes-preserve-unknown-fields")
+        .and_then(Value::as_bool)
+        == Some(true);
+    let embedded = schema
+        .get("x-kubernetes-embedded-resource")
+        .and_then(Value::as_bool)
+        == Some(true);
     match value {
         Value::Object(map) => {
             let props = schema.get("properties").and_then(Value::as_object);
@@ -65,7 +71,8 @@ fn prune_at(value: &mut Value, schema: &Value, root: bool, path: &str, removed: 
             map.retain(|key, _| {
                 let keep = preserve
                     || props.is_some_and(|p| p.contains_key(key))
-                    || ((root || embedded) && matches!(key.as_str(), "apiVersion" | "kind" | "metadata"));
+                    || ((root || embedded)
+                        && matches!(key.as_str(), "apiVersion" | "kind" | "metadata"));
                 if !keep {
                     removed.push(join(path, key));
                 }
@@ -105,10 +112,16 @@ pub(crate) fn validate(obj: &Value, schema: &Value) -> Vec<Cause> {
         }
     }
     let mut root_schema = schema.clone();
-    if let Some(req) = root_schema.get_mut("required").and_then(Value::as_array_mut) {
+    if let Some(req) = root_schema
+        .get_mut("required")
+        .and_then(Value::as_array_mut)
+    {
         req.retain(|r| !matches!(r.as_str(), Some("apiVersion" | "kind" | "metadata")));
     }
-    if let Some(props) = root_schema.get_mut("properties").and_then(Value::as_object_mut) {
+    if let Some(props) = root_schema
+        .get_mut("properties")
+        .and_then(Value::as_object_mut)
+    {
         props.remove("metadata");
     }
     check(&Value::Object(body), &root_schema, "", &mut causes);
@@ -116,7 +129,11 @@ pub(crate) fn validate(obj: &Value, schema: &Value) -> Vec<Cause> {
 }
 
 fn join(path: &str, key: &str) -> String {
-    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
+    if path.is_empty() {
+        key.to_string()
+    } else {
+        format!("{path}.{key}")
+    }
 }
 
 /// How Go prints a value in `Invalid value: ...`.
@@ -149,17 +166,25 @@ fn type_matches(value: &Value, want: &str) -> bool {
         | ("string", Value::String(_))
         | ("boolean", Value::Bool(_))
         | ("number", Value::Number(_)) => true,
-        ("integer", Value::Number(n)) => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0),
+        ("integer", Value::Number(n)) => {
+            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
+        }
         _ => false,
     }
 }
 
 fn check(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
-    let int_or_string = schema.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true);
+    let int_or_string = schema
+        .get("x-kubernetes-int-or-string")
+        .and_then(Value::as_bool)
+        == Some(true);
     if value.is_null() {
         let nullable = schema.get("nullable").and_then(Value::as_bool) == Some(true);
         if !nullable && schema.get("type").is_some() {
-            let want = schema.get("type").and_then(Value::as_str).unwrap_or("object");
+            let want = schema
+                .get("type")
+                .and_then(Value::as_str)
+                .unwrap_or("object");
             causes.push(Cause::new(
                 "FieldValueTypeInvalid",
                 path,
@@ -188,7 +213,9 @@ fn check(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
         causes.push(Cause::new(
             "FieldValueTypeInvalid",
             path,
-            format!("Invalid value: \"{actual}\": {path} in body must be of type {want}: \"{actual}\""),
+            format!(
+                "Invalid value: \"{actual}\": {path} in body must be of type {want}: \"{actual}\""
+            ),
         ));
         return;
     }
@@ -200,19 +227,31 @@ fn check(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
         causes.push(Cause::new(
             "FieldValueNotSupported",
             path,
-            format!("Unsupported value: {}: supported values: {}", show(value), listed.join(", ")),
+            format!(
+                "Unsupported value: {}: supported values: {}",
+                show(value),
+                listed.join(", ")
+            ),
         ));
     }
 
+    check_combinators(value, schema, path, causes);
+
     match value {
-        Value::Number(n) => check_number(n.as_f64().unwrap_or_default(), value, schema, path, causes),
+        Value::Number(n) => {
+            check_number(n.as_f64().unwrap_or_default(), value, schema, path, causes)
+        }
         Value::String(s) => check_string(s, value, schema, path, causes),
         Value::Array(items) => {
             let len = items.len() as u64;
             if let Some(max) = schema.get("maxItems").and_then(Value::as_u64)
                 && len > max
             {
-                causes.push(Cause::new("FieldValueTooMany", path, format!("Too many: {len}: must have at most {max} items")));
+                causes.push(Cause::new(
+                    "FieldValueTooMany",
+                    path,
+                    format!("Too many: {len}: must have at most {max} items"),
+                ));
             }
             if let Some(min) = schema.get("minItems").and_then(Value::as_u64)
                 && len < min
@@ -220,7 +259,9 @@ fn check(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
                 causes.push(Cause::new(
                     "FieldValueInvalid",
                     path,
-                    format!("Invalid value: \"array\": {path} in body should have at least {min} items"),
+                    format!(
+                        "Invalid value: \"array\": {path} in body should have at least {min} items"
+                    ),
                 ));
             }
             if let Some(item_schema) = schema.get("items") {
@@ -230,18 +271,31 @@ fn check(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
             }
         }
         Value::Object(map) => {
-            for req in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
+            for req in schema
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+            {
                 if let Some(req) = req.as_str()
                     && !map.contains_key(req)
                 {
-                    causes.push(Cause::new("FieldValueRequired", join(path, req), "Required value"));
+                    causes.push(Cause::new(
+                        "FieldValueRequired",
+                        join(path, req),
+                        "Required value",
+                    ));
                 }
             }
             let count = map.len() as u64;
             if let Some(max) = schema.get("maxProperties").and_then(Value::as_u64)
                 && count > max
             {
-                causes.push(Cause::new("FieldValueTooMany", path, format!("Too many: {count}: must have at most {max} items")));
+                causes.push(Cause::new(
+                    "FieldValueTooMany",
+                    path,
+                    format!("Too many: {count}: must have at most {max} items"),
+                ));
             }
             if let Some(min) = schema.get("minProperties").and_then(Value::as_u64)
                 && count < min
@@ -267,27 +321,81 @@ fn check(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
     }
 }
 
+/// `allOf`, `anyOf`, `oneOf` and `not`, which structural schemas allow for validation.
+fn check_combinators(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let passes = |s: &Value| {
+        let mut inner = Vec::new();
+        check(value, s, path, &mut inner);
+        inner.is_empty()
+    };
+    let shown = show(value);
+    if let Some(all) = schema.get("allOf").and_then(Value::as_array) {
+        for s in all {
+            check(value, s, path, causes);
+        }
+    }
+    if let Some(any) = schema.get("anyOf").and_then(Value::as_array)
+        && !any.iter().any(passes)
+    {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            path,
+            format!(
+                "Invalid value: {shown}: {path} in body must validate at least one schema (anyOf)"
+            ),
+        ));
+    }
+    if let Some(one) = schema.get("oneOf").and_then(Value::as_array)
+        && one.iter().filter(|s| passes(s)).count() != 1
+    {
+        causes.push(Cause::new("FieldValueInvalid", path, format!("Invalid value: {shown}: {path} in body must validate one and only one schema (oneOf)")));
+    }
+    if let Some(not) = schema.get("not")
+        && passes(not)
+    {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            path,
+            format!("Invalid value: {shown}: {path} in body must not validate the schema (not)"),
+        ));
+    }
+}
+
 fn check_number(n: f64, value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
     let shown = show(value);
     if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
         let exclusive = schema.get("exclusiveMaximum").and_then(Value::as_bool) == Some(true);
         if n > max || (exclusive && n >= max) {
-            let rel = if exclusive { "less than" } else { "less than or equal to" };
+            let rel = if exclusive {
+                "less than"
+            } else {
+                "less than or equal to"
+            };
             causes.push(Cause::new(
                 "FieldValueInvalid",
                 path,
-                format!("Invalid value: {shown}: {path} in body should be {rel} {}", number_text(max)),
+                format!(
+                    "Invalid value: {shown}: {path} in body should be {rel} {}",
+                    number_text(max)
+                ),
             ));
         }
     }
     if let Some(min) = schema.get("minimum").and_then(Value::as_f64) {
         let exclusive = schema.get("exclusiveMinimum").and_then(Value::as_bool) == Some(true);
         if n < min || (exclusive && n <= min) {
-            let rel = if exclusive { "greater than" } else { "greater than or equal to" };
+            let rel = if exclusive {
+                "greater than"
+            } else {
+                "greater than or equal to"
+            };
             causes.push(Cause::new(
                 "FieldValueInvalid",
                 path,
-                format!("Invalid value: {shown}: {path} in body should be {rel} {}", number_text(min)),
+                format!(
+                    "Invalid value: {shown}: {path} in body should be {rel} {}",
+                    number_text(min)
+                ),
             ));
         }
     }
@@ -298,13 +406,40 @@ fn check_number(n: f64, value: &Value, schema: &Value, path: &str, causes: &mut 
         causes.push(Cause::new(
             "FieldValueInvalid",
             path,
-            format!("Invalid value: {shown}: {path} in body should be a multiple of {}", number_text(step)),
+            format!(
+                "Invalid value: {shown}: {path} in body should be a multiple of {}",
+                number_text(step)
+            ),
         ));
     }
 }
 
+/// The string formats of the real server's validation that CRDs use most; others pass.
+fn format_matches(format: &str, s: &str) -> bool {
+    use std::net::IpAddr;
+    match format {
+        "date-time" | "datetime" => s.parse::<jiff::Timestamp>().is_ok(),
+        "date" => s.parse::<jiff::civil::Date>().is_ok(),
+        "uuid" => uuid::Uuid::parse_str(s).is_ok(),
+        "ipv4" => s.parse::<std::net::Ipv4Addr>().is_ok(),
+        "ipv6" => s.parse::<std::net::Ipv6Addr>().is_ok(),
+        "cidr" => s
+            .split_once('/')
+            .is_some_and(|(ip, bits)| ip.parse::<IpAddr>().is_ok() && bits.parse::<u8>().is_ok()),
+        "byte" => {
+            use base64::Engine as _;
+            base64::engine::general_purpose::STANDARD.decode(s).is_ok()
+        }
+        _ => true,
+    }
+}
+
 fn number_text(n: f64) -> String {
-    if n.fract() == 0.0 && n.abs() < 1e15 { format!("{}", n as i64) } else { n.to_string() }
+    if n.fract() == 0.0 && n.abs() < 1e15 {
+        format!("{}", n as i64)
+    } else {
+        n.to_string()
+    }
 }
 
 fn check_string(s: &str, value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
@@ -312,7 +447,11 @@ fn check_string(s: &str, value: &Value, schema: &Value, path: &str, causes: &mut
     if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
         && len > max
     {
-        causes.push(Cause::new("FieldValueTooLong", path, format!("Too long: may not be more than {max} bytes")));
+        causes.push(Cause::new(
+            "FieldValueTooLong",
+            path,
+            format!("Too long: may not be more than {max} bytes"),
+        ));
     }
     if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
         && len < min
@@ -320,7 +459,22 @@ fn check_string(s: &str, value: &Value, schema: &Value, path: &str, causes: &mut
         causes.push(Cause::new(
             "FieldValueInvalid",
             path,
-            format!("Invalid value: {}: {path} in body should be at least {min} chars long", show(value)),
+            format!(
+                "Invalid value: {}: {path} in body should be at least {min} chars long",
+                show(value)
+            ),
+        ));
+    }
+    if let Some(format) = schema.get("format").and_then(Value::as_str)
+        && !format_matches(format, s)
+    {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            path,
+            format!(
+                "Invalid value: {}: {path} in body must be of type {format}: {s:?}",
+                show(value)
+            ),
         ));
     }
     if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
@@ -328,13 +482,19 @@ fn check_string(s: &str, value: &Value, schema: &Value, path: &str, causes: &mut
             Ok(re) if !re.is_match(s) => causes.push(Cause::new(
                 "FieldValueInvalid",
                 path,
-                format!("Invalid value: {}: {path} in body should match '{pattern}'", show(value)),
+                format!(
+                    "Invalid value: {}: {path} in body should match '{pattern}'",
+                    show(value)
+                ),
             )),
             Ok(_) => {}
             Err(_) => causes.push(Cause::new(
                 "FieldValueInvalid",
                 path,
-                format!("Invalid value: {}: the schema pattern '{pattern}' does not compile", show(value)),
+                format!(
+                    "Invalid value: {}: the schema pattern '{pattern}' does not compile",
+                    show(value)
+                ),
             )),
         }
     }
@@ -354,21 +514,64 @@ mod tests {
 
     #[test]
     fn maximum_names_the_field_like_the_real_server() {
-        let causes = validate(&json!({"spec": {"deploymentName": "x", "replicas": 11}}), &foo_schema());
+        let causes = validate(
+            &json!({"spec": {"deploymentName": "x", "replicas": 11}}),
+            &foo_schema(),
+        );
         assert_eq!(causes.len(), 1);
         assert_eq!(causes[0].field, "spec.replicas");
-        assert_eq!(causes[0].message, "Invalid value: 11: spec.replicas in body should be less than or equal to 10");
+        assert_eq!(
+            causes[0].message,
+            "Invalid value: 11: spec.replicas in body should be less than or equal to 10"
+        );
     }
 
     #[test]
     fn type_required_enum_and_pattern() {
-        let causes = validate(&json!({"spec": {"replicas": "three", "mode": "c"}}), &foo_schema());
+        let causes = validate(
+            &json!({"spec": {"replicas": "three", "mode": "c"}}),
+            &foo_schema(),
+        );
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
         assert!(fields.contains(&"spec.deploymentName"));
         assert!(fields.contains(&"spec.replicas"));
         assert!(fields.contains(&"spec.mode"));
         let causes = validate(&json!({"spec": {"deploymentName": "X_1"}}), &foo_schema());
-        assert_eq!(causes[0].message, "Invalid value: \"X_1\": spec.deploymentName in body should match '^[a-z-]+$'");
+        assert_eq!(
+            causes[0].message,
+            "Invalid value: \"X_1\": spec.deploymentName in body should match '^[a-z-]+$'"
+        );
+    }
+
+    #[test]
+    fn common_string_formats_are_checked() {
+        let schema = json!({"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}, "ip": {"type": "string", "format": "ipv4"}}});
+        assert!(
+            validate(
+                &json!({"at": "2024-01-02T03:04:05Z", "ip": "10.0.0.1"}),
+                &schema
+            )
+            .is_empty()
+        );
+        let bad = validate(&json!({"at": "yesterday", "ip": "10.0.0"}), &schema);
+        assert_eq!(bad.len(), 2);
+        assert_eq!(
+            bad[0].message,
+            "Invalid value: \"yesterday\": at in body must be of type date-time: \"yesterday\""
+        );
+    }
+
+    #[test]
+    fn combinators_are_checked() {
+        let schema = json!({"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {"a": {"type": "string"}, "b": {"type": "string"}},
+            "oneOf": [{"required": ["a"]}, {"required": ["b"]}]}}});
+        assert!(validate(&json!({"spec": {"a": "x"}}), &schema).is_empty());
+        let both = validate(&json!({"spec": {"a": "x", "b": "y"}}), &schema);
+        assert_eq!(
+            both[0].message,
+            "Invalid value: \"object\": spec in body must validate one and only one schema (oneOf)"
+        );
     }
 
     #[test]
@@ -379,6 +582,9 @@ mod tests {
         let mut obj = json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n"}, "spec": {"b": 1, "free": {"z": 1}}, "other": 1});
         assert_eq!(prune(&mut obj, &schema), ["other", "spec.b"]);
         apply_defaults(&mut obj, &schema);
-        assert_eq!(obj, json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n"}, "spec": {"a": 3, "free": {"z": 1}}}));
+        assert_eq!(
+            obj,
+            json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n"}, "spec": {"a": 3, "free": {"z": 1}}})
+        );
     }
 }

@@ -1,5 +1,4 @@
-//! HTTP routing: turns Kubernetes API paths, query parameters and headers into verbs on the
-//! store, and results into JSON responses (objects, lists, tables, `Status` errors).
+//! HTTP routing: Kubernetes API paths and parameters to verbs, results to JSON responses.
 
 use std::panic::AssertUnwindSafe;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -16,13 +15,14 @@ use tokio::sync::{Notify, watch};
 use super::discovery;
 use super::events;
 use super::gc;
-use super::patch;
 use super::openapi;
+use super::patch;
+use super::protobuf;
 use super::selectors::{FieldSelector, LabelSelector, selectable_fields};
 use super::status::ApiError;
 use super::store::Store;
 use super::table::{self, Include};
-use super::verbs::{self, DeleteOptions, Filter, Paging, Target, WriteOptions};
+use super::verbs::{self, DeleteOptions, FieldValidation, Filter, Paging, Target, WriteOptions};
 use super::watch::{self as watches, WatchRequest};
 
 /// The largest request body accepted, as in the real server.
@@ -40,7 +40,12 @@ pub(crate) struct Shared {
 }
 
 impl Shared {
-    pub(crate) fn new(store: Store, bookmark_interval: Duration, shutdown: watch::Receiver<bool>, address: String) -> Shared {
+    pub(crate) fn new(
+        store: Store,
+        bookmark_interval: Duration,
+        shutdown: watch::Receiver<bool>,
+        address: String,
+    ) -> Shared {
         Shared {
             store: Mutex::new(store),
             writes: AtomicU64::new(0),
@@ -54,7 +59,9 @@ impl Shared {
 
     /// The store; a handler that panicked while holding it does not make it unusable.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Store> {
-        self.store.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.store
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -86,7 +93,11 @@ pub(crate) fn present_one(t: &Target, obj: &Value, how: Presentation) -> Value {
 }
 
 fn present_list(t: &Target, list: Value, how: Presentation) -> Value {
-    let items = list.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
+    let items = list
+        .get("items")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default();
     let meta = list.get("metadata").cloned().unwrap_or_default();
     match how {
         Presentation::Full => list,
@@ -102,7 +113,12 @@ fn present_list(t: &Target, list: Value, how: Presentation) -> Value {
 
 fn json_response(code: u16, body: &Value) -> Response {
     let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (status, [(header::CONTENT_TYPE, "application/json")], serde_json::to_vec(body).unwrap_or_default()).into_response()
+    (
+        status,
+        [(header::CONTENT_TYPE, "application/json")],
+        serde_json::to_vec(body).unwrap_or_default(),
+    )
+        .into_response()
 }
 
 fn error_response(err: &ApiError) -> Response {
@@ -112,7 +128,10 @@ fn error_response(err: &ApiError) -> Response {
 /// The axum handler for every path.
 pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    let mutating = matches!(parts.method, Method::POST | Method::PUT | Method::PATCH | Method::DELETE);
+    let mutating = matches!(
+        parts.method,
+        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
+    );
     if mutating {
         shared.writes.fetch_add(1, Ordering::SeqCst);
     }
@@ -120,16 +139,37 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
         Ok(b) => b,
         Err(_) => return error_response(&ApiError::too_large(MAX_BODY)),
     };
-    let query: Vec<(String, String)> = form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes()).into_owned().collect();
+    let query: Vec<(String, String)> =
+        form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
+            .into_owned()
+            .collect();
     let path = parts.uri.path().to_string();
-    let call = Call { method: parts.method.clone(), path, query, headers: parts.headers, body };
+    let call = Call {
+        method: parts.method.clone(),
+        path,
+        query,
+        headers: parts.headers,
+        body,
+    };
     let outcome = {
         let shared = shared.clone();
         std::panic::catch_unwind(AssertUnwindSafe(move || route(&shared, &call)))
     };
     let response = match outcome {
         Ok(Ok(Reply::Json(code, value))) => json_response(code, &value),
-        Ok(Ok(Reply::Text(text))) => (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response(),
+        Ok(Ok(Reply::Warned(code, value, warnings))) => {
+            let mut response = json_response(code, &value);
+            for warning in warnings {
+                let text = format!("299 - {}", serde_json::Value::String(warning));
+                if let Ok(header) = axum::http::HeaderValue::from_str(&text) {
+                    response.headers_mut().append(header::WARNING, header);
+                }
+            }
+            response
+        }
+        Ok(Ok(Reply::Text(text))) => {
+            (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response()
+        }
         Ok(Ok(Reply::Stream(body))) => Response::builder()
             .status(StatusCode::OK)
             .header(header::CONTENT_TYPE, "application/json")
@@ -137,7 +177,9 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
             .body(body)
             .unwrap_or_else(|_| error_response(&ApiError::internal("could not start the watch"))),
         Ok(Err(e)) => error_response(&e),
-        Err(_) => error_response(&ApiError::internal("the server hit an internal error while serving this request")),
+        Err(_) => error_response(&ApiError::internal(
+            "the server hit an internal error while serving this request",
+        )),
     };
     if mutating {
         shared.gc.notify_one();
@@ -156,11 +198,17 @@ struct Call {
 
 impl Call {
     fn param(&self, name: &str) -> Option<&str> {
-        self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+        self.query
+            .iter()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.as_str())
     }
 
     fn header(&self, name: header::HeaderName) -> &str {
-        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
+        self.headers
+            .get(name)
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or("")
     }
 
     fn flag(&self, name: &str) -> bool {
@@ -170,6 +218,8 @@ impl Call {
 
 enum Reply {
     Json(u16, Value),
+    /// A write's answer with `Warning` headers.
+    Warned(u16, Value, Vec<String>),
     Text(&'static str),
     Stream(Body),
 }
@@ -180,10 +230,14 @@ fn route(shared: &Arc<Shared>, call: &Call) -> Result<Reply, ApiError> {
         if call.method != Method::GET {
             return Err(ApiError::method_not_allowed());
         }
-        reply.map(|v| Reply::Json(200, v)).ok_or_else(ApiError::no_route)
+        reply
+            .map(|v| Reply::Json(200, v))
+            .ok_or_else(ApiError::no_route)
     };
     match segs.as_slice() {
-        [] => get_only(Some(json!({ "paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"] }))),
+        [] => get_only(Some(
+            json!({ "paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"] }),
+        )),
         ["version"] => get_only(Some(discovery::version_info())),
         ["healthz" | "livez" | "readyz"] => Ok(Reply::Text("ok")),
         ["api"] => get_only(Some(discovery::core_versions(&shared.address))),
@@ -192,8 +246,12 @@ fn route(shared: &Arc<Shared>, call: &Call) -> Result<Reply, ApiError> {
         ["apis", group] => get_only(shared.lock().registry.group(group)),
         ["apis", group, version] => get_only(shared.lock().registry.resource_list(group, version)),
         ["openapi", "v3"] => get_only(Some(openapi::root(&shared.lock().registry))),
-        ["openapi", "v3", "api", version] => get_only(openapi::document(&shared.lock().registry, "", version)),
-        ["openapi", "v3", "apis", group, version] => get_only(openapi::document(&shared.lock().registry, group, version)),
+        ["openapi", "v3", "api", version] => {
+            get_only(openapi::document(&shared.lock().registry, "", version))
+        }
+        ["openapi", "v3", "apis", group, version] => {
+            get_only(openapi::document(&shared.lock().registry, group, version))
+        }
         ["api", version, rest @ ..] => resource(shared, call, "", version, rest),
         ["apis", group, version, rest @ ..] => resource(shared, call, group, version, rest),
         _ => Err(ApiError::no_route()),
@@ -211,7 +269,13 @@ fn presentation(call: &Call) -> Presentation {
     }
 }
 
-fn resource(shared: &Arc<Shared>, call: &Call, group: &str, version: &str, rest: &[&str]) -> Result<Reply, ApiError> {
+fn resource(
+    shared: &Arc<Shared>,
+    call: &Call,
+    group: &str,
+    version: &str,
+    rest: &[&str],
+) -> Result<Reply, ApiError> {
     let (legacy_watch, rest) = match rest {
         ["watch", rest @ ..] => (true, rest),
         _ => (false, rest),
@@ -227,10 +291,21 @@ fn resource(shared: &Arc<Shared>, call: &Call, group: &str, version: &str, rest:
         [plural, name, sub] => (*plural, Some((*name).to_string()), Some((*sub).to_string())),
         _ => return Err(ApiError::no_route()),
     };
-    let rt = shared.lock().registry.find(group, version, plural).ok_or_else(ApiError::no_route)?;
+    let rt = shared
+        .lock()
+        .registry
+        .find(group, version, plural)
+        .ok_or_else(ApiError::no_route)?;
     let events_v1 = rt.group == "events.k8s.io" && rt.plural == "events";
     let (rt, version) = if events_v1 {
-        (shared.lock().registry.find("", "v1", "events").ok_or_else(ApiError::no_route)?, "v1")
+        (
+            shared
+                .lock()
+                .registry
+                .find("", "v1", "events")
+                .ok_or_else(ApiError::no_route)?,
+            "v1",
+        )
     } else {
         (rt, version)
     };
@@ -248,15 +323,33 @@ fn resource(shared: &Arc<Shared>, call: &Call, group: &str, version: &str, rest:
             return Err(ApiError::no_route());
         }
     }
-    let target = Target { rt, version: version.to_string(), namespace, name, subresource, events_v1 };
+    let target = Target {
+        rt,
+        version: version.to_string(),
+        namespace,
+        name,
+        subresource,
+        events_v1,
+    };
     let how = presentation(call);
     match dispatch(shared, call, target, how, legacy_watch)? {
-        Reply::Json(code, value) if events_v1 => Ok(Reply::Json(code, events::response_to_v1(value))),
+        Reply::Json(code, value) if events_v1 => {
+            Ok(Reply::Json(code, events::response_to_v1(value)))
+        }
+        Reply::Warned(code, value, warnings) if events_v1 => {
+            Ok(Reply::Warned(code, events::response_to_v1(value), warnings))
+        }
         reply => Ok(reply),
     }
 }
 
-fn dispatch(shared: &Arc<Shared>, call: &Call, target: Target, how: Presentation, legacy_watch: bool) -> Result<Reply, ApiError> {
+fn dispatch(
+    shared: &Arc<Shared>,
+    call: &Call,
+    target: Target,
+    how: Presentation,
+    legacy_watch: bool,
+) -> Result<Reply, ApiError> {
     let rt = target.rt.clone();
     let watching = legacy_watch || call.flag("watch");
     match (&call.method, &target.name) {
@@ -271,17 +364,40 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: Target, how: Presentation
         }
         (&Method::GET, Some(name)) => {
             let mut filter = filter(call, &target)?;
-            filter.fields = FieldSelector::parse(&format!("metadata.name={name}"), &[]).map_err(ApiError::bad_request)?;
-            watch(shared, call, Target { name: None, ..target }, filter, how)
+            filter.fields = FieldSelector::parse(&format!("metadata.name={name}"), &[])
+                .map_err(ApiError::bad_request)?;
+            watch(
+                shared,
+                call,
+                Target {
+                    name: None,
+                    ..target
+                },
+                filter,
+                how,
+            )
         }
         (&Method::GET, None) => {
             let filter = filter(call, &target)?;
             if watching {
                 return watch(shared, call, target, filter, how);
             }
+            let exact = match (
+                call.param("resourceVersionMatch"),
+                call.param("resourceVersion"),
+            ) {
+                (Some("Exact"), Some(rv)) => Some(rv.parse::<u64>().map_err(|_| {
+                    ApiError::bad_request(format!("invalid resource version: {rv:?}"))
+                })?),
+                _ => None,
+            };
             let paging = Paging {
                 limit: call.param("limit").and_then(|l| l.parse().ok()),
-                continue_token: call.param("continue").filter(|c| !c.is_empty()).map(String::from),
+                continue_token: call
+                    .param("continue")
+                    .filter(|c| !c.is_empty())
+                    .map(String::from),
+                exact,
             };
             let list = verbs::list(&shared.lock(), &target, &filter, &paging)?;
             Ok(Reply::Json(200, present_list(&target, list, how)))
@@ -293,23 +409,35 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: Target, how: Presentation
             let body = decode_body(call, &target)?;
             let opts = write_options(call)?;
             let (code, obj) = verbs::create(&mut shared.lock(), &target, body, &opts)?;
-            Ok(Reply::Json(code, obj))
+            Ok(Reply::Warned(code, obj, opts.warnings.take()))
         }
         (&Method::PUT, Some(_)) => {
             let body = decode_body(call, &target)?;
             let opts = write_options(call)?;
             let (code, obj) = verbs::update(&mut shared.lock(), &target, body, &opts)?;
-            Ok(Reply::Json(code, obj))
+            Ok(Reply::Warned(code, obj, opts.warnings.take()))
         }
         (&Method::PATCH, Some(_)) => {
-            let content_type = call.header(header::CONTENT_TYPE).split(';').next().unwrap_or("").trim().to_string();
+            let content_type = call
+                .header(header::CONTENT_TYPE)
+                .split(';')
+                .next()
+                .unwrap_or("")
+                .trim()
+                .to_string();
             let mut opts = write_options(call)?;
             opts.force = call.flag("force");
             if target.events_v1 {
                 return events_patch(shared, &target, call, &content_type, &opts);
             }
-            let (code, obj) = verbs::patch(&mut shared.lock(), &target, &call.body, &content_type, &opts)?;
-            Ok(Reply::Json(code, obj))
+            let (code, obj) = verbs::patch(
+                &mut shared.lock(),
+                &target,
+                &call.body,
+                &content_type,
+                &opts,
+            )?;
+            Ok(Reply::Warned(code, obj, opts.warnings.take()))
         }
         (&Method::DELETE, Some(_)) => {
             if target.subresource.is_some() {
@@ -322,7 +450,8 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: Target, how: Presentation
         (&Method::DELETE, None) => {
             let filter = filter(call, &target)?;
             let opts = delete_options(call)?;
-            let (code, list) = verbs::delete_collection(&mut shared.lock(), &target, &filter, &opts)?;
+            let (code, list) =
+                verbs::delete_collection(&mut shared.lock(), &target, &filter, &opts)?;
             Ok(Reply::Json(code, list))
         }
         _ => Err(ApiError::method_not_allowed()),
@@ -330,17 +459,32 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: Target, how: Presentation
 }
 
 fn filter(call: &Call, t: &Target) -> Result<Filter, ApiError> {
-    let labels = LabelSelector::parse(call.param("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
+    let labels = LabelSelector::parse(call.param("labelSelector").unwrap_or(""))
+        .map_err(ApiError::bad_request)?;
     let mut field_text = call.param("fieldSelector").unwrap_or("").to_string();
     if t.events_v1 {
         field_text = events::core_selector(&field_text);
     }
-    let fields = FieldSelector::parse(&field_text, selectable_fields(&t.rt.group, &t.rt.plural)).map_err(ApiError::bad_request)?;
-    Ok(Filter { namespace: t.namespace.clone(), labels, fields })
+    let fields = FieldSelector::parse(&field_text, selectable_fields(&t.rt.group, &t.rt.plural))
+        .map_err(ApiError::bad_request)?;
+    Ok(Filter {
+        namespace: t.namespace.clone(),
+        labels,
+        fields,
+    })
 }
 
-fn watch(shared: &Arc<Shared>, call: &Call, target: Target, filter: Filter, how: Presentation) -> Result<Reply, ApiError> {
-    let timeout = call.param("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()).unwrap_or(1800);
+fn watch(
+    shared: &Arc<Shared>,
+    call: &Call,
+    target: Target,
+    filter: Filter,
+    how: Presentation,
+) -> Result<Reply, ApiError> {
+    let timeout = call
+        .param("timeoutSeconds")
+        .and_then(|t| t.parse::<u64>().ok())
+        .unwrap_or(1800);
     let req = WatchRequest {
         target,
         filter,
@@ -354,7 +498,13 @@ fn watch(shared: &Arc<Shared>, call: &Call, target: Target, filter: Filter, how:
 }
 
 /// A patch of an events.k8s.io/v1 Event: applied to that view, stored in the core/v1 form.
-fn events_patch(shared: &Arc<Shared>, target: &Target, call: &Call, content_type: &str, opts: &WriteOptions) -> Result<Reply, ApiError> {
+fn events_patch(
+    shared: &Arc<Shared>,
+    target: &Target,
+    call: &Call,
+    content_type: &str,
+    opts: &WriteOptions,
+) -> Result<Reply, ApiError> {
     let mut store = shared.lock();
     if content_type == "application/apply-patch+yaml" {
         let config: Value = serde_yaml_ng::from_slice(&call.body)
@@ -364,17 +514,24 @@ fn events_patch(shared: &Arc<Shared>, target: &Target, call: &Call, content_type
         return Ok(Reply::Json(code, obj));
     }
     if !verbs::PATCH_TYPES.contains(&content_type) {
-        return Err(ApiError::unsupported_media_type(content_type, &verbs::PATCH_TYPES));
+        return Err(ApiError::unsupported_media_type(
+            content_type,
+            &verbs::PATCH_TYPES,
+        ));
     }
-    let patch_doc: Value =
-        serde_json::from_slice(&call.body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    let patch_doc: Value = serde_json::from_slice(&call.body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
     let view = events::to_v1(&verbs::get(&store, target)?);
     let patched = match content_type {
-        "application/json-patch+json" => patch::json_patch(&view, &patch_doc).map_err(|e| match e {
-            patch::PatchFailure::Malformed(m) => ApiError::bad_request(m),
-            patch::PatchFailure::Unappliable(m) => ApiError::unprocessable(m),
-        })?,
-        "application/merge-patch+json" => patch::merge_patch(&view, &patch_doc).map_err(ApiError::bad_request)?,
+        "application/json-patch+json" => {
+            patch::json_patch(&view, &patch_doc).map_err(|e| match e {
+                patch::PatchFailure::Malformed(m) => ApiError::bad_request(m),
+                patch::PatchFailure::Unappliable(m) => ApiError::unprocessable(m),
+            })?
+        }
+        "application/merge-patch+json" => {
+            patch::merge_patch(&view, &patch_doc).map_err(ApiError::bad_request)?
+        }
         _ => patch::strategic_merge(&view, &patch_doc).map_err(ApiError::bad_request)?,
     };
     let (code, obj) = verbs::update(&mut store, target, events::to_core(&patched), opts)?;
@@ -384,64 +541,136 @@ fn events_patch(shared: &Arc<Shared>, target: &Target, call: &Call, content_type
 /// Decodes a create/update body (JSON, or YAML when the content type says so).
 fn decode_body(call: &Call, target: &Target) -> Result<Value, ApiError> {
     let content_type = call.header(header::CONTENT_TYPE);
-    let value: Value = if content_type.contains("yaml") {
-        serde_yaml_ng::from_slice(&call.body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
+    let value: Value = if content_type.starts_with("application/vnd.kubernetes.protobuf") {
+        protobuf::decode(
+            &call.body,
+            &target.rt.api_version(&target.version),
+            &target.rt.kind,
+        )
+        .ok_or_else(|| {
+            ApiError::unsupported_media_type(
+                content_type,
+                &["application/json", "application/yaml"],
+            )
+        })?
+    } else if content_type.contains("yaml") {
+        serde_yaml_ng::from_slice(&call.body)
+            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
     } else if content_type.is_empty() || content_type.contains("json") {
-        serde_json::from_slice(&call.body)
-            .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))?
+        serde_json::from_slice(&call.body).map_err(|e| {
+            ApiError::bad_request(format!("the request body is not valid JSON: {e}"))
+        })?
     } else {
-        return Err(ApiError::unsupported_media_type(content_type, &["application/json", "application/yaml"]));
+        return Err(ApiError::unsupported_media_type(
+            content_type,
+            &["application/json", "application/yaml"],
+        ));
     };
     if !value.is_object() {
-        return Err(ApiError::bad_request("the request body must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
     }
-    Ok(if target.events_v1 { events::to_core(&value) } else { value })
+    Ok(if target.events_v1 {
+        events::to_core(&value)
+    } else {
+        value
+    })
 }
 
 fn dry_run(values: &[&str]) -> Result<bool, ApiError> {
     for v in values {
         if *v != "All" {
-            return Err(ApiError::bad_request(format!("Invalid dryRun value: {v:?}: supported values: \"All\"")));
+            return Err(ApiError::bad_request(format!(
+                "Invalid dryRun value: {v:?}: supported values: \"All\""
+            )));
         }
     }
     Ok(!values.is_empty())
 }
 
 fn write_options(call: &Call) -> Result<WriteOptions, ApiError> {
-    let dry: Vec<&str> = call.query.iter().filter(|(k, _)| k == "dryRun").map(|(_, v)| v.as_str()).collect();
+    let dry: Vec<&str> = call
+        .query
+        .iter()
+        .filter(|(k, _)| k == "dryRun")
+        .map(|(_, v)| v.as_str())
+        .collect();
     let explicit = call.param("fieldManager").filter(|m| !m.is_empty());
     if explicit.is_some_and(|m| m.len() > 128) {
-        return Err(ApiError::bad_request("fieldManager: Too long: may not be more than 128 bytes"));
+        return Err(ApiError::bad_request(
+            "fieldManager: Too long: may not be more than 128 bytes",
+        ));
     }
     let agent = call.header(header::USER_AGENT);
     let from_agent = agent.split('/').next().unwrap_or("").trim();
-    let manager = explicit.map_or_else(|| if from_agent.is_empty() { "unknown".to_string() } else { from_agent.chars().take(128).collect() }, String::from);
-    let strict = match call.param("fieldValidation") {
-        None | Some("" | "Ignore" | "Warn") => false,
-        Some("Strict") => true,
+    let manager = explicit.map_or_else(
+        || {
+            if from_agent.is_empty() {
+                "unknown".to_string()
+            } else {
+                from_agent.chars().take(128).collect()
+            }
+        },
+        String::from,
+    );
+    let validation = match call.param("fieldValidation") {
+        None | Some("" | "Warn") => FieldValidation::Warn,
+        Some("Ignore") => FieldValidation::Ignore,
+        Some("Strict") => FieldValidation::Strict,
         Some(other) => {
             return Err(ApiError::bad_request(format!(
                 "fieldValidation: Unsupported value: {other:?}: supported values: \"Ignore\", \"Strict\", \"Warn\""
             )));
         }
     };
-    Ok(WriteOptions { dry_run: dry_run(&dry)?, manager, explicit_manager: explicit.is_some(), force: false, strict })
+    Ok(WriteOptions {
+        dry_run: dry_run(&dry)?,
+        manager,
+        explicit_manager: explicit.is_some(),
+        force: false,
+        validation,
+        warnings: std::cell::RefCell::default(),
+    })
 }
 
 fn delete_options(call: &Call) -> Result<DeleteOptions, ApiError> {
     let body: Value = if call.body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else {
-        serde_json::from_slice(&call.body).map_err(|e| ApiError::bad_request(format!("the DeleteOptions body is not valid JSON: {e}")))?
+        serde_json::from_slice(&call.body).map_err(|e| {
+            ApiError::bad_request(format!("the DeleteOptions body is not valid JSON: {e}"))
+        })?
     };
     let s = |v: Option<&Value>| v.and_then(Value::as_str).map(String::from);
-    let mut propagation = s(body.get("propagationPolicy")).or_else(|| call.param("propagationPolicy").map(String::from));
-    let orphan = body.get("orphanDependents").and_then(Value::as_bool).or_else(|| call.param("orphanDependents").map(|v| v == "true"));
+    let mut propagation = s(body.get("propagationPolicy"))
+        .or_else(|| call.param("propagationPolicy").map(String::from));
+    let orphan = body
+        .get("orphanDependents")
+        .and_then(Value::as_bool)
+        .or_else(|| call.param("orphanDependents").map(|v| v == "true"));
     if propagation.is_none() {
-        propagation = orphan.map(|o| if o { "Orphan".to_string() } else { "Background".to_string() });
+        propagation = orphan.map(|o| {
+            if o {
+                "Orphan".to_string()
+            } else {
+                "Background".to_string()
+            }
+        });
     }
-    let mut dry: Vec<&str> = call.query.iter().filter(|(k, _)| k == "dryRun").map(|(_, v)| v.as_str()).collect();
-    dry.extend(body.get("dryRun").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str));
+    let mut dry: Vec<&str> = call
+        .query
+        .iter()
+        .filter(|(k, _)| k == "dryRun")
+        .map(|(_, v)| v.as_str())
+        .collect();
+    dry.extend(
+        body.get("dryRun")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(Value::as_str),
+    );
     Ok(DeleteOptions {
         propagation,
         precondition_uid: s(body.pointer("/preconditions/uid")),

@@ -1,6 +1,6 @@
 //! Stored objects, the global resourceVersion counter, and the watch history every write feeds.
 
-use std::collections::{BTreeMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -34,6 +34,76 @@ pub(crate) struct Change {
     pub old: Option<Arc<Value>>,
 }
 
+/// Where an object is stored: its resource and key.
+pub(crate) type Location = (GroupResource, ObjectKey);
+
+/// Who owns what, kept up to date on every write so garbage collection only looks at objects
+/// a change may concern.
+#[derive(Debug, Default)]
+struct OwnerIndex {
+    /// Every stored object's uid.
+    uids: HashMap<String, Location>,
+    /// Owner uid to the objects naming it in `ownerReferences`.
+    dependents: HashMap<String, BTreeSet<Location>>,
+    /// Objects garbage collection has to look at again.
+    queue: BTreeSet<Location>,
+}
+
+fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
+    obj.pointer("/metadata/ownerReferences")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|r| r.get("uid").and_then(Value::as_str))
+}
+
+impl OwnerIndex {
+    fn add(&mut self, loc: &Location, obj: &Value) {
+        self.uids.insert(object::uid(obj).to_string(), loc.clone());
+        let mut owned = false;
+        for owner in owner_uids(obj) {
+            owned = true;
+            self.dependents
+                .entry(owner.to_string())
+                .or_default()
+                .insert(loc.clone());
+        }
+        let foreground = object::is_deleting(obj)
+            && obj
+                .pointer("/metadata/finalizers")
+                .and_then(Value::as_array)
+                .is_some_and(|f| f.iter().any(|v| v.as_str() == Some("foregroundDeletion")));
+        if owned || foreground {
+            self.queue.insert(loc.clone());
+        }
+    }
+
+    /// Forgets `obj` and queues the objects its disappearance or change may concern: its
+    /// dependents (when `gone`) and its owners (which may wait for it in foreground deletion).
+    fn drop_object(&mut self, loc: &Location, obj: &Value, gone: bool) {
+        let uid = object::uid(obj);
+        if gone {
+            if self.uids.get(uid) == Some(loc) {
+                self.uids.remove(uid);
+            }
+            if let Some(deps) = self.dependents.get(uid) {
+                self.queue.extend(deps.iter().cloned());
+            }
+        }
+        for owner in owner_uids(obj) {
+            if let Some(owner_loc) = self.uids.get(owner) {
+                self.queue.insert(owner_loc.clone());
+            }
+            if let Some(set) = self.dependents.get_mut(owner) {
+                set.remove(loc);
+                if set.is_empty() {
+                    self.dependents.remove(owner);
+                }
+            }
+        }
+    }
+}
+
 /// A receiver of the changes committed after it was created.
 pub(crate) type Subscription = broadcast::Receiver<Arc<Change>>;
 
@@ -47,12 +117,13 @@ pub(crate) struct Store {
     /// The oldest resourceVersion a watch may start from; older ones get 410 Gone.
     oldest_watchable: u64,
     changes: broadcast::Sender<Arc<Change>>,
+    owners: OwnerIndex,
     pub registry: Registry,
 }
 
 impl Store {
     pub(crate) fn new(history_limit: usize) -> Store {
-        let (changes, _) = broadcast::channel(4096);
+        let (changes, _) = broadcast::channel(1 << 16);
         Store {
             rv: 0,
             objects: BTreeMap::new(),
@@ -60,6 +131,7 @@ impl Store {
             history_limit: history_limit.max(1),
             oldest_watchable: 0,
             changes,
+            owners: OwnerIndex::default(),
             registry: Registry::new(),
         }
     }
@@ -74,12 +146,17 @@ impl Store {
     }
 
     pub(crate) fn get(&self, gr: &GroupResource, ns: &str, name: &str) -> Option<Arc<Value>> {
-        self.objects.get(gr)?.get(&(ns.to_string(), name.to_string())).cloned()
+        self.objects
+            .get(gr)?
+            .get(&(ns.to_string(), name.to_string()))
+            .cloned()
     }
 
     /// Objects of one resource, in key order, optionally restricted to one namespace.
     pub(crate) fn list(&self, gr: &GroupResource, ns: Option<&str>) -> Vec<Arc<Value>> {
-        let Some(objects) = self.objects.get(gr) else { return Vec::new() };
+        let Some(objects) = self.objects.get(gr) else {
+            return Vec::new();
+        };
         match ns {
             Some(ns) => objects
                 .range((ns.to_string(), String::new())..)
@@ -90,26 +167,118 @@ impl Store {
         }
     }
 
+    /// Objects of one resource as they were at `rv` (the snapshot a continued list pages
+    /// through), rebuilt by undoing later changes; `None` when the history no longer reaches back.
+    pub(crate) fn list_at(
+        &self,
+        gr: &GroupResource,
+        ns: Option<&str>,
+        rv: u64,
+    ) -> Option<Vec<Arc<Value>>> {
+        if rv >= self.rv {
+            return Some(self.list(gr, ns));
+        }
+        if rv < self.oldest_watchable {
+            return None;
+        }
+        let mut objects: BTreeMap<ObjectKey, Arc<Value>> =
+            self.objects.get(gr).cloned().unwrap_or_default();
+        for change in self.history.iter().rev().take_while(|c| c.rv > rv) {
+            if change.resource != *gr {
+                continue;
+            }
+            let key = (
+                object::namespace(&change.object).to_string(),
+                object::name(&change.object).to_string(),
+            );
+            match (change.kind, &change.old) {
+                (EventType::Added, _) => {
+                    objects.remove(&key);
+                }
+                (_, Some(old)) => {
+                    objects.insert(key, old.clone());
+                }
+                (_, None) => {}
+            }
+        }
+        Some(
+            objects
+                .into_iter()
+                .filter(|((n, _), _)| ns.is_none_or(|ns| ns == n))
+                .map(|(_, o)| o)
+                .collect(),
+        )
+    }
+
+    pub(crate) fn uid_exists(&self, uid: &str) -> bool {
+        self.owners.uids.contains_key(uid)
+    }
+
+    /// The objects whose `ownerReferences` name `uid`.
+    pub(crate) fn dependents_of(&self, uid: &str) -> Vec<Location> {
+        self.owners
+            .dependents
+            .get(uid)
+            .map(|d| d.iter().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// The objects garbage collection has to look at, emptying the queue.
+    pub(crate) fn take_gc_queue(&mut self) -> Vec<Location> {
+        std::mem::take(&mut self.owners.queue).into_iter().collect()
+    }
+
     /// Every stored object with its resource (for garbage collection and persistence).
     pub(crate) fn iter_all(&self) -> impl Iterator<Item = (&GroupResource, &Arc<Value>)> {
-        self.objects.iter().flat_map(|(gr, objs)| objs.values().map(move |o| (gr, o)))
+        self.objects
+            .iter()
+            .flat_map(|(gr, objs)| objs.values().map(move |o| (gr, o)))
     }
 
     /// Stores `obj` (created or replaced) under a new resourceVersion and tells the watchers.
     pub(crate) fn put(&mut self, gr: &GroupResource, mut obj: Value) -> Arc<Value> {
         self.rv += 1;
         object::set_meta(&mut obj, "resourceVersion", json!(self.rv.to_string()));
-        let key = (object::namespace(&obj).to_string(), object::name(&obj).to_string());
+        let key = (
+            object::namespace(&obj).to_string(),
+            object::name(&obj).to_string(),
+        );
         let obj = Arc::new(obj);
-        let old = self.objects.entry(gr.clone()).or_default().insert(key, obj.clone());
-        let kind = if old.is_some() { EventType::Modified } else { EventType::Added };
-        self.record(Change { rv: self.rv, kind, resource: gr.clone(), object: obj.clone(), old });
+        let loc = (gr.clone(), key.clone());
+        let old = self
+            .objects
+            .entry(gr.clone())
+            .or_default()
+            .insert(key, obj.clone());
+        if let Some(old) = &old {
+            self.owners.drop_object(&loc, old, false);
+        }
+        self.owners.add(&loc, &obj);
+        let kind = if old.is_some() {
+            EventType::Modified
+        } else {
+            EventType::Added
+        };
+        self.record(Change {
+            rv: self.rv,
+            kind,
+            resource: gr.clone(),
+            object: obj.clone(),
+            old,
+        });
         obj
     }
 
     /// Removes an object for good; watchers get DELETED with the deletion's resourceVersion.
-    pub(crate) fn remove(&mut self, gr: &GroupResource, ns: &str, name: &str) -> Option<Arc<Value>> {
-        let old = self.objects.get_mut(gr)?.remove(&(ns.to_string(), name.to_string()))?;
+    pub(crate) fn remove(
+        &mut self,
+        gr: &GroupResource,
+        ns: &str,
+        name: &str,
+    ) -> Option<Arc<Value>> {
+        let key = (ns.to_string(), name.to_string());
+        let old = self.objects.get_mut(gr)?.remove(&key)?;
+        self.owners.drop_object(&(gr.clone(), key), &old, true);
         self.rv += 1;
         let mut last = (*old).clone();
         object::set_meta(&mut last, "resourceVersion", json!(self.rv.to_string()));
@@ -153,15 +322,17 @@ impl Store {
     /// Restores a snapshot: objects are inserted without events, the counter continues from `rv`.
     pub(crate) fn restore(&mut self, rv: u64, objects: Vec<(GroupResource, Value)>) {
         for (gr, obj) in objects {
-            let key = (object::namespace(&obj).to_string(), object::name(&obj).to_string());
-            self.objects.entry(gr).or_default().insert(key, Arc::new(obj));
+            let key = (
+                object::namespace(&obj).to_string(),
+                object::name(&obj).to_string(),
+            );
+            self.owners.add(&(gr.clone(), key.clone()), &obj);
+            self.objects
+                .entry(gr)
+                .or_default()
+                .insert(key, Arc::new(obj));
         }
         self.rv = rv;
         self.oldest_watchable = rv;
-    }
-
-    /// Changes the retained history size (tests use a small one to provoke 410 Gone).
-    pub(crate) fn set_history_limit(&mut self, limit: usize) {
-        self.history_limit = limit.max(1);
     }
 }

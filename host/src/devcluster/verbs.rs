@@ -1,6 +1,4 @@
-//! The verbs on stored objects: get, list, create, update, patch, delete, deletecollection,
-//! and the write pipeline they share (identity, status subresource, schema, generation,
-//! managedFields, finalizers, dry run).
+//! The verbs on stored objects and the write pipeline they share.
 
 use std::sync::Arc;
 
@@ -11,12 +9,14 @@ use super::apply::{self, Request, Scope};
 use super::crd;
 use super::defaults;
 use super::discovery::ResourceType;
+use super::metadata;
 use super::object;
 use super::patch::{self, PatchFailure};
 use super::schema;
 use super::selectors::{FieldSelector, LabelSelector};
 use super::status::{self, ApiError, Cause};
 use super::store::{GroupResource, Store};
+use super::typed;
 
 /// The resource, version, namespace and name a request addresses.
 #[derive(Debug, Clone)]
@@ -45,7 +45,9 @@ impl Target {
     }
 
     fn schema(&self) -> Option<&Value> {
-        self.rt.version(&self.version).and_then(|v| v.schema.as_ref())
+        self.rt
+            .version(&self.version)
+            .and_then(|v| v.schema.as_ref())
     }
 
     fn status_separate(&self) -> bool {
@@ -56,7 +58,9 @@ impl Target {
         if self.subresource.as_deref() == Some("status") {
             Scope::Status
         } else {
-            Scope::Main { status_separate: self.status_separate() }
+            Scope::Main {
+                status_separate: self.status_separate(),
+            }
         }
     }
 }
@@ -70,8 +74,22 @@ pub(crate) struct WriteOptions {
     /// Whether `fieldManager` was given (server-side apply requires it).
     pub explicit_manager: bool,
     pub force: bool,
-    /// `fieldValidation=Strict`: unknown fields of custom resources are refused, not pruned.
-    pub strict: bool,
+    /// `fieldValidation`: what happens to unknown fields.
+    pub validation: FieldValidation,
+    /// Warnings for the response's `Warning` headers (unknown fields dropped under `Warn`).
+    pub warnings: std::cell::RefCell<Vec<String>>,
+}
+
+/// The `fieldValidation` of a write.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) enum FieldValidation {
+    /// Unknown fields are dropped silently.
+    Ignore,
+    /// Unknown fields are dropped with a warning (the default).
+    #[default]
+    Warn,
+    /// Unknown fields refuse the request (400).
+    Strict,
 }
 
 /// Selectors and paging of a list (or watch).
@@ -84,7 +102,9 @@ pub(crate) struct Filter {
 
 impl Filter {
     pub(crate) fn matches(&self, obj: &Value) -> bool {
-        self.namespace.as_deref().is_none_or(|ns| object::namespace(obj) == ns)
+        self.namespace
+            .as_deref()
+            .is_none_or(|ns| object::namespace(obj) == ns)
             && self.labels.matches(&object::labels(obj))
             && self.fields.matches(obj)
     }
@@ -95,6 +115,8 @@ impl Filter {
 pub(crate) struct Paging {
     pub limit: Option<usize>,
     pub continue_token: Option<String>,
+    /// `resourceVersion` with `resourceVersionMatch=Exact`: list the state at that version.
+    pub exact: Option<u64>,
 }
 
 /// How a DELETE should proceed (`DeleteOptions` body and query merged).
@@ -117,22 +139,42 @@ pub(crate) fn present(rt: &ResourceType, version: &str, obj: &Value) -> Value {
 }
 
 pub(crate) fn get(store: &Store, t: &Target) -> Result<Value, ApiError> {
-    let obj = store.get(&t.gr(), t.ns(), t.name()).ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()))?;
+    let obj = store
+        .get(&t.gr(), t.ns(), t.name())
+        .ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()))?;
     Ok(present(&t.rt, &t.version, &obj))
 }
 
 /// A list of the matching objects (`ConfigMapList`...), with `continue` when `limit` cut it.
-pub(crate) fn list(store: &Store, t: &Target, filter: &Filter, paging: &Paging) -> Result<Value, ApiError> {
-    let start = match &paging.continue_token {
-        Some(token) => Some(decode_continue(token)?),
-        None => None,
+pub(crate) fn list(
+    store: &Store,
+    t: &Target,
+    filter: &Filter,
+    paging: &Paging,
+) -> Result<Value, ApiError> {
+    let (rv, start) = match &paging.continue_token {
+        Some(token) => {
+            let (rv, ns, name) = decode_continue(token)?;
+            (rv, Some((ns, name)))
+        }
+        None => (paging.exact.unwrap_or_else(|| store.current_rv()), None),
     };
+    let objects = store.list_at(&t.gr(), t.namespace.as_deref(), rv).ok_or_else(|| {
+        ApiError::expired(if start.is_some() {
+            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."
+        } else {
+            "The resourceVersion for the provided list is too old."
+        })
+    })?;
     let mut items: Vec<Value> = Vec::new();
     let mut next = None;
     let mut remaining = 0usize;
-    for obj in store.list(&t.gr(), t.namespace.as_deref()) {
-        let key = format!("{}/{}", object::namespace(&obj), object::name(&obj));
-        if start.as_ref().is_some_and(|s| key.as_str() <= s.as_str()) {
+    for obj in objects {
+        let key = (
+            object::namespace(&obj).to_string(),
+            object::name(&obj).to_string(),
+        );
+        if start.as_ref().is_some_and(|s| key <= *s) {
             continue;
         }
         if !filter.matches(&obj) {
@@ -140,16 +182,21 @@ pub(crate) fn list(store: &Store, t: &Target, filter: &Filter, paging: &Paging) 
         }
         if paging.limit.is_some_and(|l| l > 0 && items.len() >= l) {
             if next.is_none() {
-                next = items.last().map(|last: &Value| format!("{}/{}", object::namespace(last), object::name(last)));
+                next = items.last().map(|last: &Value| {
+                    (
+                        object::namespace(last).to_string(),
+                        object::name(last).to_string(),
+                    )
+                });
             }
             remaining += 1;
             continue;
         }
         items.push(present(&t.rt, &t.version, &obj));
     }
-    let mut metadata = json!({ "resourceVersion": store.current_rv().to_string() });
-    if let Some(next) = next {
-        metadata["continue"] = json!(encode_continue(store.current_rv(), &next));
+    let mut metadata = json!({ "resourceVersion": rv.to_string() });
+    if let Some((ns, name)) = next {
+        metadata["continue"] = json!(encode_continue(rv, &ns, &name));
         metadata["remainingItemCount"] = json!(remaining);
     }
     Ok(json!({
@@ -160,16 +207,30 @@ pub(crate) fn list(store: &Store, t: &Target, filter: &Filter, paging: &Paging) 
     }))
 }
 
-fn encode_continue(rv: u64, start: &str) -> String {
-    let token = json!({ "v": "meta.k8s.io/v1", "rv": rv, "start": start });
+fn encode_continue(rv: u64, ns: &str, name: &str) -> String {
+    let token = json!({ "v": "meta.k8s.io/v1", "rv": rv, "namespace": ns, "start": name });
     base64::engine::general_purpose::URL_SAFE.encode(token.to_string())
 }
 
-fn decode_continue(token: &str) -> Result<String, ApiError> {
+/// The snapshot version and the last key (namespace, name) of a continue token.
+fn decode_continue(token: &str) -> Result<(u64, String, String), ApiError> {
     let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
-    let bytes = base64::engine::general_purpose::URL_SAFE.decode(token).map_err(|e| bad(&e.to_string()))?;
+    let bytes = base64::engine::general_purpose::URL_SAFE
+        .decode(token)
+        .map_err(|e| bad(&e.to_string()))?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|e| bad(&e.to_string()))?;
-    value.get("start").and_then(Value::as_str).map(String::from).ok_or_else(|| bad("no start key"))
+    let field = |f: &str| {
+        value
+            .get(f)
+            .and_then(Value::as_str)
+            .map(String::from)
+            .ok_or_else(|| bad("incomplete token"))
+    };
+    let rv = value
+        .get("rv")
+        .and_then(Value::as_u64)
+        .ok_or_else(|| bad("no resource version"))?;
+    Ok((rv, field("namespace")?, field("start")?))
 }
 
 /// How a write records field ownership.
@@ -180,23 +241,49 @@ enum Ownership<'a> {
     Applied,
 }
 
-pub(crate) fn create(store: &mut Store, t: &Target, body: Value, opts: &WriteOptions) -> Result<(u16, Value), ApiError> {
+pub(crate) fn create(
+    store: &mut Store,
+    t: &Target,
+    body: Value,
+    opts: &WriteOptions,
+) -> Result<(u16, Value), ApiError> {
     if t.subresource.is_some() {
         return Err(ApiError::method_not_allowed());
     }
-    write(store, t, None, body, opts, &Ownership::Update(&opts.manager))
+    write(
+        store,
+        t,
+        None,
+        body,
+        opts,
+        &Ownership::Update(&opts.manager),
+    )
 }
 
-pub(crate) fn update(store: &mut Store, t: &Target, body: Value, opts: &WriteOptions) -> Result<(u16, Value), ApiError> {
+pub(crate) fn update(
+    store: &mut Store,
+    t: &Target,
+    body: Value,
+    opts: &WriteOptions,
+) -> Result<(u16, Value), ApiError> {
     if t.subresource.as_deref() == Some("scale") {
         return update_scale(store, t, &body, opts);
     }
     let old = existing(store, t)?;
-    write(store, t, Some(&old), body, opts, &Ownership::Update(&opts.manager))
+    write(
+        store,
+        t,
+        Some(&old),
+        body,
+        opts,
+        &Ownership::Update(&opts.manager),
+    )
 }
 
 fn existing(store: &Store, t: &Target) -> Result<Arc<Value>, ApiError> {
-    store.get(&t.gr(), t.ns(), t.name()).ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()))
+    store
+        .get(&t.gr(), t.ns(), t.name())
+        .ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()))
 }
 
 /// The patch types the server understands, by `Content-Type`.
@@ -207,25 +294,38 @@ pub(crate) const PATCH_TYPES: [&str; 4] = [
     "application/apply-patch+yaml",
 ];
 
-pub(crate) fn patch(store: &mut Store, t: &Target, body: &[u8], content_type: &str, opts: &WriteOptions) -> Result<(u16, Value), ApiError> {
+pub(crate) fn patch(
+    store: &mut Store,
+    t: &Target,
+    body: &[u8],
+    content_type: &str,
+    opts: &WriteOptions,
+) -> Result<(u16, Value), ApiError> {
     let is_apply = content_type == "application/apply-patch+yaml";
-    let accepted: Vec<&str> =
-        PATCH_TYPES.iter().copied().filter(|p| t.rt.builtin || *p != "application/strategic-merge-patch+json").collect();
+    let accepted: Vec<&str> = PATCH_TYPES
+        .iter()
+        .copied()
+        .filter(|p| t.rt.builtin || *p != "application/strategic-merge-patch+json")
+        .collect();
     if !accepted.contains(&content_type) {
         return Err(ApiError::unsupported_media_type(content_type, &accepted));
     }
     if opts.force && !is_apply {
-        return Err(ApiError::bad_request("force is only supported for apply patches"));
+        return Err(ApiError::bad_request(
+            "force is only supported for apply patches",
+        ));
     }
     if is_apply {
         return apply_patch(store, t, body, opts);
     }
-    let patch_doc: Value =
-        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    let patch_doc: Value = serde_json::from_slice(body)
+        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
     if t.subresource.as_deref() == Some("scale") {
         let scale = scale_of(store, t)?;
         let patched = match content_type {
-            "application/json-patch+json" => patch::json_patch(&scale, &patch_doc).map_err(patch_error)?,
+            "application/json-patch+json" => {
+                patch::json_patch(&scale, &patch_doc).map_err(patch_error)?
+            }
             _ => patch::merge_patch(&scale, &patch_doc).map_err(ApiError::bad_request)?,
         };
         return update_scale(store, t, &patched, opts);
@@ -233,11 +333,22 @@ pub(crate) fn patch(store: &mut Store, t: &Target, body: &[u8], content_type: &s
     let old = existing(store, t)?;
     let base = present(&t.rt, &t.version, &old);
     let patched = match content_type {
-        "application/json-patch+json" => patch::json_patch(&base, &patch_doc).map_err(patch_error)?,
-        "application/merge-patch+json" => patch::merge_patch(&base, &patch_doc).map_err(ApiError::bad_request)?,
+        "application/json-patch+json" => {
+            patch::json_patch(&base, &patch_doc).map_err(patch_error)?
+        }
+        "application/merge-patch+json" => {
+            patch::merge_patch(&base, &patch_doc).map_err(ApiError::bad_request)?
+        }
         _ => patch::strategic_merge(&base, &patch_doc).map_err(ApiError::bad_request)?,
     };
-    write(store, t, Some(&old), patched, opts, &Ownership::Update(&opts.manager))
+    write(
+        store,
+        t,
+        Some(&old),
+        patched,
+        opts,
+        &Ownership::Update(&opts.manager),
+    )
 }
 
 fn patch_error(failure: PatchFailure) -> ApiError {
@@ -247,20 +358,37 @@ fn patch_error(failure: PatchFailure) -> ApiError {
     }
 }
 
-fn apply_patch(store: &mut Store, t: &Target, body: &[u8], opts: &WriteOptions) -> Result<(u16, Value), ApiError> {
+fn apply_patch(
+    store: &mut Store,
+    t: &Target,
+    body: &[u8],
+    opts: &WriteOptions,
+) -> Result<(u16, Value), ApiError> {
     if !opts.explicit_manager {
-        return Err(ApiError::bad_request("PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"));
+        return Err(ApiError::bad_request(
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+        ));
     }
     let config: Value = serde_yaml_ng::from_slice(body)
         .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
     if !config.is_object() {
-        return Err(ApiError::bad_request("apply configuration must be an object"));
+        return Err(ApiError::bad_request(
+            "apply configuration must be an object",
+        ));
     }
     let api_version = t.rt.api_version(&t.version);
-    let given_version = config.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
-    let given_kind = config.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let given_version = config
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
+    let given_kind = config
+        .get("kind")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     if given_version.is_empty() || given_kind.is_empty() {
-        return Err(ApiError::bad_request("invalid object type: apiVersion and kind must be set"));
+        return Err(ApiError::bad_request(
+            "invalid object type: apiVersion and kind must be set",
+        ));
     }
     if given_version != api_version || given_kind != t.rt.kind {
         return Err(ApiError::bad_request(format!(
@@ -280,7 +408,12 @@ fn apply_patch(store: &mut Store, t: &Target, body: &[u8], opts: &WriteOptions) 
         return Err(ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()));
     }
     let live = old.as_deref().map(|o| present(&t.rt, &t.version, o));
-    let req = Request { manager: &opts.manager, api_version: &api_version, scope: t.scope(), schema: t.schema() };
+    let req = Request {
+        manager: &opts.manager,
+        api_version: &api_version,
+        scope: t.scope(),
+        schema: t.schema(),
+    };
     let mut config = config;
     if let Some(schema) = t.schema() {
         let unknown = schema::prune(&mut config, schema);
@@ -289,9 +422,16 @@ fn apply_patch(store: &mut Store, t: &Target, body: &[u8], opts: &WriteOptions) 
     let merged = match apply::apply(live.as_ref(), &config, &req, opts.force) {
         Ok(Ok(merged)) => merged,
         Ok(Err(conflicts)) => {
-            return Err(ApiError::apply_conflict(conflicts.message, conflicts.causes));
+            return Err(ApiError::apply_conflict(
+                conflicts.message,
+                conflicts.causes,
+            ));
         }
-        Err(e) => return Err(ApiError::unprocessable(format!("failed to create typed patch object: {e}"))),
+        Err(e) => {
+            return Err(ApiError::unprocessable(format!(
+                "failed to create typed patch object: {e}"
+            )));
+        }
     };
     let mut merged = merged;
     if old.is_none() {
@@ -301,16 +441,28 @@ fn apply_patch(store: &mut Store, t: &Target, body: &[u8], opts: &WriteOptions) 
 }
 
 /// The shared write pipeline of create (`old` is `None`) and update.
-fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value, opts: &WriteOptions, ownership: &Ownership<'_>) -> Result<(u16, Value), ApiError> {
+fn write(
+    store: &mut Store,
+    t: &Target,
+    old: Option<&Arc<Value>>,
+    mut new: Value,
+    opts: &WriteOptions,
+    ownership: &Ownership<'_>,
+) -> Result<(u16, Value), ApiError> {
     let rt = &t.rt;
     let api_version = rt.api_version(&t.version);
     if !new.is_object() {
-        return Err(ApiError::bad_request("the request body must be a JSON object"));
+        return Err(ApiError::bad_request(
+            "the request body must be a JSON object",
+        ));
     }
     check_type(rt, &t.version, &new)?;
     new["apiVersion"] = json!(api_version);
     new["kind"] = json!(rt.kind);
-    if new.get("metadata").is_some_and(|m| !m.is_object() && !m.is_null()) {
+    if new
+        .get("metadata")
+        .is_some_and(|m| !m.is_object() && !m.is_null())
+    {
         return Err(ApiError::bad_request("metadata must be an object"));
     }
 
@@ -333,25 +485,55 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
             if name.is_empty() {
                 let prefix = object::meta_str(&new, "generateName").to_string();
                 if prefix.is_empty() {
-                    return Err(ApiError::invalid(rt, "", vec![Cause::new(
-                        "FieldValueRequired",
-                        "metadata.name",
-                        "Required value: name or generateName is required",
-                    )]));
+                    return Err(ApiError::invalid(
+                        rt,
+                        "",
+                        vec![Cause::new(
+                            "FieldValueRequired",
+                            "metadata.name",
+                            "Required value: name or generateName is required",
+                        )],
+                    ));
                 }
                 name = defaults::generated_name(&prefix);
                 object::set_meta(&mut new, "name", json!(name));
             }
+            match store.get(&(String::new(), "namespaces".into()), "", t.ns()) {
+                None if rt.namespaced => return Err(ApiError::not_found("", "namespaces", t.ns())),
+                Some(ns) if rt.namespaced && object::is_deleting(&ns) => {
+                    return Err(ApiError::forbidden(
+                        &rt.group,
+                        &rt.plural,
+                        &name,
+                        &format!(
+                            "unable to create new content in namespace {} because it is being terminated",
+                            t.ns()
+                        ),
+                    ));
+                }
+                _ => {}
+            }
+            if let Some(crd) = served_by_crd(store, rt)
+                && object::is_deleting(&crd)
+            {
+                return Err(ApiError::method_not_allowed_because(
+                    "create not allowed while custom resource definition is terminating",
+                ));
+            }
             if let Some(cause) = defaults::check_name(rt, &name) {
                 return Err(ApiError::invalid(rt, &name, vec![cause]));
-            }
-            if rt.namespaced && store.get(&(String::new(), "namespaces".into()), "", t.ns()).is_none() {
-                return Err(ApiError::not_found("", "namespaces", t.ns()));
             }
             if store.get(&t.gr(), t.ns(), &name).is_some() {
                 return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
             }
-            for field in ["uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "generation"] {
+            for field in [
+                "uid",
+                "resourceVersion",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "selfLink",
+                "generation",
+            ] {
                 object::remove_meta(&mut new, field);
             }
             object::set_meta(&mut new, "uid", json!(uuid::Uuid::new_v4().to_string()));
@@ -380,9 +562,41 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
             if !body_rv.is_empty() && body_rv != object::meta_str(old, "resourceVersion") {
                 return Err(ApiError::modified(&rt.group, &rt.plural, name));
             }
+            let body_uid = object::uid(&new);
+            if !body_uid.is_empty() && body_uid != object::uid(old) {
+                return Err(ApiError::conflict(
+                    &rt.group,
+                    &rt.plural,
+                    name,
+                    &format!(
+                        "Precondition failed: UID in precondition: {body_uid}, UID in object meta: {}",
+                        object::uid(old)
+                    ),
+                ));
+            }
+            if rt.builtin
+                && rt.group == "apps"
+                && !status_endpoint
+                && new.pointer("/spec/selector").is_some()
+                && new.pointer("/spec/selector") != old.pointer("/spec/selector")
+            {
+                let selector = new.pointer("/spec/selector").cloned().unwrap_or_default();
+                return Err(ApiError::invalid(
+                    rt,
+                    name,
+                    vec![Cause::new(
+                        "FieldValueInvalid",
+                        "spec.selector",
+                        format!("Invalid value: {selector}: field is immutable"),
+                    )],
+                ));
+            }
             if status_endpoint {
                 let status = new.get("status").cloned();
-                let managed = new.get("metadata").and_then(|m| m.get("managedFields")).cloned();
+                let managed = new
+                    .get("metadata")
+                    .and_then(|m| m.get("managedFields"))
+                    .cloned();
                 new = present(rt, &t.version, old);
                 match status {
                     Some(s) => new["status"] = s,
@@ -405,7 +619,13 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
                     }
                 }
             }
-            for field in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+            for field in [
+                "uid",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+            ] {
                 match old.get("metadata").and_then(|m| m.get(field)) {
                     Some(v) => object::set_meta(&mut new, field, v.clone()),
                     None => object::remove_meta(&mut new, field),
@@ -413,13 +633,22 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
             }
             if object::is_deleting(old) {
                 let before = object::finalizers(old);
-                let added: Vec<String> = object::finalizers(&new).into_iter().filter(|f| !before.contains(f)).collect();
+                let added: Vec<String> = object::finalizers(&new)
+                    .into_iter()
+                    .filter(|f| !before.contains(f))
+                    .collect();
                 if !added.is_empty() {
-                    return Err(ApiError::invalid(rt, name, vec![Cause::new(
-                        "FieldForbidden",
-                        "metadata.finalizers",
-                        format!("Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"),
-                    )]));
+                    return Err(ApiError::invalid(
+                        rt,
+                        name,
+                        vec![Cause::new(
+                            "FieldForbidden",
+                            "metadata.finalizers",
+                            format!(
+                                "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+                            ),
+                        )],
+                    ));
                 }
             }
         }
@@ -427,10 +656,40 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
     object::remove_meta(&mut new, "resourceVersion");
 
     let name = object::name(&new).to_string();
-    if rt.builtin
-        && let Err(cause) = defaults::on_write(rt, &mut new)
-    {
-        return Err(ApiError::invalid(rt, &name, vec![cause]));
+    let causes = metadata::validate(&new);
+    if !causes.is_empty() {
+        return Err(ApiError::invalid(rt, &name, causes));
+    }
+    if rt.builtin {
+        match typed::decode(rt, &new) {
+            Ok(Some(decoded)) => {
+                check_unknown(t, opts, &decoded.unknown)?;
+                new = decoded.object;
+            }
+            Ok(None) => {}
+            Err(e) => {
+                return Err(ApiError::bad_request(format!(
+                    "{kind} in version {version:?} cannot be handled as a {kind}: {e}",
+                    kind = rt.kind,
+                    version = t.version
+                )));
+            }
+        }
+        defaults::on_write(rt, &mut new);
+        let causes = typed::validate(rt, &new);
+        if !causes.is_empty() {
+            return Err(ApiError::invalid(rt, &name, causes));
+        }
+    }
+    if rt.builtin && rt.group.is_empty() && rt.plural == "services" {
+        let others: Vec<Arc<Value>> = store
+            .list(&t.gr(), None)
+            .into_iter()
+            .filter(|s| old.is_none_or(|o| object::uid(s) != object::uid(o)))
+            .collect();
+        if let Err(cause) = defaults::allocate_service(&others, old.map(|o| &**o), &mut new) {
+            return Err(ApiError::invalid(rt, &name, vec![cause]));
+        }
     }
     if let Some(schema) = t.schema() {
         let unknown = schema::prune(&mut new, schema);
@@ -448,12 +707,22 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
             return Err(ApiError::invalid(rt, &name, causes));
         }
         let spec_rt = crd::resource_type(&new);
-        if store.registry.plural_taken(&name, &spec_rt.group, &spec_rt.plural) {
-            return Err(ApiError::invalid(rt, &name, vec![Cause::new(
-                "FieldValueInvalid",
-                "spec.names.plural",
-                format!("Invalid value: {:?}: the resource is already served", spec_rt.plural),
-            )]));
+        if store
+            .registry
+            .plural_taken(&name, &spec_rt.group, &spec_rt.plural)
+        {
+            return Err(ApiError::invalid(
+                rt,
+                &name,
+                vec![Cause::new(
+                    "FieldValueInvalid",
+                    "spec.names.plural",
+                    format!(
+                        "Invalid value: {:?}: the resource is already served",
+                        spec_rt.plural
+                    ),
+                )],
+            ));
         }
         crd::set_established(&mut new);
     }
@@ -467,7 +736,12 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
 
     if let Ownership::Update(manager) = ownership {
         let old_view = old.map(|o| present(rt, &t.version, o));
-        let req = Request { manager, api_version: &api_version, scope: t.scope(), schema: t.schema() };
+        let req = Request {
+            manager,
+            api_version: &api_version,
+            scope: t.scope(),
+            schema: t.schema(),
+        };
         apply::record_update(old_view.as_ref(), &mut new, &req);
     }
 
@@ -481,30 +755,55 @@ fn write(store: &mut Store, t: &Target, old: Option<&Arc<Value>>, mut new: Value
             if opts.dry_run {
                 return Ok((200, new));
             }
-            let gone = store.remove(&t.gr(), t.ns(), &name).unwrap_or_else(|| Arc::new(new.clone()));
+            let gone = store
+                .remove(&t.gr(), t.ns(), &name)
+                .unwrap_or_else(|| Arc::new(new.clone()));
             after_removal(store, rt, &gone);
             return Ok((200, present(rt, &t.version, &gone)));
         }
     }
     if opts.dry_run {
         if let Some(old) = old {
-            object::set_meta(&mut new, "resourceVersion", json!(object::meta_str(old, "resourceVersion")));
+            object::set_meta(
+                &mut new,
+                "resourceVersion",
+                json!(object::meta_str(old, "resourceVersion")),
+            );
         }
         return Ok((if old.is_some() { 200 } else { 201 }, new));
     }
     if rt.group == "apiextensions.k8s.io" {
+        if new.to_string().contains("\"x-kubernetes-validations\"") {
+            tracing::warn!(crd = %name, "x-kubernetes-validations (CEL) rules are not enforced by the embedded API server");
+        }
         store.registry.register_crd(&name, crd::resource_type(&new));
     }
     let stored = store.put(&t.gr(), new);
-    Ok((if old.is_some() { 200 } else { 201 }, present(rt, &t.version, &stored)))
+    Ok((
+        if old.is_some() { 200 } else { 201 },
+        present(rt, &t.version, &stored),
+    ))
 }
 
-/// Strict field validation: unknown fields are a 400, worded like the real server.
+/// Field validation of unknown fields: a 400 (Strict) or warnings (Warn), worded like the real server.
 fn check_unknown(t: &Target, opts: &WriteOptions, unknown: &[String]) -> Result<(), ApiError> {
-    if !opts.strict || unknown.is_empty() {
+    if unknown.is_empty() {
         return Ok(());
     }
-    let listed: Vec<String> = unknown.iter().map(|u| format!("unknown field {u:?}")).collect();
+    match opts.validation {
+        FieldValidation::Ignore => return Ok(()),
+        FieldValidation::Warn => {
+            opts.warnings
+                .borrow_mut()
+                .extend(unknown.iter().map(|u| format!("unknown field {u:?}")));
+            return Ok(());
+        }
+        FieldValidation::Strict => {}
+    }
+    let listed: Vec<String> = unknown
+        .iter()
+        .map(|u| format!("unknown field {u:?}"))
+        .collect();
     Err(ApiError::bad_request(format!(
         "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
         listed.join(", "),
@@ -515,11 +814,17 @@ fn check_unknown(t: &Target, opts: &WriteOptions, unknown: &[String]) -> Result<
 
 /// Refuses a body whose `apiVersion`/`kind` name another type.
 fn check_type(rt: &ResourceType, version: &str, obj: &Value) -> Result<(), ApiError> {
-    let given_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let given_version = obj
+        .get("apiVersion")
+        .and_then(Value::as_str)
+        .unwrap_or_default();
     let given_kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
     let version_ok = given_version.is_empty()
         || given_version == rt.api_version(version)
-        || rt.versions.iter().any(|v| rt.api_version(&v.name) == given_version);
+        || rt
+            .versions
+            .iter()
+            .any(|v| rt.api_version(&v.name) == given_version);
     if !version_ok || (!given_kind.is_empty() && given_kind != rt.kind) {
         return Err(ApiError::bad_request(format!(
             "the object provided is unrecognized (must be of type {}): {given_kind} in version {given_version:?}",
@@ -545,36 +850,68 @@ fn spec_changed(old: &Value, new: &Value, status_separate: bool) -> bool {
 }
 
 /// DELETE of one object: preconditions, finalizers, propagation policy.
-pub(crate) fn delete(store: &mut Store, t: &Target, opts: &DeleteOptions) -> Result<(u16, Value), ApiError> {
+pub(crate) fn delete(
+    store: &mut Store,
+    t: &Target,
+    opts: &DeleteOptions,
+) -> Result<(u16, Value), ApiError> {
     let rt = &t.rt;
     let name = t.name();
     let obj = existing(store, t)?;
     if let Some(uid) = &opts.precondition_uid
         && uid != object::uid(&obj)
     {
-        return Err(ApiError::conflict(&rt.group, &rt.plural, name, &format!(
-            "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-            object::uid(&obj)
-        )));
+        return Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            name,
+            &format!(
+                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
+                object::uid(&obj)
+            ),
+        ));
     }
     if let Some(rv) = &opts.precondition_rv
         && rv != object::meta_str(&obj, "resourceVersion")
     {
-        return Err(ApiError::conflict(&rt.group, &rt.plural, name, &format!(
-            "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
-            object::meta_str(&obj, "resourceVersion")
-        )));
+        return Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            name,
+            &format!(
+                "Precondition failed: ResourceVersion in precondition: {rv}, ResourceVersion in object meta: {}",
+                object::meta_str(&obj, "resourceVersion")
+            ),
+        ));
     }
     let policy = opts.propagation.as_deref().unwrap_or("Background");
     if !matches!(policy, "Background" | "Foreground" | "Orphan") {
-        return Err(ApiError::invalid(rt, name, vec![Cause::new(
-            "FieldValueNotSupported",
-            "propagationPolicy",
-            format!("Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""),
-        )]));
+        return Err(ApiError::invalid(
+            rt,
+            name,
+            vec![Cause::new(
+                "FieldValueNotSupported",
+                "propagationPolicy",
+                format!(
+                    "Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
+                ),
+            )],
+        ));
     }
     if opts.dry_run {
         return Ok((200, present(rt, &t.version, &obj)));
+    }
+    if rt.builtin && rt.group.is_empty() && rt.plural == "namespaces" {
+        // The namespace controller empties a terminating namespace, then removes it (gc.rs).
+        if object::is_deleting(&obj) {
+            return Ok((200, present(rt, &t.version, &obj)));
+        }
+        let mut terminating = (*obj).clone();
+        object::set_meta(&mut terminating, "deletionTimestamp", json!(object::now()));
+        object::set_meta(&mut terminating, "deletionGracePeriodSeconds", json!(0));
+        terminating["status"] = json!({ "phase": "Terminating" });
+        let stored = store.put(&t.gr(), terminating);
+        return Ok((200, present(rt, &t.version, &stored)));
     }
     if policy == "Orphan" {
         orphan_dependents(store, object::uid(&obj));
@@ -593,54 +930,65 @@ pub(crate) fn delete(store: &mut Store, t: &Target, opts: &DeleteOptions) -> Res
             object::set_meta(&mut pending, "deletionTimestamp", json!(object::now()));
             object::set_meta(&mut pending, "deletionGracePeriodSeconds", json!(0));
             if rt.generation {
-                object::set_meta(&mut pending, "generation", json!(object::generation(&obj) + 1));
+                object::set_meta(
+                    &mut pending,
+                    "generation",
+                    json!(object::generation(&obj) + 1),
+                );
             }
         }
         let stored = store.put(&t.gr(), pending);
         return Ok((200, present(rt, &t.version, &stored)));
     }
-    let gone = store.remove(&t.gr(), t.ns(), name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+    let gone = store
+        .remove(&t.gr(), t.ns(), name)
+        .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
     after_removal(store, rt, &gone);
     if rt.return_deleted {
         Ok((200, present(rt, &t.version, &gone)))
     } else {
-        Ok((200, status::success(&rt.group, &rt.plural, name, object::uid(&gone))))
+        Ok((
+            200,
+            status::success(&rt.group, &rt.plural, name, object::uid(&gone)),
+        ))
     }
 }
 
 /// The finalizer that holds an owner deleted with `propagationPolicy: Foreground`.
 pub(crate) const FOREGROUND: &str = "foregroundDeletion";
 
-/// Cascades of removing an object for good: a CRD takes its resource and objects along, a
-/// namespace its contents.
+/// Cascades of removing an object for good: a CRD takes its resource (and any objects left).
 pub(crate) fn after_removal(store: &mut Store, rt: &ResourceType, gone: &Value) {
-    if rt.group == "apiextensions.k8s.io" && rt.plural == "customresourcedefinitions" {
-        if let Some(served) = store.registry.unregister_crd(object::name(gone)) {
-            let gr = (served.group.clone(), served.plural.clone());
-            for obj in store.list(&gr, None) {
-                store.remove(&gr, object::namespace(&obj), object::name(&obj));
-            }
-        }
-    } else if rt.group.is_empty() && rt.plural == "namespaces" {
-        let ns = object::name(gone).to_string();
-        let namespaced: Vec<GroupResource> =
-            store.registry.all().filter(|r| r.namespaced).map(|r| (r.group.clone(), r.plural.clone())).collect();
-        for gr in namespaced {
-            for obj in store.list(&gr, Some(&ns)) {
-                store.remove(&gr, &ns, object::name(&obj));
-            }
+    if rt.group == "apiextensions.k8s.io"
+        && rt.plural == "customresourcedefinitions"
+        && let Some(served) = store.registry.unregister_crd(object::name(gone))
+    {
+        let gr = (served.group.clone(), served.plural.clone());
+        for obj in store.list(&gr, None) {
+            store.remove(&gr, object::namespace(&obj), object::name(&obj));
         }
     }
 }
 
+/// The CRD that defines a custom resource.
+pub(crate) fn served_by_crd(store: &Store, rt: &ResourceType) -> Option<Arc<Value>> {
+    if rt.builtin {
+        return None;
+    }
+    let crds = (
+        "apiextensions.k8s.io".to_string(),
+        "customresourcedefinitions".to_string(),
+    );
+    store.get(&crds, "", &format!("{}.{}", rt.plural, rt.group))
+}
+
 /// Removes ownerReferences to `owner_uid` from every object (`propagationPolicy: Orphan`).
 fn orphan_dependents(store: &mut Store, owner_uid: &str) {
-    let dependents: Vec<(GroupResource, Value)> = store
-        .iter_all()
-        .filter(|(_, o)| object::owner_uids(o).iter().any(|u| u == owner_uid))
-        .map(|(gr, o)| (gr.clone(), (**o).clone()))
-        .collect();
-    for (gr, mut dep) in dependents {
+    for (gr, (ns, name)) in store.dependents_of(owner_uid) {
+        let Some(dep) = store.get(&gr, &ns, &name) else {
+            continue;
+        };
+        let mut dep = (*dep).clone();
         let refs: Vec<Value> = object::owner_refs(&dep)
             .into_iter()
             .filter(|r| r.get("uid").and_then(Value::as_str) != Some(owner_uid))
@@ -655,14 +1003,31 @@ fn orphan_dependents(store: &mut Store, owner_uid: &str) {
 }
 
 /// DELETE on a collection: deletes every matching object, answers with the list of them.
-pub(crate) fn delete_collection(store: &mut Store, t: &Target, filter: &Filter, opts: &DeleteOptions) -> Result<(u16, Value), ApiError> {
+pub(crate) fn delete_collection(
+    store: &mut Store,
+    t: &Target,
+    filter: &Filter,
+    opts: &DeleteOptions,
+) -> Result<(u16, Value), ApiError> {
     let mut items = Vec::new();
     for obj in store.list(&t.gr(), t.namespace.as_deref()) {
         if !filter.matches(&obj) {
             continue;
         }
-        let one = Target { name: Some(object::name(&obj).to_string()), namespace: t.namespace.clone().or_else(|| Some(object::namespace(&obj).to_string())).filter(|n| !n.is_empty()), ..t.clone() };
-        let opts = DeleteOptions { precondition_uid: None, precondition_rv: None, ..opts.clone() };
+        let one = Target {
+            name: Some(object::name(&obj).to_string()),
+            namespace: t
+                .namespace
+                .clone()
+                .or_else(|| Some(object::namespace(&obj).to_string()))
+                .filter(|n| !n.is_empty()),
+            ..t.clone()
+        };
+        let opts = DeleteOptions {
+            precondition_uid: None,
+            precondition_rv: None,
+            ..opts.clone()
+        };
         if let Ok((_, gone)) = delete(store, &one, &opts) {
             if gone.get("kind").and_then(Value::as_str) == Some("Status") {
                 items.push(present(&t.rt, &t.version, &obj));
@@ -671,12 +1036,15 @@ pub(crate) fn delete_collection(store: &mut Store, t: &Target, filter: &Filter, 
             }
         }
     }
-    Ok((200, json!({
-        "apiVersion": t.rt.api_version(&t.version),
-        "kind": format!("{}List", t.rt.kind),
-        "metadata": { "resourceVersion": store.current_rv().to_string() },
-        "items": items,
-    })))
+    Ok((
+        200,
+        json!({
+            "apiVersion": t.rt.api_version(&t.version),
+            "kind": format!("{}List", t.rt.kind),
+            "metadata": { "resourceVersion": store.current_rv().to_string() },
+            "items": items,
+        }),
+    ))
 }
 
 fn read_path<'a>(obj: &'a Value, dotted: &str) -> Option<&'a Value> {
@@ -690,20 +1058,39 @@ fn read_path<'a>(obj: &'a Value, dotted: &str) -> Option<&'a Value> {
 /// The `autoscaling/v1` `Scale` view of an object with a scale subresource.
 fn scale_of(store: &Store, t: &Target) -> Result<Value, ApiError> {
     let obj = existing(store, t)?;
-    let paths = t.rt.version(&t.version).and_then(|v| v.scale.clone()).ok_or_else(ApiError::no_route)?;
-    let replicas = read_path(&obj, &paths.spec_replicas).and_then(Value::as_i64).unwrap_or(0);
-    let status_replicas = read_path(&obj, &paths.status_replicas).and_then(Value::as_i64).unwrap_or(0);
-    let selector = paths.label_selector.as_deref().and_then(|p| read_path(&obj, p)).map(|s| match s {
-        Value::String(s) => s.clone(),
-        other => LabelSelector::from_object(other).map(|l| l.to_text()).unwrap_or_default(),
-    });
+    let paths =
+        t.rt.version(&t.version)
+            .and_then(|v| v.scale.clone())
+            .ok_or_else(ApiError::no_route)?;
+    let replicas = read_path(&obj, &paths.spec_replicas)
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let status_replicas = read_path(&obj, &paths.status_replicas)
+        .and_then(Value::as_i64)
+        .unwrap_or(0);
+    let selector = paths
+        .label_selector
+        .as_deref()
+        .and_then(|p| read_path(&obj, p))
+        .map(|s| match s {
+            Value::String(s) => s.clone(),
+            other => LabelSelector::from_object(other)
+                .map(|l| l.to_text())
+                .unwrap_or_default(),
+        });
     let mut status = json!({ "replicas": status_replicas });
     if let Some(selector) = selector {
         status["selector"] = json!(selector);
     }
     let meta = obj.get("metadata").cloned().unwrap_or_default();
     let mut scale_meta = json!({});
-    for field in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
+    for field in [
+        "name",
+        "namespace",
+        "uid",
+        "resourceVersion",
+        "creationTimestamp",
+    ] {
         if let Some(v) = meta.get(field) {
             scale_meta[field] = v.clone();
         }
@@ -721,19 +1108,32 @@ pub(crate) fn get_scale(store: &Store, t: &Target) -> Result<Value, ApiError> {
     scale_of(store, t)
 }
 
-fn update_scale(store: &mut Store, t: &Target, scale: &Value, opts: &WriteOptions) -> Result<(u16, Value), ApiError> {
+fn update_scale(
+    store: &mut Store,
+    t: &Target,
+    scale: &Value,
+    opts: &WriteOptions,
+) -> Result<(u16, Value), ApiError> {
     let old = existing(store, t)?;
-    let paths = t.rt.version(&t.version).and_then(|v| v.scale.clone()).ok_or_else(ApiError::no_route)?;
-    let replicas = scale.pointer("/spec/replicas").and_then(Value::as_i64).ok_or_else(|| {
-        ApiError::bad_request("spec.replicas must be an integer")
-    })?;
+    let paths =
+        t.rt.version(&t.version)
+            .and_then(|v| v.scale.clone())
+            .ok_or_else(ApiError::no_route)?;
+    let replicas = scale
+        .pointer("/spec/replicas")
+        .and_then(Value::as_i64)
+        .ok_or_else(|| ApiError::bad_request("spec.replicas must be an integer"))?;
     let rv = object::meta_str(scale, "resourceVersion");
     if !rv.is_empty() && rv != object::meta_str(&old, "resourceVersion") {
         return Err(ApiError::modified(&t.rt.group, &t.rt.plural, t.name()));
     }
     let mut new = present(&t.rt, &t.version, &old);
     let mut cur = &mut new;
-    let parts: Vec<&str> = paths.spec_replicas.trim_start_matches('.').split('.').collect();
+    let parts: Vec<&str> = paths
+        .spec_replicas
+        .trim_start_matches('.')
+        .split('.')
+        .collect();
     for part in &parts[..parts.len() - 1] {
         if !cur.get(*part).is_some_and(Value::is_object) {
             cur[*part] = json!({});
@@ -741,7 +1141,17 @@ fn update_scale(store: &mut Store, t: &Target, scale: &Value, opts: &WriteOption
         cur = &mut cur[*part];
     }
     cur[parts[parts.len() - 1]] = json!(replicas);
-    let main = Target { subresource: None, ..t.clone() };
-    write(store, &main, Some(&old), new, opts, &Ownership::Update(&opts.manager))?;
+    let main = Target {
+        subresource: None,
+        ..t.clone()
+    };
+    write(
+        store,
+        &main,
+        Some(&old),
+        new,
+        opts,
+        &Ownership::Update(&opts.manager),
+    )?;
     Ok((200, scale_of(store, t)?))
 }

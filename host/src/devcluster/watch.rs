@@ -1,5 +1,4 @@
-//! Watches: newline-delimited JSON events from a resourceVersion, synthetic ADDED events for
-//! the initial state, BOOKMARKs, and the 410 `Expired` error when the version is too old.
+//! Watches: JSON event streams from a resourceVersion, bookmarks, and 410 Gone.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -28,18 +27,35 @@ pub(crate) struct WatchRequest {
 }
 
 fn line(kind: &str, object: &Value) -> Bytes {
-    let mut bytes = serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
+    let mut bytes =
+        serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
     bytes.push(b'\n');
     Bytes::from(bytes)
 }
 
 /// Starts a watch and returns the streaming body; errors that precede the stream are returned.
 pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, ApiError> {
-    let WatchRequest { target, filter, resource_version, send_initial_events, bookmarks, timeout, presentation } = req;
+    let WatchRequest {
+        target,
+        filter,
+        resource_version,
+        send_initial_events,
+        bookmarks,
+        timeout,
+        presentation,
+    } = req;
     let gr = target.gr();
     let render = move |t: &Target, obj: &Value| {
         let shown = present(&t.rt, &t.version, obj);
-        present_one(t, &if t.events_v1 { events::to_v1(&shown) } else { shown }, presentation)
+        present_one(
+            t,
+            &if t.events_v1 {
+                events::to_v1(&shown)
+            } else {
+                shown
+            },
+            presentation,
+        )
     };
     let mut first: Vec<Bytes> = Vec::new();
     let mut initial_end = false;
@@ -67,7 +83,7 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
                             first.push(line(kind, &render(&target, obj)));
                         }
                     }
-                    (rx, store.current_rv())
+                    (rx, store.current_rv().max(from))
                 }
                 None => {
                     let gone = ApiError::expired(format!(
@@ -87,7 +103,10 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
             if end {
                 meta["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
             }
-            line("BOOKMARK", &json!({ "kind": t.rt.kind, "apiVersion": t.rt.api_version(&t.version), "metadata": meta }))
+            line(
+                "BOOKMARK",
+                &json!({ "kind": t.rt.kind, "apiVersion": t.rt.api_version(&t.version), "metadata": meta }),
+            )
         }
     };
     if initial_end {
@@ -110,6 +129,7 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
         loop {
             tokio::select! {
                 received = rx.recv() => match received {
+                    Ok(change) if change.rv <= start_rv => {}
                     Ok(change) => {
                         last_rv = last_rv.max(change.rv);
                         if let Some((kind, obj)) = event_for(&gr, &filter, &change)
@@ -140,7 +160,8 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
 }
 
 fn body_from(first: Vec<Bytes>, rest: Option<mpsc::Receiver<Bytes>>) -> Body {
-    let head = futures_util::stream::iter(first.into_iter().map(Ok::<Bytes, std::convert::Infallible>));
+    let head =
+        futures_util::stream::iter(first.into_iter().map(Ok::<Bytes, std::convert::Infallible>));
     let tail = futures_util::stream::unfold(rest, |rest| async move {
         let mut rx = rest?;
         let next = rx.recv().await?;
@@ -151,7 +172,11 @@ fn body_from(first: Vec<Bytes>, rest: Option<mpsc::Receiver<Bytes>>) -> Body {
 
 /// The event a filtered watch sees for a change: selectors turn "started matching" into ADDED
 /// and "stopped matching" into DELETED, as the real watch cache does.
-fn event_for<'a>(gr: &super::store::GroupResource, filter: &Filter, change: &'a Change) -> Option<(&'static str, &'a Value)> {
+fn event_for<'a>(
+    gr: &super::store::GroupResource,
+    filter: &Filter,
+    change: &'a Change,
+) -> Option<(&'static str, &'a Value)> {
     if change.resource != *gr {
         return None;
     }

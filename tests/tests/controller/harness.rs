@@ -137,6 +137,22 @@ impl Cluster {
     }
 }
 
+/// The sum of every series of the counter `name` in `host`'s metrics, across its
+/// controllers.
+pub fn metric_sum(host: &Host, name: &str) -> f64 {
+    host.plugins()
+        .filter_map(|p| host.controller(p))
+        .flat_map(|c| {
+            c.metrics()
+                .encode()
+                .lines()
+                .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
+                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+                .collect::<Vec<_>>()
+        })
+        .sum()
+}
+
 /// Polls `check` until it returns `Some`, or fails the test naming `what`.
 pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
 where

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::harness::{Env, deployments, eventually, pods, resource, services, wait_for};
+use crate::harness::{Env, deployments, eventually, metric_sum, pods, resource, services, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resync_of_converged_parents_makes_no_writes() {
@@ -43,6 +43,8 @@ async fn a_resync_of_converged_parents_makes_no_writes() {
     })
     .await;
 
+    let (writes, skipped) = (metric_sum(&env.host, "kubewasm_writes_total"), metric_sum(&env.host, "kubewasm_skipped_writes_total"));
+    assert!(writes >= 3.0 * 3.0, "the host counted its writes: {writes}");
     let counts: Vec<(String, u64)> = env.host.plugins().map(|p| (p.to_string(), env.host.controller(p).expect("controller").reconciles())).collect();
     env.host.resync();
     // 3 DemoApplications, 3 Foos, 1 Pod: each reconciled again.
@@ -55,5 +57,9 @@ async fn a_resync_of_converged_parents_makes_no_writes() {
     }
     tokio::time::sleep(Duration::from_millis(300)).await;
     assert_eq!(env.cluster.write_requests(), quiet, "a resync of a converged cluster wrote something");
+    assert_eq!(metric_sum(&env.host, "kubewasm_writes_total"), writes, "the host's count of its writes agrees");
+    // Each DemoApplication skips 2 children, its status and its metadata; each Foo 1 child, status, metadata.
+    let now_skipped = metric_sum(&env.host, "kubewasm_skipped_writes_total");
+    assert!(now_skipped >= skipped + 3.0 * 4.0 + 3.0 * 3.0, "skipped writes counted: {skipped} -> {now_skipped}");
     env.stop().await;
 }

@@ -1,0 +1,445 @@
+//! Convergence of N `DemoApplication`s on the embedded API server: the kubewasm host
+//! running `demo-application.wasm`, beside the same plugin code called natively from
+//! an ordinary kube-rs controller.
+//!
+//! One long run is the measurement, so this is a plain binary, not criterion. Each
+//! controller gets a fresh API server; all N parents are created (16 requests in
+//! flight) while the controller runs, and the clock starts when the last creation
+//! returns. The clock stops when a watch has seen all N Deployments and N Services.
+//! Writes are the server's mutating requests minus the N creations, counted at that
+//! moment and again once no write has arrived for two seconds. Every request of the
+//! controller's own client is counted too, by verb, to show where round trips go.
+//!
+//! Run with `make bench-convergence`; `KUBEWASM_BENCH_PARENTS` sets N (default 1000).
+//! Results: BENCHMARKS.md.
+
+mod support;
+
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use demo_application::DemoApplicationReconciler;
+use futures::{Stream, StreamExt, TryStreamExt};
+use k8s_openapi::NamespaceResourceScope;
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Service;
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::discovery::ApiResource;
+use kube::runtime::controller::{self, Action, Controller as KubeController};
+use kube::runtime::reflector::{self, ObjectRef, Store};
+use kube::runtime::{WatchStreamExt, watcher};
+use kube::{Client, Resource, ResourceExt};
+use kubewasm::controller::{self as host_controller, Controller};
+use kubewasm::devcluster::{self, DevCluster};
+use kubewasm::host;
+use kubewasm::plugin::{Engine, Plugin};
+use kubewasm_sdk::testing::{self, TestRequest};
+use serde_json::json;
+use tokio::sync::oneshot;
+
+const NAMESPACE: &str = "default";
+/// Parent creations in flight at once, so that creating is not the bottleneck.
+const CREATORS: usize = 16;
+/// No write for this long after convergence means the controller has settled.
+const QUIET: Duration = Duration::from_secs(2);
+/// Give up waiting (and report it) rather than hang.
+const PATIENCE: Duration = Duration::from_mins(15);
+
+fn parents() -> usize {
+    std::env::var("KUBEWASM_BENCH_PARENTS").ok().map_or(1000, |n| n.parse().expect("KUBEWASM_BENCH_PARENTS is a number"))
+}
+
+fn parent_resource() -> ApiResource {
+    ApiResource {
+        group: "paas.cmft.com".into(),
+        version: "v1beta1".into(),
+        api_version: "paas.cmft.com/v1beta1".into(),
+        kind: "DemoApplication".into(),
+        plural: "demoapplications".into(),
+    }
+}
+
+fn parent(i: usize) -> DynamicObject {
+    serde_json::from_value(json!({
+        "apiVersion": "paas.cmft.com/v1beta1",
+        "kind": "DemoApplication",
+        "metadata": {"name": format!("app-{i:05}"), "namespace": NAMESPACE},
+        "spec": {"image": "nginx:1.27", "replica": 2, "ports": [{"port": 80, "targetPort": 8080}]},
+    }))
+    .expect("parent JSON")
+}
+
+/// What one run measured.
+struct Run {
+    create: Duration,
+    /// From the last creation to all children seen; `None` if they never were.
+    converge: Option<Duration>,
+    writes_converged: u64,
+    writes_settled: u64,
+    reconciles: u64,
+    with_status: usize,
+    /// Requests of the controller's client, from its start until settled.
+    requests: BTreeMap<&'static str, u64>,
+}
+
+/// Requests one client sent, by kind of request.
+#[derive(Default)]
+struct Requests(Mutex<BTreeMap<&'static str, u64>>);
+
+impl Requests {
+    fn count(&self, method: &http::Method, uri: &http::Uri) {
+        *self.0.lock().expect("request counts").entry(request_kind(method, uri)).or_default() += 1;
+    }
+
+    fn snapshot(&self) -> BTreeMap<&'static str, u64> {
+        self.0.lock().expect("request counts").clone()
+    }
+}
+
+/// `watch`, `list` (a GET with a query), `get` (one namespaced object), `discovery`
+/// (any other GET), or the write verb.
+fn request_kind(method: &http::Method, uri: &http::Uri) -> &'static str {
+    let query = uri.query().unwrap_or_default();
+    match *method {
+        http::Method::GET if query.split('&').any(|p| p == "watch=true" || p == "watch=1") => "watch",
+        http::Method::GET if !query.is_empty() => "list",
+        http::Method::GET => {
+            let segments: Vec<&str> = uri.path().split('/').filter(|s| !s.is_empty()).collect();
+            match segments.iter().position(|s| *s == "namespaces") {
+                Some(i) if segments.len() >= i + 4 => "get",
+                _ => "discovery",
+            }
+        }
+        http::Method::PATCH => "patch",
+        http::Method::POST => "create",
+        http::Method::PUT => "update",
+        http::Method::DELETE => "delete",
+        _ => "other",
+    }
+}
+
+/// A client of `cluster` like [`DevCluster::client`] that counts its requests.
+fn counted_client(cluster: &DevCluster) -> (Client, Arc<Requests>) {
+    let requests = Arc::new(Requests::default());
+    let counter = requests.clone();
+    let config = kube::Config::new(cluster.url().parse().expect("server URL"));
+    let client = kube::client::ClientBuilder::try_from(config)
+        .expect("client")
+        .with_layer(&tower::util::MapRequestLayer::new(move |request: http::Request<kube::client::Body>| {
+            counter.count(request.method(), request.uri());
+            request
+        }))
+        .build();
+    (client, requests)
+}
+
+/// A controller under measurement.
+trait UnderTest {
+    fn reconciles(&self) -> u64;
+    async fn stop(self);
+}
+
+impl UnderTest for Controller {
+    fn reconciles(&self) -> u64 {
+        Controller::reconciles(self)
+    }
+    async fn stop(self) {
+        Controller::stop(self).await;
+    }
+}
+
+/// Sees every child of `K` in the namespace; resolves once `n` distinct names were seen.
+fn all_seen<K>(client: &Client, n: usize) -> oneshot::Receiver<Instant>
+where
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+{
+    let (tx, rx) = oneshot::channel();
+    let api: Api<K> = Api::namespaced(client.clone(), NAMESPACE);
+    tokio::spawn(async move {
+        let mut names = HashSet::new();
+        let mut objects = watcher(api, watcher::Config::default()).default_backoff().applied_objects().boxed();
+        while let Some(Ok(object)) = objects.next().await {
+            names.insert(object.name_any());
+            if names.len() >= n {
+                let _ = tx.send(Instant::now());
+                return;
+            }
+        }
+    });
+    rx
+}
+
+async fn measure<C: UnderTest>(cluster: &DevCluster, n: usize, controller: C, requests: &Requests) -> Run {
+    let client = cluster.client();
+    let deployments = all_seen::<Deployment>(&client, n);
+    let services = all_seen::<Service>(&client, n);
+    let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &parent_resource());
+
+    let before = cluster.write_requests();
+    let start = Instant::now();
+    futures::stream::iter(0..n)
+        .map(|i| {
+            let api = api.clone();
+            async move { api.create(&PostParams::default(), &parent(i)).await }
+        })
+        .buffer_unordered(CREATORS)
+        .try_for_each(|_| async { Ok(()) })
+        .await
+        .expect("parents are created");
+    let last_created = Instant::now();
+
+    let seen = async {
+        let d = deployments.await.ok()?;
+        let s = services.await.ok()?;
+        Some(d.max(s))
+    };
+    let converge = tokio::time::timeout(PATIENCE, seen).await.ok().flatten().map(|t| t.saturating_duration_since(last_created));
+    let ours = |writes: u64| writes - before - n as u64;
+    let writes_converged = ours(cluster.write_requests());
+
+    let mut last = cluster.write_requests();
+    let mut quiet_since = Instant::now();
+    while quiet_since.elapsed() < QUIET && start.elapsed() < PATIENCE {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = cluster.write_requests();
+        if now != last {
+            (last, quiet_since) = (now, Instant::now());
+        }
+    }
+    let writes_settled = ours(last);
+    let reconciles = controller.reconciles();
+    let requests = requests.snapshot();
+    controller.stop().await;
+
+    let listed = api.list(&ListParams::default()).await.expect("parents list");
+    let with_status = listed.items.iter().filter(|p| p.data["status"]["availableReplicas"].is_number()).count();
+    Run { create: last_created - start, converge, writes_converged, writes_settled, reconciles, with_status, requests }
+}
+
+async fn cluster_with_crd(plugin: &Arc<Plugin>) -> DevCluster {
+    let cluster = DevCluster::start(devcluster::Options::default()).await.expect("API server starts");
+    host::install_crds(&cluster.client(), std::slice::from_ref(plugin)).await.expect("CRD installs");
+    cluster
+}
+
+async fn run_host(plugin: Arc<Plugin>, n: usize) -> Run {
+    let cluster = cluster_with_crd(&plugin).await;
+    let (client, requests) = counted_client(&cluster);
+    let controller = Controller::start(client, plugin, host_controller::Options::default()).await.expect("host controller starts");
+    let run = measure(&cluster, n, controller, &requests).await;
+    cluster.shutdown().await;
+    run
+}
+
+async fn run_native(plugin: Arc<Plugin>, n: usize) -> Run {
+    let cluster = cluster_with_crd(&plugin).await;
+    let (client, requests) = counted_client(&cluster);
+    let controller = Native::start(client);
+    let run = measure(&cluster, n, controller, &requests).await;
+    cluster.shutdown().await;
+    run
+}
+
+/// The same decisions made by an ordinary kube-rs controller: the plugin's code is
+/// called natively, and each reconcile applies every desired child and the status,
+/// as a kube-rs controller usually does (the API server turns an unchanged apply
+/// into a no-op, but it is still a request).
+struct Native {
+    reconciles: Arc<AtomicU64>,
+    stop: oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<()>,
+}
+
+struct NativeContext {
+    client: Client,
+    parent: ApiResource,
+    deployments: Store<Deployment>,
+    services: Store<Service>,
+    reconciles: Arc<AtomicU64>,
+}
+
+#[derive(Debug, thiserror::Error)]
+enum NativeError {
+    #[error("plugin: {0}")]
+    Plugin(String),
+    #[error("{0}")]
+    Kube(#[from] kube::Error),
+}
+
+const NATIVE_MANAGER: &str = "native.demo-application";
+
+/// A cache of `K` across namespaces and the stream that fills it.
+fn cached<K>(client: &Client) -> (Store<K>, impl Stream<Item = Result<K, watcher::Error>> + Send + 'static)
+where
+    K: Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    let (store, writer) = reflector::store();
+    let stream = watcher(Api::<K>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .reflect(writer)
+        .touched_objects();
+    (store, stream)
+}
+
+impl Native {
+    /// The kube-rs controller with the host's default concurrency and debounce.
+    fn start(client: Client) -> Self {
+        let options = host_controller::Options::default();
+        let parent = parent_resource();
+        let (deployments, deployment_stream) = cached::<Deployment>(&client);
+        let (services, service_stream) = cached::<Service>(&client);
+        let reconciles = Arc::new(AtomicU64::new(0));
+        let ctx = Arc::new(NativeContext { client: client.clone(), parent: parent.clone(), deployments, services, reconciles: reconciles.clone() });
+        let (stop, stopped) = oneshot::channel::<()>();
+        let config = controller::Config::default().concurrency(options.concurrency).debounce(options.debounce);
+        let run = KubeController::new_with(Api::<DynamicObject>::all_with(client, &parent), watcher::Config::default(), parent)
+            .owns_stream(deployment_stream)
+            .owns_stream(service_stream)
+            .with_config(config)
+            .graceful_shutdown_on(async {
+                let _ = stopped.await;
+            })
+            .run(native_reconcile, |_, _, _| Action::requeue(Duration::from_millis(100)), ctx)
+            .for_each(|_| async {});
+        Self { reconciles, stop, task: tokio::spawn(run) }
+    }
+}
+
+impl UnderTest for Native {
+    fn reconciles(&self) -> u64 {
+        self.reconciles.load(Ordering::Relaxed)
+    }
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
+async fn native_reconcile(parent: Arc<DynamicObject>, ctx: Arc<NativeContext>) -> Result<Action, NativeError> {
+    let result = native_write(&parent, &ctx).await;
+    ctx.reconciles.fetch_add(1, Ordering::Relaxed);
+    result
+}
+
+async fn native_write(parent: &DynamicObject, ctx: &NativeContext) -> Result<Action, NativeError> {
+    let name = parent.name_any();
+    let namespace = parent.namespace().unwrap_or_default();
+    let uid = parent.uid().unwrap_or_default();
+    let owner = parent.controller_owner_ref(&ctx.parent).ok_or_else(|| NativeError::Plugin("parent without uid".into()))?;
+
+    let mut request_parent = parent.clone();
+    request_parent.metadata.managed_fields = None;
+    let mut request_parent = serde_json::to_value(request_parent).map_err(|e| NativeError::Plugin(e.to_string()))?;
+    request_parent["apiVersion"] = ctx.parent.api_version.clone().into();
+    request_parent["kind"] = ctx.parent.kind.clone().into();
+    let mut request = TestRequest::new(request_parent);
+    let controlled = |owners: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference]| {
+        owners.iter().any(|r| r.controller == Some(true) && r.uid == uid)
+    };
+    if let Some(d) = ctx.deployments.get(&ObjectRef::new(&name).within(&namespace)).filter(|d| controlled(d.owner_references())) {
+        request = request.child(d.as_ref());
+    }
+    if let Some(s) = ctx.services.get(&ObjectRef::new(&name).within(&namespace)).filter(|s| controlled(s.owner_references())) {
+        request = request.child(s.as_ref());
+    }
+    let outcome = testing::reconcile::<DemoApplicationReconciler>(request).map_err(|e| NativeError::Plugin(e.message))?;
+
+    let params = PatchParams::apply(NATIVE_MANAGER).force();
+    for child in &outcome.children {
+        let mut body = child.json().clone();
+        body["metadata"]["ownerReferences"] = json!([owner]);
+        let child_name = child.name();
+        if child.is::<Deployment>() {
+            Api::<Deployment>::namespaced(ctx.client.clone(), &namespace).patch(child_name, &params, &Patch::Apply(&body)).await?;
+        } else if child.is::<Service>() {
+            Api::<Service>::namespaced(ctx.client.clone(), &namespace).patch(child_name, &params, &Patch::Apply(&body)).await?;
+        }
+    }
+    if let Some(status) = outcome.status {
+        let body = json!({"apiVersion": ctx.parent.api_version, "kind": ctx.parent.kind, "metadata": {"name": name}, "status": status});
+        Api::<DynamicObject>::namespaced_with(ctx.client.clone(), &namespace, &ctx.parent)
+            .patch_status(&name, &params, &Patch::Apply(&body))
+            .await?;
+    }
+    Ok(Action::requeue(host_controller::Options::default().resync))
+}
+
+fn seconds(d: Duration) -> String {
+    format!("{:.2} s", d.as_secs_f64())
+}
+
+fn ratio(a: f64, b: f64) -> String {
+    if b == 0.0 { "-".into() } else { format!("{:.2}", a / b) }
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn print(n: usize, host: &Run, native: &Run) {
+    let options = host_controller::Options::default();
+    println!(
+        "convergence of {n} DemoApplications ({} Deployments + {} Services); concurrency {}, debounce {} ms, {CREATORS} creations in flight",
+        n,
+        n,
+        options.concurrency,
+        options.debounce.as_millis()
+    );
+    println!(
+        "{:<16} {:>10} {:>10} {:>16} {:>14} {:>18} {:>11} {:>8}",
+        "controller", "create", "converge", "writes@converged", "writes@settled", "writes/parent", "reconciles", "status"
+    );
+    for (label, run) in [("kubewasm host", host), ("native kube-rs", native)] {
+        println!(
+            "{:<16} {:>10} {:>10} {:>16} {:>14} {:>18.2} {:>11} {:>8}",
+            label,
+            seconds(run.create),
+            run.converge.map_or_else(|| "none".into(), seconds),
+            run.writes_converged,
+            run.writes_settled,
+            run.writes_settled as f64 / n as f64,
+            run.reconciles,
+            format!("{}/{n}", run.with_status),
+        );
+    }
+    let time = match (host.converge, native.converge) {
+        (Some(h), Some(v)) => ratio(h.as_secs_f64(), v.as_secs_f64()),
+        _ => "-".into(),
+    };
+    println!(
+        "{:<16} {:>10} {:>10} {:>16} {:>14}",
+        "host / native",
+        ratio(host.create.as_secs_f64(), native.create.as_secs_f64()),
+        time,
+        ratio(host.writes_converged as f64, native.writes_converged as f64),
+        ratio(host.writes_settled as f64, native.writes_settled as f64),
+    );
+    println!();
+    println!("requests of the controller's client, from its start until settled");
+    let kinds = ["get", "list", "watch", "discovery", "patch", "create", "update", "delete", "other"];
+    print!("{:<16}", "controller");
+    for kind in kinds {
+        print!(" {kind:>9}");
+    }
+    println!();
+    for (label, run) in [("kubewasm host", host), ("native kube-rs", native)] {
+        print!("{label:<16}");
+        for kind in kinds {
+            print!(" {:>9}", run.requests.get(kind).copied().unwrap_or(0));
+        }
+        println!();
+    }
+}
+
+#[tokio::main]
+async fn main() {
+    // Quiet unless RUST_LOG asks, e.g. RUST_LOG=kubewasm=debug with a small N.
+    if std::env::var_os("RUST_LOG").is_some() {
+        tracing_subscriber::fmt().with_env_filter(tracing_subscriber::EnvFilter::from_default_env()).init();
+    }
+    let n = parents();
+    let engine = Engine::new().expect("engine");
+    let plugin = Arc::new(Plugin::load(&engine, &support::demo_application_wasm()).expect("demo-application loads"));
+    let host = run_host(plugin.clone(), n).await;
+    let native = run_native(plugin, n).await;
+    print(n, &host, &native);
+}

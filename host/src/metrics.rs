@@ -1,0 +1,244 @@
+//! Prometheus metrics of the host, per plugin: reconciles, durations, sandbox
+//! failures, refused answers, writes and skipped writes, reloads, versions.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
+use prometheus_client::registry::{Registry, Unit};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct PluginLabel {
+    pub(crate) plugin: String,
+}
+
+/// Enums whose variants are label values, spelled as Prometheus expects them.
+macro_rules! label_values {
+    ($(#[$doc:meta])* $name:ident { $($variant:ident => $value:literal),* $(,)? }) => {
+        $(#[$doc])*
+        #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+        pub(crate) enum $name { $($variant),* }
+
+        impl $name {
+            fn label(self) -> String {
+                match self { $(Self::$variant => $value),* }.to_string()
+            }
+        }
+    };
+}
+
+label_values!(
+    /// How a reconcile or a reload ended.
+    Outcome { Success => "success", Error => "error" }
+);
+label_values!(
+    /// The two calls a reconcile makes into a plugin.
+    Call { Related => "related", Reconcile => "reconcile" }
+);
+label_values!(
+    /// How a plugin call failed.
+    Failure {
+        Timeout => "timeout",
+        OutOfMemory => "out_of_memory",
+        Panic => "panic",
+        Trap => "trap",
+        PluginError => "plugin_error",
+        Malformed => "malformed",
+    }
+);
+label_values!(
+    /// What a write does.
+    WriteKind { Apply => "apply", Prune => "prune", Status => "status", Metadata => "metadata", Finalizer => "finalizer" }
+);
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ResultLabels {
+    pub(crate) plugin: String,
+    pub(crate) result: String,
+}
+
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct CallLabels {
+    pub(crate) plugin: String,
+    pub(crate) call: String,
+}
+
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct FailureLabels {
+    pub(crate) plugin: String,
+    pub(crate) failure: String,
+}
+
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct WriteLabels {
+    pub(crate) plugin: String,
+    pub(crate) write: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct FileLabels {
+    pub(crate) file: String,
+    pub(crate) result: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct VersionLabels {
+    pub(crate) plugin: String,
+    pub(crate) sha256: String,
+}
+
+type Histograms<L> = Family<L, Histogram, fn() -> Histogram>;
+
+fn seconds() -> Histogram {
+    // 50 µs to ~13 s: plugin calls are microseconds, reconciles with writes milliseconds.
+    Histogram::new(exponential_buckets(0.000_05, 4.0, 10))
+}
+
+/// The host's metrics. Cheap to clone; every clone records into the same registry.
+#[derive(Clone)]
+pub struct Metrics(Arc<Inner>);
+
+struct Inner {
+    registry: Registry,
+    pub(crate) reconciles: Family<ResultLabels, Counter>,
+    pub(crate) reconcile_seconds: Histograms<PluginLabel>,
+    pub(crate) in_flight: Family<PluginLabel, Gauge>,
+    pub(crate) call_seconds: Histograms<CallLabels>,
+    pub(crate) call_failures: Family<FailureLabels, Counter>,
+    pub(crate) refused: Family<PluginLabel, Counter>,
+    pub(crate) writes: Family<WriteLabels, Counter>,
+    pub(crate) skipped_writes: Family<WriteLabels, Counter>,
+    pub(crate) reloads: Family<FileLabels, Counter>,
+    pub(crate) versions: Family<VersionLabels, Gauge>,
+}
+
+impl std::fmt::Debug for Metrics {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Metrics")
+    }
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// A fresh registry with every kubewasm metric.
+    pub fn new() -> Self {
+        let mut registry = Registry::with_prefix("kubewasm");
+        let inner = Inner {
+            reconciles: Family::default(),
+            reconcile_seconds: Family::new_with_constructor(seconds),
+            in_flight: Family::default(),
+            call_seconds: Family::new_with_constructor(seconds),
+            call_failures: Family::default(),
+            refused: Family::default(),
+            writes: Family::default(),
+            skipped_writes: Family::default(),
+            reloads: Family::default(),
+            versions: Family::default(),
+            registry: Registry::default(),
+        };
+        registry.register("reconciles", "Reconciles finished, by result", inner.reconciles.clone());
+        registry.register_with_unit("reconcile_duration", "Whole reconciles: caches, plugin calls and writes", Unit::Seconds, inner.reconcile_seconds.clone());
+        registry.register("reconciles_in_flight", "Reconciles running now (kube-runtime does not expose its queue length)", inner.in_flight.clone());
+        registry.register_with_unit("plugin_call_duration", "One sandboxed plugin call, fresh instance included", Unit::Seconds, inner.call_seconds.clone());
+        registry.register("plugin_call_failures", "Plugin calls that failed: timeouts, memory, panics, traps, plugin errors, malformed answers", inner.call_failures.clone());
+        registry.register("refused_responses", "Plugin answers refused by validation; nothing was written", inner.refused.clone());
+        registry.register("writes", "Writes to the API server: apply, prune, status, metadata, finalizer", inner.writes.clone());
+        registry.register("skipped_writes", "Writes not made because the cluster already held them", inner.skipped_writes.clone());
+        registry.register("plugin_reloads", "Plugin files loaded from the plugin directory, by result", inner.reloads.clone());
+        registry.register("plugin_version_info", "The version (sha256 of the .wasm) each plugin runs", inner.versions.clone());
+        Self(Arc::new(Inner { registry, ..inner }))
+    }
+
+    /// The OpenMetrics text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        // Writing to a String cannot fail.
+        let _ = prometheus_client::encoding::text::encode(&mut out, &self.0.registry);
+        out
+    }
+
+    pub(crate) fn reconciled(&self, plugin: &str, result: Outcome, took: Duration) {
+        self.0.reconciles.get_or_create(&ResultLabels { plugin: plugin.into(), result: result.label() }).inc();
+        self.0.reconcile_seconds.get_or_create(&PluginLabel { plugin: plugin.into() }).observe(took.as_secs_f64());
+    }
+
+    pub(crate) fn in_flight(&self, plugin: &str) -> Gauge {
+        self.0.in_flight.get_or_create_owned(&PluginLabel { plugin: plugin.into() })
+    }
+
+    pub(crate) fn called(&self, plugin: &str, call: Call, took: Duration, failure: Option<Failure>) {
+        self.0.call_seconds.get_or_create(&CallLabels { plugin: plugin.into(), call: call.label() }).observe(took.as_secs_f64());
+        if let Some(failure) = failure {
+            self.0.call_failures.get_or_create(&FailureLabels { plugin: plugin.into(), failure: failure.label() }).inc();
+        }
+    }
+
+    pub(crate) fn refused(&self, plugin: &str) {
+        self.0.refused.get_or_create(&PluginLabel { plugin: plugin.into() }).inc();
+    }
+
+    pub(crate) fn wrote(&self, plugin: &str, write: WriteKind) {
+        self.0.writes.get_or_create(&WriteLabels { plugin: plugin.into(), write: write.label() }).inc();
+    }
+
+    pub(crate) fn skipped(&self, plugin: &str, write: WriteKind) {
+        self.0.skipped_writes.get_or_create(&WriteLabels { plugin: plugin.into(), write: write.label() }).inc();
+    }
+
+    pub(crate) fn reloaded(&self, file: &str, result: Outcome) {
+        self.0.reloads.get_or_create(&FileLabels { file: file.into(), result: result.label() }).inc();
+    }
+
+    /// Marks `sha256` as the version `plugin` runs, and `previous` as no longer.
+    pub(crate) fn version(&self, plugin: &str, sha256: &str, previous: Option<&str>) {
+        if let Some(old) = previous.filter(|old| *old != sha256) {
+            self.0.versions.remove(&VersionLabels { plugin: plugin.into(), sha256: old.into() });
+        }
+        self.0.versions.get_or_create(&VersionLabels { plugin: plugin.into(), sha256: sha256.into() }).set(1);
+    }
+
+    /// Forgets `plugin`'s version: it no longer runs.
+    pub(crate) fn unloaded(&self, plugin: &str, sha256: &str) {
+        self.0.versions.remove(&VersionLabels { plugin: plugin.into(), sha256: sha256.into() });
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recorded_values_appear_in_the_exposition() {
+        let m = Metrics::new();
+        m.reconciled("foo", Outcome::Success, Duration::from_millis(3));
+        m.called("foo", Call::Reconcile, Duration::from_micros(80), Some(Failure::Timeout));
+        m.wrote("foo", WriteKind::Apply);
+        m.skipped("foo", WriteKind::Status);
+        m.version("foo", "abc", None);
+        m.version("foo", "def", Some("abc"));
+        let text = m.encode();
+        for line in [
+            r#"kubewasm_reconciles_total{plugin="foo",result="success"} 1"#,
+            r#"kubewasm_plugin_call_failures_total{plugin="foo",failure="timeout"} 1"#,
+            r#"kubewasm_writes_total{plugin="foo",write="apply"} 1"#,
+            r#"kubewasm_skipped_writes_total{plugin="foo",write="status"} 1"#,
+            r#"kubewasm_plugin_version_info{plugin="foo",sha256="def"} 1"#,
+            r#"kubewasm_reconcile_duration_seconds_count{plugin="foo"} 1"#,
+        ] {
+            assert!(text.contains(line), "missing {line} in:\n{text}");
+        }
+        assert!(!text.contains(r#"sha256="abc""#), "the replaced version is gone");
+    }
+}
