@@ -1,15 +1,26 @@
 //! The command line: every subcommand and flag, in one place.
 
+use std::net::SocketAddr;
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 
 /// Kubernetes controllers whose reconcile logic is a sandboxed WebAssembly component.
 #[derive(Debug, Parser)]
 #[command(name = "kubewasm", version, about)]
 pub struct Cli {
+    /// Log lines on stderr: `text` for people, `json` (one object per line, with the
+    /// spans' `plugin` and `object`) for log collectors. Filter with RUST_LOG.
+    #[arg(long, global = true, value_enum, default_value_t = LogFormat::Text)]
+    pub log_format: LogFormat,
     #[command(subcommand)]
     pub command: Command,
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum LogFormat {
+    Text,
+    Json,
 }
 
 #[derive(Debug, Subcommand)]
@@ -30,6 +41,9 @@ pub enum Command {
         /// The API server's loopback port (default: any free port).
         #[arg(long)]
         port: Option<u16>,
+        /// Serve /healthz and /readyz on this address (default: not served).
+        #[arg(long, value_name = "ADDR")]
+        health_addr: Option<SocketAddr>,
         #[command(flatten)]
         host: HostArgs,
     },
@@ -39,6 +53,9 @@ pub enum Command {
         /// The plugin directory: every `*.wasm` in it.
         #[arg(long = "plugins", value_name = "DIR")]
         dir: PathBuf,
+        /// Serve /healthz (liveness) and /readyz (readiness) on this address.
+        #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
+        health_addr: SocketAddr,
         #[command(flatten)]
         host: HostArgs,
     },
@@ -76,6 +93,23 @@ pub enum Command {
         /// A plugin directory: every `*.wasm` in it.
         #[arg(long = "plugins", value_name = "DIR")]
         dir: Option<PathBuf>,
+    },
+    /// Print the RBAC the plugins need, as YAML: a ServiceAccount, a ClusterRole
+    /// (or with --namespace a Role) granting exactly what they use, and the binding.
+    Rbac {
+        /// The plugin directory: every `*.wasm` in it.
+        #[arg(long = "plugins", value_name = "DIR")]
+        dir: PathBuf,
+        /// Grant in this namespace only (a Role and RoleBinding); cluster-scoped
+        /// resources still need a ClusterRole, printed too.
+        #[arg(long)]
+        namespace: Option<String>,
+        /// Name of the ServiceAccount, role(s) and binding(s).
+        #[arg(long, default_value = "kubewasm")]
+        name: String,
+        /// Namespace of the ServiceAccount (default: --namespace, else kubewasm-system).
+        #[arg(long, value_name = "NS")]
+        service_account_namespace: Option<String>,
     },
 }
 

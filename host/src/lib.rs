@@ -10,7 +10,11 @@
 
 pub mod controller;
 pub mod devcluster;
+pub mod health;
 pub mod host;
+pub mod leader;
+pub mod logging;
 pub mod metrics;
 pub mod plugin;
+pub mod rbac;
 pub mod render;

@@ -2,14 +2,18 @@
 
 mod cli;
 
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
 use kubewasm::devcluster::{self, DevCluster};
-use kubewasm::host::{DirOptions, Host};
+use kubewasm::health::{self, Health};
+use kubewasm::host::{self, DirOptions, Host};
+use kubewasm::logging;
 use kubewasm::plugin::{CONTRACT_VERSION, Engine, EngineOptions, Plugin};
+use kubewasm::rbac;
 use kubewasm::render::{self, Inputs};
 use serde_json::{Value, json};
 
@@ -17,13 +21,14 @@ use cli::{Cli, Command};
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info,kube_runtime=warn,kube_client=warn")),
-        )
-        .with_writer(std::io::stderr)
-        .init();
+    let format = match cli.log_format {
+        cli::LogFormat::Text => logging::Format::Text,
+        cli::LogFormat::Json => logging::Format::Json,
+    };
+    if let Err(e) = logging::init(format) {
+        eprintln!("error: cannot set up logging: {e}");
+        return ExitCode::FAILURE;
+    }
     match run(cli) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
@@ -35,16 +40,16 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
-        Command::Dev { dir, data_dir, kubeconfig, port, host } => {
+        Command::Dev { dir, data_dir, kubeconfig, port, health_addr, host } => {
             let options = devcluster::Options { data_dir, port, kubeconfig_path: kubeconfig, ..devcluster::Options::default() };
             let runtime = tokio_runtime()?;
             let engine = engine(&EngineOptions { pooling: true, cache_dir: host.cache_dir() })?;
-            runtime.block_on(dev(&engine, &dir, options))?;
+            runtime.block_on(dev(&engine, &dir, options, health_addr))?;
         }
-        Command::Run { dir, host } => {
+        Command::Run { dir, health_addr, host } => {
             let runtime = tokio_runtime()?;
             let engine = engine(&EngineOptions { pooling: true, cache_dir: host.cache_dir() })?;
-            runtime.block_on(run_host(&engine, &dir))?;
+            runtime.block_on(run_host(&engine, &dir, health_addr))?;
         }
         Command::Describe { plugin } => {
             let plugin = Plugin::load(&engine(&EngineOptions::default())?, &plugin)?;
@@ -74,6 +79,19 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
+        Command::Rbac { dir, namespace, name, service_account_namespace } => {
+            let (plugins, failures) = host::load_dir(&engine(&EngineOptions::default())?, &dir)?;
+            if let Some(failure) = failures.first() {
+                anyhow::bail!("{failure} (RBAC for the other plugins alone would not let it run)");
+            }
+            anyhow::ensure!(!plugins.is_empty(), "no plugin (*.wasm) in {}", dir.display());
+            let service_account_namespace =
+                service_account_namespace.or_else(|| namespace.clone()).unwrap_or_else(|| rbac::Options::default().service_account_namespace);
+            let options = rbac::Options { name, namespace, service_account_namespace };
+            for object in rbac::objects(plugins.iter().map(|p| p.manifest()), &options) {
+                print!("---\n{}", serde_yaml_ng::to_string(&object)?);
+            }
+        }
     }
     Ok(())
 }
@@ -88,8 +106,14 @@ fn engine(options: &EngineOptions) -> Result<Engine> {
     Engine::with_options(options).map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e:#}"))
 }
 
-async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options) -> Result<()> {
+async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options, health_addr: Option<SocketAddr>) -> Result<()> {
     anyhow::ensure!(dir.is_dir(), "{}: not a directory", dir.display());
+    let shutdown = shutdown_signal();
+    let health = Health::new();
+    let health_server = match health_addr {
+        Some(addr) => Some(health::serve(addr, health.clone(), None).await?),
+        None => None,
+    };
     let cluster = DevCluster::start(options).await?;
     let client = cluster.client();
     println!("export KUBECONFIG={}", cluster.kubeconfig_path().display());
@@ -98,16 +122,31 @@ async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options) -> Resul
     let host = Host::from_dir(&client, engine, dir, options).await?;
     print_status(&host);
     eprintln!("watching {} for changes; Ctrl-C stops", dir.display());
-    host.watch(shutdown_signal(), print_status).await?;
+    health.set_ready(true);
+    host.watch(not_ready_on(shutdown, &health), print_status).await?;
+    if let Some(server) = health_server {
+        server.shutdown().await;
+    }
     cluster.shutdown().await;
     Ok(())
 }
 
-async fn run_host(engine: &Engine, dir: &Path) -> Result<()> {
+async fn run_host(engine: &Engine, dir: &Path, health_addr: SocketAddr) -> Result<()> {
+    let shutdown = shutdown_signal();
+    let health = Health::new();
+    let health_server = health::serve(health_addr, health.clone(), None).await?;
     let client = kube::Client::try_default().await.context("no cluster: set KUBECONFIG or run in a Pod")?;
     let host = Host::from_dir(&client, engine, dir, DirOptions::default()).await?;
-    host.watch(shutdown_signal(), |_| {}).await?;
+    health.set_ready(true);
+    host.watch(not_ready_on(shutdown, &health), |_| {}).await?;
+    health_server.shutdown().await;
     Ok(())
+}
+
+/// Waits for `shutdown`, then reports not ready while the host stops.
+async fn not_ready_on(shutdown: impl std::future::Future<Output = ()>, health: &Health) {
+    shutdown.await;
+    health.set_ready(false);
 }
 
 /// One line per plugin file: what runs, and why a file is not in use.
@@ -127,25 +166,27 @@ fn print_status(host: &Host) {
     }
 }
 
-/// Ctrl-C or SIGTERM.
-async fn shutdown_signal() {
+/// Ctrl-C or SIGTERM. Listens for SIGTERM from the moment it is called, not from its
+/// first poll: a SIGTERM that arrives before anyone listens kills the process outright.
+fn shutdown_signal() -> impl std::future::Future<Output = ()> {
     let ctrl_c = tokio::signal::ctrl_c();
     #[cfg(unix)]
-    {
-        let mut term = match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
-            Ok(s) => s,
-            Err(_) => {
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+    async move {
+        #[cfg(unix)]
+        {
+            let Ok(mut term) = term else {
                 let _ = ctrl_c.await;
                 return;
+            };
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
             }
-        };
-        tokio::select! {
-            _ = ctrl_c => {}
-            _ = term.recv() => {}
         }
+        #[cfg(not(unix))]
+        let _ = ctrl_c.await;
     }
-    #[cfg(not(unix))]
-    let _ = ctrl_c.await;
 }
 
 /// The manifest as `kubewasm describe` shows it: CRDs by name, not in full.

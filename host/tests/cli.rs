@@ -240,3 +240,354 @@ fn a_parent_of_the_wrong_kind_is_refused() {
     let out = kubewasm(&["render", path_str(&plugin("foo")), "--parent", path_str(&misbehave_parent())]);
     assert_fails_with(&out, &["misbehave-parent.yaml", "samplecontroller.k8s.io/v1alpha1 Foo"]);
 }
+
+// ---- rbac ----------------------------------------------------------------------
+
+/// `kubewasm rbac` for the example plugins, parsed: the objects it prints.
+fn rbac_objects(extra: &[&str]) -> Vec<serde_json::Value> {
+    let dir = target_dir().join("plugins");
+    let mut args = vec!["rbac", "--plugins", path_str(&dir)];
+    args.extend(extra);
+    let out = kubewasm(&args);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    yaml_stream(&String::from_utf8(out.stdout).expect("utf-8"))
+}
+
+fn yaml_stream(text: &str) -> Vec<serde_json::Value> {
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|d| serde::Deserialize::deserialize(d).expect("YAML document"))
+        .filter(|v: &serde_json::Value| !v.is_null())
+        .collect()
+}
+
+/// Verbs of the rule for `group`/`resource` in `role`, sorted.
+fn role_verbs(role: &serde_json::Value, group: &str, resource: &str) -> Option<Vec<String>> {
+    let rules = role["rules"].as_array().expect("rules");
+    let matching: Vec<&serde_json::Value> =
+        rules.iter().filter(|r| r["apiGroups"][0] == group && r["resources"][0] == resource).collect();
+    assert!(matching.len() <= 1, "rules of one resource are merged: {matching:?}");
+    let mut verbs: Vec<String> = matching
+        .first()?
+        .get("verbs")?
+        .as_array()?
+        .iter()
+        .filter_map(|v| v.as_str().map(String::from))
+        .collect();
+    verbs.sort();
+    Some(verbs)
+}
+
+fn strings(list: &[&str]) -> Vec<String> {
+    let mut v: Vec<String> = list.iter().map(ToString::to_string).collect();
+    v.sort();
+    v
+}
+
+/// The manifests `kubewasm describe` prints for each example plugin.
+fn described_manifests() -> Vec<serde_json::Value> {
+    ["demo-application", "foo", "pod-services"]
+        .iter()
+        .map(|name| {
+            let out = kubewasm(&["describe", path_str(&plugin(name))]);
+            assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+            serde_yaml_ng::from_slice(&out.stdout).expect("describe prints YAML")
+        })
+        .collect()
+}
+
+#[test]
+fn rbac_grants_what_each_plugins_manifest_declares_and_nothing_else() {
+    let objects = rbac_objects(&[]);
+    let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
+    assert_eq!(kinds, ["ServiceAccount", "ClusterRole", "ClusterRoleBinding"]);
+    let role = &objects[1];
+    let mut expected_resources: std::collections::BTreeSet<(String, String)> = std::collections::BTreeSet::new();
+    let manifests = described_manifests();
+    for m in &manifests {
+        let parent = &m["parent"];
+        let (group, plural) = (parent["group"].as_str().expect("group"), parent["plural"].as_str().expect("plural"));
+        let has = |resource: &str, verbs: &[&str]| {
+            let granted = role_verbs(role, group, resource).unwrap_or_else(|| panic!("{} has no rule for {resource}", m["name"]));
+            for verb in verbs {
+                assert!(granted.iter().any(|g| g == verb), "{}: {resource} lacks {verb}: {granted:?}", m["name"]);
+            }
+        };
+        has(plural, &["get", "list", "watch", "patch", "update"]);
+        has(&format!("{plural}/status"), &["get", "patch", "update"]);
+        expected_resources.extend([(group.to_string(), plural.to_string()), (group.to_string(), format!("{plural}/status"))]);
+        let children = m["children"].as_array().expect("children");
+        if m["finalizer"] == true || !children.is_empty() {
+            has(&format!("{plural}/finalizers"), &["update"]);
+            expected_resources.insert((group.to_string(), format!("{plural}/finalizers")));
+        }
+        for (list, verbs) in [
+            ("children", &["get", "list", "watch", "create", "patch", "update", "delete"][..]),
+            ("related", &["get", "list", "watch"][..]),
+        ] {
+            for kind in m[list].as_array().expect("kinds") {
+                let (g, r) = (kind["group"].as_str().expect("group"), kind["plural"].as_str().expect("plural"));
+                let granted = role_verbs(role, g, r).unwrap_or_else(|| panic!("no rule for {g}/{r}"));
+                for verb in verbs {
+                    assert!(granted.iter().any(|v| v == verb), "{}: {list} {r} lacks {verb}", m["name"]);
+                }
+                expected_resources.insert((g.to_string(), r.to_string()));
+            }
+        }
+    }
+    for always in [("", "events"), ("events.k8s.io", "events"), ("coordination.k8s.io", "leases"), ("apiextensions.k8s.io", "customresourcedefinitions")] {
+        expected_resources.insert((always.0.to_string(), always.1.to_string()));
+    }
+    let granted: std::collections::BTreeSet<(String, String)> = role["rules"]
+        .as_array()
+        .expect("rules")
+        .iter()
+        .map(|r| (r["apiGroups"][0].as_str().expect("group").to_string(), r["resources"][0].as_str().expect("resource").to_string()))
+        .collect();
+    assert_eq!(granted, expected_resources, "exactly the declared resources");
+
+    // What each verb set looks like for the example plugins.
+    assert_eq!(role_verbs(role, "samplecontroller.k8s.io", "foos"), Some(strings(&["get", "list", "watch", "patch", "update"])));
+    assert_eq!(
+        role_verbs(role, "apps", "deployments"),
+        Some(strings(&["get", "list", "watch", "create", "patch", "update", "delete"]))
+    );
+    assert_eq!(role_verbs(role, "", "pods"), Some(strings(&["get", "list", "watch", "patch", "update"])), "pod-services only annotates pods");
+    assert_eq!(role_verbs(role, "", "pods/finalizers"), None, "pod-services has no children and no finalizer");
+    assert_eq!(role_verbs(role, "coordination.k8s.io", "leases"), Some(strings(&["get", "create", "update"])));
+    assert_eq!(objects[2]["subjects"][0]["name"], "kubewasm");
+    assert_eq!(objects[2]["roleRef"]["name"], role["metadata"]["name"]);
+}
+
+#[test]
+fn rbac_with_a_namespace_grants_a_role_there_and_names_everything_as_asked() {
+    let objects = rbac_objects(&["--namespace", "team-a", "--name", "ops"]);
+    let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
+    assert_eq!(kinds, ["ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"]);
+    assert!(objects.iter().all(|o| o["metadata"]["name"] == "ops"));
+    assert_eq!(objects[0]["metadata"]["namespace"], "team-a");
+    assert_eq!(objects[1]["metadata"]["namespace"], "team-a");
+    assert!(role_verbs(&objects[1], "samplecontroller.k8s.io", "foos").is_some());
+    let cluster_resources: Vec<&str> =
+        objects[3]["rules"].as_array().expect("rules").iter().filter_map(|r| r["resources"][0].as_str()).collect();
+    assert_eq!(cluster_resources, ["customresourcedefinitions"], "a Role cannot grant cluster-scoped resources");
+}
+
+#[test]
+fn rbac_of_a_directory_with_a_broken_plugin_fails_naming_it() {
+    let dir = target_dir().join("cli-test-inputs").join("rbac-broken");
+    std::fs::create_dir_all(&dir).expect("create dir");
+    std::fs::copy(plugin("foo"), dir.join("foo.wasm")).expect("copy plugin");
+    std::fs::write(dir.join("broken.wasm"), b"not a component").expect("write");
+    let out = kubewasm(&["rbac", "--plugins", path_str(&dir)]);
+    assert_fails_with(&out, &["broken.wasm"]);
+    assert!(out.stdout.is_empty(), "no partial RBAC is printed");
+}
+
+#[test]
+fn the_checked_in_deploy_rbac_matches_what_kubewasm_rbac_prints() {
+    let out = kubewasm(&["rbac", "--plugins", path_str(&target_dir().join("plugins"))]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let actual = String::from_utf8(out.stdout).expect("utf-8");
+    let path = workspace().join("deploy").join("rbac.yaml");
+    let header = "# Generated by `kubewasm rbac --plugins target/plugins` for the example plugins.\n\
+                  # Regenerate after changing a plugin's manifest: KUBEWASM_BLESS=1 cargo test -p kubewasm --test cli\n";
+    if std::env::var_os("KUBEWASM_BLESS").is_some() {
+        std::fs::write(&path, format!("{header}{actual}")).expect("write deploy/rbac.yaml");
+    }
+    let checked_in = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("{}: {e} (KUBEWASM_BLESS=1 writes it)", path.display()));
+    assert_eq!(checked_in, format!("{header}{actual}"), "deploy/rbac.yaml drifted: regenerate it with KUBEWASM_BLESS=1");
+}
+
+/// Runs kubectl against `cluster` with `stdin` as the input; returns stdout.
+fn kubectl_with_stdin(cluster: &kubewasm::devcluster::DevCluster, args: &[&str], stdin: &[u8]) -> String {
+    use std::io::Write;
+    let mut child = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(cluster.kubeconfig_path())
+        .arg("--cache-dir")
+        .arg(cluster.kubeconfig_path().with_extension("kubectl-cache"))
+        .args(args)
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    child.stdin.take().expect("stdin").write_all(stdin).expect("write stdin");
+    let out = child.wait_with_output().expect("kubectl finishes");
+    assert!(out.status.success(), "kubectl {args:?} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn generated_rbac_is_accepted_by_the_api_server() {
+    use kubewasm::devcluster::{DevCluster, Options};
+    let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
+    let dir = target_dir().join("plugins");
+    for extra in [&["--service-account-namespace", "default"][..], &["--namespace", "default"][..]] {
+        let mut args = vec!["rbac", "--plugins", path_str(&dir)];
+        args.extend(extra);
+        let out = kubewasm(&args);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let objects = yaml_stream(&String::from_utf8_lossy(&out.stdout));
+        let applied = tokio::task::block_in_place(|| {
+            kubectl_with_stdin(&cluster, &["apply", "--dry-run=server", "-f", "-"], &out.stdout)
+        });
+        for object in &objects {
+            let kind = object["kind"].as_str().expect("kind").to_lowercase();
+            let name = object["metadata"]["name"].as_str().expect("name");
+            let accepted = applied.lines().any(|line| {
+                (line.starts_with(&format!("{kind}/")) || line.starts_with(&format!("{kind}.")))
+                    && line.ends_with(&format!("/{name} created (server dry run)"))
+            });
+            assert!(accepted, "{kind}/{name} not accepted: {applied}");
+        }
+    }
+    cluster.shutdown().await;
+}
+
+// ---- log format ----------------------------------------------------------------
+
+fn describe_logging(format: &str) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(["--log-format", format, "describe", path_str(&plugin("foo"))])
+        .env("RUST_LOG", "debug")
+        .output()
+        .expect("kubewasm runs")
+}
+
+#[test]
+fn log_format_json_writes_one_json_object_per_stderr_line() {
+    let out = describe_logging("json");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stderr = String::from_utf8(out.stderr).expect("utf-8 logs");
+    let lines: Vec<&str> = stderr.lines().collect();
+    assert!(!lines.is_empty(), "RUST_LOG=debug logs something while loading a plugin");
+    for line in lines {
+        let entry: serde_json::Value =
+            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        assert!(entry["timestamp"].is_string() && entry["level"].is_string(), "{line}");
+        assert!(entry["fields"].is_object(), "{line}");
+    }
+    let manifest: serde_json::Value = serde_yaml_ng::from_slice(&out.stdout).expect("stdout stays YAML");
+    assert_eq!(manifest["name"], "foo");
+}
+
+#[test]
+fn log_format_is_text_by_default_and_rust_log_filters_it() {
+    let out = describe_logging("text");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.lines().any(|l| l.contains("DEBUG")), "debug lines at RUST_LOG=debug");
+    assert!(stderr.lines().all(|l| !l.starts_with('{')), "text, not JSON: {stderr}");
+    assert!(!stderr.contains('\u{1b}'), "no terminal colors when stderr is not a terminal");
+    let quiet = kubewasm(&["describe", path_str(&plugin("foo"))]);
+    assert!(quiet.status.success());
+    assert!(quiet.stderr.is_empty(), "RUST_LOG=warn silences the rest: {}", String::from_utf8_lossy(&quiet.stderr));
+}
+
+#[test]
+fn an_unknown_log_format_is_refused_with_the_choices() {
+    let out = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(["--log-format", "xml", "describe", path_str(&plugin("foo"))])
+        .output()
+        .expect("kubewasm runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("text") && stderr.contains("json"), "{stderr}");
+}
+
+// ---- health probes -------------------------------------------------------------
+
+/// One HTTP GET over a raw socket: the status code, or `None` when nothing listens.
+fn http_status(addr: &str, path: &str) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(std::time::Duration::from_secs(5))).ok()?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    response.split(' ').nth(1)?.parse().ok()
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port()
+}
+
+/// Polls `/readyz` of `child` until it answers 200; fails if the child exits first.
+fn wait_until_ready(child: &mut std::process::Child, addr: &str) {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    let mut ready = None;
+    while std::time::Instant::now() < deadline && ready != Some(200) {
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            panic!("kubewasm exited early with {status}");
+        }
+        ready = http_status(addr, "/readyz");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    assert_eq!(ready, Some(200), "/readyz once the host runs");
+}
+
+/// Sends SIGTERM and asserts a clean exit within a minute; returns stderr.
+fn terminate_cleanly(mut child: std::process::Child) -> String {
+    let term = Command::new("kill").args(["-TERM", &child.id().to_string()]).status().expect("kill runs");
+    assert!(term.success());
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("poll the child") {
+            break status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("kubewasm did not exit within 60 s of SIGTERM");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    };
+    let out = child.wait_with_output().expect("stderr of kubewasm");
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(status.success(), "a clean exit on SIGTERM: {status:?} {stderr}");
+    stderr
+}
+
+#[test]
+fn dev_serves_health_probes_when_asked_and_stops_cleanly_on_sigterm() {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(["dev", "--plugins", path_str(&target_dir().join("plugins")), "--health-addr", &addr])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubewasm dev starts");
+    wait_until_ready(&mut child, &addr);
+    assert_eq!(http_status(&addr, "/healthz"), Some(200));
+    terminate_cleanly(child);
+    assert_eq!(http_status(&addr, "/healthz"), None, "the probes stop with the process");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn run_serves_health_probes_against_a_cluster_and_stops_cleanly_on_sigterm() {
+    use kubewasm::devcluster::{DevCluster, Options};
+    let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let kubeconfig = cluster.kubeconfig_path().to_path_buf();
+    let plugins = target_dir().join("plugins");
+    let probe_addr = addr.clone();
+    tokio::task::spawn_blocking(move || {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+            .args(["run", "--plugins", path_str(&plugins), "--health-addr", &probe_addr])
+            .env("KUBECONFIG", &kubeconfig)
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("kubewasm run starts");
+        wait_until_ready(&mut child, &probe_addr);
+        assert_eq!(http_status(&probe_addr, "/healthz"), Some(200));
+        terminate_cleanly(child);
+    })
+    .await
+    .expect("the run test");
+    assert_eq!(http_status(&addr, "/readyz"), None, "the probes stop with the process");
+    cluster.shutdown().await;
+}

@@ -1,0 +1,120 @@
+//! The manifests of `deploy/`: kustomize builds them, they keep the promises a platform
+//! team checks (probes, ports, a locked-down security context), and the embedded API
+//! server accepts them with `kubectl apply --dry-run=server`.
+
+use std::io::Write;
+use std::path::PathBuf;
+use std::process::{Command, Output, Stdio};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::Namespace;
+use kube::api::{Api, ListParams, PostParams};
+use kubewasm::devcluster::{DevCluster, Options};
+use serde_json::Value;
+
+fn deploy_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("workspace root").join("deploy")
+}
+
+fn succeeded(out: &Output, what: &str) -> String {
+    assert!(out.status.success(), "{what} failed: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout.clone()).expect("utf-8 output")
+}
+
+/// `kubectl kustomize deploy/`: the manifests as YAML text.
+fn kustomize() -> String {
+    let out = Command::new("kubectl").arg("kustomize").arg(deploy_dir()).output().expect("kubectl runs");
+    succeeded(&out, "kubectl kustomize deploy/")
+}
+
+fn documents(text: &str) -> Vec<Value> {
+    serde_yaml_ng::Deserializer::from_str(text)
+        .map(|d| serde::Deserialize::deserialize(d).expect("a YAML document"))
+        .filter(|v: &Value| !v.is_null())
+        .collect()
+}
+
+fn find<'a>(objects: &'a [Value], kind: &str) -> &'a Value {
+    objects.iter().find(|o| o["kind"] == kind).unwrap_or_else(|| panic!("no {kind} in deploy/"))
+}
+
+#[test]
+fn the_deployment_runs_the_host_locked_down_with_probes_and_a_metrics_port() {
+    let objects = documents(&kustomize());
+    let deployment = find(&objects, "Deployment");
+    assert_eq!(deployment["metadata"]["namespace"], "kubewasm-system");
+    let pod = &deployment["spec"]["template"]["spec"];
+    assert_eq!(pod["serviceAccountName"], find(&objects, "ServiceAccount")["metadata"]["name"]);
+    assert_eq!(pod["securityContext"]["runAsNonRoot"], true);
+    assert_eq!(pod["securityContext"]["seccompProfile"]["type"], "RuntimeDefault");
+    let container = &pod["containers"][0];
+    let args: Vec<&str> = container["args"].as_array().expect("args").iter().filter_map(Value::as_str).collect();
+    assert_eq!(args[0], "run");
+    assert!(args.contains(&"--plugins=/plugins"), "{args:?}");
+    assert!(args.contains(&"--health-addr=0.0.0.0:8080"), "{args:?}");
+    let security = &container["securityContext"];
+    assert_eq!(security["readOnlyRootFilesystem"], true);
+    assert_eq!(security["allowPrivilegeEscalation"], false);
+    assert_eq!(security["capabilities"]["drop"][0], "ALL");
+    let port = |name: &str| {
+        container["ports"].as_array().expect("ports").iter().find(|p| p["name"] == name).map(|p| p["containerPort"].clone())
+    };
+    assert_eq!(port("health"), Some(8080.into()));
+    assert_eq!(port("metrics"), Some(9090.into()));
+    assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
+    assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
+    assert!(container["resources"]["requests"].is_object() && container["resources"]["limits"].is_object());
+    let mount = container["volumeMounts"].as_array().expect("mounts").iter().find(|m| m["mountPath"] == "/plugins");
+    let volume = mount.and_then(|m| pod["volumes"].as_array()?.iter().find(|v| v["name"] == m["name"]));
+    assert!(volume.is_some_and(|v| v["image"]["reference"].is_string()), "/plugins comes from an image volume");
+    // Every path the host writes to is a volume: the root filesystem is read-only.
+    let env = container["env"].as_array().expect("env");
+    let cache = env.iter().find(|e| e["name"] == "KUBEWASM_CACHE_DIR").map(|e| e["value"].clone());
+    let mounted = |path: &Value| container["volumeMounts"].as_array().is_some_and(|m| m.iter().any(|m| &m["mountPath"] == path));
+    assert!(cache.as_ref().is_some_and(mounted), "the plugin cache directory {cache:?} is a mounted volume");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_kustomization_is_accepted_by_the_api_server() {
+    let manifests = kustomize();
+    let objects = documents(&manifests);
+    let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
+    // A dry run creates nothing, so the namespace the other objects go to must exist,
+    // as it would on a real cluster: create it from the manifests first.
+    let namespace: Namespace = serde_json::from_value(find(&objects, "Namespace").clone()).expect("a Namespace");
+    Api::<Namespace>::all(cluster.client()).create(&PostParams::default(), &namespace).await.expect("namespace created");
+
+    let kubeconfig = cluster.kubeconfig_path().to_path_buf();
+    let applied = tokio::task::spawn_blocking(move || {
+        let mut child = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .arg("--cache-dir")
+            .arg(kubeconfig.with_extension("kubectl-cache"))
+            .args(["apply", "--dry-run=server", "-f", "-"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubectl runs");
+        child.stdin.take().expect("stdin").write_all(manifests.as_bytes()).expect("write manifests");
+        child.wait_with_output().expect("kubectl finishes")
+    })
+    .await
+    .expect("kubectl task");
+    let applied = succeeded(&applied, "kubectl apply --dry-run=server");
+    for object in &objects {
+        let kind = object["kind"].as_str().expect("kind").to_lowercase();
+        let name = object["metadata"]["name"].as_str().expect("name");
+        let accepted = applied.lines().any(|line| {
+            (line.starts_with(&format!("{kind}/")) || line.starts_with(&format!("{kind}.")))
+                && line.contains(&format!("/{name} "))
+                && line.ends_with("(server dry run)")
+        });
+        assert!(accepted, "{kind}/{name} not accepted:\n{applied}");
+    }
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "kubewasm-system");
+    let stored = deployments.list(&ListParams::default()).await.expect("list deployments");
+    assert!(stored.items.is_empty(), "a dry run stores nothing");
+    cluster.shutdown().await;
+}
