@@ -499,15 +499,22 @@ fn an_unknown_log_format_is_refused_with_the_choices() {
 
 // ---- health probes -------------------------------------------------------------
 
-/// One HTTP GET over a raw socket: the status code, or `None` when nothing listens.
-fn http_status(addr: &str, path: &str) -> Option<u16> {
+/// One HTTP GET over a raw socket: the status code and body, or `None` when nothing
+/// listens.
+fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).ok()?;
     stream.set_read_timeout(Some(std::time::Duration::from_secs(5))).ok()?;
     write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
-    response.split(' ').nth(1)?.parse().ok()
+    let status = response.split(' ').nth(1)?.parse().ok()?;
+    let body = response.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    Some((status, body))
+}
+
+fn http_status(addr: &str, path: &str) -> Option<u16> {
+    http_get(addr, path).map(|(status, _)| status)
 }
 
 fn free_port() -> u16 {
@@ -589,5 +596,126 @@ async fn run_serves_health_probes_against_a_cluster_and_stops_cleanly_on_sigterm
     .await
     .expect("the run test");
     assert_eq!(http_status(&addr, "/readyz"), None, "the probes stop with the process");
+    cluster.shutdown().await;
+}
+
+/// Reconciles a `kubewasm run` process reports on /metrics, all plugins.
+fn reconciles(addr: &str) -> f64 {
+    http_get(addr, "/metrics")
+        .map(|(_, body)| body)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("kubewasm_reconciles_total{"))
+        .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
+        .sum()
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_standby_takes_over_when_the_leader_is_killed() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    use kube::api::{Api, DynamicObject, PostParams};
+    use kubewasm::devcluster::{DevCluster, Options};
+
+    let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
+    let client = cluster.client();
+    let engine = kubewasm::plugin::Engine::new().expect("engine");
+    let demo = std::sync::Arc::new(kubewasm::plugin::Plugin::load(&engine, &plugin("demo-application")).expect("load"));
+    kubewasm::host::install_crds(&client, &[demo]).await.expect("CRDs");
+    let dir = target_dir().join("cli-test-inputs").join("leader-plugins");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("plugin dir");
+    std::fs::copy(plugin("demo-application"), dir.join("demo-application.wasm")).expect("copy");
+
+    let kubeconfig = cluster.kubeconfig_path().to_path_buf();
+    let spawn = |identity: &str, addr: &str| {
+        Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+            .args(["run", "--plugins", path_str(&dir), "--health-addr", addr, "--no-cache"])
+            .args(["--leader-elect", "--lease-duration", "2", "--identity", identity, "--lease-namespace", "default"])
+            .env("KUBECONFIG", &kubeconfig)
+            .env("RUST_LOG", "warn")
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .expect("kubewasm run starts")
+    };
+    let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
+    let holder = || async {
+        leases.get_opt("kubewasm").await.ok().flatten().and_then(|l| l.spec?.holder_identity)
+    };
+
+    let (addr_a, addr_b) = (format!("127.0.0.1:{}", free_port()), format!("127.0.0.1:{}", free_port()));
+    let mut leader = spawn("a", &addr_a);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    while holder().await.as_deref() != Some("a") {
+        assert!(std::time::Instant::now() < deadline, "a never took the lease");
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    let standby = spawn("b", &addr_b);
+
+    let apps = kube::discovery::ApiResource {
+        group: "paas.cmft.com".into(),
+        version: "v1beta1".into(),
+        api_version: "paas.cmft.com/v1beta1".into(),
+        kind: "DemoApplication".into(),
+        plural: "demoapplications".into(),
+    };
+    let deployments = kube::discovery::ApiResource {
+        group: "apps".into(),
+        version: "v1".into(),
+        api_version: "apps/v1".into(),
+        kind: "Deployment".into(),
+        plural: "deployments".into(),
+    };
+    let app_api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &apps);
+    let deploy_api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &deployments);
+    let create = |name: &str| {
+        let object: DynamicObject = serde_json::from_value(serde_json::json!({
+            "apiVersion": "paas.cmft.com/v1beta1", "kind": "DemoApplication",
+            "metadata": {"name": name, "namespace": "default"},
+            "spec": {"image": "nginx", "replica": 1, "ports": [{"port": 80}]}}))
+        .expect("json");
+        let api = app_api.clone();
+        async move { api.create(&PostParams::default(), &object).await.expect("create") }
+    };
+    let converged = |name: &'static str| {
+        let api = deploy_api.clone();
+        async move {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+            while api.get_opt(name).await.expect("get").is_none() {
+                assert!(std::time::Instant::now() < deadline, "{name} never converged");
+                tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+            }
+        }
+    };
+
+    create("first").await;
+    converged("first").await;
+    assert!(reconciles(&addr_a) > 0.0, "the leader reconciles");
+    assert_eq!(reconciles(&addr_b), 0.0, "the standby does not");
+
+    leader.kill().expect("kill the leader");
+    let _ = leader.wait();
+    create("second").await;
+    converged("second").await;
+    assert_eq!(holder().await.as_deref(), Some("b"), "the standby holds the lease");
+    assert!(reconciles(&addr_b) > 0.0, "the new leader reconciled");
+
+    // After the takeover one writer remains, and it leaves converged parents alone.
+    let quiet = loop {
+        let before = cluster.write_requests();
+        tokio::time::sleep(std::time::Duration::from_millis(1500)).await;
+        if cluster.write_requests() == before {
+            break before;
+        }
+    };
+    let first = deploy_api.get("first").await.expect("first");
+    let controllers = first.metadata.owner_references.unwrap_or_default().iter().filter(|r| r.controller == Some(true)).count();
+    assert_eq!(controllers, 1);
+    assert_eq!(cluster.write_requests(), quiet);
+
+    let stderr = tokio::task::spawn_blocking(move || terminate_cleanly(standby)).await.expect("stop b");
+    assert!(!stderr.contains("lost the leader lease"), "{stderr}");
+    let released = holder().await;
+    assert_ne!(released.as_deref(), Some("b"), "a clean stop releases the lease");
     cluster.shutdown().await;
 }
