@@ -82,12 +82,18 @@ pub(crate) fn is_deleting(obj: &Value) -> bool {
         .is_some_and(|v| !v.is_null())
 }
 
-pub(crate) fn owner_refs(obj: &Value) -> Vec<Value> {
-    obj.get("metadata")
-        .and_then(|m| m.get("ownerReferences"))
+/// The ownerReferences of an object, borrowed.
+pub(crate) fn owner_refs(obj: &Value) -> &[Value] {
+    obj.pointer("/metadata/ownerReferences")
         .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default()
+        .map_or(&[], Vec::as_slice)
+}
+
+/// Whether `obj` lists the finalizer `name`.
+pub(crate) fn has_finalizer(obj: &Value, name: &str) -> bool {
+    obj.pointer("/metadata/finalizers")
+        .and_then(Value::as_array)
+        .is_some_and(|f| f.iter().any(|v| v.as_str() == Some(name)))
 }
 
 pub(crate) fn generation(obj: &Value) -> i64 {

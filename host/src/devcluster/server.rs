@@ -182,7 +182,9 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
         )),
     };
     if mutating {
-        shared.gc.notify_one();
+        if shared.lock().gc_pending() {
+            shared.gc.notify_one();
+        }
         shared.persist.notify_one();
     }
     response
@@ -679,7 +681,8 @@ fn delete_options(call: &Call) -> Result<DeleteOptions, ApiError> {
     })
 }
 
-/// Runs garbage collection whenever a write may have left dependents without owners.
+/// Runs garbage collection whenever a write left it something to do (`Store::gc_pending`),
+/// and every few seconds as a safety net.
 pub(crate) async fn run_gc(shared: Arc<Shared>) {
     let mut shutdown = shared.shutdown.clone();
     loop {
@@ -692,10 +695,11 @@ pub(crate) async fn run_gc(shared: Arc<Shared>) {
         {
             let mut store = shared.lock();
             for _ in 0..100 {
-                if !gc::collect(&mut store) {
+                let pass_changed = gc::collect(&mut store);
+                changed |= pass_changed;
+                if !pass_changed && !store.gc_queued() {
                     break;
                 }
-                changed = true;
             }
         }
         if changed {

@@ -1,13 +1,15 @@
 //! Stored objects, the global resourceVersion counter, and the watch history every write feeds.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap, VecDeque};
+use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+use super::crd;
 use super::discovery::Registry;
 use super::object;
+use super::verbs::FOREGROUND;
 
 /// Identifies a kind of stored object independent of version: `(group, plural)`.
 pub(crate) type GroupResource = (String, String);
@@ -37,68 +39,127 @@ pub(crate) struct Change {
 /// Where an object is stored: its resource and key.
 pub(crate) type Location = (GroupResource, ObjectKey);
 
-/// Who owns what, kept up to date on every write so garbage collection only looks at objects
-/// a change may concern.
+/// What garbage collection needs to know, kept up to date on every write so a collection pass
+/// only looks at the objects a change concerns (see `gc.rs`).
 #[derive(Debug, Default)]
-struct OwnerIndex {
+struct GcIndex {
     /// Every stored object's uid.
     uids: HashMap<String, Location>,
     /// Owner uid to the objects naming it in `ownerReferences`.
     dependents: HashMap<String, BTreeSet<Location>>,
+    /// The uids of objects being deleted in the foreground (they wait for their dependents).
+    foreground: HashSet<String>,
+    /// Namespaces and CRDs being deleted: the namespace and CRD cleanup controllers look at
+    /// them on every pass until they are gone.
+    sweeping: BTreeSet<Location>,
     /// Objects garbage collection has to look at again.
     queue: BTreeSet<Location>,
 }
 
 fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
-    obj.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
+    object::owner_refs(obj)
+        .iter()
         .filter_map(|r| r.get("uid").and_then(Value::as_str))
 }
 
-impl OwnerIndex {
-    fn add(&mut self, loc: &Location, obj: &Value) {
-        self.uids.insert(object::uid(obj).to_string(), loc.clone());
-        let mut owned = false;
-        for owner in owner_uids(obj) {
-            owned = true;
-            self.dependents
-                .entry(owner.to_string())
-                .or_default()
-                .insert(loc.clone());
+/// Whether `obj` is being deleted in the foreground, waiting for its dependents.
+pub(crate) fn in_foreground_deletion(obj: &Value) -> bool {
+    object::is_deleting(obj) && object::has_finalizer(obj, FOREGROUND)
+}
+
+/// Whether a cleanup controller has work on `obj`: a namespace being deleted (it empties it),
+/// or a CRD being deleted that still has its cleanup finalizer (it deletes its objects).
+fn to_sweep(gr: &GroupResource, obj: &Value) -> bool {
+    object::is_deleting(obj)
+        && match (gr.0.as_str(), gr.1.as_str()) {
+            ("", "namespaces") => true,
+            ("apiextensions.k8s.io", "customresourcedefinitions") => {
+                object::has_finalizer(obj, crd::CLEANUP)
+            }
+            _ => false,
         }
-        let foreground = object::is_deleting(obj)
-            && obj
-                .pointer("/metadata/finalizers")
-                .and_then(Value::as_array)
-                .is_some_and(|f| f.iter().any(|v| v.as_str() == Some("foregroundDeletion")));
-        if owned || foreground {
+}
+
+impl GcIndex {
+    /// Indexes `new`, just stored at `loc` in place of `old`, and queues what the write may
+    /// concern. Writes that change neither ownerReferences nor a deletion queue nothing.
+    fn write(&mut self, loc: &Location, old: Option<&Value>, new: &Value) {
+        let uid = object::uid(new);
+        if let Some(old) = old
+            && object::uid(old) != uid
+        {
+            self.forget(loc, old);
+            return self.write(loc, None, new);
+        }
+        if old.is_none() {
+            self.uids.insert(uid.to_string(), loc.clone());
+        }
+        if old.is_none_or(|old| object::owner_refs(old) != object::owner_refs(new)) {
+            if let Some(old) = old {
+                self.unlink(loc, old);
+            }
+            let mut dangling = false;
+            for owner in owner_uids(new) {
+                dangling |= !self.uids.contains_key(owner);
+                self.dependents
+                    .entry(owner.to_string())
+                    .or_default()
+                    .insert(loc.clone());
+            }
+            // An owner in foreground deletion waits for (and deletes) its new dependents too.
+            self.queue_waiting_owners(new);
+            if dangling {
+                self.queue.insert(loc.clone());
+            }
+        }
+        if in_foreground_deletion(new) {
+            self.foreground.insert(uid.to_string());
             self.queue.insert(loc.clone());
+        } else {
+            self.foreground.remove(uid);
+        }
+        if to_sweep(&loc.0, new) {
+            self.sweeping.insert(loc.clone());
+        } else {
+            self.sweeping.remove(loc);
         }
     }
 
-    /// Forgets `obj` and queues the objects its disappearance or change may concern: its
-    /// dependents (when `gone`) and its owners (which may wait for it in foreground deletion).
-    fn drop_object(&mut self, loc: &Location, obj: &Value, gone: bool) {
+    /// Forgets `obj`, removed from `loc`, and queues its dependents (their owner is gone) and
+    /// its owners that wait for it in foreground deletion.
+    fn forget(&mut self, loc: &Location, obj: &Value) {
         let uid = object::uid(obj);
-        if gone {
-            if self.uids.get(uid) == Some(loc) {
-                self.uids.remove(uid);
-            }
-            if let Some(deps) = self.dependents.get(uid) {
-                self.queue.extend(deps.iter().cloned());
-            }
+        if self.uids.get(uid) == Some(loc) {
+            self.uids.remove(uid);
         }
+        self.foreground.remove(uid);
+        self.sweeping.remove(loc);
+        if let Some(deps) = self.dependents.get(uid) {
+            self.queue.extend(deps.iter().cloned());
+        }
+        self.unlink(loc, obj);
+    }
+
+    /// Removes `loc` from the dependents of the owners `obj` names, queueing those that wait
+    /// for it in foreground deletion.
+    fn unlink(&mut self, loc: &Location, obj: &Value) {
+        self.queue_waiting_owners(obj);
         for owner in owner_uids(obj) {
-            if let Some(owner_loc) = self.uids.get(owner) {
-                self.queue.insert(owner_loc.clone());
-            }
             if let Some(set) = self.dependents.get_mut(owner) {
                 set.remove(loc);
                 if set.is_empty() {
                     self.dependents.remove(owner);
                 }
+            }
+        }
+    }
+
+    fn queue_waiting_owners(&mut self, obj: &Value) {
+        for owner in owner_uids(obj) {
+            if self.foreground.contains(owner)
+                && let Some(owner_loc) = self.uids.get(owner)
+            {
+                self.queue.insert(owner_loc.clone());
             }
         }
     }
@@ -117,7 +178,7 @@ pub(crate) struct Store {
     /// The oldest resourceVersion a watch may start from; older ones get 410 Gone.
     oldest_watchable: u64,
     changes: broadcast::Sender<Arc<Change>>,
-    owners: OwnerIndex,
+    gc: GcIndex,
     pub registry: Registry,
 }
 
@@ -131,7 +192,7 @@ impl Store {
             history_limit: history_limit.max(1),
             oldest_watchable: 0,
             changes,
-            owners: OwnerIndex::default(),
+            gc: GcIndex::default(),
             registry: Registry::new(),
         }
     }
@@ -211,12 +272,12 @@ impl Store {
     }
 
     pub(crate) fn uid_exists(&self, uid: &str) -> bool {
-        self.owners.uids.contains_key(uid)
+        self.gc.uids.contains_key(uid)
     }
 
     /// The objects whose `ownerReferences` name `uid`.
     pub(crate) fn dependents_of(&self, uid: &str) -> Vec<Location> {
-        self.owners
+        self.gc
             .dependents
             .get(uid)
             .map(|d| d.iter().cloned().collect())
@@ -225,7 +286,22 @@ impl Store {
 
     /// The objects garbage collection has to look at, emptying the queue.
     pub(crate) fn take_gc_queue(&mut self) -> Vec<Location> {
-        std::mem::take(&mut self.owners.queue).into_iter().collect()
+        std::mem::take(&mut self.gc.queue).into_iter().collect()
+    }
+
+    /// The namespaces and CRDs being deleted, for their cleanup controllers.
+    pub(crate) fn sweeping(&self) -> Vec<Location> {
+        self.gc.sweeping.iter().cloned().collect()
+    }
+
+    /// Whether objects wait in the garbage collection queue.
+    pub(crate) fn gc_queued(&self) -> bool {
+        !self.gc.queue.is_empty()
+    }
+
+    /// Whether a garbage collection pass has anything to do.
+    pub(crate) fn gc_pending(&self) -> bool {
+        !self.gc.queue.is_empty() || !self.gc.sweeping.is_empty()
     }
 
     /// Every stored object with its resource (for garbage collection and persistence).
@@ -250,10 +326,7 @@ impl Store {
             .entry(gr.clone())
             .or_default()
             .insert(key, obj.clone());
-        if let Some(old) = &old {
-            self.owners.drop_object(&loc, old, false);
-        }
-        self.owners.add(&loc, &obj);
+        self.gc.write(&loc, old.as_deref(), &obj);
         let kind = if old.is_some() {
             EventType::Modified
         } else {
@@ -278,7 +351,7 @@ impl Store {
     ) -> Option<Arc<Value>> {
         let key = (ns.to_string(), name.to_string());
         let old = self.objects.get_mut(gr)?.remove(&key)?;
-        self.owners.drop_object(&(gr.clone(), key), &old, true);
+        self.gc.forget(&(gr.clone(), key), &old);
         self.rv += 1;
         let mut last = (*old).clone();
         object::set_meta(&mut last, "resourceVersion", json!(self.rv.to_string()));
@@ -326,7 +399,7 @@ impl Store {
                 object::namespace(&obj).to_string(),
                 object::name(&obj).to_string(),
             );
-            self.owners.add(&(gr.clone(), key.clone()), &obj);
+            self.gc.write(&(gr.clone(), key.clone()), None, &obj);
             self.objects
                 .entry(gr)
                 .or_default()

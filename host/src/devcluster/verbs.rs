@@ -990,8 +990,9 @@ fn orphan_dependents(store: &mut Store, owner_uid: &str) {
         };
         let mut dep = (*dep).clone();
         let refs: Vec<Value> = object::owner_refs(&dep)
-            .into_iter()
+            .iter()
             .filter(|r| r.get("uid").and_then(Value::as_str) != Some(owner_uid))
+            .cloned()
             .collect();
         if refs.is_empty() {
             object::remove_meta(&mut dep, "ownerReferences");

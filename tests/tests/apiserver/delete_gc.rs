@@ -258,6 +258,172 @@ async fn orphan_deletion_keeps_dependents_and_drops_their_references() {
 }
 
 #[tokio::test]
+async fn a_dependent_created_after_its_owner_was_deleted_is_collected() {
+    let dc = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    let owner = cms
+        .create(&PostParams::default(), &cm("owner", json!({})))
+        .await
+        .unwrap();
+    let other = cms
+        .create(&PostParams::default(), &cm("other-owner", json!({})))
+        .await
+        .unwrap();
+    cms.delete("owner", &DeleteParams::background())
+        .await
+        .unwrap();
+    cms.create(
+        &PostParams::default(),
+        &cm("late-child", owned_by(&owner, false)),
+    )
+    .await
+    .unwrap();
+    let mut two = owned_by(&owner, false);
+    two["ownerReferences"]
+        .as_array_mut()
+        .unwrap()
+        .push(owned_by(&other, false)["ownerReferences"][0].clone());
+    cms.create(&PostParams::default(), &cm("late-shared-child", two))
+        .await
+        .unwrap();
+    assert!(
+        eventually_gone(&cms, "late-child").await,
+        "a dependent whose only owner is gone is collected"
+    );
+    let kept = super::eventually(|| async {
+        let refs = cms
+            .get("late-shared-child")
+            .await
+            .unwrap()
+            .metadata
+            .owner_references
+            .unwrap_or_default();
+        refs.len() == 1 && refs[0].name == "other-owner"
+    })
+    .await;
+    assert!(
+        kept,
+        "a dependent with a live owner loses only the dangling reference"
+    );
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn foreground_deletion_goes_down_a_chain_of_three() {
+    let dc = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    let top = cms
+        .create(&PostParams::default(), &cm("top", json!({})))
+        .await
+        .unwrap();
+    let middle = cms
+        .create(&PostParams::default(), &cm("middle", owned_by(&top, true)))
+        .await
+        .unwrap();
+    cms.create(
+        &PostParams::default(),
+        &cm("bottom", {
+            let mut m = owned_by(&middle, true);
+            m["finalizers"] = json!(["example.com/slow"]);
+            m
+        }),
+    )
+    .await
+    .unwrap();
+    cms.delete("top", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    let deleting = |name: &'static str| {
+        let cms = cms.clone();
+        async move {
+            cms.get(name)
+                .await
+                .unwrap()
+                .metadata
+                .deletion_timestamp
+                .is_some()
+        }
+    };
+    assert!(
+        super::eventually(|| deleting("bottom")).await,
+        "the deletion reaches the bottom of the chain"
+    );
+    let middle_now = cms.get("middle").await.unwrap();
+    assert!(
+        middle_now
+            .metadata
+            .finalizers
+            .unwrap_or_default()
+            .contains(&"foregroundDeletion".to_string()),
+        "the middle is deleted in the foreground too"
+    );
+    assert!(
+        cms.get_opt("top").await.unwrap().is_some(),
+        "the top waits for the chain below it"
+    );
+    cms.patch(
+        "bottom",
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "metadata": { "finalizers": null } })),
+    )
+    .await
+    .unwrap();
+    assert!(eventually_gone(&cms, "bottom").await);
+    assert!(eventually_gone(&cms, "middle").await);
+    assert!(
+        eventually_gone(&cms, "top").await,
+        "the top goes once the chain below it is gone"
+    );
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_dependent_added_to_an_owner_in_foreground_deletion_is_deleted() {
+    let dc = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    let owner = cms
+        .create(&PostParams::default(), &cm("owner", json!({})))
+        .await
+        .unwrap();
+    cms.create(
+        &PostParams::default(),
+        &cm("held", {
+            let mut m = owned_by(&owner, true);
+            m["finalizers"] = json!(["example.com/slow"]);
+            m
+        }),
+    )
+    .await
+    .unwrap();
+    cms.delete("owner", &DeleteParams::foreground())
+        .await
+        .unwrap();
+    cms.create(
+        &PostParams::default(),
+        &cm("newcomer", owned_by(&owner, true)),
+    )
+    .await
+    .unwrap();
+    assert!(
+        eventually_gone(&cms, "newcomer").await,
+        "the new dependent is deleted with the others"
+    );
+    assert!(
+        cms.get_opt("owner").await.unwrap().is_some(),
+        "the owner still waits for its held dependent"
+    );
+    cms.patch(
+        "held",
+        &PatchParams::default(),
+        &Patch::Merge(json!({ "metadata": { "finalizers": null } })),
+    )
+    .await
+    .unwrap();
+    assert!(eventually_gone(&cms, "owner").await);
+    dc.shutdown().await;
+}
+
+#[tokio::test]
 async fn deletecollection_honours_label_selectors() {
     let dc = start().await;
     let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
