@@ -53,11 +53,13 @@ pub enum Command {
         /// The plugin directory: every `*.wasm` in it.
         #[arg(long = "plugins", value_name = "DIR")]
         dir: PathBuf,
-        /// Serve /healthz (liveness) and /readyz (readiness) on this address.
+        /// Serve /healthz (liveness), /readyz (readiness) and /metrics on this address.
         #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
         health_addr: SocketAddr,
         #[command(flatten)]
         host: HostArgs,
+        #[command(flatten)]
+        leader: LeaderArgs,
     },
     /// Print a plugin's manifest: its parent, children, related kinds and limits.
     Describe {
@@ -137,4 +139,24 @@ impl HostArgs {
             Some(base.join("kubewasm"))
         })
     }
+}
+
+/// Leader election, for `run` with more than one replica.
+#[derive(Debug, clap::Args)]
+pub struct LeaderArgs {
+    /// Reconcile only while holding the Lease; standbys wait and take over.
+    #[arg(long)]
+    pub leader_elect: bool,
+    /// The Lease's name.
+    #[arg(long, default_value = "kubewasm")]
+    pub lease_name: String,
+    /// The Lease's namespace (in a Pod: its own, from POD_NAMESPACE).
+    #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
+    pub lease_namespace: String,
+    /// How long a Lease holds without renewal; a standby takes over within it.
+    #[arg(long, value_name = "SECONDS", default_value_t = 15)]
+    pub lease_duration: u64,
+    /// This replica's name in the Lease (in a Pod: its name, from POD_NAME).
+    #[arg(long, env = "POD_NAME")]
+    pub identity: Option<String>,
 }

@@ -5,11 +5,15 @@ mod cli;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
 use kubewasm::devcluster::{self, DevCluster};
+use kubewasm::controller;
 use kubewasm::health::{self, Health};
+use kubewasm::leader::Elector;
+use kubewasm::metrics::Metrics;
 use kubewasm::host::{self, DirOptions, Host};
 use kubewasm::logging;
 use kubewasm::plugin::{CONTRACT_VERSION, Engine, EngineOptions, Plugin};
@@ -46,10 +50,10 @@ fn run(cli: Cli) -> Result<()> {
             let engine = engine(&EngineOptions { pooling: true, cache_dir: host.cache_dir() })?;
             runtime.block_on(dev(&engine, &dir, options, health_addr))?;
         }
-        Command::Run { dir, health_addr, host } => {
+        Command::Run { dir, health_addr, host, leader } => {
             let runtime = tokio_runtime()?;
             let engine = engine(&EngineOptions { pooling: true, cache_dir: host.cache_dir() })?;
-            runtime.block_on(run_host(&engine, &dir, health_addr))?;
+            runtime.block_on(run_host(&engine, &dir, health_addr, &leader))?;
         }
         Command::Describe { plugin } => {
             let plugin = Plugin::load(&engine(&EngineOptions::default())?, &plugin)?;
@@ -110,19 +114,20 @@ async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options, health_a
     anyhow::ensure!(dir.is_dir(), "{}: not a directory", dir.display());
     let shutdown = shutdown_signal();
     let health = Health::new();
+    let metrics = Metrics::new();
     let health_server = match health_addr {
-        Some(addr) => Some(health::serve(addr, health.clone(), None).await?),
+        Some(addr) => Some(health::serve(addr, health.clone(), Some(metrics.router())).await?),
         None => None,
     };
     let cluster = DevCluster::start(options).await?;
     let client = cluster.client();
     println!("export KUBECONFIG={}", cluster.kubeconfig_path().display());
     eprintln!("embedded API server on {}; try: kubectl --kubeconfig {} get crds", cluster.url(), cluster.kubeconfig_path().display());
-    let options = DirOptions { install_crds: true, ..DirOptions::default() };
+    let options = DirOptions { install_crds: true, controller: controller::Options { metrics, ..controller::Options::default() } };
     let host = Host::from_dir(&client, engine, dir, options).await?;
     print_status(&host);
     eprintln!("watching {} for changes; Ctrl-C stops", dir.display());
-    health.set_ready(true);
+    health.set_ready(synced(&host).await);
     host.watch(not_ready_on(shutdown, &health), print_status).await?;
     if let Some(server) = health_server {
         server.shutdown().await;
@@ -131,16 +136,77 @@ async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options, health_a
     Ok(())
 }
 
-async fn run_host(engine: &Engine, dir: &Path, health_addr: SocketAddr) -> Result<()> {
+async fn run_host(engine: &Engine, dir: &Path, health_addr: SocketAddr, leader: &cli::LeaderArgs) -> Result<()> {
     let shutdown = shutdown_signal();
     let health = Health::new();
-    let health_server = health::serve(health_addr, health.clone(), None).await?;
+    let metrics = Metrics::new();
+    let health_server = health::serve(health_addr, health.clone(), Some(metrics.router())).await?;
     let client = kube::Client::try_default().await.context("no cluster: set KUBECONFIG or run in a Pod")?;
-    let host = Host::from_dir(&client, engine, dir, DirOptions::default()).await?;
-    health.set_ready(true);
-    host.watch(not_ready_on(shutdown, &health), |_| {}).await?;
+
+    let leadership = leader.leader_elect.then(|| {
+        let identity = leader.identity.clone().unwrap_or_else(default_identity);
+        let lease = Duration::from_secs(leader.lease_duration.max(1));
+        tracing::info!(%identity, lease = %leader.lease_name, namespace = %leader.lease_namespace, "standing for leader");
+        Elector::new(client.clone(), &leader.lease_namespace, &leader.lease_name, identity, lease).spawn()
+    });
+    tokio::pin!(shutdown);
+    if let Some(leadership) = &leadership {
+        // A standby is healthy and ready; it just does not reconcile.
+        health.set_ready(true);
+        let mut leading = leadership.subscribe();
+        tokio::select! {
+            () = &mut shutdown => {
+                health_server.shutdown().await;
+                return Ok(());
+            }
+            acquired = leading.wait_for(|l| *l) => { acquired.context("leader election stopped")?; }
+        }
+        tracing::info!("leading: starting controllers");
+    }
+
+    let options = DirOptions { controller: controller::Options { metrics, ..controller::Options::default() }, ..DirOptions::default() };
+    let host = Host::from_dir(&client, engine, dir, options).await?;
+    health.set_ready(synced(&host).await);
+    let lost = async {
+        match &leadership {
+            Some(l) => {
+                let _ = l.subscribe().wait_for(|leading| !leading).await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let mut lost_leadership = false;
+    let stop = async {
+        tokio::select! {
+            () = &mut shutdown => {}
+            () = lost => lost_leadership = true,
+        }
+    };
+    host.watch(not_ready_on(stop, &health), |_| {}).await?;
     health_server.shutdown().await;
+    if let Some(leadership) = leadership {
+        if lost_leadership {
+            // Another replica leads now; exiting lets this Pod restart as a standby.
+            anyhow::bail!("lost the leader lease {}", leader.lease_name);
+        }
+        leadership.release().await.context("releasing the leader lease")?;
+    }
     Ok(())
+}
+
+/// Waits for every controller's caches; readiness means they are synced.
+async fn synced(host: &Host) -> bool {
+    let synced = host.wait_synced(Duration::from_secs(60)).await;
+    if !synced {
+        tracing::error!("caches not synced within 60 s: not ready");
+    }
+    synced
+}
+
+/// The hostname and process id: unique enough outside a Pod (where POD_NAME is set).
+fn default_identity() -> String {
+    let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "kubewasm".into());
+    format!("{host}-{}", std::process::id())
 }
 
 /// Waits for `shutdown`, then reports not ready while the host stops.
