@@ -59,8 +59,8 @@ fn the_deployment_runs_the_host_locked_down_with_probes_and_a_metrics_port() {
     let port = |name: &str| {
         container["ports"].as_array().expect("ports").iter().find(|p| p["name"] == name).map(|p| p["containerPort"].clone())
     };
-    assert_eq!(port("health"), Some(8080.into()));
-    assert_eq!(port("metrics"), Some(9090.into()));
+    assert_eq!(port("http"), Some(8080.into()), "probes and /metrics share one port");
+    assert!(args.contains(&"--leader-elect"), "{args:?}");
     assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
     assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
     assert!(container["resources"]["requests"].is_object() && container["resources"]["limits"].is_object());
