@@ -25,24 +25,25 @@ pub enum Error {
     Crd { plugin: String, message: String },
 }
 
-/// Loads every `*.wasm` of `dir`, in name order. A file that fails to load is
+/// The `.wasm` files of `dir` the host would run, in name order.
+///
+/// # Errors
+///
+/// When `dir` cannot be read.
+pub fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    let entries = directory::scan(dir).map_err(|error| Error::PluginDir { dir: dir.to_path_buf(), error })?;
+    Ok(entries.into_values().map(|e| e.wasm).collect())
+}
+
+/// Loads the plugins of `dir` ([`plugin_files`]). A file that fails to load is
 /// reported and skipped: one bad plugin never stops the others.
 ///
 /// # Errors
 ///
 /// Only when `dir` itself cannot be read.
 pub fn load_dir(engine: &Engine, dir: &Path) -> Result<(Vec<Arc<Plugin>>, Vec<LoadError>), Error> {
-    let read = |error| Error::PluginDir { dir: dir.to_path_buf(), error };
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).map_err(read)? {
-        let path = entry.map_err(read)?.path();
-        if path.extension().is_some_and(|e| e == "wasm") {
-            files.push(path);
-        }
-    }
-    files.sort();
     let (mut plugins, mut failures) = (Vec::new(), Vec::new());
-    for file in files {
+    for file in plugin_files(dir)? {
         match Plugin::load(engine, &file) {
             Ok(plugin) => plugins.push(Arc::new(plugin)),
             Err(e) => failures.push(e),

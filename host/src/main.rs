@@ -3,7 +3,7 @@
 mod cli;
 
 use std::net::SocketAddr;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -71,7 +71,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Crds { plugins, dir } => {
             let mut files = plugins;
             if let Some(dir) = dir {
-                files.extend(wasm_files(&dir)?);
+                files.extend(host::plugin_files(&dir)?);
             }
             anyhow::ensure!(!files.is_empty(), "name plugin files or a directory with --plugins DIR");
             let engine = engine(&EngineOptions::default())?;
@@ -267,14 +267,3 @@ fn describe(plugin: &Plugin) -> Result<Value> {
     Ok(out)
 }
 
-fn wasm_files(dir: &Path) -> Result<Vec<PathBuf>> {
-    let mut files = Vec::new();
-    for entry in std::fs::read_dir(dir).with_context(|| format!("{}", dir.display()))? {
-        let path = entry.with_context(|| format!("{}", dir.display()))?.path();
-        if path.extension().is_some_and(|e| e == "wasm") {
-            files.push(path);
-        }
-    }
-    files.sort();
-    Ok(files)
-}
