@@ -599,6 +599,19 @@ async fn run_serves_health_probes_against_a_cluster_and_stops_cleanly_on_sigterm
     cluster.shutdown().await;
 }
 
+/// Waits (at most 30 s) until the process on `addr` reports a finished reconcile:
+/// the counter moves when a reconcile ends, after its children already exist.
+async fn reconciled(addr: &str) -> bool {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while reconciles(addr) == 0.0 {
+        if std::time::Instant::now() > deadline {
+            return false;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    true
+}
+
 /// Reconciles a `kubewasm run` process reports on /metrics, all plugins.
 fn reconciles(addr: &str) -> f64 {
     http_get(addr, "/metrics")
@@ -690,7 +703,7 @@ async fn a_standby_takes_over_when_the_leader_is_killed() {
 
     create("first").await;
     converged("first").await;
-    assert!(reconciles(&addr_a) > 0.0, "the leader reconciles");
+    assert!(reconciled(&addr_a).await, "the leader reconciles");
     assert_eq!(reconciles(&addr_b), 0.0, "the standby does not");
 
     leader.kill().expect("kill the leader");
@@ -698,7 +711,7 @@ async fn a_standby_takes_over_when_the_leader_is_killed() {
     create("second").await;
     converged("second").await;
     assert_eq!(holder().await.as_deref(), Some("b"), "the standby holds the lease");
-    assert!(reconciles(&addr_b) > 0.0, "the new leader reconciled");
+    assert!(reconciled(&addr_b).await, "the new leader reconciled");
 
     // After the takeover one writer remains, and it leaves converged children alone
     // (the write counter cannot show it: the leader renews its Lease).
