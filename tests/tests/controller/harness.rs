@@ -36,7 +36,7 @@ pub fn wasm_path(name: &str) -> PathBuf {
 }
 
 /// Plugins are compiled once per test binary and shared: compiling is the slow part.
-fn plugin(name: &str) -> Arc<Plugin> {
+pub fn plugin(name: &str) -> Arc<Plugin> {
     static CACHE: OnceLock<(Engine, Mutex<HashMap<String, Arc<Plugin>>>)> = OnceLock::new();
     let (engine, plugins) = CACHE.get_or_init(|| (Engine::new().expect("engine"), Mutex::default()));
     let mut plugins = plugins.lock().expect("plugin cache");

@@ -7,6 +7,7 @@ mod foo;
 mod harness;
 mod hostile;
 mod hot_reload;
+mod in_flight;
 mod isolation;
 mod pod_services;
 mod steady_state;
