@@ -7,8 +7,7 @@ use serde_json::Value;
 
 use crate::bindings::kubewasm::reconciler::types as wit;
 use crate::{
-    Error, EventType, KindRef, LabelOperator, Manifest, Object, Query, Reconciler, Request,
-    Response, Selector,
+    Error, EventType, KindRef, LabelOperator, Manifest, Object, Query, Reconciler, Request, Response, Selector,
 };
 
 pub fn describe<R: Reconciler>() -> wit::Manifest {
@@ -24,9 +23,7 @@ pub fn related<R: Reconciler>(parent: String) -> Vec<wit::Query> {
     R::related(&Object::new(parent)).into_iter().map(query_to_wit).collect()
 }
 
-pub fn reconcile<R: Reconciler>(
-    request: wit::Request,
-) -> Result<wit::Response, wit::ReconcileError> {
+pub fn reconcile<R: Reconciler>(request: wit::Request) -> Result<wit::Response, wit::ReconcileError> {
     let request = request_from_wit(request).map_err(error_to_wit)?;
     R::reconcile(&request).map(response_to_wit).map_err(error_to_wit)
 }
@@ -55,9 +52,7 @@ fn response_to_wit(r: Response) -> wit::Response {
         status: r.status.as_ref().map(Value::to_string),
         labels: r.labels.into_iter().collect(),
         annotations: r.annotations.into_iter().collect(),
-        requeue_after_ms: r
-            .requeue_after
-            .map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
+        requeue_after_ms: r.requeue_after.map(|d| u64::try_from(d.as_millis()).unwrap_or(u64::MAX)),
         events: r
             .events
             .into_iter()
@@ -79,13 +74,7 @@ fn error_to_wit(e: Error) -> wit::ReconcileError {
 }
 
 fn kind_to_wit(k: KindRef) -> wit::KindRef {
-    wit::KindRef {
-        group: k.group,
-        version: k.version,
-        kind: k.kind,
-        plural: k.plural,
-        namespaced: k.namespaced,
-    }
+    wit::KindRef { group: k.group, version: k.version, kind: k.kind, plural: k.plural, namespaced: k.namespaced }
 }
 
 fn manifest_to_wit(m: Manifest) -> wit::Manifest {

@@ -55,10 +55,7 @@ pub use serde_json;
 
 /// The names a plugin needs, in one `use`.
 pub mod prelude {
-    pub use crate::{
-        Error, Event, KindRef, Manifest, Object, Query, Reconciler, Request, Response,
-        Selector,
-    };
+    pub use crate::{Error, Event, KindRef, Manifest, Object, Query, Reconciler, Request, Response, Selector};
 }
 
 /// The decision logic of one plugin.

@@ -10,8 +10,7 @@ pub type Line = (Level, String, Vec<(String, String)>);
 
 /// Log `message` with key/value `fields`.
 pub fn log(level: Level, message: &str, fields: &[(&str, &str)]) {
-    let fields: Vec<(String, String)> =
-        fields.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
+    let fields: Vec<(String, String)> = fields.iter().map(|(k, v)| ((*k).to_string(), (*v).to_string())).collect();
     emit(level, message, fields);
 }
 

@@ -32,22 +32,12 @@ impl KindRef {
     }
 
     fn new(group: &str, version: &str, kind: &str, plural: &str, namespaced: bool) -> Self {
-        Self {
-            group: group.into(),
-            version: version.into(),
-            kind: kind.into(),
-            plural: plural.into(),
-            namespaced,
-        }
+        Self { group: group.into(), version: version.into(), kind: kind.into(), plural: plural.into(), namespaced }
     }
 
     /// `group/version`, or just `version` for the core group, as in `apiVersion`.
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.clone()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
+        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
     }
 }
 

@@ -119,11 +119,7 @@ impl Object {
 fn string_map(value: &Value) -> BTreeMap<String, String> {
     value
         .as_object()
-        .map(|m| {
-            m.iter()
-                .filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string())))
-                .collect()
-        })
+        .map(|m| m.iter().filter_map(|(k, v)| Some((k.clone(), v.as_str()?.to_string()))).collect())
         .unwrap_or_default()
 }
 

@@ -34,8 +34,8 @@ impl Response {
     ///
     /// When `object` does not serialize to JSON.
     pub fn child(mut self, object: &impl Serialize) -> Result<Self, Error> {
-        let value = serde_json::to_value(object)
-            .map_err(|e| Error::permanent(format!("child does not serialize: {e}")))?;
+        let value =
+            serde_json::to_value(object).map_err(|e| Error::permanent(format!("child does not serialize: {e}")))?;
         self.children.push(value);
         Ok(self)
     }
@@ -46,8 +46,8 @@ impl Response {
     ///
     /// When `status` does not serialize to JSON.
     pub fn status(mut self, status: &impl Serialize) -> Result<Self, Error> {
-        let value = serde_json::to_value(status)
-            .map_err(|e| Error::permanent(format!("status does not serialize: {e}")))?;
+        let value =
+            serde_json::to_value(status).map_err(|e| Error::permanent(format!("status does not serialize: {e}")))?;
         self.status = Some(value);
         Ok(self)
     }

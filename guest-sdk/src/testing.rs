@@ -128,11 +128,7 @@ impl Outcome {
     ///
     /// When a child of that kind does not parse as `K`.
     pub fn children_of<K: Resource + DeserializeOwned>(&self) -> Vec<K> {
-        self.children
-            .iter()
-            .filter(|o| o.is::<K>())
-            .map(|o| o.parse().expect("desired child parses"))
-            .collect()
+        self.children.iter().filter(|o| o.is::<K>()).map(|o| o.parse().expect("desired child parses")).collect()
     }
 
     /// The desired child of type `K` named `name`.

@@ -103,7 +103,16 @@ fn a_parent_that_does_not_parse_names_the_object_and_field() {
 #[test]
 fn manifest_declares_kinds_from_k8s_openapi_types() {
     let m = testing::describe::<Everything>();
-    assert_eq!(m.children[0], KindRef { group: String::new(), version: "v1".into(), kind: "ConfigMap".into(), plural: "configmaps".into(), namespaced: true });
+    assert_eq!(
+        m.children[0],
+        KindRef {
+            group: String::new(),
+            version: "v1".into(),
+            kind: "ConfigMap".into(),
+            plural: "configmaps".into(),
+            namespaced: true
+        }
+    );
     assert_eq!(m.related[0].api_version(), "apps/v1");
     assert!(m.finalizer);
     let ns = KindRef::of::<k8s_openapi::api::core::v1::Namespace>();

@@ -48,7 +48,9 @@ const QUIET: Duration = Duration::from_secs(2);
 const PATIENCE: Duration = Duration::from_mins(15);
 
 fn parents() -> usize {
-    std::env::var("KUBEWASM_BENCH_PARENTS").ok().map_or(1000, |n| n.parse().expect("KUBEWASM_BENCH_PARENTS is a number"))
+    std::env::var("KUBEWASM_BENCH_PARENTS")
+        .ok()
+        .map_or(1000, |n| n.parse().expect("KUBEWASM_BENCH_PARENTS is a number"))
 }
 
 fn parent_resource() -> ApiResource {
@@ -153,7 +155,12 @@ impl UnderTest for Controller {
 /// Sees every child of `K` in the namespace; resolves once `n` distinct names were seen.
 fn all_seen<K>(client: &Client, n: usize) -> oneshot::Receiver<Instant>
 where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + 'static,
+    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
 {
     let (tx, rx) = oneshot::channel();
     let api: Api<K> = Api::namespaced(client.clone(), NAMESPACE);
@@ -195,7 +202,8 @@ async fn measure<C: UnderTest>(cluster: &DevCluster, n: usize, controller: C, re
         let s = services.await.ok()?;
         Some(d.max(s))
     };
-    let converge = tokio::time::timeout(PATIENCE, seen).await.ok().flatten().map(|t| t.saturating_duration_since(last_created));
+    let converge =
+        tokio::time::timeout(PATIENCE, seen).await.ok().flatten().map(|t| t.saturating_duration_since(last_created));
     let ours = |writes: u64| writes - before - n as u64;
     let writes_converged = ours(cluster.write_requests());
 
@@ -227,7 +235,8 @@ async fn cluster_with_crd(plugin: &Arc<Plugin>) -> DevCluster {
 async fn run_host(plugin: Arc<Plugin>, n: usize) -> Run {
     let cluster = cluster_with_crd(&plugin).await;
     let (client, requests) = counted_client(&cluster);
-    let controller = Controller::start(client, plugin, host_controller::Options::default()).await.expect("host controller starts");
+    let controller =
+        Controller::start(client, plugin, host_controller::Options::default()).await.expect("host controller starts");
     let run = measure(&cluster, n, controller, &requests).await;
     cluster.shutdown().await;
     run
@@ -291,18 +300,28 @@ impl Native {
         let (deployments, deployment_stream) = cached::<Deployment>(&client);
         let (services, service_stream) = cached::<Service>(&client);
         let reconciles = Arc::new(AtomicU64::new(0));
-        let ctx = Arc::new(NativeContext { client: client.clone(), parent: parent.clone(), deployments, services, reconciles: reconciles.clone() });
+        let ctx = Arc::new(NativeContext {
+            client: client.clone(),
+            parent: parent.clone(),
+            deployments,
+            services,
+            reconciles: reconciles.clone(),
+        });
         let (stop, stopped) = oneshot::channel::<()>();
         let config = controller::Config::default().concurrency(options.concurrency).debounce(options.debounce);
-        let run = KubeController::new_with(Api::<DynamicObject>::all_with(client, &parent), watcher::Config::default(), parent)
-            .owns_stream(deployment_stream)
-            .owns_stream(service_stream)
-            .with_config(config)
-            .graceful_shutdown_on(async {
-                let _ = stopped.await;
-            })
-            .run(native_reconcile, |_, _, _| Action::requeue(Duration::from_millis(100)), ctx)
-            .for_each(|_| async {});
+        let run = KubeController::new_with(
+            Api::<DynamicObject>::all_with(client, &parent),
+            watcher::Config::default(),
+            parent,
+        )
+        .owns_stream(deployment_stream)
+        .owns_stream(service_stream)
+        .with_config(config)
+        .graceful_shutdown_on(async {
+            let _ = stopped.await;
+        })
+        .run(native_reconcile, |_, _, _| Action::requeue(Duration::from_millis(100)), ctx)
+        .for_each(|_| async {});
         Self { reconciles, stop, task: tokio::spawn(run) }
     }
 }
@@ -327,7 +346,8 @@ async fn native_write(parent: &DynamicObject, ctx: &NativeContext) -> Result<Act
     let name = parent.name_any();
     let namespace = parent.namespace().unwrap_or_default();
     let uid = parent.uid().unwrap_or_default();
-    let owner = parent.controller_owner_ref(&ctx.parent).ok_or_else(|| NativeError::Plugin("parent without uid".into()))?;
+    let owner =
+        parent.controller_owner_ref(&ctx.parent).ok_or_else(|| NativeError::Plugin("parent without uid".into()))?;
 
     let mut request_parent = parent.clone();
     request_parent.metadata.managed_fields = None;
@@ -338,13 +358,18 @@ async fn native_write(parent: &DynamicObject, ctx: &NativeContext) -> Result<Act
     let controlled = |owners: &[k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference]| {
         owners.iter().any(|r| r.controller == Some(true) && r.uid == uid)
     };
-    if let Some(d) = ctx.deployments.get(&ObjectRef::new(&name).within(&namespace)).filter(|d| controlled(d.owner_references())) {
+    if let Some(d) =
+        ctx.deployments.get(&ObjectRef::new(&name).within(&namespace)).filter(|d| controlled(d.owner_references()))
+    {
         request = request.child(d.as_ref());
     }
-    if let Some(s) = ctx.services.get(&ObjectRef::new(&name).within(&namespace)).filter(|s| controlled(s.owner_references())) {
+    if let Some(s) =
+        ctx.services.get(&ObjectRef::new(&name).within(&namespace)).filter(|s| controlled(s.owner_references()))
+    {
         request = request.child(s.as_ref());
     }
-    let outcome = testing::reconcile::<DemoApplicationReconciler>(request).map_err(|e| NativeError::Plugin(e.message))?;
+    let outcome =
+        testing::reconcile::<DemoApplicationReconciler>(request).map_err(|e| NativeError::Plugin(e.message))?;
 
     let params = PatchParams::apply(NATIVE_MANAGER).force();
     for child in &outcome.children {
@@ -352,9 +377,13 @@ async fn native_write(parent: &DynamicObject, ctx: &NativeContext) -> Result<Act
         body["metadata"]["ownerReferences"] = json!([owner]);
         let child_name = child.name();
         if child.is::<Deployment>() {
-            Api::<Deployment>::namespaced(ctx.client.clone(), &namespace).patch(child_name, &params, &Patch::Apply(&body)).await?;
+            Api::<Deployment>::namespaced(ctx.client.clone(), &namespace)
+                .patch(child_name, &params, &Patch::Apply(&body))
+                .await?;
         } else if child.is::<Service>() {
-            Api::<Service>::namespaced(ctx.client.clone(), &namespace).patch(child_name, &params, &Patch::Apply(&body)).await?;
+            Api::<Service>::namespaced(ctx.client.clone(), &namespace)
+                .patch(child_name, &params, &Patch::Apply(&body))
+                .await?;
         }
     }
     if let Some(status) = outcome.status {
@@ -386,7 +415,14 @@ fn print(n: usize, host: &Run, native: &Run) {
     );
     println!(
         "{:<16} {:>10} {:>10} {:>16} {:>14} {:>18} {:>11} {:>8}",
-        "controller", "create", "converge", "writes@converged", "writes@settled", "writes/parent", "reconciles", "status"
+        "controller",
+        "create",
+        "converge",
+        "writes@converged",
+        "writes@settled",
+        "writes/parent",
+        "reconciles",
+        "status"
     );
     for (label, run) in [("kubewasm host", host), ("native kube-rs", native)] {
         println!(

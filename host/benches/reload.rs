@@ -33,7 +33,13 @@ fn wasm(folder: &str, name: &str) -> PathBuf {
 }
 
 fn deployments() -> ApiResource {
-    ApiResource { group: "apps".into(), version: "v1".into(), api_version: "apps/v1".into(), kind: "Deployment".into(), plural: "deployments".into() }
+    ApiResource {
+        group: "apps".into(),
+        version: "v1".into(),
+        api_version: "apps/v1".into(),
+        kind: "Deployment".into(),
+        plural: "deployments".into(),
+    }
 }
 
 /// Replaces the plugin file and waits until the Deployment carries (or lost) the
@@ -67,8 +73,10 @@ async fn reload_latency() {
 
     let cluster = DevCluster::start(devcluster::Options::default()).await.expect("API server");
     let client = cluster.client();
-    let engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: Some(cache.clone()) }).expect("engine");
-    let options = DirOptions { install_crds: true, controller: Options { debounce: Duration::ZERO, ..Options::default() } };
+    let engine =
+        Engine::with_options(&EngineOptions { pooling: true, cache_dir: Some(cache.clone()) }).expect("engine");
+    let options =
+        DirOptions { install_crds: true, controller: Options { debounce: Duration::ZERO, ..Options::default() } };
     let host = Host::from_dir(&client, &engine, &dir, options).await.expect("host");
     let watcher = tokio::spawn(host.watch(std::future::pending(), |_| {}));
 
@@ -82,7 +90,10 @@ async fn reload_latency() {
     let app: DynamicObject = serde_json::from_value(json!({"apiVersion": "paas.cmft.com/v1beta1", "kind": "DemoApplication",
         "metadata": {"name": "web", "namespace": "default"}, "spec": {"image": "nginx", "replica": 1, "ports": [{"port": 80}]}}))
         .expect("json");
-    Api::<DynamicObject>::namespaced_with(client.clone(), "default", &apps).create(&PostParams::default(), &app).await.expect("create");
+    Api::<DynamicObject>::namespaced_with(client.clone(), "default", &apps)
+        .create(&PostParams::default(), &app)
+        .await
+        .expect("create");
     let api = Api::<DynamicObject>::namespaced_with(client.clone(), "default", &deployments());
     while api.get_opt("web").await.expect("get").is_none() {
         tokio::time::sleep(Duration::from_millis(5)).await;
@@ -126,7 +137,13 @@ fn resident_bytes() -> u64 {
 
 fn memory_of_ten_plugins() {
     let engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: None }).expect("engine");
-    let names = [("plugins", "demo-application"), ("plugins", "foo"), ("plugins", "pod-services"), ("fixtures", "misbehave"), ("fixtures", "gate")];
+    let names = [
+        ("plugins", "demo-application"),
+        ("plugins", "foo"),
+        ("plugins", "pod-services"),
+        ("fixtures", "misbehave"),
+        ("fixtures", "gate"),
+    ];
     let before = resident_bytes();
     let mut loaded = Vec::new();
     for i in 0..10 {
@@ -134,9 +151,14 @@ fn memory_of_ten_plugins() {
         loaded.push(Plugin::load(&engine, &wasm(folder, name)).expect("load"));
     }
     let after = resident_bytes();
-    let size: u64 = (0..10).map(|i| std::fs::metadata(wasm(names[i % 5].0, names[i % 5].1)).map(|m| m.len()).unwrap_or(0)).sum();
-    println!("resident memory added by 10 loaded plugins ({:.1} MiB of .wasm): {:.1} MiB ({:.1} MiB each)",
-        size as f64 / 1048576.0, (after - before) as f64 / 1048576.0, (after - before) as f64 / 10.0 / 1048576.0);
+    let size: u64 =
+        (0..10).map(|i| std::fs::metadata(wasm(names[i % 5].0, names[i % 5].1)).map(|m| m.len()).unwrap_or(0)).sum();
+    println!(
+        "resident memory added by 10 loaded plugins ({:.1} MiB of .wasm): {:.1} MiB ({:.1} MiB each)",
+        size as f64 / 1048576.0,
+        (after - before) as f64 / 1048576.0,
+        (after - before) as f64 / 10.0 / 1048576.0
+    );
     drop(loaded);
 }
 

@@ -68,11 +68,7 @@ impl Health {
             get(move || {
                 let ready = health.is_ready();
                 async move {
-                    if ready {
-                        (StatusCode::OK, "ready\n")
-                    } else {
-                        (StatusCode::SERVICE_UNAVAILABLE, "not ready\n")
-                    }
+                    if ready { (StatusCode::OK, "ready\n") } else { (StatusCode::SERVICE_UNAVAILABLE, "not ready\n") }
                 }
             }),
         )

@@ -69,7 +69,11 @@ pub async fn install_crds(client: &Client, plugins: &[Arc<Plugin>]) -> Result<()
             api.patch(&crd_name, &params, &Patch::Apply(&crd))
                 .await
                 .map_err(|e| crd_error(format!("CRD {crd_name}: {e}")))?;
-            let established = kube::runtime::wait::await_condition(api.clone(), &crd_name, kube::runtime::wait::conditions::is_crd_established());
+            let established = kube::runtime::wait::await_condition(
+                api.clone(),
+                &crd_name,
+                kube::runtime::wait::conditions::is_crd_established(),
+            );
             tokio::time::timeout(Duration::from_secs(30), established)
                 .await
                 .map_err(|_| crd_error(format!("CRD {crd_name} was not established within 30 s")))?
@@ -159,7 +163,16 @@ impl Host {
     }
 
     fn empty(client: &Client, engine: Option<Engine>, dir: Option<PathBuf>, options: DirOptions) -> Self {
-        Self { client: client.clone(), controllers: BTreeMap::new(), engine, dir, options, slots: BTreeMap::new(), compiles: 0, failures: 0 }
+        Self {
+            client: client.clone(),
+            controllers: BTreeMap::new(),
+            engine,
+            dir,
+            options,
+            slots: BTreeMap::new(),
+            compiles: 0,
+            failures: 0,
+        }
     }
 
     /// Follows the plugin directory until `shutdown` resolves, then stops every
@@ -169,7 +182,11 @@ impl Host {
     /// # Errors
     ///
     /// When the directory cannot be watched.
-    pub async fn watch(mut self, shutdown: impl Future<Output = ()>, mut on_change: impl FnMut(&Host)) -> Result<(), Error> {
+    pub async fn watch(
+        mut self,
+        shutdown: impl Future<Output = ()>,
+        mut on_change: impl FnMut(&Host),
+    ) -> Result<(), Error> {
         let Some(dir) = self.dir.clone() else { return Ok(()) };
         let (_watcher, mut changes) = directory::watch(&dir, QUIET)
             .map_err(|e| Error::PluginDir { dir: dir.clone(), error: std::io::Error::other(e) })?;
@@ -290,7 +307,10 @@ impl Host {
                 *stem != entry.stem && other.plugin.as_ref().is_some_and(|p| p.manifest().name == *name)
             });
             if taken {
-                errors.push(format!("{}: a plugin named {name} is already loaded from another file", entry.wasm.display()));
+                errors.push(format!(
+                    "{}: a plugin named {name} is already loaded from another file",
+                    entry.wasm.display()
+                ));
                 plugin = self.slots[&entry.stem].plugin.clone();
                 fresh = false;
             }
@@ -329,7 +349,8 @@ impl Host {
             return;
         }
         let limited = Arc::new(Plugin::clone(&plugin).with_limits(settings.lower(crate::plugin::Limits::default())));
-        let same = previous.as_ref().is_some_and(|p| p.manifest().same_contract(plugin.manifest())) && old.namespace == settings.namespace;
+        let same = previous.as_ref().is_some_and(|p| p.manifest().same_contract(plugin.manifest()))
+            && old.namespace == settings.namespace;
         if same && let Some(running) = self.controllers.get(&name) {
             running.metrics().version(&name, plugin.hash(), Some(running.plugin().hash()));
             running.update(limited, settings.config);
@@ -342,7 +363,11 @@ impl Host {
         {
             error!(error = %e, "CRDs not installed");
         }
-        let options = controller::Options { config: settings.config, namespace: settings.namespace, ..self.options.controller.clone() };
+        let options = controller::Options {
+            config: settings.config,
+            namespace: settings.namespace,
+            ..self.options.controller.clone()
+        };
         self.start_controller(limited, options).await;
     }
 

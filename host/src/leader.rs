@@ -36,8 +36,8 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use kube::api::{Api, ObjectMeta, PostParams};
 use kube::Client;
+use kube::api::{Api, ObjectMeta, PostParams};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
@@ -74,7 +74,13 @@ impl Elector {
     /// most `lease_duration` (rounded up to whole seconds, as the Lease stores it)
     /// plus one retry period after the holder stopped renewing. The retry period
     /// defaults to a quarter of the lease duration.
-    pub fn new(client: Client, namespace: &str, lease_name: &str, identity: impl Into<String>, lease_duration: Duration) -> Self {
+    pub fn new(
+        client: Client,
+        namespace: &str,
+        lease_name: &str,
+        identity: impl Into<String>,
+        lease_duration: Duration,
+    ) -> Self {
         let seconds = lease_duration.as_secs() + u64::from(lease_duration.subsec_nanos() > 0);
         let lease_duration = Duration::from_secs(seconds.max(1));
         Self {

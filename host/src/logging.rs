@@ -26,8 +26,8 @@ pub enum Format {
 ///
 /// When a global subscriber is already installed.
 pub fn init(format: Format) -> Result<(), tracing_subscriber::util::TryInitError> {
-    use tracing_subscriber::util::SubscriberInitExt;
     use std::io::IsTerminal;
+    use tracing_subscriber::util::SubscriberInitExt;
     subscriber(format, std::io::stderr, std::io::stderr().is_terminal()).try_init()
 }
 
@@ -96,7 +96,13 @@ mod tests {
     fn text_lines_are_readable_with_the_span_fields() {
         let text = log_a_reconcile(Format::Text);
         assert!(serde_json::from_str::<serde_json::Value>(text.trim()).is_err(), "not JSON: {text}");
-        for needle in ["INFO", "controller{plugin=\"foo\"}", "reconcile{object=\"default/example-foo\"}", "child applied", "kind=\"Deployment\""] {
+        for needle in [
+            "INFO",
+            "controller{plugin=\"foo\"}",
+            "reconcile{object=\"default/example-foo\"}",
+            "child applied",
+            "kind=\"Deployment\"",
+        ] {
             assert!(text.contains(needle), "{needle} missing from {text}");
         }
     }

@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use kubewasm::devcluster::{self, DevCluster};
 use kubewasm::controller;
+use kubewasm::devcluster::{self, DevCluster};
 use kubewasm::health::{self, Health};
-use kubewasm::leader::Elector;
-use kubewasm::metrics::Metrics;
 use kubewasm::host::{self, DirOptions, Host};
+use kubewasm::leader::Elector;
 use kubewasm::logging;
+use kubewasm::metrics::Metrics;
 use kubewasm::plugin::{CONTRACT_VERSION, Engine, EngineOptions, Plugin};
 use kubewasm::rbac;
 use kubewasm::render::{self, Inputs};
@@ -45,7 +45,8 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         Command::Dev { dir, data_dir, kubeconfig, port, health_addr, host } => {
-            let options = devcluster::Options { data_dir, port, kubeconfig_path: kubeconfig, ..devcluster::Options::default() };
+            let options =
+                devcluster::Options { data_dir, port, kubeconfig_path: kubeconfig, ..devcluster::Options::default() };
             let runtime = tokio_runtime()?;
             let engine = engine(&EngineOptions { pooling: true, cache_dir: host.cache_dir() })?;
             runtime.block_on(dev(&engine, &dir, options, health_addr))?;
@@ -89,8 +90,9 @@ fn run(cli: Cli) -> Result<()> {
                 anyhow::bail!("{failure} (RBAC for the other plugins alone would not let it run)");
             }
             anyhow::ensure!(!plugins.is_empty(), "no plugin (*.wasm) in {}", dir.display());
-            let service_account_namespace =
-                service_account_namespace.or_else(|| namespace.clone()).unwrap_or_else(|| rbac::Options::default().service_account_namespace);
+            let service_account_namespace = service_account_namespace
+                .or_else(|| namespace.clone())
+                .unwrap_or_else(|| rbac::Options::default().service_account_namespace);
             let options = rbac::Options { name, namespace, service_account_namespace };
             for object in rbac::objects(plugins.iter().map(|p| p.manifest()), &options) {
                 print!("---\n{}", serde_yaml_ng::to_string(&object)?);
@@ -122,8 +124,15 @@ async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options, health_a
     let cluster = DevCluster::start(options).await?;
     let client = cluster.client();
     println!("export KUBECONFIG={}", cluster.kubeconfig_path().display());
-    eprintln!("embedded API server on {}; try: kubectl --kubeconfig {} get crds", cluster.url(), cluster.kubeconfig_path().display());
-    let options = DirOptions { install_crds: true, controller: controller::Options { metrics, ..controller::Options::default() } };
+    eprintln!(
+        "embedded API server on {}; try: kubectl --kubeconfig {} get crds",
+        cluster.url(),
+        cluster.kubeconfig_path().display()
+    );
+    let options = DirOptions {
+        install_crds: true,
+        controller: controller::Options { metrics, ..controller::Options::default() },
+    };
     let host = Host::from_dir(&client, engine, dir, options).await?;
     print_status(&host);
     eprintln!("watching {} for changes; Ctrl-C stops", dir.display());
@@ -164,7 +173,10 @@ async fn run_host(engine: &Engine, dir: &Path, health_addr: SocketAddr, leader: 
         tracing::info!("leading: starting controllers");
     }
 
-    let options = DirOptions { controller: controller::Options { metrics, ..controller::Options::default() }, ..DirOptions::default() };
+    let options = DirOptions {
+        controller: controller::Options { metrics, ..controller::Options::default() },
+        ..DirOptions::default()
+    };
     let host = Host::from_dir(&client, engine, dir, options).await?;
     health.set_ready(synced(&host).await);
     let lost = async {
@@ -205,7 +217,8 @@ async fn synced(host: &Host) -> bool {
 
 /// The hostname and process id: unique enough outside a Pod (where POD_NAME is set).
 fn default_identity() -> String {
-    let host = std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "kubewasm".into());
+    let host =
+        std::fs::read_to_string("/etc/hostname").map(|h| h.trim().to_string()).unwrap_or_else(|_| "kubewasm".into());
     format!("{host}-{}", std::process::id())
 }
 
@@ -266,4 +279,3 @@ fn describe(plugin: &Plugin) -> Result<Value> {
     out["crds"] = crds.iter().map(|c| c["metadata"]["name"].clone()).collect();
     Ok(out)
 }
-

@@ -61,20 +61,17 @@ pub(crate) struct ResultLabels {
     pub(crate) result: String,
 }
 
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct CallLabels {
     pub(crate) plugin: String,
     pub(crate) call: String,
 }
 
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct FailureLabels {
     pub(crate) plugin: String,
     pub(crate) failure: String,
 }
-
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct WriteLabels {
@@ -149,15 +146,53 @@ impl Metrics {
             registry: Registry::default(),
         };
         registry.register("reconciles", "Reconciles finished, by result", inner.reconciles.clone());
-        registry.register_with_unit("reconcile_duration", "Whole reconciles: caches, plugin calls and writes", Unit::Seconds, inner.reconcile_seconds.clone());
-        registry.register("reconciles_in_flight", "Reconciles running now (kube-runtime does not expose its queue length)", inner.in_flight.clone());
-        registry.register_with_unit("plugin_call_duration", "One sandboxed plugin call, fresh instance included", Unit::Seconds, inner.call_seconds.clone());
-        registry.register("plugin_call_failures", "Plugin calls that failed: timeouts, memory, panics, traps, plugin errors, malformed answers", inner.call_failures.clone());
-        registry.register("refused_responses", "Plugin answers refused by validation; nothing was written", inner.refused.clone());
-        registry.register("writes", "Writes to the API server: apply, prune, status, metadata, finalizer", inner.writes.clone());
-        registry.register("skipped_writes", "Writes not made because the cluster already held them", inner.skipped_writes.clone());
-        registry.register("plugin_reloads", "Plugin files loaded from the plugin directory, by result", inner.reloads.clone());
-        registry.register("plugin_version_info", "The version (sha256 of the .wasm) each plugin runs", inner.versions.clone());
+        registry.register_with_unit(
+            "reconcile_duration",
+            "Whole reconciles: caches, plugin calls and writes",
+            Unit::Seconds,
+            inner.reconcile_seconds.clone(),
+        );
+        registry.register(
+            "reconciles_in_flight",
+            "Reconciles running now (kube-runtime does not expose its queue length)",
+            inner.in_flight.clone(),
+        );
+        registry.register_with_unit(
+            "plugin_call_duration",
+            "One sandboxed plugin call, fresh instance included",
+            Unit::Seconds,
+            inner.call_seconds.clone(),
+        );
+        registry.register(
+            "plugin_call_failures",
+            "Plugin calls that failed: timeouts, memory, panics, traps, plugin errors, malformed answers",
+            inner.call_failures.clone(),
+        );
+        registry.register(
+            "refused_responses",
+            "Plugin answers refused by validation; nothing was written",
+            inner.refused.clone(),
+        );
+        registry.register(
+            "writes",
+            "Writes to the API server: apply, prune, status, metadata, finalizer",
+            inner.writes.clone(),
+        );
+        registry.register(
+            "skipped_writes",
+            "Writes not made because the cluster already held them",
+            inner.skipped_writes.clone(),
+        );
+        registry.register(
+            "plugin_reloads",
+            "Plugin files loaded from the plugin directory, by result",
+            inner.reloads.clone(),
+        );
+        registry.register(
+            "plugin_version_info",
+            "The version (sha256 of the .wasm) each plugin runs",
+            inner.versions.clone(),
+        );
         Self(Arc::new(Inner { registry, ..inner }))
     }
 
@@ -168,7 +203,15 @@ impl Metrics {
             "/metrics",
             axum::routing::get(move || {
                 let body = metrics.encode();
-                async move { ([(axum::http::header::CONTENT_TYPE, "application/openmetrics-text; version=1.0.0; charset=utf-8")], body) }
+                async move {
+                    (
+                        [(
+                            axum::http::header::CONTENT_TYPE,
+                            "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                        )],
+                        body,
+                    )
+                }
             }),
         )
     }
@@ -191,9 +234,15 @@ impl Metrics {
     }
 
     pub(crate) fn called(&self, plugin: &str, call: Call, took: Duration, failure: Option<Failure>) {
-        self.0.call_seconds.get_or_create(&CallLabels { plugin: plugin.into(), call: call.label() }).observe(took.as_secs_f64());
+        self.0
+            .call_seconds
+            .get_or_create(&CallLabels { plugin: plugin.into(), call: call.label() })
+            .observe(took.as_secs_f64());
         if let Some(failure) = failure {
-            self.0.call_failures.get_or_create(&FailureLabels { plugin: plugin.into(), failure: failure.label() }).inc();
+            self.0
+                .call_failures
+                .get_or_create(&FailureLabels { plugin: plugin.into(), failure: failure.label() })
+                .inc();
         }
     }
 

@@ -173,7 +173,13 @@ mod tests {
         KindRef { group: group.into(), version: "v1".into(), kind: kind.into(), plural: plural.into(), namespaced }
     }
 
-    fn manifest(name: &str, parent: KindRef, children: Vec<KindRef>, related: Vec<KindRef>, finalizer: bool) -> Manifest {
+    fn manifest(
+        name: &str,
+        parent: KindRef,
+        children: Vec<KindRef>,
+        related: Vec<KindRef>,
+        finalizer: bool,
+    ) -> Manifest {
         Manifest {
             name: name.into(),
             parent,
@@ -191,15 +197,13 @@ mod tests {
     }
 
     fn verbs(rules: &[Rule], group: &str, resource: &str) -> Option<Vec<&'static str>> {
-        rules
-            .iter()
-            .find(|r| r.api_group == group && r.resource == resource)
-            .map(|r| r.verbs.iter().copied().collect())
+        rules.iter().find(|r| r.api_group == group && r.resource == resource).map(|r| r.verbs.iter().copied().collect())
     }
 
     #[test]
     fn a_kind_that_is_child_and_related_gets_the_union_of_verbs_in_one_rule() {
-        let foo = manifest("foo", kind("example.com", "Foo", "foos", true), vec![deployments()], vec![deployments()], false);
+        let foo =
+            manifest("foo", kind("example.com", "Foo", "foos", true), vec![deployments()], vec![deployments()], false);
         let rules = rules([&foo]);
         assert_eq!(rules.iter().filter(|r| r.resource == "deployments").count(), 1);
         assert_eq!(
@@ -212,7 +216,8 @@ mod tests {
 
     #[test]
     fn a_related_only_kind_is_read_only() {
-        let pods = manifest("pods", kind("", "Pod", "pods", true), vec![], vec![kind("", "Service", "services", true)], false);
+        let pods =
+            manifest("pods", kind("", "Pod", "pods", true), vec![], vec![kind("", "Service", "services", true)], false);
         let rules = rules([&pods]);
         assert_eq!(verbs(&rules, "", "services"), Some(vec!["get", "list", "watch"]));
         assert_eq!(verbs(&rules, "", "pods/finalizers"), None, "no finalizer and no children");
@@ -230,7 +235,10 @@ mod tests {
         assert_eq!(verbs(&rules, "", "events"), Some(vec!["create", "patch", "update"]));
         assert_eq!(verbs(&rules, "events.k8s.io", "events"), Some(vec!["create", "patch", "update"]));
         assert_eq!(verbs(&rules, "coordination.k8s.io", "leases"), Some(vec!["create", "get", "update"]));
-        assert_eq!(verbs(&rules, "apiextensions.k8s.io", "customresourcedefinitions"), Some(vec!["get", "list", "watch"]));
+        assert_eq!(
+            verbs(&rules, "apiextensions.k8s.io", "customresourcedefinitions"),
+            Some(vec!["get", "list", "watch"])
+        );
     }
 
     #[test]
@@ -261,7 +269,11 @@ mod tests {
     #[test]
     fn namespace_scope_puts_namespaced_rules_in_a_role_and_only_cluster_scoped_ones_in_a_cluster_role() {
         let m = manifest("foo", kind("example.com", "Foo", "foos", true), vec![deployments()], vec![], false);
-        let options = Options { name: "ops".into(), namespace: Some("team-a".into()), service_account_namespace: "team-a".into() };
+        let options = Options {
+            name: "ops".into(),
+            namespace: Some("team-a".into()),
+            service_account_namespace: "team-a".into(),
+        };
         let objects = objects([&m], &options);
         let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
         assert_eq!(kinds, ["ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"]);

@@ -83,7 +83,10 @@ pub fn render(plugin: &Plugin, inputs: &Inputs, now: &str) -> Result<Rendered, R
         if queries.iter().any(|q| q.matches(&object)) {
             related.push(strip(object));
         } else {
-            notes.push(format!("related {} is not passed: no related query of the plugin selects it", describe(&object)));
+            notes.push(format!(
+                "related {} is not passed: no related query of the plugin selects it",
+                describe(&object)
+            ));
         }
     }
 
@@ -185,8 +188,7 @@ fn read_document(file: &Path) -> Result<Value, RenderError> {
 }
 
 fn read_text(file: &Path) -> Result<String, RenderError> {
-    std::fs::read_to_string(file)
-        .map_err(|e| RenderError::Input { file: file.to_path_buf(), message: e.to_string() })
+    std::fs::read_to_string(file).map_err(|e| RenderError::Input { file: file.to_path_buf(), message: e.to_string() })
 }
 
 fn input_error(file: &Path, e: &serde_yaml_ng::Error) -> RenderError {

@@ -32,11 +32,7 @@ fn workspace() -> PathBuf {
 }
 
 fn kubewasm(args: &[&str]) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_kubewasm"))
-        .args(args)
-        .env("RUST_LOG", "warn")
-        .output()
-        .expect("kubewasm runs")
+    Command::new(env!("CARGO_BIN_EXE_kubewasm")).args(args).env("RUST_LOG", "warn").output().expect("kubewasm runs")
 }
 
 fn path_str(p: &Path) -> &str {
@@ -266,13 +262,8 @@ fn role_verbs(role: &serde_json::Value, group: &str, resource: &str) -> Option<V
     let matching: Vec<&serde_json::Value> =
         rules.iter().filter(|r| r["apiGroups"][0] == group && r["resources"][0] == resource).collect();
     assert!(matching.len() <= 1, "rules of one resource are merged: {matching:?}");
-    let mut verbs: Vec<String> = matching
-        .first()?
-        .get("verbs")?
-        .as_array()?
-        .iter()
-        .filter_map(|v| v.as_str().map(String::from))
-        .collect();
+    let mut verbs: Vec<String> =
+        matching.first()?.get("verbs")?.as_array()?.iter().filter_map(|v| v.as_str().map(String::from)).collect();
     verbs.sort();
     Some(verbs)
 }
@@ -307,14 +298,16 @@ fn rbac_grants_what_each_plugins_manifest_declares_and_nothing_else() {
         let parent = &m["parent"];
         let (group, plural) = (parent["group"].as_str().expect("group"), parent["plural"].as_str().expect("plural"));
         let has = |resource: &str, verbs: &[&str]| {
-            let granted = role_verbs(role, group, resource).unwrap_or_else(|| panic!("{} has no rule for {resource}", m["name"]));
+            let granted =
+                role_verbs(role, group, resource).unwrap_or_else(|| panic!("{} has no rule for {resource}", m["name"]));
             for verb in verbs {
                 assert!(granted.iter().any(|g| g == verb), "{}: {resource} lacks {verb}: {granted:?}", m["name"]);
             }
         };
         has(plural, &["get", "list", "watch", "patch", "update"]);
         has(&format!("{plural}/status"), &["get", "patch", "update"]);
-        expected_resources.extend([(group.to_string(), plural.to_string()), (group.to_string(), format!("{plural}/status"))]);
+        expected_resources
+            .extend([(group.to_string(), plural.to_string()), (group.to_string(), format!("{plural}/status"))]);
         let children = m["children"].as_array().expect("children");
         if m["finalizer"] == true || !children.is_empty() {
             has(&format!("{plural}/finalizers"), &["update"]);
@@ -334,24 +327,41 @@ fn rbac_grants_what_each_plugins_manifest_declares_and_nothing_else() {
             }
         }
     }
-    for always in [("", "events"), ("events.k8s.io", "events"), ("coordination.k8s.io", "leases"), ("apiextensions.k8s.io", "customresourcedefinitions")] {
+    for always in [
+        ("", "events"),
+        ("events.k8s.io", "events"),
+        ("coordination.k8s.io", "leases"),
+        ("apiextensions.k8s.io", "customresourcedefinitions"),
+    ] {
         expected_resources.insert((always.0.to_string(), always.1.to_string()));
     }
     let granted: std::collections::BTreeSet<(String, String)> = role["rules"]
         .as_array()
         .expect("rules")
         .iter()
-        .map(|r| (r["apiGroups"][0].as_str().expect("group").to_string(), r["resources"][0].as_str().expect("resource").to_string()))
+        .map(|r| {
+            (
+                r["apiGroups"][0].as_str().expect("group").to_string(),
+                r["resources"][0].as_str().expect("resource").to_string(),
+            )
+        })
         .collect();
     assert_eq!(granted, expected_resources, "exactly the declared resources");
 
     // What each verb set looks like for the example plugins.
-    assert_eq!(role_verbs(role, "samplecontroller.k8s.io", "foos"), Some(strings(&["get", "list", "watch", "patch", "update"])));
+    assert_eq!(
+        role_verbs(role, "samplecontroller.k8s.io", "foos"),
+        Some(strings(&["get", "list", "watch", "patch", "update"]))
+    );
     assert_eq!(
         role_verbs(role, "apps", "deployments"),
         Some(strings(&["get", "list", "watch", "create", "patch", "update", "delete"]))
     );
-    assert_eq!(role_verbs(role, "", "pods"), Some(strings(&["get", "list", "watch", "patch", "update"])), "pod-services only annotates pods");
+    assert_eq!(
+        role_verbs(role, "", "pods"),
+        Some(strings(&["get", "list", "watch", "patch", "update"])),
+        "pod-services only annotates pods"
+    );
     assert_eq!(role_verbs(role, "", "pods/finalizers"), None, "pod-services has no children and no finalizer");
     assert_eq!(role_verbs(role, "coordination.k8s.io", "leases"), Some(strings(&["get", "create", "update"])));
     assert_eq!(objects[2]["subjects"][0]["name"], "kubewasm");
@@ -396,7 +406,11 @@ fn the_checked_in_deploy_rbac_matches_what_kubewasm_rbac_prints() {
     }
     let checked_in = std::fs::read_to_string(&path)
         .unwrap_or_else(|e| panic!("{}: {e} (KUBEWASM_BLESS=1 writes it)", path.display()));
-    assert_eq!(checked_in, format!("{header}{actual}"), "deploy/rbac.yaml drifted: regenerate it with KUBEWASM_BLESS=1");
+    assert_eq!(
+        checked_in,
+        format!("{header}{actual}"),
+        "deploy/rbac.yaml drifted: regenerate it with KUBEWASM_BLESS=1"
+    );
 }
 
 /// Runs kubectl against `cluster` with `stdin` as the input; returns stdout.
@@ -464,8 +478,7 @@ fn log_format_json_writes_one_json_object_per_stderr_line() {
     let lines: Vec<&str> = stderr.lines().collect();
     assert!(!lines.is_empty(), "RUST_LOG=debug logs something while loading a plugin");
     for line in lines {
-        let entry: serde_json::Value =
-            serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
+        let entry: serde_json::Value = serde_json::from_str(line).unwrap_or_else(|e| panic!("not JSON ({e}): {line}"));
         assert!(entry["timestamp"].is_string() && entry["level"].is_string(), "{line}");
         assert!(entry["fields"].is_object(), "{line}");
     }
@@ -652,9 +665,7 @@ async fn a_standby_takes_over_when_the_leader_is_killed() {
             .expect("kubewasm run starts")
     };
     let leases: Api<Lease> = Api::namespaced(client.clone(), "default");
-    let holder = || async {
-        leases.get_opt("kubewasm").await.ok().flatten().and_then(|l| l.spec?.holder_identity)
-    };
+    let holder = || async { leases.get_opt("kubewasm").await.ok().flatten().and_then(|l| l.spec?.holder_identity) };
 
     let (addr_a, addr_b) = (format!("127.0.0.1:{}", free_port()), format!("127.0.0.1:{}", free_port()));
     let mut leader = spawn("a", &addr_a);
@@ -719,7 +730,8 @@ async fn a_standby_takes_over_when_the_leader_is_killed() {
         let mut v = Vec::new();
         for name in ["first", "second"] {
             let d = deploy_api.get(name).await.expect("deployment");
-            let controllers = d.metadata.owner_references.unwrap_or_default().iter().filter(|r| r.controller == Some(true)).count();
+            let controllers =
+                d.metadata.owner_references.unwrap_or_default().iter().filter(|r| r.controller == Some(true)).count();
             assert_eq!(controllers, 1, "{name} has one controller");
             v.push(d.metadata.resource_version);
         }

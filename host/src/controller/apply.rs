@@ -158,7 +158,12 @@ impl Writer {
     }
 
     /// Server-side apply of the parent's `.status` through the status subresource.
-    pub(crate) async fn apply_status(&self, resource: &ApiResource, parent: &DynamicObject, status: &Value) -> kube::Result<()> {
+    pub(crate) async fn apply_status(
+        &self,
+        resource: &ApiResource,
+        parent: &DynamicObject,
+        status: &Value,
+    ) -> kube::Result<()> {
         let body = json!({
             "apiVersion": resource.api_version,
             "kind": resource.kind,
@@ -193,7 +198,12 @@ impl Writer {
 
     /// Replaces the parent's finalizers, guarded by its resourceVersion so that a
     /// concurrent change is not lost (the write fails with 409 and is retried).
-    pub(crate) async fn set_finalizers(&self, resource: &ApiResource, parent: &DynamicObject, finalizers: &[String]) -> kube::Result<()> {
+    pub(crate) async fn set_finalizers(
+        &self,
+        resource: &ApiResource,
+        parent: &DynamicObject,
+        finalizers: &[String],
+    ) -> kube::Result<()> {
         let body = json!({"metadata": {"resourceVersion": parent.resource_version(), "finalizers": finalizers}});
         self.api(resource, parent.namespace().as_deref())
             .patch(&parent.name_any(), &PatchParams::default(), &Patch::Merge(body))

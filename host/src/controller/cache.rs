@@ -105,12 +105,7 @@ impl Caches {
     pub(crate) fn select(&self, query: &Query) -> Vec<Arc<DynamicObject>> {
         let Some(cache) = self.of(&query.kind) else { return Vec::new() };
         let (api_version, kind) = (query.kind.api_version(), &query.kind.kind);
-        cache
-            .store
-            .state()
-            .into_iter()
-            .filter(|o| query.matches_meta(&api_version, kind, &o.metadata))
-            .collect()
+        cache.store.state().into_iter().filter(|o| query.matches_meta(&api_version, kind, &o.metadata)).collect()
     }
 
     /// The cached object of `kind` named `name` in `namespace`.
@@ -126,9 +121,5 @@ impl Caches {
 
 /// The uid in the object's controller ownerReference.
 pub(crate) fn controller_uid(object: &DynamicObject) -> Option<&str> {
-    object
-        .owner_references()
-        .iter()
-        .find(|r| r.controller == Some(true))
-        .map(|r| r.uid.as_str())
+    object.owner_references().iter().find(|r| r.controller == Some(true)).map(|r| r.uid.as_str())
 }

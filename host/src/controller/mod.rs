@@ -10,17 +10,17 @@ mod reconcile;
 mod related;
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError, RwLock};
 use std::time::Duration;
 
 use futures::StreamExt;
 use kube::Client;
+use kube::Resource;
 use kube::api::DynamicObject;
 use kube::runtime::controller::{self, Controller as KubeController};
 use kube::runtime::events::{Event as KubeEvent, Recorder, Reporter};
 use kube::runtime::reflector::ObjectRef;
-use kube::Resource;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -80,9 +80,11 @@ impl Error {
             Self::Call(_) => "PluginFailed",
             Self::Refused(_) => "ResponseRefused",
             Self::Write { .. } => "WriteFailed",
-            Self::UnknownKind { .. } | Self::Unsupported { .. } | Self::MissingUid | Self::Stopped(_) | Self::NotSynced(_) => {
-                "ReconcileFailed"
-            }
+            Self::UnknownKind { .. }
+            | Self::Unsupported { .. }
+            | Self::MissingUid
+            | Self::Stopped(_)
+            | Self::NotSynced(_) => "ReconcileFailed",
         }
     }
 }

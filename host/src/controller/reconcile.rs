@@ -92,10 +92,9 @@ async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error
         now: jiff::Timestamp::now().to_string(),
         config: current.config.clone(),
     };
-    let response = call(plugin, metrics, Call::Reconcile, move |p| {
-        p.reconcile(&request).map(|response| (request, response))
-    })
-    .await?;
+    let response =
+        call(plugin, metrics, Call::Reconcile, move |p| p.reconcile(&request).map(|response| (request, response)))
+            .await?;
     let (request, response) = response;
     let response = validate(manifest, &request.parent, response).inspect_err(|_| metrics.refused(&manifest.name))?;
 
@@ -107,7 +106,10 @@ async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error
             return Ok(Action::requeue(response.requeue_after.unwrap_or(ctx.options.finalizing_requeue)));
         }
         let rest: Vec<String> = parent.finalizers().iter().filter(|f| **f != finalizer).cloned().collect();
-        ctx.writer.set_finalizers(&ctx.caches.parent.resource, parent, &rest).await.map_err(Error::write("remove finalizer"))?;
+        ctx.writer
+            .set_finalizers(&ctx.caches.parent.resource, parent, &rest)
+            .await
+            .map_err(Error::write("remove finalizer"))?;
         metrics.wrote(&manifest.name, WriteKind::Finalizer);
         info!("finalized");
         return Ok(Action::await_change());
@@ -116,7 +118,10 @@ async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error
     if manifest.finalizer && !holds_finalizer {
         let mut finalizers = parent.finalizers().to_vec();
         finalizers.push(finalizer);
-        ctx.writer.set_finalizers(&ctx.caches.parent.resource, parent, &finalizers).await.map_err(Error::write("add finalizer"))?;
+        ctx.writer
+            .set_finalizers(&ctx.caches.parent.resource, parent, &finalizers)
+            .await
+            .map_err(Error::write("add finalizer"))?;
         metrics.wrote(&manifest.name, WriteKind::Finalizer);
     }
 
@@ -151,14 +156,22 @@ async fn write(
             Some(cached) => Some(cached),
             // Not cached yet: the cache may lag the API server, and a forced apply
             // must never take over an object someone else created. Ask.
-            None => ctx.writer.get(&cache.resource, &prepared).await.map_err(Error::write(&format!("read {} {name}", kind.kind)))?.map(Arc::new),
+            None => ctx
+                .writer
+                .get(&cache.resource, &prepared)
+                .await
+                .map_err(Error::write(&format!("read {} {name}", kind.kind)))?
+                .map(Arc::new),
         };
         match existing {
             Some(existing) if controller_uid(&existing) != Some(uid) => {
                 events.push(KubeEvent {
                     type_: KubeEventType::Warning,
                     reason: "ChildConflict".into(),
-                    note: Some(format!("{} {name} exists and is not controlled by this {}; left alone", kind.kind, manifest.parent.kind)),
+                    note: Some(format!(
+                        "{} {name} exists and is not controlled by this {}; left alone",
+                        kind.kind, manifest.parent.kind
+                    )),
                     action: "Apply".into(),
                     secondary: None,
                 });
@@ -168,7 +181,10 @@ async fn write(
                 debug!(kind = %kind, name, "child up to date");
             }
             _ => {
-                ctx.writer.apply(&cache.resource, &prepared).await.map_err(Error::write(&format!("apply {} {name}", kind.kind)))?;
+                ctx.writer
+                    .apply(&cache.resource, &prepared)
+                    .await
+                    .map_err(Error::write(&format!("apply {} {name}", kind.kind)))?;
                 metrics.wrote(plugin, WriteKind::Apply);
                 debug!(kind = %kind, name, "child applied");
             }
@@ -181,7 +197,11 @@ async fn write(
             continue;
         }
         let Some(cache) = ctx.caches.of(kind) else { continue };
-        ctx.writer.delete(&cache.resource, child).await.map_err(Error::write(&format!("delete {} {}", kind.kind, child.name_any())))?;
+        ctx.writer.delete(&cache.resource, child).await.map_err(Error::write(&format!(
+            "delete {} {}",
+            kind.kind,
+            child.name_any()
+        )))?;
         metrics.wrote(plugin, WriteKind::Prune);
         debug!(kind = %kind, name = %child.name_any(), "child pruned");
     }

@@ -28,11 +28,8 @@ impl RelatedIndex {
     }
 
     fn parents_selecting(&self, object: &DynamicObject) -> Vec<ObjectRef<DynamicObject>> {
-        let (api_version, kind) = object
-            .types
-            .as_ref()
-            .map(|t| (t.api_version.as_str(), t.kind.as_str()))
-            .unwrap_or_default();
+        let (api_version, kind) =
+            object.types.as_ref().map(|t| (t.api_version.as_str(), t.kind.as_str())).unwrap_or_default();
         let map = self.queries.lock().unwrap_or_else(PoisonError::into_inner);
         map.iter()
             .filter(|(_, queries)| queries.iter().any(|q| q.matches_meta(api_version, kind, &object.metadata)))

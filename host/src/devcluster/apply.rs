@@ -75,9 +75,7 @@ impl<'a> Node<'a> {
     fn list_type(self, path: &[String], field: &str) -> ListType {
         match self {
             Node::Builtin => match list_merge(path, field) {
-                ListMerge::ByKey("containerPort") => {
-                    ListType::Map(vec!["containerPort".into(), "protocol".into()])
-                }
+                ListMerge::ByKey("containerPort") => ListType::Map(vec!["containerPort".into(), "protocol".into()]),
                 ListMerge::ByKey("port") => ListType::Map(vec!["port".into(), "protocol".into()]),
                 ListMerge::ByKey(k) => ListType::Map(vec![k.to_string()]),
                 ListMerge::Primitives => ListType::Set,
@@ -87,11 +85,7 @@ impl<'a> Node<'a> {
                 Some("map") => ListType::Map(
                     s.get("x-kubernetes-list-map-keys")
                         .and_then(Value::as_array)
-                        .map(|k| {
-                            k.iter()
-                                .filter_map(|k| k.as_str().map(String::from))
-                                .collect()
-                        })
+                        .map(|k| k.iter().filter_map(|k| k.as_str().map(String::from)).collect())
                         .unwrap_or_default(),
                 ),
                 Some("set") => ListType::Set,
@@ -104,14 +98,11 @@ impl<'a> Node<'a> {
     fn atomic_map(self, path: &[String], field: &str) -> bool {
         match self {
             Node::Builtin => {
-                field == "nodeSelector"
-                    || (field == "selector" && path.last().is_some_and(|p| p == "spec"))
+                field == "nodeSelector" || (field == "selector" && path.last().is_some_and(|p| p == "spec"))
             }
             Node::Schema(s) => {
                 s.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic")
-                    || s.get("type")
-                        .and_then(Value::as_str)
-                        .is_some_and(|t| t != "object")
+                    || s.get("type").and_then(Value::as_str).is_some_and(|t| t != "object")
             }
             Node::Deduced => false,
         }
@@ -144,9 +135,7 @@ fn item_key(item: &Value, keys: &[String]) -> Result<String, String> {
                 key.insert(k.clone(), v);
             }
             None => {
-                return Err(format!(
-                    "associative list with keys has an element that omits key field {k:?}"
-                ));
+                return Err(format!("associative list with keys has an element that omits key field {k:?}"));
             }
         }
     }
@@ -157,17 +146,13 @@ fn item_matches(item: &Value, key: &str) -> bool {
     let Ok(Value::Object(key)) = serde_json::from_str::<Value>(key) else {
         return false;
     };
-    key.iter()
-        .all(|(k, v)| item.get(k).cloned().or_else(|| key_default(k)).as_ref() == Some(v))
+    key.iter().all(|(k, v)| item.get(k).cloned().or_else(|| key_default(k)).as_ref() == Some(v))
 }
 
 /// The fields a configuration sets (structured-merge-diff's `ToFieldSet`).
 pub(crate) fn field_set(value: &Value, schema: Option<&Value>) -> Result<FieldSet, String> {
     let mut set = FieldSet::new();
-    let mut walker = Walker {
-        names: Vec::new(),
-        path: Vec::new(),
-    };
+    let mut walker = Walker { names: Vec::new(), path: Vec::new() };
     walker.collect(value, Node::root(schema), None, &mut set)?;
     Ok(set)
 }
@@ -222,8 +207,7 @@ impl Walker {
                     }
                     ListType::Map(keys) => {
                         for item in items {
-                            let key = item_key(item, &keys)
-                                .map_err(|e| format!("{}: {e}", path_text(&self.path)))?;
+                            let key = item_key(item, &keys).map_err(|e| format!("{}: {e}", path_text(&self.path)))?;
                             self.path.push(Step::Key(key));
                             self.collect(item, node.items(), None, set)?;
                             set.insert(self.path.clone());
@@ -260,10 +244,7 @@ impl Comparison {
 
 pub(crate) fn compare(old: &Value, new: &Value, schema: Option<&Value>) -> Comparison {
     let mut out = Comparison::default();
-    let mut walker = Walker {
-        names: Vec::new(),
-        path: Vec::new(),
-    };
+    let mut walker = Walker { names: Vec::new(), path: Vec::new() };
     walker.compare(Some(old), Some(new), Node::root(schema), None, &mut out);
     out
 }
@@ -289,13 +270,7 @@ impl Walker {
                     for key in keys {
                         self.names.push(key.clone());
                         self.path.push(Step::Field(key.clone()));
-                        self.compare(
-                            a.get(key),
-                            b.get(key),
-                            node.child(key, at_root),
-                            Some(key),
-                            out,
-                        );
+                        self.compare(a.get(key), b.get(key), node.child(key, at_root), Some(key), out);
                         self.path.pop();
                         self.names.pop();
                     }
@@ -306,11 +281,7 @@ impl Walker {
                 let atomic = field.is_some_and(|f| node.atomic_map(&parent, f));
                 if !atomic {
                     for (key, child) in a {
-                        let (o, n) = if old.is_some() {
-                            (Some(child), None)
-                        } else {
-                            (None, Some(child))
-                        };
+                        let (o, n) = if old.is_some() { (Some(child), None) } else { (None, Some(child)) };
                         self.names.push(key.clone());
                         self.path.push(Step::Field(key.clone()));
                         self.compare(o, n, node.child(key, at_root), Some(key), out);
@@ -320,9 +291,7 @@ impl Walker {
                 }
                 atomic
             }
-            (Some(Value::Array(_)) | None, Some(Value::Array(_)) | None)
-                if old.is_some() || new.is_some() =>
-            {
+            (Some(Value::Array(_)) | None, Some(Value::Array(_)) | None) if old.is_some() || new.is_some() => {
                 let list_type = node.list_type(&parent, field.unwrap_or_default());
                 if list_type == ListType::Atomic {
                     true
@@ -365,12 +334,7 @@ impl Walker {
     ) {
         let steps = |list: Option<&Value>| -> BTreeMap<Step, Value> {
             let mut map = BTreeMap::new();
-            for (i, item) in list
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
+            for (i, item) in list.and_then(Value::as_array).into_iter().flatten().enumerate() {
                 let step = match list_type {
                     ListType::Map(keys) => item_key(item, keys).map_or(Step::Index(i), Step::Key),
                     _ => Step::Value(item.to_string()),
@@ -407,26 +371,16 @@ pub(crate) fn merge(live: &Value, config: &Value, schema: Option<&Value>) -> Val
     merge_at(live, config, Node::root(schema), None, &mut names)
 }
 
-fn merge_at(
-    live: &Value,
-    config: &Value,
-    node: Node<'_>,
-    field: Option<&str>,
-    names: &mut Vec<String>,
-) -> Value {
+fn merge_at(live: &Value, config: &Value, node: Node<'_>, field: Option<&str>, names: &mut Vec<String>) -> Value {
     let at_root = names.is_empty();
     let parent: Vec<String> = names[..names.len().saturating_sub(1)].to_vec();
     match (live, config) {
-        (Value::Object(l), Value::Object(c))
-            if !field.is_some_and(|f| node.atomic_map(&parent, f)) =>
-        {
+        (Value::Object(l), Value::Object(c)) if !field.is_some_and(|f| node.atomic_map(&parent, f)) => {
             let mut out = l.clone();
             for (key, value) in c {
                 names.push(key.clone());
                 let merged = match l.get(key) {
-                    Some(existing) => {
-                        merge_at(existing, value, node.child(key, at_root), Some(key), names)
-                    }
+                    Some(existing) => merge_at(existing, value, node.child(key, at_root), Some(key), names),
                     None => value.clone(),
                 };
                 names.pop();
@@ -434,35 +388,31 @@ fn merge_at(
             }
             Value::Object(out)
         }
-        (Value::Array(l), Value::Array(c)) => {
-            match node.list_type(&parent, field.unwrap_or_default()) {
-                ListType::Atomic => config.clone(),
-                ListType::Set => {
-                    let mut out = l.clone();
-                    for item in c {
-                        if !out.contains(item) {
-                            out.push(item.clone());
-                        }
+        (Value::Array(l), Value::Array(c)) => match node.list_type(&parent, field.unwrap_or_default()) {
+            ListType::Atomic => config.clone(),
+            ListType::Set => {
+                let mut out = l.clone();
+                for item in c {
+                    if !out.contains(item) {
+                        out.push(item.clone());
                     }
-                    Value::Array(out)
                 }
-                ListType::Map(keys) => {
-                    let mut out = l.clone();
-                    for item in c {
-                        let Ok(key) = item_key(item, &keys) else {
-                            continue;
-                        };
-                        match out.iter().position(|o| item_matches(o, &key)) {
-                            Some(pos) => {
-                                out[pos] = merge_at(&out[pos], item, node.items(), None, names)
-                            }
-                            None => out.push(item.clone()),
-                        }
-                    }
-                    Value::Array(out)
-                }
+                Value::Array(out)
             }
-        }
+            ListType::Map(keys) => {
+                let mut out = l.clone();
+                for item in c {
+                    let Ok(key) = item_key(item, &keys) else {
+                        continue;
+                    };
+                    match out.iter().position(|o| item_matches(o, &key)) {
+                        Some(pos) => out[pos] = merge_at(&out[pos], item, node.items(), None, names),
+                        None => out.push(item.clone()),
+                    }
+                }
+                Value::Array(out)
+            }
+        },
         _ => config.clone(),
     }
 }
@@ -547,9 +497,7 @@ fn parse_step(text: &str) -> Option<Step> {
             let sorted: BTreeMap<String, Value> = v.as_object()?.clone().into_iter().collect();
             Some(Step::Key(serde_json::to_string(&sorted).ok()?))
         }
-        "v:" => Some(Step::Value(
-            serde_json::from_str::<Value>(rest).ok()?.to_string(),
-        )),
+        "v:" => Some(Step::Value(serde_json::from_str::<Value>(rest).ok()?.to_string())),
         "i:" => rest.parse().ok().map(Step::Index),
         _ => None,
     }
@@ -622,13 +570,7 @@ pub(crate) struct Manager {
 }
 
 impl Manager {
-    fn same_owner(
-        &self,
-        manager: &str,
-        operation: &str,
-        api_version: &str,
-        subresource: &str,
-    ) -> bool {
+    fn same_owner(&self, manager: &str, operation: &str, api_version: &str, subresource: &str) -> bool {
         self.manager == manager
             && self.operation == operation
             && self.subresource == subresource
@@ -652,20 +594,12 @@ impl Manager {
 }
 
 pub(crate) fn read_managers(obj: &Value) -> Vec<Manager> {
-    let entries = obj
-        .get("metadata")
-        .and_then(|m| m.get("managedFields"))
-        .and_then(Value::as_array);
+    let entries = obj.get("metadata").and_then(|m| m.get("managedFields")).and_then(Value::as_array);
     entries
         .into_iter()
         .flatten()
         .map(|e| {
-            let s = |f: &str| {
-                e.get(f)
-                    .and_then(Value::as_str)
-                    .unwrap_or_default()
-                    .to_string()
-            };
+            let s = |f: &str| e.get(f).and_then(Value::as_str).unwrap_or_default().to_string();
             Manager {
                 manager: s("manager"),
                 operation: s("operation"),
@@ -682,20 +616,13 @@ pub(crate) fn read_managers(obj: &Value) -> Vec<Manager> {
 pub(crate) fn write_managers(obj: &mut Value, mut managers: Vec<Manager>) {
     managers.retain(|m| !m.fields.is_empty());
     managers.sort_by(|p, q| {
-        (
-            &p.operation,
-            &p.time,
-            &p.manager,
-            &p.api_version,
-            &p.subresource,
-        )
-            .cmp(&(
-                &q.operation,
-                &q.time,
-                &q.manager,
-                &q.api_version,
-                &q.subresource,
-            ))
+        (&p.operation, &p.time, &p.manager, &p.api_version, &p.subresource).cmp(&(
+            &q.operation,
+            &q.time,
+            &q.manager,
+            &q.api_version,
+            &q.subresource,
+        ))
     });
     if managers.is_empty() {
         object::remove_meta(obj, "managedFields");
@@ -798,31 +725,21 @@ pub(crate) fn apply(
     let mut set = field_set(&config_plain, req.schema)?;
     req.scope.filter(&mut set);
     let subresource = req.scope.subresource();
-    let previous = managers
-        .iter()
-        .position(|m| m.same_owner(req.manager, "Apply", req.api_version, subresource));
-    let last_set = previous
-        .map(|i| managers[i].fields.clone())
-        .unwrap_or_default();
+    let previous = managers.iter().position(|m| m.same_owner(req.manager, "Apply", req.api_version, subresource));
+    let last_set = previous.map(|i| managers[i].fields.clone()).unwrap_or_default();
 
     let mut merged = merge(&live_plain, &config_plain, req.schema);
 
     // Fields this manager applied before and no longer applies go away, unless someone else owns them.
-    let others: Vec<&Manager> = managers
-        .iter()
-        .enumerate()
-        .filter(|(i, _)| Some(*i) != previous)
-        .map(|(_, m)| m)
-        .collect();
+    let others: Vec<&Manager> =
+        managers.iter().enumerate().filter(|(i, _)| Some(*i) != previous).map(|(_, m)| m).collect();
     // Shortest first: an associative list entry nobody else owns goes whole. Removing
     // its key fields first would leave an entry that no longer matches its key, which
     // defaulting then fills into a husk.
     let mut dropped: Vec<&Path> = last_set.difference(&set).collect();
     dropped.sort_by_key(|p| p.len());
     for path in dropped {
-        let owned_elsewhere = others
-            .iter()
-            .any(|m| m.fields.iter().any(|p| p.starts_with(path)))
+        let owned_elsewhere = others.iter().any(|m| m.fields.iter().any(|p| p.starts_with(path)))
             || set.iter().any(|p| p.starts_with(path));
         if !owned_elsewhere {
             remove_at(&mut merged, path);
@@ -887,15 +804,8 @@ pub(crate) fn record_update(old: Option<&Value>, new: &mut Value, req: &Request<
     let old = old.unwrap_or(&empty);
     // Like the real server, managedFields sent with a write replace the stored ones (that is
     // how clients migrate or reset ownership); absent or empty, the stored ones are kept.
-    let provided = new
-        .pointer("/metadata/managedFields")
-        .and_then(Value::as_array)
-        .is_some_and(|a| !a.is_empty());
-    let mut managers = if provided && req.scope != Scope::Status {
-        read_managers(new)
-    } else {
-        read_managers(old)
-    };
+    let provided = new.pointer("/metadata/managedFields").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
+    let mut managers = if provided && req.scope != Scope::Status { read_managers(new) } else { read_managers(old) };
     let mut old_plain = old.clone();
     object::remove_meta(&mut old_plain, "managedFields");
     object::remove_meta(new, "managedFields");
@@ -909,13 +819,10 @@ pub(crate) fn record_update(old: Option<&Value>, new: &mut Value, req: &Request<
     }
     let changed = diff.changed();
     let subresource = req.scope.subresource();
-    let mine = managers
-        .iter()
-        .position(|m| m.same_owner(req.manager, "Update", req.api_version, subresource));
+    let mine = managers.iter().position(|m| m.same_owner(req.manager, "Update", req.api_version, subresource));
     for (i, m) in managers.iter_mut().enumerate() {
         if Some(i) != mine {
-            m.fields
-                .retain(|p| !changed.contains(p) && !diff.removed.contains(p));
+            m.fields.retain(|p| !changed.contains(p) && !diff.removed.contains(p));
         }
     }
     let now = object::now();
@@ -945,9 +852,8 @@ fn upgrades_client_side_apply(req: &Request<'_>, live: &Value, conflicts: &Field
     if req.manager != "kubectl" {
         return false;
     }
-    let Some(text) = live
-        .pointer("/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration")
-        .and_then(Value::as_str)
+    let Some(text) =
+        live.pointer("/metadata/annotations/kubectl.kubernetes.io~1last-applied-configuration").and_then(Value::as_str)
     else {
         return false;
     };
@@ -972,35 +878,20 @@ fn conflict_error(managers: &[Manager], conflicts: &[(usize, Path)]) -> Conflict
         })
         .collect();
     let message = if let [(i, path)] = conflicts {
-        format!(
-            "Apply failed with 1 conflict: conflict with {}: {}",
-            managers[*i].describe(),
-            path_text(path)
-        )
+        format!("Apply failed with 1 conflict: conflict with {}: {}", managers[*i].describe(), path_text(path))
     } else {
         let mut by_manager: BTreeMap<String, Vec<String>> = BTreeMap::new();
         for (i, path) in conflicts {
-            by_manager
-                .entry(managers[*i].describe())
-                .or_default()
-                .push(path_text(path));
+            by_manager.entry(managers[*i].describe()).or_default().push(path_text(path));
         }
         let mut lines = Vec::new();
         for (manager, paths) in by_manager {
             lines.push(format!("conflicts with {manager}"));
             lines.extend(paths.into_iter().map(|p| format!("- {p}")));
         }
-        format!(
-            "Apply failed with {} conflicts: {}",
-            conflicts.len(),
-            lines.join("\n")
-        )
+        format!("Apply failed with {} conflicts: {}", conflicts.len(), lines.join("\n"))
     };
-    Conflicts {
-        message,
-        causes,
-        paths: conflicts.iter().map(|(_, p)| p.clone()).collect(),
-    }
+    Conflicts { message, causes, paths: conflicts.iter().map(|(_, p)| p.clone()).collect() }
 }
 
 #[cfg(test)]
@@ -1014,21 +905,12 @@ mod tests {
     }
 
     fn req(manager: &str) -> Request<'_> {
-        Request {
-            manager,
-            api_version: "apps/v1",
-            scope: Scope::Main {
-                status_separate: true,
-            },
-            schema: None,
-        }
+        Request { manager, api_version: "apps/v1", scope: Scope::Main { status_separate: true }, schema: None }
     }
 
     #[test]
     fn apply_field_set_uses_the_fields_v1_format() {
-        let out = apply(None, &deployment("nginx", 1), &req("a"), false)
-            .unwrap()
-            .unwrap();
+        let out = apply(None, &deployment("nginx", 1), &req("a"), false).unwrap().unwrap();
         let fields = &out["metadata"]["managedFields"][0]["fieldsV1"];
         assert_eq!(
             fields,
@@ -1041,8 +923,7 @@ mod tests {
             field_set(&deployment("nginx", 1), None)
                 .unwrap()
                 .into_iter()
-                .filter(|p| p.len() > 1
-                    || !matches!(&p[0], Step::Field(f) if f == "apiVersion" || f == "kind"))
+                .filter(|p| p.len() > 1 || !matches!(&p[0], Step::Field(f) if f == "apiVersion" || f == "kind"))
                 .filter(|p| p != &vec![Step::Field("metadata".into()), Step::Field("name".into())])
                 .collect()
         );
@@ -1050,52 +931,24 @@ mod tests {
 
     #[test]
     fn a_second_manager_conflicts_unless_forced() {
-        let live = apply(None, &deployment("nginx", 1), &req("a"), false)
-            .unwrap()
-            .unwrap();
-        let err = apply(Some(&live), &deployment("nginx", 3), &req("b"), false)
-            .unwrap()
-            .unwrap_err();
-        assert_eq!(
-            err.message,
-            "Apply failed with 1 conflict: conflict with \"a\": .spec.replicas"
-        );
-        let forced = apply(Some(&live), &deployment("nginx", 3), &req("b"), true)
-            .unwrap()
-            .unwrap();
+        let live = apply(None, &deployment("nginx", 1), &req("a"), false).unwrap().unwrap();
+        let err = apply(Some(&live), &deployment("nginx", 3), &req("b"), false).unwrap().unwrap_err();
+        assert_eq!(err.message, "Apply failed with 1 conflict: conflict with \"a\": .spec.replicas");
+        let forced = apply(Some(&live), &deployment("nginx", 3), &req("b"), true).unwrap().unwrap();
         assert_eq!(forced["spec"]["replicas"], 3);
         let managers = read_managers(&forced);
         let a = managers.iter().find(|m| m.manager == "a").unwrap();
-        assert!(!a.fields.contains(&vec![
-            Step::Field("spec".into()),
-            Step::Field("replicas".into())
-        ]));
+        assert!(!a.fields.contains(&vec![Step::Field("spec".into()), Step::Field("replicas".into())]));
         // Same value: shared ownership, no conflict.
-        assert!(
-            apply(Some(&live), &deployment("nginx", 1), &req("b"), false)
-                .unwrap()
-                .is_ok()
-        );
+        assert!(apply(Some(&live), &deployment("nginx", 1), &req("b"), false).unwrap().is_ok());
     }
 
     #[test]
     fn fields_an_applier_stops_applying_are_removed() {
-        let live = apply(None, &deployment("nginx", 1), &req("a"), false)
-            .unwrap()
-            .unwrap();
+        let live = apply(None, &deployment("nginx", 1), &req("a"), false).unwrap().unwrap();
         let mut smaller = deployment("nginx", 1);
-        smaller["metadata"]
-            .as_object_mut()
-            .unwrap()
-            .remove("labels");
-        let out = apply(Some(&live), &smaller, &req("a"), false)
-            .unwrap()
-            .unwrap();
-        assert!(
-            out["metadata"]
-                .get("labels")
-                .and_then(|l| l.get("app"))
-                .is_none()
-        );
+        smaller["metadata"].as_object_mut().unwrap().remove("labels");
+        let out = apply(Some(&live), &smaller, &req("a"), false).unwrap().unwrap();
+        assert!(out["metadata"].get("labels").and_then(|l| l.get("app")).is_none());
     }
 }

@@ -27,13 +27,7 @@ fn strings_at(v: &Value, path: &[&str]) -> Vec<String> {
             None => return Vec::new(),
         }
     }
-    cur.as_array()
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(String::from))
-                .collect()
-        })
-        .unwrap_or_default()
+    cur.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
 }
 
 /// Checks the parts of a CRD the server relies on; the causes of a 422 when something is wrong.
@@ -44,25 +38,13 @@ pub(crate) fn validate(crd: &Value) -> Vec<Cause> {
     let kind = str_at(crd, &["spec", "names", "kind"]);
     let scope = str_at(crd, &["spec", "scope"]);
     if group.is_empty() {
-        causes.push(Cause::new(
-            "FieldValueRequired",
-            "spec.group",
-            "Required value",
-        ));
+        causes.push(Cause::new("FieldValueRequired", "spec.group", "Required value"));
     }
     if plural.is_empty() {
-        causes.push(Cause::new(
-            "FieldValueRequired",
-            "spec.names.plural",
-            "Required value",
-        ));
+        causes.push(Cause::new("FieldValueRequired", "spec.names.plural", "Required value"));
     }
     if kind.is_empty() {
-        causes.push(Cause::new(
-            "FieldValueRequired",
-            "spec.names.kind",
-            "Required value",
-        ));
+        causes.push(Cause::new("FieldValueRequired", "spec.names.kind", "Required value"));
     }
     if scope != "Namespaced" && scope != "Cluster" {
         causes.push(Cause::new(
@@ -79,11 +61,7 @@ pub(crate) fn validate(crd: &Value) -> Vec<Cause> {
             format!("Invalid value: {name:?}: must be spec.names.plural+\".\"+spec.group"),
         ));
     }
-    let versions = crd
-        .pointer("/spec/versions")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let versions = crd.pointer("/spec/versions").and_then(Value::as_array).cloned().unwrap_or_default();
     if versions.is_empty() {
         causes.push(Cause::new(
             "FieldValueInvalid",
@@ -91,15 +69,14 @@ pub(crate) fn validate(crd: &Value) -> Vec<Cause> {
             "Invalid value: null: must have exactly one version marked as storage version",
         ));
     } else {
-        let storage = versions
-            .iter()
-            .filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true))
-            .count();
+        let storage = versions.iter().filter(|v| v.get("storage").and_then(Value::as_bool) == Some(true)).count();
         if storage != 1 {
             causes.push(Cause::new(
                 "FieldValueInvalid",
                 "spec.versions",
-                format!("Invalid value: \"array\": must have exactly one version marked as storage version, found {storage}"),
+                format!(
+                    "Invalid value: \"array\": must have exactly one version marked as storage version, found {storage}"
+                ),
             ));
         }
     }
@@ -118,19 +95,12 @@ pub(crate) fn resource_type(crd: &Value) -> ResourceType {
         .map(|v| Version {
             name: str_at(v, &["name"]).to_string(),
             schema: v.pointer("/schema/openAPIV3Schema").cloned(),
-            columns: v
-                .get("additionalPrinterColumns")
-                .and_then(Value::as_array)
-                .cloned()
-                .unwrap_or_default(),
+            columns: v.get("additionalPrinterColumns").and_then(Value::as_array).cloned().unwrap_or_default(),
             status: v.pointer("/subresources/status").is_some(),
             scale: v.pointer("/subresources/scale").map(|s| ScalePaths {
                 spec_replicas: str_at(s, &["specReplicasPath"]).to_string(),
                 status_replicas: str_at(s, &["statusReplicasPath"]).to_string(),
-                label_selector: s
-                    .get("labelSelectorPath")
-                    .and_then(Value::as_str)
-                    .map(String::from),
+                label_selector: s.get("labelSelectorPath").and_then(Value::as_str).map(String::from),
             }),
         })
         .collect();
@@ -140,11 +110,7 @@ pub(crate) fn resource_type(crd: &Value) -> ResourceType {
     ResourceType {
         group: str_at(&spec, &["group"]).to_string(),
         versions,
-        singular: if singular.is_empty() {
-            kind.to_lowercase()
-        } else {
-            singular.to_string()
-        },
+        singular: if singular.is_empty() { kind.to_lowercase() } else { singular.to_string() },
         kind,
         plural: str_at(&spec, &["names", "plural"]).to_string(),
         namespaced: str_at(&spec, &["scope"]) != "Cluster",
@@ -186,10 +152,7 @@ pub(crate) fn version_priority(a: &str, b: &str) -> Ordering {
 /// Sets the status a real server reports for an accepted, established CRD.
 pub(crate) fn set_established(crd: &mut Value) {
     let now = object::now();
-    let names = crd
-        .pointer("/spec/names")
-        .cloned()
-        .unwrap_or_else(|| json!({}));
+    let names = crd.pointer("/spec/names").cloned().unwrap_or_else(|| json!({}));
     let mut accepted = names.clone();
     if accepted.get("singular").is_none()
         && let Some(kind) = names.get("kind").and_then(Value::as_str)
@@ -212,11 +175,7 @@ pub(crate) fn set_established(crd: &mut Value) {
     let mut stored: Vec<String> = crd
         .pointer("/status/storedVersions")
         .and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(|s| s.as_str().map(String::from))
-                .collect()
-        })
+        .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
         .unwrap_or_default();
     for s in storage {
         if !stored.contains(&s) {
@@ -226,10 +185,7 @@ pub(crate) fn set_established(crd: &mut Value) {
     let keep_time = |kind: &str| -> String {
         crd.pointer("/status/conditions")
             .and_then(Value::as_array)
-            .and_then(|c| {
-                c.iter()
-                    .find(|c| c.get("type").and_then(Value::as_str) == Some(kind))
-            })
+            .and_then(|c| c.iter().find(|c| c.get("type").and_then(Value::as_str) == Some(kind)))
             .and_then(|c| c.get("lastTransitionTime").and_then(Value::as_str))
             .map_or_else(|| now.clone(), String::from)
     };
@@ -262,15 +218,8 @@ pub(crate) fn default_crd(crd: &mut Value) {
     {
         spec.insert("conversion".into(), json!({ "strategy": "None" }));
     }
-    if let Some(names) = crd
-        .pointer_mut("/spec/names")
-        .and_then(Value::as_object_mut)
-    {
-        let kind = names
-            .get("kind")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+    if let Some(names) = crd.pointer_mut("/spec/names").and_then(Value::as_object_mut) {
+        let kind = names.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
         if !names.contains_key("singular") {
             names.insert("singular".into(), json!(kind.to_lowercase()));
         }

@@ -63,16 +63,8 @@ pub(crate) fn on_write(rt: &ResourceType, obj: &mut Value) {
             }
         }
         ("", "services") => {
-            spec_defaults(
-                obj,
-                json!({ "type": "ClusterIP", "sessionAffinity": "None" }),
-            );
-            for port in obj
-                .pointer_mut("/spec/ports")
-                .and_then(Value::as_array_mut)
-                .into_iter()
-                .flatten()
-            {
+            spec_defaults(obj, json!({ "type": "ClusterIP", "sessionAffinity": "None" }));
+            for port in obj.pointer_mut("/spec/ports").and_then(Value::as_array_mut).into_iter().flatten() {
                 if let Some(port) = port.as_object_mut() {
                     port.entry("protocol").or_insert(json!("TCP"));
                     if let Some(number) = port.get("port").cloned() {
@@ -102,38 +94,19 @@ fn pod_spec(spec: &mut Value) {
         map.entry(k).or_insert(v);
     }
     for list in ["containers", "initContainers"] {
-        for container in map
-            .get_mut(list)
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-        {
+        for container in map.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
             let Some(c) = container.as_object_mut() else {
                 continue;
             };
-            let image = c
-                .get("image")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
+            let image = c.get("image").and_then(Value::as_str).unwrap_or_default().to_string();
             let last = image.rsplit('/').next().unwrap_or_default();
             let untagged = !last.contains(':') && !image.contains('@');
-            let pull = if untagged || image.ends_with(":latest") {
-                "Always"
-            } else {
-                "IfNotPresent"
-            };
+            let pull = if untagged || image.ends_with(":latest") { "Always" } else { "IfNotPresent" };
             c.entry("imagePullPolicy").or_insert(json!(pull));
-            c.entry("terminationMessagePath")
-                .or_insert(json!("/dev/termination-log"));
+            c.entry("terminationMessagePath").or_insert(json!("/dev/termination-log"));
             c.entry("terminationMessagePolicy").or_insert(json!("File"));
             c.entry("resources").or_insert(json!({}));
-            for port in c
-                .get_mut("ports")
-                .and_then(Value::as_array_mut)
-                .into_iter()
-                .flatten()
-            {
+            for port in c.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
                 if let Some(port) = port.as_object_mut() {
                     port.entry("protocol").or_insert(json!("TCP"));
                 }
@@ -150,11 +123,7 @@ pub(crate) fn allocate_service(
     old: Option<&Value>,
     svc: &mut Value,
 ) -> Result<(), Cause> {
-    let kind = svc
-        .pointer("/spec/type")
-        .and_then(Value::as_str)
-        .unwrap_or("ClusterIP")
-        .to_string();
+    let kind = svc.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP").to_string();
     if kind == "ExternalName" {
         return Ok(());
     }
@@ -165,10 +134,8 @@ pub(crate) fn allocate_service(
     if !spec.contains_key("clusterIP") {
         let kept = old_spec.and_then(|s| s.get("clusterIP")).cloned();
         let ip = kept.unwrap_or_else(|| {
-            let used: Vec<&str> = existing
-                .iter()
-                .filter_map(|s| s.pointer("/spec/clusterIP").and_then(Value::as_str))
-                .collect();
+            let used: Vec<&str> =
+                existing.iter().filter_map(|s| s.pointer("/spec/clusterIP").and_then(Value::as_str)).collect();
             let free = (10u32..65_000)
                 .map(|n| format!("10.96.{}.{}", n / 256, n % 256))
                 .find(|ip| !used.contains(&ip.as_str()))
@@ -182,33 +149,16 @@ pub(crate) fn allocate_service(
     }
     spec.entry("ipFamilies").or_insert(json!(["IPv4"]));
     spec.entry("ipFamilyPolicy").or_insert(json!("SingleStack"));
-    spec.entry("internalTrafficPolicy")
-        .or_insert(json!("Cluster"));
+    spec.entry("internalTrafficPolicy").or_insert(json!("Cluster"));
     if kind == "NodePort" || kind == "LoadBalancer" {
-        spec.entry("externalTrafficPolicy")
-            .or_insert(json!("Cluster"));
+        spec.entry("externalTrafficPolicy").or_insert(json!("Cluster"));
         let mut used: Vec<i64> = existing
             .iter()
-            .flat_map(|s| {
-                s.pointer("/spec/ports")
-                    .and_then(Value::as_array)
-                    .cloned()
-                    .unwrap_or_default()
-            })
+            .flat_map(|s| s.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default())
             .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
             .collect();
-        let old_ports = old_spec
-            .and_then(|s| s.get("ports"))
-            .and_then(Value::as_array)
-            .cloned()
-            .unwrap_or_default();
-        for (i, port) in spec
-            .get_mut("ports")
-            .and_then(Value::as_array_mut)
-            .into_iter()
-            .flatten()
-            .enumerate()
-        {
+        let old_ports = old_spec.and_then(|s| s.get("ports")).and_then(Value::as_array).cloned().unwrap_or_default();
+        for (i, port) in spec.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten().enumerate() {
             if let Some(given) = port.get("nodePort").and_then(Value::as_i64) {
                 let field = format!("spec.ports[{i}].nodePort");
                 if !(30000..=32767).contains(&given) {
@@ -257,10 +207,7 @@ fn secret_data(obj: &mut Value) {
         let data = map.entry("data").or_insert_with(|| json!({}));
         if let Some(data) = data.as_object_mut() {
             for (k, v) in plain {
-                let text = v
-                    .as_str()
-                    .map(String::from)
-                    .unwrap_or_else(|| v.to_string());
+                let text = v.as_str().map(String::from).unwrap_or_else(|| v.to_string());
                 data.insert(k, json!(engine.encode(text)));
             }
         }
@@ -274,19 +221,13 @@ pub(crate) fn check_name(rt: &ResourceType, name: &str) -> Option<Cause> {
             return Some(Cause::new(
                 "FieldValueInvalid",
                 "metadata.name",
-                format!(
-                    "Invalid value: {name:?}: may not contain '/' or '%' and may not be '.' or '..'"
-                ),
+                format!("Invalid value: {name:?}: may not contain '/' or '%' and may not be '.' or '..'"),
             ));
         }
         return None;
     }
     let label_only = rt.group.is_empty() && matches!(rt.plural.as_str(), "namespaces" | "services");
-    let ok = if label_only {
-        is_dns_label(name)
-    } else {
-        is_dns_subdomain(name)
-    };
+    let ok = if label_only { is_dns_label(name) } else { is_dns_subdomain(name) };
     if ok {
         return None;
     }
@@ -305,8 +246,7 @@ pub(crate) fn check_name(rt: &ResourceType, name: &str) -> Option<Cause> {
 fn is_dns_label(s: &str) -> bool {
     !s.is_empty()
         && s.len() <= 63
-        && s.bytes()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
         && !s.starts_with('-')
         && !s.ends_with('-')
 }
@@ -319,10 +259,7 @@ fn is_dns_subdomain(s: &str) -> bool {
 pub(crate) fn generated_name(prefix: &str) -> String {
     const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
     let bytes = uuid::Uuid::new_v4().into_bytes();
-    let suffix: String = bytes[..5]
-        .iter()
-        .map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char)
-        .collect();
+    let suffix: String = bytes[..5].iter().map(|b| ALPHABET[usize::from(*b) % ALPHABET.len()] as char).collect();
     format!("{prefix}{suffix}")
 }
 

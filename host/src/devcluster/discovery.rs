@@ -51,11 +51,7 @@ impl ResourceType {
     }
 
     pub(crate) fn api_version(&self, version: &str) -> String {
-        if self.group.is_empty() {
-            version.to_string()
-        } else {
-            format!("{}/{version}", self.group)
-        }
+        if self.group.is_empty() { version.to_string() } else { format!("{}/{version}", self.group) }
     }
 
     pub(crate) fn has_status(&self, version: &str) -> bool {
@@ -73,32 +69,20 @@ pub(crate) struct Registry {
 
 impl Registry {
     pub(crate) fn new() -> Registry {
-        Registry {
-            builtins: builtins().into_iter().map(Arc::new).collect(),
-            crds: BTreeMap::new(),
-        }
+        Registry { builtins: builtins().into_iter().map(Arc::new).collect(), crds: BTreeMap::new() }
     }
 
     pub(crate) fn all(&self) -> impl Iterator<Item = &Arc<ResourceType>> {
         self.builtins.iter().chain(self.crds.values())
     }
 
-    pub(crate) fn find(
-        &self,
-        group: &str,
-        version: &str,
-        plural: &str,
-    ) -> Option<Arc<ResourceType>> {
-        self.all()
-            .find(|rt| rt.group == group && rt.plural == plural && rt.version(version).is_some())
-            .cloned()
+    pub(crate) fn find(&self, group: &str, version: &str, plural: &str) -> Option<Arc<ResourceType>> {
+        self.all().find(|rt| rt.group == group && rt.plural == plural && rt.version(version).is_some()).cloned()
     }
 
     /// The resource of a group and plural, whatever the version (for garbage collection).
     pub(crate) fn by_resource(&self, group: &str, plural: &str) -> Option<Arc<ResourceType>> {
-        self.all()
-            .find(|rt| rt.group == group && rt.plural == plural)
-            .cloned()
+        self.all().find(|rt| rt.group == group && rt.plural == plural).cloned()
     }
 
     pub(crate) fn register_crd(&mut self, crd_name: &str, rt: ResourceType) {
@@ -111,13 +95,8 @@ impl Registry {
 
     /// Whether a resource with this group and plural is already served (by another CRD or a built-in).
     pub(crate) fn plural_taken(&self, crd_name: &str, group: &str, plural: &str) -> bool {
-        self.builtins
-            .iter()
-            .any(|rt| rt.group == group && rt.plural == plural)
-            || self
-                .crds
-                .iter()
-                .any(|(n, rt)| n != crd_name && rt.group == group && rt.plural == plural)
+        self.builtins.iter().any(|rt| rt.group == group && rt.plural == plural)
+            || self.crds.iter().any(|(n, rt)| n != crd_name && rt.group == group && rt.plural == plural)
     }
 
     /// Group names with their versions, preferred version first, in the order `/apis` lists them.
@@ -142,25 +121,18 @@ impl Registry {
 
     /// `/apis`: an `APIGroupList`.
     pub(crate) fn group_list(&self) -> Value {
-        let groups: Vec<Value> = self
-            .groups()
-            .iter()
-            .map(|(g, vs)| group_doc(g, vs))
-            .collect();
+        let groups: Vec<Value> = self.groups().iter().map(|(g, vs)| group_doc(g, vs)).collect();
         json!({ "kind": "APIGroupList", "apiVersion": "v1", "groups": groups })
     }
 
     /// `/apis/{group}`: an `APIGroup`, or `None` when the group is not served.
     pub(crate) fn group(&self, group: &str) -> Option<Value> {
-        self.groups()
-            .iter()
-            .find(|(g, _)| g == group)
-            .map(|(g, vs)| {
-                let mut doc = group_doc(g, vs);
-                doc["kind"] = json!("APIGroup");
-                doc["apiVersion"] = json!("v1");
-                doc
-            })
+        self.groups().iter().find(|(g, _)| g == group).map(|(g, vs)| {
+            let mut doc = group_doc(g, vs);
+            doc["kind"] = json!("APIGroup");
+            doc["apiVersion"] = json!("v1");
+            doc
+        })
     }
 
     /// `/api/v1` or `/apis/{group}/{version}`: an `APIResourceList`, or `None` when not served.
@@ -208,11 +180,7 @@ impl Registry {
         if resources.is_empty() {
             return None;
         }
-        let group_version = if group.is_empty() {
-            version.to_string()
-        } else {
-            format!("{group}/{version}")
-        };
+        let group_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
         Some(
             json!({ "kind": "APIResourceList", "apiVersion": "v1", "groupVersion": group_version, "resources": resources }),
         )
@@ -220,10 +188,8 @@ impl Registry {
 }
 
 fn group_doc(group: &str, versions: &[String]) -> Value {
-    let versions: Vec<Value> = versions
-        .iter()
-        .map(|v| json!({ "groupVersion": format!("{group}/{v}"), "version": v }))
-        .collect();
+    let versions: Vec<Value> =
+        versions.iter().map(|v| json!({ "groupVersion": format!("{group}/{v}"), "version": v })).collect();
     json!({ "name": group, "versions": versions, "preferredVersion": versions[0] })
 }
 
@@ -264,12 +230,7 @@ struct Builtin {
     return_deleted: bool,
 }
 
-const fn builtin(
-    group: &'static str,
-    version: &'static str,
-    kind: &'static str,
-    plural: &'static str,
-) -> Builtin {
+const fn builtin(group: &'static str, version: &'static str, kind: &'static str, plural: &'static str) -> Builtin {
     Builtin {
         group,
         version,
@@ -293,10 +254,7 @@ fn builtins() -> Vec<ResourceType> {
             return_deleted: true,
             ..builtin("", "v1", "Namespace", "namespaces")
         },
-        Builtin {
-            short_names: &["cm"],
-            ..builtin("", "v1", "ConfigMap", "configmaps")
-        },
+        Builtin { short_names: &["cm"], ..builtin("", "v1", "ConfigMap", "configmaps") },
         builtin("", "v1", "Secret", "secrets"),
         Builtin {
             short_names: &["svc"],
@@ -304,25 +262,14 @@ fn builtins() -> Vec<ResourceType> {
             return_deleted: true,
             ..builtin("", "v1", "Service", "services")
         },
-        Builtin {
-            short_names: &["po"],
-            status: true,
-            return_deleted: true,
-            ..builtin("", "v1", "Pod", "pods")
-        },
-        Builtin {
-            short_names: &["ev"],
-            ..builtin("", "v1", "Event", "events")
-        },
+        Builtin { short_names: &["po"], status: true, return_deleted: true, ..builtin("", "v1", "Pod", "pods") },
+        Builtin { short_names: &["ev"], ..builtin("", "v1", "Event", "events") },
         Builtin {
             short_names: &["sa"],
             return_deleted: true,
             ..builtin("", "v1", "ServiceAccount", "serviceaccounts")
         },
-        Builtin {
-            short_names: &["ep"],
-            ..builtin("", "v1", "Endpoints", "endpoints")
-        },
+        Builtin { short_names: &["ep"], ..builtin("", "v1", "Endpoints", "endpoints") },
         Builtin {
             short_names: &["deploy"],
             status: true,
@@ -337,10 +284,7 @@ fn builtins() -> Vec<ResourceType> {
             generation: true,
             ..builtin("apps", "v1", "ReplicaSet", "replicasets")
         },
-        Builtin {
-            short_names: &["ev"],
-            ..builtin("events.k8s.io", "v1", "Event", "events")
-        },
+        Builtin { short_names: &["ev"], ..builtin("events.k8s.io", "v1", "Event", "events") },
         builtin("coordination.k8s.io", "v1", "Lease", "leases"),
         Builtin {
             namespaced: false,
@@ -348,37 +292,14 @@ fn builtins() -> Vec<ResourceType> {
             status: true,
             generation: true,
             return_deleted: true,
-            ..builtin(
-                "apiextensions.k8s.io",
-                "v1",
-                "CustomResourceDefinition",
-                "customresourcedefinitions",
-            )
+            ..builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions")
         },
         builtin("rbac.authorization.k8s.io", "v1", "Role", "roles"),
+        Builtin { namespaced: false, ..builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles") },
+        builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
         Builtin {
             namespaced: false,
-            ..builtin(
-                "rbac.authorization.k8s.io",
-                "v1",
-                "ClusterRole",
-                "clusterroles",
-            )
-        },
-        builtin(
-            "rbac.authorization.k8s.io",
-            "v1",
-            "RoleBinding",
-            "rolebindings",
-        ),
-        Builtin {
-            namespaced: false,
-            ..builtin(
-                "rbac.authorization.k8s.io",
-                "v1",
-                "ClusterRoleBinding",
-                "clusterrolebindings",
-            )
+            ..builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings")
         },
     ];
     list.into_iter()
@@ -400,10 +321,7 @@ fn builtins() -> Vec<ResourceType> {
             singular: b.kind.to_lowercase(),
             namespaced: b.namespaced,
             short_names: b.short_names.iter().map(ToString::to_string).collect(),
-            categories: if matches!(
-                b.plural,
-                "pods" | "services" | "deployments" | "replicasets"
-            ) {
+            categories: if matches!(b.plural, "pods" | "services" | "deployments" | "replicasets") {
                 vec!["all".to_string()]
             } else {
                 Vec::new()

@@ -51,9 +51,7 @@ pub(crate) fn to_core(v1: &Value) -> Value {
 
 /// A field selector on events.k8s.io/v1 fields, in core/v1 field names.
 pub(crate) fn core_selector(selector: &str) -> String {
-    selector
-        .replace("regarding.", "involvedObject.")
-        .replace("reportingController", "reportingComponent")
+    selector.replace("regarding.", "involvedObject.").replace("reportingController", "reportingComponent")
 }
 
 /// Converts a response: an Event, an EventList, or anything else unchanged.

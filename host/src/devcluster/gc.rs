@@ -32,11 +32,7 @@ use super::verbs::{self, FOREGROUND};
 pub(crate) fn collect(store: &mut Store) -> bool {
     let mut changed = false;
     for (gr, (_, name)) in store.sweeping() {
-        changed |= if gr.0.is_empty() {
-            terminate_namespace(store, &name)
-        } else {
-            clean_up_crd(store, &name)
-        };
+        changed |= if gr.0.is_empty() { terminate_namespace(store, &name) } else { clean_up_crd(store, &name) };
     }
     for (gr, (ns, name)) in store.take_gc_queue() {
         changed |= visit(store, &gr, &ns, &name);
@@ -58,11 +54,7 @@ fn visit(store: &mut Store, gr: &GroupResource, ns: &str, name: &str) -> bool {
         return changed;
     };
     let all = object::owner_refs(&obj);
-    let owner_alive = |r: &Value| {
-        r.get("uid")
-            .and_then(Value::as_str)
-            .is_some_and(|u| store.uid_exists(u))
-    };
+    let owner_alive = |r: &Value| r.get("uid").and_then(Value::as_str).is_some_and(|u| store.uid_exists(u));
     let alive = all.iter().filter(|r| owner_alive(r)).count();
     if alive == all.len() {
         return changed;
@@ -91,9 +83,9 @@ fn finish_foreground(store: &mut Store, gr: &GroupResource, owner: &Value) -> bo
         let Some(dep) = store.get(&dgr, &dns, &dname) else {
             continue;
         };
-        blocking |= object::owner_refs(&dep).iter().any(|r| {
-            owned_by(r) && r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true)
-        });
+        blocking |= object::owner_refs(&dep)
+            .iter()
+            .any(|r| owned_by(r) && r.get("blockOwnerDeletion").and_then(Value::as_bool) == Some(true));
         if !object::is_deleting(&dep) {
             changed |= delete_dependent(store, &dgr, &dep, "Foreground");
         }
@@ -101,10 +93,7 @@ fn finish_foreground(store: &mut Store, gr: &GroupResource, owner: &Value) -> bo
     if blocking {
         return changed;
     }
-    let rest: Vec<String> = object::finalizers(owner)
-        .into_iter()
-        .filter(|f| f != FOREGROUND)
-        .collect();
+    let rest: Vec<String> = object::finalizers(owner).into_iter().filter(|f| f != FOREGROUND).collect();
     if rest.is_empty() {
         if let Some(gone) = store.remove(gr, object::namespace(owner), object::name(owner))
             && let Some(rt) = store.registry.by_resource(&gr.0, &gr.1)
@@ -123,18 +112,11 @@ fn finish_foreground(store: &mut Store, gr: &GroupResource, owner: &Value) -> bo
 /// honoured), and removes the namespace once it is empty.
 fn terminate_namespace(store: &mut Store, name: &str) -> bool {
     let namespaces_gr = (String::new(), "namespaces".to_string());
-    if !store
-        .get(&namespaces_gr, "", name)
-        .is_some_and(|ns| object::is_deleting(&ns))
-    {
+    if !store.get(&namespaces_gr, "", name).is_some_and(|ns| object::is_deleting(&ns)) {
         return false;
     }
-    let namespaced: Vec<GroupResource> = store
-        .registry
-        .all()
-        .filter(|r| r.namespaced)
-        .map(|r| (r.group.clone(), r.plural.clone()))
-        .collect();
+    let namespaced: Vec<GroupResource> =
+        store.registry.all().filter(|r| r.namespaced).map(|r| (r.group.clone(), r.plural.clone())).collect();
     let mut changed = false;
     let mut left = 0;
     for gr in namespaced {
@@ -154,13 +136,9 @@ fn terminate_namespace(store: &mut Store, name: &str) -> bool {
 
 /// Deletes the custom resources of a deleted CRD, then lifts its cleanup finalizer.
 fn clean_up_crd(store: &mut Store, name: &str) -> bool {
-    let crds_gr = (
-        "apiextensions.k8s.io".to_string(),
-        "customresourcedefinitions".to_string(),
-    );
-    let Some(crd_obj) = store
-        .get(&crds_gr, "", name)
-        .filter(|c| object::is_deleting(c) && object::has_finalizer(c, crd::CLEANUP))
+    let crds_gr = ("apiextensions.k8s.io".to_string(), "customresourcedefinitions".to_string());
+    let Some(crd_obj) =
+        store.get(&crds_gr, "", name).filter(|c| object::is_deleting(c) && object::has_finalizer(c, crd::CLEANUP))
     else {
         return false;
     };
@@ -174,10 +152,7 @@ fn clean_up_crd(store: &mut Store, name: &str) -> bool {
         }
     }
     if objects.is_empty() {
-        let rest: Vec<String> = object::finalizers(&crd_obj)
-            .into_iter()
-            .filter(|f| f != crd::CLEANUP)
-            .collect();
+        let rest: Vec<String> = object::finalizers(&crd_obj).into_iter().filter(|f| f != crd::CLEANUP).collect();
         if rest.is_empty() {
             if let Some(gone) = store.remove(&crds_gr, "", name)
                 && let Some(rt) = store.registry.by_resource(&crds_gr.0, &crds_gr.1)

@@ -12,9 +12,7 @@ fn is_name_part(s: &str) -> bool {
     let bytes = s.as_bytes();
     !bytes.is_empty()
         && bytes.len() <= 63
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
+        && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
         && bytes[0].is_ascii_alphanumeric()
         && bytes[bytes.len() - 1].is_ascii_alphanumeric()
 }
@@ -24,8 +22,7 @@ fn is_dns_subdomain(s: &str) -> bool {
         && s.split('.').all(|p| {
             !p.is_empty()
                 && p.len() <= 63
-                && p.bytes()
-                    .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+                && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
                 && !p.starts_with('-')
                 && !p.ends_with('-')
         })
@@ -52,18 +49,9 @@ pub(crate) fn validate(obj: &Value) -> Vec<Cause> {
         return causes;
     };
     let invalid = |field: &str, value: &str, why: &str| {
-        Cause::new(
-            "FieldValueInvalid",
-            field,
-            format!("Invalid value: {value:?}: {why}"),
-        )
+        Cause::new("FieldValueInvalid", field, format!("Invalid value: {value:?}: {why}"))
     };
-    for (key, value) in meta
-        .get("labels")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
+    for (key, value) in meta.get("labels").and_then(Value::as_object).into_iter().flatten() {
         if let Some(why) = qualified_name_error(key) {
             causes.push(invalid("metadata.labels", key, &why));
         }
@@ -73,12 +61,7 @@ pub(crate) fn validate(obj: &Value) -> Vec<Cause> {
         }
     }
     let mut annotation_bytes = 0;
-    for (key, value) in meta
-        .get("annotations")
-        .and_then(Value::as_object)
-        .into_iter()
-        .flatten()
-    {
+    for (key, value) in meta.get("annotations").and_then(Value::as_object).into_iter().flatten() {
         annotation_bytes += key.len() + value.as_str().map_or(0, str::len);
         if let Some(why) = qualified_name_error(&key.to_lowercase()) {
             causes.push(invalid("metadata.annotations", key, &why));
@@ -91,53 +74,29 @@ pub(crate) fn validate(obj: &Value) -> Vec<Cause> {
             "Too long: may not be more than 262144 bytes",
         ));
     }
-    for (i, finalizer) in meta
-        .get("finalizers")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
+    for (i, finalizer) in meta.get("finalizers").and_then(Value::as_array).into_iter().flatten().enumerate() {
         let text = finalizer.as_str().unwrap_or_default();
         if let Some(why) = qualified_name_error(text) {
             causes.push(invalid(&format!("metadata.finalizers[{i}]"), text, &why));
         }
     }
-    for (i, owner) in meta
-        .get("ownerReferences")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .enumerate()
-    {
+    for (i, owner) in meta.get("ownerReferences").and_then(Value::as_array).into_iter().flatten().enumerate() {
         for field in ["apiVersion", "kind", "name", "uid"] {
-            if owner
-                .get(field)
-                .and_then(Value::as_str)
-                .is_none_or(str::is_empty)
-            {
+            if owner.get(field).and_then(Value::as_str).is_none_or(str::is_empty) {
                 let why = match field {
                     "apiVersion" => "version must not be empty",
                     "kind" => "kind must not be empty",
                     "name" => "name must not be empty",
                     _ => "uid must not be empty",
                 };
-                causes.push(invalid(
-                    &format!("metadata.ownerReferences[{i}].{field}"),
-                    "",
-                    why,
-                ));
+                causes.push(invalid(&format!("metadata.ownerReferences[{i}].{field}"), "", why));
             }
         }
     }
     let controllers = meta
         .get("ownerReferences")
         .and_then(Value::as_array)
-        .map_or(0, |refs| {
-            refs.iter()
-                .filter(|r| r.get("controller").and_then(Value::as_bool) == Some(true))
-                .count()
-        });
+        .map_or(0, |refs| refs.iter().filter(|r| r.get("controller").and_then(Value::as_bool) == Some(true)).count());
     if controllers > 1 {
         causes.push(Cause::new(
             "FieldValueInvalid",
@@ -164,12 +123,7 @@ mod tests {
         let fields: Vec<String> = validate(&bad).into_iter().map(|c| c.field).collect();
         assert_eq!(
             fields,
-            [
-                "metadata.labels",
-                "metadata.labels",
-                "metadata.finalizers[0]",
-                "metadata.ownerReferences[0].apiVersion"
-            ]
+            ["metadata.labels", "metadata.labels", "metadata.finalizers[0]", "metadata.ownerReferences[0].apiVersion"]
         );
     }
 }

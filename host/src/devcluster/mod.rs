@@ -103,16 +103,10 @@ pub enum Error {
     Bind { port: u16, source: std::io::Error },
     /// The data directory could not be created or its snapshot read. Fix or remove the directory.
     #[error("could not use the data directory {path}: {source}")]
-    DataDir {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    DataDir { path: PathBuf, source: std::io::Error },
     /// The kubeconfig file could not be written. Choose a writable path.
     #[error("could not write the kubeconfig {path}: {source}")]
-    Kubeconfig {
-        path: PathBuf,
-        source: std::io::Error,
-    },
+    Kubeconfig { path: PathBuf, source: std::io::Error },
     /// The `kube` client for the server could not be built.
     #[error("could not build a client for the server: {0}")]
     Client(#[from] kube::Error),
@@ -136,34 +130,21 @@ impl DevCluster {
     pub async fn start(opts: Options) -> Result<DevCluster, Error> {
         let mut store = Store::new(opts.watch_history);
         if let Some(dir) = &opts.data_dir {
-            let fail = |source| Error::DataDir {
-                path: dir.clone(),
-                source,
-            };
+            let fail = |source| Error::DataDir { path: dir.clone(), source };
             std::fs::create_dir_all(dir).map_err(fail)?;
             persist::load(dir, &mut store).map_err(fail)?;
         }
         ensure_namespaces(&mut store);
 
         let port = opts.port.unwrap_or(0);
-        let listener = tokio::net::TcpListener::bind(("127.0.0.1", port))
-            .await
-            .map_err(|source| Error::Bind { port, source })?;
-        let address = listener
-            .local_addr()
-            .map_err(|source| Error::Bind { port, source })?;
+        let listener =
+            tokio::net::TcpListener::bind(("127.0.0.1", port)).await.map_err(|source| Error::Bind { port, source })?;
+        let address = listener.local_addr().map_err(|source| Error::Bind { port, source })?;
         let url = format!("http://{address}");
 
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let shared = Arc::new(Shared::new(
-            store,
-            opts.bookmark_interval,
-            stopped.clone(),
-            address.to_string(),
-        ));
-        let router = axum::Router::new()
-            .fallback(server::handle)
-            .with_state(shared.clone());
+        let shared = Arc::new(Shared::new(store, opts.bookmark_interval, stopped.clone(), address.to_string()));
+        let router = axum::Router::new().fallback(server::handle).with_state(shared.clone());
         let mut on_stop = stopped.clone();
         let serve = axum::serve(listener, router).with_graceful_shutdown(async move {
             let _ = on_stop.changed().await;
@@ -182,34 +163,19 @@ impl DevCluster {
             (Some(path), _) => (path.clone(), false),
             (None, Some(dir)) => (dir.join("kubeconfig"), false),
             (None, None) => (
-                std::env::temp_dir().join(format!(
-                    "kubewasm-dev-{}-{}.kubeconfig",
-                    std::process::id(),
-                    address.port()
-                )),
+                std::env::temp_dir().join(format!("kubewasm-dev-{}-{}.kubeconfig", std::process::id(), address.port())),
                 true,
             ),
         };
-        kubeconfig::write(&kubeconfig, &url).map_err(|source| Error::Kubeconfig {
-            path: kubeconfig.clone(),
-            source,
-        })?;
+        kubeconfig::write(&kubeconfig, &url)
+            .map_err(|source| Error::Kubeconfig { path: kubeconfig.clone(), source })?;
 
-        let uri = url.parse().map_err(|e| Error::Bind {
-            port,
-            source: std::io::Error::other(format!("{url} is not a URL: {e}")),
-        })?;
+        let uri = url
+            .parse()
+            .map_err(|e| Error::Bind { port, source: std::io::Error::other(format!("{url} is not a URL: {e}")) })?;
         let config = kube::Config::new(uri);
         let client = kube::Client::try_from(config)?;
-        Ok(DevCluster {
-            url,
-            client,
-            kubeconfig,
-            remove_kubeconfig,
-            shared,
-            stop,
-            tasks,
-        })
+        Ok(DevCluster { url, client, kubeconfig, remove_kubeconfig, shared, stop, tasks })
     }
 
     /// The base URL, e.g. `http://127.0.0.1:41234`.
@@ -238,10 +204,7 @@ impl DevCluster {
         let _ = self.stop.send(true);
         for task in self.tasks {
             let abort = task.abort_handle();
-            if tokio::time::timeout(Duration::from_secs(5), task)
-                .await
-                .is_err()
-            {
+            if tokio::time::timeout(Duration::from_secs(5), task).await.is_err() {
                 abort.abort();
             }
         }
@@ -265,15 +228,9 @@ fn ensure_namespaces(store: &mut Store) {
             subresource: None,
             events_v1: false,
         };
-        let opts = verbs::WriteOptions {
-            manager: "kube-apiserver".into(),
-            ..verbs::WriteOptions::default()
-        };
+        let opts = verbs::WriteOptions { manager: "kube-apiserver".into(), ..verbs::WriteOptions::default() };
         let body = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": name } });
-        if store
-            .get(&(String::new(), "namespaces".into()), "", name)
-            .is_none()
-        {
+        if store.get(&(String::new(), "namespaces".into()), "", name).is_none() {
             let _ = verbs::create(store, &target, body, &opts);
         }
     }

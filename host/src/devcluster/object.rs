@@ -4,10 +4,7 @@ use serde_json::{Map, Value, json};
 
 /// A string field of `metadata`, or `""`.
 pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
-    obj.get("metadata")
-        .and_then(|m| m.get(field))
-        .and_then(Value::as_str)
-        .unwrap_or("")
+    obj.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or("")
 }
 
 pub(crate) fn name(obj: &Value) -> &str {
@@ -48,11 +45,7 @@ pub(crate) fn labels(obj: &Value) -> Vec<(&str, &str)> {
     obj.get("metadata")
         .and_then(|m| m.get("labels"))
         .and_then(Value::as_object)
-        .map(|l| {
-            l.iter()
-                .filter_map(|(k, v)| v.as_str().map(|v| (k.as_str(), v)))
-                .collect()
-        })
+        .map(|l| l.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.as_str(), v))).collect())
         .unwrap_or_default()
 }
 
@@ -60,11 +53,7 @@ pub(crate) fn finalizers(obj: &Value) -> Vec<String> {
     obj.get("metadata")
         .and_then(|m| m.get("finalizers"))
         .and_then(Value::as_array)
-        .map(|f| {
-            f.iter()
-                .filter_map(|v| v.as_str().map(String::from))
-                .collect()
-        })
+        .map(|f| f.iter().filter_map(|v| v.as_str().map(String::from)).collect())
         .unwrap_or_default()
 }
 
@@ -77,16 +66,12 @@ pub(crate) fn set_finalizers(obj: &mut Value, finalizers: &[String]) {
 }
 
 pub(crate) fn is_deleting(obj: &Value) -> bool {
-    obj.get("metadata")
-        .and_then(|m| m.get("deletionTimestamp"))
-        .is_some_and(|v| !v.is_null())
+    obj.get("metadata").and_then(|m| m.get("deletionTimestamp")).is_some_and(|v| !v.is_null())
 }
 
 /// The ownerReferences of an object, borrowed.
 pub(crate) fn owner_refs(obj: &Value) -> &[Value] {
-    obj.pointer("/metadata/ownerReferences")
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
+    obj.pointer("/metadata/ownerReferences").and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
 
 /// Whether `obj` lists the finalizer `name`.
@@ -97,17 +82,12 @@ pub(crate) fn has_finalizer(obj: &Value, name: &str) -> bool {
 }
 
 pub(crate) fn generation(obj: &Value) -> i64 {
-    obj.get("metadata")
-        .and_then(|m| m.get("generation"))
-        .and_then(Value::as_i64)
-        .unwrap_or(0)
+    obj.get("metadata").and_then(|m| m.get("generation")).and_then(Value::as_i64).unwrap_or(0)
 }
 
 /// The current time as the API server prints it (RFC 3339, seconds, UTC).
 pub(crate) fn now() -> String {
-    jiff::Timestamp::now()
-        .strftime("%Y-%m-%dT%H:%M:%SZ")
-        .to_string()
+    jiff::Timestamp::now().strftime("%Y-%m-%dT%H:%M:%SZ").to_string()
 }
 
 /// The object without the fields that change on every write (resourceVersion, managedFields),

@@ -6,11 +6,7 @@ use sha2::Digest as _;
 use super::discovery::Registry;
 
 fn path_prefix(group: &str, version: &str) -> String {
-    if group.is_empty() {
-        format!("api/{version}")
-    } else {
-        format!("apis/{group}/{version}")
-    }
+    if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
 }
 
 /// Every group/version served, as `(group, version)`.
@@ -37,10 +33,7 @@ pub(crate) fn root(registry: &Registry) -> Value {
         let hash = sha2::Sha256::digest(doc.to_string().as_bytes());
         let hash: String = hash.iter().take(16).map(|b| format!("{b:02X}")).collect();
         let prefix = path_prefix(&group, &version);
-        paths.insert(
-            prefix.clone(),
-            json!({ "serverRelativeURL": format!("/openapi/v3/{prefix}?hash={hash}") }),
-        );
+        paths.insert(prefix.clone(), json!({ "serverRelativeURL": format!("/openapi/v3/{prefix}?hash={hash}") }));
     }
     json!({ "paths": paths })
 }
@@ -83,10 +76,7 @@ pub(crate) fn document(registry: &Registry, group: &str, version: &str) -> Optio
                 map.insert("x-kubernetes-group-version-kind".into(), json!([gvk]));
             }
             let reversed: Vec<&str> = rt.group.split('.').rev().collect();
-            schemas.insert(
-                format!("{}.{version}.{}", reversed.join("."), rt.kind),
-                schema,
-            );
+            schemas.insert(format!("{}.{version}.{}", reversed.join("."), rt.kind), schema);
         }
     }
     if paths.is_empty() {

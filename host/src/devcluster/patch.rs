@@ -16,12 +16,8 @@ pub(crate) enum ListMerge {
 
 /// The merge strategy of list field `field` found under `path` (names of the enclosing fields).
 pub(crate) fn list_merge(path: &[String], field: &str) -> ListMerge {
-    let in_container = path.iter().any(|p| {
-        matches!(
-            p.as_str(),
-            "containers" | "initContainers" | "ephemeralContainers"
-        )
-    });
+    let in_container =
+        path.iter().any(|p| matches!(p.as_str(), "containers" | "initContainers" | "ephemeralContainers"));
     match field {
         "containers"
         | "initContainers"
@@ -58,8 +54,8 @@ pub(crate) fn merge_patch(original: &Value, patch: &Value) -> Result<Value, Stri
 /// Applies an RFC 6902 JSON patch (including `test`). Errors: the first is a malformed patch
 /// (400), the second one that cannot be applied (422).
 pub(crate) fn json_patch(original: &Value, patch: &Value) -> Result<Value, PatchFailure> {
-    let ops: json_patch::Patch = serde_json::from_value(patch.clone())
-        .map_err(|e| PatchFailure::Malformed(e.to_string()))?;
+    let ops: json_patch::Patch =
+        serde_json::from_value(patch.clone()).map_err(|e| PatchFailure::Malformed(e.to_string()))?;
     let mut doc = original.clone();
     for op in &ops.0 {
         // As in the real server's JSON patch, testing a missing field against null passes
@@ -67,19 +63,11 @@ pub(crate) fn json_patch(original: &Value, patch: &Value) -> Result<Value, Patch
         if let json_patch::PatchOperation::Test(test) = op
             && test.value.is_null()
             && doc.pointer(test.path.as_str()).is_none()
-            && doc
-                .pointer(
-                    test.path
-                        .as_str()
-                        .rsplit_once('/')
-                        .map_or("", |(parent, _)| parent),
-                )
-                .is_some()
+            && doc.pointer(test.path.as_str().rsplit_once('/').map_or("", |(parent, _)| parent)).is_some()
         {
             continue;
         }
-        json_patch::patch(&mut doc, std::slice::from_ref(op))
-            .map_err(|e| PatchFailure::Unappliable(e.to_string()))?;
+        json_patch::patch(&mut doc, std::slice::from_ref(op)).map_err(|e| PatchFailure::Unappliable(e.to_string()))?;
     }
     Ok(doc)
 }
@@ -96,8 +84,7 @@ pub(crate) fn strategic_merge(original: &Value, patch: &Value) -> Result<Value, 
     let (Some(orig), Some(patch)) = (original.as_object(), patch.as_object()) else {
         return Err("strategic merge patch must be a JSON object".to_string());
     };
-    Ok(merge_map(orig, patch, &mut Vec::new())?
-        .map_or_else(|| Value::Object(Map::new()), Value::Object))
+    Ok(merge_map(orig, patch, &mut Vec::new())?.map_or_else(|| Value::Object(Map::new()), Value::Object))
 }
 
 /// Merges one map; `None` means the patch deleted it (`$patch: delete`).
@@ -148,14 +135,12 @@ fn merge_map(
     // Directives that refer to sibling fields.
     for (key, value) in patch {
         if let Some(field) = key.strip_prefix("$deleteFromPrimitiveList/") {
-            if let (Some(Value::Array(list)), Some(remove)) = (out.get_mut(field), value.as_array())
-            {
+            if let (Some(Value::Array(list)), Some(remove)) = (out.get_mut(field), value.as_array()) {
                 list.retain(|v| !remove.contains(v));
             }
         } else if let Some(field) = key.strip_prefix("$setElementOrder/") {
             let strategy = list_merge(path, field);
-            if let (Some(Value::Array(list)), Some(order)) = (out.get_mut(field), value.as_array())
-            {
+            if let (Some(Value::Array(list)), Some(order)) = (out.get_mut(field), value.as_array()) {
                 reorder(list, order, strategy);
             }
         }
@@ -173,19 +158,13 @@ fn merge_list(
     field: &str,
 ) -> Result<Vec<Value>, String> {
     let strategy = list_merge(path, field);
-    let replace_all = patch
-        .iter()
-        .any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"));
+    let replace_all = patch.iter().any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"));
     let orig = orig.cloned().unwrap_or_default();
     match strategy {
         ListMerge::Replace => Ok(patch.iter().map(clean).collect()),
         ListMerge::Primitives => {
             if replace_all {
-                return Ok(patch
-                    .iter()
-                    .filter(|i| i.get("$patch").is_none())
-                    .cloned()
-                    .collect());
+                return Ok(patch.iter().filter(|i| i.get("$patch").is_none()).cloned().collect());
             }
             let mut out = orig;
             for item in patch {
@@ -197,11 +176,7 @@ fn merge_list(
         }
         ListMerge::ByKey(key) => {
             if replace_all {
-                return Ok(patch
-                    .iter()
-                    .filter(|i| i.get("$patch").is_none())
-                    .map(clean)
-                    .collect());
+                return Ok(patch.iter().filter(|i| i.get("$patch").is_none()).map(clean).collect());
             }
             let mut out = orig;
             path.push(field.to_string());
@@ -212,9 +187,7 @@ fn merge_list(
                 };
                 let Some(key_value) = item_map.get(key) else {
                     path.pop();
-                    return Err(format!(
-                        "map: {item} does not contain declared merge key: {key}"
-                    ));
+                    return Err(format!("map: {item} does not contain declared merge key: {key}"));
                 };
                 let pos = out.iter().position(|o| o.get(key) == Some(key_value));
                 if item_map.get("$patch").and_then(Value::as_str) == Some("delete") {
@@ -251,9 +224,7 @@ fn merge_list(
 fn reorder(list: &mut [Value], order: &[Value], strategy: ListMerge) {
     let position = |item: &Value| -> usize {
         let probe = match strategy {
-            ListMerge::ByKey(key) => order
-                .iter()
-                .position(|o| o.get(key).is_some() && o.get(key) == item.get(key)),
+            ListMerge::ByKey(key) => order.iter().position(|o| o.get(key).is_some() && o.get(key) == item.get(key)),
             _ => order.iter().position(|o| o == item),
         };
         probe.unwrap_or(usize::MAX)
@@ -269,10 +240,7 @@ fn clean(value: &Value) -> Value {
 }
 
 fn strip_directives(map: &Map<String, Value>) -> Map<String, Value> {
-    map.iter()
-        .filter(|(k, _)| !k.starts_with('$'))
-        .map(|(k, v)| (k.clone(), clean(v)))
-        .collect()
+    map.iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k.clone(), clean(v))).collect()
 }
 
 #[cfg(test)]
@@ -300,10 +268,7 @@ mod tests {
         let orig = json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}], "selector": {"x": "1", "y": "2"}}});
         let patch = json!({"spec": {"containers": [{"name": "b", "$patch": "delete"}], "selector": {"$patch": "replace", "z": "3"}}});
         let out = strategic_merge(&orig, &patch).unwrap();
-        assert_eq!(
-            out,
-            json!({"spec": {"containers": [{"name": "a"}], "selector": {"z": "3"}}})
-        );
+        assert_eq!(out, json!({"spec": {"containers": [{"name": "a"}], "selector": {"z": "3"}}}));
         let patch = json!({"spec": {"containers": [{"$patch": "replace"}, {"name": "c"}]}});
         let out = strategic_merge(&orig, &patch).unwrap();
         assert_eq!(out["spec"]["containers"], json!([{"name": "c"}]));
@@ -314,10 +279,7 @@ mod tests {
         let orig = json!({"spec": {"args": ["a"], "x": 1}, "metadata": {"finalizers": ["f1"]}});
         let patch = json!({"spec": {"args": ["b"], "x": null}, "metadata": {"finalizers": ["f2"]}});
         let out = strategic_merge(&orig, &patch).unwrap();
-        assert_eq!(
-            out,
-            json!({"spec": {"args": ["b"]}, "metadata": {"finalizers": ["f1", "f2"]}})
-        );
+        assert_eq!(out, json!({"spec": {"args": ["b"]}, "metadata": {"finalizers": ["f1", "f2"]}}));
     }
 }
 

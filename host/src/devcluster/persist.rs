@@ -33,40 +33,18 @@ pub(crate) fn load(dir: &Path, store: &mut Store) -> std::io::Result<bool> {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
     };
-    let snap: Value = serde_json::from_slice(&text).map_err(|e| {
-        std::io::Error::new(
-            std::io::ErrorKind::InvalidData,
-            format!("{}: {e}", path.display()),
-        )
-    })?;
-    let rv = snap
-        .get("resourceVersion")
-        .and_then(Value::as_u64)
-        .unwrap_or(0);
+    let snap: Value = serde_json::from_slice(&text)
+        .map_err(|e| std::io::Error::new(std::io::ErrorKind::InvalidData, format!("{}: {e}", path.display())))?;
+    let rv = snap.get("resourceVersion").and_then(Value::as_u64).unwrap_or(0);
     let mut objects = Vec::new();
-    for entry in snap
-        .get("objects")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-    {
-        let group = entry
-            .get("group")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
-        let resource = entry
-            .get("resource")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_string();
+    for entry in snap.get("objects").and_then(Value::as_array).into_iter().flatten() {
+        let group = entry.get("group").and_then(Value::as_str).unwrap_or_default().to_string();
+        let resource = entry.get("resource").and_then(Value::as_str).unwrap_or_default().to_string();
         let Some(obj) = entry.get("object").cloned() else {
             continue;
         };
         if group == "apiextensions.k8s.io" && resource == "customresourcedefinitions" {
-            store
-                .registry
-                .register_crd(object::name(&obj), crd::resource_type(&obj));
+            store.registry.register_crd(object::name(&obj), crd::resource_type(&obj));
         }
         objects.push(((group, resource), obj));
     }

@@ -78,9 +78,7 @@ fn map_entry(bytes: &[u8], binary: bool) -> Option<(String, Value)> {
     for (number, field) in Reader::fields(bytes)? {
         match (number, field) {
             (1, Field::Bytes(b)) => key = text(b)?,
-            (2, Field::Bytes(b)) if binary => {
-                value = json!(base64::engine::general_purpose::STANDARD.encode(b))
-            }
+            (2, Field::Bytes(b)) if binary => value = json!(base64::engine::general_purpose::STANDARD.encode(b)),
             (2, Field::Bytes(b)) => value = json!(text(b)?),
             _ => {}
         }
@@ -88,12 +86,7 @@ fn map_entry(bytes: &[u8], binary: bool) -> Option<(String, Value)> {
     Some((key, value))
 }
 
-fn insert_entry(
-    map: &mut Map<String, Value>,
-    field: &str,
-    bytes: &[u8],
-    binary: bool,
-) -> Option<()> {
+fn insert_entry(map: &mut Map<String, Value>, field: &str, bytes: &[u8], binary: bool) -> Option<()> {
     let (k, v) = map_entry(bytes, binary)?;
     let entry = map.entry(field).or_insert_with(|| json!({}));
     entry.as_object_mut()?.insert(k, v);
@@ -106,8 +99,7 @@ fn object_meta(bytes: &[u8]) -> Option<Value> {
     for (number, field) in Reader::fields(bytes)? {
         match (number, field) {
             (1..=3, Field::Bytes(b)) if !b.is_empty() => {
-                let name =
-                    ["name", "generateName", "namespace"][usize::try_from(number - 1).ok()?];
+                let name = ["name", "generateName", "namespace"][usize::try_from(number - 1).ok()?];
                 meta.insert(name.into(), json!(text(b)?));
             }
             (11, Field::Bytes(b)) => insert_entry(&mut meta, "labels", b, false)?,
@@ -162,11 +154,7 @@ pub(crate) fn decode(body: &[u8], api_version: &str, kind: &str) -> Option<Value
             _ => return None,
         }
     }
-    matches!(
-        kind,
-        "ConfigMap" | "Secret" | "Namespace" | "ServiceAccount"
-    )
-    .then_some(Value::Object(obj))
+    matches!(kind, "ConfigMap" | "Secret" | "Namespace" | "ServiceAccount").then_some(Value::Object(obj))
 }
 
 #[cfg(test)]
@@ -174,10 +162,7 @@ mod tests {
     use super::*;
 
     fn field(number: u64, bytes: &[u8]) -> Vec<u8> {
-        let mut out = vec![
-            u8::try_from(number << 3 | 2).unwrap(),
-            u8::try_from(bytes.len()).unwrap(),
-        ];
+        let mut out = vec![u8::try_from(number << 3 | 2).unwrap(), u8::try_from(bytes.len()).unwrap()];
         out.extend_from_slice(bytes);
         out
     }

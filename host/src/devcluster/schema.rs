@@ -19,8 +19,7 @@ pub(crate) fn apply_defaults(value: &mut Value, schema: &Value) {
                         apply_defaults(child, prop);
                     }
                 }
-            } else if let Some(extra) = schema.get("additionalProperties").filter(|s| s.is_object())
-            {
+            } else if let Some(extra) = schema.get("additionalProperties").filter(|s| s.is_object()) {
                 for child in map.values_mut() {
                     apply_defaults(child, extra);
                 }
@@ -47,14 +46,8 @@ pub(crate) fn prune(value: &mut Value, schema: &Value) -> Vec<String> {
 }
 
 fn prune_at(value: &mut Value, schema: &Value, root: bool, path: &str, removed: &mut Vec<String>) {
-    let preserve = schema
-        .get("x-kubernetes-preserve-unknown-fields")
-        .and_then(Value::as_bool)
-        == Some(true);
-    let embedded = schema
-        .get("x-kubernetes-embedded-resource")
-        .and_then(Value::as_bool)
-        == Some(true);
+    let preserve = schema.get("x-kubernetes-preserve-unknown-fields").and_then(Value::as_bool) == Some(true);
+    let embedded = schema.get("x-kubernetes-embedded-resource").and_then(Value::as_bool) == Some(true);
     match value {
         Value::Object(map) => {
             let props = schema.get("properties").and_then(Value::as_object);
@@ -71,8 +64,7 @@ fn prune_at(value: &mut Value, schema: &Value, root: bool, path: &str, removed: 
             map.retain(|key, _| {
                 let keep = preserve
                     || props.is_some_and(|p| p.contains_key(key))
-                    || ((root || embedded)
-                        && matches!(key.as_str(), "apiVersion" | "kind" | "metadata"));
+                    || ((root || embedded) && matches!(key.as_str(), "apiVersion" | "kind" | "metadata"));
                 if !keep {
                     removed.push(join(path, key));
                 }
@@ -112,16 +104,10 @@ pub(crate) fn validate(obj: &Value, schema: &Value) -> Vec<Cause> {
         }
     }
     let mut root_schema = schema.clone();
-    if let Some(req) = root_schema
-        .get_mut("required")
-        .and_then(Value::as_array_mut)
-    {
+    if let Some(req) = root_schema.get_mut("required").and_then(Value::as_array_mut) {
         req.retain(|r| !matches!(r.as_str(), Some("apiVersion" | "kind" | "metadata")));
     }
-    if let Some(props) = root_schema
-        .get_mut("properties")
-        .and_then(Value::as_object_mut)
-    {
+    if let Some(props) = root_schema.get_mut("properties").and_then(Value::as_object_mut) {
         props.remove("metadata");
     }
     check(&Value::Object(body), &root_schema, "", &mut causes);
@@ -129,11 +115,7 @@ pub(crate) fn validate(obj: &Value, schema: &Value) -> Vec<Cause> {
 }
 
 fn join(path: &str, key: &str) -> String {
-    if path.is_empty() {
-        key.to_string()
-    } else {
-        format!("{path}.{key}")
-    }
+    if path.is_empty() { key.to_string() } else { format!("{path}.{key}") }
 }
 
 /// How Go prints a value in `Invalid value: ...`.
@@ -166,25 +148,17 @@ fn type_matches(value: &Value, want: &str) -> bool {
         | ("string", Value::String(_))
         | ("boolean", Value::Bool(_))
         | ("number", Value::Number(_)) => true,
-        ("integer", Value::Number(n)) => {
-            n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0)
-        }
+        ("integer", Value::Number(n)) => n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0),
         _ => false,
     }
 }
 
 fn check(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
-    let int_or_string = schema
-        .get("x-kubernetes-int-or-string")
-        .and_then(Value::as_bool)
-        == Some(true);
+    let int_or_string = schema.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true);
     if value.is_null() {
         let nullable = schema.get("nullable").and_then(Value::as_bool) == Some(true);
         if !nullable && schema.get("type").is_some() {
-            let want = schema
-                .get("type")
-                .and_then(Value::as_str)
-                .unwrap_or("object");
+            let want = schema.get("type").and_then(Value::as_str).unwrap_or("object");
             causes.push(Cause::new(
                 "FieldValueTypeInvalid",
                 path,
@@ -213,9 +187,7 @@ fn check(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
         causes.push(Cause::new(
             "FieldValueTypeInvalid",
             path,
-            format!(
-                "Invalid value: \"{actual}\": {path} in body must be of type {want}: \"{actual}\""
-            ),
+            format!("Invalid value: \"{actual}\": {path} in body must be of type {want}: \"{actual}\""),
         ));
         return;
     }
@@ -227,20 +199,14 @@ fn check(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
         causes.push(Cause::new(
             "FieldValueNotSupported",
             path,
-            format!(
-                "Unsupported value: {}: supported values: {}",
-                show(value),
-                listed.join(", ")
-            ),
+            format!("Unsupported value: {}: supported values: {}", show(value), listed.join(", ")),
         ));
     }
 
     check_combinators(value, schema, path, causes);
 
     match value {
-        Value::Number(n) => {
-            check_number(n.as_f64().unwrap_or_default(), value, schema, path, causes)
-        }
+        Value::Number(n) => check_number(n.as_f64().unwrap_or_default(), value, schema, path, causes),
         Value::String(s) => check_string(s, value, schema, path, causes),
         Value::Array(items) => {
             let len = items.len() as u64;
@@ -259,9 +225,7 @@ fn check(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
                 causes.push(Cause::new(
                     "FieldValueInvalid",
                     path,
-                    format!(
-                        "Invalid value: \"array\": {path} in body should have at least {min} items"
-                    ),
+                    format!("Invalid value: \"array\": {path} in body should have at least {min} items"),
                 ));
             }
             if let Some(item_schema) = schema.get("items") {
@@ -271,20 +235,11 @@ fn check(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
             }
         }
         Value::Object(map) => {
-            for req in schema
-                .get("required")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-            {
+            for req in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
                 if let Some(req) = req.as_str()
                     && !map.contains_key(req)
                 {
-                    causes.push(Cause::new(
-                        "FieldValueRequired",
-                        join(path, req),
-                        "Required value",
-                    ));
+                    causes.push(Cause::new("FieldValueRequired", join(path, req), "Required value"));
                 }
             }
             let count = map.len() as u64;
@@ -340,15 +295,17 @@ fn check_combinators(value: &Value, schema: &Value, path: &str, causes: &mut Vec
         causes.push(Cause::new(
             "FieldValueInvalid",
             path,
-            format!(
-                "Invalid value: {shown}: {path} in body must validate at least one schema (anyOf)"
-            ),
+            format!("Invalid value: {shown}: {path} in body must validate at least one schema (anyOf)"),
         ));
     }
     if let Some(one) = schema.get("oneOf").and_then(Value::as_array)
         && one.iter().filter(|s| passes(s)).count() != 1
     {
-        causes.push(Cause::new("FieldValueInvalid", path, format!("Invalid value: {shown}: {path} in body must validate one and only one schema (oneOf)")));
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            path,
+            format!("Invalid value: {shown}: {path} in body must validate one and only one schema (oneOf)"),
+        ));
     }
     if let Some(not) = schema.get("not")
         && passes(not)
@@ -366,36 +323,22 @@ fn check_number(n: f64, value: &Value, schema: &Value, path: &str, causes: &mut 
     if let Some(max) = schema.get("maximum").and_then(Value::as_f64) {
         let exclusive = schema.get("exclusiveMaximum").and_then(Value::as_bool) == Some(true);
         if n > max || (exclusive && n >= max) {
-            let rel = if exclusive {
-                "less than"
-            } else {
-                "less than or equal to"
-            };
+            let rel = if exclusive { "less than" } else { "less than or equal to" };
             causes.push(Cause::new(
                 "FieldValueInvalid",
                 path,
-                format!(
-                    "Invalid value: {shown}: {path} in body should be {rel} {}",
-                    number_text(max)
-                ),
+                format!("Invalid value: {shown}: {path} in body should be {rel} {}", number_text(max)),
             ));
         }
     }
     if let Some(min) = schema.get("minimum").and_then(Value::as_f64) {
         let exclusive = schema.get("exclusiveMinimum").and_then(Value::as_bool) == Some(true);
         if n < min || (exclusive && n <= min) {
-            let rel = if exclusive {
-                "greater than"
-            } else {
-                "greater than or equal to"
-            };
+            let rel = if exclusive { "greater than" } else { "greater than or equal to" };
             causes.push(Cause::new(
                 "FieldValueInvalid",
                 path,
-                format!(
-                    "Invalid value: {shown}: {path} in body should be {rel} {}",
-                    number_text(min)
-                ),
+                format!("Invalid value: {shown}: {path} in body should be {rel} {}", number_text(min)),
             ));
         }
     }
@@ -406,10 +349,7 @@ fn check_number(n: f64, value: &Value, schema: &Value, path: &str, causes: &mut 
         causes.push(Cause::new(
             "FieldValueInvalid",
             path,
-            format!(
-                "Invalid value: {shown}: {path} in body should be a multiple of {}",
-                number_text(step)
-            ),
+            format!("Invalid value: {shown}: {path} in body should be a multiple of {}", number_text(step)),
         ));
     }
 }
@@ -423,9 +363,9 @@ fn format_matches(format: &str, s: &str) -> bool {
         "uuid" => uuid::Uuid::parse_str(s).is_ok(),
         "ipv4" => s.parse::<std::net::Ipv4Addr>().is_ok(),
         "ipv6" => s.parse::<std::net::Ipv6Addr>().is_ok(),
-        "cidr" => s
-            .split_once('/')
-            .is_some_and(|(ip, bits)| ip.parse::<IpAddr>().is_ok() && bits.parse::<u8>().is_ok()),
+        "cidr" => {
+            s.split_once('/').is_some_and(|(ip, bits)| ip.parse::<IpAddr>().is_ok() && bits.parse::<u8>().is_ok())
+        }
         "byte" => {
             use base64::Engine as _;
             base64::engine::general_purpose::STANDARD.decode(s).is_ok()
@@ -435,11 +375,7 @@ fn format_matches(format: &str, s: &str) -> bool {
 }
 
 fn number_text(n: f64) -> String {
-    if n.fract() == 0.0 && n.abs() < 1e15 {
-        format!("{}", n as i64)
-    } else {
-        n.to_string()
-    }
+    if n.fract() == 0.0 && n.abs() < 1e15 { format!("{}", n as i64) } else { n.to_string() }
 }
 
 fn check_string(s: &str, value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
@@ -447,11 +383,7 @@ fn check_string(s: &str, value: &Value, schema: &Value, path: &str, causes: &mut
     if let Some(max) = schema.get("maxLength").and_then(Value::as_u64)
         && len > max
     {
-        causes.push(Cause::new(
-            "FieldValueTooLong",
-            path,
-            format!("Too long: may not be more than {max} bytes"),
-        ));
+        causes.push(Cause::new("FieldValueTooLong", path, format!("Too long: may not be more than {max} bytes")));
     }
     if let Some(min) = schema.get("minLength").and_then(Value::as_u64)
         && len < min
@@ -459,10 +391,7 @@ fn check_string(s: &str, value: &Value, schema: &Value, path: &str, causes: &mut
         causes.push(Cause::new(
             "FieldValueInvalid",
             path,
-            format!(
-                "Invalid value: {}: {path} in body should be at least {min} chars long",
-                show(value)
-            ),
+            format!("Invalid value: {}: {path} in body should be at least {min} chars long", show(value)),
         ));
     }
     if let Some(format) = schema.get("format").and_then(Value::as_str)
@@ -471,10 +400,7 @@ fn check_string(s: &str, value: &Value, schema: &Value, path: &str, causes: &mut
         causes.push(Cause::new(
             "FieldValueInvalid",
             path,
-            format!(
-                "Invalid value: {}: {path} in body must be of type {format}: {s:?}",
-                show(value)
-            ),
+            format!("Invalid value: {}: {path} in body must be of type {format}: {s:?}", show(value)),
         ));
     }
     if let Some(pattern) = schema.get("pattern").and_then(Value::as_str) {
@@ -482,19 +408,13 @@ fn check_string(s: &str, value: &Value, schema: &Value, path: &str, causes: &mut
             Ok(re) if !re.is_match(s) => causes.push(Cause::new(
                 "FieldValueInvalid",
                 path,
-                format!(
-                    "Invalid value: {}: {path} in body should match '{pattern}'",
-                    show(value)
-                ),
+                format!("Invalid value: {}: {path} in body should match '{pattern}'", show(value)),
             )),
             Ok(_) => {}
             Err(_) => causes.push(Cause::new(
                 "FieldValueInvalid",
                 path,
-                format!(
-                    "Invalid value: {}: the schema pattern '{pattern}' does not compile",
-                    show(value)
-                ),
+                format!("Invalid value: {}: the schema pattern '{pattern}' does not compile", show(value)),
             )),
         }
     }
@@ -514,51 +434,30 @@ mod tests {
 
     #[test]
     fn maximum_names_the_field_like_the_real_server() {
-        let causes = validate(
-            &json!({"spec": {"deploymentName": "x", "replicas": 11}}),
-            &foo_schema(),
-        );
+        let causes = validate(&json!({"spec": {"deploymentName": "x", "replicas": 11}}), &foo_schema());
         assert_eq!(causes.len(), 1);
         assert_eq!(causes[0].field, "spec.replicas");
-        assert_eq!(
-            causes[0].message,
-            "Invalid value: 11: spec.replicas in body should be less than or equal to 10"
-        );
+        assert_eq!(causes[0].message, "Invalid value: 11: spec.replicas in body should be less than or equal to 10");
     }
 
     #[test]
     fn type_required_enum_and_pattern() {
-        let causes = validate(
-            &json!({"spec": {"replicas": "three", "mode": "c"}}),
-            &foo_schema(),
-        );
+        let causes = validate(&json!({"spec": {"replicas": "three", "mode": "c"}}), &foo_schema());
         let fields: Vec<&str> = causes.iter().map(|c| c.field.as_str()).collect();
         assert!(fields.contains(&"spec.deploymentName"));
         assert!(fields.contains(&"spec.replicas"));
         assert!(fields.contains(&"spec.mode"));
         let causes = validate(&json!({"spec": {"deploymentName": "X_1"}}), &foo_schema());
-        assert_eq!(
-            causes[0].message,
-            "Invalid value: \"X_1\": spec.deploymentName in body should match '^[a-z-]+$'"
-        );
+        assert_eq!(causes[0].message, "Invalid value: \"X_1\": spec.deploymentName in body should match '^[a-z-]+$'");
     }
 
     #[test]
     fn common_string_formats_are_checked() {
         let schema = json!({"type": "object", "properties": {"at": {"type": "string", "format": "date-time"}, "ip": {"type": "string", "format": "ipv4"}}});
-        assert!(
-            validate(
-                &json!({"at": "2024-01-02T03:04:05Z", "ip": "10.0.0.1"}),
-                &schema
-            )
-            .is_empty()
-        );
+        assert!(validate(&json!({"at": "2024-01-02T03:04:05Z", "ip": "10.0.0.1"}), &schema).is_empty());
         let bad = validate(&json!({"at": "yesterday", "ip": "10.0.0"}), &schema);
         assert_eq!(bad.len(), 2);
-        assert_eq!(
-            bad[0].message,
-            "Invalid value: \"yesterday\": at in body must be of type date-time: \"yesterday\""
-        );
+        assert_eq!(bad[0].message, "Invalid value: \"yesterday\": at in body must be of type date-time: \"yesterday\"");
     }
 
     #[test]

@@ -41,31 +41,15 @@ impl LabelSelector {
         let mut requirements = Vec::new();
         if let Some(labels) = sel.get("matchLabels").and_then(Value::as_object) {
             for (k, v) in labels {
-                requirements.push((
-                    k.clone(),
-                    Op::Equals(v.as_str().unwrap_or_default().to_string()),
-                ));
+                requirements.push((k.clone(), Op::Equals(v.as_str().unwrap_or_default().to_string())));
             }
         }
-        for expr in sel
-            .get("matchExpressions")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-        {
-            let key = expr
-                .get("key")
-                .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_string();
+        for expr in sel.get("matchExpressions").and_then(Value::as_array).into_iter().flatten() {
+            let key = expr.get("key").and_then(Value::as_str).unwrap_or_default().to_string();
             let values: Vec<String> = expr
                 .get("values")
                 .and_then(Value::as_array)
-                .map(|v| {
-                    v.iter()
-                        .filter_map(|s| s.as_str().map(String::from))
-                        .collect()
-                })
+                .map(|v| v.iter().filter_map(|s| s.as_str().map(String::from)).collect())
                 .unwrap_or_default();
             let op = match expr.get("operator").and_then(Value::as_str) {
                 Some("In") => Op::In(values),
@@ -89,12 +73,8 @@ impl LabelSelector {
                 Op::NotEquals(want) => value != Some(want.as_str()),
                 Op::In(set) => value.is_some_and(|v| set.iter().any(|s| s == v)),
                 Op::NotIn(set) => value.is_none_or(|v| !set.iter().any(|s| s == v)),
-                Op::Greater(n) => value
-                    .and_then(|v| v.parse::<i64>().ok())
-                    .is_some_and(|v| v > *n),
-                Op::Less(n) => value
-                    .and_then(|v| v.parse::<i64>().ok())
-                    .is_some_and(|v| v < *n),
+                Op::Greater(n) => value.and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v > *n),
+                Op::Less(n) => value.and_then(|v| v.parse::<i64>().ok()).is_some_and(|v| v < *n),
             }
         })
     }
@@ -162,10 +142,7 @@ fn parse_requirement(part: &str) -> Result<(String, Op), String> {
             let n: i64 = value.trim().parse().map_err(|_| bad())?;
             let key = key.trim();
             check_key(key).map_err(|_| bad())?;
-            return Ok((
-                key.to_string(),
-                if greater { Op::Greater(n) } else { Op::Less(n) },
-            ));
+            return Ok((key.to_string(), if greater { Op::Greater(n) } else { Op::Less(n) }));
         }
     }
     let words: Vec<&str> = part.splitn(2, char::is_whitespace).collect();
@@ -180,24 +157,10 @@ fn parse_requirement(part: &str) -> Result<(String, Op), String> {
             return Err(bad());
         };
         let set = set.trim();
-        let inner = set
-            .strip_prefix('(')
-            .and_then(|s| s.strip_suffix(')'))
-            .ok_or_else(bad)?;
-        let values: Vec<String> = inner
-            .split(',')
-            .map(|v| v.trim().to_string())
-            .filter(|v| !v.is_empty())
-            .collect();
+        let inner = set.strip_prefix('(').and_then(|s| s.strip_suffix(')')).ok_or_else(bad)?;
+        let values: Vec<String> = inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
         check_key(key).map_err(|_| bad())?;
-        return Ok((
-            key.to_string(),
-            if notin {
-                Op::NotIn(values)
-            } else {
-                Op::In(values)
-            },
-        ));
+        return Ok((key.to_string(), if notin { Op::NotIn(values) } else { Op::In(values) }));
     }
     check_key(part).map_err(|_| bad())?;
     Ok((part.to_string(), Op::Exists))
@@ -206,9 +169,7 @@ fn parse_requirement(part: &str) -> Result<(String, Op), String> {
 fn check_key(key: &str) -> Result<(), ()> {
     let ok = !key.is_empty()
         && key.len() <= 317
-        && key
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
+        && key.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '-' | '_' | '.' | '/'));
     if ok { Ok(()) } else { Err(()) }
 }
 
@@ -235,15 +196,10 @@ impl FieldSelector {
             } else if let Some((f, v)) = part.split_once('=') {
                 (f, true, v)
             } else {
-                return Err(format!(
-                    "invalid selector: '{text}'; can't understand '{part}'"
-                ));
+                return Err(format!("invalid selector: '{text}'; can't understand '{part}'"));
             };
             let field = field.trim();
-            if field != "metadata.name"
-                && field != "metadata.namespace"
-                && !kind_fields.contains(&field)
-            {
+            if field != "metadata.name" && field != "metadata.namespace" && !kind_fields.contains(&field) {
                 return Err(format!("field label not supported: {field}"));
             }
             requirements.push((field.to_string(), equal, value.trim().to_string()));
@@ -297,14 +253,9 @@ pub(crate) fn selectable_fields(group: &str, plural: &str) -> &'static [&'static
             "source",
             "type",
         ],
-        ("events.k8s.io", "events") => &[
-            "regarding.kind",
-            "regarding.name",
-            "regarding.namespace",
-            "regarding.uid",
-            "reason",
-            "type",
-        ],
+        ("events.k8s.io", "events") => {
+            &["regarding.kind", "regarding.name", "regarding.namespace", "regarding.uid", "reason", "type"]
+        }
         ("", "pods") => &[
             "spec.nodeName",
             "spec.restartPolicy",
@@ -355,15 +306,7 @@ mod tests {
     #[test]
     fn field_selectors_read_metadata() {
         let obj = serde_json::json!({"metadata": {"name": "a", "namespace": "n"}});
-        assert!(
-            FieldSelector::parse("metadata.name=a", &[])
-                .unwrap()
-                .matches(&obj)
-        );
-        assert!(
-            !FieldSelector::parse("metadata.namespace!=n", &[])
-                .unwrap()
-                .matches(&obj)
-        );
+        assert!(FieldSelector::parse("metadata.name=a", &[]).unwrap().matches(&obj));
+        assert!(!FieldSelector::parse("metadata.namespace!=n", &[]).unwrap().matches(&obj));
     }
 }

@@ -59,9 +59,7 @@ impl Shared {
 
     /// The store; a handler that panicked while holding it does not make it unusable.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Store> {
-        self.store
-            .lock()
-            .unwrap_or_else(std::sync::PoisonError::into_inner)
+        self.store.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }
 
@@ -93,11 +91,7 @@ pub(crate) fn present_one(t: &Target, obj: &Value, how: Presentation) -> Value {
 }
 
 fn present_list(t: &Target, list: Value, how: Presentation) -> Value {
-    let items = list
-        .get("items")
-        .and_then(Value::as_array)
-        .cloned()
-        .unwrap_or_default();
+    let items = list.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
     let meta = list.get("metadata").cloned().unwrap_or_default();
     match how {
         Presentation::Full => list,
@@ -113,12 +107,7 @@ fn present_list(t: &Target, list: Value, how: Presentation) -> Value {
 
 fn json_response(code: u16, body: &Value) -> Response {
     let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-    (
-        status,
-        [(header::CONTENT_TYPE, "application/json")],
-        serde_json::to_vec(body).unwrap_or_default(),
-    )
-        .into_response()
+    (status, [(header::CONTENT_TYPE, "application/json")], serde_json::to_vec(body).unwrap_or_default()).into_response()
 }
 
 fn error_response(err: &ApiError) -> Response {
@@ -128,10 +117,7 @@ fn error_response(err: &ApiError) -> Response {
 /// The axum handler for every path.
 pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
     let (parts, body) = req.into_parts();
-    let mutating = matches!(
-        parts.method,
-        Method::POST | Method::PUT | Method::PATCH | Method::DELETE
-    );
+    let mutating = matches!(parts.method, Method::POST | Method::PUT | Method::PATCH | Method::DELETE);
     if mutating {
         shared.writes.fetch_add(1, Ordering::SeqCst);
     }
@@ -140,17 +126,9 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
         Err(_) => return error_response(&ApiError::too_large(MAX_BODY)),
     };
     let query: Vec<(String, String)> =
-        form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
-            .into_owned()
-            .collect();
+        form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes()).into_owned().collect();
     let path = parts.uri.path().to_string();
-    let call = Call {
-        method: parts.method.clone(),
-        path,
-        query,
-        headers: parts.headers,
-        body,
-    };
+    let call = Call { method: parts.method.clone(), path, query, headers: parts.headers, body };
     let outcome = {
         let shared = shared.clone();
         std::panic::catch_unwind(AssertUnwindSafe(move || route(&shared, &call)))
@@ -167,9 +145,7 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
             }
             response
         }
-        Ok(Ok(Reply::Text(text))) => {
-            (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response()
-        }
+        Ok(Ok(Reply::Text(text))) => (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response(),
         Ok(Ok(Reply::Stream(body))) => Response::builder()
             .status(StatusCode::OK)
             .header(header::CONTENT_TYPE, "application/json")
@@ -177,9 +153,7 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
             .body(body)
             .unwrap_or_else(|_| error_response(&ApiError::internal("could not start the watch"))),
         Ok(Err(e)) => error_response(&e),
-        Err(_) => error_response(&ApiError::internal(
-            "the server hit an internal error while serving this request",
-        )),
+        Err(_) => error_response(&ApiError::internal("the server hit an internal error while serving this request")),
     };
     if mutating {
         if shared.lock().gc_pending() {
@@ -200,17 +174,11 @@ struct Call {
 
 impl Call {
     fn param(&self, name: &str) -> Option<&str> {
-        self.query
-            .iter()
-            .find(|(k, _)| k == name)
-            .map(|(_, v)| v.as_str())
+        self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
     }
 
     fn header(&self, name: header::HeaderName) -> &str {
-        self.headers
-            .get(name)
-            .and_then(|v| v.to_str().ok())
-            .unwrap_or("")
+        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
     }
 
     fn flag(&self, name: &str) -> bool {
@@ -232,9 +200,7 @@ fn route(shared: &Arc<Shared>, call: &Call) -> Result<Reply, ApiError> {
         if call.method != Method::GET {
             return Err(ApiError::method_not_allowed());
         }
-        reply
-            .map(|v| Reply::Json(200, v))
-            .ok_or_else(ApiError::no_route)
+        reply.map(|v| Reply::Json(200, v)).ok_or_else(ApiError::no_route)
     };
     match segs.as_slice() {
         [] => get_only(Some(
@@ -248,9 +214,7 @@ fn route(shared: &Arc<Shared>, call: &Call) -> Result<Reply, ApiError> {
         ["apis", group] => get_only(shared.lock().registry.group(group)),
         ["apis", group, version] => get_only(shared.lock().registry.resource_list(group, version)),
         ["openapi", "v3"] => get_only(Some(openapi::root(&shared.lock().registry))),
-        ["openapi", "v3", "api", version] => {
-            get_only(openapi::document(&shared.lock().registry, "", version))
-        }
+        ["openapi", "v3", "api", version] => get_only(openapi::document(&shared.lock().registry, "", version)),
         ["openapi", "v3", "apis", group, version] => {
             get_only(openapi::document(&shared.lock().registry, group, version))
         }
@@ -271,13 +235,7 @@ fn presentation(call: &Call) -> Presentation {
     }
 }
 
-fn resource(
-    shared: &Arc<Shared>,
-    call: &Call,
-    group: &str,
-    version: &str,
-    rest: &[&str],
-) -> Result<Reply, ApiError> {
+fn resource(shared: &Arc<Shared>, call: &Call, group: &str, version: &str, rest: &[&str]) -> Result<Reply, ApiError> {
     let (legacy_watch, rest) = match rest {
         ["watch", rest @ ..] => (true, rest),
         _ => (false, rest),
@@ -293,21 +251,10 @@ fn resource(
         [plural, name, sub] => (*plural, Some((*name).to_string()), Some((*sub).to_string())),
         _ => return Err(ApiError::no_route()),
     };
-    let rt = shared
-        .lock()
-        .registry
-        .find(group, version, plural)
-        .ok_or_else(ApiError::no_route)?;
+    let rt = shared.lock().registry.find(group, version, plural).ok_or_else(ApiError::no_route)?;
     let events_v1 = rt.group == "events.k8s.io" && rt.plural == "events";
     let (rt, version) = if events_v1 {
-        (
-            shared
-                .lock()
-                .registry
-                .find("", "v1", "events")
-                .ok_or_else(ApiError::no_route)?,
-            "v1",
-        )
+        (shared.lock().registry.find("", "v1", "events").ok_or_else(ApiError::no_route)?, "v1")
     } else {
         (rt, version)
     };
@@ -325,19 +272,10 @@ fn resource(
             return Err(ApiError::no_route());
         }
     }
-    let target = Target {
-        rt,
-        version: version.to_string(),
-        namespace,
-        name,
-        subresource,
-        events_v1,
-    };
+    let target = Target { rt, version: version.to_string(), namespace, name, subresource, events_v1 };
     let how = presentation(call);
     match dispatch(shared, call, target, how, legacy_watch)? {
-        Reply::Json(code, value) if events_v1 => {
-            Ok(Reply::Json(code, events::response_to_v1(value)))
-        }
+        Reply::Json(code, value) if events_v1 => Ok(Reply::Json(code, events::response_to_v1(value))),
         Reply::Warned(code, value, warnings) if events_v1 => {
             Ok(Reply::Warned(code, events::response_to_v1(value), warnings))
         }
@@ -366,39 +304,25 @@ fn dispatch(
         }
         (&Method::GET, Some(name)) => {
             let mut filter = filter(call, &target)?;
-            filter.fields = FieldSelector::parse(&format!("metadata.name={name}"), &[])
-                .map_err(ApiError::bad_request)?;
-            watch(
-                shared,
-                call,
-                Target {
-                    name: None,
-                    ..target
-                },
-                filter,
-                how,
-            )
+            filter.fields =
+                FieldSelector::parse(&format!("metadata.name={name}"), &[]).map_err(ApiError::bad_request)?;
+            watch(shared, call, Target { name: None, ..target }, filter, how)
         }
         (&Method::GET, None) => {
             let filter = filter(call, &target)?;
             if watching {
                 return watch(shared, call, target, filter, how);
             }
-            let exact = match (
-                call.param("resourceVersionMatch"),
-                call.param("resourceVersion"),
-            ) {
-                (Some("Exact"), Some(rv)) => Some(rv.parse::<u64>().map_err(|_| {
-                    ApiError::bad_request(format!("invalid resource version: {rv:?}"))
-                })?),
+            let exact = match (call.param("resourceVersionMatch"), call.param("resourceVersion")) {
+                (Some("Exact"), Some(rv)) => Some(
+                    rv.parse::<u64>()
+                        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?,
+                ),
                 _ => None,
             };
             let paging = Paging {
                 limit: call.param("limit").and_then(|l| l.parse().ok()),
-                continue_token: call
-                    .param("continue")
-                    .filter(|c| !c.is_empty())
-                    .map(String::from),
+                continue_token: call.param("continue").filter(|c| !c.is_empty()).map(String::from),
                 exact,
             };
             let list = verbs::list(&shared.lock(), &target, &filter, &paging)?;
@@ -420,25 +344,13 @@ fn dispatch(
             Ok(Reply::Warned(code, obj, opts.warnings.take()))
         }
         (&Method::PATCH, Some(_)) => {
-            let content_type = call
-                .header(header::CONTENT_TYPE)
-                .split(';')
-                .next()
-                .unwrap_or("")
-                .trim()
-                .to_string();
+            let content_type = call.header(header::CONTENT_TYPE).split(';').next().unwrap_or("").trim().to_string();
             let mut opts = write_options(call)?;
             opts.force = call.flag("force");
             if target.events_v1 {
                 return events_patch(shared, &target, call, &content_type, &opts);
             }
-            let (code, obj) = verbs::patch(
-                &mut shared.lock(),
-                &target,
-                &call.body,
-                &content_type,
-                &opts,
-            )?;
+            let (code, obj) = verbs::patch(&mut shared.lock(), &target, &call.body, &content_type, &opts)?;
             Ok(Reply::Warned(code, obj, opts.warnings.take()))
         }
         (&Method::DELETE, Some(_)) => {
@@ -452,8 +364,7 @@ fn dispatch(
         (&Method::DELETE, None) => {
             let filter = filter(call, &target)?;
             let opts = delete_options(call)?;
-            let (code, list) =
-                verbs::delete_collection(&mut shared.lock(), &target, &filter, &opts)?;
+            let (code, list) = verbs::delete_collection(&mut shared.lock(), &target, &filter, &opts)?;
             Ok(Reply::Json(code, list))
         }
         _ => Err(ApiError::method_not_allowed()),
@@ -461,19 +372,14 @@ fn dispatch(
 }
 
 fn filter(call: &Call, t: &Target) -> Result<Filter, ApiError> {
-    let labels = LabelSelector::parse(call.param("labelSelector").unwrap_or(""))
-        .map_err(ApiError::bad_request)?;
+    let labels = LabelSelector::parse(call.param("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
     let mut field_text = call.param("fieldSelector").unwrap_or("").to_string();
     if t.events_v1 {
         field_text = events::core_selector(&field_text);
     }
     let fields = FieldSelector::parse(&field_text, selectable_fields(&t.rt.group, &t.rt.plural))
         .map_err(ApiError::bad_request)?;
-    Ok(Filter {
-        namespace: t.namespace.clone(),
-        labels,
-        fields,
-    })
+    Ok(Filter { namespace: t.namespace.clone(), labels, fields })
 }
 
 fn watch(
@@ -483,10 +389,7 @@ fn watch(
     filter: Filter,
     how: Presentation,
 ) -> Result<Reply, ApiError> {
-    let timeout = call
-        .param("timeoutSeconds")
-        .and_then(|t| t.parse::<u64>().ok())
-        .unwrap_or(1800);
+    let timeout = call.param("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()).unwrap_or(1800);
     let req = WatchRequest {
         target,
         filter,
@@ -516,24 +419,17 @@ fn events_patch(
         return Ok(Reply::Json(code, obj));
     }
     if !verbs::PATCH_TYPES.contains(&content_type) {
-        return Err(ApiError::unsupported_media_type(
-            content_type,
-            &verbs::PATCH_TYPES,
-        ));
+        return Err(ApiError::unsupported_media_type(content_type, &verbs::PATCH_TYPES));
     }
-    let patch_doc: Value = serde_json::from_slice(&call.body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    let patch_doc: Value =
+        serde_json::from_slice(&call.body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
     let view = events::to_v1(&verbs::get(&store, target)?);
     let patched = match content_type {
-        "application/json-patch+json" => {
-            patch::json_patch(&view, &patch_doc).map_err(|e| match e {
-                patch::PatchFailure::Malformed(m) => ApiError::bad_request(m),
-                patch::PatchFailure::Unappliable(m) => ApiError::unprocessable(m),
-            })?
-        }
-        "application/merge-patch+json" => {
-            patch::merge_patch(&view, &patch_doc).map_err(ApiError::bad_request)?
-        }
+        "application/json-patch+json" => patch::json_patch(&view, &patch_doc).map_err(|e| match e {
+            patch::PatchFailure::Malformed(m) => ApiError::bad_request(m),
+            patch::PatchFailure::Unappliable(m) => ApiError::unprocessable(m),
+        })?,
+        "application/merge-patch+json" => patch::merge_patch(&view, &patch_doc).map_err(ApiError::bad_request)?,
         _ => patch::strategic_merge(&view, &patch_doc).map_err(ApiError::bad_request)?,
     };
     let (code, obj) = verbs::update(&mut store, target, events::to_core(&patched), opts)?;
@@ -544,75 +440,42 @@ fn events_patch(
 fn decode_body(call: &Call, target: &Target) -> Result<Value, ApiError> {
     let content_type = call.header(header::CONTENT_TYPE);
     let value: Value = if content_type.starts_with("application/vnd.kubernetes.protobuf") {
-        protobuf::decode(
-            &call.body,
-            &target.rt.api_version(&target.version),
-            &target.rt.kind,
-        )
-        .ok_or_else(|| {
-            ApiError::unsupported_media_type(
-                content_type,
-                &["application/json", "application/yaml"],
-            )
-        })?
+        protobuf::decode(&call.body, &target.rt.api_version(&target.version), &target.rt.kind)
+            .ok_or_else(|| ApiError::unsupported_media_type(content_type, &["application/json", "application/yaml"]))?
     } else if content_type.contains("yaml") {
-        serde_yaml_ng::from_slice(&call.body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
+        serde_yaml_ng::from_slice(&call.body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
     } else if content_type.is_empty() || content_type.contains("json") {
-        serde_json::from_slice(&call.body).map_err(|e| {
-            ApiError::bad_request(format!("the request body is not valid JSON: {e}"))
-        })?
+        serde_json::from_slice(&call.body)
+            .map_err(|e| ApiError::bad_request(format!("the request body is not valid JSON: {e}")))?
     } else {
-        return Err(ApiError::unsupported_media_type(
-            content_type,
-            &["application/json", "application/yaml"],
-        ));
+        return Err(ApiError::unsupported_media_type(content_type, &["application/json", "application/yaml"]));
     };
     if !value.is_object() {
-        return Err(ApiError::bad_request(
-            "the request body must be a JSON object",
-        ));
+        return Err(ApiError::bad_request("the request body must be a JSON object"));
     }
-    Ok(if target.events_v1 {
-        events::to_core(&value)
-    } else {
-        value
-    })
+    Ok(if target.events_v1 { events::to_core(&value) } else { value })
 }
 
 fn dry_run(values: &[&str]) -> Result<bool, ApiError> {
     for v in values {
         if *v != "All" {
-            return Err(ApiError::bad_request(format!(
-                "Invalid dryRun value: {v:?}: supported values: \"All\""
-            )));
+            return Err(ApiError::bad_request(format!("Invalid dryRun value: {v:?}: supported values: \"All\"")));
         }
     }
     Ok(!values.is_empty())
 }
 
 fn write_options(call: &Call) -> Result<WriteOptions, ApiError> {
-    let dry: Vec<&str> = call
-        .query
-        .iter()
-        .filter(|(k, _)| k == "dryRun")
-        .map(|(_, v)| v.as_str())
-        .collect();
+    let dry: Vec<&str> = call.query.iter().filter(|(k, _)| k == "dryRun").map(|(_, v)| v.as_str()).collect();
     let explicit = call.param("fieldManager").filter(|m| !m.is_empty());
     if explicit.is_some_and(|m| m.len() > 128) {
-        return Err(ApiError::bad_request(
-            "fieldManager: Too long: may not be more than 128 bytes",
-        ));
+        return Err(ApiError::bad_request("fieldManager: Too long: may not be more than 128 bytes"));
     }
     let agent = call.header(header::USER_AGENT);
     let from_agent = agent.split('/').next().unwrap_or("").trim();
     let manager = explicit.map_or_else(
         || {
-            if from_agent.is_empty() {
-                "unknown".to_string()
-            } else {
-                from_agent.chars().take(128).collect()
-            }
+            if from_agent.is_empty() { "unknown".to_string() } else { from_agent.chars().take(128).collect() }
         },
         String::from,
     );
@@ -640,39 +503,21 @@ fn delete_options(call: &Call) -> Result<DeleteOptions, ApiError> {
     let body: Value = if call.body.iter().all(u8::is_ascii_whitespace) {
         json!({})
     } else {
-        serde_json::from_slice(&call.body).map_err(|e| {
-            ApiError::bad_request(format!("the DeleteOptions body is not valid JSON: {e}"))
-        })?
+        serde_json::from_slice(&call.body)
+            .map_err(|e| ApiError::bad_request(format!("the DeleteOptions body is not valid JSON: {e}")))?
     };
     let s = |v: Option<&Value>| v.and_then(Value::as_str).map(String::from);
-    let mut propagation = s(body.get("propagationPolicy"))
-        .or_else(|| call.param("propagationPolicy").map(String::from));
+    let mut propagation =
+        s(body.get("propagationPolicy")).or_else(|| call.param("propagationPolicy").map(String::from));
     let orphan = body
         .get("orphanDependents")
         .and_then(Value::as_bool)
         .or_else(|| call.param("orphanDependents").map(|v| v == "true"));
     if propagation.is_none() {
-        propagation = orphan.map(|o| {
-            if o {
-                "Orphan".to_string()
-            } else {
-                "Background".to_string()
-            }
-        });
+        propagation = orphan.map(|o| if o { "Orphan".to_string() } else { "Background".to_string() });
     }
-    let mut dry: Vec<&str> = call
-        .query
-        .iter()
-        .filter(|(k, _)| k == "dryRun")
-        .map(|(_, v)| v.as_str())
-        .collect();
-    dry.extend(
-        body.get("dryRun")
-            .and_then(Value::as_array)
-            .into_iter()
-            .flatten()
-            .filter_map(Value::as_str),
-    );
+    let mut dry: Vec<&str> = call.query.iter().filter(|(k, _)| k == "dryRun").map(|(_, v)| v.as_str()).collect();
+    dry.extend(body.get("dryRun").and_then(Value::as_array).into_iter().flatten().filter_map(Value::as_str));
     Ok(DeleteOptions {
         propagation,
         precondition_uid: s(body.pointer("/preconditions/uid")),

@@ -16,25 +16,13 @@ pub(crate) struct Cause {
 }
 
 impl Cause {
-    pub(crate) fn new(
-        reason: &'static str,
-        field: impl Into<String>,
-        message: impl Into<String>,
-    ) -> Cause {
-        Cause {
-            reason,
-            message: message.into(),
-            field: field.into(),
-        }
+    pub(crate) fn new(reason: &'static str, field: impl Into<String>, message: impl Into<String>) -> Cause {
+        Cause { reason, message: message.into(), field: field.into() }
     }
 
     /// The text a real server prints for this cause: `field: message`.
     fn line(&self) -> String {
-        if self.field.is_empty() {
-            self.message.clone()
-        } else {
-            format!("{}: {}", self.field, self.message)
-        }
+        if self.field.is_empty() { self.message.clone() } else { format!("{}: {}", self.field, self.message) }
     }
 }
 
@@ -49,12 +37,7 @@ pub(crate) struct ApiError {
 
 impl ApiError {
     fn new(code: u16, reason: &'static str, message: impl Into<String>) -> ApiError {
-        ApiError {
-            code,
-            reason,
-            message: message.into(),
-            details: None,
-        }
+        ApiError { code, reason, message: message.into(), details: None }
     }
 
     fn with_details(mut self, details: Value) -> ApiError {
@@ -68,43 +51,23 @@ impl ApiError {
 
     /// 403, e.g. creating content in a namespace that is being terminated.
     pub(crate) fn forbidden(group: &str, resource: &str, name: &str, why: &str) -> ApiError {
-        ApiError::new(
-            403,
-            "Forbidden",
-            format!(
-                "{} \"{name}\" is forbidden: {why}",
-                qualified(group, resource)
-            ),
-        )
-        .with_details(name_details(group, resource, name))
+        ApiError::new(403, "Forbidden", format!("{} \"{name}\" is forbidden: {why}", qualified(group, resource)))
+            .with_details(name_details(group, resource, name))
     }
 
     /// The answer for a path no resource is served at.
     pub(crate) fn no_route() -> ApiError {
-        ApiError::new(
-            404,
-            "NotFound",
-            "the server could not find the requested resource",
-        )
-        .with_details(json!({}))
+        ApiError::new(404, "NotFound", "the server could not find the requested resource").with_details(json!({}))
     }
 
     pub(crate) fn not_found(group: &str, resource: &str, name: &str) -> ApiError {
-        ApiError::new(
-            404,
-            "NotFound",
-            format!("{} \"{name}\" not found", qualified(group, resource)),
-        )
-        .with_details(name_details(group, resource, name))
+        ApiError::new(404, "NotFound", format!("{} \"{name}\" not found", qualified(group, resource)))
+            .with_details(name_details(group, resource, name))
     }
 
     pub(crate) fn already_exists(group: &str, resource: &str, name: &str) -> ApiError {
-        ApiError::new(
-            409,
-            "AlreadyExists",
-            format!("{} \"{name}\" already exists", qualified(group, resource)),
-        )
-        .with_details(name_details(group, resource, name))
+        ApiError::new(409, "AlreadyExists", format!("{} \"{name}\" already exists", qualified(group, resource)))
+            .with_details(name_details(group, resource, name))
     }
 
     /// A stale `resourceVersion` on update.
@@ -121,41 +84,23 @@ impl ApiError {
         ApiError::new(
             409,
             "Conflict",
-            format!(
-                "Operation cannot be fulfilled on {} \"{name}\": {why}",
-                qualified(group, resource)
-            ),
+            format!("Operation cannot be fulfilled on {} \"{name}\": {why}", qualified(group, resource)),
         )
         .with_details(name_details(group, resource, name))
     }
 
     /// 422 with one cause per failed field check, worded like the real server.
     pub(crate) fn invalid(rt: &ResourceType, name: &str, causes: Vec<Cause>) -> ApiError {
-        let kind = if rt.group.is_empty() {
-            rt.kind.clone()
-        } else {
-            format!("{}.{}", rt.kind, rt.group)
-        };
+        let kind = if rt.group.is_empty() { rt.kind.clone() } else { format!("{}.{}", rt.kind, rt.group) };
         let lines: Vec<String> = causes.iter().map(Cause::line).collect();
-        let listed = if lines.len() == 1 {
-            lines[0].clone()
-        } else {
-            format!("[{}]", lines.join(", "))
-        };
+        let listed = if lines.len() == 1 { lines[0].clone() } else { format!("[{}]", lines.join(", ")) };
         let mut details = json!({ "name": name, "kind": rt.kind });
         if !rt.group.is_empty() {
             details["group"] = json!(rt.group);
         }
-        details["causes"] = causes
-            .iter()
-            .map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field }))
-            .collect();
-        ApiError::new(
-            422,
-            "Invalid",
-            format!("{kind} \"{name}\" is invalid: {listed}"),
-        )
-        .with_details(details)
+        details["causes"] =
+            causes.iter().map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field })).collect();
+        ApiError::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {listed}")).with_details(details)
     }
 
     /// 422 without field causes, used when a patch cannot be applied.
@@ -164,12 +109,8 @@ impl ApiError {
     }
 
     pub(crate) fn method_not_allowed() -> ApiError {
-        ApiError::new(
-            405,
-            "MethodNotAllowed",
-            "the server does not allow this method on the requested resource",
-        )
-        .with_details(json!({}))
+        ApiError::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
+            .with_details(json!({}))
     }
 
     pub(crate) fn method_not_allowed_because(message: &str) -> ApiError {
@@ -194,11 +135,7 @@ impl ApiError {
     }
 
     pub(crate) fn too_large(limit: usize) -> ApiError {
-        ApiError::new(
-            413,
-            "RequestEntityTooLarge",
-            format!("Request entity too large: limit is {limit}"),
-        )
+        ApiError::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {limit}"))
     }
 
     pub(crate) fn internal(message: impl Into<String>) -> ApiError {
@@ -237,11 +174,7 @@ pub(crate) fn success(group: &str, resource: &str, name: &str, uid: &str) -> Val
 
 /// `resource.group`, or `resource` for the core group.
 pub(crate) fn qualified(group: &str, resource: &str) -> String {
-    if group.is_empty() {
-        resource.to_string()
-    } else {
-        format!("{resource}.{group}")
-    }
+    if group.is_empty() { resource.to_string() } else { format!("{resource}.{group}") }
 }
 
 fn name_details(group: &str, resource: &str, name: &str) -> Value {

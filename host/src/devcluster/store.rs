@@ -57,9 +57,7 @@ struct GcIndex {
 }
 
 fn owner_uids(obj: &Value) -> impl Iterator<Item = &str> {
-    object::owner_refs(obj)
-        .iter()
-        .filter_map(|r| r.get("uid").and_then(Value::as_str))
+    object::owner_refs(obj).iter().filter_map(|r| r.get("uid").and_then(Value::as_str))
 }
 
 /// Whether `obj` is being deleted in the foreground, waiting for its dependents.
@@ -73,9 +71,7 @@ fn to_sweep(gr: &GroupResource, obj: &Value) -> bool {
     object::is_deleting(obj)
         && match (gr.0.as_str(), gr.1.as_str()) {
             ("", "namespaces") => true,
-            ("apiextensions.k8s.io", "customresourcedefinitions") => {
-                object::has_finalizer(obj, crd::CLEANUP)
-            }
+            ("apiextensions.k8s.io", "customresourcedefinitions") => object::has_finalizer(obj, crd::CLEANUP),
             _ => false,
         }
 }
@@ -101,10 +97,7 @@ impl GcIndex {
             let mut dangling = false;
             for owner in owner_uids(new) {
                 dangling |= !self.uids.contains_key(owner);
-                self.dependents
-                    .entry(owner.to_string())
-                    .or_default()
-                    .insert(loc.clone());
+                self.dependents.entry(owner.to_string()).or_default().insert(loc.clone());
             }
             // An owner in foreground deletion waits for (and deletes) its new dependents too.
             self.queue_waiting_owners(new);
@@ -207,10 +200,7 @@ impl Store {
     }
 
     pub(crate) fn get(&self, gr: &GroupResource, ns: &str, name: &str) -> Option<Arc<Value>> {
-        self.objects
-            .get(gr)?
-            .get(&(ns.to_string(), name.to_string()))
-            .cloned()
+        self.objects.get(gr)?.get(&(ns.to_string(), name.to_string())).cloned()
     }
 
     /// Objects of one resource, in key order, optionally restricted to one namespace.
@@ -230,28 +220,19 @@ impl Store {
 
     /// Objects of one resource as they were at `rv` (the snapshot a continued list pages
     /// through), rebuilt by undoing later changes; `None` when the history no longer reaches back.
-    pub(crate) fn list_at(
-        &self,
-        gr: &GroupResource,
-        ns: Option<&str>,
-        rv: u64,
-    ) -> Option<Vec<Arc<Value>>> {
+    pub(crate) fn list_at(&self, gr: &GroupResource, ns: Option<&str>, rv: u64) -> Option<Vec<Arc<Value>>> {
         if rv >= self.rv {
             return Some(self.list(gr, ns));
         }
         if rv < self.oldest_watchable {
             return None;
         }
-        let mut objects: BTreeMap<ObjectKey, Arc<Value>> =
-            self.objects.get(gr).cloned().unwrap_or_default();
+        let mut objects: BTreeMap<ObjectKey, Arc<Value>> = self.objects.get(gr).cloned().unwrap_or_default();
         for change in self.history.iter().rev().take_while(|c| c.rv > rv) {
             if change.resource != *gr {
                 continue;
             }
-            let key = (
-                object::namespace(&change.object).to_string(),
-                object::name(&change.object).to_string(),
-            );
+            let key = (object::namespace(&change.object).to_string(), object::name(&change.object).to_string());
             match (change.kind, &change.old) {
                 (EventType::Added, _) => {
                     objects.remove(&key);
@@ -262,13 +243,7 @@ impl Store {
                 (_, None) => {}
             }
         }
-        Some(
-            objects
-                .into_iter()
-                .filter(|((n, _), _)| ns.is_none_or(|ns| ns == n))
-                .map(|(_, o)| o)
-                .collect(),
-        )
+        Some(objects.into_iter().filter(|((n, _), _)| ns.is_none_or(|ns| ns == n)).map(|(_, o)| o).collect())
     }
 
     pub(crate) fn uid_exists(&self, uid: &str) -> bool {
@@ -277,11 +252,7 @@ impl Store {
 
     /// The objects whose `ownerReferences` name `uid`.
     pub(crate) fn dependents_of(&self, uid: &str) -> Vec<Location> {
-        self.gc
-            .dependents
-            .get(uid)
-            .map(|d| d.iter().cloned().collect())
-            .unwrap_or_default()
+        self.gc.dependents.get(uid).map(|d| d.iter().cloned().collect()).unwrap_or_default()
     }
 
     /// The objects garbage collection has to look at, emptying the queue.
@@ -306,49 +277,25 @@ impl Store {
 
     /// Every stored object with its resource (for garbage collection and persistence).
     pub(crate) fn iter_all(&self) -> impl Iterator<Item = (&GroupResource, &Arc<Value>)> {
-        self.objects
-            .iter()
-            .flat_map(|(gr, objs)| objs.values().map(move |o| (gr, o)))
+        self.objects.iter().flat_map(|(gr, objs)| objs.values().map(move |o| (gr, o)))
     }
 
     /// Stores `obj` (created or replaced) under a new resourceVersion and tells the watchers.
     pub(crate) fn put(&mut self, gr: &GroupResource, mut obj: Value) -> Arc<Value> {
         self.rv += 1;
         object::set_meta(&mut obj, "resourceVersion", json!(self.rv.to_string()));
-        let key = (
-            object::namespace(&obj).to_string(),
-            object::name(&obj).to_string(),
-        );
+        let key = (object::namespace(&obj).to_string(), object::name(&obj).to_string());
         let obj = Arc::new(obj);
         let loc = (gr.clone(), key.clone());
-        let old = self
-            .objects
-            .entry(gr.clone())
-            .or_default()
-            .insert(key, obj.clone());
+        let old = self.objects.entry(gr.clone()).or_default().insert(key, obj.clone());
         self.gc.write(&loc, old.as_deref(), &obj);
-        let kind = if old.is_some() {
-            EventType::Modified
-        } else {
-            EventType::Added
-        };
-        self.record(Change {
-            rv: self.rv,
-            kind,
-            resource: gr.clone(),
-            object: obj.clone(),
-            old,
-        });
+        let kind = if old.is_some() { EventType::Modified } else { EventType::Added };
+        self.record(Change { rv: self.rv, kind, resource: gr.clone(), object: obj.clone(), old });
         obj
     }
 
     /// Removes an object for good; watchers get DELETED with the deletion's resourceVersion.
-    pub(crate) fn remove(
-        &mut self,
-        gr: &GroupResource,
-        ns: &str,
-        name: &str,
-    ) -> Option<Arc<Value>> {
+    pub(crate) fn remove(&mut self, gr: &GroupResource, ns: &str, name: &str) -> Option<Arc<Value>> {
         let key = (ns.to_string(), name.to_string());
         let old = self.objects.get_mut(gr)?.remove(&key)?;
         self.gc.forget(&(gr.clone(), key), &old);
@@ -395,15 +342,9 @@ impl Store {
     /// Restores a snapshot: objects are inserted without events, the counter continues from `rv`.
     pub(crate) fn restore(&mut self, rv: u64, objects: Vec<(GroupResource, Value)>) {
         for (gr, obj) in objects {
-            let key = (
-                object::namespace(&obj).to_string(),
-                object::name(&obj).to_string(),
-            );
+            let key = (object::namespace(&obj).to_string(), object::name(&obj).to_string());
             self.gc.write(&(gr.clone(), key.clone()), None, &obj);
-            self.objects
-                .entry(gr)
-                .or_default()
-                .insert(key, Arc::new(obj));
+            self.objects.entry(gr).or_default().insert(key, Arc::new(obj));
         }
         self.rv = rv;
         self.oldest_watchable = rv;

@@ -42,17 +42,12 @@ pub(crate) fn decode(rt: &ResourceType, obj: &Value) -> Result<Option<Decoded>, 
         ("rbac.authorization.k8s.io", "roles") => round_trip::<rbac::v1::Role>(obj)?,
         ("rbac.authorization.k8s.io", "clusterroles") => round_trip::<rbac::v1::ClusterRole>(obj)?,
         ("rbac.authorization.k8s.io", "rolebindings") => round_trip::<rbac::v1::RoleBinding>(obj)?,
-        ("rbac.authorization.k8s.io", "clusterrolebindings") => {
-            round_trip::<rbac::v1::ClusterRoleBinding>(obj)?
-        }
+        ("rbac.authorization.k8s.io", "clusterrolebindings") => round_trip::<rbac::v1::ClusterRoleBinding>(obj)?,
         _ => return Ok(None),
     };
     let mut unknown = Vec::new();
     dropped(obj, &out, "", &mut unknown);
-    Ok(Some(Decoded {
-        object: out,
-        unknown,
-    }))
+    Ok(Some(Decoded { object: out, unknown }))
 }
 
 /// Keys of `before` (with non-null values) that `after` lacks, as dotted paths.
@@ -60,11 +55,7 @@ fn dropped(before: &Value, after: &Value, path: &str, out: &mut Vec<String>) {
     match (before, after) {
         (Value::Object(b), Value::Object(a)) => {
             for (key, value) in b {
-                let child = if path.is_empty() {
-                    key.clone()
-                } else {
-                    format!("{path}.{key}")
-                };
+                let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
                 match a.get(key) {
                     Some(next) => dropped(value, next, &child, out),
                     None if !value.is_null() => out.push(child),
@@ -88,37 +79,23 @@ pub(crate) fn validate(rt: &ResourceType, obj: &Value) -> Vec<Cause> {
         ("", "pods") => containers(obj.get("spec"), "spec", &mut causes),
         ("apps", "deployments" | "replicasets") => {
             match obj.pointer("/spec/selector") {
-                None | Some(Value::Null) => causes.push(Cause::new(
-                    "FieldValueRequired",
-                    "spec.selector",
-                    "Required value",
-                )),
+                None | Some(Value::Null) => {
+                    causes.push(Cause::new("FieldValueRequired", "spec.selector", "Required value"))
+                }
                 Some(sel) => {
-                    let labels = obj
-                        .pointer("/spec/template/metadata/labels")
-                        .cloned()
-                        .unwrap_or_default();
+                    let labels = obj.pointer("/spec/template/metadata/labels").cloned().unwrap_or_default();
                     let pairs: Vec<(&str, &str)> = labels
                         .as_object()
-                        .map(|m| {
-                            m.iter()
-                                .filter_map(|(k, v)| v.as_str().map(|v| (k.as_str(), v)))
-                                .collect()
-                        })
+                        .map(|m| m.iter().filter_map(|(k, v)| v.as_str().map(|v| (k.as_str(), v))).collect())
                         .unwrap_or_default();
-                    let empty = sel
-                        .get("matchLabels")
-                        .is_none_or(|m| m.as_object().is_none_or(serde_json::Map::is_empty))
-                        && sel
-                            .get("matchExpressions")
-                            .is_none_or(|m| m.as_array().is_none_or(Vec::is_empty));
+                    let empty =
+                        sel.get("matchLabels").is_none_or(|m| m.as_object().is_none_or(serde_json::Map::is_empty))
+                            && sel.get("matchExpressions").is_none_or(|m| m.as_array().is_none_or(Vec::is_empty));
                     if empty {
                         causes.push(Cause::new(
                             "FieldValueInvalid",
                             "spec.selector",
-                            format!(
-                                "Invalid value: {sel}: empty selector is invalid for deployment"
-                            ),
+                            format!("Invalid value: {sel}: empty selector is invalid for deployment"),
                         ));
                     } else if !LabelSelector::from_object(sel).is_ok_and(|s| s.matches(&pairs)) {
                         causes.push(Cause::new(
@@ -138,36 +115,16 @@ pub(crate) fn validate(rt: &ResourceType, obj: &Value) -> Vec<Cause> {
                     format!("Invalid value: {replicas}: must be greater than or equal to 0"),
                 ));
             }
-            containers(
-                obj.pointer("/spec/template/spec"),
-                "spec.template.spec",
-                &mut causes,
-            );
+            containers(obj.pointer("/spec/template/spec"), "spec.template.spec", &mut causes);
         }
         ("", "services") => {
-            let kind = obj
-                .pointer("/spec/type")
-                .and_then(Value::as_str)
-                .unwrap_or("ClusterIP");
-            let ports = obj
-                .pointer("/spec/ports")
-                .and_then(Value::as_array)
-                .map_or(0, Vec::len);
+            let kind = obj.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP");
+            let ports = obj.pointer("/spec/ports").and_then(Value::as_array).map_or(0, Vec::len);
             let headless = obj.pointer("/spec/clusterIP").and_then(Value::as_str) == Some("None");
             if kind != "ExternalName" && ports == 0 && !headless {
-                causes.push(Cause::new(
-                    "FieldValueRequired",
-                    "spec.ports",
-                    "Required value",
-                ));
+                causes.push(Cause::new("FieldValueRequired", "spec.ports", "Required value"));
             }
-            for (i, port) in obj
-                .pointer("/spec/ports")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .enumerate()
-            {
+            for (i, port) in obj.pointer("/spec/ports").and_then(Value::as_array).into_iter().flatten().enumerate() {
                 let number = port.get("port").and_then(Value::as_i64).unwrap_or(0);
                 if !(1..=65535).contains(&number) {
                     causes.push(Cause::new(
@@ -184,27 +141,16 @@ pub(crate) fn validate(rt: &ResourceType, obj: &Value) -> Vec<Cause> {
 }
 
 fn containers(spec: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
-    let list = spec
-        .and_then(|s| s.get("containers"))
-        .and_then(Value::as_array);
+    let list = spec.and_then(|s| s.get("containers")).and_then(Value::as_array);
     match list {
-        None => causes.push(Cause::new(
-            "FieldValueRequired",
-            format!("{path}.containers"),
-            "Required value",
-        )),
-        Some(list) if list.is_empty() => causes.push(Cause::new(
-            "FieldValueRequired",
-            format!("{path}.containers"),
-            "Required value",
-        )),
+        None => causes.push(Cause::new("FieldValueRequired", format!("{path}.containers"), "Required value")),
+        Some(list) if list.is_empty() => {
+            causes.push(Cause::new("FieldValueRequired", format!("{path}.containers"), "Required value"))
+        }
         Some(list) => {
             for (i, c) in list.iter().enumerate() {
                 for field in ["name", "image"] {
-                    if c.get(field)
-                        .and_then(Value::as_str)
-                        .is_none_or(str::is_empty)
-                    {
+                    if c.get(field).and_then(Value::as_str).is_none_or(str::is_empty) {
                         causes.push(Cause::new(
                             "FieldValueRequired",
                             format!("{path}.containers[{i}].{field}"),

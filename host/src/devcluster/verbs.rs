@@ -45,9 +45,7 @@ impl Target {
     }
 
     fn schema(&self) -> Option<&Value> {
-        self.rt
-            .version(&self.version)
-            .and_then(|v| v.schema.as_ref())
+        self.rt.version(&self.version).and_then(|v| v.schema.as_ref())
     }
 
     fn status_separate(&self) -> bool {
@@ -58,9 +56,7 @@ impl Target {
         if self.subresource.as_deref() == Some("status") {
             Scope::Status
         } else {
-            Scope::Main {
-                status_separate: self.status_separate(),
-            }
+            Scope::Main { status_separate: self.status_separate() }
         }
     }
 }
@@ -102,9 +98,7 @@ pub(crate) struct Filter {
 
 impl Filter {
     pub(crate) fn matches(&self, obj: &Value) -> bool {
-        self.namespace
-            .as_deref()
-            .is_none_or(|ns| object::namespace(obj) == ns)
+        self.namespace.as_deref().is_none_or(|ns| object::namespace(obj) == ns)
             && self.labels.matches(&object::labels(obj))
             && self.fields.matches(obj)
     }
@@ -139,19 +133,13 @@ pub(crate) fn present(rt: &ResourceType, version: &str, obj: &Value) -> Value {
 }
 
 pub(crate) fn get(store: &Store, t: &Target) -> Result<Value, ApiError> {
-    let obj = store
-        .get(&t.gr(), t.ns(), t.name())
-        .ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()))?;
+    let obj =
+        store.get(&t.gr(), t.ns(), t.name()).ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()))?;
     Ok(present(&t.rt, &t.version, &obj))
 }
 
 /// A list of the matching objects (`ConfigMapList`...), with `continue` when `limit` cut it.
-pub(crate) fn list(
-    store: &Store,
-    t: &Target,
-    filter: &Filter,
-    paging: &Paging,
-) -> Result<Value, ApiError> {
+pub(crate) fn list(store: &Store, t: &Target, filter: &Filter, paging: &Paging) -> Result<Value, ApiError> {
     let (rv, start) = match &paging.continue_token {
         Some(token) => {
             let (rv, ns, name) = decode_continue(token)?;
@@ -170,10 +158,7 @@ pub(crate) fn list(
     let mut next = None;
     let mut remaining = 0usize;
     for obj in objects {
-        let key = (
-            object::namespace(&obj).to_string(),
-            object::name(&obj).to_string(),
-        );
+        let key = (object::namespace(&obj).to_string(), object::name(&obj).to_string());
         if start.as_ref().is_some_and(|s| key <= *s) {
             continue;
         }
@@ -182,12 +167,9 @@ pub(crate) fn list(
         }
         if paging.limit.is_some_and(|l| l > 0 && items.len() >= l) {
             if next.is_none() {
-                next = items.last().map(|last: &Value| {
-                    (
-                        object::namespace(last).to_string(),
-                        object::name(last).to_string(),
-                    )
-                });
+                next = items
+                    .last()
+                    .map(|last: &Value| (object::namespace(last).to_string(), object::name(last).to_string()));
             }
             remaining += 1;
             continue;
@@ -215,21 +197,10 @@ fn encode_continue(rv: u64, ns: &str, name: &str) -> String {
 /// The snapshot version and the last key (namespace, name) of a continue token.
 fn decode_continue(token: &str) -> Result<(u64, String, String), ApiError> {
     let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
-    let bytes = base64::engine::general_purpose::URL_SAFE
-        .decode(token)
-        .map_err(|e| bad(&e.to_string()))?;
+    let bytes = base64::engine::general_purpose::URL_SAFE.decode(token).map_err(|e| bad(&e.to_string()))?;
     let value: Value = serde_json::from_slice(&bytes).map_err(|e| bad(&e.to_string()))?;
-    let field = |f: &str| {
-        value
-            .get(f)
-            .and_then(Value::as_str)
-            .map(String::from)
-            .ok_or_else(|| bad("incomplete token"))
-    };
-    let rv = value
-        .get("rv")
-        .and_then(Value::as_u64)
-        .ok_or_else(|| bad("no resource version"))?;
+    let field = |f: &str| value.get(f).and_then(Value::as_str).map(String::from).ok_or_else(|| bad("incomplete token"));
+    let rv = value.get("rv").and_then(Value::as_u64).ok_or_else(|| bad("no resource version"))?;
     Ok((rv, field("namespace")?, field("start")?))
 }
 
@@ -250,14 +221,7 @@ pub(crate) fn create(
     if t.subresource.is_some() {
         return Err(ApiError::method_not_allowed());
     }
-    write(
-        store,
-        t,
-        None,
-        body,
-        opts,
-        &Ownership::Update(&opts.manager),
-    )
+    write(store, t, None, body, opts, &Ownership::Update(&opts.manager))
 }
 
 pub(crate) fn update(
@@ -270,20 +234,11 @@ pub(crate) fn update(
         return update_scale(store, t, &body, opts);
     }
     let old = existing(store, t)?;
-    write(
-        store,
-        t,
-        Some(&old),
-        body,
-        opts,
-        &Ownership::Update(&opts.manager),
-    )
+    write(store, t, Some(&old), body, opts, &Ownership::Update(&opts.manager))
 }
 
 fn existing(store: &Store, t: &Target) -> Result<Arc<Value>, ApiError> {
-    store
-        .get(&t.gr(), t.ns(), t.name())
-        .ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()))
+    store.get(&t.gr(), t.ns(), t.name()).ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()))
 }
 
 /// The patch types the server understands, by `Content-Type`.
@@ -311,21 +266,17 @@ pub(crate) fn patch(
         return Err(ApiError::unsupported_media_type(content_type, &accepted));
     }
     if opts.force && !is_apply {
-        return Err(ApiError::bad_request(
-            "force is only supported for apply patches",
-        ));
+        return Err(ApiError::bad_request("force is only supported for apply patches"));
     }
     if is_apply {
         return apply_patch(store, t, body, opts);
     }
-    let patch_doc: Value = serde_json::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    let patch_doc: Value =
+        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
     if t.subresource.as_deref() == Some("scale") {
         let scale = scale_of(store, t)?;
         let patched = match content_type {
-            "application/json-patch+json" => {
-                patch::json_patch(&scale, &patch_doc).map_err(patch_error)?
-            }
+            "application/json-patch+json" => patch::json_patch(&scale, &patch_doc).map_err(patch_error)?,
             _ => patch::merge_patch(&scale, &patch_doc).map_err(ApiError::bad_request)?,
         };
         return update_scale(store, t, &patched, opts);
@@ -333,22 +284,11 @@ pub(crate) fn patch(
     let old = existing(store, t)?;
     let base = present(&t.rt, &t.version, &old);
     let patched = match content_type {
-        "application/json-patch+json" => {
-            patch::json_patch(&base, &patch_doc).map_err(patch_error)?
-        }
-        "application/merge-patch+json" => {
-            patch::merge_patch(&base, &patch_doc).map_err(ApiError::bad_request)?
-        }
+        "application/json-patch+json" => patch::json_patch(&base, &patch_doc).map_err(patch_error)?,
+        "application/merge-patch+json" => patch::merge_patch(&base, &patch_doc).map_err(ApiError::bad_request)?,
         _ => patch::strategic_merge(&base, &patch_doc).map_err(ApiError::bad_request)?,
     };
-    write(
-        store,
-        t,
-        Some(&old),
-        patched,
-        opts,
-        &Ownership::Update(&opts.manager),
-    )
+    write(store, t, Some(&old), patched, opts, &Ownership::Update(&opts.manager))
 }
 
 fn patch_error(failure: PatchFailure) -> ApiError {
@@ -358,37 +298,22 @@ fn patch_error(failure: PatchFailure) -> ApiError {
     }
 }
 
-fn apply_patch(
-    store: &mut Store,
-    t: &Target,
-    body: &[u8],
-    opts: &WriteOptions,
-) -> Result<(u16, Value), ApiError> {
+fn apply_patch(store: &mut Store, t: &Target, body: &[u8], opts: &WriteOptions) -> Result<(u16, Value), ApiError> {
     if !opts.explicit_manager {
         return Err(ApiError::bad_request(
             "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
         ));
     }
-    let config: Value = serde_yaml_ng::from_slice(body)
-        .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    let config: Value =
+        serde_yaml_ng::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
     if !config.is_object() {
-        return Err(ApiError::bad_request(
-            "apply configuration must be an object",
-        ));
+        return Err(ApiError::bad_request("apply configuration must be an object"));
     }
     let api_version = t.rt.api_version(&t.version);
-    let given_version = config
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
-    let given_kind = config
-        .get("kind")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let given_version = config.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let given_kind = config.get("kind").and_then(Value::as_str).unwrap_or_default();
     if given_version.is_empty() || given_kind.is_empty() {
-        return Err(ApiError::bad_request(
-            "invalid object type: apiVersion and kind must be set",
-        ));
+        return Err(ApiError::bad_request("invalid object type: apiVersion and kind must be set"));
     }
     if given_version != api_version || given_kind != t.rt.kind {
         return Err(ApiError::bad_request(format!(
@@ -408,12 +333,7 @@ fn apply_patch(
         return Err(ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()));
     }
     let live = old.as_deref().map(|o| present(&t.rt, &t.version, o));
-    let req = Request {
-        manager: &opts.manager,
-        api_version: &api_version,
-        scope: t.scope(),
-        schema: t.schema(),
-    };
+    let req = Request { manager: &opts.manager, api_version: &api_version, scope: t.scope(), schema: t.schema() };
     let mut config = config;
     if let Some(schema) = t.schema() {
         let unknown = schema::prune(&mut config, schema);
@@ -422,15 +342,10 @@ fn apply_patch(
     let merged = match apply::apply(live.as_ref(), &config, &req, opts.force) {
         Ok(Ok(merged)) => merged,
         Ok(Err(conflicts)) => {
-            return Err(ApiError::apply_conflict(
-                conflicts.message,
-                conflicts.causes,
-            ));
+            return Err(ApiError::apply_conflict(conflicts.message, conflicts.causes));
         }
         Err(e) => {
-            return Err(ApiError::unprocessable(format!(
-                "failed to create typed patch object: {e}"
-            )));
+            return Err(ApiError::unprocessable(format!("failed to create typed patch object: {e}")));
         }
     };
     let mut merged = merged;
@@ -452,17 +367,12 @@ fn write(
     let rt = &t.rt;
     let api_version = rt.api_version(&t.version);
     if !new.is_object() {
-        return Err(ApiError::bad_request(
-            "the request body must be a JSON object",
-        ));
+        return Err(ApiError::bad_request("the request body must be a JSON object"));
     }
     check_type(rt, &t.version, &new)?;
     new["apiVersion"] = json!(api_version);
     new["kind"] = json!(rt.kind);
-    if new
-        .get("metadata")
-        .is_some_and(|m| !m.is_object() && !m.is_null())
-    {
+    if new.get("metadata").is_some_and(|m| !m.is_object() && !m.is_null()) {
         return Err(ApiError::bad_request("metadata must be an object"));
     }
 
@@ -505,10 +415,7 @@ fn write(
                         &rt.group,
                         &rt.plural,
                         &name,
-                        &format!(
-                            "unable to create new content in namespace {} because it is being terminated",
-                            t.ns()
-                        ),
+                        &format!("unable to create new content in namespace {} because it is being terminated", t.ns()),
                     ));
                 }
                 _ => {}
@@ -526,14 +433,9 @@ fn write(
             if store.get(&t.gr(), t.ns(), &name).is_some() {
                 return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
             }
-            for field in [
-                "uid",
-                "resourceVersion",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-                "selfLink",
-                "generation",
-            ] {
+            for field in
+                ["uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "generation"]
+            {
                 object::remove_meta(&mut new, field);
             }
             object::set_meta(&mut new, "uid", json!(uuid::Uuid::new_v4().to_string()));
@@ -593,10 +495,7 @@ fn write(
             }
             if status_endpoint {
                 let status = new.get("status").cloned();
-                let managed = new
-                    .get("metadata")
-                    .and_then(|m| m.get("managedFields"))
-                    .cloned();
+                let managed = new.get("metadata").and_then(|m| m.get("managedFields")).cloned();
                 new = present(rt, &t.version, old);
                 match status {
                     Some(s) => new["status"] = s,
@@ -619,13 +518,7 @@ fn write(
                     }
                 }
             }
-            for field in [
-                "uid",
-                "creationTimestamp",
-                "deletionTimestamp",
-                "deletionGracePeriodSeconds",
-                "generation",
-            ] {
+            for field in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
                 match old.get("metadata").and_then(|m| m.get(field)) {
                     Some(v) => object::set_meta(&mut new, field, v.clone()),
                     None => object::remove_meta(&mut new, field),
@@ -633,10 +526,7 @@ fn write(
             }
             if object::is_deleting(old) {
                 let before = object::finalizers(old);
-                let added: Vec<String> = object::finalizers(&new)
-                    .into_iter()
-                    .filter(|f| !before.contains(f))
-                    .collect();
+                let added: Vec<String> = object::finalizers(&new).into_iter().filter(|f| !before.contains(f)).collect();
                 if !added.is_empty() {
                     return Err(ApiError::invalid(
                         rt,
@@ -707,20 +597,14 @@ fn write(
             return Err(ApiError::invalid(rt, &name, causes));
         }
         let spec_rt = crd::resource_type(&new);
-        if store
-            .registry
-            .plural_taken(&name, &spec_rt.group, &spec_rt.plural)
-        {
+        if store.registry.plural_taken(&name, &spec_rt.group, &spec_rt.plural) {
             return Err(ApiError::invalid(
                 rt,
                 &name,
                 vec![Cause::new(
                     "FieldValueInvalid",
                     "spec.names.plural",
-                    format!(
-                        "Invalid value: {:?}: the resource is already served",
-                        spec_rt.plural
-                    ),
+                    format!("Invalid value: {:?}: the resource is already served", spec_rt.plural),
                 )],
             ));
         }
@@ -736,12 +620,7 @@ fn write(
 
     if let Ownership::Update(manager) = ownership {
         let old_view = old.map(|o| present(rt, &t.version, o));
-        let req = Request {
-            manager,
-            api_version: &api_version,
-            scope: t.scope(),
-            schema: t.schema(),
-        };
+        let req = Request { manager, api_version: &api_version, scope: t.scope(), schema: t.schema() };
         apply::record_update(old_view.as_ref(), &mut new, &req);
     }
 
@@ -755,20 +634,14 @@ fn write(
             if opts.dry_run {
                 return Ok((200, new));
             }
-            let gone = store
-                .remove(&t.gr(), t.ns(), &name)
-                .unwrap_or_else(|| Arc::new(new.clone()));
+            let gone = store.remove(&t.gr(), t.ns(), &name).unwrap_or_else(|| Arc::new(new.clone()));
             after_removal(store, rt, &gone);
             return Ok((200, present(rt, &t.version, &gone)));
         }
     }
     if opts.dry_run {
         if let Some(old) = old {
-            object::set_meta(
-                &mut new,
-                "resourceVersion",
-                json!(object::meta_str(old, "resourceVersion")),
-            );
+            object::set_meta(&mut new, "resourceVersion", json!(object::meta_str(old, "resourceVersion")));
         }
         return Ok((if old.is_some() { 200 } else { 201 }, new));
     }
@@ -779,10 +652,7 @@ fn write(
         store.registry.register_crd(&name, crd::resource_type(&new));
     }
     let stored = store.put(&t.gr(), new);
-    Ok((
-        if old.is_some() { 200 } else { 201 },
-        present(rt, &t.version, &stored),
-    ))
+    Ok((if old.is_some() { 200 } else { 201 }, present(rt, &t.version, &stored)))
 }
 
 /// Field validation of unknown fields: a 400 (Strict) or warnings (Warn), worded like the real server.
@@ -793,17 +663,12 @@ fn check_unknown(t: &Target, opts: &WriteOptions, unknown: &[String]) -> Result<
     match opts.validation {
         FieldValidation::Ignore => return Ok(()),
         FieldValidation::Warn => {
-            opts.warnings
-                .borrow_mut()
-                .extend(unknown.iter().map(|u| format!("unknown field {u:?}")));
+            opts.warnings.borrow_mut().extend(unknown.iter().map(|u| format!("unknown field {u:?}")));
             return Ok(());
         }
         FieldValidation::Strict => {}
     }
-    let listed: Vec<String> = unknown
-        .iter()
-        .map(|u| format!("unknown field {u:?}"))
-        .collect();
+    let listed: Vec<String> = unknown.iter().map(|u| format!("unknown field {u:?}")).collect();
     Err(ApiError::bad_request(format!(
         "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
         listed.join(", "),
@@ -814,17 +679,11 @@ fn check_unknown(t: &Target, opts: &WriteOptions, unknown: &[String]) -> Result<
 
 /// Refuses a body whose `apiVersion`/`kind` name another type.
 fn check_type(rt: &ResourceType, version: &str, obj: &Value) -> Result<(), ApiError> {
-    let given_version = obj
-        .get("apiVersion")
-        .and_then(Value::as_str)
-        .unwrap_or_default();
+    let given_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
     let given_kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
     let version_ok = given_version.is_empty()
         || given_version == rt.api_version(version)
-        || rt
-            .versions
-            .iter()
-            .any(|v| rt.api_version(&v.name) == given_version);
+        || rt.versions.iter().any(|v| rt.api_version(&v.name) == given_version);
     if !version_ok || (!given_kind.is_empty() && given_kind != rt.kind) {
         return Err(ApiError::bad_request(format!(
             "the object provided is unrecognized (must be of type {}): {given_kind} in version {given_version:?}",
@@ -850,11 +709,7 @@ fn spec_changed(old: &Value, new: &Value, status_separate: bool) -> bool {
 }
 
 /// DELETE of one object: preconditions, finalizers, propagation policy.
-pub(crate) fn delete(
-    store: &mut Store,
-    t: &Target,
-    opts: &DeleteOptions,
-) -> Result<(u16, Value), ApiError> {
+pub(crate) fn delete(store: &mut Store, t: &Target, opts: &DeleteOptions) -> Result<(u16, Value), ApiError> {
     let rt = &t.rt;
     let name = t.name();
     let obj = existing(store, t)?;
@@ -865,10 +720,7 @@ pub(crate) fn delete(
             &rt.group,
             &rt.plural,
             name,
-            &format!(
-                "Precondition failed: UID in precondition: {uid}, UID in object meta: {}",
-                object::uid(&obj)
-            ),
+            &format!("Precondition failed: UID in precondition: {uid}, UID in object meta: {}", object::uid(&obj)),
         ));
     }
     if let Some(rv) = &opts.precondition_rv
@@ -892,9 +744,7 @@ pub(crate) fn delete(
             vec![Cause::new(
                 "FieldValueNotSupported",
                 "propagationPolicy",
-                format!(
-                    "Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""
-                ),
+                format!("Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""),
             )],
         ));
     }
@@ -930,27 +780,18 @@ pub(crate) fn delete(
             object::set_meta(&mut pending, "deletionTimestamp", json!(object::now()));
             object::set_meta(&mut pending, "deletionGracePeriodSeconds", json!(0));
             if rt.generation {
-                object::set_meta(
-                    &mut pending,
-                    "generation",
-                    json!(object::generation(&obj) + 1),
-                );
+                object::set_meta(&mut pending, "generation", json!(object::generation(&obj) + 1));
             }
         }
         let stored = store.put(&t.gr(), pending);
         return Ok((200, present(rt, &t.version, &stored)));
     }
-    let gone = store
-        .remove(&t.gr(), t.ns(), name)
-        .ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
+    let gone = store.remove(&t.gr(), t.ns(), name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
     after_removal(store, rt, &gone);
     if rt.return_deleted {
         Ok((200, present(rt, &t.version, &gone)))
     } else {
-        Ok((
-            200,
-            status::success(&rt.group, &rt.plural, name, object::uid(&gone)),
-        ))
+        Ok((200, status::success(&rt.group, &rt.plural, name, object::uid(&gone))))
     }
 }
 
@@ -975,10 +816,7 @@ pub(crate) fn served_by_crd(store: &Store, rt: &ResourceType) -> Option<Arc<Valu
     if rt.builtin {
         return None;
     }
-    let crds = (
-        "apiextensions.k8s.io".to_string(),
-        "customresourcedefinitions".to_string(),
-    );
+    let crds = ("apiextensions.k8s.io".to_string(), "customresourcedefinitions".to_string());
     store.get(&crds, "", &format!("{}.{}", rt.plural, rt.group))
 }
 
@@ -1024,11 +862,7 @@ pub(crate) fn delete_collection(
                 .filter(|n| !n.is_empty()),
             ..t.clone()
         };
-        let opts = DeleteOptions {
-            precondition_uid: None,
-            precondition_rv: None,
-            ..opts.clone()
-        };
+        let opts = DeleteOptions { precondition_uid: None, precondition_rv: None, ..opts.clone() };
         if let Ok((_, gone)) = delete(store, &one, &opts) {
             if gone.get("kind").and_then(Value::as_str) == Some("Status") {
                 items.push(present(&t.rt, &t.version, &obj));
@@ -1059,39 +893,20 @@ fn read_path<'a>(obj: &'a Value, dotted: &str) -> Option<&'a Value> {
 /// The `autoscaling/v1` `Scale` view of an object with a scale subresource.
 fn scale_of(store: &Store, t: &Target) -> Result<Value, ApiError> {
     let obj = existing(store, t)?;
-    let paths =
-        t.rt.version(&t.version)
-            .and_then(|v| v.scale.clone())
-            .ok_or_else(ApiError::no_route)?;
-    let replicas = read_path(&obj, &paths.spec_replicas)
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
-    let status_replicas = read_path(&obj, &paths.status_replicas)
-        .and_then(Value::as_i64)
-        .unwrap_or(0);
-    let selector = paths
-        .label_selector
-        .as_deref()
-        .and_then(|p| read_path(&obj, p))
-        .map(|s| match s {
-            Value::String(s) => s.clone(),
-            other => LabelSelector::from_object(other)
-                .map(|l| l.to_text())
-                .unwrap_or_default(),
-        });
+    let paths = t.rt.version(&t.version).and_then(|v| v.scale.clone()).ok_or_else(ApiError::no_route)?;
+    let replicas = read_path(&obj, &paths.spec_replicas).and_then(Value::as_i64).unwrap_or(0);
+    let status_replicas = read_path(&obj, &paths.status_replicas).and_then(Value::as_i64).unwrap_or(0);
+    let selector = paths.label_selector.as_deref().and_then(|p| read_path(&obj, p)).map(|s| match s {
+        Value::String(s) => s.clone(),
+        other => LabelSelector::from_object(other).map(|l| l.to_text()).unwrap_or_default(),
+    });
     let mut status = json!({ "replicas": status_replicas });
     if let Some(selector) = selector {
         status["selector"] = json!(selector);
     }
     let meta = obj.get("metadata").cloned().unwrap_or_default();
     let mut scale_meta = json!({});
-    for field in [
-        "name",
-        "namespace",
-        "uid",
-        "resourceVersion",
-        "creationTimestamp",
-    ] {
+    for field in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
         if let Some(v) = meta.get(field) {
             scale_meta[field] = v.clone();
         }
@@ -1109,17 +924,9 @@ pub(crate) fn get_scale(store: &Store, t: &Target) -> Result<Value, ApiError> {
     scale_of(store, t)
 }
 
-fn update_scale(
-    store: &mut Store,
-    t: &Target,
-    scale: &Value,
-    opts: &WriteOptions,
-) -> Result<(u16, Value), ApiError> {
+fn update_scale(store: &mut Store, t: &Target, scale: &Value, opts: &WriteOptions) -> Result<(u16, Value), ApiError> {
     let old = existing(store, t)?;
-    let paths =
-        t.rt.version(&t.version)
-            .and_then(|v| v.scale.clone())
-            .ok_or_else(ApiError::no_route)?;
+    let paths = t.rt.version(&t.version).and_then(|v| v.scale.clone()).ok_or_else(ApiError::no_route)?;
     let replicas = scale
         .pointer("/spec/replicas")
         .and_then(Value::as_i64)
@@ -1130,11 +937,7 @@ fn update_scale(
     }
     let mut new = present(&t.rt, &t.version, &old);
     let mut cur = &mut new;
-    let parts: Vec<&str> = paths
-        .spec_replicas
-        .trim_start_matches('.')
-        .split('.')
-        .collect();
+    let parts: Vec<&str> = paths.spec_replicas.trim_start_matches('.').split('.').collect();
     for part in &parts[..parts.len() - 1] {
         if !cur.get(*part).is_some_and(Value::is_object) {
             cur[*part] = json!({});
@@ -1142,17 +945,7 @@ fn update_scale(
         cur = &mut cur[*part];
     }
     cur[parts[parts.len() - 1]] = json!(replicas);
-    let main = Target {
-        subresource: None,
-        ..t.clone()
-    };
-    write(
-        store,
-        &main,
-        Some(&old),
-        new,
-        opts,
-        &Ownership::Update(&opts.manager),
-    )?;
+    let main = Target { subresource: None, ..t.clone() };
+    write(store, &main, Some(&old), new, opts, &Ownership::Update(&opts.manager))?;
     Ok((200, scale_of(store, t)?))
 }

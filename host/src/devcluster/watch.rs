@@ -27,35 +27,18 @@ pub(crate) struct WatchRequest {
 }
 
 fn line(kind: &str, object: &Value) -> Bytes {
-    let mut bytes =
-        serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
+    let mut bytes = serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
     bytes.push(b'\n');
     Bytes::from(bytes)
 }
 
 /// Starts a watch and returns the streaming body; errors that precede the stream are returned.
 pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, ApiError> {
-    let WatchRequest {
-        target,
-        filter,
-        resource_version,
-        send_initial_events,
-        bookmarks,
-        timeout,
-        presentation,
-    } = req;
+    let WatchRequest { target, filter, resource_version, send_initial_events, bookmarks, timeout, presentation } = req;
     let gr = target.gr();
     let render = move |t: &Target, obj: &Value| {
         let shown = present(&t.rt, &t.version, obj);
-        present_one(
-            t,
-            &if t.events_v1 {
-                events::to_v1(&shown)
-            } else {
-                shown
-            },
-            presentation,
-        )
+        present_one(t, &if t.events_v1 { events::to_v1(&shown) } else { shown }, presentation)
     };
     let mut first: Vec<Bytes> = Vec::new();
     let mut initial_end = false;
@@ -73,9 +56,8 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
             }
             (store.subscribe(), store.current_rv())
         } else {
-            let from: u64 = rv
-                .parse()
-                .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?;
+            let from: u64 =
+                rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?;
             match store.changes_since(from) {
                 Some((past, rx)) => {
                     for change in &past {
@@ -86,10 +68,8 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
                     (rx, store.current_rv().max(from))
                 }
                 None => {
-                    let gone = ApiError::expired(format!(
-                        "too old resource version: {from} ({})",
-                        store.oldest_watchable()
-                    ));
+                    let gone =
+                        ApiError::expired(format!("too old resource version: {from} ({})", store.oldest_watchable()));
                     first.push(line("ERROR", &gone.to_status()));
                     return Ok(body_from(first, None));
                 }
@@ -160,8 +140,7 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
 }
 
 fn body_from(first: Vec<Bytes>, rest: Option<mpsc::Receiver<Bytes>>) -> Body {
-    let head =
-        futures_util::stream::iter(first.into_iter().map(Ok::<Bytes, std::convert::Infallible>));
+    let head = futures_util::stream::iter(first.into_iter().map(Ok::<Bytes, std::convert::Infallible>));
     let tail = futures_util::stream::unfold(rest, |rest| async move {
         let mut rx = rest?;
         let next = rx.recv().await?;

@@ -5,9 +5,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::types::{
-    Event, EventType, KindRef, LabelOperator, Manifest, Query, Requirement, Response, Selector,
-};
+use super::types::{Event, EventType, KindRef, LabelOperator, Manifest, Query, Requirement, Response, Selector};
 
 /// Generated from `wit/`: the `Plugin` world and its `PluginPre`.
 pub mod bindings {
@@ -27,13 +25,7 @@ pub const CONTRACT_VERSION: &str = "0.1.0";
 pub const EXPORT_PREFIX: &str = "kubewasm:reconciler/reconciler@";
 
 pub fn kind_from_wit(k: wit::KindRef) -> KindRef {
-    KindRef {
-        group: k.group,
-        version: k.version,
-        kind: k.kind,
-        plural: k.plural,
-        namespaced: k.namespaced,
-    }
+    KindRef { group: k.group, version: k.version, kind: k.kind, plural: k.plural, namespaced: k.namespaced }
 }
 
 /// The manifest as the plugin described itself; [`Manifest::check`] validates it.
@@ -77,15 +69,10 @@ pub fn query_from_wit(q: wit::Query) -> Query {
 
 /// Decodes the plugin's answer; the JSON texts are the only part that can be malformed.
 pub fn response_from_wit(r: wit::Response) -> Result<Response, String> {
-    let json = |what: String, text: &str| {
-        serde_json::from_str::<Value>(text).map_err(|e| format!("{what} is not JSON: {e}"))
-    };
-    let children = r
-        .children
-        .iter()
-        .enumerate()
-        .map(|(i, t)| json(format!("child #{i}"), t))
-        .collect::<Result<Vec<_>, _>>()?;
+    let json =
+        |what: String, text: &str| serde_json::from_str::<Value>(text).map_err(|e| format!("{what} is not JSON: {e}"));
+    let children =
+        r.children.iter().enumerate().map(|(i, t)| json(format!("child #{i}"), t)).collect::<Result<Vec<_>, _>>()?;
     let status = r.status.as_deref().map(|t| json("status".into(), t)).transpose()?;
     Ok(Response {
         children,

@@ -127,7 +127,8 @@ impl Engine {
         }
         let component = Component::from_binary(&self.0.wasmtime, bytes)?;
         if let Some(path) = cached
-            && let Err(e) = component.serialize().map_err(std::io::Error::other).and_then(|b| write_atomically(&path, &b))
+            && let Err(e) =
+                component.serialize().map_err(std::io::Error::other).and_then(|b| write_atomically(&path, &b))
         {
             tracing::warn!(path = %path.display(), error = %e, "could not cache the compiled plugin");
         }

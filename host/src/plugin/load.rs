@@ -19,10 +19,14 @@ pub enum LoadError {
     #[error("{origin}: {message}")]
     NotAComponent { origin: String, message: String },
     /// A component that does not export the reconciler interface at all.
-    #[error("{origin}: not a kubewasm plugin: it does not export kubewasm:reconciler/reconciler (its exports: {exports})")]
+    #[error(
+        "{origin}: not a kubewasm plugin: it does not export kubewasm:reconciler/reconciler (its exports: {exports})"
+    )]
     NotAPlugin { origin: String, exports: String },
     /// A plugin built against another version of the contract.
-    #[error("{origin}: built against contract kubewasm:reconciler@{found}, but this host supports {supported}; rebuild it with a matching kubewasm-sdk")]
+    #[error(
+        "{origin}: built against contract kubewasm:reconciler@{found}, but this host supports {supported}; rebuild it with a matching kubewasm-sdk"
+    )]
     ContractVersion { origin: String, found: String, supported: &'static str },
     /// The plugin imports something the host does not offer (a plugin may only log).
     #[error("{origin}: cannot be linked: {message}")]
@@ -65,8 +69,7 @@ impl Plugin {
     ///
     /// A [`LoadError`] naming the file.
     pub fn load(engine: &Engine, path: &Path) -> Result<Self, LoadError> {
-        let bytes = std::fs::read(path)
-            .map_err(|error| LoadError::Read { path: path.to_path_buf(), error })?;
+        let bytes = std::fs::read(path).map_err(|error| LoadError::Read { path: path.to_path_buf(), error })?;
         Self::from_bytes(engine, &bytes, &path.display().to_string())
     }
 
@@ -80,14 +83,12 @@ impl Plugin {
     /// A [`LoadError`] naming `origin`.
     pub fn from_bytes(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Self, LoadError> {
         let origin = origin.to_string();
-        check_header(bytes).map_err(|message| LoadError::NotAComponent {
-            origin: origin.clone(),
-            message: message.into(),
-        })?;
+        check_header(bytes)
+            .map_err(|message| LoadError::NotAComponent { origin: origin.clone(), message: message.into() })?;
         let hash = super::directory::digest(bytes);
-        let (component, cached) = engine.compile(bytes, &hash).map_err(|e| {
-            LoadError::NotAComponent { origin: origin.clone(), message: format!("{e:#}") }
-        })?;
+        let (component, cached) = engine
+            .compile(bytes, &hash)
+            .map_err(|e| LoadError::NotAComponent { origin: origin.clone(), message: format!("{e:#}") })?;
         check_contract(engine, &component, &origin)?;
         let link = |e: wasmtime::Error| LoadError::Link { origin: origin.clone(), message: format!("{e:#}") };
         let instance_pre = engine.linker().instantiate_pre(&component).map_err(link)?;
@@ -99,9 +100,7 @@ impl Plugin {
         })
         .map_err(|error| LoadError::Describe { origin: origin.clone(), error })?;
         let manifest = contract::manifest_from_wit(manifest);
-        manifest
-            .check()
-            .map_err(|message| LoadError::InvalidManifest { origin: origin.clone(), message })?;
+        manifest.check().map_err(|message| LoadError::InvalidManifest { origin: origin.clone(), message })?;
         Ok(Self {
             engine: engine.clone(),
             hash,
@@ -243,15 +242,12 @@ fn check_contract(engine: &Engine, component: &Component, origin: &str) -> Resul
     let exports: Vec<&str> = ty.exports(engine.wasmtime()).map(|(name, _)| name).collect();
     match exports.iter().find_map(|name| name.strip_prefix(EXPORT_PREFIX)) {
         Some(CONTRACT_VERSION) => Ok(()),
-        Some(found) => Err(LoadError::ContractVersion {
-            origin: origin.into(),
-            found: found.into(),
-            supported: CONTRACT_VERSION,
-        }),
+        Some(found) => {
+            Err(LoadError::ContractVersion { origin: origin.into(), found: found.into(), supported: CONTRACT_VERSION })
+        }
         None => Err(LoadError::NotAPlugin {
             origin: origin.into(),
             exports: if exports.is_empty() { "none".into() } else { exports.join(", ") },
         }),
     }
 }
-

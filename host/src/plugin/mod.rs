@@ -20,8 +20,5 @@ pub use engine::{Engine, EngineOptions};
 pub use load::{LoadError, Plugin};
 pub use sandbox::{CallError, Limits};
 pub use settings::{Settings, SettingsError};
-pub use types::{
-    Event, EventType, KindRef, LabelOperator, Manifest, Query, Request, Requirement, Response,
-    Selector,
-};
+pub use types::{Event, EventType, KindRef, LabelOperator, Manifest, Query, Request, Requirement, Response, Selector};
 pub use validate::{Refusal, validate};

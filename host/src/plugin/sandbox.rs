@@ -117,11 +117,7 @@ pub(crate) fn new_store(engine: &Engine, plugin: &str, limits: Limits) -> Store<
     let stderr = MemoryOutputPipe::new(STDERR_CAPTURE);
     // No preopened directories, no environment, no arguments, no network: the
     // builder's defaults deny everything; only stderr is captured.
-    let wasi = WasiCtx::builder()
-        .stderr(stderr.clone())
-        .wall_clock(FrozenClock)
-        .monotonic_clock(FrozenClock)
-        .build();
+    let wasi = WasiCtx::builder().stderr(stderr.clone()).wall_clock(FrozenClock).monotonic_clock(FrozenClock).build();
     let state = CallState {
         wasi,
         table: ResourceTable::new(),
@@ -189,23 +185,13 @@ impl WasiView for CallState {
 }
 
 impl ResourceLimiter for CallState {
-    fn memory_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
+    fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         let allowed = u64::try_from(desired).is_ok_and(|d| d <= self.memory_cap);
         self.memory_exceeded |= !allowed;
         Ok(allowed)
     }
 
-    fn table_growing(
-        &mut self,
-        _current: usize,
-        desired: usize,
-        _maximum: Option<usize>,
-    ) -> wasmtime::Result<bool> {
+    fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         Ok(desired <= 100_000)
     }
 }
@@ -253,7 +239,8 @@ mod tests {
 
     #[test]
     fn panic_message_is_read_from_stderr() {
-        let stderr = "\nthread '<unnamed>' panicked at src/lib.rs:12:9:\nboom: bad spec\nnote: run with `RUST_BACKTRACE=1`\n";
+        let stderr =
+            "\nthread '<unnamed>' panicked at src/lib.rs:12:9:\nboom: bad spec\nnote: run with `RUST_BACKTRACE=1`\n";
         assert_eq!(panic_message(stderr).as_deref(), Some("boom: bad spec (at src/lib.rs:12:9)"));
         assert_eq!(panic_message("plain output"), None);
     }

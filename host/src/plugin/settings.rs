@@ -142,7 +142,8 @@ mod tests {
 
     #[test]
     fn settings_only_lower_limits() {
-        let s = Settings { deadline: Some(Duration::from_secs(30)), memory_bytes: Some(8 << 20), ..Settings::default() };
+        let s =
+            Settings { deadline: Some(Duration::from_secs(30)), memory_bytes: Some(8 << 20), ..Settings::default() };
         let lowered = s.lower(Limits::default());
         assert_eq!(lowered.deadline, Limits::default().deadline, "cannot raise the deadline");
         assert_eq!(lowered.memory_bytes, 8 << 20);

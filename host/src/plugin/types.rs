@@ -22,17 +22,12 @@ pub struct KindRef {
 impl KindRef {
     /// `group/version`, or `version` for the core group, as in `apiVersion`.
     pub fn api_version(&self) -> String {
-        if self.group.is_empty() {
-            self.version.clone()
-        } else {
-            format!("{}/{}", self.group, self.version)
-        }
+        if self.group.is_empty() { self.version.clone() } else { format!("{}/{}", self.group, self.version) }
     }
 
     /// Whether `object` (JSON) is of this kind.
     pub fn matches(&self, object: &Value) -> bool {
-        object["kind"].as_str() == Some(&self.kind)
-            && object["apiVersion"].as_str() == Some(&self.api_version())
+        object["kind"].as_str() == Some(&self.kind) && object["apiVersion"].as_str() == Some(&self.api_version())
     }
 }
 
@@ -103,8 +98,7 @@ impl Manifest {
             .iter()
             .enumerate()
             .map(|(i, text)| {
-                serde_yaml_ng::from_str::<Value>(text)
-                    .map_err(|e| format!("crds[{i}] is not YAML or JSON: {e}"))
+                serde_yaml_ng::from_str::<Value>(text).map_err(|e| format!("crds[{i}] is not YAML or JSON: {e}"))
             })
             .collect()
     }
@@ -127,10 +121,7 @@ impl Manifest {
         }
         for crd in self.crd_objects()? {
             if crd["kind"] != "CustomResourceDefinition" {
-                return Err(format!(
-                    "crds: expected kind CustomResourceDefinition, found {}",
-                    crd["kind"]
-                ));
+                return Err(format!("crds: expected kind CustomResourceDefinition, found {}", crd["kind"]));
             }
         }
         Ok(())
@@ -310,11 +301,7 @@ mod tests {
 
     #[test]
     fn query_by_names_and_all_namespaces() {
-        let q = Query {
-            kind: service_kind(),
-            namespace: None,
-            selector: Selector::Names(vec!["x".into()]),
-        };
+        let q = Query { kind: service_kind(), namespace: None, selector: Selector::Names(vec!["x".into()]) };
         assert!(q.matches(&service("a", "x", &json!({}))));
         assert!(q.matches(&service("b", "x", &json!({}))));
         assert!(!q.matches(&service("a", "y", &json!({}))));

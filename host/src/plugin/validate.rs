@@ -62,15 +62,15 @@ pub fn validate(manifest: &Manifest, parent: &Value, mut response: Response) -> 
         }
         match (kind.namespaced, parent_ns, namespace.as_deref()) {
             (true, Some(p), None) => child["metadata"]["namespace"] = Value::from(p),
-            (true, Some(p), Some(ns)) if ns != p => problems.push(format!(
-                "{what} is in namespace {ns:?}, outside its parent's namespace {p:?}"
-            )),
+            (true, Some(p), Some(ns)) if ns != p => {
+                problems.push(format!("{what} is in namespace {ns:?}, outside its parent's namespace {p:?}"))
+            }
             (true, None, None) => {
                 problems.push(format!("{what} needs metadata.namespace (the parent is cluster-scoped)"));
             }
-            (false, Some(_), _) => problems.push(format!(
-                "{what} is cluster-scoped and cannot be owned by a namespaced parent"
-            )),
+            (false, Some(_), _) => {
+                problems.push(format!("{what} is cluster-scoped and cannot be owned by a namespaced parent"))
+            }
             (false, None, Some(_)) => {
                 problems.push(format!("{what} is cluster-scoped but sets metadata.namespace"));
             }
@@ -115,17 +115,11 @@ pub fn validate(manifest: &Manifest, parent: &Value, mut response: Response) -> 
         problems.push(format!("response is {total} bytes, over the limit of {MAX_RESPONSE_BYTES}"));
     }
 
-    if problems.is_empty() {
-        Ok(response)
-    } else {
-        Err(Refusal { plugin: manifest.name.clone(), problems })
-    }
+    if problems.is_empty() { Ok(response) } else { Err(Refusal { plugin: manifest.name.clone(), problems }) }
 }
 
 fn is_dns_subdomain(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 253
-        && s.split('.').all(super::types::is_dns_label)
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(super::types::is_dns_label)
 }
 
 /// `[prefix/]name`, as label and annotation keys.

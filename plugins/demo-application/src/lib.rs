@@ -64,12 +64,7 @@ impl Reconciler for DemoApplicationReconciler {
     fn describe() -> Manifest {
         Manifest::new(
             "demo-application",
-            KindRef::namespaced(
-                "paas.cmft.com",
-                "v1beta1",
-                "DemoApplication",
-                "demoapplications",
-            ),
+            KindRef::namespaced("paas.cmft.com", "v1beta1", "DemoApplication", "demoapplications"),
         )
         .child(KindRef::of::<Deployment>())
         .child(KindRef::of::<Service>())
@@ -87,14 +82,9 @@ impl Reconciler for DemoApplicationReconciler {
             response = response.child(&service(req.parent(), &app.spec, &labels))?;
         }
 
-        let available = req
-            .child::<Deployment>(name)?
-            .and_then(|d| d.status)
-            .and_then(|s| s.available_replicas)
-            .unwrap_or(0);
-        response.status(&DemoApplicationStatus {
-            available_replicas: available,
-        })
+        let available =
+            req.child::<Deployment>(name)?.and_then(|d| d.status).and_then(|s| s.available_replicas).unwrap_or(0);
+        response.status(&DemoApplicationStatus { available_replicas: available })
     }
 }
 
@@ -105,33 +95,19 @@ fn meta(parent: &Object, labels: &BTreeMap<String, String>) -> ObjectMeta {
     meta
 }
 
-fn deployment(
-    parent: &Object,
-    spec: &DemoApplicationSpec,
-    labels: &BTreeMap<String, String>,
-) -> Deployment {
+fn deployment(parent: &Object, spec: &DemoApplicationSpec, labels: &BTreeMap<String, String>) -> Deployment {
     let ports = spec
         .ports
         .iter()
-        .map(|p| ContainerPort {
-            container_port: p.target(),
-            protocol: Some("TCP".into()),
-            ..ContainerPort::default()
-        })
+        .map(|p| ContainerPort { container_port: p.target(), protocol: Some("TCP".into()), ..ContainerPort::default() })
         .collect::<Vec<_>>();
     Deployment {
         metadata: meta(parent, labels),
         spec: Some(DeploymentSpec {
             replicas: Some(spec.replica),
-            selector: LabelSelector {
-                match_labels: Some(labels.clone()),
-                ..LabelSelector::default()
-            },
+            selector: LabelSelector { match_labels: Some(labels.clone()), ..LabelSelector::default() },
             template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels.clone()),
-                    ..ObjectMeta::default()
-                }),
+                metadata: Some(ObjectMeta { labels: Some(labels.clone()), ..ObjectMeta::default() }),
                 spec: Some(PodSpec {
                     containers: vec![Container {
                         name: "app".into(),
@@ -148,11 +124,7 @@ fn deployment(
     }
 }
 
-fn service(
-    parent: &Object,
-    spec: &DemoApplicationSpec,
-    labels: &BTreeMap<String, String>,
-) -> Service {
+fn service(parent: &Object, spec: &DemoApplicationSpec, labels: &BTreeMap<String, String>) -> Service {
     let node_port = spec.ports.iter().any(|p| p.node_port.is_some());
     let ports = spec
         .ports
@@ -211,10 +183,7 @@ mod tests {
         let svc: Service = out.child("web");
         let spec = svc.spec.unwrap();
         assert_eq!(spec.type_.as_deref(), Some("ClusterIP"));
-        assert_eq!(
-            spec.selector,
-            Some(BTreeMap::from([("app".into(), "web".into())]))
-        );
+        assert_eq!(spec.selector, Some(BTreeMap::from([("app".into(), "web".into())])));
         let ports = spec.ports.unwrap();
         assert_eq!(ports.len(), 2);
         assert_eq!(ports[0].name.as_deref(), Some("port-80"));
@@ -260,36 +229,20 @@ mod tests {
         let container = &spec.template.spec.unwrap().containers[0];
         assert_eq!(container.name, "app");
         assert_eq!(container.image.as_deref(), Some("nginx:1.27"));
-        let ports: Vec<_> = container
-            .ports
-            .iter()
-            .flatten()
-            .map(|p| p.container_port)
-            .collect();
+        let ports: Vec<_> = container.ports.iter().flatten().map(|p| p.container_port).collect();
         assert_eq!(ports, [8080, 443]);
-        assert!(
-            container
-                .ports
-                .iter()
-                .flatten()
-                .all(|p| p.protocol.as_deref() == Some("TCP"))
-        );
+        assert!(container.ports.iter().flatten().all(|p| p.protocol.as_deref() == Some("TCP")));
     }
 
     #[test]
     fn replica_defaults_to_one() {
         let out = run(TestRequest::new(app(json!({"image": "nginx"}))));
-        assert_eq!(
-            out.child::<Deployment>("web").spec.unwrap().replicas,
-            Some(1)
-        );
+        assert_eq!(out.child::<Deployment>("web").spec.unwrap().replicas, Some(1));
     }
 
     #[test]
     fn no_ports_means_no_service() {
-        let out = run(TestRequest::new(app(
-            json!({"image": "nginx", "ports": []}),
-        )));
+        let out = run(TestRequest::new(app(json!({"image": "nginx", "ports": []}))));
         assert!(out.children_of::<Service>().is_empty());
         assert_eq!(out.children_of::<Deployment>().len(), 1);
     }
@@ -302,8 +255,7 @@ mod tests {
             "metadata": {"name": "web", "namespace": "shop"},
             "status": {"availableReplicas": 2},
         });
-        let out =
-            run(TestRequest::new(app(json!({"image": "nginx", "replica": 2}))).child(observed));
+        let out = run(TestRequest::new(app(json!({"image": "nginx", "replica": 2}))).child(observed));
         assert_eq!(out.status, Some(json!({"availableReplicas": 2})));
     }
 
@@ -316,8 +268,7 @@ mod tests {
     #[test]
     fn spec_without_image_is_a_permanent_error_naming_the_field() {
         let request = TestRequest::new(app(json!({"replica": 1})));
-        let err = testing::reconcile::<DemoApplicationReconciler>(request)
-            .expect_err("a spec without image fails");
+        let err = testing::reconcile::<DemoApplicationReconciler>(request).expect_err("a spec without image fails");
         assert!(!err.retryable);
         assert!(err.message.contains("image"), "{}", err.message);
     }
@@ -327,10 +278,7 @@ mod tests {
         let manifest = testing::describe::<DemoApplicationReconciler>();
         assert_eq!(manifest.name, "demo-application");
         assert_eq!(manifest.parent.plural, "demoapplications");
-        assert_eq!(
-            manifest.children,
-            [KindRef::of::<Deployment>(), KindRef::of::<Service>()]
-        );
+        assert_eq!(manifest.children, [KindRef::of::<Deployment>(), KindRef::of::<Service>()]);
         assert!(manifest.crds[0].contains("name: demoapplications.paas.cmft.com"));
     }
 }

@@ -38,13 +38,10 @@ pub struct FooReconciler;
 
 impl Reconciler for FooReconciler {
     fn describe() -> Manifest {
-        Manifest::new(
-            "foo",
-            KindRef::namespaced("samplecontroller.k8s.io", "v1alpha1", "Foo", "foos"),
-        )
-        .child(KindRef::of::<Deployment>())
-        .related(KindRef::of::<Deployment>())
-        .crd(include_str!("../crd.yaml"))
+        Manifest::new("foo", KindRef::namespaced("samplecontroller.k8s.io", "v1alpha1", "Foo", "foos"))
+            .child(KindRef::of::<Deployment>())
+            .related(KindRef::of::<Deployment>())
+            .crd(include_str!("../crd.yaml"))
     }
 
     /// The Deployment the Foo names, whoever owns it: children only show what is ours.
@@ -54,29 +51,18 @@ impl Reconciler for FooReconciler {
             return Vec::new();
         };
         let deployment = KindRef::of::<Deployment>();
-        vec![Query::named(
-            deployment,
-            parent.namespace(),
-            &[&spec.deployment_name],
-        )]
+        vec![Query::named(deployment, parent.namespace(), &[&spec.deployment_name])]
     }
 
     fn reconcile(req: &Request) -> Result<Response, Error> {
         let Foo { spec } = req.parent_as()?;
         let name = &spec.deployment_name;
 
-        let available = req
-            .child::<Deployment>(name)?
-            .and_then(|d| d.status)
-            .and_then(|s| s.available_replicas)
-            .unwrap_or(0);
-        let response = Response::new().status(&FooStatus {
-            available_replicas: available,
-        })?;
+        let available =
+            req.child::<Deployment>(name)?.and_then(|d| d.status).and_then(|s| s.available_replicas).unwrap_or(0);
+        let response = Response::new().status(&FooStatus { available_replicas: available })?;
 
-        let taken = req
-            .find_related::<Deployment>(name)
-            .is_some_and(|d| !d.is_controlled_by(req.parent()));
+        let taken = req.find_related::<Deployment>(name).is_some_and(|d| !d.is_controlled_by(req.parent()));
         if taken {
             let message = format!("Resource \"{name}\" already exists and is not managed by Foo");
             return Ok(response.event(Event::warning("ErrResourceExists", message)));
@@ -91,23 +77,14 @@ fn deployment(parent: &Object, spec: &FooSpec) -> Deployment {
         ("controller".to_string(), parent.name().to_string()),
     ]);
     let mut metadata = parent.child_meta(&spec.deployment_name);
-    metadata
-        .labels
-        .get_or_insert_default()
-        .extend(labels.clone());
+    metadata.labels.get_or_insert_default().extend(labels.clone());
     Deployment {
         metadata,
         spec: Some(DeploymentSpec {
             replicas: Some(spec.replicas),
-            selector: LabelSelector {
-                match_labels: Some(labels.clone()),
-                ..LabelSelector::default()
-            },
+            selector: LabelSelector { match_labels: Some(labels.clone()), ..LabelSelector::default() },
             template: PodTemplateSpec {
-                metadata: Some(ObjectMeta {
-                    labels: Some(labels),
-                    ..ObjectMeta::default()
-                }),
+                metadata: Some(ObjectMeta { labels: Some(labels), ..ObjectMeta::default() }),
                 spec: Some(PodSpec {
                     containers: vec![Container {
                         name: "nginx".into(),
@@ -194,10 +171,7 @@ mod tests {
         let warnings = out.warnings();
         assert_eq!(warnings.len(), 1);
         assert_eq!(warnings[0].reason, "ErrResourceExists");
-        assert_eq!(
-            warnings[0].message,
-            r#"Resource "example-foo" already exists and is not managed by Foo"#
-        );
+        assert_eq!(warnings[0].message, r#"Resource "example-foo" already exists and is not managed by Foo"#);
         assert_eq!(out.status, Some(json!({"availableReplicas": 0})));
     }
 
@@ -213,13 +187,7 @@ mod tests {
         let ours = existing(Some("foo-uid"), 2);
         let out = run(TestRequest::new(foo()).child(ours.clone()).related(ours));
         assert!(out.events.is_empty());
-        assert_eq!(
-            out.child::<Deployment>("example-foo")
-                .spec
-                .unwrap()
-                .replicas,
-            Some(3)
-        );
+        assert_eq!(out.child::<Deployment>("example-foo").spec.unwrap().replicas, Some(3));
         assert_eq!(out.status, Some(json!({"availableReplicas": 2})));
     }
 
@@ -238,14 +206,7 @@ mod tests {
     #[test]
     fn related_asks_for_the_named_deployment_in_the_foo_namespace() {
         let queries = testing::related::<FooReconciler>(foo());
-        assert_eq!(
-            queries,
-            [Query::named(
-                KindRef::of::<Deployment>(),
-                Some("default"),
-                &["example-foo"]
-            )]
-        );
+        assert_eq!(queries, [Query::named(KindRef::of::<Deployment>(), Some("default"), &["example-foo"])]);
     }
 
     #[test]

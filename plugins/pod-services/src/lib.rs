@@ -94,8 +94,7 @@ mod tests {
 
     #[test]
     fn no_matching_service_means_no_annotation() {
-        let out =
-            run(TestRequest::new(pod()).related(service("shop", "db", &json!({"app": "db"}))));
+        let out = run(TestRequest::new(pod()).related(service("shop", "db", &json!({"app": "db"}))));
         assert!(out.annotations.is_empty());
         assert!(out.children.is_empty());
         assert_eq!(out.status, None);
@@ -103,8 +102,7 @@ mod tests {
 
     #[test]
     fn one_matching_service_is_named() {
-        let out =
-            run(TestRequest::new(pod()).related(service("shop", "web", &json!({"app": "web"}))));
+        let out = run(TestRequest::new(pod()).related(service("shop", "web", &json!({"app": "web"}))));
         assert_eq!(annotation(&out), Some("web"));
     }
 
@@ -114,21 +112,14 @@ mod tests {
             .related(service("shop", "web", &json!({"app": "web"})))
             .related(service("shop", "frontend", &json!({"tier": "frontend"})))
             .related(service("shop", "db", &json!({"app": "db"})))
-            .related(service(
-                "shop",
-                "all-web",
-                &json!({"app": "web", "tier": "frontend"}),
-            )));
+            .related(service("shop", "all-web", &json!({"app": "web", "tier": "frontend"}))));
         assert_eq!(annotation(&out), Some("all-web,frontend,web"));
     }
 
     #[test]
     fn selector_must_be_a_subset_of_the_pod_labels() {
-        let out = run(TestRequest::new(pod()).related(service(
-            "shop",
-            "canary",
-            &json!({"app": "web", "track": "canary"}),
-        )));
+        let out =
+            run(TestRequest::new(pod()).related(service("shop", "canary", &json!({"app": "web", "track": "canary"}))));
         assert!(out.annotations.is_empty());
     }
 
@@ -151,10 +142,7 @@ mod tests {
     #[test]
     fn related_asks_for_every_service_in_the_pod_namespace() {
         let queries = testing::related::<PodServices>(pod());
-        assert_eq!(
-            queries,
-            [Query::all(KindRef::of::<Service>(), Some("shop"))]
-        );
+        assert_eq!(queries, [Query::all(KindRef::of::<Service>(), Some("shop"))]);
     }
 
     #[test]

@@ -25,16 +25,8 @@ fn ssa(manager: &str) -> PatchParams {
 async fn apply_creates_and_records_the_manager_in_fields_v1() {
     let dc = start().await;
     let deployments: Api<Deployment> = Api::namespaced(dc.client(), "default");
-    let containers =
-        json!([{ "name": "nginx", "image": "nginx:1", "ports": [{ "containerPort": 80 }] }]);
-    let out = deployments
-        .patch(
-            "web",
-            &ssa("alpha"),
-            &Patch::Apply(deployment(2, containers)),
-        )
-        .await
-        .unwrap();
+    let containers = json!([{ "name": "nginx", "image": "nginx:1", "ports": [{ "containerPort": 80 }] }]);
+    let out = deployments.patch("web", &ssa("alpha"), &Patch::Apply(deployment(2, containers))).await.unwrap();
     let managed = out.metadata.managed_fields.unwrap();
     assert_eq!(managed.len(), 1);
     assert_eq!(managed[0].manager.as_deref(), Some("alpha"));
@@ -43,13 +35,8 @@ async fn apply_creates_and_records_the_manager_in_fields_v1() {
     assert!(managed[0].time.is_some());
     let fields = &managed[0].fields_v1.as_ref().unwrap().0;
     assert_eq!(fields["f:spec"]["f:replicas"], json!({}));
-    assert_eq!(
-        fields["f:spec"]["f:selector"],
-        json!({}),
-        "LabelSelector is atomic"
-    );
-    let container =
-        &fields["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"nginx\"}"];
+    assert_eq!(fields["f:spec"]["f:selector"], json!({}), "LabelSelector is atomic");
+    let container = &fields["f:spec"]["f:template"]["f:spec"]["f:containers"]["k:{\"name\":\"nginx\"}"];
     assert_eq!(container["."], json!({}));
     assert_eq!(container["f:image"], json!({}));
     assert_eq!(fields["f:metadata"]["f:labels"]["f:team"], json!({}));
@@ -61,41 +48,16 @@ async fn a_second_manager_conflicts_unless_it_forces() {
     let dc = start().await;
     let deployments: Api<Deployment> = Api::namespaced(dc.client(), "default");
     let containers = json!([{ "name": "nginx", "image": "nginx:1" }]);
-    deployments
-        .patch(
-            "web",
-            &ssa("alpha"),
-            &Patch::Apply(deployment(2, containers.clone())),
-        )
-        .await
-        .unwrap();
+    deployments.patch("web", &ssa("alpha"), &Patch::Apply(deployment(2, containers.clone()))).await.unwrap();
 
     // The same value is shared ownership, not a conflict.
-    deployments
-        .patch(
-            "web",
-            &ssa("beta"),
-            &Patch::Apply(deployment(2, containers.clone())),
-        )
-        .await
-        .unwrap();
+    deployments.patch("web", &ssa("beta"), &Patch::Apply(deployment(2, containers.clone()))).await.unwrap();
 
     let err = api_error(
-        deployments
-            .patch(
-                "web",
-                &ssa("gamma"),
-                &Patch::Apply(deployment(5, containers.clone())),
-            )
-            .await
-            .unwrap_err(),
+        deployments.patch("web", &ssa("gamma"), &Patch::Apply(deployment(5, containers.clone()))).await.unwrap_err(),
     );
     assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"));
-    assert!(
-        err.message.starts_with("Apply failed with 2 conflicts"),
-        "{}",
-        err.message
-    );
+    assert!(err.message.starts_with("Apply failed with 2 conflicts"), "{}", err.message);
     let (_, status) = raw(
         &dc,
         "PATCH",
@@ -105,37 +67,15 @@ async fn a_second_manager_conflicts_unless_it_forces() {
     )
     .await;
     let causes = status["details"]["causes"].as_array().unwrap();
-    assert!(
-        causes
-            .iter()
-            .all(|c| c["type"] == "FieldManagerConflict" && c["field"] == ".spec.replicas")
-    );
-    assert!(
-        causes
-            .iter()
-            .any(|c| c["message"] == "conflict with \"alpha\"")
-    );
+    assert!(causes.iter().all(|c| c["type"] == "FieldManagerConflict" && c["field"] == ".spec.replicas"));
+    assert!(causes.iter().any(|c| c["message"] == "conflict with \"alpha\""));
 
-    let forced = deployments
-        .patch(
-            "web",
-            &ssa("gamma").force(),
-            &Patch::Apply(deployment(5, containers)),
-        )
-        .await
-        .unwrap();
+    let forced =
+        deployments.patch("web", &ssa("gamma").force(), &Patch::Apply(deployment(5, containers))).await.unwrap();
     assert_eq!(forced.spec.unwrap().replicas, Some(5));
     let managed = forced.metadata.managed_fields.unwrap();
-    let alpha = managed
-        .iter()
-        .find(|m| m.manager.as_deref() == Some("alpha"))
-        .unwrap();
-    assert!(
-        alpha.fields_v1.as_ref().unwrap().0["f:spec"]
-            .get("f:replicas")
-            .is_none(),
-        "force takes ownership"
-    );
+    let alpha = managed.iter().find(|m| m.manager.as_deref() == Some("alpha")).unwrap();
+    assert!(alpha.fields_v1.as_ref().unwrap().0["f:spec"].get("f:replicas").is_none(), "force takes ownership");
     dc.shutdown().await;
 }
 
@@ -144,31 +84,14 @@ async fn fields_a_manager_stops_applying_are_removed_unless_owned_elsewhere() {
     let dc = start().await;
     let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
     let apply = |data: Value| {
-        Patch::Apply(
-            json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "c" }, "data": data }),
-        )
+        Patch::Apply(json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "c" }, "data": data }))
     };
-    cms.patch(
-        "c",
-        &ssa("one"),
-        &apply(json!({ "a": "1", "b": "2", "shared": "s" })),
-    )
-    .await
-    .unwrap();
-    cms.patch("c", &ssa("two"), &apply(json!({ "shared": "s" })))
-        .await
-        .unwrap();
-    let out = cms
-        .patch("c", &ssa("one"), &apply(json!({ "a": "1" })))
-        .await
-        .unwrap();
+    cms.patch("c", &ssa("one"), &apply(json!({ "a": "1", "b": "2", "shared": "s" }))).await.unwrap();
+    cms.patch("c", &ssa("two"), &apply(json!({ "shared": "s" }))).await.unwrap();
+    let out = cms.patch("c", &ssa("one"), &apply(json!({ "a": "1" }))).await.unwrap();
     let data = out.data.unwrap();
     assert_eq!(data.get("b"), None, "b is no longer applied by anyone");
-    assert_eq!(
-        data.get("shared").map(String::as_str),
-        Some("s"),
-        "shared is still owned by two"
-    );
+    assert_eq!(data.get("shared").map(String::as_str), Some("s"), "shared is still owned by two");
     dc.shutdown().await;
 }
 
@@ -182,10 +105,7 @@ async fn list_entries_a_manager_stops_applying_are_removed_whole() {
     };
     let ports = json!([{ "name": "a", "port": 80 }, { "name": "b", "port": 8443 }]);
     services.patch("s", &ssa("me"), &apply(ports)).await.unwrap();
-    let out = services
-        .patch("s", &ssa("me"), &apply(json!([{ "name": "c", "port": 8080 }])))
-        .await
-        .unwrap();
+    let out = services.patch("s", &ssa("me"), &apply(json!([{ "name": "c", "port": 8080 }]))).await.unwrap();
     let ports: Vec<(Option<String>, i32)> =
         out.spec.unwrap().ports.unwrap().into_iter().map(|p| (p.name, p.port)).collect();
     assert_eq!(ports, [(Some("c".to_string()), 8080)], "no husk of the dropped entries (keyed by port and protocol)");
@@ -197,29 +117,13 @@ async fn containers_are_merged_by_name_across_managers() {
     let dc = start().await;
     let deployments: Api<Deployment> = Api::namespaced(dc.client(), "default");
     deployments
-        .patch(
-            "web",
-            &ssa("alpha"),
-            &Patch::Apply(deployment(1, json!([{ "name": "app", "image": "app:1" }]))),
-        )
+        .patch("web", &ssa("alpha"), &Patch::Apply(deployment(1, json!([{ "name": "app", "image": "app:1" }]))))
         .await
         .unwrap();
     let sidecar = json!({ "apiVersion": "apps/v1", "kind": "Deployment", "metadata": { "name": "web" },
         "spec": { "template": { "spec": { "containers": [{ "name": "sidecar", "image": "side:1" }] } } } });
-    let out = deployments
-        .patch("web", &ssa("beta"), &Patch::Apply(sidecar))
-        .await
-        .unwrap();
-    let names: Vec<String> = out
-        .spec
-        .unwrap()
-        .template
-        .spec
-        .unwrap()
-        .containers
-        .into_iter()
-        .map(|c| c.name)
-        .collect();
+    let out = deployments.patch("web", &ssa("beta"), &Patch::Apply(sidecar)).await.unwrap();
+    let names: Vec<String> = out.spec.unwrap().template.spec.unwrap().containers.into_iter().map(|c| c.name).collect();
     assert_eq!(names, ["app", "sidecar"]);
     dc.shutdown().await;
 }
@@ -227,19 +131,11 @@ async fn containers_are_merged_by_name_across_managers() {
 #[tokio::test]
 async fn apply_requires_a_field_manager_and_checks_the_type() {
     let dc = start().await;
-    let body =
-        json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "c" } }).to_string();
-    let (code, status) = raw(
-        &dc,
-        "PATCH",
-        "/api/v1/namespaces/default/configmaps/c",
-        "application/apply-patch+yaml",
-        &body,
-    )
-    .await;
+    let body = json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "c" } }).to_string();
+    let (code, status) =
+        raw(&dc, "PATCH", "/api/v1/namespaces/default/configmaps/c", "application/apply-patch+yaml", &body).await;
     assert_eq!((code, status["reason"].as_str()), (400, Some("BadRequest")));
-    let wrong =
-        json!({ "apiVersion": "v1", "kind": "Secret", "metadata": { "name": "c" } }).to_string();
+    let wrong = json!({ "apiVersion": "v1", "kind": "Secret", "metadata": { "name": "c" } }).to_string();
     let (code, _) = raw(
         &dc,
         "PATCH",
@@ -293,44 +189,14 @@ async fn crd_list_map_keys_make_lists_associative() {
             json!({ "apiVersion": "example.com/v1", "kind": "Widget", "metadata": { "name": "w" }, "spec": { "items": items, "tags": tags } }),
         )
     };
-    widgets
-        .patch(
-            "w",
-            &ssa("one"),
-            &w(json!([{ "id": "a", "v": 1 }]), json!(["x"])),
-        )
-        .await
-        .unwrap();
-    let out = widgets
-        .patch(
-            "w",
-            &ssa("two"),
-            &w(json!([{ "id": "b", "v": 2 }]), json!(["x"])),
-        )
-        .await
-        .unwrap();
-    let ids: Vec<&str> = out.data["spec"]["items"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["id"].as_str().unwrap())
-        .collect();
+    widgets.patch("w", &ssa("one"), &w(json!([{ "id": "a", "v": 1 }]), json!(["x"]))).await.unwrap();
+    let out = widgets.patch("w", &ssa("two"), &w(json!([{ "id": "b", "v": 2 }]), json!(["x"]))).await.unwrap();
+    let ids: Vec<&str> =
+        out.data["spec"]["items"].as_array().unwrap().iter().map(|i| i["id"].as_str().unwrap()).collect();
     assert_eq!(ids, ["a", "b"], "a list-type map merges by key");
-    let err = api_error(
-        widgets
-            .patch(
-                "w",
-                &ssa("two"),
-                &w(json!([{ "id": "b", "v": 2 }]), json!(["y"])),
-            )
-            .await
-            .unwrap_err(),
-    );
-    assert_eq!(
-        err.code, 409,
-        "an atomic list is owned whole: {}",
-        err.message
-    );
+    let err =
+        api_error(widgets.patch("w", &ssa("two"), &w(json!([{ "id": "b", "v": 2 }]), json!(["y"]))).await.unwrap_err());
+    assert_eq!(err.code, 409, "an atomic list is owned whole: {}", err.message);
     dc.shutdown().await;
 }
 
@@ -344,19 +210,14 @@ async fn dry_run_apply_and_create_change_nothing() {
         .patch(
             "dry",
             &params,
-            &Patch::Apply(
-                json!({ "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
-        "metadata": { "name": "dry" }, "spec": { "deploymentName": "d", "replicas": 2 } }),
-            ),
+            &Patch::Apply(json!({ "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
+        "metadata": { "name": "dry" }, "spec": { "deploymentName": "d", "replicas": 2 } })),
         )
         .await
         .unwrap();
     assert_eq!(applied.data["spec"]["replicas"], 2);
     assert!(foos.get_opt("dry").await.unwrap().is_none());
-    let pp = PostParams {
-        dry_run: true,
-        ..PostParams::default()
-    };
+    let pp = PostParams { dry_run: true, ..PostParams::default() };
     foos.create(&pp, &super::foo("dry2", 3)).await.unwrap();
     assert!(foos.get_opt("dry2").await.unwrap().is_none());
     let err = api_error(foos.create(&pp, &super::foo("dry3", 30)).await.unwrap_err());
@@ -368,34 +229,18 @@ async fn dry_run_apply_and_create_change_nothing() {
 async fn applying_status_through_the_subresource_records_its_own_manager() {
     let dc = start().await;
     let foos = install_foo(&dc).await;
-    foos.create(&PostParams::default(), &super::foo("s", 2))
-        .await
-        .unwrap();
+    foos.create(&PostParams::default(), &super::foo("s", 2)).await.unwrap();
     let status = Patch::Apply(
         json!({ "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo", "metadata": { "name": "s" },
         "status": { "availableReplicas": 2 }, "spec": { "replicas": 9 } }),
     );
-    let out = foos
-        .patch_status("s", &ssa("controller").force(), &status)
-        .await
-        .unwrap();
+    let out = foos.patch_status("s", &ssa("controller").force(), &status).await.unwrap();
     assert_eq!(out.data["status"]["availableReplicas"], 2);
-    assert_eq!(
-        out.data["spec"]["replicas"], 2,
-        "spec is not applied through /status"
-    );
-    let entry = out
-        .metadata
-        .managed_fields
-        .unwrap()
-        .into_iter()
-        .find(|m| m.manager.as_deref() == Some("controller"))
-        .unwrap();
+    assert_eq!(out.data["spec"]["replicas"], 2, "spec is not applied through /status");
+    let entry =
+        out.metadata.managed_fields.unwrap().into_iter().find(|m| m.manager.as_deref() == Some("controller")).unwrap();
     assert_eq!(entry.subresource.as_deref(), Some("status"));
-    assert_eq!(
-        entry.fields_v1.unwrap().0,
-        json!({ "f:status": { "f:availableReplicas": {} } })
-    );
+    assert_eq!(entry.fields_v1.unwrap().0, json!({ "f:status": { "f:availableReplicas": {} } }));
     dc.shutdown().await;
 }
 
@@ -403,42 +248,18 @@ async fn applying_status_through_the_subresource_records_its_own_manager() {
 async fn a_finalizer_added_and_dropped_by_apply_releases_a_deleted_object() {
     let dc = start().await;
     let foos = install_foo(&dc).await;
-    foos.create(&PostParams::default(), &super::foo("f", 1))
-        .await
-        .unwrap();
+    foos.create(&PostParams::default(), &super::foo("f", 1)).await.unwrap();
     let meta = |finalizers: Value| {
-        Patch::Apply(
-            json!({ "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
-        "metadata": { "name": "f", "finalizers": finalizers } }),
-        )
+        Patch::Apply(json!({ "apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
+        "metadata": { "name": "f", "finalizers": finalizers } }))
     };
-    let held = foos
-        .patch("f", &ssa("host").force(), &meta(json!(["kubewasm.io/foo"])))
-        .await
-        .unwrap();
-    assert_eq!(
-        held.metadata.finalizers,
-        Some(vec!["kubewasm.io/foo".to_string()])
-    );
+    let held = foos.patch("f", &ssa("host").force(), &meta(json!(["kubewasm.io/foo"]))).await.unwrap();
+    assert_eq!(held.metadata.finalizers, Some(vec!["kubewasm.io/foo".to_string()]));
     assert_eq!(held.metadata.generation, Some(1), "finalizers are metadata");
-    foos.delete("f", &kube::api::DeleteParams::default())
-        .await
-        .unwrap();
-    assert!(
-        foos.get("f")
-            .await
-            .unwrap()
-            .metadata
-            .deletion_timestamp
-            .is_some()
-    );
-    foos.patch("f", &ssa("host").force(), &meta(json!([])))
-        .await
-        .unwrap();
-    assert!(
-        foos.get_opt("f").await.unwrap().is_none(),
-        "the last finalizer gone, the object goes"
-    );
+    foos.delete("f", &kube::api::DeleteParams::default()).await.unwrap();
+    assert!(foos.get("f").await.unwrap().metadata.deletion_timestamp.is_some());
+    foos.patch("f", &ssa("host").force(), &meta(json!([]))).await.unwrap();
+    assert!(foos.get_opt("f").await.unwrap().is_none(), "the last finalizer gone, the object goes");
     dc.shutdown().await;
 }
 
@@ -447,50 +268,17 @@ async fn a_forced_apply_reverts_a_hand_edit_and_takes_the_field_back() {
     let dc = start().await;
     let deployments: Api<Deployment> = Api::namespaced(dc.client(), "default");
     let desired = deployment(1, json!([{ "name": "app", "image": "app:1" }]));
-    deployments
-        .patch(
-            "web",
-            &ssa("kubewasm.foo").force(),
-            &Patch::Apply(desired.clone()),
-        )
-        .await
-        .unwrap();
+    deployments.patch("web", &ssa("kubewasm.foo").force(), &Patch::Apply(desired.clone())).await.unwrap();
     let edit = json!({ "spec": { "template": { "spec": { "containers": [{ "name": "app", "image": "hacked" }] } } } });
-    let edited = deployments
-        .patch("web", &PatchParams::default(), &Patch::Strategic(edit))
-        .await
-        .unwrap();
-    let managers: Vec<String> = edited
-        .metadata
-        .managed_fields
-        .unwrap()
-        .into_iter()
-        .filter_map(|m| m.manager)
-        .collect();
-    assert!(
-        managers.iter().any(|m| m != "kubewasm.foo"),
-        "the hand edit has its own manager: {managers:?}"
-    );
+    let edited = deployments.patch("web", &PatchParams::default(), &Patch::Strategic(edit)).await.unwrap();
+    let managers: Vec<String> = edited.metadata.managed_fields.unwrap().into_iter().filter_map(|m| m.manager).collect();
+    assert!(managers.iter().any(|m| m != "kubewasm.foo"), "the hand edit has its own manager: {managers:?}");
     let before = edited.metadata.resource_version.clone();
-    let reverted = deployments
-        .patch(
-            "web",
-            &ssa("kubewasm.foo").force(),
-            &Patch::Apply(desired.clone()),
-        )
-        .await
-        .unwrap();
-    assert_eq!(
-        reverted.spec.unwrap().template.spec.unwrap().containers[0]
-            .image
-            .as_deref(),
-        Some("app:1")
-    );
+    let reverted =
+        deployments.patch("web", &ssa("kubewasm.foo").force(), &Patch::Apply(desired.clone())).await.unwrap();
+    assert_eq!(reverted.spec.unwrap().template.spec.unwrap().containers[0].image.as_deref(), Some("app:1"));
     assert_ne!(reverted.metadata.resource_version, before);
-    let again = deployments
-        .patch("web", &ssa("kubewasm.foo").force(), &Patch::Apply(desired))
-        .await
-        .unwrap();
+    let again = deployments.patch("web", &ssa("kubewasm.foo").force(), &Patch::Apply(desired)).await.unwrap();
     assert_eq!(
         again.metadata.resource_version, reverted.metadata.resource_version,
         "an identical apply writes nothing"

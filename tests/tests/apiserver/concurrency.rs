@@ -12,8 +12,7 @@ use super::{api_error, start};
 async fn eight_writers_racing_on_one_object_lose_no_update() {
     let dc = start().await;
     let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
-    let cm: ConfigMap =
-        serde_json::from_value(json!({ "metadata": { "name": "race" }, "data": {} })).unwrap();
+    let cm: ConfigMap = serde_json::from_value(json!({ "metadata": { "name": "race" }, "data": {} })).unwrap();
     cms.create(&PostParams::default(), &cm).await.unwrap();
 
     let mut writers = Vec::new();
@@ -24,10 +23,7 @@ async fn eight_writers_racing_on_one_object_lose_no_update() {
             for attempt in 0..10 {
                 let mut current = cms.get("race").await.unwrap();
                 let key = format!("w{writer}-{attempt}");
-                current
-                    .data
-                    .get_or_insert_with(Default::default)
-                    .insert(key.clone(), "x".into());
+                current.data.get_or_insert_with(Default::default).insert(key.clone(), "x".into());
                 match cms.replace("race", &PostParams::default(), &current).await {
                     Ok(_) => landed.push(key),
                     Err(e) => {
@@ -46,19 +42,8 @@ async fn eight_writers_racing_on_one_object_lose_no_update() {
         landed.extend(l);
         conflicts += c;
     }
-    assert_eq!(
-        landed.len() + conflicts,
-        80,
-        "every write lands or conflicts"
-    );
-    let stored: BTreeSet<String> = cms
-        .get("race")
-        .await
-        .unwrap()
-        .data
-        .unwrap_or_default()
-        .into_keys()
-        .collect();
+    assert_eq!(landed.len() + conflicts, 80, "every write lands or conflicts");
+    let stored: BTreeSet<String> = cms.get("race").await.unwrap().data.unwrap_or_default().into_keys().collect();
     assert_eq!(stored, landed, "the object holds exactly the landed writes");
     dc.shutdown().await;
 }

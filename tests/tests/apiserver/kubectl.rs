@@ -18,27 +18,18 @@ use super::{fixture, foo_resource, start};
 async fn kubectl(dc: &DevCluster, args: &[&str]) -> Output {
     let mut cmd = base_command(dc);
     cmd.args(args);
-    tokio::task::spawn_blocking(move || cmd.output().expect("kubectl runs"))
-        .await
-        .unwrap()
+    tokio::task::spawn_blocking(move || cmd.output().expect("kubectl runs")).await.unwrap()
 }
 
 fn base_command(dc: &DevCluster) -> Command {
     let cache = dc.kubeconfig_path().with_extension("kubectl-cache");
     let mut cmd = Command::new("kubectl");
-    cmd.arg("--kubeconfig")
-        .arg(dc.kubeconfig_path())
-        .arg("--cache-dir")
-        .arg(cache);
+    cmd.arg("--kubeconfig").arg(dc.kubeconfig_path()).arg("--cache-dir").arg(cache);
     cmd
 }
 
 fn ok(out: &Output) -> String {
-    assert!(
-        out.status.success(),
-        "kubectl failed: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    assert!(out.status.success(), "kubectl failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
@@ -95,27 +86,18 @@ async fn apply_the_foo_crd_and_a_foo_then_get_w_shows_changes() {
     let dc = start().await;
     let out = ok(&kubectl(&dc, &["apply", "-f", &path("foo-crd.yaml")]).await);
     assert!(
-        out.contains(
-            "customresourcedefinition.apiextensions.k8s.io/foos.samplecontroller.k8s.io created"
-        ),
+        out.contains("customresourcedefinition.apiextensions.k8s.io/foos.samplecontroller.k8s.io created"),
         "{out}"
     );
     let out = ok(&kubectl(&dc, &["apply", "-f", &path("foo.yaml")]).await);
-    assert!(
-        out.contains("foo.samplecontroller.k8s.io/example-foo created"),
-        "{out}"
-    );
+    assert!(out.contains("foo.samplecontroller.k8s.io/example-foo created"), "{out}");
 
     let watch = Streaming::start(&dc, &["get", "foos", "-w", "--output-watch-events"]);
     watch.expect("example-foo").await;
     let foos: Api<DynamicObject> = Api::namespaced_with(dc.client(), "default", &foo_resource());
-    foos.patch(
-        "example-foo",
-        &PatchParams::default(),
-        &Patch::Merge(json!({ "spec": { "replicas": 3 } })),
-    )
-    .await
-    .unwrap();
+    foos.patch("example-foo", &PatchParams::default(), &Patch::Merge(json!({ "spec": { "replicas": 3 } })))
+        .await
+        .unwrap();
     assert!(watch.expect("example-foo").await.starts_with("MODIFIED"));
     ok(&kubectl(&dc, &["delete", "foo", "example-foo"]).await);
     assert!(watch.expect("example-foo").await.starts_with("DELETED"));
@@ -132,28 +114,20 @@ async fn a_foo_with_eleven_replicas_is_refused_naming_the_field() {
     let out = kubectl(&dc, &["apply", "-f", &path("foo-too-many.yaml")]).await;
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("is invalid: spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10"), "{err}");
-    let typo = kubectl(&dc, &["apply", "-f", &path("foo-typo.yaml")]).await;
     assert!(
-        !typo.status.success(),
-        "kubectl asks for strict field validation"
-    );
-    let err = String::from_utf8_lossy(&typo.stderr);
-    assert!(
-        err.contains("strict decoding error: unknown field \"spec.replica\""),
+        err.contains(
+            "is invalid: spec.replicas: Invalid value: 11: spec.replicas in body should be less than or equal to 10"
+        ),
         "{err}"
     );
-    let warned = kubectl(
-        &dc,
-        &["apply", "--validate=warn", "-f", &path("foo-typo.yaml")],
-    )
-    .await;
+    let typo = kubectl(&dc, &["apply", "-f", &path("foo-typo.yaml")]).await;
+    assert!(!typo.status.success(), "kubectl asks for strict field validation");
+    let err = String::from_utf8_lossy(&typo.stderr);
+    assert!(err.contains("strict decoding error: unknown field \"spec.replica\""), "{err}");
+    let warned = kubectl(&dc, &["apply", "--validate=warn", "-f", &path("foo-typo.yaml")]).await;
     assert!(warned.status.success());
     let err = String::from_utf8_lossy(&warned.stderr);
-    assert!(
-        err.contains("Warning: unknown field \"spec.replica\""),
-        "{err}"
-    );
+    assert!(err.contains("Warning: unknown field \"spec.replica\""), "{err}");
     dc.shutdown().await;
 }
 
@@ -161,108 +135,44 @@ async fn a_foo_with_eleven_replicas_is_refused_naming_the_field() {
 async fn client_side_apply_updates_a_deployment_with_a_strategic_merge_patch() {
     let dc = start().await;
     ok(&kubectl(&dc, &["apply", "-f", &path("deployment.yaml")]).await);
-    let changed = std::fs::read_to_string(fixture("deployment.yaml"))
-        .unwrap()
-        .replace("nginx:1.25", "nginx:1.26");
+    let changed = std::fs::read_to_string(fixture("deployment.yaml")).unwrap().replace("nginx:1.25", "nginx:1.26");
     let file = dc.kubeconfig_path().with_extension("deployment.yaml");
     std::fs::write(&file, changed).unwrap();
     let out = ok(&kubectl(&dc, &["apply", "-f", &file.display().to_string()]).await);
     assert!(out.contains("deployment.apps/web configured"), "{out}");
     let deployments: Api<Deployment> = Api::namespaced(dc.client(), "default");
     let d = deployments.get("web").await.unwrap();
-    assert_eq!(
-        d.spec.unwrap().template.spec.unwrap().containers[0]
-            .image
-            .as_deref(),
-        Some("nginx:1.26")
-    );
+    assert_eq!(d.spec.unwrap().template.spec.unwrap().containers[0].image.as_deref(), Some("nginx:1.26"));
     let annotations = d.metadata.annotations.unwrap();
     assert!(annotations["kubectl.kubernetes.io/last-applied-configuration"].contains("nginx:1.26"));
     assert_eq!(d.metadata.generation, Some(2));
     let unchanged = ok(&kubectl(&dc, &["apply", "-f", &file.display().to_string()]).await);
-    assert!(
-        unchanged.contains("deployment.apps/web unchanged"),
-        "{unchanged}"
-    );
+    assert!(unchanged.contains("deployment.apps/web unchanged"), "{unchanged}");
     let _ = std::fs::remove_file(file);
     let table = ok(&kubectl(&dc, &["get", "deployments"]).await);
-    assert!(
-        table.starts_with("NAME") && table.contains("web"),
-        "{table}"
-    );
+    assert!(table.starts_with("NAME") && table.contains("web"), "{table}");
     dc.shutdown().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_side_apply_reports_conflicts_and_forces() {
     let dc = start().await;
-    let out = ok(&kubectl(
-        &dc,
-        &["apply", "--server-side", "-f", &path("deployment.yaml")],
-    )
-    .await);
+    let out = ok(&kubectl(&dc, &["apply", "--server-side", "-f", &path("deployment.yaml")]).await);
     assert!(out.contains("serverside-applied"), "{out}");
-    let changed = std::fs::read_to_string(fixture("deployment.yaml"))
-        .unwrap()
-        .replace("replicas: 2", "replicas: 4");
+    let changed = std::fs::read_to_string(fixture("deployment.yaml")).unwrap().replace("replicas: 2", "replicas: 4");
     let file = dc.kubeconfig_path().with_extension("scaled.yaml");
     std::fs::write(&file, changed).unwrap();
     let file = file.display().to_string();
-    let out = kubectl(
-        &dc,
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=other",
-            "-f",
-            &file,
-        ],
-    )
-    .await;
+    let out = kubectl(&dc, &["apply", "--server-side", "--field-manager=other", "-f", &file]).await;
     assert!(!out.status.success());
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("conflict with \"kubectl\""), "{err}");
     assert!(err.contains(".spec.replicas"), "{err}");
-    ok(&kubectl(
-        &dc,
-        &[
-            "apply",
-            "--server-side",
-            "--field-manager=other",
-            "--force-conflicts",
-            "-f",
-            &file,
-        ],
-    )
-    .await);
-    let replicas = ok(&kubectl(
-        &dc,
-        &[
-            "get",
-            "deployment",
-            "web",
-            "-o",
-            "jsonpath={.spec.replicas}",
-        ],
-    )
-    .await);
+    ok(&kubectl(&dc, &["apply", "--server-side", "--field-manager=other", "--force-conflicts", "-f", &file]).await);
+    let replicas = ok(&kubectl(&dc, &["get", "deployment", "web", "-o", "jsonpath={.spec.replicas}"]).await);
     assert_eq!(replicas, "4");
-    let yaml = ok(&kubectl(
-        &dc,
-        &[
-            "get",
-            "deployment",
-            "web",
-            "-o",
-            "yaml",
-            "--show-managed-fields",
-        ],
-    )
-    .await);
-    assert!(
-        yaml.contains("manager: other") && yaml.contains("operation: Apply"),
-        "{yaml}"
-    );
+    let yaml = ok(&kubectl(&dc, &["get", "deployment", "web", "-o", "yaml", "--show-managed-fields"]).await);
+    assert!(yaml.contains("manager: other") && yaml.contains("operation: Apply"), "{yaml}");
     let _ = std::fs::remove_file(file);
     dc.shutdown().await;
 }
@@ -271,30 +181,13 @@ async fn server_side_apply_reports_conflicts_and_forces() {
 async fn get_yaml_describe_wait_and_delete_work() {
     let dc = start().await;
     ok(&kubectl(&dc, &["apply", "-f", &path("foo-crd.yaml")]).await);
-    ok(&kubectl(
-        &dc,
-        &[
-            "wait",
-            "--for=condition=Established",
-            "crd/foos.samplecontroller.k8s.io",
-            "--timeout=10s",
-        ],
-    )
-    .await);
+    ok(&kubectl(&dc, &["wait", "--for=condition=Established", "crd/foos.samplecontroller.k8s.io", "--timeout=10s"])
+        .await);
     ok(&kubectl(&dc, &["apply", "-f", &path("foo.yaml")]).await);
     let yaml = ok(&kubectl(&dc, &["get", "foo", "example-foo", "-o", "yaml"]).await);
-    assert!(
-        yaml.contains("deploymentName: example-foo") && yaml.contains("uid:"),
-        "{yaml}"
-    );
+    assert!(yaml.contains("deploymentName: example-foo") && yaml.contains("uid:"), "{yaml}");
     let foos: Api<DynamicObject> = Api::namespaced_with(dc.client(), "default", &foo_resource());
-    let recorder = Recorder::new(
-        dc.client(),
-        Reporter {
-            controller: "kubewasm-test".into(),
-            instance: None,
-        },
-    );
+    let recorder = Recorder::new(dc.client(), Reporter { controller: "kubewasm-test".into(), instance: None });
     let event = Event {
         type_: EventType::Warning,
         reason: "Taken".into(),
@@ -302,27 +195,15 @@ async fn get_yaml_describe_wait_and_delete_work() {
         action: "Reconcile".into(),
         secondary: None,
     };
-    let reference =
-        kube::Resource::object_ref(&foos.get("example-foo").await.unwrap(), &foo_resource());
+    let reference = kube::Resource::object_ref(&foos.get("example-foo").await.unwrap(), &foo_resource());
     recorder.publish(&event, &reference).await.unwrap();
     let described = ok(&kubectl(&dc, &["describe", "foo", "example-foo"]).await);
-    assert!(
-        described.contains("Deployment Name:  example-foo"),
-        "{described}"
-    );
-    assert!(
-        described.contains("Warning  Taken") && described.contains("deployment exists"),
-        "{described}"
-    );
+    assert!(described.contains("Deployment Name:  example-foo"), "{described}");
+    assert!(described.contains("Warning  Taken") && described.contains("deployment exists"), "{described}");
 
     let waiting = {
         let mut cmd = base_command(&dc);
-        cmd.args([
-            "wait",
-            "--for=jsonpath={.status.availableReplicas}=1",
-            "foo/example-foo",
-            "--timeout=20s",
-        ]);
+        cmd.args(["wait", "--for=jsonpath={.status.availableReplicas}=1", "foo/example-foo", "--timeout=20s"]);
         tokio::task::spawn_blocking(move || cmd.output().unwrap())
     };
     tokio::time::sleep(Duration::from_millis(500)).await;
@@ -349,16 +230,7 @@ async fn server_dry_run_validates_without_storing() {
     ok(&kubectl(&dc, &["apply", "-f", &path("foo-crd.yaml")]).await);
     let out = ok(&kubectl(&dc, &["apply", "--dry-run=server", "-f", &path("foo.yaml")]).await);
     assert!(out.contains("(server dry run)"), "{out}");
-    let refused = kubectl(
-        &dc,
-        &[
-            "apply",
-            "--dry-run=server",
-            "-f",
-            &path("foo-too-many.yaml"),
-        ],
-    )
-    .await;
+    let refused = kubectl(&dc, &["apply", "--dry-run=server", "-f", &path("foo-too-many.yaml")]).await;
     assert!(!refused.status.success());
     let foos: Api<DynamicObject> = Api::namespaced_with(dc.client(), "default", &foo_resource());
     assert!(foos.get_opt("example-foo").await.unwrap().is_none());
@@ -369,37 +241,19 @@ async fn server_dry_run_validates_without_storing() {
 async fn moving_from_client_side_to_server_side_apply_takes_over_without_conflicts() {
     let dc = start().await;
     ok(&kubectl(&dc, &["apply", "-f", &path("deployment.yaml")]).await);
-    let changed = std::fs::read_to_string(fixture("deployment.yaml"))
-        .unwrap()
-        .replace("replicas: 2", "replicas: 3");
+    let changed = std::fs::read_to_string(fixture("deployment.yaml")).unwrap().replace("replicas: 2", "replicas: 3");
     let file = dc.kubeconfig_path().with_extension("ssa.yaml");
     std::fs::write(&file, changed).unwrap();
-    let out = ok(&kubectl(
-        &dc,
-        &["apply", "--server-side", "-f", &file.display().to_string()],
-    )
-    .await);
+    let out = ok(&kubectl(&dc, &["apply", "--server-side", "-f", &file.display().to_string()]).await);
     assert!(out.contains("serverside-applied"), "{out}");
     let _ = std::fs::remove_file(file);
     let deployments: Api<Deployment> = Api::namespaced(dc.client(), "default");
     let d = deployments.get("web").await.unwrap();
-    let managers: Vec<String> = d
-        .metadata
-        .managed_fields
-        .unwrap()
-        .into_iter()
-        .filter_map(|m| m.manager)
-        .collect();
-    assert!(
-        !managers.contains(&"kubectl-client-side-apply".to_string()),
-        "{managers:?}"
-    );
+    let managers: Vec<String> = d.metadata.managed_fields.unwrap().into_iter().filter_map(|m| m.manager).collect();
+    assert!(!managers.contains(&"kubectl-client-side-apply".to_string()), "{managers:?}");
     let spec = d.spec.unwrap();
     assert_eq!(spec.replicas, Some(3));
-    assert!(
-        spec.strategy.is_some(),
-        "defaults come back after the applier drops them"
-    );
+    assert!(spec.strategy.is_some(), "defaults come back after the applier drops them");
     dc.shutdown().await;
 }
 
@@ -407,64 +261,14 @@ async fn moving_from_client_side_to_server_side_apply_takes_over_without_conflic
 async fn typed_create_commands_sending_protobuf_work_for_simple_kinds() {
     let dc = start().await;
     ok(&kubectl(&dc, &["create", "namespace", "team"]).await);
-    ok(&kubectl(
-        &dc,
-        &[
-            "create",
-            "configmap",
-            "settings",
-            "-n",
-            "team",
-            "--from-literal=mode=fast",
-        ],
-    )
-    .await);
-    ok(&kubectl(
-        &dc,
-        &[
-            "create",
-            "secret",
-            "generic",
-            "token",
-            "-n",
-            "team",
-            "--from-literal=value=s3cret",
-        ],
-    )
-    .await);
-    let mode = ok(&kubectl(
-        &dc,
-        &[
-            "get",
-            "configmap",
-            "settings",
-            "-n",
-            "team",
-            "-o",
-            "jsonpath={.data.mode}",
-        ],
-    )
-    .await);
+    ok(&kubectl(&dc, &["create", "configmap", "settings", "-n", "team", "--from-literal=mode=fast"]).await);
+    ok(&kubectl(&dc, &["create", "secret", "generic", "token", "-n", "team", "--from-literal=value=s3cret"]).await);
+    let mode = ok(&kubectl(&dc, &["get", "configmap", "settings", "-n", "team", "-o", "jsonpath={.data.mode}"]).await);
     assert_eq!(mode, "fast");
-    let value = ok(&kubectl(
-        &dc,
-        &[
-            "get",
-            "secret",
-            "token",
-            "-n",
-            "team",
-            "-o",
-            "jsonpath={.data.value}",
-        ],
-    )
-    .await);
+    let value = ok(&kubectl(&dc, &["get", "secret", "token", "-n", "team", "-o", "jsonpath={.data.value}"]).await);
     assert_eq!(value, "czNjcmV0");
     let refused = kubectl(&dc, &["create", "deployment", "web", "--image=nginx"]).await;
-    assert!(
-        !refused.status.success(),
-        "kinds without a protobuf decoder are refused with 415"
-    );
+    assert!(!refused.status.success(), "kinds without a protobuf decoder are refused with 415");
     assert!(String::from_utf8_lossy(&refused.stderr).contains("unknown format"));
     dc.shutdown().await;
 }

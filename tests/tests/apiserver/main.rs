@@ -22,15 +22,11 @@ use serde_json::{Value, json};
 /// A fresh in-memory server.
 pub async fn start() -> DevCluster {
     kubewasm_tests::watchdog();
-    DevCluster::start(Options::default())
-        .await
-        .expect("the server starts")
+    DevCluster::start(Options::default()).await.expect("the server starts")
 }
 
 pub fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/apiserver/fixtures")
-        .join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/apiserver/fixtures").join(name)
 }
 
 pub fn fixture_json(name: &str) -> Value {
@@ -40,10 +36,7 @@ pub fn fixture_json(name: &str) -> Value {
 
 /// The `Foo` resource of the sample-controller CRD.
 pub fn foo_resource() -> ApiResource {
-    ApiResource::from_gvk_with_plural(
-        &GroupVersionKind::gvk("samplecontroller.k8s.io", "v1alpha1", "Foo"),
-        "foos",
-    )
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("samplecontroller.k8s.io", "v1alpha1", "Foo"), "foos")
 }
 
 pub fn crd_resource() -> ApiResource {
@@ -56,11 +49,8 @@ pub fn crd_resource() -> ApiResource {
 /// Installs the sample-controller `Foo` CRD and returns the `Foo` API of namespace `default`.
 pub async fn install_foo(dc: &DevCluster) -> Api<DynamicObject> {
     let crds: Api<DynamicObject> = Api::all_with(dc.client(), &crd_resource());
-    let crd: DynamicObject =
-        serde_json::from_value(fixture_json("foo-crd.yaml")).expect("CRD fixture");
-    crds.create(&PostParams::default(), &crd)
-        .await
-        .expect("CRD is created");
+    let crd: DynamicObject = serde_json::from_value(fixture_json("foo-crd.yaml")).expect("CRD fixture");
+    crds.create(&PostParams::default(), &crd).await.expect("CRD is created");
     Api::namespaced_with(dc.client(), "default", &foo_resource())
 }
 
@@ -99,30 +89,17 @@ where
 }
 
 /// A raw request to the server; returns the status code and the body as JSON (or text).
-pub async fn raw(
-    dc: &DevCluster,
-    method: &str,
-    path: &str,
-    content_type: &str,
-    body: &str,
-) -> (u16, Value) {
+pub async fn raw(dc: &DevCluster, method: &str, path: &str, content_type: &str, body: &str) -> (u16, Value) {
     let req = http::Request::builder()
         .method(method)
         .uri(path)
         .header("content-type", content_type)
         .body(body.as_bytes().to_vec())
         .expect("a request");
-    let resp = dc
-        .client()
-        .send(req.map(kube::client::Body::from))
-        .await
-        .expect("the server answers");
+    let resp = dc.client().send(req.map(kube::client::Body::from)).await.expect("the server answers");
     let status = resp.status().as_u16();
-    let bytes = http_body_util::BodyExt::collect(resp.into_body())
-        .await
-        .expect("a body")
-        .to_bytes();
-    let value = serde_json::from_slice(&bytes)
-        .unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
+    let bytes = http_body_util::BodyExt::collect(resp.into_body()).await.expect("a body").to_bytes();
+    let value =
+        serde_json::from_slice(&bytes).unwrap_or_else(|_| Value::String(String::from_utf8_lossy(&bytes).into()));
     (status, value)
 }

@@ -29,7 +29,10 @@ fn container_ports(deployment: &Value) -> Vec<i64> {
 async fn children_appear_as_specified_and_follow_spec_changes() {
     let env = Env::start(&["demo-application"]).await;
     let parent = env
-        .create(&demo_applications(), demo("web", 2, json!([{"port": 80}, {"port": 8443, "targetPort": 443, "nodePort": 30443}])))
+        .create(
+            &demo_applications(),
+            demo("web", 2, json!([{"port": 80}, {"port": 8443, "targetPort": 443, "nodePort": 30443}])),
+        )
         .await;
 
     let deployment = wait_for(&env, &deployments(), "web", "the Deployment", |_| true).await;
@@ -51,7 +54,8 @@ async fn children_appear_as_specified_and_follow_spec_changes() {
     env.merge(&demo_applications(), "web", json!({"spec": {"replica": 3, "ports": [{"port": 8080}]}})).await;
     let deployment = wait_for(&env, &deployments(), "web", "replicas 3", |d| d["spec"]["replicas"] == 3).await;
     assert_eq!(container_ports(&deployment), [8080]);
-    let service = wait_for(&env, &services(), "web", "a ClusterIP Service on 8080", |s| s["spec"]["type"] == "ClusterIP").await;
+    let service =
+        wait_for(&env, &services(), "web", "a ClusterIP Service on 8080", |s| s["spec"]["type"] == "ClusterIP").await;
     let ports = service["spec"]["ports"].as_array().expect("ports");
     assert_eq!(ports.len(), 1);
     assert_eq!(ports[0]["port"], 8080);
@@ -68,12 +72,21 @@ async fn children_edited_or_deleted_by_hand_are_restored() {
     env.merge(&deployments(), "web", json!({"spec": {"replicas": 9}})).await;
     wait_for(&env, &deployments(), "web", "replicas reverted to 2", |d| d["spec"]["replicas"] == 2).await;
 
-    env.merge(&services(), "web", json!({"spec": {"ports": [{"name": "port-80", "port": 80, "targetPort": 9999, "protocol": "TCP"}]}})).await;
-    wait_for(&env, &services(), "web", "the Service's targetPort reverted to 80", |s| s["spec"]["ports"][0]["targetPort"] == 80).await;
+    env.merge(
+        &services(),
+        "web",
+        json!({"spec": {"ports": [{"name": "port-80", "port": 80, "targetPort": 9999, "protocol": "TCP"}]}}),
+    )
+    .await;
+    wait_for(&env, &services(), "web", "the Service's targetPort reverted to 80", |s| {
+        s["spec"]["ports"][0]["targetPort"] == 80
+    })
+    .await;
 
     let old = env.get(&deployments(), "web").await.expect("deployment").metadata.uid;
     env.api(&deployments(), "default").delete("web", &Default::default()).await.expect("delete");
-    wait_for(&env, &deployments(), "web", "a new Deployment", |d| d["metadata"]["uid"].as_str() != old.as_deref()).await;
+    wait_for(&env, &deployments(), "web", "a new Deployment", |d| d["metadata"]["uid"].as_str() != old.as_deref())
+        .await;
     env.stop().await;
 }
 
@@ -113,9 +126,16 @@ async fn status_reports_the_deployments_available_replicas() {
 
     // No kubelet here: the test plays the Deployment controller.
     env.api(&deployments(), "default")
-        .patch_status("web", &Default::default(), &kube::api::Patch::Merge(json!({"status": {"availableReplicas": 2, "replicas": 2}})))
+        .patch_status(
+            "web",
+            &Default::default(),
+            &kube::api::Patch::Merge(json!({"status": {"availableReplicas": 2, "replicas": 2}})),
+        )
         .await
         .expect("status patch");
-    wait_for(&env, &demo_applications(), "web", "status availableReplicas 2", |p| p["status"]["availableReplicas"] == 2).await;
+    wait_for(&env, &demo_applications(), "web", "status availableReplicas 2", |p| {
+        p["status"]["availableReplicas"] == 2
+    })
+    .await;
     env.stop().await;
 }

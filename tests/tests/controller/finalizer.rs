@@ -11,10 +11,16 @@ use crate::harness::{Env, configmaps, resource, wait_for, wait_gone};
 async fn deletion_waits_until_the_plugin_finalizes() {
     let env = Env::start(&["gate"]).await;
     let gates = resource("test.kubewasm.io", "v1", "Gate", "gates");
-    env.create(&gates, json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Gate",
-        "metadata": {"name": "g", "namespace": "default"}, "spec": {"open": false}}))
-        .await;
-    wait_for(&env, &gates, "g", "the finalizer on the Gate", |g| g["metadata"]["finalizers"] == json!(["kubewasm.io/gate"])).await;
+    env.create(
+        &gates,
+        json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Gate",
+        "metadata": {"name": "g", "namespace": "default"}, "spec": {"open": false}}),
+    )
+    .await;
+    wait_for(&env, &gates, "g", "the finalizer on the Gate", |g| {
+        g["metadata"]["finalizers"] == json!(["kubewasm.io/gate"])
+    })
+    .await;
     wait_for(&env, &configmaps(), "g-gate", "the Gate's ConfigMap", |_| true).await;
 
     env.api(&gates, "default").delete("g", &Default::default()).await.expect("delete");

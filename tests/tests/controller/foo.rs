@@ -34,10 +34,15 @@ async fn foo_runs_its_deployment_and_reports_status() {
     wait_for(&env, &deployments(), "example-nginx", "replicas reverted to 4", |d| d["spec"]["replicas"] == 4).await;
 
     env.api(&deployments(), "default")
-        .patch_status("example-nginx", &Default::default(), &kube::api::Patch::Merge(json!({"status": {"availableReplicas": 4}})))
+        .patch_status(
+            "example-nginx",
+            &Default::default(),
+            &kube::api::Patch::Merge(json!({"status": {"availableReplicas": 4}})),
+        )
         .await
         .expect("status patch");
-    wait_for(&env, &foos(), "example-foo", "status availableReplicas 4", |f| f["status"]["availableReplicas"] == 4).await;
+    wait_for(&env, &foos(), "example-foo", "status availableReplicas 4", |f| f["status"]["availableReplicas"] == 4)
+        .await;
     env.stop().await;
 }
 

@@ -7,9 +7,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Event;
+use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::discovery::ApiResource;
-use kube::Client;
 use kubewasm::controller::Options;
 use kubewasm::devcluster::{self, DevCluster};
 use kubewasm::host::{self, Host};
@@ -171,7 +171,13 @@ where
 }
 
 /// Waits until `check` holds for an object that may not exist yet.
-pub async fn wait_for(env: &Cluster, resource: &ApiResource, name: &str, what: &str, check: impl Fn(&Value) -> bool) -> Value {
+pub async fn wait_for(
+    env: &Cluster,
+    resource: &ApiResource,
+    name: &str,
+    what: &str,
+    check: impl Fn(&Value) -> bool,
+) -> Value {
     eventually(what, || async {
         let object = env.get(resource, name).await?;
         let json = serde_json::to_value(&object).expect("object JSON");

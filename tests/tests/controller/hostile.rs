@@ -12,9 +12,12 @@ use crate::harness::{Env, deployments, eventually, resource, wait_for};
 /// Warning event with `reason` on the misbehaving parent.
 async fn contained(config: Value, reason: &str) -> (Env, String) {
     let env = Env::start_with(vec![("misbehave", config), ("demo-application", Value::Null)]).await;
-    env.create(&resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves"), json!({
-        "apiVersion": "test.kubewasm.io/v1", "kind": "Misbehave", "metadata": {"name": "m", "namespace": "default"}}))
-        .await;
+    env.create(
+        &resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves"),
+        json!({
+        "apiVersion": "test.kubewasm.io/v1", "kind": "Misbehave", "metadata": {"name": "m", "namespace": "default"}}),
+    )
+    .await;
     let message = eventually(&format!("a {reason} warning on the misbehaving parent"), || async {
         let events = env.events("m", reason).await;
         events.first().and_then(|e| e.message.clone())

@@ -127,7 +127,10 @@ async fn a_new_version_takes_over_and_a_corrupt_one_never_does() {
     })
     .await;
     assert_eq!(relabelled["metadata"]["uid"], before["metadata"]["uid"], "updated in place, not recreated");
-    wait_for(&env, &services(), "web", "the label on the Service too", |s| s["metadata"]["labels"]["kubewasm.io/version"] == "v2").await;
+    wait_for(&env, &services(), "web", "the label on the Service too", |s| {
+        s["metadata"]["labels"]["kubewasm.io/version"] == "v2"
+    })
+    .await;
     let v2 = env.status("demo-application.wasm").expect("status").hash;
 
     env.put("demo-application.wasm", b"\0asm\x0d\0\x01\0 truncated by a bad copy");
@@ -138,7 +141,9 @@ async fn a_new_version_takes_over_and_a_corrupt_one_never_does() {
     assert_eq!(status.hash, v2, "still the v2 version");
 
     env.merge(&demo_applications(), "web", json!({"spec": {"replica": 4}})).await;
-    let d = wait_for(&env, &deployments(), "web", "replicas 4 from the running version", |d| d["spec"]["replicas"] == 4).await;
+    let d =
+        wait_for(&env, &deployments(), "web", "replicas 4 from the running version", |d| d["spec"]["replicas"] == 4)
+            .await;
     assert_eq!(d["metadata"]["labels"]["kubewasm.io/version"], "v2");
     env.stop().await;
 }
@@ -179,7 +184,10 @@ async fn settings_apply_without_recompiling() {
     let env = DirEnv::start_with_settings("settings", &[("misbehave", "misbehave.wasm")], &settings).await;
     let misbehaves = resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves");
     env.create(&misbehaves, json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Misbehave", "metadata": {"name": "m", "namespace": "default"}})).await;
-    eventually("the configured error", || async { (!env.events("m", "ReconcileError").await.is_empty()).then_some(()) }).await;
+    eventually("the configured error", || async {
+        (!env.events("m", "ReconcileError").await.is_empty()).then_some(())
+    })
+    .await;
 
     env.put("misbehave.toml", b"[config]\nmode = \"behave\"\n");
     wait_for(&env, &deployments(), "m", "the Deployment once configured to behave", |_| true).await;
@@ -196,7 +204,11 @@ async fn settings_apply_without_recompiling() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_plugin_that_panics_in_describe_is_refused_and_the_others_run() {
-    let env = DirEnv::start("describe", &[("bad-describe", "bad-describe.wasm"), ("demo-application", "demo-application.wasm")]).await;
+    let env = DirEnv::start(
+        "describe",
+        &[("bad-describe", "bad-describe.wasm"), ("demo-application", "demo-application.wasm")],
+    )
+    .await;
     let bad = env.status("bad-describe.wasm").expect("status of the bad file");
     assert!(!bad.running);
     let error = bad.error.expect("an error");

@@ -13,10 +13,13 @@ fn misbehave(name: &str) -> serde_json::Value {
 async fn a_failing_plugin_does_not_stop_its_neighbour() {
     let env = Env::start_with(vec![("misbehave", json!({"mode": "error"})), ("demo-application", json!(null))]).await;
     env.create(&resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves"), misbehave("m")).await;
-    env.create(&resource("paas.cmft.com", "v1beta1", "DemoApplication", "demoapplications"), json!({
+    env.create(
+        &resource("paas.cmft.com", "v1beta1", "DemoApplication", "demoapplications"),
+        json!({
         "apiVersion": "paas.cmft.com/v1beta1", "kind": "DemoApplication",
-        "metadata": {"name": "web", "namespace": "default"}, "spec": {"image": "nginx", "replica": 1, "ports": []}}))
-        .await;
+        "metadata": {"name": "web", "namespace": "default"}, "spec": {"image": "nginx", "replica": 1, "ports": []}}),
+    )
+    .await;
 
     wait_for(&env, &deployments(), "web", "the neighbour's Deployment", |_| true).await;
     let events = eventually("a ReconcileError warning on the failing parent", || async {

@@ -19,10 +19,13 @@ fn annotation(pod: &Value) -> Option<&str> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_annotation_follows_services_and_pod_labels() {
     let env = Env::start(&["pod-services"]).await;
-    env.create(&pods(), json!({"apiVersion": "v1", "kind": "Pod",
+    env.create(
+        &pods(),
+        json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "web-0", "namespace": "default", "labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "web", "image": "nginx"}]}}))
-        .await;
+        "spec": {"containers": [{"name": "web", "image": "nginx"}]}}),
+    )
+    .await;
     let reconciled = || env.host.controller("pod-services").expect("controller").reconciles();
     crate::harness::eventually("the Pod reconciled once", || async { (reconciled() > 0).then_some(()) }).await;
     let pod = env.get(&pods(), "web-0").await.expect("pod");
@@ -34,7 +37,8 @@ async fn the_annotation_follows_services_and_pod_labels() {
     env.create(&services(), service("b", json!({"app": "web", "tier": "fe"}))).await;
     env.create(&services(), service("elsewhere", json!({"app": "db"}))).await;
     env.merge(&pods(), "web-0", json!({"metadata": {"labels": {"tier": "fe"}}})).await;
-    wait_for(&env, &pods(), "web-0", "annotation a,b after the Pod's label change", |p| annotation(p) == Some("a,b")).await;
+    wait_for(&env, &pods(), "web-0", "annotation a,b after the Pod's label change", |p| annotation(p) == Some("a,b"))
+        .await;
 
     env.merge(&services(), "a", json!({"spec": {"selector": {"app": "other"}}})).await;
     wait_for(&env, &pods(), "web-0", "annotation b after a's selector change", |p| annotation(p) == Some("b")).await;

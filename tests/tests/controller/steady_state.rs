@@ -12,28 +12,43 @@ async fn a_resync_of_converged_parents_makes_no_writes() {
     let apps = resource("paas.cmft.com", "v1beta1", "DemoApplication", "demoapplications");
     let foos = resource("samplecontroller.k8s.io", "v1alpha1", "Foo", "foos");
     for i in 0..3 {
-        env.create(&apps, json!({"apiVersion": "paas.cmft.com/v1beta1", "kind": "DemoApplication",
+        env.create(
+            &apps,
+            json!({"apiVersion": "paas.cmft.com/v1beta1", "kind": "DemoApplication",
             "metadata": {"name": format!("app-{i}"), "namespace": "default"},
-            "spec": {"image": "nginx", "replica": 2, "ports": [{"port": 80, "nodePort": 30080 + i}]}}))
-            .await;
-        env.create(&foos, json!({"apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
+            "spec": {"image": "nginx", "replica": 2, "ports": [{"port": 80, "nodePort": 30080 + i}]}}),
+        )
+        .await;
+        env.create(
+            &foos,
+            json!({"apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
             "metadata": {"name": format!("foo-{i}"), "namespace": "default"},
-            "spec": {"deploymentName": format!("nginx-{i}"), "replicas": 2}}))
-            .await;
+            "spec": {"deploymentName": format!("nginx-{i}"), "replicas": 2}}),
+        )
+        .await;
     }
-    env.create(&services(), json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "sel", "namespace": "default"},
-        "spec": {"selector": {"app": "app-0"}, "ports": [{"port": 80}]}}))
-        .await;
-    env.create(&pods(), json!({"apiVersion": "v1", "kind": "Pod",
+    env.create(
+        &services(),
+        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "sel", "namespace": "default"},
+        "spec": {"selector": {"app": "app-0"}, "ports": [{"port": 80}]}}),
+    )
+    .await;
+    env.create(
+        &pods(),
+        json!({"apiVersion": "v1", "kind": "Pod",
         "metadata": {"name": "p", "namespace": "default", "labels": {"app": "app-0"}},
-        "spec": {"containers": [{"name": "c", "image": "nginx"}]}}))
-        .await;
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
+    )
+    .await;
     for i in 0..3 {
         wait_for(&env, &services(), &format!("app-{i}"), "demo Services", |_| true).await;
         wait_for(&env, &deployments(), &format!("nginx-{i}"), "foo Deployments", |_| true).await;
         wait_for(&env, &foos, &format!("foo-{i}"), "foo status", |f| f["status"]["availableReplicas"] == 0).await;
     }
-    wait_for(&env, &pods(), "p", "the Pod annotated", |p| p["metadata"]["annotations"]["kubewasm.io/services"] == "app-0,sel").await;
+    wait_for(&env, &pods(), "p", "the Pod annotated", |p| {
+        p["metadata"]["annotations"]["kubewasm.io/services"] == "app-0,sel"
+    })
+    .await;
 
     // Converged when a quiet period passes with no write.
     let quiet = eventually("the cluster to settle", || async {
@@ -43,9 +58,11 @@ async fn a_resync_of_converged_parents_makes_no_writes() {
     })
     .await;
 
-    let (writes, skipped) = (metric_sum(&env.host, "kubewasm_writes_total"), metric_sum(&env.host, "kubewasm_skipped_writes_total"));
+    let (writes, skipped) =
+        (metric_sum(&env.host, "kubewasm_writes_total"), metric_sum(&env.host, "kubewasm_skipped_writes_total"));
     assert!(writes >= 3.0 * 3.0, "the host counted its writes: {writes}");
-    let counts: Vec<(String, u64)> = env.host.plugins().map(|p| (p.to_string(), env.host.controller(p).expect("controller").reconciles())).collect();
+    let counts: Vec<(String, u64)> =
+        env.host.plugins().map(|p| (p.to_string(), env.host.controller(p).expect("controller").reconciles())).collect();
     env.host.resync();
     // 3 DemoApplications, 3 Foos, 1 Pod: each reconciled again.
     for (plugin, before) in counts {

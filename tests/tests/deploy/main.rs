@@ -57,7 +57,12 @@ fn the_deployment_runs_the_host_locked_down_with_probes_and_a_metrics_port() {
     assert_eq!(security["allowPrivilegeEscalation"], false);
     assert_eq!(security["capabilities"]["drop"][0], "ALL");
     let port = |name: &str| {
-        container["ports"].as_array().expect("ports").iter().find(|p| p["name"] == name).map(|p| p["containerPort"].clone())
+        container["ports"]
+            .as_array()
+            .expect("ports")
+            .iter()
+            .find(|p| p["name"] == name)
+            .map(|p| p["containerPort"].clone())
     };
     assert_eq!(port("http"), Some(8080.into()), "probes and /metrics share one port");
     assert!(args.contains(&"--leader-elect"), "{args:?}");
@@ -70,7 +75,8 @@ fn the_deployment_runs_the_host_locked_down_with_probes_and_a_metrics_port() {
     // Every path the host writes to is a volume: the root filesystem is read-only.
     let env = container["env"].as_array().expect("env");
     let cache = env.iter().find(|e| e["name"] == "KUBEWASM_CACHE_DIR").map(|e| e["value"].clone());
-    let mounted = |path: &Value| container["volumeMounts"].as_array().is_some_and(|m| m.iter().any(|m| &m["mountPath"] == path));
+    let mounted =
+        |path: &Value| container["volumeMounts"].as_array().is_some_and(|m| m.iter().any(|m| &m["mountPath"] == path));
     assert!(cache.as_ref().is_some_and(mounted), "the plugin cache directory {cache:?} is a mounted volume");
 }
 
@@ -82,7 +88,10 @@ async fn the_kustomization_is_accepted_by_the_api_server() {
     // A dry run creates nothing, so the namespace the other objects go to must exist,
     // as it would on a real cluster: create it from the manifests first.
     let namespace: Namespace = serde_json::from_value(find(&objects, "Namespace").clone()).expect("a Namespace");
-    Api::<Namespace>::all(cluster.client()).create(&PostParams::default(), &namespace).await.expect("namespace created");
+    Api::<Namespace>::all(cluster.client())
+        .create(&PostParams::default(), &namespace)
+        .await
+        .expect("namespace created");
 
     let kubeconfig = cluster.kubeconfig_path().to_path_buf();
     let applied = tokio::task::spawn_blocking(move || {

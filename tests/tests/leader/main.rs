@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::{Api, Patch, PatchParams};
 use kube::Client;
+use kube::api::{Api, Patch, PatchParams};
 use kubewasm::devcluster::{DevCluster, Options};
 use kubewasm::leader::{Elector, Leadership};
 use serde_json::json;
