@@ -1,13 +1,17 @@
 //! Prometheus metrics of the host, per plugin: reconciles, durations, sandbox
-//! failures, refused answers, writes and skipped writes, reloads, versions.
+//! failures, refused answers, writes and skipped writes, queue depth, reloads,
+//! versions.
 
-use std::sync::Arc;
+use std::collections::BTreeMap;
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 use std::time::Duration;
 
-use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::collector::Collector;
+use prometheus_client::encoding::{DescriptorEncoder, EncodeLabelSet, EncodeMetric};
+use prometheus_client::metrics::MetricType;
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::family::Family;
-use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::gauge::{ConstGauge, Gauge};
 use prometheus_client::metrics::histogram::{Histogram, exponential_buckets};
 use prometheus_client::registry::{Registry, Unit};
 
@@ -114,6 +118,44 @@ struct Inner {
     pub(crate) skipped_writes: Family<WriteLabels, Counter>,
     pub(crate) reloads: Family<FileLabels, Counter>,
     pub(crate) versions: Family<VersionLabels, Gauge>,
+    queues: Arc<Queues>,
+}
+
+/// A plugin's work queue, as the controller counts it.
+pub(crate) trait QueueDepth: Send + Sync {
+    /// Parents waiting for a reconcile now.
+    fn depth(&self) -> usize;
+}
+
+/// `queue_depth`, read from each plugin's queue at scrape time: a requeued parent
+/// joins the queue when its delay ends, with no event to count it then.
+#[derive(Default)]
+struct Queues(Mutex<BTreeMap<String, Weak<dyn QueueDepth>>>);
+
+impl std::fmt::Debug for Queues {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Queues")
+    }
+}
+
+impl Collector for Queues {
+    fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
+        let mut queues = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // A stopped controller's queue is gone with it.
+        queues.retain(|_, queue| queue.strong_count() > 0);
+        let mut family = encoder.encode_descriptor(
+            "queue_depth",
+            "Parents waiting for a reconcile: triggered by a watch event, a resync or a due requeue, not yet started",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (plugin, queue) in queues.iter() {
+            let Some(queue) = queue.upgrade() else { continue };
+            let depth = i64::try_from(queue.depth()).unwrap_or(i64::MAX);
+            ConstGauge::new(depth).encode(family.encode_family(&PluginLabel { plugin: plugin.clone() })?)?;
+        }
+        Ok(())
+    }
 }
 
 impl std::fmt::Debug for Metrics {
@@ -143,6 +185,7 @@ impl Metrics {
             skipped_writes: Family::default(),
             reloads: Family::default(),
             versions: Family::default(),
+            queues: Arc::default(),
             registry: Registry::default(),
         };
         registry.register("reconciles", "Reconciles finished, by result", inner.reconciles.clone());
@@ -152,11 +195,7 @@ impl Metrics {
             Unit::Seconds,
             inner.reconcile_seconds.clone(),
         );
-        registry.register(
-            "reconciles_in_flight",
-            "Reconciles running now (kube-runtime does not expose its queue length)",
-            inner.in_flight.clone(),
-        );
+        registry.register("reconciles_in_flight", "Reconciles running now", inner.in_flight.clone());
         registry.register_with_unit(
             "plugin_call_duration",
             "One sandboxed plugin call, fresh instance included",
@@ -193,6 +232,7 @@ impl Metrics {
             "The version (sha256 of the .wasm) each plugin runs",
             inner.versions.clone(),
         );
+        registry.register_collector(Box::new(inner.queues.clone()));
         Self(Arc::new(Inner { registry, ..inner }))
     }
 
@@ -231,6 +271,12 @@ impl Metrics {
 
     pub(crate) fn in_flight(&self, plugin: &str) -> Gauge {
         self.0.in_flight.get_or_create_owned(&PluginLabel { plugin: plugin.into() })
+    }
+
+    /// Reports `queue` as `plugin`'s work queue for as long as it lives (a
+    /// restarted controller's queue replaces the one before).
+    pub(crate) fn queue(&self, plugin: &str, queue: Weak<dyn QueueDepth>) {
+        self.0.queues.0.lock().unwrap_or_else(PoisonError::into_inner).insert(plugin.into(), queue);
     }
 
     pub(crate) fn called(&self, plugin: &str, call: Call, took: Duration, failure: Option<Failure>) {
@@ -301,6 +347,28 @@ mod tests {
             assert!(text.contains(line), "missing {line} in:\n{text}");
         }
         assert!(!text.contains(r#"sha256="abc""#), "the replaced version is gone");
+    }
+
+    struct Fixed(usize);
+
+    impl QueueDepth for Fixed {
+        fn depth(&self) -> usize {
+            self.0
+        }
+    }
+
+    #[test]
+    fn queue_depth_is_read_at_scrape_time_and_leaves_with_its_controller() {
+        let m = Metrics::new();
+        let first: Arc<dyn QueueDepth> = Arc::new(Fixed(2));
+        m.queue("foo", Arc::downgrade(&first));
+        assert!(m.encode().contains(r#"kubewasm_queue_depth{plugin="foo"} 2"#), "{}", m.encode());
+        // A restarted controller's queue replaces the one before.
+        let second: Arc<dyn QueueDepth> = Arc::new(Fixed(5));
+        m.queue("foo", Arc::downgrade(&second));
+        assert!(m.encode().contains(r#"kubewasm_queue_depth{plugin="foo"} 5"#), "{}", m.encode());
+        drop(second);
+        assert!(!m.encode().contains("kubewasm_queue_depth{"), "{}", m.encode());
     }
 
     #[tokio::test]

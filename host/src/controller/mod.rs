@@ -6,12 +6,13 @@ mod apply;
 mod backoff;
 mod cache;
 mod kinds;
+mod queue;
 mod reconcile;
 mod related;
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError, RwLock};
+use std::sync::{Arc, Mutex, PoisonError, RwLock, Weak};
 use std::time::Duration;
 
 use futures::StreamExt;
@@ -26,11 +27,12 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tracing::{Instrument, debug, info_span, warn};
 
-use crate::metrics::Metrics;
+use crate::metrics::{Metrics, QueueDepth};
 use crate::plugin::{CallError, KindRef, Plugin, Refusal};
 use apply::Writer;
 use backoff::Backoff;
 use cache::Caches;
+use queue::Pending;
 use related::RelatedIndex;
 
 pub use apply::APPLIED_HASH;
@@ -137,6 +139,7 @@ pub(crate) struct Context {
     caches: Caches,
     related: Arc<RelatedIndex>,
     backoff: Backoff<ObjectRef<DynamicObject>>,
+    pending: Arc<Pending>,
     writer: Writer,
     recorder: Recorder,
     options: Options,
@@ -216,11 +219,30 @@ impl Controller {
             streams.push(stream);
         }
 
+        // Every trigger kube-runtime's queue takes is counted on its way in.
+        let pending = Arc::new(Pending::new(parent_cache.store.clone(), parent_resource.clone()));
+        options.metrics.queue(&name, Arc::downgrade(&pending) as Weak<dyn QueueDepth>);
+        let parent_stream = parent_stream.inspect({
+            let pending = pending.clone();
+            move |event| {
+                if let Ok(parent) = event {
+                    pending.now(pending.key(parent));
+                }
+            }
+        });
         let related = Arc::new(RelatedIndex::default());
         let mut kube_controller =
             KubeController::for_stream_with(parent_stream, parent_cache.store.clone(), parent_resource.clone());
         for (cache, stream) in caches.iter().zip(streams) {
             let mapper = related::mapper(&manifest, &cache.kind, parent_resource.clone(), related.clone());
+            let pending = pending.clone();
+            let mapper = move |object| {
+                let parents = mapper(object);
+                for parent in &parents {
+                    pending.now(parent.clone());
+                }
+                parents
+            };
             kube_controller = kube_controller.watches_stream_with(stream, mapper, cache.resource.clone());
         }
 
@@ -231,6 +253,7 @@ impl Controller {
             caches: Caches { parent: parent_cache, others: caches },
             related,
             backoff: Backoff::new(),
+            pending: pending.clone(),
             writer: Writer { client: client.clone(), manager },
             recorder: Recorder::new(client, reporter),
             options: options.clone(),
@@ -240,7 +263,11 @@ impl Controller {
 
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let (resync_tx, resync_rx) = mpsc::unbounded_channel::<()>();
-        let resync = futures::stream::unfold(resync_rx, |mut rx| async { rx.recv().await.map(|()| ((), rx)) });
+        let resync =
+            futures::stream::unfold(resync_rx, |mut rx| async { rx.recv().await.map(|()| ((), rx)) }).inspect({
+                let pending = pending.clone();
+                move |()| pending.all()
+            });
         let config = controller::Config::default().debounce(options.debounce).concurrency(options.concurrency);
         let span = info_span!("controller", plugin = %name);
         let run = kube_controller

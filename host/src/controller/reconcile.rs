@@ -22,7 +22,8 @@ use crate::plugin::{CallError, EventType, Plugin, Query, Request, Response, vali
 
 /// Reconciles `parent`; failures are recorded as a Warning Event on it.
 pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, Error> {
-    let key = ObjectRef::from_obj_with(parent.as_ref(), ctx.caches.parent.resource.clone());
+    let key = ctx.pending.key(&parent);
+    ctx.pending.started(&key);
     let plugin = ctx.current().plugin.manifest().name.clone();
     let metrics = &ctx.options.metrics;
     let in_flight = metrics.in_flight(&plugin);
@@ -33,7 +34,12 @@ pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> 
     let outcome = if result.is_ok() { Outcome::Success } else { Outcome::Error };
     metrics.reconciled(&plugin, outcome, started.elapsed());
     match &result {
-        Ok(_) => ctx.backoff.succeed(&key),
+        Ok(requeue) => {
+            ctx.backoff.succeed(&key);
+            if let Some(delay) = requeue {
+                ctx.pending.after(key, *delay);
+            }
+        }
         Err(e) => {
             warn!(error = %e, "reconcile failed");
             let event = KubeEvent {
@@ -47,17 +53,21 @@ pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> 
         }
     }
     ctx.reconciles.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-    result
+    result.map(|requeue| requeue.map_or_else(Action::await_change, Action::requeue))
 }
 
 /// Retry with per-parent exponential backoff.
 #[allow(clippy::needless_pass_by_value)] // the signature kube-runtime calls
 pub(crate) fn error_policy(parent: Arc<DynamicObject>, _error: &Error, ctx: Arc<Context>) -> Action {
-    let key = ObjectRef::from_obj_with(parent.as_ref(), ctx.caches.parent.resource.clone());
-    Action::requeue(ctx.backoff.fail(key))
+    let key = ctx.pending.key(&parent);
+    let delay = ctx.backoff.fail(key.clone());
+    ctx.pending.after(key, delay);
+    Action::requeue(delay)
 }
 
-async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error> {
+/// Reconciles `parent`; the answer is when to reconcile it again if nothing changes
+/// before (`None`: only on a change).
+async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Option<Duration>, Error> {
     if !ctx.caches.ready(CACHE_SYNC).await {
         return Err(Error::NotSynced(CACHE_SYNC));
     }
@@ -70,7 +80,7 @@ async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error
     let deleting = parent.meta().deletion_timestamp.is_some();
     if deleting && !holds_finalizer {
         // Not ours to hold up: the API server and the garbage collector finish it.
-        return Ok(Action::await_change());
+        return Ok(None);
     }
 
     let parent_json = request_json(parent.as_ref());
@@ -103,7 +113,7 @@ async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error
             ctx.publish(parent, &plugin_event(event)).await;
         }
         if !response.finalized {
-            return Ok(Action::requeue(response.requeue_after.unwrap_or(ctx.options.finalizing_requeue)));
+            return Ok(Some(response.requeue_after.unwrap_or(ctx.options.finalizing_requeue)));
         }
         let rest: Vec<String> = parent.finalizers().iter().filter(|f| **f != finalizer).cloned().collect();
         ctx.writer
@@ -112,7 +122,7 @@ async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error
             .map_err(Error::write("remove finalizer"))?;
         metrics.wrote(&manifest.name, WriteKind::Finalizer);
         info!("finalized");
-        return Ok(Action::await_change());
+        return Ok(None);
     }
 
     if manifest.finalizer && !holds_finalizer {
@@ -126,7 +136,7 @@ async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Action, Error
     }
 
     write(parent, ctx, manifest, &uid, &observed, &response).await?;
-    Ok(Action::requeue(response.requeue_after.map_or(ctx.options.resync, |d| d.min(ctx.options.resync))))
+    Ok(Some(response.requeue_after.map_or(ctx.options.resync, |d| d.min(ctx.options.resync))))
 }
 
 /// Applies, prunes, and writes status, metadata and events, skipping every write

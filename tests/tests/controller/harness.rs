@@ -77,11 +77,18 @@ impl Env {
 
     /// Like [`Env::start`], with each plugin's `config`.
     pub async fn start_with(plugins: Vec<(&str, Value)>) -> Env {
+        Self::start_with_options(
+            plugins.into_iter().map(|(name, config)| (name, Options { config, ..quick() })).collect(),
+        )
+        .await
+    }
+
+    /// Like [`Env::start`], with each plugin's controller options.
+    pub async fn start_with_options(plugins: Vec<(&str, Options)>) -> Env {
         let base = Cluster::start().await;
         let loaded: Vec<Arc<Plugin>> = plugins.iter().map(|(name, _)| plugin(name)).collect();
         host::install_crds(&base.client, &loaded).await.expect("CRDs install");
-        let with_options =
-            loaded.into_iter().zip(plugins).map(|(p, (_, config))| (p, Options { config, ..quick() })).collect();
+        let with_options = loaded.into_iter().zip(plugins).map(|(p, (_, options))| (p, options)).collect();
         let host = Host::start(&base.client, with_options).await;
         Env { base, host }
     }

@@ -1,9 +1,12 @@
-//! A plugin swapped while one of its calls runs: the call finishes on the version it
-//! started with, its answer is applied, and the next reconcile uses the new version.
+//! What happens while a plugin call runs, with the test acting from inside the call:
+//! the `demo-relabel` fixture logs `relabel: related` from inside the sandbox, and a
+//! tracing layer runs the test's action right there, on the thread running the
+//! call, before the log import returns. No timing is involved.
 //!
-//! The swap happens mid-call, deterministically: the `demo-relabel` fixture logs
-//! `relabel: related` from inside the sandbox, and a tracing layer swaps the plugin
-//! right there, on the thread running the call, before the log import returns.
+//! - A plugin swapped mid-call: the call finishes on the version it started with,
+//!   its answer is applied, and the next reconcile uses the new version.
+//! - Parents triggered while the only reconcile slot is busy wait in the queue, and
+//!   `kubewasm_queue_depth` counts them.
 
 use std::sync::mpsc;
 use std::sync::{Arc, Mutex, OnceLock};
@@ -17,7 +20,8 @@ use tracing::subscriber::Interest;
 use tracing::{Event, Metadata, Subscriber};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 
-use crate::harness::{Env, deployments, eventually, plugin, resource};
+use crate::harness::{Env, deployments, eventually, metric_sum, plugin, quick, resource, wait_for};
+use kubewasm::controller::Options;
 
 /// What the fixture logs at the start of each reconcile, from inside the call.
 const MARKER: &str = "relabel: related";
@@ -103,6 +107,20 @@ fn demo_applications() -> kube::discovery::ApiResource {
     resource("paas.cmft.com", "v1beta1", "DemoApplication", "demoapplications")
 }
 
+fn demo_app(name: &str) -> Value {
+    json!({"apiVersion": "paas.cmft.com/v1beta1", "kind": "DemoApplication",
+           "metadata": {"name": name, "namespace": "default"},
+           "spec": {"image": "nginx", "replica": 1, "ports": [{"port": 80}]}})
+}
+
+/// Waits, off the async runtime, for the armed action to have run.
+async fn ran(signal: mpsc::Receiver<()>, what: &str) {
+    tokio::task::spawn_blocking(move || signal.recv_timeout(Duration::from_secs(30)))
+        .await
+        .expect("wait for the armed action")
+        .unwrap_or_else(|_| panic!("{what}"));
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_in_flight_finishes_on_the_version_it_started_with() {
     let inside = Inside::installed();
@@ -135,23 +153,14 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_with() {
         move || env.host.controller("demo-application").expect("the controller runs").update(new, Value::Null)
     };
     let swapped = inside.arm("held", swap);
-    env.create(
-        &demo_applications(),
-        json!({"apiVersion": "paas.cmft.com/v1beta1", "kind": "DemoApplication",
-               "metadata": {"name": "held", "namespace": "default"},
-               "spec": {"image": "nginx", "replica": 1, "ports": [{"port": 80}]}}),
-    )
-    .await;
-    tokio::task::spawn_blocking(move || swapped.recv_timeout(Duration::from_secs(30)))
-        .await
-        .expect("wait for the swap")
-        .expect("the plugin is swapped inside the first call for `held`");
+    env.create(&demo_applications(), demo_app("held")).await;
+    ran(swapped, "the plugin is swapped inside the first call for `held`").await;
     let controller = env.host.controller("demo-application").expect("the controller runs");
     assert_eq!(controller.plugin().hash(), new.hash());
 
     let seen = eventually("the Deployment written by both versions", || async {
         let seen = versions.lock().expect("versions").clone();
-        (seen.first().is_some() && seen.last() == Some(&None)).then_some(seen)
+        (!seen.is_empty() && seen.last() == Some(&None)).then_some(seen)
     })
     .await;
     assert_eq!(
@@ -161,4 +170,38 @@ async fn a_call_in_flight_finishes_on_the_version_it_started_with() {
     );
     watching.abort();
     Arc::into_inner(env).expect("the swap has run and let go of the env").stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parents_waiting_for_a_busy_controller_are_counted_in_the_queue_depth() {
+    let inside = Inside::installed();
+    // One reconcile at a time, so the held one keeps every other parent waiting.
+    let env = Env::start_with_options(vec![("demo-relabel", Options { concurrency: 1, ..quick() })]).await;
+    let depth = |env: &Env| metric_sum(&env.host, "kubewasm_queue_depth");
+
+    let (release, released) = mpsc::channel::<()>();
+    let busy = inside.arm("busy", move || {
+        // Bounded, so a failing test cannot hold the call for ever.
+        let _ = released.recv_timeout(Duration::from_secs(60));
+    });
+    env.create(&demo_applications(), demo_app("busy")).await;
+    // The action blocks inside the call: wait for the call to be in the plugin.
+    eventually("the first reconcile in flight", || async {
+        (metric_sum(&env.host, "kubewasm_reconciles_in_flight") == 1.0).then_some(())
+    })
+    .await;
+    assert_eq!(depth(&env), 0.0, "the reconcile in flight has left the queue");
+
+    for name in ["waiting-1", "waiting-2", "waiting-3"] {
+        env.create(&demo_applications(), demo_app(name)).await;
+    }
+    eventually("three parents in the queue", || async { (depth(&env) == 3.0).then_some(()) }).await;
+
+    release.send(()).expect("the held call waits");
+    ran(busy, "the held call went on").await;
+    for name in ["waiting-1", "waiting-2", "waiting-3"] {
+        wait_for(&env, &deployments(), name, "the waiting parents reconciled", |_| true).await;
+    }
+    eventually("the queue drained", || async { (depth(&env) == 0.0).then_some(()) }).await;
+    env.stop().await;
 }

@@ -1,0 +1,138 @@
+//! What a plugin's work queue holds: parents triggered and not yet started.
+//! kube-runtime's scheduler keeps its queue to itself, so the controller counts at
+//! the edges it sees: triggers in (watch events, resyncs, requeues), reconciles
+//! started out. Like the scheduler, it keeps one entry per parent, due at the
+//! earliest time anything asked for.
+
+use std::collections::HashMap;
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use kube::api::DynamicObject;
+use kube::discovery::ApiResource;
+use kube::runtime::reflector::{ObjectRef, Store};
+
+use crate::metrics::QueueDepth;
+
+type Key = ObjectRef<DynamicObject>;
+
+pub(crate) struct Pending {
+    due: Mutex<HashMap<Key, Instant>>,
+    /// The parent cache: the scheduler drops a parent deleted before its turn.
+    parents: Store<DynamicObject>,
+    resource: ApiResource,
+}
+
+impl Pending {
+    pub(crate) fn new(parents: Store<DynamicObject>, resource: ApiResource) -> Self {
+        Self { due: Mutex::default(), parents, resource }
+    }
+
+    /// The key of a parent object.
+    pub(crate) fn key(&self, parent: &DynamicObject) -> Key {
+        ObjectRef::from_obj_with(parent, self.resource.clone())
+    }
+
+    fn due(&self) -> MutexGuard<'_, HashMap<Key, Instant>> {
+        self.due.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// `parent` is to be reconciled after `delay`, or sooner if it already was.
+    pub(crate) fn after(&self, parent: Key, delay: Duration) {
+        let at = Instant::now() + delay;
+        self.due().entry(parent).and_modify(|due| *due = (*due).min(at)).or_insert(at);
+    }
+
+    /// `parent` is to be reconciled now.
+    pub(crate) fn now(&self, parent: Key) {
+        self.after(parent, Duration::ZERO);
+    }
+
+    /// Every cached parent is to be reconciled now (a resync).
+    pub(crate) fn all(&self) {
+        let parents = self.parents.state();
+        let now = Instant::now();
+        let mut due = self.due();
+        for parent in parents {
+            due.insert(self.key(&parent), now);
+        }
+    }
+
+    /// `parent`'s reconcile has started: it has left the queue.
+    pub(crate) fn started(&self, parent: &Key) {
+        self.due().remove(parent);
+    }
+}
+
+impl QueueDepth for Pending {
+    fn depth(&self) -> usize {
+        let now = Instant::now();
+        let mut due = self.due();
+        due.retain(|parent, _| self.parents.get(parent).is_some());
+        due.values().filter(|at| **at <= now).count()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kube::runtime::reflector::store::Writer;
+    use kube::runtime::watcher;
+
+    use super::*;
+
+    fn resource() -> ApiResource {
+        ApiResource {
+            group: "example.com".into(),
+            version: "v1".into(),
+            api_version: "example.com/v1".into(),
+            kind: "Echo".into(),
+            plural: "echoes".into(),
+        }
+    }
+
+    fn parent(name: &str) -> DynamicObject {
+        DynamicObject::new(name, &resource()).within("default")
+    }
+
+    /// A queue over a parent cache holding `names`.
+    fn pending(names: &[&str]) -> Pending {
+        let mut writer = Writer::new(resource());
+        for name in names {
+            writer.apply_watcher_event(&watcher::Event::Apply(parent(name)));
+        }
+        Pending::new(writer.as_reader(), resource())
+    }
+
+    #[test]
+    fn a_parent_triggered_twice_waits_once_and_leaves_when_started() {
+        let queue = pending(&["a", "b"]);
+        let (a, b) = (queue.key(&parent("a")), queue.key(&parent("b")));
+        queue.now(a.clone());
+        queue.now(a.clone());
+        queue.now(b);
+        assert_eq!(queue.depth(), 2);
+        queue.started(&a);
+        assert_eq!(queue.depth(), 1);
+    }
+
+    #[test]
+    fn a_requeue_waits_outside_the_queue_until_due_or_triggered() {
+        let queue = pending(&["a"]);
+        let a = queue.key(&parent("a"));
+        queue.after(a.clone(), Duration::from_hours(1));
+        assert_eq!(queue.depth(), 0, "not due for an hour");
+        queue.now(a.clone());
+        assert_eq!(queue.depth(), 1, "a watch event brings it forward");
+        queue.after(a, Duration::from_hours(1));
+        assert_eq!(queue.depth(), 1, "the earliest time wins");
+    }
+
+    #[test]
+    fn a_resync_queues_every_cached_parent_and_a_deleted_one_is_dropped() {
+        let queue = pending(&["a", "b", "c"]);
+        queue.all();
+        assert_eq!(queue.depth(), 3);
+        queue.now(queue.key(&parent("gone")));
+        assert_eq!(queue.depth(), 3, "a parent not in the cache is never reconciled");
+    }
+}
