@@ -6,8 +6,9 @@
 # The plugins image holds only NAME.wasm files at its root; deploy/deployment.yaml
 # mounts it as an image volume at /plugins.
 #
-# Not built in CI: the machines that run the tests have no Docker engine, so this
-# file is checked by review only (deploy/README.md says the same).
+# Not built in CI: the machines that run the tests have no Docker engine and no
+# access to container registries. tests/tests/deploy checks that this file and
+# deploy/ agree (user, port, plugin directory, the plugins built).
 
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
@@ -33,6 +34,7 @@ COPY --from=build /out/plugins/ /
 FROM gcr.io/distroless/cc-debian12:nonroot AS host
 COPY --from=build /out/kubewasm /usr/local/bin/kubewasm
 USER 65532:65532
-EXPOSE 8080 9090
+# Probes and /metrics (--health-addr).
+EXPOSE 8080
 ENTRYPOINT ["/usr/local/bin/kubewasm"]
 CMD ["run", "--plugins", "/plugins"]

@@ -127,3 +127,69 @@ async fn the_kustomization_is_accepted_by_the_api_server() {
     assert!(stored.items.is_empty(), "a dry run stores nothing");
     cluster.shutdown().await;
 }
+
+/// The Dockerfile's instructions, continuation lines joined, comments dropped.
+fn dockerfile() -> Vec<String> {
+    let text = std::fs::read_to_string(deploy_dir().with_file_name("Dockerfile")).expect("read Dockerfile");
+    let mut lines = Vec::new();
+    let mut current = String::new();
+    for line in text.lines().map(str::trim).filter(|l| !l.starts_with('#') && !l.is_empty()) {
+        match line.strip_suffix('\\') {
+            Some(part) => current.push_str(part),
+            None => {
+                current.push_str(line);
+                lines.push(std::mem::take(&mut current));
+            }
+        }
+    }
+    lines
+}
+
+/// The instructions of the stage named `name` (`FROM ... AS name`).
+fn stage(lines: &[String], name: &str) -> Vec<String> {
+    lines
+        .iter()
+        .skip_while(|l| !(l.starts_with("FROM ") && l.ends_with(&format!(" AS {name}"))))
+        .enumerate()
+        .take_while(|(i, l)| *i == 0 || !l.starts_with("FROM "))
+        .map(|(_, l)| l.clone())
+        .collect()
+}
+
+/// The Dockerfile cannot be built on the test machines (no container engine, no
+/// registry), so this checks what can drift: that it builds every example plugin and
+/// that the image runs the way `deploy/` expects it to.
+#[test]
+fn the_dockerfile_builds_what_the_deployment_runs() {
+    let lines = dockerfile();
+    let objects = documents(&kustomize());
+    let pod = &find(&objects, "Deployment")["spec"]["template"]["spec"];
+    let container = &pod["containers"][0];
+
+    let host = stage(&lines, "host");
+    assert!(!host.is_empty(), "the Dockerfile has a `host` stage");
+    assert_eq!(lines.iter().rev().find(|l| l.starts_with("FROM ")), host.first(), "`host` is the default target");
+    let user = format!("USER {}:{}", pod["securityContext"]["runAsUser"], pod["securityContext"]["runAsGroup"]);
+    assert!(host.contains(&user), "the image runs as the Deployment's user ({user}): {host:?}");
+    let ports: Vec<String> =
+        container["ports"].as_array().expect("ports").iter().map(|p| p["containerPort"].to_string()).collect();
+    assert!(host.contains(&format!("EXPOSE {}", ports.join(" "))), "the image exposes {ports:?}: {host:?}");
+    assert!(host.iter().any(|l| l == r#"CMD ["run", "--plugins", "/plugins"]"#), "{host:?}");
+    let mounts = container["volumeMounts"].as_array().expect("mounts");
+    assert!(
+        mounts.iter().any(|m| m["mountPath"] == "/plugins"),
+        "the plugin directory is mounted where the image looks"
+    );
+
+    let plugins = stage(&lines, "plugins");
+    assert!(
+        plugins.iter().any(|l| l == "COPY --from=build /out/plugins/ /"),
+        "plugin files at the image root: {plugins:?}"
+    );
+    let build = lines.iter().find(|l| l.contains("--target wasm32-wasip2")).expect("the plugin build");
+    let examples = std::fs::read_dir(deploy_dir().with_file_name("plugins")).expect("plugins/");
+    for example in examples {
+        let name = example.expect("entry").file_name().to_string_lossy().into_owned();
+        assert!(build.contains(&format!("-p {name} ")), "the Dockerfile builds the example plugin {name}: {build}");
+    }
+}
