@@ -6,6 +6,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kubewasm::host::{DirOptions, Host, PluginStatus};
+use kubewasm::metrics::Metrics;
 use kubewasm::plugin::{Engine, EngineOptions, Plugin};
 use serde_json::json;
 use tokio::sync::oneshot;
@@ -18,6 +19,7 @@ struct DirEnv {
     base: Cluster,
     dir: PathBuf,
     seen: Arc<Mutex<(Vec<PluginStatus>, u64)>>,
+    metrics: Metrics,
     stop: oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
 }
@@ -49,6 +51,7 @@ impl DirEnv {
         let base = Cluster::start().await;
         let engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: None }).expect("engine");
         let options = DirOptions { install_crds: true, controller: quick() };
+        let metrics = options.controller.metrics.clone();
         let host = Host::from_dir(&base.client, &engine, &dir, options).await.expect("host");
         let seen = Arc::new(Mutex::new((host.status(), host.compiles())));
         let record = seen.clone();
@@ -61,12 +64,24 @@ impl DirEnv {
                 .await
                 .expect("the directory is watched");
         });
-        DirEnv { base, dir, seen, stop, task }
+        DirEnv { base, dir, seen, metrics, stop, task }
     }
 
     fn status(&self, file: &str) -> Option<PluginStatus> {
         let path = self.dir.join(file).display().to_string();
         self.seen.lock().expect("status").0.iter().find(|s| s.file == path).cloned()
+    }
+
+    /// The value of one series of the host's metrics (`name{labels}`), 0 if absent.
+    fn series(&self, series: &str) -> f64 {
+        let text = self.metrics.encode();
+        text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok()).unwrap_or(0.0)
+    }
+
+    /// `kubewasm_plugin_reloads_total` of `file` with `result`.
+    fn reloads(&self, file: &str, result: &str) -> f64 {
+        let file = self.dir.join(file).display().to_string();
+        self.series(&format!(r#"kubewasm_plugin_reloads_total{{file="{file}",result="{result}"}}"#))
     }
 
     fn compiles(&self) -> u64 {
@@ -132,6 +147,10 @@ async fn a_new_version_takes_over_and_a_corrupt_one_never_does() {
     })
     .await;
     let v2 = env.status("demo-application.wasm").expect("status").hash;
+    assert!(env.reloads("demo-application.wasm", "success") >= 2.0, "the first version and v2 were loaded");
+    let version = |hash: &str| format!(r#"kubewasm_plugin_version_info{{plugin="demo-application",sha256="{hash}"}}"#);
+    assert_eq!(env.series(&version(v2.as_deref().expect("a hash"))), 1.0, "v2 is the version reported");
+    let failed_before = env.reloads("demo-application.wasm", "error");
 
     env.put("demo-application.wasm", b"\0asm\x0d\0\x01\0 truncated by a bad copy");
     env.until("the corrupt file reported", |e| e.status("demo-application.wasm").and_then(|s| s.error).is_some()).await;
@@ -139,6 +158,8 @@ async fn a_new_version_takes_over_and_a_corrupt_one_never_does() {
     assert!(status.error.as_deref().unwrap_or_default().contains("demo-application.wasm"), "{status:?}");
     assert!(status.running, "the last good version keeps running");
     assert_eq!(status.hash, v2, "still the v2 version");
+    assert!(env.reloads("demo-application.wasm", "error") > failed_before, "the failed reload is counted");
+    assert_eq!(env.series(&version(v2.as_deref().expect("a hash"))), 1.0, "v2 is still the version reported");
 
     env.merge(&demo_applications(), "web", json!({"spec": {"replica": 4}})).await;
     let d =
