@@ -8,7 +8,7 @@
 //!
 //! Run with `make bench-reload`. Results: BENCHMARKS.md.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{Duration, Instant};
 
 use kube::api::{Api, DynamicObject, PostParams};
@@ -19,18 +19,9 @@ use kubewasm::host::{DirOptions, Host};
 use kubewasm::plugin::{Engine, EngineOptions, Plugin};
 use serde_json::json;
 
+mod support;
+
 const ROUNDS: usize = 5;
-
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("bench binary path");
-    exe.ancestors().nth(3).expect("target directory").to_path_buf()
-}
-
-fn wasm(folder: &str, name: &str) -> PathBuf {
-    let path = target_dir().join(folder).join(format!("{name}.wasm"));
-    assert!(path.exists(), "{} is missing: run `make plugins` first", path.display());
-    path
-}
 
 fn deployments() -> ApiResource {
     ApiResource {
@@ -68,7 +59,7 @@ async fn reload_latency() {
     let _ = std::fs::remove_dir_all(&dir);
     let _ = std::fs::remove_dir_all(&cache);
     std::fs::create_dir_all(&dir).expect("plugin dir");
-    let (v1, v2) = (wasm("plugins", "demo-application"), wasm("fixtures", "demo-relabel"));
+    let (v1, v2) = (support::demo_application_wasm(), support::wasm("fixtures", "demo-relabel"));
     std::fs::copy(&v1, dir.join("demo-application.wasm")).expect("copy");
 
     let cluster = DevCluster::start(devcluster::Options::default()).await.expect("API server");
@@ -148,11 +139,12 @@ fn memory_of_ten_plugins() {
     let mut loaded = Vec::new();
     for i in 0..10 {
         let (folder, name) = names[i % names.len()];
-        loaded.push(Plugin::load(&engine, &wasm(folder, name)).expect("load"));
+        loaded.push(Plugin::load(&engine, &support::wasm(folder, name)).expect("load"));
     }
     let after = resident_bytes();
-    let size: u64 =
-        (0..10).map(|i| std::fs::metadata(wasm(names[i % 5].0, names[i % 5].1)).map(|m| m.len()).unwrap_or(0)).sum();
+    let size: u64 = (0..10)
+        .map(|i| std::fs::metadata(support::wasm(names[i % 5].0, names[i % 5].1)).map(|m| m.len()).unwrap_or(0))
+        .sum();
     println!(
         "resident memory added by 10 loaded plugins ({:.1} MiB of .wasm): {:.1} MiB ({:.1} MiB each)",
         size as f64 / 1048576.0,
