@@ -256,7 +256,7 @@ impl Metrics {
         )
     }
 
-    /// The OpenMetrics text exposition.
+    /// The `OpenMetrics` text exposition.
     pub fn encode(&self) -> String {
         let mut out = String::new();
         // Writing to a String cannot fail.

@@ -1,6 +1,7 @@
 //! Server-side apply and `managedFields`: field ownership per manager, conflicts, removal.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
@@ -470,10 +471,14 @@ pub(crate) fn path_text(path: &[Step]) -> String {
                 let parts: Vec<String> = serde_json::from_str::<Map<String, Value>>(k)
                     .map(|m| m.iter().map(|(k, v)| format!("{k}={v}")).collect())
                     .unwrap_or_default();
-                out.push_str(&format!("[{}]", parts.join(",")));
+                let _ = write!(out, "[{}]", parts.join(","));
             }
-            Step::Value(v) => out.push_str(&format!("[={v}]")),
-            Step::Index(i) => out.push_str(&format!("[{i}]")),
+            Step::Value(v) => {
+                let _ = write!(out, "[={v}]");
+            }
+            Step::Index(i) => {
+                let _ = write!(out, "[{i}]");
+            }
         }
     }
     out
@@ -559,6 +564,7 @@ pub(crate) fn from_fields_v1(value: &Value) -> FieldSet {
 
 /// One `managedFields` entry.
 #[derive(Debug, Clone, PartialEq)]
+#[allow(clippy::struct_field_names)] // the API's field names
 pub(crate) struct Manager {
     pub manager: String,
     /// `Apply` or `Update`.

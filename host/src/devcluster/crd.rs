@@ -1,4 +1,4 @@
-//! CustomResourceDefinitions: checking one, serving its resource, and its Established status.
+//! `CustomResourceDefinitions`: checking one, serving its resource, and its Established status.
 
 use std::cmp::Ordering;
 

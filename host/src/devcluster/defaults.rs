@@ -207,7 +207,7 @@ fn secret_data(obj: &mut Value) {
         let data = map.entry("data").or_insert_with(|| json!({}));
         if let Some(data) = data.as_object_mut() {
             for (k, v) in plain {
-                let text = v.as_str().map(String::from).unwrap_or_else(|| v.to_string());
+                let text = v.as_str().map_or_else(|| v.to_string(), String::from);
                 data.insert(k, json!(engine.encode(text)));
             }
         }

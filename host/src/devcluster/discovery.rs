@@ -27,6 +27,7 @@ pub(crate) struct Version {
 
 /// A kind of object the server stores, reached at `/api[s]/{group}/{version}/.../{plural}`.
 #[derive(Debug, Clone)]
+#[allow(clippy::struct_excessive_bools)] // independent properties of a kind, as discovery lists them
 pub(crate) struct ResourceType {
     pub group: String,
     /// Served versions, the preferred (storage) one first.
@@ -103,12 +104,11 @@ impl Registry {
     fn groups(&self) -> Vec<(String, Vec<String>)> {
         let mut groups: Vec<(String, Vec<String>)> = Vec::new();
         for rt in self.all().filter(|rt| !rt.group.is_empty()) {
-            let entry = match groups.iter_mut().position(|(g, _)| *g == rt.group) {
-                Some(i) => &mut groups[i].1,
-                None => {
-                    groups.push((rt.group.clone(), Vec::new()));
-                    &mut groups.last_mut().expect("just pushed").1
-                }
+            let entry = if let Some(i) = groups.iter_mut().position(|(g, _)| *g == rt.group) {
+                &mut groups[i].1
+            } else {
+                groups.push((rt.group.clone(), Vec::new()));
+                &mut groups.last_mut().expect("just pushed").1
             };
             for v in &rt.versions {
                 if !entry.contains(&v.name) {
@@ -217,6 +217,7 @@ pub(crate) fn version_info() -> Value {
     })
 }
 
+#[allow(clippy::struct_excessive_bools)] // independent properties of a kind, as discovery lists them
 struct Builtin {
     group: &'static str,
     version: &'static str,

@@ -54,7 +54,7 @@ pub(crate) fn core_selector(selector: &str) -> String {
     selector.replace("regarding.", "involvedObject.").replace("reportingController", "reportingComponent")
 }
 
-/// Converts a response: an Event, an EventList, or anything else unchanged.
+/// Converts a response: an Event, an `EventList`, or anything else unchanged.
 pub(crate) fn response_to_v1(value: Value) -> Value {
     match value.get("kind").and_then(Value::as_str) {
         Some("Event") => to_v1(&value),

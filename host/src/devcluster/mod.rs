@@ -20,7 +20,7 @@
 //! Where it differs from a real API server (each is a place where a test could pass here and
 //! fail on a cluster):
 //! - no controllers besides garbage collection, namespace and CRD cleanup: Deployments get no
-//!   ReplicaSets or Pods, Pods stay `Pending`, no status is written for you;
+//!   `ReplicaSets` or Pods, Pods stay `Pending`, no status is written for you;
 //! - built-ins are checked by decoding them into their Kubernetes types plus a few validation
 //!   rules (names, selectors, containers, ports), not the full validation; defaults cover the
 //!   common fields only; CRD schemas are enforced except CEL (`x-kubernetes-validations`)
@@ -28,7 +28,7 @@
 //! - `managedFields` of ordinary updates to built-ins can differ in `.` entries, because the real
 //!   server compares against Go zero values;
 //! - no authentication, authorization or admission webhooks; no aggregated discovery, no
-//!   OpenAPI v2, OpenAPI v3 without built-in schemas (`kubectl explain` works for CRDs only);
+//!   `OpenAPI` v2, `OpenAPI` v3 without built-in schemas (`kubectl explain` works for CRDs only);
 //!   protobuf request bodies only for namespaces, configmaps, secrets and service accounts.
 
 mod apply;
@@ -90,7 +90,7 @@ impl Default for Options {
             port: None,
             kubeconfig_path: None,
             watch_history: 10_000,
-            bookmark_interval: Duration::from_secs(60),
+            bookmark_interval: Duration::from_mins(1),
         }
     }
 }
@@ -127,6 +127,11 @@ pub struct DevCluster {
 impl DevCluster {
     /// Starts the server on 127.0.0.1, on the tokio runtime of the caller. The namespaces
     /// `default` and `kube-system` exist from the start (or whatever a data directory held).
+    ///
+    /// # Errors
+    ///
+    /// [`Error`] when the port cannot be bound, or the data directory or kubeconfig
+    /// cannot be used.
     pub async fn start(opts: Options) -> Result<DevCluster, Error> {
         let mut store = Store::new(opts.watch_history);
         if let Some(dir) = &opts.data_dir {

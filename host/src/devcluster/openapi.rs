@@ -1,4 +1,6 @@
-//! The OpenAPI v3 documents kubectl reads to leave field validation to the server.
+//! The `OpenAPI` v3 documents kubectl reads to leave field validation to the server.
+
+use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 use sha2::Digest as _;
@@ -31,7 +33,10 @@ pub(crate) fn root(registry: &Registry) -> Value {
             continue;
         };
         let hash = sha2::Sha256::digest(doc.to_string().as_bytes());
-        let hash: String = hash.iter().take(16).map(|b| format!("{b:02X}")).collect();
+        let hash = hash.iter().take(16).fold(String::new(), |mut hex, b| {
+            let _ = write!(hex, "{b:02X}");
+            hex
+        });
         let prefix = path_prefix(&group, &version);
         paths.insert(prefix.clone(), json!({ "serverRelativeURL": format!("/openapi/v3/{prefix}?hash={hash}") }));
     }

@@ -88,6 +88,7 @@ pub(crate) fn strategic_merge(original: &Value, patch: &Value) -> Result<Value, 
 }
 
 /// Merges one map; `None` means the patch deleted it (`$patch: delete`).
+#[allow(clippy::similar_names)] // patch and path: both the merge's own words
 fn merge_map(
     orig: &Map<String, Value>,
     patch: &Map<String, Value>,
@@ -151,6 +152,7 @@ fn merge_map(
     Ok(Some(out))
 }
 
+#[allow(clippy::similar_names)] // patch and path: both the merge's own words
 fn merge_list(
     orig: Option<&Vec<Value>>,
     patch: &[Value],

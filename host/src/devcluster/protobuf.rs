@@ -11,6 +11,9 @@ enum Field<'a> {
     Bytes(&'a [u8]),
 }
 
+/// A message that does not parse as protobuf.
+struct Malformed;
+
 struct Reader<'a> {
     buf: &'a [u8],
 }
@@ -29,38 +32,39 @@ impl<'a> Reader<'a> {
         None
     }
 
-    fn next_field(&mut self) -> Option<Option<(u64, Field<'a>)>> {
+    /// The next field, `None` at the end of the message.
+    fn next_field(&mut self) -> Result<Option<(u64, Field<'a>)>, Malformed> {
         if self.buf.is_empty() {
-            return Some(None);
+            return Ok(None);
         }
-        let key = self.varint()?;
+        let key = self.varint().ok_or(Malformed)?;
         let number = key >> 3;
         let field = match key & 7 {
-            0 => Field::Varint(self.varint()?),
+            0 => Field::Varint(self.varint().ok_or(Malformed)?),
             1 => {
-                self.buf = self.buf.get(8..)?;
+                self.buf = self.buf.get(8..).ok_or(Malformed)?;
                 return self.next_field();
             }
             2 => {
-                let len = usize::try_from(self.varint()?).ok()?;
-                let (bytes, rest) = self.buf.split_at_checked(len)?;
+                let len = self.varint().and_then(|l| usize::try_from(l).ok()).ok_or(Malformed)?;
+                let (bytes, rest) = self.buf.split_at_checked(len).ok_or(Malformed)?;
                 self.buf = rest;
                 Field::Bytes(bytes)
             }
             5 => {
-                self.buf = self.buf.get(4..)?;
+                self.buf = self.buf.get(4..).ok_or(Malformed)?;
                 return self.next_field();
             }
-            _ => return None,
+            _ => return Err(Malformed),
         };
-        Some(Some((number, field)))
+        Ok(Some((number, field)))
     }
 
     /// All fields of a message; `None` when it is malformed.
     fn fields(buf: &'a [u8]) -> Option<Vec<(u64, Field<'a>)>> {
         let mut reader = Reader { buf };
         let mut out = Vec::new();
-        while let Some(field) = reader.next_field()? {
+        while let Some(field) = reader.next_field().ok()? {
             out.push(field);
         }
         Some(out)
@@ -148,7 +152,7 @@ pub(crate) fn decode(body: &[u8], api_version: &str, kind: &str) -> Option<Value
                 obj.insert("spec".into(), json!({ "finalizers": finalizers }));
             }
             ("ServiceAccount", 4, Field::Varint(v)) => {
-                _ = obj.insert("automountServiceAccountToken".into(), json!(v != 0))
+                _ = obj.insert("automountServiceAccountToken".into(), json!(v != 0));
             }
             ("ConfigMap" | "Secret" | "Namespace" | "ServiceAccount", _, _) => {}
             _ => return None,

@@ -153,6 +153,7 @@ fn type_matches(value: &Value, want: &str) -> bool {
     }
 }
 
+#[allow(clippy::too_many_lines)] // one arm per schema keyword
 fn check(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
     let int_or_string = schema.get("x-kubernetes-int-or-string").and_then(Value::as_bool) == Some(true);
     if value.is_null() {
@@ -374,6 +375,7 @@ fn format_matches(format: &str, s: &str) -> bool {
     }
 }
 
+#[allow(clippy::cast_possible_truncation)] // a whole number below 1e15 converts exactly
 fn number_text(n: f64) -> String {
     if n.fract() == 0.0 && n.abs() < 1e15 { format!("{}", n as i64) } else { n.to_string() }
 }

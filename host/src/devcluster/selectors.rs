@@ -123,7 +123,7 @@ fn parse_requirement(part: &str) -> Result<(String, Op), String> {
     let bad = || format!("unable to parse requirement: invalid label selector: \"{part}\"");
     if let Some(key) = part.strip_prefix('!') {
         let key = key.trim();
-        check_key(key).map_err(|_| bad())?;
+        check_key(key).map_err(|()| bad())?;
         return Ok((key.to_string(), Op::NotExists));
     }
     for (token, make) in [
@@ -133,7 +133,7 @@ fn parse_requirement(part: &str) -> Result<(String, Op), String> {
     ] {
         if let Some((key, value)) = part.split_once(token) {
             let key = key.trim();
-            check_key(key).map_err(|_| bad())?;
+            check_key(key).map_err(|()| bad())?;
             return Ok((key.to_string(), make(value.trim().to_string())));
         }
     }
@@ -141,7 +141,7 @@ fn parse_requirement(part: &str) -> Result<(String, Op), String> {
         if let Some((key, value)) = part.split_once(token) {
             let n: i64 = value.trim().parse().map_err(|_| bad())?;
             let key = key.trim();
-            check_key(key).map_err(|_| bad())?;
+            check_key(key).map_err(|()| bad())?;
             return Ok((key.to_string(), if greater { Op::Greater(n) } else { Op::Less(n) }));
         }
     }
@@ -159,10 +159,10 @@ fn parse_requirement(part: &str) -> Result<(String, Op), String> {
         let set = set.trim();
         let inner = set.strip_prefix('(').and_then(|s| s.strip_suffix(')')).ok_or_else(bad)?;
         let values: Vec<String> = inner.split(',').map(|v| v.trim().to_string()).filter(|v| !v.is_empty()).collect();
-        check_key(key).map_err(|_| bad())?;
+        check_key(key).map_err(|()| bad())?;
         return Ok((key.to_string(), if notin { Op::NotIn(values) } else { Op::In(values) }));
     }
-    check_key(part).map_err(|_| bad())?;
+    check_key(part).map_err(|()| bad())?;
     Ok((part.to_string(), Op::Exists))
 }
 

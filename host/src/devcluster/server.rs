@@ -79,7 +79,7 @@ pub(crate) fn present_one(t: &Target, obj: &Value, how: Presentation) -> Value {
             &t.rt,
             &t.version,
             std::slice::from_ref(obj),
-            json!({ "resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or_default() }),
+            &json!({ "resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or_default() }),
             include,
         ),
         Presentation::Metadata => json!({
@@ -95,7 +95,7 @@ fn present_list(t: &Target, list: Value, how: Presentation) -> Value {
     let meta = list.get("metadata").cloned().unwrap_or_default();
     match how {
         Presentation::Full => list,
-        Presentation::Table(include) => table::table(&t.rt, &t.version, &items, meta, include),
+        Presentation::Table(include) => table::table(&t.rt, &t.version, &items, &meta, include),
         Presentation::Metadata => json!({
             "kind": "PartialObjectMetadataList",
             "apiVersion": "meta.k8s.io/v1",
@@ -121,9 +121,8 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
     if mutating {
         shared.writes.fetch_add(1, Ordering::SeqCst);
     }
-    let body = match axum::body::to_bytes(body, MAX_BODY).await {
-        Ok(b) => b,
-        Err(_) => return error_response(&ApiError::too_large(MAX_BODY)),
+    let Ok(body) = axum::body::to_bytes(body, MAX_BODY).await else {
+        return error_response(&ApiError::too_large(MAX_BODY));
     };
     let query: Vec<(String, String)> =
         form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes()).into_owned().collect();
@@ -414,8 +413,8 @@ fn events_patch(
     if content_type == "application/apply-patch+yaml" {
         let config: Value = serde_yaml_ng::from_slice(&call.body)
             .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
-        let core = serde_json::to_vec(&events::to_core(&config)).unwrap_or_default();
-        let (code, obj) = verbs::patch(&mut store, target, &core, content_type, opts)?;
+        let as_json = serde_json::to_vec(&events::to_core(&config)).unwrap_or_default();
+        let (code, obj) = verbs::patch(&mut store, target, &as_json, content_type, opts)?;
         return Ok(Reply::Json(code, obj));
     }
     if !verbs::PATCH_TYPES.contains(&content_type) {

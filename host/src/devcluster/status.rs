@@ -90,7 +90,7 @@ impl ApiError {
     }
 
     /// 422 with one cause per failed field check, worded like the real server.
-    pub(crate) fn invalid(rt: &ResourceType, name: &str, causes: Vec<Cause>) -> ApiError {
+    pub(crate) fn invalid(rt: &ResourceType, name: &str, causes: &[Cause]) -> ApiError {
         let kind = if rt.group.is_empty() { rt.kind.clone() } else { format!("{}.{}", rt.kind, rt.group) };
         let lines: Vec<String> = causes.iter().map(Cause::line).collect();
         let listed = if lines.len() == 1 { lines[0].clone() } else { format!("[{}]", lines.join(", ")) };
@@ -143,7 +143,7 @@ impl ApiError {
     }
 
     /// A server-side apply refused because other managers own fields it would change.
-    pub(crate) fn apply_conflict(message: String, causes: Vec<Value>) -> ApiError {
+    pub(crate) fn apply_conflict(message: String, causes: &[Value]) -> ApiError {
         ApiError::new(409, "Conflict", message).with_details(json!({ "causes": causes }))
     }
 

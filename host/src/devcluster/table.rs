@@ -41,10 +41,11 @@ fn age_column() -> Value {
     )
 }
 
-/// Column definitions and a function producing the cells of one object.
 /// Turns one object into the cells of its row.
 type Cells = Box<dyn Fn(&Value) -> Vec<Value>>;
 
+/// Column definitions and a function producing the cells of one object.
+#[allow(clippy::too_many_lines)] // a table: the columns kubectl shows, per kind
 fn columns(rt: &ResourceType, version: &str) -> (Vec<Value>, Cells) {
     let age = |o: &Value| json!(age(object::meta_str(o, "creationTimestamp")));
     let name = |o: &Value| json!(object::name(o));
@@ -85,7 +86,7 @@ fn columns(rt: &ResourceType, version: &str) -> (Vec<Value>, Cells) {
         );
     }
     let s = |o: &Value, p: &str| o.pointer(p).cloned().unwrap_or(Value::Null);
-    let count = |o: &Value, f: &str| o.get(f).and_then(Value::as_object).map_or(0, |m| m.len());
+    let count = |o: &Value, f: &str| o.get(f).and_then(Value::as_object).map_or(0, serde_json::Map::len);
     match (rt.group.as_str(), rt.plural.as_str()) {
         ("", "configmaps") => (
             vec![
@@ -270,7 +271,7 @@ fn columns(rt: &ResourceType, version: &str) -> (Vec<Value>, Cells) {
 }
 
 /// A `Table` of `objects` (each as the client asked for it).
-pub(crate) fn table(rt: &ResourceType, version: &str, objects: &[Value], list_meta: Value, include: Include) -> Value {
+pub(crate) fn table(rt: &ResourceType, version: &str, objects: &[Value], list_meta: &Value, include: Include) -> Value {
     let (defs, cells) = columns(rt, version);
     let rows: Vec<Value> = objects
         .iter()
@@ -299,7 +300,7 @@ pub(crate) fn table(rt: &ResourceType, version: &str, objects: &[Value], list_me
     })
 }
 
-/// A minimal JSONPath: `.a.b`, `.a[0].b`, `{.a.b}`.
+/// A minimal `JSONPath`: `.a.b`, `.a[0].b`, `{.a.b}`.
 fn json_path(obj: &Value, path: &str) -> Option<Value> {
     let path = path.trim().trim_start_matches('{').trim_end_matches('}');
     let mut cur = obj;

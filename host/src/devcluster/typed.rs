@@ -80,7 +80,7 @@ pub(crate) fn validate(rt: &ResourceType, obj: &Value) -> Vec<Cause> {
         ("apps", "deployments" | "replicasets") => {
             match obj.pointer("/spec/selector") {
                 None | Some(Value::Null) => {
-                    causes.push(Cause::new("FieldValueRequired", "spec.selector", "Required value"))
+                    causes.push(Cause::new("FieldValueRequired", "spec.selector", "Required value"));
                 }
                 Some(sel) => {
                     let labels = obj.pointer("/spec/template/metadata/labels").cloned().unwrap_or_default();
@@ -145,7 +145,7 @@ fn containers(spec: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
     match list {
         None => causes.push(Cause::new("FieldValueRequired", format!("{path}.containers"), "Required value")),
         Some(list) if list.is_empty() => {
-            causes.push(Cause::new("FieldValueRequired", format!("{path}.containers"), "Required value"))
+            causes.push(Cause::new("FieldValueRequired", format!("{path}.containers"), "Required value"));
         }
         Some(list) => {
             for (i, c) in list.iter().enumerate() {

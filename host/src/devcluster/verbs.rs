@@ -342,7 +342,7 @@ fn apply_patch(store: &mut Store, t: &Target, body: &[u8], opts: &WriteOptions) 
     let merged = match apply::apply(live.as_ref(), &config, &req, opts.force) {
         Ok(Ok(merged)) => merged,
         Ok(Err(conflicts)) => {
-            return Err(ApiError::apply_conflict(conflicts.message, conflicts.causes));
+            return Err(ApiError::apply_conflict(conflicts.message, &conflicts.causes));
         }
         Err(e) => {
             return Err(ApiError::unprocessable(format!("failed to create typed patch object: {e}")));
@@ -355,7 +355,9 @@ fn apply_patch(store: &mut Store, t: &Target, body: &[u8], opts: &WriteOptions) 
     write(store, t, old.as_ref(), merged, opts, &Ownership::Applied)
 }
 
-/// The shared write pipeline of create (`old` is `None`) and update.
+/// The shared write pipeline of create (`old` is `None`) and update, step by step
+/// in the real API server's order.
+#[allow(clippy::too_many_lines)] // one pipeline; its order is the point
 fn write(
     store: &mut Store,
     t: &Target,
@@ -388,167 +390,16 @@ fn write(
         object::remove_meta(&mut new, "namespace");
     }
 
-    let status_endpoint = t.subresource.as_deref() == Some("status");
     match old {
-        None => {
-            let mut name = object::name(&new).to_string();
-            if name.is_empty() {
-                let prefix = object::meta_str(&new, "generateName").to_string();
-                if prefix.is_empty() {
-                    return Err(ApiError::invalid(
-                        rt,
-                        "",
-                        vec![Cause::new(
-                            "FieldValueRequired",
-                            "metadata.name",
-                            "Required value: name or generateName is required",
-                        )],
-                    ));
-                }
-                name = defaults::generated_name(&prefix);
-                object::set_meta(&mut new, "name", json!(name));
-            }
-            match store.get(&(String::new(), "namespaces".into()), "", t.ns()) {
-                None if rt.namespaced => return Err(ApiError::not_found("", "namespaces", t.ns())),
-                Some(ns) if rt.namespaced && object::is_deleting(&ns) => {
-                    return Err(ApiError::forbidden(
-                        &rt.group,
-                        &rt.plural,
-                        &name,
-                        &format!("unable to create new content in namespace {} because it is being terminated", t.ns()),
-                    ));
-                }
-                _ => {}
-            }
-            if let Some(crd) = served_by_crd(store, rt)
-                && object::is_deleting(&crd)
-            {
-                return Err(ApiError::method_not_allowed_because(
-                    "create not allowed while custom resource definition is terminating",
-                ));
-            }
-            if let Some(cause) = defaults::check_name(rt, &name) {
-                return Err(ApiError::invalid(rt, &name, vec![cause]));
-            }
-            if store.get(&t.gr(), t.ns(), &name).is_some() {
-                return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
-            }
-            for field in
-                ["uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "generation"]
-            {
-                object::remove_meta(&mut new, field);
-            }
-            object::set_meta(&mut new, "uid", json!(uuid::Uuid::new_v4().to_string()));
-            object::set_meta(&mut new, "creationTimestamp", json!(object::now()));
-            if rt.generation {
-                object::set_meta(&mut new, "generation", json!(1));
-            }
-            if rt.builtin {
-                defaults::on_create(rt, &mut new);
-            } else if t.status_separate()
-                && let Some(map) = new.as_object_mut()
-            {
-                map.remove("status");
-            }
-        }
-        Some(old) => {
-            let name = t.name();
-            let body_name = object::name(&new);
-            if !body_name.is_empty() && body_name != name {
-                return Err(ApiError::bad_request(format!(
-                    "the name of the object ({body_name}) does not match the name on the URL ({name})"
-                )));
-            }
-            object::set_meta(&mut new, "name", json!(name));
-            let body_rv = object::meta_str(&new, "resourceVersion");
-            if !body_rv.is_empty() && body_rv != object::meta_str(old, "resourceVersion") {
-                return Err(ApiError::modified(&rt.group, &rt.plural, name));
-            }
-            let body_uid = object::uid(&new);
-            if !body_uid.is_empty() && body_uid != object::uid(old) {
-                return Err(ApiError::conflict(
-                    &rt.group,
-                    &rt.plural,
-                    name,
-                    &format!(
-                        "Precondition failed: UID in precondition: {body_uid}, UID in object meta: {}",
-                        object::uid(old)
-                    ),
-                ));
-            }
-            if rt.builtin
-                && rt.group == "apps"
-                && !status_endpoint
-                && new.pointer("/spec/selector").is_some()
-                && new.pointer("/spec/selector") != old.pointer("/spec/selector")
-            {
-                let selector = new.pointer("/spec/selector").cloned().unwrap_or_default();
-                return Err(ApiError::invalid(
-                    rt,
-                    name,
-                    vec![Cause::new(
-                        "FieldValueInvalid",
-                        "spec.selector",
-                        format!("Invalid value: {selector}: field is immutable"),
-                    )],
-                ));
-            }
-            if status_endpoint {
-                let status = new.get("status").cloned();
-                let managed = new.get("metadata").and_then(|m| m.get("managedFields")).cloned();
-                new = present(rt, &t.version, old);
-                match status {
-                    Some(s) => new["status"] = s,
-                    None => {
-                        if let Some(map) = new.as_object_mut() {
-                            map.remove("status");
-                        }
-                    }
-                }
-                if let Some(m) = managed {
-                    object::set_meta(&mut new, "managedFields", m);
-                }
-            } else if t.status_separate() {
-                match old.get("status") {
-                    Some(s) => new["status"] = s.clone(),
-                    None => {
-                        if let Some(map) = new.as_object_mut() {
-                            map.remove("status");
-                        }
-                    }
-                }
-            }
-            for field in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
-                match old.get("metadata").and_then(|m| m.get(field)) {
-                    Some(v) => object::set_meta(&mut new, field, v.clone()),
-                    None => object::remove_meta(&mut new, field),
-                }
-            }
-            if object::is_deleting(old) {
-                let before = object::finalizers(old);
-                let added: Vec<String> = object::finalizers(&new).into_iter().filter(|f| !before.contains(f)).collect();
-                if !added.is_empty() {
-                    return Err(ApiError::invalid(
-                        rt,
-                        name,
-                        vec![Cause::new(
-                            "FieldForbidden",
-                            "metadata.finalizers",
-                            format!(
-                                "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
-                            ),
-                        )],
-                    ));
-                }
-            }
-        }
+        None => prepare_create(store, t, &mut new)?,
+        Some(old) => prepare_update(t, old, &mut new)?,
     }
     object::remove_meta(&mut new, "resourceVersion");
 
     let name = object::name(&new).to_string();
     let causes = metadata::validate(&new);
     if !causes.is_empty() {
-        return Err(ApiError::invalid(rt, &name, causes));
+        return Err(ApiError::invalid(rt, &name, &causes));
     }
     if rt.builtin {
         match typed::decode(rt, &new) {
@@ -568,7 +419,7 @@ fn write(
         defaults::on_write(rt, &mut new);
         let causes = typed::validate(rt, &new);
         if !causes.is_empty() {
-            return Err(ApiError::invalid(rt, &name, causes));
+            return Err(ApiError::invalid(rt, &name, &causes));
         }
     }
     if rt.builtin && rt.group.is_empty() && rt.plural == "services" {
@@ -578,7 +429,7 @@ fn write(
             .filter(|s| old.is_none_or(|o| object::uid(s) != object::uid(o)))
             .collect();
         if let Err(cause) = defaults::allocate_service(&others, old.map(|o| &**o), &mut new) {
-            return Err(ApiError::invalid(rt, &name, vec![cause]));
+            return Err(ApiError::invalid(rt, &name, &[cause]));
         }
     }
     if let Some(schema) = t.schema() {
@@ -587,21 +438,21 @@ fn write(
         schema::apply_defaults(&mut new, schema);
         let causes = schema::validate(&new, schema);
         if !causes.is_empty() {
-            return Err(ApiError::invalid(rt, &name, causes));
+            return Err(ApiError::invalid(rt, &name, &causes));
         }
     }
     if rt.group == "apiextensions.k8s.io" {
         crd::default_crd(&mut new);
         let causes = crd::validate(&new);
         if !causes.is_empty() {
-            return Err(ApiError::invalid(rt, &name, causes));
+            return Err(ApiError::invalid(rt, &name, &causes));
         }
         let spec_rt = crd::resource_type(&new);
         if store.registry.plural_taken(&name, &spec_rt.group, &spec_rt.plural) {
             return Err(ApiError::invalid(
                 rt,
                 &name,
-                vec![Cause::new(
+                &[Cause::new(
                     "FieldValueInvalid",
                     "spec.names.plural",
                     format!("Invalid value: {:?}: the resource is already served", spec_rt.plural),
@@ -653,6 +504,166 @@ fn write(
     }
     let stored = store.put(&t.gr(), new);
     Ok((if old.is_some() { 200 } else { 201 }, present(rt, &t.version, &stored)))
+}
+
+/// A create's own checks and metadata: the name (or one generated), the namespace
+/// that must exist and not be terminating, and the fields only the server sets.
+fn prepare_create(store: &Store, t: &Target, new: &mut Value) -> Result<(), ApiError> {
+    let rt = &t.rt;
+    let mut name = object::name(new).to_string();
+    if name.is_empty() {
+        let prefix = object::meta_str(new, "generateName").to_string();
+        if prefix.is_empty() {
+            return Err(ApiError::invalid(
+                rt,
+                "",
+                &[Cause::new(
+                    "FieldValueRequired",
+                    "metadata.name",
+                    "Required value: name or generateName is required",
+                )],
+            ));
+        }
+        name = defaults::generated_name(&prefix);
+        object::set_meta(new, "name", json!(name));
+    }
+    match store.get(&(String::new(), "namespaces".into()), "", t.ns()) {
+        None if rt.namespaced => return Err(ApiError::not_found("", "namespaces", t.ns())),
+        Some(ns) if rt.namespaced && object::is_deleting(&ns) => {
+            return Err(ApiError::forbidden(
+                &rt.group,
+                &rt.plural,
+                &name,
+                &format!("unable to create new content in namespace {} because it is being terminated", t.ns()),
+            ));
+        }
+        _ => {}
+    }
+    if let Some(crd) = served_by_crd(store, rt)
+        && object::is_deleting(&crd)
+    {
+        return Err(ApiError::method_not_allowed_because(
+            "create not allowed while custom resource definition is terminating",
+        ));
+    }
+    if let Some(cause) = defaults::check_name(rt, &name) {
+        return Err(ApiError::invalid(rt, &name, &[cause]));
+    }
+    if store.get(&t.gr(), t.ns(), &name).is_some() {
+        return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
+    }
+    for field in ["uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "generation"]
+    {
+        object::remove_meta(new, field);
+    }
+    object::set_meta(new, "uid", json!(uuid::Uuid::new_v4().to_string()));
+    object::set_meta(new, "creationTimestamp", json!(object::now()));
+    if rt.generation {
+        object::set_meta(new, "generation", json!(1));
+    }
+    if rt.builtin {
+        defaults::on_create(rt, new);
+    } else if t.status_separate()
+        && let Some(map) = new.as_object_mut()
+    {
+        map.remove("status");
+    }
+    Ok(())
+}
+
+/// An update's own checks and metadata: name, resourceVersion and uid preconditions,
+/// immutable fields, the status kept or taken from the status endpoint, and the
+/// fields only the server sets carried over from `old`.
+fn prepare_update(t: &Target, old: &Value, new: &mut Value) -> Result<(), ApiError> {
+    let rt = &t.rt;
+    let status_endpoint = t.subresource.as_deref() == Some("status");
+    let name = t.name();
+    let body_name = object::name(new);
+    if !body_name.is_empty() && body_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    object::set_meta(new, "name", json!(name));
+    let body_rv = object::meta_str(new, "resourceVersion");
+    if !body_rv.is_empty() && body_rv != object::meta_str(old, "resourceVersion") {
+        return Err(ApiError::modified(&rt.group, &rt.plural, name));
+    }
+    let body_uid = object::uid(new);
+    if !body_uid.is_empty() && body_uid != object::uid(old) {
+        return Err(ApiError::conflict(
+            &rt.group,
+            &rt.plural,
+            name,
+            &format!("Precondition failed: UID in precondition: {body_uid}, UID in object meta: {}", object::uid(old)),
+        ));
+    }
+    if rt.builtin
+        && rt.group == "apps"
+        && !status_endpoint
+        && new.pointer("/spec/selector").is_some()
+        && new.pointer("/spec/selector") != old.pointer("/spec/selector")
+    {
+        let selector = new.pointer("/spec/selector").cloned().unwrap_or_default();
+        return Err(ApiError::invalid(
+            rt,
+            name,
+            &[Cause::new(
+                "FieldValueInvalid",
+                "spec.selector",
+                format!("Invalid value: {selector}: field is immutable"),
+            )],
+        ));
+    }
+    if status_endpoint {
+        let status = new.get("status").cloned();
+        let managed = new.get("metadata").and_then(|m| m.get("managedFields")).cloned();
+        *new = present(rt, &t.version, old);
+        match status {
+            Some(s) => new["status"] = s,
+            None => {
+                if let Some(map) = new.as_object_mut() {
+                    map.remove("status");
+                }
+            }
+        }
+        if let Some(m) = managed {
+            object::set_meta(new, "managedFields", m);
+        }
+    } else if t.status_separate() {
+        match old.get("status") {
+            Some(s) => new["status"] = s.clone(),
+            None => {
+                if let Some(map) = new.as_object_mut() {
+                    map.remove("status");
+                }
+            }
+        }
+    }
+    for field in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+        match old.get("metadata").and_then(|m| m.get(field)) {
+            Some(v) => object::set_meta(new, field, v.clone()),
+            None => object::remove_meta(new, field),
+        }
+    }
+    if object::is_deleting(old) {
+        let before = object::finalizers(old);
+        let added: Vec<String> = object::finalizers(new).into_iter().filter(|f| !before.contains(f)).collect();
+        if !added.is_empty() {
+            return Err(ApiError::invalid(
+                rt,
+                name,
+                &[Cause::new(
+                    "FieldForbidden",
+                    "metadata.finalizers",
+                    format!(
+                        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+                    ),
+                )],
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// Field validation of unknown fields: a 400 (Strict) or warnings (Warn), worded like the real server.
@@ -741,7 +752,7 @@ pub(crate) fn delete(store: &mut Store, t: &Target, opts: &DeleteOptions) -> Res
         return Err(ApiError::invalid(
             rt,
             name,
-            vec![Cause::new(
+            &[Cause::new(
                 "FieldValueNotSupported",
                 "propagationPolicy",
                 format!("Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""),
@@ -842,6 +853,7 @@ fn orphan_dependents(store: &mut Store, owner_uid: &str) {
 }
 
 /// DELETE on a collection: deletes every matching object, answers with the list of them.
+#[allow(clippy::unnecessary_wraps)] // the signature of every verb
 pub(crate) fn delete_collection(
     store: &mut Store,
     t: &Target,

@@ -58,21 +58,18 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
         } else {
             let from: u64 =
                 rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?;
-            match store.changes_since(from) {
-                Some((past, rx)) => {
-                    for change in &past {
-                        if let Some((kind, obj)) = event_for(&gr, &filter, change) {
-                            first.push(line(kind, &render(&target, obj)));
-                        }
+            if let Some((past, rx)) = store.changes_since(from) {
+                for change in &past {
+                    if let Some((kind, obj)) = event_for(&gr, &filter, change) {
+                        first.push(line(kind, &render(&target, obj)));
                     }
-                    (rx, store.current_rv().max(from))
                 }
-                None => {
-                    let gone =
-                        ApiError::expired(format!("too old resource version: {from} ({})", store.oldest_watchable()));
-                    first.push(line("ERROR", &gone.to_status()));
-                    return Ok(body_from(first, None));
-                }
+                (rx, store.current_rv().max(from))
+            } else {
+                let gone =
+                    ApiError::expired(format!("too old resource version: {from} ({})", store.oldest_watchable()));
+                first.push(line("ERROR", &gone.to_status()));
+                return Ok(body_from(first, None));
             }
         }
     };

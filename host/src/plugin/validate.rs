@@ -63,13 +63,13 @@ pub fn validate(manifest: &Manifest, parent: &Value, mut response: Response) -> 
         match (kind.namespaced, parent_ns, namespace.as_deref()) {
             (true, Some(p), None) => child["metadata"]["namespace"] = Value::from(p),
             (true, Some(p), Some(ns)) if ns != p => {
-                problems.push(format!("{what} is in namespace {ns:?}, outside its parent's namespace {p:?}"))
+                problems.push(format!("{what} is in namespace {ns:?}, outside its parent's namespace {p:?}"));
             }
             (true, None, None) => {
                 problems.push(format!("{what} needs metadata.namespace (the parent is cluster-scoped)"));
             }
             (false, Some(_), _) => {
-                problems.push(format!("{what} is cluster-scoped and cannot be owned by a namespaced parent"))
+                problems.push(format!("{what} is cluster-scoped and cannot be owned by a namespaced parent"));
             }
             (false, None, Some(_)) => {
                 problems.push(format!("{what} is cluster-scoped but sets metadata.namespace"));

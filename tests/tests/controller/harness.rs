@@ -35,9 +35,12 @@ pub fn wasm_path(name: &str) -> PathBuf {
         .unwrap_or_else(|| panic!("{name}.wasm is missing under {}: run `make plugins` first", target.display()))
 }
 
+/// The engine and the plugins it compiled, by name.
+type Compiled = (Engine, Mutex<HashMap<String, Arc<Plugin>>>);
+
 /// Plugins are compiled once per test binary and shared: compiling is the slow part.
 pub fn plugin(name: &str) -> Arc<Plugin> {
-    static CACHE: OnceLock<(Engine, Mutex<HashMap<String, Arc<Plugin>>>)> = OnceLock::new();
+    static CACHE: OnceLock<Compiled> = OnceLock::new();
     let (engine, plugins) = CACHE.get_or_init(|| (Engine::new().expect("engine"), Mutex::default()));
     let mut plugins = plugins.lock().expect("plugin cache");
     plugins
