@@ -35,10 +35,10 @@ struct Armed {
     done: mpsc::Sender<()>,
 }
 
-/// Runs an armed action inside the first plugin call that logs [`MARKER`] for the
-/// armed parent.
+/// Runs each armed action inside the first plugin call that logs [`MARKER`] for its
+/// parent. Tests run at once in one binary, so each arms its own parent names.
 #[derive(Clone, Default)]
-struct Inside(Arc<Mutex<Option<Armed>>>);
+struct Inside(Arc<Mutex<Vec<Armed>>>);
 
 impl Inside {
     /// The process-wide layer, installed once per test binary.
@@ -57,7 +57,7 @@ impl Inside {
     /// Arms `during` for `parent`'s next call; the receiver fires once it has run.
     fn arm(&self, parent: &str, during: impl FnOnce() + Send + 'static) -> mpsc::Receiver<()> {
         let (done, ran) = mpsc::channel();
-        *self.0.lock().expect("armed") = Some(Armed { parent: parent.into(), during: Box::new(during), done });
+        self.0.lock().expect("armed").push(Armed { parent: parent.into(), during: Box::new(during), done });
         ran
     }
 }
@@ -75,10 +75,8 @@ impl<S: Subscriber> Layer<S> for Inside {
         }
         let armed = {
             let mut armed = self.0.lock().expect("armed");
-            match armed.as_ref() {
-                Some(a) if line.fields == format!("parent={:?}", a.parent) => armed.take(),
-                _ => None,
-            }
+            let index = armed.iter().position(|a| line.fields == format!("parent={:?}", a.parent));
+            index.map(|i| armed.swap_remove(i))
         };
         if let Some(Armed { during, done, .. }) = armed {
             during();
