@@ -61,6 +61,20 @@ pub enum Command {
         #[command(flatten)]
         leader: LeaderArgs,
     },
+    /// Create a plugin crate to start from: a reconciler with its CRD, native tests
+    /// and examples, that builds to a component as it is.
+    New {
+        /// The plugin's name: lowercase letters, digits and dashes (`hello-world`).
+        /// The crate and the parent kind (`HelloWorld`, in example.com/v1) follow it.
+        name: String,
+        /// Where to create the crate (default: ./NAME); must not exist.
+        #[arg(long)]
+        path: Option<PathBuf>,
+        /// The guest SDK to depend on (default: the `guest-sdk` of the checkout this
+        /// binary was built from, else the project's git repository).
+        #[arg(long, value_name = "DIR")]
+        sdk: Option<PathBuf>,
+    },
     /// Print a plugin's manifest: its parent, children, related kinds and limits.
     Describe {
         /// The plugin component (`.wasm`).

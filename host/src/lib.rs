@@ -18,3 +18,4 @@ pub mod metrics;
 pub mod plugin;
 pub mod rbac;
 pub mod render;
+pub mod scaffold;

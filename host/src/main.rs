@@ -3,7 +3,7 @@
 mod cli;
 
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::time::Duration;
 
@@ -19,6 +19,7 @@ use kubewasm::metrics::Metrics;
 use kubewasm::plugin::{CONTRACT_VERSION, Engine, EngineOptions, Plugin};
 use kubewasm::rbac;
 use kubewasm::render::{self, Inputs};
+use kubewasm::scaffold;
 use serde_json::{Value, json};
 
 use cli::{Cli, Command};
@@ -55,6 +56,28 @@ fn run(cli: Cli) -> Result<()> {
             let runtime = tokio_runtime()?;
             let engine = engine(&EngineOptions { pooling: true, cache_dir: host.cache_dir() })?;
             runtime.block_on(run_host(&engine, &dir, health_addr, &leader))?;
+        }
+        Command::New { name, path, sdk } => {
+            let dir = path.unwrap_or_else(|| PathBuf::from(&name));
+            let sdk = sdk.map_or_else(scaffold::Sdk::of_this_build, scaffold::Sdk::Path);
+            let created = scaffold::create(&name, &dir, &sdk)?;
+            println!(
+                "created {} ({}), with the SDK from {}",
+                dir.display(),
+                created.kind,
+                match &sdk {
+                    scaffold::Sdk::Path(p) => p.display().to_string(),
+                    scaffold::Sdk::Git(url) => url.clone(),
+                }
+            );
+            for file in &created.files {
+                println!("  {}", file.display());
+            }
+            let krate = name.replace('-', "_");
+            println!("next:");
+            println!("  cd {} && cargo test", dir.display());
+            println!("  cargo build --release --target wasm32-wasip2");
+            println!("  kubewasm render target/wasm32-wasip2/release/{krate}.wasm --parent examples/parent.yaml");
         }
         Command::Describe { plugin } => {
             let plugin = Plugin::load(&engine(&EngineOptions::default())?, &plugin)?;

@@ -747,3 +747,56 @@ async fn a_standby_takes_over_when_the_leader_is_killed() {
     assert_ne!(released.as_deref(), Some("b"), "a clean stop releases the lease");
     cluster.shutdown().await;
 }
+
+/// `cargo` in `dir`, sharing this workspace's target directory and lock file, so
+/// that the dependencies the workspace built are reused and nothing is downloaded.
+fn cargo_in(dir: &Path, args: &[&str]) -> Output {
+    std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy Cargo.lock");
+    Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
+        .args(args)
+        .arg("--offline")
+        .current_dir(dir)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .output()
+        .expect("cargo runs")
+}
+
+#[test]
+fn new_creates_a_plugin_that_passes_its_tests_and_renders() {
+    // Inside the checkout, so that its rust-toolchain.toml (and wasm32-wasip2) applies.
+    let base = target_dir().join("cli-test-new");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).expect("create base");
+    let dir = base.join("hello-world");
+
+    let out = kubewasm(&["new", "hello-world", "--path", path_str(&dir)]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(stdout.contains("HelloWorld.example.com/v1") && stdout.contains("guest-sdk"), "{stdout}");
+    let lib = std::fs::read_to_string(dir.join("src/lib.rs")).expect("lib.rs");
+
+    let again = kubewasm(&["new", "hello-world", "--path", path_str(&dir)]);
+    assert_fails_with(&again, &[path_str(&dir), "already exists"]);
+    assert_eq!(std::fs::read_to_string(dir.join("src/lib.rs")).expect("lib.rs"), lib, "nothing overwritten");
+    assert_fails_with(&kubewasm(&["new", "Hello"]), &["\"Hello\" cannot name a plugin", "lowercase"]);
+
+    let tested = cargo_in(&dir, &["test"]);
+    let test_output = String::from_utf8_lossy(&tested.stdout);
+    assert!(tested.status.success(), "{test_output}{}", String::from_utf8_lossy(&tested.stderr));
+    assert!(test_output.contains("test result: ok. 2 passed"), "{test_output}");
+
+    let built = cargo_in(&dir, &["build", "--release", "--target", "wasm32-wasip2"]);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let component = target_dir().join("wasm32-wasip2/release/hello_world.wasm");
+    let described = kubewasm(&["describe", path_str(&component)]);
+    let manifest = String::from_utf8_lossy(&described.stdout);
+    assert!(described.status.success(), "{}", String::from_utf8_lossy(&described.stderr));
+    assert!(manifest.contains("kind: HelloWorld") && manifest.contains("helloworlds.example.com"), "{manifest}");
+
+    let parent = dir.join("examples/parent.yaml");
+    let rendered =
+        kubewasm(&["render", path_str(&component), "--parent", path_str(&parent), "--now", "2026-01-01T00:00:00Z"]);
+    let yaml = String::from_utf8_lossy(&rendered.stdout);
+    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
+    assert!(yaml.contains("kind: ConfigMap") && yaml.contains("message: Hello from hello-world"), "{yaml}");
+}

@@ -1,0 +1,220 @@
+//! `kubewasm new`: a plugin crate to start from, that builds, passes its tests and
+//! reconciles as it is. The files are the templates in `host/templates/plugin`,
+//! compiled into the binary so that it needs no checkout to run.
+
+use std::path::{Path, PathBuf};
+
+/// Why the crate was not created. A bad name or an existing directory writes nothing.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{name:?} cannot name a plugin: {why}")]
+    BadName { name: String, why: &'static str },
+    #[error("{}: already exists; choose another --path, or remove it", .0.display())]
+    Exists(PathBuf),
+    #[error("{}: {source}", path.display())]
+    Write { path: PathBuf, source: std::io::Error },
+}
+
+/// Where the new crate gets the guest SDK from.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Sdk {
+    /// A checkout's `guest-sdk` directory.
+    Path(PathBuf),
+    /// The project's git repository.
+    Git(String),
+}
+
+impl Sdk {
+    /// The SDK beside the sources this binary was built from, when they are still
+    /// there (a checkout); otherwise the project's repository.
+    pub fn of_this_build() -> Sdk {
+        let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk");
+        match local.canonicalize() {
+            Ok(path) if path.join("Cargo.toml").is_file() => Sdk::Path(path),
+            _ => Sdk::Git(env!("CARGO_PKG_REPOSITORY").to_string()),
+        }
+    }
+
+    /// The dependency's value in `Cargo.toml`.
+    fn dependency(&self) -> String {
+        let quoted = |s: &str| toml::Value::String(s.to_string()).to_string();
+        match self {
+            Sdk::Path(path) => format!("{{ path = {} }}", quoted(&path.display().to_string())),
+            Sdk::Git(url) => format!("{{ git = {} }}", quoted(url)),
+        }
+    }
+}
+
+/// The names one plugin name gives: crate, kind, plural, API group.
+#[derive(Debug)]
+struct Names {
+    name: String,
+    krate: String,
+    kind: String,
+    plural: String,
+    singular: String,
+    group: &'static str,
+}
+
+impl Names {
+    fn of(name: &str) -> Result<Names, Error> {
+        let bad = |why| Err(Error::BadName { name: name.to_string(), why });
+        if name.is_empty() || name.len() > 40 {
+            return bad("use 1 to 40 characters");
+        }
+        if !name.starts_with(|c: char| c.is_ascii_lowercase())
+            || name.ends_with('-')
+            || name.contains("--")
+            || !name.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+        {
+            return bad("use lowercase letters, digits and single dashes, starting with a letter (like `hello-world`)");
+        }
+        let krate = name.replace('-', "_");
+        if RESERVED.contains(&krate.as_str()) {
+            return bad("it is a Rust keyword or the name of a standard crate");
+        }
+        let kind: String = name
+            .split('-')
+            .map(|part| {
+                let mut chars = part.chars();
+                chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
+            })
+            .collect();
+        let singular = kind.to_ascii_lowercase();
+        let plural = format!("{singular}s");
+        Ok(Names { name: name.to_string(), krate, kind, plural, singular, group: "example.com" })
+    }
+
+    fn fill(&self, template: &str, sdk: &Sdk) -> String {
+        template
+            .replace("{{name}}", &self.name)
+            .replace("{{crate}}", &self.krate)
+            .replace("{{kind}}", &self.kind)
+            .replace("{{plural}}", &self.plural)
+            .replace("{{singular}}", &self.singular)
+            .replace("{{group}}", self.group)
+            .replace("{{sdk}}", &sdk.dependency())
+    }
+}
+
+/// Names cargo or rustc refuse for a crate.
+const RESERVED: &[&str] = &[
+    "alloc",
+    "as",
+    "async",
+    "await",
+    "break",
+    "const",
+    "continue",
+    "core",
+    "crate",
+    "dyn",
+    "else",
+    "enum",
+    "extern",
+    "false",
+    "fn",
+    "for",
+    "if",
+    "impl",
+    "in",
+    "let",
+    "loop",
+    "match",
+    "mod",
+    "move",
+    "mut",
+    "proc_macro",
+    "pub",
+    "ref",
+    "return",
+    "self",
+    "static",
+    "std",
+    "struct",
+    "super",
+    "test",
+    "trait",
+    "true",
+    "type",
+    "unsafe",
+    "use",
+    "where",
+    "while",
+];
+
+/// (path in the crate, template); `{{name}}` in a path is the plugin's name.
+const FILES: &[(&str, &str)] = &[
+    ("Cargo.toml", include_str!("../templates/plugin/Cargo.toml.tmpl")),
+    ("src/lib.rs", include_str!("../templates/plugin/lib.rs.tmpl")),
+    ("crd.yaml", include_str!("../templates/plugin/crd.yaml.tmpl")),
+    ("examples/parent.yaml", include_str!("../templates/plugin/parent.yaml.tmpl")),
+    ("examples/{{name}}.yaml", include_str!("../templates/plugin/object.yaml.tmpl")),
+    ("README.md", include_str!("../templates/plugin/README.md.tmpl")),
+    (".gitignore", include_str!("../templates/plugin/gitignore.tmpl")),
+];
+
+/// What [`create`] made.
+#[derive(Debug)]
+pub struct Created {
+    /// The parent kind, `Kind.group/version`.
+    pub kind: String,
+    /// The files written, under the crate's directory.
+    pub files: Vec<PathBuf>,
+}
+
+/// Writes a new plugin crate named `name` into `dir`, which must not exist yet.
+///
+/// # Errors
+///
+/// [`Error::BadName`] for a name that cannot name a crate and a Kubernetes kind,
+/// [`Error::Exists`] when `dir` exists, [`Error::Write`] when a file cannot be
+/// written.
+pub fn create(name: &str, dir: &Path, sdk: &Sdk) -> Result<Created, Error> {
+    let names = Names::of(name)?;
+    if dir.exists() {
+        return Err(Error::Exists(dir.to_path_buf()));
+    }
+    let mut files = Vec::new();
+    for (path, template) in FILES {
+        let path = dir.join(path.replace("{{name}}", name));
+        let write = |path: &Path| -> std::io::Result<()> {
+            if let Some(parent) = path.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            std::fs::write(path, names.fill(template, sdk))
+        };
+        write(&path).map_err(|source| Error::Write { path: path.clone(), source })?;
+        files.push(path);
+    }
+    Ok(Created { kind: format!("{}.{}/v1", names.kind, names.group), files })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_name_gives_the_crate_the_kind_and_its_plural() {
+        let names = Names::of("hello-world").unwrap();
+        assert_eq!(
+            (names.krate.as_str(), names.kind.as_str(), names.plural.as_str(), names.singular.as_str()),
+            ("hello_world", "HelloWorld", "helloworlds", "helloworld")
+        );
+    }
+
+    #[test]
+    fn names_that_cannot_be_a_crate_or_a_kind_are_refused() {
+        for name in ["", "Hello", "9lives", "two--dashes", "trailing-", "under_score", "self", "test"] {
+            assert!(matches!(Names::of(name), Err(Error::BadName { .. })), "{name:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn the_sdk_dependency_is_valid_toml_whatever_the_path() {
+        let sdk = Sdk::Path(PathBuf::from(r#"C:\odd "dir"\guest-sdk"#));
+        let manifest = format!("[dependencies]\nkubewasm-sdk = {}\n", sdk.dependency());
+        let parsed: toml::Table = toml::from_str(&manifest).unwrap();
+        assert_eq!(parsed["dependencies"]["kubewasm-sdk"]["path"].as_str(), Some(r#"C:\odd "dir"\guest-sdk"#));
+    }
+}
