@@ -219,31 +219,19 @@ impl Controller {
             streams.push(stream);
         }
 
-        // Every trigger kube-runtime's queue takes is counted on its way in.
+        // Every trigger on its way into kube-runtime's queue is counted (queue.rs).
         let pending = Arc::new(Pending::new(parent_cache.store.clone(), parent_resource.clone()));
         options.metrics.queue(&name, Arc::downgrade(&pending) as Weak<dyn QueueDepth>);
-        let parent_stream = parent_stream.inspect({
-            let pending = pending.clone();
-            move |event| {
-                if let Ok(parent) = event {
-                    pending.now(pending.key(parent));
-                }
-            }
-        });
         let related = Arc::new(RelatedIndex::default());
-        let mut kube_controller =
-            KubeController::for_stream_with(parent_stream, parent_cache.store.clone(), parent_resource.clone());
+        let mut kube_controller = KubeController::for_stream_with(
+            pending.count_parents(parent_stream),
+            parent_cache.store.clone(),
+            parent_resource.clone(),
+        );
         for (cache, stream) in caches.iter().zip(streams) {
             let mapper = related::mapper(&manifest, &cache.kind, parent_resource.clone(), related.clone());
-            let pending = pending.clone();
-            let mapper = move |object| {
-                let parents = mapper(object);
-                for parent in &parents {
-                    pending.now(parent.clone());
-                }
-                parents
-            };
-            kube_controller = kube_controller.watches_stream_with(stream, mapper, cache.resource.clone());
+            kube_controller =
+                kube_controller.watches_stream_with(stream, pending.count_mapped(mapper), cache.resource.clone());
         }
 
         let reporter = Reporter { controller: manager.clone(), instance: None };
@@ -263,16 +251,12 @@ impl Controller {
 
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let (resync_tx, resync_rx) = mpsc::unbounded_channel::<()>();
-        let resync =
-            futures::stream::unfold(resync_rx, |mut rx| async { rx.recv().await.map(|()| ((), rx)) }).inspect({
-                let pending = pending.clone();
-                move |()| pending.all()
-            });
+        let resync = futures::stream::unfold(resync_rx, |mut rx| async { rx.recv().await.map(|()| ((), rx)) });
         let config = controller::Config::default().debounce(options.debounce).concurrency(options.concurrency);
         let span = info_span!("controller", plugin = %name);
         let run = kube_controller
             .with_config(config)
-            .reconcile_all_on(resync)
+            .reconcile_all_on(pending.count_resyncs(resync))
             .graceful_shutdown_on(async {
                 let _ = stop_rx.await;
             })

@@ -5,12 +5,14 @@
 //! earliest time anything asked for.
 
 use std::collections::HashMap;
-use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
+use futures::{Stream, StreamExt};
 use kube::api::DynamicObject;
 use kube::discovery::ApiResource;
 use kube::runtime::reflector::{ObjectRef, Store};
+use kube::runtime::watcher;
 
 use crate::metrics::QueueDepth;
 
@@ -56,6 +58,43 @@ impl Pending {
         for parent in parents {
             due.insert(self.key(&parent), now);
         }
+    }
+
+    /// The parent watch, each parent counted in as it passes to the queue.
+    pub(crate) fn count_parents<S>(self: &Arc<Self>, parents: S) -> impl Stream<Item = S::Item> + use<S>
+    where
+        S: Stream<Item = Result<DynamicObject, watcher::Error>>,
+    {
+        let pending = self.clone();
+        parents.inspect(move |event| {
+            if let Ok(parent) = event {
+                pending.now(pending.key(parent));
+            }
+        })
+    }
+
+    /// A child or related kind's mapper, the parents it names counted in.
+    pub(crate) fn count_mapped<F>(self: &Arc<Self>, mapper: F) -> impl Fn(DynamicObject) -> Vec<Key> + use<F>
+    where
+        F: Fn(DynamicObject) -> Vec<Key>,
+    {
+        let pending = self.clone();
+        move |object| {
+            let parents = mapper(object);
+            for parent in &parents {
+                pending.now(parent.clone());
+            }
+            parents
+        }
+    }
+
+    /// Resync requests, each counting every cached parent in.
+    pub(crate) fn count_resyncs<S>(self: &Arc<Self>, resyncs: S) -> impl Stream<Item = ()> + use<S>
+    where
+        S: Stream<Item = ()>,
+    {
+        let pending = self.clone();
+        resyncs.inspect(move |()| pending.all())
     }
 
     /// `parent`'s reconcile has started: it has left the queue.
