@@ -59,7 +59,10 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::New { name, path, sdk } => {
             let dir = path.unwrap_or_else(|| PathBuf::from(&name));
-            let sdk = sdk.map_or_else(scaffold::Sdk::of_this_build, scaffold::Sdk::Path);
+            let sdk = match sdk {
+                Some(dir) => scaffold::Sdk::at(&dir)?,
+                None => scaffold::Sdk::of_this_build(),
+            };
             let created = scaffold::create(&name, &dir, &sdk)?;
             println!(
                 "created {} ({}), with the SDK from {}",

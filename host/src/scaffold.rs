@@ -13,6 +13,8 @@ pub enum Error {
     Exists(PathBuf),
     #[error("{}: {source}", path.display())]
     Write { path: PathBuf, source: std::io::Error },
+    #[error("{}: not the guest SDK (no Cargo.toml there)", .0.display())]
+    NotSdk(PathBuf),
 }
 
 /// Where the new crate gets the guest SDK from.
@@ -32,6 +34,18 @@ impl Sdk {
         match local.canonicalize() {
             Ok(path) if path.join("Cargo.toml").is_file() => Sdk::Path(path),
             _ => Sdk::Git(env!("CARGO_PKG_REPOSITORY").to_string()),
+        }
+    }
+
+    /// The SDK in `dir`, made absolute: the new crate's manifest is elsewhere.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotSdk`] when `dir` holds no `Cargo.toml`.
+    pub fn at(dir: &Path) -> Result<Sdk, Error> {
+        match dir.canonicalize() {
+            Ok(path) if path.join("Cargo.toml").is_file() => Ok(Sdk::Path(path)),
+            _ => Err(Error::NotSdk(dir.to_path_buf())),
         }
     }
 

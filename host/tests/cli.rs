@@ -779,6 +779,10 @@ fn new_creates_a_plugin_that_passes_its_tests_and_renders() {
     assert_fails_with(&again, &[path_str(&dir), "already exists"]);
     assert_eq!(std::fs::read_to_string(dir.join("src/lib.rs")).expect("lib.rs"), lib, "nothing overwritten");
     assert_fails_with(&kubewasm(&["new", "Hello"]), &["\"Hello\" cannot name a plugin", "lowercase"]);
+    let elsewhere = base.join("elsewhere");
+    let no_sdk = kubewasm(&["new", "elsewhere", "--path", path_str(&elsewhere), "--sdk", "no-such-sdk"]);
+    assert_fails_with(&no_sdk, &["no-such-sdk", "not the guest SDK"]);
+    assert!(!elsewhere.exists(), "nothing written for a bad --sdk");
 
     let tested = cargo_in(&dir, &["test"]);
     let test_output = String::from_utf8_lossy(&tested.stdout);
