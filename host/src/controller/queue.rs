@@ -39,8 +39,14 @@ impl Pending {
         self.due.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// `parent` is to be reconciled after `delay`, or sooner if it already was.
+    /// `parent` is to be reconciled after `delay`, or sooner if it already was. A
+    /// parent no longer cached (its deletion just seen) leaves the queue instead, so
+    /// the queue never outgrows the cache.
     pub(crate) fn after(&self, parent: Key, delay: Duration) {
+        if self.parents.get(&parent).is_none() {
+            self.due().remove(&parent);
+            return;
+        }
         let at = Instant::now() + delay;
         self.due().entry(parent).and_modify(|due| *due = (*due).min(at)).or_insert(at);
     }
@@ -106,9 +112,8 @@ impl Pending {
 impl QueueDepth for Pending {
     fn depth(&self) -> usize {
         let now = Instant::now();
-        let mut due = self.due();
-        due.retain(|parent, _| self.parents.get(parent).is_some());
-        due.values().filter(|at| **at <= now).count()
+        let due = self.due();
+        due.iter().filter(|(parent, at)| **at <= now && self.parents.get(parent).is_some()).count()
     }
 }
 
@@ -133,13 +138,17 @@ mod tests {
         DynamicObject::new(name, &resource()).within("default")
     }
 
-    /// A queue over a parent cache holding `names`.
-    fn pending(names: &[&str]) -> Pending {
+    /// A queue over a parent cache holding `names`, and the cache's writer.
+    fn cached(names: &[&str]) -> (Pending, Writer<DynamicObject>) {
         let mut writer = Writer::new(resource());
         for name in names {
             writer.apply_watcher_event(&watcher::Event::Apply(parent(name)));
         }
-        Pending::new(writer.as_reader(), resource())
+        (Pending::new(writer.as_reader(), resource()), writer)
+    }
+
+    fn pending(names: &[&str]) -> Pending {
+        cached(names).0
     }
 
     #[test]
@@ -173,5 +182,17 @@ mod tests {
         assert_eq!(queue.depth(), 3);
         queue.now(queue.key(&parent("gone")));
         assert_eq!(queue.depth(), 3, "a parent not in the cache is never reconciled");
+    }
+
+    #[test]
+    fn a_parent_leaves_the_queue_when_its_deletion_is_seen() {
+        let (queue, mut writer) = cached(&["a", "b"]);
+        let a = queue.key(&parent("a"));
+        queue.now(a.clone());
+        queue.after(queue.key(&parent("b")), Duration::from_hours(1));
+        writer.apply_watcher_event(&watcher::Event::Delete(parent("a")));
+        queue.now(a);
+        assert_eq!(queue.due().len(), 1, "only b's requeue is kept");
+        assert_eq!(queue.depth(), 0);
     }
 }
