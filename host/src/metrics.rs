@@ -324,6 +324,8 @@ impl Metrics {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::BTreeSet;
+
     use super::*;
 
     #[test]
@@ -369,6 +371,36 @@ mod tests {
         assert!(m.encode().contains(r#"kubewasm_queue_depth{plugin="foo"} 5"#), "{}", m.encode());
         drop(second);
         assert!(!m.encode().contains("kubewasm_queue_depth{"), "{}", m.encode());
+    }
+
+    /// deploy/README.md lists the metrics for operators; it must list each one.
+    #[test]
+    fn every_metric_is_documented_for_operators() {
+        let readme = include_str!("../../deploy/README.md");
+        let documented: BTreeSet<&str> = readme
+            .split('`')
+            .filter(|s| s.starts_with("kubewasm_"))
+            .map(|s| {
+                let name = s.split('{').next().unwrap_or(s);
+                name.strip_suffix("_total").unwrap_or(name)
+            })
+            .collect();
+        // A family appears once it has a series: give each one.
+        let m = Metrics::new();
+        m.reconciled("foo", Outcome::Success, Duration::from_millis(3));
+        m.in_flight("foo").inc();
+        m.called("foo", Call::Reconcile, Duration::from_micros(80), Some(Failure::Trap));
+        m.refused("foo");
+        m.wrote("foo", WriteKind::Apply);
+        m.skipped("foo", WriteKind::Apply);
+        m.reloaded("foo.wasm", Outcome::Success);
+        m.version("foo", "abc", None);
+        let queue: Arc<dyn QueueDepth> = Arc::new(Fixed(0));
+        m.queue("foo", Arc::downgrade(&queue));
+        let text = m.encode();
+        let exposed: BTreeSet<&str> =
+            text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).filter_map(|l| l.split(' ').next()).collect();
+        assert_eq!(documented, exposed, "deploy/README.md's metrics table against the exposition");
     }
 
     #[tokio::test]
