@@ -29,7 +29,7 @@ pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> 
     let in_flight = metrics.in_flight(&plugin);
     in_flight.inc();
     let started = Instant::now();
-    let result = run(&parent, &ctx).await;
+    let result = run(&parent, &key, &ctx).await;
     in_flight.dec();
     let outcome = if result.is_ok() { Outcome::Success } else { Outcome::Error };
     metrics.reconciled(&plugin, outcome, started.elapsed());
@@ -67,7 +67,11 @@ pub(crate) fn error_policy(parent: Arc<DynamicObject>, _error: &Error, ctx: Arc<
 
 /// Reconciles `parent`; the answer is when to reconcile it again if nothing changes
 /// before (`None`: only on a change).
-async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Option<Duration>, Error> {
+async fn run(
+    parent: &Arc<DynamicObject>,
+    key: &ObjectRef<DynamicObject>,
+    ctx: &Context,
+) -> Result<Option<Duration>, Error> {
     if !ctx.caches.ready(CACHE_SYNC).await {
         return Err(Error::NotSynced(CACHE_SYNC));
     }
@@ -91,7 +95,7 @@ async fn run(parent: &Arc<DynamicObject>, ctx: &Context) -> Result<Option<Durati
     })
     .await?;
     let related = select_related(ctx, &queries);
-    ctx.related.set(ObjectRef::from_obj_with(parent.as_ref(), ctx.caches.parent.resource.clone()), queries);
+    ctx.related.set(key.clone(), queries);
 
     let observed = ctx.caches.controlled_by(&manifest.children, &uid);
     let request = Request {
