@@ -64,19 +64,11 @@ fn run(cli: Cli) -> Result<()> {
                 None => scaffold::Sdk::of_this_build(),
             };
             let created = scaffold::create(&name, &dir, &sdk)?;
-            println!(
-                "created {} ({}), with the SDK from {}",
-                dir.display(),
-                created.kind,
-                match &sdk {
-                    scaffold::Sdk::Path(p) => p.display().to_string(),
-                    scaffold::Sdk::Git(url) => url.clone(),
-                }
-            );
+            println!("created {} ({}), with the SDK from {sdk}", dir.display(), created.kind);
             for file in &created.files {
                 println!("  {}", file.display());
             }
-            let krate = name.replace('-', "_");
+            let krate = &created.krate;
             println!("next:");
             println!("  cd {} && cargo test", dir.display());
             println!("  cargo build --release --target wasm32-wasip2");

@@ -31,10 +31,7 @@ impl Sdk {
     /// there (a checkout); otherwise the project's repository.
     pub fn of_this_build() -> Sdk {
         let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk");
-        match local.canonicalize() {
-            Ok(path) if path.join("Cargo.toml").is_file() => Sdk::Path(path),
-            _ => Sdk::Git(env!("CARGO_PKG_REPOSITORY").to_string()),
-        }
+        Sdk::at(&local).unwrap_or_else(|_| Sdk::Git(env!("CARGO_PKG_REPOSITORY").to_string()))
     }
 
     /// The SDK in `dir`, made absolute: the new crate's manifest is elsewhere.
@@ -55,6 +52,16 @@ impl Sdk {
         match self {
             Sdk::Path(path) => format!("{{ path = {} }}", quoted(&path.display().to_string())),
             Sdk::Git(url) => format!("{{ git = {} }}", quoted(url)),
+        }
+    }
+}
+
+/// Where it is, as a person reads it.
+impl std::fmt::Display for Sdk {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Sdk::Path(path) => write!(f, "{}", path.display()),
+            Sdk::Git(url) => f.write_str(url),
         }
     }
 }
@@ -173,6 +180,8 @@ const FILES: &[(&str, &str)] = &[
 pub struct Created {
     /// The parent kind, `Kind.group/version`.
     pub kind: String,
+    /// The crate's name in Rust, and of its component: `target/.../CRATE.wasm`.
+    pub krate: String,
     /// The files written, under the crate's directory.
     pub files: Vec<PathBuf>,
 }
@@ -201,7 +210,7 @@ pub fn create(name: &str, dir: &Path, sdk: &Sdk) -> Result<Created, Error> {
         write(&path).map_err(|source| Error::Write { path: path.clone(), source })?;
         files.push(path);
     }
-    Ok(Created { kind: format!("{}.{}/v1", names.kind, names.group), files })
+    Ok(Created { kind: format!("{}.{}/v1", names.kind, names.group), krate: names.krate, files })
 }
 
 #[cfg(test)]

@@ -748,10 +748,9 @@ async fn a_standby_takes_over_when_the_leader_is_killed() {
     cluster.shutdown().await;
 }
 
-/// `cargo` in `dir`, sharing this workspace's target directory and lock file, so
-/// that the dependencies the workspace built are reused and nothing is downloaded.
+/// `cargo` in `dir`, sharing this workspace's target directory, so that the
+/// dependencies the workspace built are reused and nothing is downloaded.
 fn cargo_in(dir: &Path, args: &[&str]) -> Output {
-    std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy Cargo.lock");
     Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()))
         .args(args)
         .arg("--offline")
@@ -784,6 +783,8 @@ fn new_creates_a_plugin_that_passes_its_tests_and_renders() {
     assert_fails_with(&no_sdk, &["no-such-sdk", "not the guest SDK"]);
     assert!(!elsewhere.exists(), "nothing written for a bad --sdk");
 
+    // The workspace's versions of every dependency, already downloaded and built.
+    std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy Cargo.lock");
     let tested = cargo_in(&dir, &["test"]);
     let test_output = String::from_utf8_lossy(&tested.stdout);
     assert!(tested.status.success(), "{test_output}{}", String::from_utf8_lossy(&tested.stderr));
