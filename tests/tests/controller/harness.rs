@@ -148,18 +148,27 @@ impl Cluster {
     }
 }
 
-/// The sum of every series of the counter `name` in `host`'s metrics, across its
+/// The samples of a metrics exposition: each series (name and labels) and its value.
+pub fn samples(text: &str) -> impl Iterator<Item = (&str, f64)> {
+    text.lines().filter(|l| !l.starts_with('#')).filter_map(|l| {
+        let (series, value) = l.rsplit_once(' ')?;
+        Some((series, value.parse().ok()?))
+    })
+}
+
+/// The sum of every series of the metric `name` in `host`'s metrics, across its
 /// controllers.
 pub fn metric_sum(host: &Host, name: &str) -> f64 {
     host.plugins()
         .filter_map(|p| host.controller(p))
-        .flat_map(|c| {
-            c.metrics()
-                .encode()
-                .lines()
-                .filter(|l| l.starts_with(name) && l[name.len()..].starts_with(['{', ' ']))
-                .filter_map(|l| l.rsplit(' ').next()?.parse::<f64>().ok())
-                .collect::<Vec<_>>()
+        .map(|c| {
+            let text = c.metrics().encode();
+            samples(&text)
+                .filter(|(series, _)| {
+                    series.strip_prefix(name).is_some_and(|rest| rest.is_empty() || rest.starts_with('{'))
+                })
+                .map(|(_, value)| value)
+                .sum::<f64>()
         })
         .sum()
 }

@@ -11,7 +11,7 @@ use kubewasm::plugin::{Engine, EngineOptions, Plugin};
 use serde_json::json;
 use tokio::sync::oneshot;
 
-use crate::harness::{Cluster, deployments, eventually, quick, resource, services, wait_for, wasm_path};
+use crate::harness::{Cluster, deployments, eventually, quick, resource, samples, services, wait_for, wasm_path};
 
 /// A cluster and a host following a plugin directory in the background, as
 /// `kubewasm dev` runs it; the test sees the host's status after each rescan.
@@ -75,7 +75,7 @@ impl DirEnv {
     /// The value of one series of the host's metrics (`name{labels}`), 0 if absent.
     fn series(&self, series: &str) -> f64 {
         let text = self.metrics.encode();
-        text.lines().find_map(|l| l.strip_prefix(series)?.strip_prefix(' ')?.parse().ok()).unwrap_or(0.0)
+        samples(&text).find(|(s, _)| *s == series).map_or(0.0, |(_, value)| value)
     }
 
     /// `kubewasm_plugin_reloads_total` of `file` with `result`.
