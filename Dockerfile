@@ -9,6 +9,7 @@
 # Not built in CI: the machines that run the tests have no Docker engine and no
 # access to container registries. tests/tests/deploy checks that this file and
 # deploy/ agree (user, port, plugin directory, the plugins built).
+# The host is built without the `dev` feature: no embedded API server in production.
 
 FROM rust:1.95-bookworm AS build
 WORKDIR /src
@@ -18,7 +19,7 @@ COPY . .
 RUN rustup toolchain install && rustup target add wasm32-wasip2
 RUN --mount=type=cache,target=/usr/local/cargo/registry \
     --mount=type=cache,target=/src/target \
-    cargo build --release --locked -p kubewasm \
+    cargo build --release --locked -p kubewasm --no-default-features \
  && cargo build --profile plugin --locked --target wasm32-wasip2 -p demo-application -p foo -p pod-services \
  && mkdir -p /out/plugins \
  && cp target/release/kubewasm /out/kubewasm \

@@ -14,9 +14,9 @@ use std::time::{Duration, Instant};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::discovery::ApiResource;
 use kubewasm::controller::Options;
-use kubewasm::devcluster::{self, DevCluster};
 use kubewasm::host::{DirOptions, Host};
 use kubewasm::plugin::{Engine, EngineOptions, Plugin};
+use kubewasm_devcluster::{self as devcluster, DevCluster};
 use serde_json::json;
 
 mod support;

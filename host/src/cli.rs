@@ -25,6 +25,7 @@ pub enum LogFormat {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    #[cfg(feature = "dev")]
     /// Development: an embedded API server on loopback, the plugins' CRDs installed,
     /// and a controller per plugin. Prints the `export KUBECONFIG=...` line for kubectl.
     Dev {

@@ -9,7 +9,6 @@
 #![allow(clippy::must_use_candidate)]
 
 pub mod controller;
-pub mod devcluster;
 pub mod health;
 pub mod host;
 pub mod leader;

@@ -10,7 +10,6 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Parser;
 use kubewasm::controller;
-use kubewasm::devcluster::{self, DevCluster};
 use kubewasm::health::{self, Health};
 use kubewasm::host::{self, DirOptions, Host};
 use kubewasm::leader::Elector;
@@ -20,6 +19,8 @@ use kubewasm::plugin::{CONTRACT_VERSION, Engine, EngineOptions, Plugin};
 use kubewasm::rbac;
 use kubewasm::render::{self, Inputs};
 use kubewasm::scaffold;
+#[cfg(feature = "dev")]
+use kubewasm_devcluster::{self as devcluster, DevCluster};
 use serde_json::{Value, json};
 
 use cli::{Cli, Command};
@@ -45,6 +46,7 @@ fn main() -> ExitCode {
 
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
+        #[cfg(feature = "dev")]
         Command::Dev { dir, data_dir, kubeconfig, port, health_addr, host } => {
             let options =
                 devcluster::Options { data_dir, port, kubeconfig_path: kubeconfig, ..devcluster::Options::default() };
@@ -130,6 +132,7 @@ fn engine(options: &EngineOptions) -> Result<Engine> {
     Engine::with_options(options).map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e:#}"))
 }
 
+#[cfg(feature = "dev")]
 async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options, health_addr: Option<SocketAddr>) -> Result<()> {
     anyhow::ensure!(dir.is_dir(), "{}: not a directory", dir.display());
     let shutdown = shutdown_signal();
@@ -247,6 +250,7 @@ async fn not_ready_on(shutdown: impl std::future::Future<Output = ()>, health: &
 }
 
 /// One line per plugin file: what runs, and why a file is not in use.
+#[cfg(feature = "dev")]
 fn print_status(host: &Host) {
     let status = host.status();
     if status.is_empty() {

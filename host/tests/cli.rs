@@ -414,7 +414,7 @@ fn the_checked_in_deploy_rbac_matches_what_kubewasm_rbac_prints() {
 }
 
 /// Runs kubectl against `cluster` with `stdin` as the input; returns stdout.
-fn kubectl_with_stdin(cluster: &kubewasm::devcluster::DevCluster, args: &[&str], stdin: &[u8]) -> String {
+fn kubectl_with_stdin(cluster: &kubewasm_devcluster::DevCluster, args: &[&str], stdin: &[u8]) -> String {
     use std::io::Write;
     let mut child = Command::new("kubectl")
         .arg("--kubeconfig")
@@ -435,7 +435,7 @@ fn kubectl_with_stdin(cluster: &kubewasm::devcluster::DevCluster, args: &[&str],
 
 #[tokio::test(flavor = "multi_thread")]
 async fn generated_rbac_is_accepted_by_the_api_server() {
-    use kubewasm::devcluster::{DevCluster, Options};
+    use kubewasm_devcluster::{DevCluster, Options};
     let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
     let dir = target_dir().join("plugins");
     for extra in [&["--service-account-namespace", "default"][..], &["--namespace", "default"][..]] {
@@ -587,7 +587,7 @@ fn dev_serves_health_probes_when_asked_and_stops_cleanly_on_sigterm() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn run_serves_health_probes_against_a_cluster_and_stops_cleanly_on_sigterm() {
-    use kubewasm::devcluster::{DevCluster, Options};
+    use kubewasm_devcluster::{DevCluster, Options};
     let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
     let addr = format!("127.0.0.1:{}", free_port());
     let kubeconfig = cluster.kubeconfig_path().to_path_buf();
@@ -640,7 +640,7 @@ fn reconciles(addr: &str) -> f64 {
 async fn a_standby_takes_over_when_the_leader_is_killed() {
     use k8s_openapi::api::coordination::v1::Lease;
     use kube::api::{Api, DynamicObject, PostParams};
-    use kubewasm::devcluster::{DevCluster, Options};
+    use kubewasm_devcluster::{DevCluster, Options};
 
     let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
     let client = cluster.client();

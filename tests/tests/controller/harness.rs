@@ -11,9 +11,9 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::discovery::ApiResource;
 use kubewasm::controller::Options;
-use kubewasm::devcluster::{self, DevCluster};
 use kubewasm::host::{self, Host};
 use kubewasm::plugin::{Engine, Plugin};
+use kubewasm_devcluster::{self as devcluster, DevCluster};
 use serde_json::Value;
 
 /// How long a test waits for the host to converge before it fails.

@@ -9,7 +9,7 @@ use std::process::{Command, Output, Stdio};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Namespace;
 use kube::api::{Api, ListParams, PostParams};
-use kubewasm::devcluster::{DevCluster, Options};
+use kubewasm_devcluster::{DevCluster, Options};
 use serde_json::Value;
 
 fn deploy_dir() -> PathBuf {

@@ -1,4 +1,5 @@
-//! The embedded Kubernetes API server of `kubewasm dev` and of the end-to-end tests.
+//! A Kubernetes API server in process: the cluster of `kubewasm dev` and of every end-to-end test,
+//! and of any kube-rs test suite that wants a real API server without Go or a cluster.
 //!
 //! [`DevCluster::start`] serves the Kubernetes HTTP API on loopback from memory, so the real
 //! `kube` client and the real `kubectl` work against it unchanged: discovery, built-in kinds
@@ -7,8 +8,8 @@
 //! finalizers and garbage collection. It is not a scheduler or a kubelet: nothing runs Pods.
 //!
 //! ```no_run
-//! # async fn demo() -> Result<(), kubewasm::devcluster::Error> {
-//! use kubewasm::devcluster::{DevCluster, Options};
+//! # async fn demo() -> Result<(), kubewasm_devcluster::Error> {
+//! use kubewasm_devcluster::{DevCluster, Options};
 //! let cluster = DevCluster::start(Options::default()).await?;
 //! println!("kubectl --kubeconfig {}", cluster.kubeconfig_path().display());
 //! let client = cluster.client();
@@ -30,6 +31,8 @@
 //! - no authentication, authorization or admission webhooks; no aggregated discovery, no
 //!   `OpenAPI` v2, `OpenAPI` v3 without built-in schemas (`kubectl explain` works for CRDs only);
 //!   protobuf request bodies only for namespaces, configmaps, secrets and service accounts.
+
+#![warn(clippy::pedantic)]
 
 mod apply;
 mod crd;

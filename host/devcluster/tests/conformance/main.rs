@@ -1,4 +1,4 @@
-//! Conformance of the embedded API server (`kubewasm::devcluster`): each module drives one area
+//! Conformance of the embedded API server: each module drives one area
 //! through the real `kube` client and, in `kubectl`, through the real kubectl.
 
 mod apply;
@@ -16,17 +16,30 @@ use std::path::PathBuf;
 
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
-use kubewasm::devcluster::{DevCluster, Options};
+use kubewasm_devcluster::{DevCluster, Options};
 use serde_json::{Value, json};
+
+/// Ends the test process once it has run for 10 minutes: a hung test must fail the run quickly,
+/// with a message, rather than hold CI until its own time limit. Starts once per process.
+fn watchdog() {
+    static START: std::sync::Once = std::sync::Once::new();
+    START.call_once(|| {
+        std::thread::spawn(|| {
+            std::thread::sleep(std::time::Duration::from_secs(600));
+            eprintln!("conformance tests still running after 10 minutes: a test hangs; ending the run");
+            std::process::exit(101);
+        });
+    });
+}
 
 /// A fresh in-memory server.
 pub async fn start() -> DevCluster {
-    kubewasm_tests::watchdog();
+    watchdog();
     DevCluster::start(Options::default()).await.expect("the server starts")
 }
 
 pub fn fixture(name: &str) -> PathBuf {
-    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/apiserver/fixtures").join(name)
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/conformance/fixtures").join(name)
 }
 
 pub fn fixture_json(name: &str) -> Value {

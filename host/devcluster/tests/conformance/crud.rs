@@ -418,7 +418,7 @@ async fn write_requests_counts_mutating_requests_only() {
 
 #[tokio::test]
 async fn continued_pages_show_the_snapshot_of_the_first_page() {
-    let dc = kubewasm::devcluster::DevCluster::start(kubewasm::devcluster::Options {
+    let dc = kubewasm_devcluster::DevCluster::start(kubewasm_devcluster::Options {
         watch_history: 20,
         ..Default::default()
     })

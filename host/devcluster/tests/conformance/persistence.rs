@@ -2,7 +2,7 @@
 
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, PostParams};
-use kubewasm::devcluster::{DevCluster, Options};
+use kubewasm_devcluster::{DevCluster, Options};
 use serde_json::json;
 
 use super::{foo, foo_resource, install_foo};

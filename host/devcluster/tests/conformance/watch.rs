@@ -7,7 +7,7 @@ use futures_util::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, WatchEvent, WatchParams};
 use kube::runtime::watcher;
-use kubewasm::devcluster::{DevCluster, Options};
+use kubewasm_devcluster::{DevCluster, Options};
 use serde_json::json;
 
 use super::start;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use k8s_openapi::api::apps::v1::Deployment;
 use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kube::runtime::events::{Event, EventType, Recorder, Reporter};
-use kubewasm::devcluster::DevCluster;
+use kubewasm_devcluster::DevCluster;
 use serde_json::json;
 
 use super::{fixture, foo_resource, start};
