@@ -5,8 +5,8 @@ use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 
+use super::builtins;
 use super::object;
-use super::patch::{ListMerge, list_merge};
 
 /// One step of a field path, as `FieldsV1` spells it (`f:`, `k:`, `v:`, `i:`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
@@ -32,75 +32,66 @@ enum ListType {
     Map(Vec<String>),
 }
 
-/// The type information server-side apply needs at one point of an object.
+/// The type information server-side apply needs at one point of an object: the schema there
+/// (a built-in's upstream definition or a custom resource's `openAPIV3Schema`), or nothing.
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Node<'a> {
-    /// A built-in kind: list types come from the Kubernetes Go types (see [`list_merge`]).
-    Builtin,
-    /// A custom resource with a structural schema.
     Schema(&'a Value),
     /// Nothing known (`x-kubernetes-preserve-unknown-fields`): lists are atomic, maps granular.
     Deduced,
 }
 
 impl<'a> Node<'a> {
-    /// The node of the whole object: built-in, or a custom resource's `openAPIV3Schema`.
+    /// The node of the whole object.
     pub(crate) fn root(schema: Option<&'a Value>) -> Node<'a> {
-        schema.map_or(Node::Builtin, Node::Schema)
+        schema.map_or(Node::Deduced, |s| Node::Schema(builtins::resolve(s)))
     }
 
     fn child(self, key: &str, at_root: bool) -> Node<'a> {
         match self {
-            Node::Builtin => Node::Builtin,
-            Node::Schema(_) if at_root && key == "metadata" => Node::Builtin,
-            Node::Schema(s) => {
-                if let Some(p) = s.get("properties").and_then(|p| p.get(key)) {
-                    Node::Schema(p)
-                } else if let Some(a) = s.get("additionalProperties").filter(|a| a.is_object()) {
-                    Node::Schema(a)
-                } else {
-                    Node::Deduced
-                }
-            }
+            // A custom resource's schema does not describe metadata; every object's is `ObjectMeta`.
+            Node::Schema(_) if at_root && key == "metadata" => Node::Schema(builtins::object_meta()),
+            Node::Schema(s) => builtins::property(s, key).map_or(Node::Deduced, |p| Node::Schema(builtins::resolve(p))),
             Node::Deduced => Node::Deduced,
         }
     }
 
     fn items(self) -> Node<'a> {
         match self {
-            Node::Schema(s) => s.get("items").map_or(Node::Deduced, Node::Schema),
-            other => other,
+            Node::Schema(s) => builtins::items(s).map_or(Node::Deduced, |i| Node::Schema(builtins::resolve(i))),
+            Node::Deduced => Node::Deduced,
         }
     }
 
-    fn list_type(self, path: &[String], field: &str) -> ListType {
-        match self {
-            Node::Builtin => match list_merge(path, field) {
-                ListMerge::ByKey("containerPort") => ListType::Map(vec!["containerPort".into(), "protocol".into()]),
-                ListMerge::ByKey("port") => ListType::Map(vec!["port".into(), "protocol".into()]),
-                ListMerge::ByKey(k) => ListType::Map(vec![k.to_string()]),
-                ListMerge::Primitives => ListType::Set,
-                ListMerge::Replace => ListType::Atomic,
-            },
-            Node::Schema(s) => match s.get("x-kubernetes-list-type").and_then(Value::as_str) {
-                Some("map") => ListType::Map(
-                    s.get("x-kubernetes-list-map-keys")
-                        .and_then(Value::as_array)
-                        .map(|k| k.iter().filter_map(|k| k.as_str().map(String::from)).collect())
-                        .unwrap_or_default(),
-                ),
-                Some("set") => ListType::Set,
-                _ => ListType::Atomic,
-            },
-            Node::Deduced => ListType::Atomic,
-        }
-    }
-
-    fn atomic_map(self, path: &[String], field: &str) -> bool {
-        match self {
-            Node::Builtin => {
-                field == "nodeSelector" || (field == "selector" && path.last().is_some_and(|p| p == "spec"))
+    /// The list's type as the real server derives it from the `OpenAPI` schema (kube-openapi's
+    /// schemaconv): `x-kubernetes-list-type`, else a `merge` patch strategy makes it associative
+    /// (keyed by the patch merge key, or a set of scalars), else atomic.
+    fn list_type(self) -> ListType {
+        let Node::Schema(s) = self else {
+            return ListType::Atomic;
+        };
+        let text = |key: &str| s.get(key).and_then(Value::as_str);
+        match text("x-kubernetes-list-type") {
+            Some("map") => ListType::Map(
+                s.get("x-kubernetes-list-map-keys")
+                    .and_then(Value::as_array)
+                    .map(|k| k.iter().filter_map(|k| k.as_str().map(String::from)).collect())
+                    .unwrap_or_default(),
+            ),
+            Some("set") => ListType::Set,
+            Some(_) => ListType::Atomic,
+            None if text("x-kubernetes-patch-strategy").is_some_and(|p| p.split(',').any(|p| p == "merge")) => {
+                match text("x-kubernetes-patch-merge-key") {
+                    Some(key) => ListType::Map(vec![key.to_string()]),
+                    None => ListType::Set,
+                }
             }
+            None => ListType::Atomic,
+        }
+    }
+
+    fn atomic_map(self) -> bool {
+        match self {
             Node::Schema(s) => {
                 s.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic")
                     || s.get("type").and_then(Value::as_str).is_some_and(|t| t != "object")
@@ -112,7 +103,6 @@ impl<'a> Node<'a> {
     /// Whether `key` is a declared field of a struct (not an entry of a map).
     fn declared(self, key: &str, at_root: bool) -> bool {
         match self {
-            Node::Builtin => true,
             Node::Schema(_) if at_root && key == "metadata" => true,
             Node::Schema(s) => s.get("properties").and_then(|p| p.get(key)).is_some(),
             Node::Deduced => false,
@@ -153,14 +143,12 @@ fn item_matches(item: &Value, key: &str) -> bool {
 /// The fields a configuration sets (structured-merge-diff's `ToFieldSet`).
 pub(crate) fn field_set(value: &Value, schema: Option<&Value>) -> Result<FieldSet, String> {
     let mut set = FieldSet::new();
-    let mut walker = Walker { names: Vec::new(), path: Vec::new() };
+    let mut walker = Walker { path: Vec::new() };
     walker.collect(value, Node::root(schema), None, &mut set)?;
     Ok(set)
 }
 
 struct Walker {
-    /// Field names from the root (for the built-in list type table).
-    names: Vec<String>,
     path: Path,
 }
 
@@ -175,14 +163,11 @@ impl Walker {
         let at_root = self.path.is_empty();
         match value {
             Value::Object(map) => {
-                if let Some(f) = field
-                    && node.atomic_map(&self.names[..self.names.len().saturating_sub(1)], f)
-                {
+                if field.is_some() && node.atomic_map() {
                     set.insert(self.path.clone());
                     return Ok(());
                 }
                 for (key, child) in map {
-                    self.names.push(key.clone());
                     self.path.push(Step::Field(key.clone()));
                     self.collect(child, node.child(key, at_root), Some(key), set)?;
                     let empty = child.is_null() || child.as_object().is_some_and(Map::is_empty);
@@ -190,33 +175,29 @@ impl Walker {
                         set.insert(self.path.clone());
                     }
                     self.path.pop();
-                    self.names.pop();
                 }
             }
-            Value::Array(items) => {
-                let parent = &self.names[..self.names.len().saturating_sub(1)];
-                match node.list_type(parent, field.unwrap_or_default()) {
-                    ListType::Atomic => {
+            Value::Array(items) => match node.list_type() {
+                ListType::Atomic => {
+                    set.insert(self.path.clone());
+                }
+                ListType::Set => {
+                    for item in items {
+                        self.path.push(Step::Value(item.to_string()));
                         set.insert(self.path.clone());
-                    }
-                    ListType::Set => {
-                        for item in items {
-                            self.path.push(Step::Value(item.to_string()));
-                            set.insert(self.path.clone());
-                            self.path.pop();
-                        }
-                    }
-                    ListType::Map(keys) => {
-                        for item in items {
-                            let key = item_key(item, &keys).map_err(|e| format!("{}: {e}", path_text(&self.path)))?;
-                            self.path.push(Step::Key(key));
-                            self.collect(item, node.items(), None, set)?;
-                            set.insert(self.path.clone());
-                            self.path.pop();
-                        }
+                        self.path.pop();
                     }
                 }
-            }
+                ListType::Map(keys) => {
+                    for item in items {
+                        let key = item_key(item, &keys).map_err(|e| format!("{}: {e}", path_text(&self.path)))?;
+                        self.path.push(Step::Key(key));
+                        self.collect(item, node.items(), None, set)?;
+                        set.insert(self.path.clone());
+                        self.path.pop();
+                    }
+                }
+            },
             _ => {
                 set.insert(self.path.clone());
             }
@@ -245,7 +226,7 @@ impl Comparison {
 
 pub(crate) fn compare(old: &Value, new: &Value, schema: Option<&Value>) -> Comparison {
     let mut out = Comparison::default();
-    let mut walker = Walker { names: Vec::new(), path: Vec::new() };
+    let mut walker = Walker { path: Vec::new() };
     walker.compare(Some(old), Some(new), Node::root(schema), None, &mut out);
     out
 }
@@ -260,40 +241,35 @@ impl Walker {
         out: &mut Comparison,
     ) {
         let at_root = self.path.is_empty();
-        let parent: Vec<String> = self.names[..self.names.len().saturating_sub(1)].to_vec();
         let leaf = match (old, new) {
             (Some(Value::Object(a)), Some(Value::Object(b))) => {
-                let atomic = field.is_some_and(|f| node.atomic_map(&parent, f));
+                let atomic = field.is_some() && node.atomic_map();
                 if atomic || (a.is_empty() && b.is_empty()) {
                     true
                 } else {
                     let keys: BTreeSet<&String> = a.keys().chain(b.keys()).collect();
                     for key in keys {
-                        self.names.push(key.clone());
                         self.path.push(Step::Field(key.clone()));
                         self.compare(a.get(key), b.get(key), node.child(key, at_root), Some(key), out);
                         self.path.pop();
-                        self.names.pop();
                     }
                     false
                 }
             }
             (Some(Value::Object(a)), None) | (None, Some(Value::Object(a))) if !a.is_empty() => {
-                let atomic = field.is_some_and(|f| node.atomic_map(&parent, f));
+                let atomic = field.is_some() && node.atomic_map();
                 if !atomic {
                     for (key, child) in a {
                         let (o, n) = if old.is_some() { (Some(child), None) } else { (None, Some(child)) };
-                        self.names.push(key.clone());
                         self.path.push(Step::Field(key.clone()));
                         self.compare(o, n, node.child(key, at_root), Some(key), out);
                         self.path.pop();
-                        self.names.pop();
                     }
                 }
                 atomic
             }
             (Some(Value::Array(_)) | None, Some(Value::Array(_)) | None) if old.is_some() || new.is_some() => {
-                let list_type = node.list_type(&parent, field.unwrap_or_default());
+                let list_type = node.list_type();
                 if list_type == ListType::Atomic {
                     true
                 } else {
@@ -374,9 +350,8 @@ pub(crate) fn merge(live: &Value, config: &Value, schema: Option<&Value>) -> Val
 
 fn merge_at(live: &Value, config: &Value, node: Node<'_>, field: Option<&str>, names: &mut Vec<String>) -> Value {
     let at_root = names.is_empty();
-    let parent: Vec<String> = names[..names.len().saturating_sub(1)].to_vec();
     match (live, config) {
-        (Value::Object(l), Value::Object(c)) if !field.is_some_and(|f| node.atomic_map(&parent, f)) => {
+        (Value::Object(l), Value::Object(c)) if !(field.is_some() && node.atomic_map()) => {
             let mut out = l.clone();
             for (key, value) in c {
                 names.push(key.clone());
@@ -389,7 +364,7 @@ fn merge_at(live: &Value, config: &Value, node: Node<'_>, field: Option<&str>, n
             }
             Value::Object(out)
         }
-        (Value::Array(l), Value::Array(c)) => match node.list_type(&parent, field.unwrap_or_default()) {
+        (Value::Array(l), Value::Array(c)) => match node.list_type() {
             ListType::Atomic => config.clone(),
             ListType::Set => {
                 let mut out = l.clone();
@@ -911,7 +886,12 @@ mod tests {
     }
 
     fn req(manager: &str) -> Request<'_> {
-        Request { manager, api_version: "apps/v1", scope: Scope::Main { status_separate: true }, schema: None }
+        Request {
+            manager,
+            api_version: "apps/v1",
+            scope: Scope::Main { status_separate: true },
+            schema: builtins::definition("apps", "v1", "Deployment"),
+        }
     }
 
     #[test]
@@ -926,7 +906,7 @@ mod tests {
         );
         assert_eq!(
             from_fields_v1(fields),
-            field_set(&deployment("nginx", 1), None)
+            field_set(&deployment("nginx", 1), req("a").schema)
                 .unwrap()
                 .into_iter()
                 .filter(|p| p.len() > 1 || !matches!(&p[0], Step::Field(f) if f == "apiVersion" || f == "kind"))

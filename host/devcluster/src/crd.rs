@@ -95,6 +95,7 @@ pub(crate) fn resource_type(crd: &Value) -> ResourceType {
         .map(|v| Version {
             name: str_at(v, &["name"]).to_string(),
             schema: v.pointer("/schema/openAPIV3Schema").cloned(),
+            definition: None,
             columns: v.get("additionalPrinterColumns").and_then(Value::as_array).cloned().unwrap_or_default(),
             status: v.pointer("/subresources/status").is_some(),
             scale: v.pointer("/subresources/scale").map(|s| ScalePaths {
@@ -114,6 +115,9 @@ pub(crate) fn resource_type(crd: &Value) -> ResourceType {
         kind,
         plural: str_at(&spec, &["names", "plural"]).to_string(),
         namespaced: str_at(&spec, &["scope"]) != "Cluster",
+        verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+            .map(String::from)
+            .to_vec(),
         short_names: strings_at(&spec, &["names", "shortNames"]),
         categories: strings_at(&spec, &["names", "categories"]),
         generation: true,

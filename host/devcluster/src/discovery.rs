@@ -5,6 +5,8 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::builtins;
+
 /// Where a subresource reads and writes replica counts (the `scale` subresource).
 #[derive(Debug, Clone)]
 pub(crate) struct ScalePaths {
@@ -17,8 +19,10 @@ pub(crate) struct ScalePaths {
 #[derive(Debug, Clone)]
 pub(crate) struct Version {
     pub name: String,
-    /// The `openAPIV3Schema` of a CRD version; `None` for built-ins (stored schemaless).
+    /// The `openAPIV3Schema` of a CRD version; `None` for built-ins.
     pub schema: Option<Value>,
+    /// The upstream `OpenAPI` definition of a built-in kind; `None` for custom resources.
+    pub definition: Option<&'static Value>,
     /// `additionalPrinterColumns` of a CRD version.
     pub columns: Vec<Value>,
     pub status: bool,
@@ -36,6 +40,8 @@ pub(crate) struct ResourceType {
     pub plural: String,
     pub singular: String,
     pub namespaced: bool,
+    /// The verbs discovery lists (the real server's for built-ins).
+    pub verbs: Vec<String>,
     pub short_names: Vec<String>,
     pub categories: Vec<String>,
     /// Whether `metadata.generation` is maintained (bumped on changes outside metadata/status).
@@ -147,7 +153,7 @@ impl Registry {
                 "singularName": rt.singular,
                 "namespaced": rt.namespaced,
                 "kind": rt.kind,
-                "verbs": ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"],
+                "verbs": rt.verbs,
             });
             if !rt.short_names.is_empty() {
                 doc["shortNames"] = json!(rt.short_names);
@@ -204,10 +210,14 @@ pub(crate) fn core_versions(address: &str) -> Value {
 
 /// `/version`: the Kubernetes version whose API this server follows.
 pub(crate) fn version_info() -> Value {
+    let version = builtins::kubernetes_version();
+    let mut parts = version.split('.');
+    let major = parts.next().unwrap_or_default();
+    let minor = parts.next().unwrap_or_default();
     json!({
-        "major": "1",
-        "minor": "33",
-        "gitVersion": "v1.33.0-kubewasm",
+        "major": major,
+        "minor": minor,
+        "gitVersion": format!("v{version}-kubewasm"),
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",
         "buildDate": "2025-04-23T00:00:00Z",
@@ -217,119 +227,82 @@ pub(crate) fn version_info() -> Value {
     })
 }
 
-#[allow(clippy::struct_excessive_bools)] // independent properties of a kind, as discovery lists them
-struct Builtin {
-    group: &'static str,
-    version: &'static str,
-    kind: &'static str,
-    plural: &'static str,
-    namespaced: bool,
-    short_names: &'static [&'static str],
-    status: bool,
-    scale: bool,
-    generation: bool,
-    return_deleted: bool,
+/// Resources whose objects keep `metadata.generation` (their registry strategy sets it).
+const WITH_GENERATION: &[(&str, &str)] = &[
+    ("", "replicationcontrollers"),
+    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
+    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
+    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
+    ("apiextensions.k8s.io", "customresourcedefinitions"),
+    ("apps", "daemonsets"),
+    ("apps", "deployments"),
+    ("apps", "replicasets"),
+    ("apps", "statefulsets"),
+    ("autoscaling", "horizontalpodautoscalers"),
+    ("batch", "cronjobs"),
+    ("batch", "jobs"),
+    ("flowcontrol.apiserver.k8s.io", "flowschemas"),
+    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
+    ("networking.k8s.io", "ingresses"),
+    ("networking.k8s.io", "networkpolicies"),
+    ("policy", "poddisruptionbudgets"),
+];
+
+/// Resources whose DELETE answers with the object rather than a `Status`.
+const RETURN_DELETED: &[(&str, &str)] = &[
+    ("", "namespaces"),
+    ("", "pods"),
+    ("", "services"),
+    ("", "serviceaccounts"),
+    ("apiextensions.k8s.io", "customresourcedefinitions"),
+];
+
+/// Whether a built-in resource of the upstream data is served. Not served: the virtual
+/// resources that are only created and never stored (reviews, bindings), `componentstatuses`
+/// (computed by the real server from its components), and `autoscaling/v1`
+/// `HorizontalPodAutoscaler`, whose conversion to and from `v2` is not implemented.
+fn served(r: &builtins::Resource) -> bool {
+    let verbs = |v: &str| r.verbs.iter().any(|x| x == v);
+    verbs("create")
+        && verbs("get")
+        && !(r.group == "autoscaling" && r.version == "v1")
+        && !(r.group.is_empty() && r.plural == "componentstatuses")
 }
 
-const fn builtin(group: &'static str, version: &'static str, kind: &'static str, plural: &'static str) -> Builtin {
-    Builtin {
-        group,
-        version,
-        kind,
-        plural,
-        namespaced: true,
-        short_names: &[],
-        status: false,
-        scale: false,
-        generation: false,
-        return_deleted: false,
-    }
-}
-
+/// Every served built-in resource, from the upstream data.
 fn builtins() -> Vec<ResourceType> {
-    let list = [
-        Builtin {
-            namespaced: false,
-            short_names: &["ns"],
-            status: true,
-            return_deleted: true,
-            ..builtin("", "v1", "Namespace", "namespaces")
-        },
-        Builtin { short_names: &["cm"], ..builtin("", "v1", "ConfigMap", "configmaps") },
-        builtin("", "v1", "Secret", "secrets"),
-        Builtin {
-            short_names: &["svc"],
-            status: true,
-            return_deleted: true,
-            ..builtin("", "v1", "Service", "services")
-        },
-        Builtin { short_names: &["po"], status: true, return_deleted: true, ..builtin("", "v1", "Pod", "pods") },
-        Builtin { short_names: &["ev"], ..builtin("", "v1", "Event", "events") },
-        Builtin {
-            short_names: &["sa"],
-            return_deleted: true,
-            ..builtin("", "v1", "ServiceAccount", "serviceaccounts")
-        },
-        Builtin { short_names: &["ep"], ..builtin("", "v1", "Endpoints", "endpoints") },
-        Builtin {
-            short_names: &["deploy"],
-            status: true,
-            scale: true,
-            generation: true,
-            ..builtin("apps", "v1", "Deployment", "deployments")
-        },
-        Builtin {
-            short_names: &["rs"],
-            status: true,
-            scale: true,
-            generation: true,
-            ..builtin("apps", "v1", "ReplicaSet", "replicasets")
-        },
-        Builtin { short_names: &["ev"], ..builtin("events.k8s.io", "v1", "Event", "events") },
-        builtin("coordination.k8s.io", "v1", "Lease", "leases"),
-        Builtin {
-            namespaced: false,
-            short_names: &["crd", "crds"],
-            status: true,
-            generation: true,
-            return_deleted: true,
-            ..builtin("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions")
-        },
-        builtin("rbac.authorization.k8s.io", "v1", "Role", "roles"),
-        Builtin { namespaced: false, ..builtin("rbac.authorization.k8s.io", "v1", "ClusterRole", "clusterroles") },
-        builtin("rbac.authorization.k8s.io", "v1", "RoleBinding", "rolebindings"),
-        Builtin {
-            namespaced: false,
-            ..builtin("rbac.authorization.k8s.io", "v1", "ClusterRoleBinding", "clusterrolebindings")
-        },
-    ];
-    list.into_iter()
-        .map(|b| ResourceType {
-            group: b.group.to_string(),
-            versions: vec![Version {
-                name: b.version.to_string(),
-                schema: None,
-                columns: Vec::new(),
-                status: b.status,
-                scale: b.scale.then(|| ScalePaths {
-                    spec_replicas: ".spec.replicas".into(),
-                    status_replicas: ".status.replicas".into(),
-                    label_selector: Some(".spec.selector".into()),
-                }),
-            }],
-            kind: b.kind.to_string(),
-            plural: b.plural.to_string(),
-            singular: b.kind.to_lowercase(),
-            namespaced: b.namespaced,
-            short_names: b.short_names.iter().map(ToString::to_string).collect(),
-            categories: if matches!(b.plural, "pods" | "services" | "deployments" | "replicasets") {
-                vec!["all".to_string()]
-            } else {
-                Vec::new()
-            },
-            generation: b.generation,
-            return_deleted: b.return_deleted,
-            builtin: true,
+    builtins::resources()
+        .iter()
+        .filter(|r| served(r))
+        .map(|r| {
+            let key = (r.group.as_str(), r.plural.as_str());
+            let sub = |name: &str| r.subresources.iter().any(|s| s.name == name);
+            ResourceType {
+                group: r.group.clone(),
+                versions: vec![Version {
+                    name: r.version.clone(),
+                    schema: None,
+                    definition: builtins::definition(&r.group, &r.version, &r.kind),
+                    columns: Vec::new(),
+                    status: sub("status"),
+                    scale: sub("scale").then(|| ScalePaths {
+                        spec_replicas: ".spec.replicas".into(),
+                        status_replicas: ".status.replicas".into(),
+                        label_selector: Some(".spec.selector".into()),
+                    }),
+                }],
+                kind: r.kind.clone(),
+                plural: r.plural.clone(),
+                singular: r.singular.clone(),
+                namespaced: r.namespaced,
+                verbs: r.verbs.clone(),
+                short_names: r.short_names.clone(),
+                categories: r.categories.clone(),
+                generation: WITH_GENERATION.contains(&key),
+                return_deleted: RETURN_DELETED.contains(&key),
+                builtin: true,
+            }
         })
         .collect()
 }

@@ -35,6 +35,7 @@
 #![warn(clippy::pedantic)]
 
 mod apply;
+mod builtins;
 mod crd;
 mod defaults;
 mod discovery;

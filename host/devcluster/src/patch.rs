@@ -2,43 +2,38 @@
 
 use serde_json::{Map, Value};
 
-/// How a list field of a built-in kind merges in a strategic merge patch (its `patchStrategy`
-/// and `patchMergeKey` in the Kubernetes Go types).
+use super::builtins;
+
+/// How a list field of a built-in kind merges in a strategic merge patch: its
+/// `x-kubernetes-patch-strategy` and `x-kubernetes-patch-merge-key` in the upstream definitions.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum ListMerge {
+enum ListMerge<'a> {
     /// Items are matched by this key field.
-    ByKey(&'static str),
+    ByKey(&'a str),
     /// A list of scalars merged as a set (e.g. `metadata.finalizers`).
     Primitives,
     /// The patch's list replaces the original.
     Replace,
 }
 
-/// The merge strategy of list field `field` found under `path` (names of the enclosing fields).
-pub(crate) fn list_merge(path: &[String], field: &str) -> ListMerge {
-    let in_container =
-        path.iter().any(|p| matches!(p.as_str(), "containers" | "initContainers" | "ephemeralContainers"));
-    match field {
-        "containers"
-        | "initContainers"
-        | "ephemeralContainers"
-        | "env"
-        | "volumes"
-        | "imagePullSecrets"
-        | "resourceClaims"
-        | "schedulingGates" => ListMerge::ByKey("name"),
-        "ports" if in_container => ListMerge::ByKey("containerPort"),
-        "ports" => ListMerge::ByKey("port"),
-        "volumeMounts" => ListMerge::ByKey("mountPath"),
-        "volumeDevices" => ListMerge::ByKey("devicePath"),
-        "ownerReferences" => ListMerge::ByKey("uid"),
-        "conditions" => ListMerge::ByKey("type"),
-        "hostAliases" => ListMerge::ByKey("ip"),
-        "topologySpreadConstraints" => ListMerge::ByKey("topologyKey"),
-        "readinessGates" => ListMerge::ByKey("conditionType"),
-        "finalizers" => ListMerge::Primitives,
+/// The merge strategy of a list field, from the field's schema.
+fn list_merge(field: Option<&Value>) -> ListMerge<'_> {
+    let Some(field) = field else {
+        return ListMerge::Replace;
+    };
+    let merge = field
+        .get("x-kubernetes-patch-strategy")
+        .and_then(Value::as_str)
+        .is_some_and(|s| s.split(',').any(|s| s == "merge"));
+    match field.get("x-kubernetes-patch-merge-key").and_then(Value::as_str) {
+        Some(key) if merge => ListMerge::ByKey(key),
+        None if merge => ListMerge::Primitives,
         _ => ListMerge::Replace,
     }
+}
+
+fn property<'a>(schema: Option<&'a Value>, key: &str) -> Option<&'a Value> {
+    schema.and_then(|s| builtins::property(s, key))
 }
 
 /// Applies an RFC 7386 merge patch. The patch must be a JSON object.
@@ -79,20 +74,19 @@ pub(crate) enum PatchFailure {
     Unappliable(String),
 }
 
-/// Applies a strategic merge patch to a built-in object.
-pub(crate) fn strategic_merge(original: &Value, patch: &Value) -> Result<Value, String> {
+/// Applies a strategic merge patch to a built-in object of the given definition.
+pub(crate) fn strategic_merge(original: &Value, patch: &Value, definition: Option<&Value>) -> Result<Value, String> {
     let (Some(orig), Some(patch)) = (original.as_object(), patch.as_object()) else {
         return Err("strategic merge patch must be a JSON object".to_string());
     };
-    Ok(merge_map(orig, patch, &mut Vec::new())?.map_or_else(|| Value::Object(Map::new()), Value::Object))
+    Ok(merge_map(orig, patch, definition)?.map_or_else(|| Value::Object(Map::new()), Value::Object))
 }
 
 /// Merges one map; `None` means the patch deleted it (`$patch: delete`).
-#[allow(clippy::similar_names)] // patch and path: both the merge's own words
 fn merge_map(
     orig: &Map<String, Value>,
     patch: &Map<String, Value>,
-    path: &mut Vec<String>,
+    schema: Option<&Value>,
 ) -> Result<Option<Map<String, Value>>, String> {
     match patch.get("$patch").and_then(Value::as_str) {
         Some("delete") => return Ok(None),
@@ -112,9 +106,7 @@ fn merge_map(
             Value::Object(child_patch) => {
                 let empty = Map::new();
                 let child_orig = orig.get(key).and_then(Value::as_object).unwrap_or(&empty);
-                path.push(key.clone());
-                let merged = merge_map(child_orig, child_patch, path)?;
-                path.pop();
+                let merged = merge_map(child_orig, child_patch, property(schema, key))?;
                 match merged {
                     Some(m) => {
                         out.insert(key.clone(), Value::Object(m));
@@ -125,7 +117,7 @@ fn merge_map(
                 }
             }
             Value::Array(items) => {
-                let merged = merge_list(orig.get(key).and_then(Value::as_array), items, path, key)?;
+                let merged = merge_list(orig.get(key).and_then(Value::as_array), items, property(schema, key))?;
                 out.insert(key.clone(), Value::Array(merged));
             }
             scalar => {
@@ -140,7 +132,7 @@ fn merge_map(
                 list.retain(|v| !remove.contains(v));
             }
         } else if let Some(field) = key.strip_prefix("$setElementOrder/") {
-            let strategy = list_merge(path, field);
+            let strategy = list_merge(property(schema, field));
             if let (Some(Value::Array(list)), Some(order)) = (out.get_mut(field), value.as_array()) {
                 reorder(list, order, strategy);
             }
@@ -152,14 +144,9 @@ fn merge_map(
     Ok(Some(out))
 }
 
-#[allow(clippy::similar_names)] // patch and path: both the merge's own words
-fn merge_list(
-    orig: Option<&Vec<Value>>,
-    patch: &[Value],
-    path: &mut Vec<String>,
-    field: &str,
-) -> Result<Vec<Value>, String> {
-    let strategy = list_merge(path, field);
+fn merge_list(orig: Option<&Vec<Value>>, patch: &[Value], schema: Option<&Value>) -> Result<Vec<Value>, String> {
+    let strategy = list_merge(schema);
+    let item_schema = schema.and_then(builtins::items);
     let replace_all = patch.iter().any(|i| i.get("$patch").and_then(Value::as_str) == Some("replace"));
     let orig = orig.cloned().unwrap_or_default();
     match strategy {
@@ -181,14 +168,12 @@ fn merge_list(
                 return Ok(patch.iter().filter(|i| i.get("$patch").is_none()).map(clean).collect());
             }
             let mut out = orig;
-            path.push(field.to_string());
             for item in patch {
                 let Some(item_map) = item.as_object() else {
                     out.push(item.clone());
                     continue;
                 };
                 let Some(key_value) = item_map.get(key) else {
-                    path.pop();
                     return Err(format!("map: {item} does not contain declared merge key: {key}"));
                 };
                 let pos = out.iter().position(|o| o.get(key) == Some(key_value));
@@ -202,7 +187,7 @@ fn merge_list(
                     Some(pos) => {
                         let empty = Map::new();
                         let existing = out[pos].as_object().unwrap_or(&empty).clone();
-                        match merge_map(&existing, item_map, path)? {
+                        match merge_map(&existing, item_map, item_schema)? {
                             Some(m) => out[pos] = Value::Object(m),
                             None => {
                                 out.remove(pos);
@@ -210,13 +195,12 @@ fn merge_list(
                         }
                     }
                     None => {
-                        if let Some(m) = merge_map(&Map::new(), item_map, path)? {
+                        if let Some(m) = merge_map(&Map::new(), item_map, item_schema)? {
                             out.push(Value::Object(m));
                         }
                     }
                 }
             }
-            path.pop();
             Ok(out)
         }
     }
@@ -250,13 +234,34 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    fn pod() -> Option<&'static Value> {
+        builtins::definition("", "v1", "Pod")
+    }
+
+    #[test]
+    fn list_strategies_come_from_the_definitions() {
+        // Service ports merge by `port`; tolerations have no patch strategy and are replaced.
+        let service = builtins::definition("", "v1", "Service");
+        let orig = json!({"spec": {"ports": [{"port": 80, "name": "http"}, {"port": 443, "name": "https"}]}});
+        let patch = json!({"spec": {"ports": [{"port": 80, "targetPort": 8080}]}});
+        let out = strategic_merge(&orig, &patch, service).unwrap();
+        assert_eq!(
+            out["spec"]["ports"],
+            json!([{"port": 80, "name": "http", "targetPort": 8080}, {"port": 443, "name": "https"}])
+        );
+        let orig = json!({"spec": {"tolerations": [{"key": "a", "operator": "Exists"}]}});
+        let patch = json!({"spec": {"tolerations": [{"key": "b", "operator": "Exists"}]}});
+        let out = strategic_merge(&orig, &patch, pod()).unwrap();
+        assert_eq!(out["spec"]["tolerations"], json!([{"key": "b", "operator": "Exists"}]));
+    }
+
     #[test]
     fn containers_merge_by_name_and_ports_by_container_port() {
         let orig = json!({"spec": {"containers": [
             {"name": "a", "image": "a:1", "ports": [{"containerPort": 80}]},
             {"name": "b", "image": "b:1"}]}});
         let patch = json!({"spec": {"containers": [{"name": "a", "image": "a:2", "ports": [{"containerPort": 443}]}]}});
-        let out = strategic_merge(&orig, &patch).unwrap();
+        let out = strategic_merge(&orig, &patch, pod()).unwrap();
         assert_eq!(
             out,
             json!({"spec": {"containers": [
@@ -269,10 +274,10 @@ mod tests {
     fn patch_directives_delete_and_replace() {
         let orig = json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}], "selector": {"x": "1", "y": "2"}}});
         let patch = json!({"spec": {"containers": [{"name": "b", "$patch": "delete"}], "selector": {"$patch": "replace", "z": "3"}}});
-        let out = strategic_merge(&orig, &patch).unwrap();
+        let out = strategic_merge(&orig, &patch, pod()).unwrap();
         assert_eq!(out, json!({"spec": {"containers": [{"name": "a"}], "selector": {"z": "3"}}}));
         let patch = json!({"spec": {"containers": [{"$patch": "replace"}, {"name": "c"}]}});
-        let out = strategic_merge(&orig, &patch).unwrap();
+        let out = strategic_merge(&orig, &patch, pod()).unwrap();
         assert_eq!(out["spec"]["containers"], json!([{"name": "c"}]));
     }
 
@@ -280,7 +285,7 @@ mod tests {
     fn unkeyed_lists_are_replaced_and_nulls_delete() {
         let orig = json!({"spec": {"args": ["a"], "x": 1}, "metadata": {"finalizers": ["f1"]}});
         let patch = json!({"spec": {"args": ["b"], "x": null}, "metadata": {"finalizers": ["f2"]}});
-        let out = strategic_merge(&orig, &patch).unwrap();
+        let out = strategic_merge(&orig, &patch, pod()).unwrap();
         assert_eq!(out, json!({"spec": {"args": ["b"]}, "metadata": {"finalizers": ["f1", "f2"]}}));
     }
 }

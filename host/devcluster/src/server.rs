@@ -12,6 +12,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 
+use super::builtins;
 use super::discovery;
 use super::events;
 use super::gc;
@@ -429,7 +430,8 @@ fn events_patch(
             patch::PatchFailure::Unappliable(m) => ApiError::unprocessable(m),
         })?,
         "application/merge-patch+json" => patch::merge_patch(&view, &patch_doc).map_err(ApiError::bad_request)?,
-        _ => patch::strategic_merge(&view, &patch_doc).map_err(ApiError::bad_request)?,
+        _ => patch::strategic_merge(&view, &patch_doc, builtins::definition("events.k8s.io", "v1", "Event"))
+            .map_err(ApiError::bad_request)?,
     };
     let (code, obj) = verbs::update(&mut store, target, events::to_core(&patched), opts)?;
     Ok(Reply::Json(code, obj))

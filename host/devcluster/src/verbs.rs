@@ -44,8 +44,15 @@ impl Target {
         self.name.as_deref().unwrap_or("")
     }
 
+    /// A custom resource's `openAPIV3Schema` (pruning, defaulting and validation follow it).
     fn schema(&self) -> Option<&Value> {
         self.rt.version(&self.version).and_then(|v| v.schema.as_ref())
+    }
+
+    /// The schema that gives the object its list and map types: a custom resource's, or a
+    /// built-in's upstream definition.
+    pub(crate) fn shape(&self) -> Option<&Value> {
+        self.rt.version(&self.version).and_then(|v| v.schema.as_ref().or(v.definition))
     }
 
     fn status_separate(&self) -> bool {
@@ -286,7 +293,7 @@ pub(crate) fn patch(
     let patched = match content_type {
         "application/json-patch+json" => patch::json_patch(&base, &patch_doc).map_err(patch_error)?,
         "application/merge-patch+json" => patch::merge_patch(&base, &patch_doc).map_err(ApiError::bad_request)?,
-        _ => patch::strategic_merge(&base, &patch_doc).map_err(ApiError::bad_request)?,
+        _ => patch::strategic_merge(&base, &patch_doc, t.shape()).map_err(ApiError::bad_request)?,
     };
     write(store, t, Some(&old), patched, opts, &Ownership::Update(&opts.manager))
 }
@@ -333,7 +340,7 @@ fn apply_patch(store: &mut Store, t: &Target, body: &[u8], opts: &WriteOptions) 
         return Err(ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()));
     }
     let live = old.as_deref().map(|o| present(&t.rt, &t.version, o));
-    let req = Request { manager: &opts.manager, api_version: &api_version, scope: t.scope(), schema: t.schema() };
+    let req = Request { manager: &opts.manager, api_version: &api_version, scope: t.scope(), schema: t.shape() };
     let mut config = config;
     if let Some(schema) = t.schema() {
         let unknown = schema::prune(&mut config, schema);
@@ -471,7 +478,7 @@ fn write(
 
     if let Ownership::Update(manager) = ownership {
         let old_view = old.map(|o| present(rt, &t.version, o));
-        let req = Request { manager, api_version: &api_version, scope: t.scope(), schema: t.schema() };
+        let req = Request { manager, api_version: &api_version, scope: t.scope(), schema: t.shape() };
         apply::record_update(old_view.as_ref(), &mut new, &req);
     }
 
