@@ -79,14 +79,13 @@ impl<'a> Node<'a> {
                     .unwrap_or_default(),
             ),
             Some("set") => ListType::Set,
-            Some(_) => ListType::Atomic,
             None if text("x-kubernetes-patch-strategy").is_some_and(|p| p.split(',').any(|p| p == "merge")) => {
                 match text("x-kubernetes-patch-merge-key") {
                     Some(key) => ListType::Map(vec![key.to_string()]),
                     None => ListType::Set,
                 }
             }
-            None => ListType::Atomic,
+            _ => ListType::Atomic,
         }
     }
 

@@ -33,6 +33,8 @@
 //!   protobuf request bodies only for namespaces, configmaps, secrets and service accounts.
 
 #![warn(clippy::pedantic)]
+// Accessors like `DevCluster::url` have nothing to add beyond their name.
+#![allow(clippy::must_use_candidate)]
 
 mod apply;
 mod builtins;

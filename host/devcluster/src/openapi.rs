@@ -1,11 +1,82 @@
-//! The `OpenAPI` v3 documents kubectl reads to leave field validation to the server.
+//! The `OpenAPI` documents kubectl reads for `kubectl explain` and its client-side validation:
+//! the upstream definitions of built-in kinds, and the schemas of custom resources.
 
 use std::fmt::Write as _;
 
 use serde_json::{Map, Value, json};
 use sha2::Digest as _;
 
+use super::builtins;
 use super::discovery::Registry;
+
+/// The definitions reachable from `roots` (through `$ref`), their references rewritten to `prefix`.
+fn reachable(roots: impl IntoIterator<Item = String>, prefix: &str) -> Map<String, Value> {
+    let mut out = Map::new();
+    let mut stack: Vec<String> = roots.into_iter().collect();
+    while let Some(name) = stack.pop() {
+        if out.contains_key(&name) {
+            continue;
+        }
+        let Some(schema) = builtins::definitions().get(&name) else {
+            continue;
+        };
+        let mut schema = schema.clone();
+        rewrite_refs(&mut schema, prefix, &mut stack);
+        out.insert(name, schema);
+    }
+    out
+}
+
+/// Points every `$ref` at `prefix` and collects the names it refers to.
+fn rewrite_refs(schema: &mut Value, prefix: &str, names: &mut Vec<String>) {
+    match schema {
+        Value::Object(map) => {
+            if let Some(Value::String(r)) = map.get_mut("$ref")
+                && let Some(name) = r.strip_prefix("#/definitions/")
+            {
+                names.push(name.to_string());
+                *r = format!("{prefix}{name}");
+            }
+            map.values_mut().for_each(|v| rewrite_refs(v, prefix, names));
+        }
+        Value::Array(items) => items.iter_mut().for_each(|v| rewrite_refs(v, prefix, names)),
+        _ => {}
+    }
+}
+
+/// The name a custom resource's schema has in the documents (`com.example.v1.Foo`).
+fn crd_schema_name(group: &str, version: &str, kind: &str) -> String {
+    let reversed: Vec<&str> = group.split('.').rev().collect();
+    format!("{}.{version}.{kind}", reversed.join("."))
+}
+
+/// A custom resource's schema with its group-version-kind, as the documents list it.
+fn crd_schema(schema: &Value, gvk: &Value) -> Value {
+    let mut schema = schema.clone();
+    if let Some(map) = schema.as_object_mut() {
+        map.insert("x-kubernetes-group-version-kind".into(), json!([gvk]));
+    }
+    schema
+}
+
+/// `/openapi/v2`: one Swagger document with every definition (built-in and custom).
+pub(crate) fn v2(registry: &Registry) -> Value {
+    let mut definitions = reachable(builtins::definitions().keys().cloned(), "#/definitions/");
+    for rt in registry.all().filter(|rt| !rt.builtin) {
+        for v in &rt.versions {
+            if let Some(schema) = &v.schema {
+                let gvk = json!({ "group": rt.group, "version": v.name, "kind": rt.kind });
+                definitions.insert(crd_schema_name(&rt.group, &v.name, &rt.kind), crd_schema(schema, &gvk));
+            }
+        }
+    }
+    json!({
+        "swagger": "2.0",
+        "info": { "title": "Kubernetes", "version": format!("v{}", builtins::kubernetes_version()) },
+        "paths": {},
+        "definitions": definitions,
+    })
+}
 
 fn path_prefix(group: &str, version: &str) -> String {
     if group.is_empty() { format!("api/{version}") } else { format!("apis/{group}/{version}") }
@@ -47,6 +118,7 @@ pub(crate) fn root(registry: &Registry) -> Value {
 pub(crate) fn document(registry: &Registry, group: &str, version: &str) -> Option<Value> {
     let mut paths = Map::new();
     let mut schemas = Map::new();
+    let mut roots = Vec::new();
     let prefix = path_prefix(group, version);
     for rt in registry.all().filter(|rt| rt.group == group) {
         let Some(v) = rt.version(version) else {
@@ -76,20 +148,22 @@ pub(crate) fn document(registry: &Registry, group: &str, version: &str) -> Optio
             "patch": operation(&format!("patch{}", rt.kind)),
         }));
         if let Some(schema) = &v.schema {
-            let mut schema = schema.clone();
-            if let Some(map) = schema.as_object_mut() {
-                map.insert("x-kubernetes-group-version-kind".into(), json!([gvk]));
-            }
-            let reversed: Vec<&str> = rt.group.split('.').rev().collect();
-            schemas.insert(format!("{}.{version}.{}", reversed.join("."), rt.kind), schema);
+            schemas.insert(crd_schema_name(&rt.group, version, &rt.kind), crd_schema(schema, &gvk));
+        }
+        if let Some(name) = builtins::definition_name(&rt.group, version, &rt.kind) {
+            roots.push(name.to_string());
         }
     }
+    // The built-in kinds' definitions and everything they refer to; custom resources' metadata
+    // refers to `ObjectMeta` too.
+    roots.push("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta".into());
+    schemas.extend(reachable(roots, "#/components/schemas/"));
     if paths.is_empty() {
         return None;
     }
     Some(json!({
         "openapi": "3.0.0",
-        "info": { "title": "Kubernetes", "version": "v1.33.0" },
+        "info": { "title": "Kubernetes", "version": format!("v{}", builtins::kubernetes_version()) },
         "paths": paths,
         "components": { "schemas": schemas },
     }))

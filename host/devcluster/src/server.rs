@@ -213,6 +213,9 @@ fn route(shared: &Arc<Shared>, call: &Call) -> Result<Reply, ApiError> {
         ["apis"] => get_only(Some(shared.lock().registry.group_list())),
         ["apis", group] => get_only(shared.lock().registry.group(group)),
         ["apis", group, version] => get_only(shared.lock().registry.resource_list(group, version)),
+        // Served as JSON only: a client that accepts nothing else (the protobuf form) is told so.
+        ["openapi", "v2"] if !accepts_json(call) => Err(ApiError::not_acceptable(&["application/json"])),
+        ["openapi", "v2"] => get_only(Some(openapi::v2(&shared.lock().registry))),
         ["openapi", "v3"] => get_only(Some(openapi::root(&shared.lock().registry))),
         ["openapi", "v3", "api", version] => get_only(openapi::document(&shared.lock().registry, "", version)),
         ["openapi", "v3", "apis", group, version] => {
@@ -222,6 +225,11 @@ fn route(shared: &Arc<Shared>, call: &Call) -> Result<Reply, ApiError> {
         ["apis", group, version, rest @ ..] => resource(shared, call, group, version, rest),
         _ => Err(ApiError::no_route()),
     }
+}
+
+fn accepts_json(call: &Call) -> bool {
+    let accept = call.header(header::ACCEPT);
+    accept.is_empty() || accept.split(',').any(|a| a.contains("json") || a.trim_start().starts_with("*/*"))
 }
 
 fn presentation(call: &Call) -> Presentation {

@@ -129,6 +129,15 @@ impl ApiError {
         .with_details(json!({ "causes": [{ "reason": "UnexpectedServerResponse", "message": content_type }] }))
     }
 
+    /// 406: the client accepts only a representation this server does not produce.
+    pub(crate) fn not_acceptable(accepted: &[&str]) -> ApiError {
+        ApiError::new(
+            406,
+            "NotAcceptable",
+            format!("only the following media types are accepted: {}", accepted.join(", ")),
+        )
+    }
+
     /// A watch or continue token older than the retained history.
     pub(crate) fn expired(message: impl Into<String>) -> ApiError {
         ApiError::new(410, "Expired", message)
