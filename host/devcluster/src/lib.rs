@@ -39,6 +39,7 @@
 mod apply;
 mod builtins;
 mod crd;
+mod decode;
 mod defaults;
 mod discovery;
 mod events;

@@ -1,76 +1,10 @@
-//! Built-in kinds decoded through their Kubernetes types, and key rules of their validation.
+//! Key rules of the validation of built-in kinds.
 
-use serde::Serialize;
-use serde::de::DeserializeOwned;
 use serde_json::Value;
-
-use k8s_openapi::api::{apps, coordination, core, rbac};
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiextensions;
 
 use super::discovery::ResourceType;
 use super::selectors::LabelSelector;
 use super::status::Cause;
-
-/// The object after a round trip through its type, and the fields that did not survive.
-pub(crate) struct Decoded {
-    pub object: Value,
-    pub unknown: Vec<String>,
-}
-
-fn round_trip<T: DeserializeOwned + Serialize>(obj: &Value) -> Result<Value, String> {
-    let typed: T = serde_json::from_value(obj.clone()).map_err(|e| e.to_string())?;
-    serde_json::to_value(&typed).map_err(|e| e.to_string())
-}
-
-/// Decodes a built-in object; `Ok(None)` for kinds without a known type.
-pub(crate) fn decode(rt: &ResourceType, obj: &Value) -> Result<Option<Decoded>, String> {
-    let out = match (rt.group.as_str(), rt.plural.as_str()) {
-        ("", "namespaces") => round_trip::<core::v1::Namespace>(obj)?,
-        ("", "configmaps") => round_trip::<core::v1::ConfigMap>(obj)?,
-        ("", "secrets") => round_trip::<core::v1::Secret>(obj)?,
-        ("", "services") => round_trip::<core::v1::Service>(obj)?,
-        ("", "pods") => round_trip::<core::v1::Pod>(obj)?,
-        ("", "events") => round_trip::<core::v1::Event>(obj)?,
-        ("", "serviceaccounts") => round_trip::<core::v1::ServiceAccount>(obj)?,
-        ("", "endpoints") => round_trip::<core::v1::Endpoints>(obj)?,
-        ("apps", "deployments") => round_trip::<apps::v1::Deployment>(obj)?,
-        ("apps", "replicasets") => round_trip::<apps::v1::ReplicaSet>(obj)?,
-        ("coordination.k8s.io", "leases") => round_trip::<coordination::v1::Lease>(obj)?,
-        ("apiextensions.k8s.io", "customresourcedefinitions") => {
-            round_trip::<apiextensions::CustomResourceDefinition>(obj)?
-        }
-        ("rbac.authorization.k8s.io", "roles") => round_trip::<rbac::v1::Role>(obj)?,
-        ("rbac.authorization.k8s.io", "clusterroles") => round_trip::<rbac::v1::ClusterRole>(obj)?,
-        ("rbac.authorization.k8s.io", "rolebindings") => round_trip::<rbac::v1::RoleBinding>(obj)?,
-        ("rbac.authorization.k8s.io", "clusterrolebindings") => round_trip::<rbac::v1::ClusterRoleBinding>(obj)?,
-        _ => return Ok(None),
-    };
-    let mut unknown = Vec::new();
-    dropped(obj, &out, "", &mut unknown);
-    Ok(Some(Decoded { object: out, unknown }))
-}
-
-/// Keys of `before` (with non-null values) that `after` lacks, as dotted paths.
-fn dropped(before: &Value, after: &Value, path: &str, out: &mut Vec<String>) {
-    match (before, after) {
-        (Value::Object(b), Value::Object(a)) => {
-            for (key, value) in b {
-                let child = if path.is_empty() { key.clone() } else { format!("{path}.{key}") };
-                match a.get(key) {
-                    Some(next) => dropped(value, next, &child, out),
-                    None if !value.is_null() => out.push(child),
-                    None => {}
-                }
-            }
-        }
-        (Value::Array(b), Value::Array(a)) => {
-            for (i, (x, y)) in b.iter().zip(a).enumerate() {
-                dropped(x, y, &format!("{path}[{i}]"), out);
-            }
-        }
-        _ => {}
-    }
-}
 
 /// A few rules of the real validation of built-in kinds, with its field paths and messages.
 pub(crate) fn validate(rt: &ResourceType, obj: &Value) -> Vec<Cause> {

@@ -7,6 +7,7 @@ use serde_json::{Value, json};
 
 use super::apply::{self, Request, Scope};
 use super::crd;
+use super::decode;
 use super::defaults;
 use super::discovery::ResourceType;
 use super::metadata;
@@ -408,13 +409,12 @@ fn write(
     if !causes.is_empty() {
         return Err(ApiError::invalid(rt, &name, &causes));
     }
-    if rt.builtin {
-        match typed::decode(rt, &new) {
-            Ok(Some(decoded)) => {
+    if let Some(definition) = rt.version(&t.version).and_then(|v| v.definition) {
+        match decode::decode(&rt.kind, definition, &new) {
+            Ok(decoded) => {
                 check_unknown(t, opts, &decoded.unknown)?;
                 new = decoded.object;
             }
-            Ok(None) => {}
             Err(e) => {
                 return Err(ApiError::bad_request(format!(
                     "{kind} in version {version:?} cannot be handled as a {kind}: {e}",
