@@ -132,8 +132,10 @@ pub struct DevCluster {
 }
 
 impl DevCluster {
-    /// Starts the server on 127.0.0.1, on the tokio runtime of the caller. The namespaces
-    /// `default` and `kube-system` exist from the start (or whatever a data directory held).
+    /// Starts the server on 127.0.0.1, on the tokio runtime of the caller.
+    /// A new cluster has the namespaces `default`, `kube-system`, `kube-public` and
+    /// `kube-node-lease` and the `kubernetes` Service, as a real one (added to a data directory
+    /// that lacks them).
     ///
     /// # Errors
     ///
@@ -146,7 +148,7 @@ impl DevCluster {
             std::fs::create_dir_all(dir).map_err(fail)?;
             persist::load(dir, &mut store).map_err(fail)?;
         }
-        ensure_namespaces(&mut store);
+        bootstrap(&mut store);
 
         let port = opts.port.unwrap_or(0);
         let listener =
@@ -226,24 +228,44 @@ impl DevCluster {
     }
 }
 
-/// Creates `default` and `kube-system` when the store does not have them.
-fn ensure_namespaces(store: &mut Store) {
-    let Some(rt) = store.registry.find("", "v1", "namespaces") else {
-        return;
+/// Creates what a new cluster has before anyone writes (or what a data directory lacks of it):
+/// the namespaces `default`, `kube-system`, `kube-public` and `kube-node-lease`, and the
+/// `kubernetes` Service in `default`.
+fn bootstrap(store: &mut Store) {
+    let manager = verbs::WriteOptions { manager: "kube-apiserver".into(), ..verbs::WriteOptions::default() };
+    let target = |rt: std::sync::Arc<discovery::ResourceType>, namespace: Option<&str>| verbs::Target {
+        rt,
+        version: "v1".into(),
+        namespace: namespace.map(String::from),
+        name: None,
+        subresource: None,
+        events_v1: false,
     };
-    for name in ["default", "kube-system"] {
-        let target = verbs::Target {
-            rt: rt.clone(),
-            version: "v1".into(),
-            namespace: None,
-            name: None,
-            subresource: None,
-            events_v1: false,
-        };
-        let opts = verbs::WriteOptions { manager: "kube-apiserver".into(), ..verbs::WriteOptions::default() };
-        let body = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": name } });
-        if store.get(&(String::new(), "namespaces".into()), "", name).is_none() {
-            let _ = verbs::create(store, &target, body, &opts);
+    if let Some(rt) = store.registry.find("", "v1", "namespaces") {
+        for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
+            if store.get(&(String::new(), "namespaces".into()), "", name).is_none() {
+                let body = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": name } });
+                let _ = verbs::create(store, &target(rt.clone(), None), body, &manager);
+            }
         }
+    }
+    if let Some(rt) = store.registry.find("", "v1", "services")
+        && store.get(&(String::new(), "services".into()), "default", "kubernetes").is_none()
+    {
+        let body = json!({
+            "apiVersion": "v1",
+            "kind": "Service",
+            "metadata": {
+                "name": "kubernetes",
+                "labels": { "component": "apiserver", "provider": "kubernetes" },
+            },
+            "spec": {
+                "type": "ClusterIP",
+                "clusterIP": "10.96.0.1",
+                "ports": [{ "name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443 }],
+                "sessionAffinity": "None",
+            },
+        });
+        let _ = verbs::create(store, &target(rt, Some("default")), body, &manager);
     }
 }

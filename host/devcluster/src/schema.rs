@@ -170,14 +170,12 @@ fn check(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
     }
     if int_or_string {
         if !(value.is_string() || type_matches(value, "integer")) {
+            // The real server checks an int-or-string as the types `integer,string`.
+            let actual = type_name(value);
             causes.push(Cause::new(
                 "FieldValueTypeInvalid",
                 path,
-                format!(
-                    "Invalid value: {}: {path} in body must be of type integer-or-string: {:?}",
-                    show(value),
-                    type_name(value)
-                ),
+                format!("Invalid value: \"{actual}\": {path} in body must be of type integer,string: \"{actual}\""),
             ));
             return;
         }
@@ -440,6 +438,18 @@ mod tests {
         assert_eq!(causes.len(), 1);
         assert_eq!(causes[0].field, "spec.replicas");
         assert_eq!(causes[0].message, "Invalid value: 11: spec.replicas in body should be less than or equal to 10");
+    }
+
+    #[test]
+    fn an_int_or_string_names_both_types_like_the_real_server() {
+        let schema = json!({"type": "object", "properties": {"port": {"x-kubernetes-int-or-string": true}}});
+        assert!(validate(&json!({"port": 80}), &schema).is_empty());
+        assert!(validate(&json!({"port": "http"}), &schema).is_empty());
+        let causes = validate(&json!({"port": true}), &schema);
+        assert_eq!(
+            causes[0].message,
+            "Invalid value: \"boolean\": port in body must be of type integer,string: \"boolean\""
+        );
     }
 
     #[test]

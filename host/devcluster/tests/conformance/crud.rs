@@ -2,7 +2,7 @@
 //! concurrency), generation and the status subresource of built-ins, error Status objects.
 
 use k8s_openapi::api::apps::v1::Deployment;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service};
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use serde_json::json;
 
@@ -34,7 +34,7 @@ fn deployment(name: &str, image: &str) -> Deployment {
 }
 
 #[tokio::test]
-async fn default_namespaces_exist() {
+async fn a_new_cluster_has_the_system_namespaces_and_the_kubernetes_service() {
     let dc = start().await;
     let namespaces: Api<Namespace> = Api::all(dc.client());
     let names: Vec<String> = namespaces
@@ -45,7 +45,14 @@ async fn default_namespaces_exist() {
         .into_iter()
         .filter_map(|n| n.metadata.name)
         .collect();
-    assert_eq!(names, ["default", "kube-system"]);
+    assert_eq!(names, ["default", "kube-node-lease", "kube-public", "kube-system"]);
+    // The API server's own Service, as on every cluster.
+    let services: Api<Service> = Api::namespaced(dc.client(), "default");
+    let kubernetes = services.get("kubernetes").await.unwrap();
+    let spec = kubernetes.spec.unwrap();
+    assert_eq!(spec.cluster_ip.as_deref(), Some("10.96.0.1"));
+    assert_eq!(spec.ports.unwrap()[0].port, 443);
+    assert_eq!(kubernetes.metadata.labels.unwrap()["component"], "apiserver");
     dc.shutdown().await;
 }
 
