@@ -15,7 +15,7 @@ use serde_json::json;
 use super::{fixture, foo_resource, start};
 
 /// Runs kubectl with the server's kubeconfig and a private discovery cache.
-async fn kubectl(dc: &DevCluster, args: &[&str]) -> Output {
+pub async fn kubectl(dc: &DevCluster, args: &[&str]) -> Output {
     let mut cmd = base_command(dc);
     cmd.args(args);
     tokio::task::spawn_blocking(move || cmd.output().expect("kubectl runs")).await.unwrap()
@@ -28,12 +28,12 @@ fn base_command(dc: &DevCluster) -> Command {
     cmd
 }
 
-fn ok(out: &Output) -> String {
+pub fn ok(out: &Output) -> String {
     assert!(out.status.success(), "kubectl failed: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn path(name: &str) -> String {
+pub fn path(name: &str) -> String {
     fixture(name).display().to_string()
 }
 

@@ -2,6 +2,7 @@
 //! through the real `kube` client and, in `kubectl`, through the real kubectl.
 
 mod apply;
+mod builtins;
 mod concurrency;
 mod crd_validation;
 mod crud;
