@@ -300,6 +300,23 @@ fn dispatch(
 ) -> Result<Reply, ApiError> {
     let rt = target.rt.clone();
     let watching = legacy_watch || call.flag("watch");
+    // A verb the resource does not serve (deletecollection of namespaces, say) is refused as by
+    // the real server.
+    let verb = match (&call.method, &target.name) {
+        (&Method::GET, Some(_)) if watching => "watch",
+        (&Method::GET, Some(_)) => "get",
+        (&Method::GET, None) if watching => "watch",
+        (&Method::GET, None) => "list",
+        (&Method::POST, _) => "create",
+        (&Method::PUT, _) => "update",
+        (&Method::PATCH, _) => "patch",
+        (&Method::DELETE, Some(_)) => "delete",
+        (&Method::DELETE, None) => "deletecollection",
+        _ => "",
+    };
+    if target.subresource.is_none() && !rt.verbs.iter().any(|v| v == verb) {
+        return Err(ApiError::method_not_allowed());
+    }
     match (&call.method, &target.name) {
         (&Method::GET, Some(_)) if !watching => {
             let store = shared.lock();

@@ -177,3 +177,16 @@ async fn tolerations_are_atomic_so_a_second_applier_conflicts() {
     assert!(status.message.contains(".spec.tolerations"), "the whole list conflicts: {}", status.message);
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn verbs_a_resource_does_not_serve_are_refused() {
+    // Namespaces have no deletecollection on a real server; reviews are never stored.
+    let dc = start().await;
+    let (code, body) = super::raw(&dc, "DELETE", "/api/v1/namespaces", "", "").await;
+    assert_eq!(code, 405, "{body}");
+    let (code, _) = super::raw(&dc, "GET", "/api/v1/namespaces/default", "", "").await;
+    assert_eq!(code, 200);
+    let (code, _) = super::raw(&dc, "GET", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "", "").await;
+    assert_eq!(code, 404, "virtual resources are not served");
+    dc.shutdown().await;
+}
