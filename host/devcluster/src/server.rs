@@ -303,9 +303,8 @@ fn dispatch(
     // A verb the resource does not serve (deletecollection of namespaces, say) is refused as by
     // the real server.
     let verb = match (&call.method, &target.name) {
-        (&Method::GET, Some(_)) if watching => "watch",
+        (&Method::GET, _) if watching => "watch",
         (&Method::GET, Some(_)) => "get",
-        (&Method::GET, None) if watching => "watch",
         (&Method::GET, None) => "list",
         (&Method::POST, _) => "create",
         (&Method::PUT, _) => "update",
