@@ -10,4 +10,5 @@ mod hot_reload;
 mod in_flight;
 mod isolation;
 mod pod_services;
+mod stack;
 mod steady_state;
