@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::builtins;
+use super::reviews;
 
 /// Where a subresource reads and writes replica counts (the `scale` subresource).
 #[derive(Debug, Clone)]
@@ -259,11 +260,15 @@ const RETURN_DELETED: &[(&str, &str)] = &[
 ];
 
 /// Whether a built-in resource of the upstream data is served. Not served: the virtual
-/// resources that are only created and never stored (reviews, bindings), `componentstatuses`
+/// resources that are only created and never stored (bindings, token reviews) except the
+/// reviews answered by `reviews`, `componentstatuses`
 /// (computed by the real server from its components), and `autoscaling/v1`
 /// `HorizontalPodAutoscaler`, whose conversion to and from `v2` is not implemented.
 fn served(r: &builtins::Resource) -> bool {
     let verbs = |v: &str| r.verbs.iter().any(|x| x == v);
+    if reviews::REVIEWS.contains(&(r.group.as_str(), r.plural.as_str())) {
+        return r.version == "v1";
+    }
     verbs("create")
         && verbs("get")
         && !(r.group == "autoscaling" && r.version == "v1")

@@ -51,6 +51,7 @@ mod openapi;
 mod patch;
 mod persist;
 mod protobuf;
+mod reviews;
 mod schema;
 mod selectors;
 mod server;

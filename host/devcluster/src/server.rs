@@ -19,6 +19,7 @@ use super::gc;
 use super::openapi;
 use super::patch;
 use super::protobuf;
+use super::reviews;
 use super::selectors::{FieldSelector, LabelSelector, selectable_fields};
 use super::status::ApiError;
 use super::store::Store;
@@ -357,6 +358,9 @@ fn dispatch(
                 return Err(ApiError::method_not_allowed());
             }
             let body = decode_body(call, &target)?;
+            if reviews::is_review(&rt) {
+                return Ok(Reply::Json(201, reviews::answer(&rt, &target.version, body)));
+            }
             let opts = write_options(call)?;
             let (code, obj) = verbs::create(&mut shared.lock(), &target, body, &opts)?;
             Ok(Reply::Warned(code, obj, opts.warnings.take()))

@@ -180,13 +180,44 @@ async fn tolerations_are_atomic_so_a_second_applier_conflicts() {
 
 #[tokio::test]
 async fn verbs_a_resource_does_not_serve_are_refused() {
-    // Namespaces have no deletecollection on a real server; reviews are never stored.
+    // Namespaces have no deletecollection on a real server; bindings are not served.
     let dc = start().await;
     let (code, body) = super::raw(&dc, "DELETE", "/api/v1/namespaces", "", "").await;
     assert_eq!(code, 405, "{body}");
     let (code, _) = super::raw(&dc, "GET", "/api/v1/namespaces/default", "", "").await;
     assert_eq!(code, 200);
+    let (code, _) = super::raw(&dc, "POST", "/api/v1/namespaces/default/bindings", "application/json", "{}").await;
+    assert_eq!(code, 404, "bindings are not served");
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn access_reviews_allow_everything_as_a_server_without_authorization() {
+    use k8s_openapi::api::authorization::v1::{
+        ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
+    };
+    let dc = start().await;
+    let reviews: Api<SelfSubjectAccessReview> = Api::all(dc.client());
+    let review = SelfSubjectAccessReview {
+        spec: SelfSubjectAccessReviewSpec {
+            resource_attributes: Some(ResourceAttributes {
+                verb: Some("create".into()),
+                group: Some("apps".into()),
+                resource: Some("deployments".into()),
+                ..Default::default()
+            }),
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let answered = reviews.create(&kube::api::PostParams::default(), &review).await.unwrap();
+    assert!(answered.status.unwrap().allowed);
+    assert_eq!(
+        answered.spec.resource_attributes.unwrap().resource.as_deref(),
+        Some("deployments"),
+        "the spec is echoed"
+    );
     let (code, _) = super::raw(&dc, "GET", "/apis/authorization.k8s.io/v1/selfsubjectaccessreviews", "", "").await;
-    assert_eq!(code, 404, "virtual resources are not served");
+    assert_eq!(code, 405, "reviews are created, never stored or listed");
     dc.shutdown().await;
 }
