@@ -108,6 +108,8 @@ pub struct PluginStatus {
     /// The running version (SHA-256 of the file it came from).
     pub hash: Option<String>,
     pub running: bool,
+    /// The kind the plugin waits for: not served by the API server yet.
+    pub waiting_for: Option<String>,
     /// Why the newest version of the file (or its settings) is not in use.
     pub error: Option<String>,
 }
@@ -125,11 +127,23 @@ struct Slot {
     error: Option<String>,
 }
 
+/// A plugin whose kinds are not all served yet.
+struct Waiting {
+    plugin: Arc<Plugin>,
+    options: controller::Options,
+    kind: String,
+}
+
+/// How often the host looks again for the kinds a waiting plugin needs.
+const WAIT_RETRY: Duration = Duration::from_secs(2);
+
 /// The running host: plugins, one controller each, started and stopped
 /// independently; with a directory, kept in step with its files.
 pub struct Host {
     client: Client,
     controllers: BTreeMap<String, Controller>,
+    /// Plugins whose controller waits for a kind to be served, with what to start it with.
+    waiting: BTreeMap<String, Waiting>,
     engine: Option<Engine>,
     dir: Option<PathBuf>,
     options: DirOptions,
@@ -166,6 +180,7 @@ impl Host {
         Self {
             client: client.clone(),
             controllers: BTreeMap::new(),
+            waiting: BTreeMap::new(),
             engine,
             dir,
             options,
@@ -194,9 +209,16 @@ impl Host {
         self.rescan().await?;
         on_change(&self);
         tokio::pin!(shutdown);
+        let mut retry = tokio::time::interval(WAIT_RETRY);
+        retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
+                _ = retry.tick(), if !self.waiting.is_empty() => {
+                    if self.start_waiting().await {
+                        on_change(&self);
+                    }
+                }
                 change = changes.recv() => {
                     if change.is_none() { break }
                     if let Err(e) = self.rescan().await {
@@ -376,17 +398,42 @@ impl Host {
         let version = short(plugin.hash()).to_string();
         let metrics = options.metrics.clone();
         let hash = plugin.hash().to_string();
-        match Controller::start(self.client.clone(), plugin, options).await {
+        match Controller::start(self.client.clone(), plugin.clone(), options.clone()).await {
             Ok(c) => {
                 metrics.version(&name, &hash, None);
                 info!(plugin = %name, %version, "controller started");
+                self.waiting.remove(&name);
                 self.controllers.insert(name, c);
             }
-            Err(e) => error!(plugin = %name, error = %e, "controller not started"),
+            Err(controller::Error::NotServed { kind }) => {
+                if self.waiting.get(&name).is_none_or(|w| w.kind != kind) {
+                    info!(plugin = %name, "waiting for {kind}: not served by the API server yet; starts when it is");
+                }
+                self.waiting.insert(name, Waiting { plugin, options, kind });
+            }
+            Err(e) => {
+                self.waiting.remove(&name);
+                error!(plugin = %name, error = %e, "controller not started");
+            }
         }
     }
 
+    /// Tries again to start each plugin that waits for a kind; true when one started.
+    pub async fn start_waiting(&mut self) -> bool {
+        let waiting: Vec<Waiting> = std::mem::take(&mut self.waiting).into_values().collect();
+        let mut started = false;
+        for Waiting { plugin, options, kind } in waiting {
+            let name = plugin.manifest().name.clone();
+            // Keep the last kind reported, so the line is not repeated while nothing changes.
+            self.waiting.insert(name.clone(), Waiting { plugin: plugin.clone(), options: options.clone(), kind });
+            self.start_controller(plugin, options).await;
+            started |= self.controllers.contains_key(&name);
+        }
+        started
+    }
+
     async fn stop_controller(&mut self, name: &str) {
+        self.waiting.remove(name);
         if let Some(c) = self.controllers.remove(name) {
             c.metrics().unloaded(name, c.plugin().hash());
             c.stop().await;
@@ -421,6 +468,7 @@ impl Host {
                 PluginStatus {
                     file: slot.wasm.display().to_string(),
                     running: name.as_ref().is_some_and(|n| self.controllers.contains_key(n)),
+                    waiting_for: name.as_ref().and_then(|n| self.waiting.get(n)).map(|w| w.kind.clone()),
                     hash: slot.plugin.as_ref().map(|p| p.hash().to_string()),
                     name,
                     error: slot.error.clone(),

@@ -259,10 +259,17 @@ fn print_status(host: &Host) {
     for p in status {
         let name = p.name.as_deref().unwrap_or("-");
         let version = p.hash.as_deref().map_or("-", |h| &h[..12]);
-        let state = if p.running { "running" } else { "stopped" };
-        match p.error {
-            Some(e) => eprintln!("  {name:<20} {state:<8} {version}  ERROR {e}"),
-            None => eprintln!("  {name:<20} {state:<8} {version}  {}", p.file),
+        let state = if p.running {
+            "running"
+        } else if p.waiting_for.is_some() {
+            "waiting"
+        } else {
+            "stopped"
+        };
+        match (p.error, p.waiting_for) {
+            (Some(e), _) => eprintln!("  {name:<20} {state:<8} {version}  ERROR {e}"),
+            (None, Some(kind)) => eprintln!("  {name:<20} {state:<8} {version}  for {kind}, not served yet"),
+            (None, None) => eprintln!("  {name:<20} {state:<8} {version}  {}", p.file),
         }
     }
 }

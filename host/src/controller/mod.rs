@@ -40,9 +40,13 @@ pub use apply::APPLIED_HASH;
 /// Why a controller could not start or a reconcile failed.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    /// A kind the manifest names is not served (a CRD not installed, a typo, a
-    /// plural or scope that does not match the API server's).
-    #[error("kind {kind} is not served by the API server: {message}")]
+    /// A kind the manifest names is not in the API server's discovery (a CRD not installed
+    /// yet, an API the cluster does not serve). The host starts the controller once it is.
+    #[error("{kind} is not served by the API server")]
+    NotServed { kind: String },
+    /// A kind the manifest names does not match what the API server serves (a plural or
+    /// scope that differs), or discovery failed.
+    #[error("kind {kind} cannot be used: {message}")]
     UnknownKind { kind: String, message: String },
     /// The manifest cannot be run as a controller.
     #[error("plugin {plugin}: {message}")]
@@ -83,6 +87,7 @@ impl Error {
             Self::Refused(_) => "ResponseRefused",
             Self::Write { .. } => "WriteFailed",
             Self::UnknownKind { .. }
+            | Self::NotServed { .. }
             | Self::Unsupported { .. }
             | Self::MissingUid
             | Self::Stopped(_)
@@ -187,7 +192,8 @@ impl Controller {
     ///
     /// # Errors
     ///
-    /// [`Error::UnknownKind`] when a kind the manifest names is not served.
+    /// [`Error::NotServed`] when a kind the manifest names is not served (yet),
+    /// [`Error::UnknownKind`] when it is served differently from what the plugin declares.
     pub async fn start(client: Client, plugin: Arc<Plugin>, options: Options) -> Result<Self, Error> {
         let manifest = plugin.manifest().clone();
         let name = manifest.name.clone();

@@ -39,6 +39,11 @@ impl DirEnv {
 
     /// Like [`DirEnv::start`], with settings files (file name, text) in place.
     async fn start_with_settings(test: &str, files: &[(&str, &str)], settings: &[(&str, &str)]) -> DirEnv {
+        Self::start_with(test, files, settings, true).await
+    }
+
+    /// Like [`DirEnv::start_with_settings`]; `install_crds` as `kubewasm dev` (true) or `run` (false).
+    async fn start_with(test: &str, files: &[(&str, &str)], settings: &[(&str, &str)], install_crds: bool) -> DirEnv {
         let dir = std::env::temp_dir().join(format!("kubewasm-reload-{test}-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         std::fs::create_dir_all(&dir).expect("plugin dir");
@@ -50,7 +55,7 @@ impl DirEnv {
         }
         let base = Cluster::start().await;
         let engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: None }).expect("engine");
-        let options = DirOptions { install_crds: true, controller: quick() };
+        let options = DirOptions { install_crds, controller: quick() };
         let metrics = options.controller.metrics.clone();
         let host = Host::from_dir(&base.client, &engine, &dir, options).await.expect("host");
         let seen = Arc::new(Mutex::new((host.status(), host.compiles())));
@@ -250,4 +255,31 @@ fn a_restart_loads_compiled_plugins_from_the_cache() {
     assert!(again.from_cache(), "a new engine (a restart) finds the compiled plugin");
     assert_eq!(again.manifest(), first.manifest());
     std::fs::remove_dir_all(&cache).expect("clean up");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_whose_kind_is_not_served_yet_starts_once_it_is() {
+    // As under `kubewasm run`, where nobody installs the plugin's CRD for it.
+    let env = DirEnv::start_with("late-crd", &[("gate", "gate.wasm")], &[], false).await;
+    let waiting = eventually("the plugin to wait for its kind", || async {
+        env.status("gate.wasm").filter(|s| s.waiting_for.is_some())
+    })
+    .await;
+    assert!(!waiting.running);
+    assert_eq!(waiting.waiting_for.as_deref(), Some("test.kubewasm.io/v1 Gate"));
+    assert_eq!(waiting.error, None, "waiting is not an error");
+
+    let plugin = Plugin::load(&Engine::new().expect("engine"), &wasm_path("gate")).expect("gate loads");
+    kubewasm::host::install_crds(&env.client, &[Arc::new(plugin)]).await.expect("CRD installed");
+    eventually("the controller to start", || async { env.status("gate.wasm").filter(|s| s.running) }).await;
+    let gates = resource("test.kubewasm.io", "v1", "Gate", "gates");
+    env.create(
+        &gates,
+        json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Gate",
+        "metadata": {"name": "late", "namespace": "default"}, "spec": {"open": true}}),
+    )
+    .await;
+    let configmaps = resource("", "v1", "ConfigMap", "configmaps");
+    wait_for(&env, &configmaps, "late-gate", "the Gate's ConfigMap", |_| true).await;
+    env.stop().await;
 }
