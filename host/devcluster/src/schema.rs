@@ -72,6 +72,11 @@ fn prune_at(value: &mut Value, schema: &Value, root: bool, path: &str, removed: 
             });
             if let Some(props) = props {
                 for (key, child) in map.iter_mut() {
+                    // A resource's metadata is `ObjectMeta` whatever its schema says
+                    // (kubebuilder writes `metadata: {type: object}` into every CRD).
+                    if (root || embedded) && key == "metadata" {
+                        continue;
+                    }
                     if let Some(prop) = props.get(key) {
                         prune_at(child, prop, false, &join(path, key), removed);
                     }
@@ -497,5 +502,13 @@ mod tests {
             obj,
             json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n"}, "spec": {"a": 3, "free": {"z": 1}}})
         );
+    }
+
+    #[test]
+    fn a_declared_metadata_keeps_the_object_meta() {
+        let schema = json!({"type": "object", "properties": {"metadata": {"type": "object"}}});
+        let mut obj = json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n", "labels": {"a": "b"}}});
+        assert!(prune(&mut obj, &schema).is_empty());
+        assert_eq!(obj["metadata"], json!({"name": "n", "labels": {"a": "b"}}));
     }
 }
