@@ -11,6 +11,7 @@ mod discovery;
 mod kubectl;
 mod patch;
 mod persistence;
+mod smd;
 mod watch;
 
 use std::path::PathBuf;

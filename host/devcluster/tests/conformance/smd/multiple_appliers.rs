@@ -1,0 +1,859 @@
+//! Ported from structured-merge-diff v4.6.0 `merge/multiple_appliers_test.go` (the version Kubernetes 1.33
+//! vendors): each test is one upstream case, named after it.
+
+use super::harness::Scenario;
+
+/// The upstream `associativeListParser` schema, in structured-merge-diff's schema language.
+const ASSOCIATIVE_LIST_PARSER: &str = r#"
+    types:
+    - name: type
+      map:
+        fields:
+          - name: list
+            type:
+              namedType: associativeList
+    - name: associativeList
+      list:
+        elementType:
+          namedType: myElement
+        elementRelationship: associative
+        keys:
+        - name
+    - name: myElement
+      map:
+        fields:
+        - name: name
+          type:
+            scalar: string
+        - name: value
+          type:
+            scalar: numeric
+"#;
+
+/// The upstream `atomicMapParser` schema, in structured-merge-diff's schema language.
+const ATOMIC_MAP_PARSER: &str = r#"
+    types:
+    - name: v1
+      map:
+        fields:
+          - name: atomicMap
+            type:
+              namedType: atomicMap
+    - name: atomicMap
+      map:
+        fields:
+          - name: field1
+            type:
+              scalar: string
+          - name: field2
+            type:
+              scalar: string
+        elementRelationship: atomic
+"#;
+
+/// The upstream `nestedTypeParser` schema, in structured-merge-diff's schema language.
+const NESTED_TYPE_PARSER: &str = r#"
+    types:
+    - name: type
+      map:
+        fields:
+          - name: listOfLists
+            type:
+              namedType: listOfLists
+          - name: listOfMaps
+            type:
+              namedType: listOfMaps
+          - name: mapOfLists
+            type:
+              namedType: mapOfLists
+          - name: mapOfMaps
+            type:
+              namedType: mapOfMaps
+          - name: mapOfMapsRecursive
+            type:
+              namedType: mapOfMapsRecursive
+          - name: struct
+            type:
+              namedType: struct
+    - name: struct
+      map:
+        fields:
+        - name: name
+          type:
+            scalar: string
+        - name: value
+          type:
+            scalar: numeric
+    - name: listOfLists
+      list:
+        elementType:
+          map:
+            fields:
+            - name: name
+              type:
+                scalar: string
+            - name: value
+              type:
+                namedType: list
+        elementRelationship: associative
+        keys:
+        - name
+    - name: list
+      list:
+        elementType:
+          scalar: string
+        elementRelationship: associative
+    - name: listOfMaps
+      list:
+        elementType:
+          map:
+            fields:
+            - name: name
+              type:
+                scalar: string
+            - name: value
+              type:
+                namedType: map
+        elementRelationship: associative
+        keys:
+        - name
+    - name: map
+      map:
+        elementType:
+          scalar: string
+        elementRelationship: associative
+    - name: mapOfLists
+      map:
+        elementType:
+          namedType: list
+        elementRelationship: associative
+    - name: mapOfMaps
+      map:
+        elementType:
+          namedType: map
+        elementRelationship: associative
+    - name: mapOfMapsRecursive
+      map:
+        elementType:
+          namedType: mapOfMapsRecursive
+        elementRelationship: associative
+"#;
+
+/// `TestMultipleAppliersSet`.
+mod test_multiple_appliers_set {
+    use super::*;
+
+    /// `TestMultipleAppliersSet`, case "remove_one".
+    #[tokio::test]
+    async fn remove_one() {
+        Scenario::new(ASSOCIATIVE_LIST_PARSER, "type")
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                list:
+                - name: a
+                - name: b
+            "#,
+            )
+            .apply(
+                "apply-two",
+                "v2",
+                r#"
+                list:
+                - name: c
+            "#,
+            )
+            .apply(
+                "apply-one",
+                "v3",
+                r#"
+                list:
+                - name: a
+            "#,
+            )
+            .object(
+                r#"
+                list:
+                - name: a
+                - name: c
+            "#,
+            )
+            .managed("apply-one", "v3", &[r#".list[name="a"]"#, r#".list[name="a"].name"#])
+            .managed("apply-two", "v2", &[r#".list[name="c"]"#, r#".list[name="c"].name"#])
+            .run()
+            .await;
+    }
+
+    /// `TestMultipleAppliersSet`, case "same_value_no_conflict".
+    #[tokio::test]
+    async fn same_value_no_conflict() {
+        Scenario::new(ASSOCIATIVE_LIST_PARSER, "type")
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                list:
+                - name: a
+                  value: 0
+            "#,
+            )
+            .apply(
+                "apply-two",
+                "v2",
+                r#"
+                list:
+                - name: a
+                  value: 0
+            "#,
+            )
+            .object(
+                r#"
+                list:
+                - name: a
+                  value: 0
+            "#,
+            )
+            .managed("apply-one", "v1", &[r#".list[name="a"]"#, r#".list[name="a"].name"#, r#".list[name="a"].value"#])
+            .managed("apply-two", "v2", &[r#".list[name="a"]"#, r#".list[name="a"].name"#, r#".list[name="a"].value"#])
+            .run()
+            .await;
+    }
+
+    /// `TestMultipleAppliersSet`, case "change_value_yes_conflict".
+    #[tokio::test]
+    async fn change_value_yes_conflict() {
+        Scenario::new(ASSOCIATIVE_LIST_PARSER, "type")
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                list:
+                - name: a
+                  value: 0
+            "#,
+            )
+            .apply(
+                "apply-two",
+                "v2",
+                r#"
+                list:
+                - name: a
+                  value: 1
+            "#,
+            )
+            .conflicts(&[("apply-one", r#".list[name="a"].value"#)])
+            .object(
+                r#"
+                list:
+                - name: a
+                  value: 0
+            "#,
+            )
+            .managed("apply-one", "v1", &[r#".list[name="a"]"#, r#".list[name="a"].name"#, r#".list[name="a"].value"#])
+            .run()
+            .await;
+    }
+
+    /// `TestMultipleAppliersSet`, case "remove_one_keep_one".
+    #[tokio::test]
+    async fn remove_one_keep_one() {
+        Scenario::new(ASSOCIATIVE_LIST_PARSER, "type")
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                list:
+                - name: a
+                - name: b
+                - name: c
+            "#,
+            )
+            .apply(
+                "apply-two",
+                "v2",
+                r#"
+                list:
+                - name: c
+                - name: d
+            "#,
+            )
+            .apply(
+                "apply-one",
+                "v3",
+                r#"
+                list:
+                - name: a
+            "#,
+            )
+            .object(
+                r#"
+                list:
+                - name: a
+                - name: c
+                - name: d
+            "#,
+            )
+            .managed("apply-one", "v3", &[r#".list[name="a"]"#, r#".list[name="a"].name"#])
+            .managed(
+                "apply-two",
+                "v2",
+                &[r#".list[name="c"]"#, r#".list[name="d"]"#, r#".list[name="c"].name"#, r#".list[name="d"].name"#],
+            )
+            .run()
+            .await;
+    }
+}
+
+/// `TestMultipleAppliersNestedType`.
+mod test_multiple_appliers_nested_type {
+    use super::*;
+
+    /// `TestMultipleAppliersNestedType`, case "remove_one_keep_one_with_two_sub_items".
+    #[tokio::test]
+    async fn remove_one_keep_one_with_two_sub_items() {
+        Scenario::new(NESTED_TYPE_PARSER, "type")
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                listOfLists:
+                - name: a
+                - name: b
+                  value:
+                  - c
+            "#,
+            )
+            .apply(
+                "apply-two",
+                "v2",
+                r#"
+                listOfLists:
+                - name: b
+                  value:
+                  - d
+            "#,
+            )
+            .apply(
+                "apply-one",
+                "v3",
+                r#"
+                listOfLists:
+                - name: a
+            "#,
+            )
+            .object(
+                r#"
+                listOfLists:
+                - name: a
+                - name: b
+                  value:
+                  - d
+            "#,
+            )
+            .managed("apply-one", "v3", &[r#".listOfLists[name="a"]"#, r#".listOfLists[name="a"].name"#])
+            .managed(
+                "apply-two",
+                "v2",
+                &[
+                    r#".listOfLists[name="b"]"#,
+                    r#".listOfLists[name="b"].name"#,
+                    r#".listOfLists[name="b"].value[="d"]"#,
+                ],
+            )
+            .run()
+            .await;
+    }
+
+    /// `TestMultipleAppliersNestedType`, case "remove_one_keep_one_with_dangling_subitem".
+    #[tokio::test]
+    async fn remove_one_keep_one_with_dangling_subitem() {
+        Scenario::new(NESTED_TYPE_PARSER, "type")
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                listOfLists:
+                - name: a
+                - name: b
+                  value:
+                  - c
+            "#,
+            )
+            .apply(
+                "apply-two",
+                "v2",
+                r#"
+                listOfLists:
+                - name: b
+                  value:
+                  - d
+            "#,
+            )
+            .update(
+                "controller",
+                "v2",
+                r#"
+                listOfLists:
+                - name: a
+                - name: b
+                  value:
+                  - c
+                  - d
+                  - e
+            "#,
+            )
+            .apply(
+                "apply-one",
+                "v3",
+                r#"
+                listOfLists:
+                - name: a
+            "#,
+            )
+            .object(
+                r#"
+                listOfLists:
+                - name: a
+                - name: b
+                  value:
+                  - d
+                  - e
+            "#,
+            )
+            .managed("apply-one", "v3", &[r#".listOfLists[name="a"]"#, r#".listOfLists[name="a"].name"#])
+            .managed(
+                "apply-two",
+                "v2",
+                &[
+                    r#".listOfLists[name="b"]"#,
+                    r#".listOfLists[name="b"].name"#,
+                    r#".listOfLists[name="b"].value[="d"]"#,
+                ],
+            )
+            .managed("controller", "v2", &[r#".listOfLists[name="b"].value[="e"]"#])
+            .run()
+            .await;
+    }
+
+    /// `TestMultipleAppliersNestedType`, case "remove_one_with_dangling_subitem_keep_one".
+    #[tokio::test]
+    async fn remove_one_with_dangling_subitem_keep_one() {
+        Scenario::new(NESTED_TYPE_PARSER, "type")
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                listOfLists:
+                - name: a
+                - name: b
+                  value:
+                  - c
+            "#,
+            )
+            .apply(
+                "apply-two",
+                "v2",
+                r#"
+                listOfLists:
+                - name: a
+                  value:
+                  - b
+            "#,
+            )
+            .update(
+                "controller",
+                "v2",
+                r#"
+                listOfLists:
+                - name: a
+                  value:
+                  - b
+                - name: b
+                  value:
+                  - c
+                  - d
+            "#,
+            )
+            .apply(
+                "apply-one",
+                "v3",
+                r#"
+                listOfLists:
+                - name: a
+            "#,
+            )
+            .object(
+                r#"
+                listOfLists:
+                - name: a
+                  value:
+                  - b
+            "#,
+            )
+            .managed("apply-one", "v3", &[r#".listOfLists[name="a"]"#, r#".listOfLists[name="a"].name"#])
+            .managed(
+                "apply-two",
+                "v2",
+                &[
+                    r#".listOfLists[name="a"]"#,
+                    r#".listOfLists[name="a"].name"#,
+                    r#".listOfLists[name="a"].value[="b"]"#,
+                ],
+            )
+            .run()
+            .await;
+    }
+
+    /// `TestMultipleAppliersNestedType`, case "remove_one_with_managed_subitem_keep_one".
+    #[tokio::test]
+    async fn remove_one_with_managed_subitem_keep_one() {
+        Scenario::new(NESTED_TYPE_PARSER, "type")
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                listOfLists:
+                - name: a
+                - name: b
+                  value:
+                  - c
+            "#,
+            )
+            .apply(
+                "apply-two",
+                "v2",
+                r#"
+                listOfLists:
+                - name: a
+                  value:
+                  - b
+            "#,
+            )
+            .update(
+                "controller",
+                "v2",
+                r#"
+                listOfLists:
+                - name: a
+                  value:
+                  - b
+                - name: b
+                  value:
+                  - c
+                  - d
+            "#,
+            )
+            .apply(
+                "apply-one",
+                "v3",
+                r#"
+                listOfLists:
+                - name: a
+            "#,
+            )
+            .object(
+                r#"
+                listOfLists:
+                - name: a
+                  value:
+                  - b
+            "#,
+            )
+            .managed("apply-one", "v3", &[r#".listOfLists[name="a"]"#, r#".listOfLists[name="a"].name"#])
+            .managed(
+                "apply-two",
+                "v2",
+                &[
+                    r#".listOfLists[name="a"]"#,
+                    r#".listOfLists[name="a"].name"#,
+                    r#".listOfLists[name="a"].value[="b"]"#,
+                ],
+            )
+            .run()
+            .await;
+    }
+
+    /// `TestMultipleAppliersNestedType`, case "remove_one_keep_one_with_sub_item".
+    #[tokio::test]
+    async fn remove_one_keep_one_with_sub_item() {
+        Scenario::new(NESTED_TYPE_PARSER, "type")
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                listOfLists:
+                - name: a
+                - name: b
+                  value:
+                  - c
+            "#,
+            )
+            .apply(
+                "apply-two",
+                "v2",
+                r#"
+                listOfLists:
+                - name: b
+                  value:
+                  - d
+            "#,
+            )
+            .apply(
+                "apply-one",
+                "v3",
+                r#"
+                listOfLists:
+                - name: a
+            "#,
+            )
+            .object(
+                r#"
+                listOfLists:
+                - name: a
+                - name: b
+                  value:
+                  - d
+            "#,
+            )
+            .managed("apply-one", "v3", &[r#".listOfLists[name="a"]"#, r#".listOfLists[name="a"].name"#])
+            .managed(
+                "apply-two",
+                "v2",
+                &[
+                    r#".listOfLists[name="b"]"#,
+                    r#".listOfLists[name="b"].name"#,
+                    r#".listOfLists[name="b"].value[="d"]"#,
+                ],
+            )
+            .run()
+            .await;
+    }
+
+    /// `TestMultipleAppliersNestedType`, case "multiple_appliers_recursive_map".
+    #[tokio::test]
+    async fn multiple_appliers_recursive_map() {
+        Scenario::new(NESTED_TYPE_PARSER, "type")
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                mapOfMapsRecursive:
+                  a:
+                    b:
+                  c:
+                    d:
+            "#,
+            )
+            .apply(
+                "apply-two",
+                "v2",
+                r#"
+                mapOfMapsRecursive:
+                  a:
+                  c:
+                    d:
+            "#,
+            )
+            .update(
+                "controller-one",
+                "v3",
+                r#"
+                mapOfMapsRecursive:
+                  a:
+                    b:
+                      c:
+                  c:
+                    d:
+                      e:
+            "#,
+            )
+            .update(
+                "controller-two",
+                "v2",
+                r#"
+                mapOfMapsRecursive:
+                  a:
+                    b:
+                      c:
+                        d:
+                  c:
+                    d:
+                      e:
+                        f:
+            "#,
+            )
+            .update(
+                "controller-one",
+                "v3",
+                r#"
+                mapOfMapsRecursive:
+                  a:
+                    b:
+                      c:
+                        d:
+                          e:
+                  c:
+                    d:
+                      e:
+                        f:
+                          g:
+            "#,
+            )
+            .apply("apply-one", "v4", r#"mapOfMapsRecursive:"#)
+            .object(
+                r#"
+                mapOfMapsRecursive:
+                  a:
+                  c:
+                    d:
+                      e:
+                        f:
+                          g:
+            "#,
+            )
+            .managed("apply-one", "v4", &[r#".mapOfMapsRecursive"#])
+            .managed(
+                "apply-two",
+                "v2",
+                &[r#".mapOfMapsRecursive.a"#, r#".mapOfMapsRecursive.c"#, r#".mapOfMapsRecursive.c.d"#],
+            )
+            .managed("controller-one", "v3", &[r#".mapOfMapsRecursive.c.d.e"#, r#".mapOfMapsRecursive.c.d.e.f.g"#])
+            .managed("controller-two", "v2", &[r#".mapOfMapsRecursive.c.d.e.f"#])
+            .run()
+            .await;
+    }
+}
+
+/// `TestMultipleAppliersDeducedType`.
+mod test_multiple_appliers_deduced_type {
+    use super::*;
+
+    /// `TestMultipleAppliersDeducedType`, case "multiple_appliers_recursive_map_deduced".
+    #[tokio::test]
+    async fn multiple_appliers_recursive_map_deduced() {
+        Scenario::deduced()
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                a:
+                  b:
+                c:
+                  d:
+            "#,
+            )
+            .apply(
+                "apply-two",
+                "v2",
+                r#"
+                a:
+                c:
+                  d:
+            "#,
+            )
+            .update(
+                "controller-one",
+                "v3",
+                r#"
+                a:
+                  b:
+                    c:
+                c:
+                  d:
+                    e:
+            "#,
+            )
+            .update(
+                "controller-two",
+                "v2",
+                r#"
+                a:
+                  b:
+                    c:
+                      d:
+                c:
+                  d:
+                    e:
+                      f:
+            "#,
+            )
+            .update(
+                "controller-one",
+                "v3",
+                r#"
+                a:
+                  b:
+                    c:
+                      d:
+                        e:
+                c:
+                  d:
+                    e:
+                      f:
+                        g:
+            "#,
+            )
+            .apply("apply-one", "v4", r#""#)
+            .object(
+                r#"
+                a:
+                c:
+                  d:
+                    e:
+                      f:
+                        g:
+            "#,
+            )
+            .managed("apply-two", "v2", &[r#".a"#, r#".c"#, r#".c.d"#])
+            .managed("controller-one", "v3", &[r#".c.d.e"#, r#".c.d.e.f.g"#])
+            .managed("controller-two", "v2", &[r#".c.d.e.f"#])
+            .run()
+            .await;
+    }
+}
+
+/// `TestMultipleApplierAtomicMaps`.
+mod test_multiple_applier_atomic_maps {
+    use super::*;
+
+    /// `TestMultipleApplierAtomicMaps`, case "force".
+    #[tokio::test]
+    async fn force() {
+        Scenario::new(ATOMIC_MAP_PARSER, "v1")
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                atomicMap:
+                  field1: a
+            "#,
+            )
+            .apply(
+                "apply-two",
+                "v1",
+                r#"
+                atomicMap:
+                  field2: b
+            "#,
+            )
+            .conflicts(&[("apply-one", r#".atomicMap"#)])
+            .force_apply(
+                "apply-two",
+                "v1",
+                r#"
+                atomicMap:
+                  field2: b
+            "#,
+            )
+            .object(
+                r#"
+                atomicMap:
+                  field2: b
+            "#,
+            )
+            .managed("apply-two", "v1", &[r#".atomicMap"#])
+            .run()
+            .await;
+    }
+}
