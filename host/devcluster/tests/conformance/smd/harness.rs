@@ -130,6 +130,10 @@ impl Scenario {
         for (i, op) in self.ops.iter().enumerate() {
             run_op(&dc, i, op).await;
         }
+        if self.object.is_none() && self.managed.is_none() {
+            dc.shutdown().await;
+            return;
+        }
         let storage = &self.ops.first().expect("a scenario has operations").version;
         let live = api(&dc, storage).get(NAME).await.expect("the object exists after the operations");
         let live = serde_json::to_value(&live).expect("JSON");
@@ -294,11 +298,14 @@ fn fields_v1_paths(tree: &Value, prefix: &str, out: &mut BTreeSet<String>) {
     }
 }
 
-/// Sorts the items of set and map lists: their order is not part of upstream's comparison.
+/// Sorts the items of set and map lists (their order is not part of upstream's comparison)
+/// and fills in the schema's defaults (a CRD's defaults are part of every object the real
+/// server stores; upstream's library does not default).
 fn normalize(value: &Value, schema: &Value) -> Value {
     match value {
-        Value::Object(map) => Value::Object(
-            map.iter()
+        Value::Object(map) => {
+            let mut out: Map<String, Value> = map
+                .iter()
                 .map(|(k, v)| {
                     let child = schema
                         .pointer(&format!("/properties/{k}"))
@@ -306,8 +313,14 @@ fn normalize(value: &Value, schema: &Value) -> Value {
                         .unwrap_or(&Value::Null);
                     (k.clone(), normalize(v, child))
                 })
-                .collect(),
-        ),
+                .collect();
+            for (k, property) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
+                if let (false, Some(default)) = (out.contains_key(k), property.get("default")) {
+                    out.insert(k.clone(), default.clone());
+                }
+            }
+            Value::Object(out)
+        }
         Value::Array(items) => {
             let item_schema = schema.get("items").unwrap_or(&Value::Null);
             let mut items: Vec<Value> = items.iter().map(|i| normalize(i, item_schema)).collect();
@@ -380,6 +393,8 @@ impl Translator<'_> {
             let mut properties = Map::new();
             for field in fields {
                 let mut schema = self.atom(&field["type"]);
+                // Any value of upstream's schema language may be null.
+                schema["nullable"] = json!(true);
                 if let Some(default) = field.get("default") {
                     schema["default"] = default.clone();
                 }
@@ -388,8 +403,14 @@ impl Translator<'_> {
             out["properties"] = Value::Object(properties);
         }
         if let Some(element) = map.get("elementType") {
-            assert!(fields.is_none(), "a structural schema has either properties or additionalProperties");
-            out["additionalProperties"] = self.atom(element);
+            if fields.is_some() {
+                // A structural schema cannot have both properties and additionalProperties:
+                // the closest is keeping the undeclared fields untyped (granular, as the
+                // scalar or map values upstream's element types have).
+                out["x-kubernetes-preserve-unknown-fields"] = json!(true);
+            } else {
+                out["additionalProperties"] = self.atom(element);
+            }
         } else if fields.is_none() {
             out["x-kubernetes-preserve-unknown-fields"] = json!(true);
         }
