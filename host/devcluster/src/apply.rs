@@ -109,20 +109,35 @@ impl<'a> Node<'a> {
     }
 }
 
-/// The value a missing key field of an associative list defaults to.
+/// The value a missing key field of an associative list defaults to, when the item schema
+/// gives none.
 fn key_default(field: &str) -> Option<Value> {
     (field == "protocol").then(|| json!("TCP"))
 }
 
+/// The defaults the item schema of an associative list declares for its key fields (a
+/// missing key takes its default, as structured-merge-diff reads it from the schema).
+fn key_defaults(item: Node<'_>, keys: &[String]) -> Map<String, Value> {
+    let Node::Schema(schema) = item else {
+        return Map::new();
+    };
+    keys.iter()
+        .filter_map(|k| {
+            let default = builtins::property(schema, k).and_then(|p| builtins::resolve(p).get("default"))?;
+            Some((k.clone(), default.clone()))
+        })
+        .collect()
+}
+
 /// The canonical key of an associative list item, or an error naming the missing key field.
-fn item_key(item: &Value, keys: &[String]) -> Result<String, String> {
+fn item_key(item: &Value, keys: &[String], defaults: &Map<String, Value>) -> Result<String, String> {
     let mut key = Map::new();
     let mut sorted = keys.to_vec();
     sorted.sort();
     for k in &sorted {
-        match item.get(k).cloned().or_else(|| key_default(k)) {
+        match item.get(k).or_else(|| defaults.get(k)).cloned().or_else(|| key_default(k)) {
             Some(v) => {
-                key.insert(k.clone(), v);
+                key.insert(k.clone(), integral(v));
             }
             None => {
                 return Err(format!("associative list with keys has an element that omits key field {k:?}"));
@@ -132,11 +147,21 @@ fn item_key(item: &Value, keys: &[String]) -> Result<String, String> {
     Ok(Value::Object(key).to_string())
 }
 
+/// A whole number as an integer (`2.0` is `2`): JSON numbers are one type, and the real
+/// server's Go encoding writes a whole float without a fraction.
+fn integral(value: Value) -> Value {
+    match value.as_f64() {
+        #[allow(clippy::cast_possible_truncation)] // only whole numbers within range
+        Some(f) if value.is_f64() && f.fract() == 0.0 && f.abs() < 9.0e15 => json!(f as i64),
+        _ => value,
+    }
+}
+
 fn item_matches(item: &Value, key: &str) -> bool {
     let Ok(Value::Object(key)) = serde_json::from_str::<Value>(key) else {
         return false;
     };
-    key.iter().all(|(k, v)| item.get(k).cloned().or_else(|| key_default(k)).as_ref() == Some(v))
+    key.iter().all(|(k, v)| item.get(k).cloned().or_else(|| key_default(k)).map(integral).as_ref() == Some(v))
 }
 
 /// The fields a configuration sets (structured-merge-diff's `ToFieldSet`).
@@ -188,8 +213,16 @@ impl Walker {
                     }
                 }
                 ListType::Map(keys) => {
+                    let defaults = key_defaults(node.items(), &keys);
+                    let mut seen = BTreeSet::new();
                     for item in items {
-                        let key = item_key(item, &keys).map_err(|e| format!("{}: {e}", path_text(&self.path)))?;
+                        let key =
+                            item_key(item, &keys, &defaults).map_err(|e| format!("{}: {e}", path_text(&self.path)))?;
+                        if !seen.insert(key.clone()) {
+                            let mut item_path = self.path.clone();
+                            item_path.push(Step::Key(key));
+                            return Err(format!("duplicate entries for key {}", path_text(&item_path)));
+                        }
                         self.path.push(Step::Key(key));
                         self.collect(item, node.items(), None, set)?;
                         set.insert(self.path.clone());
@@ -308,11 +341,15 @@ impl Walker {
         item_node: Node<'_>,
         out: &mut Comparison,
     ) {
+        let defaults = match list_type {
+            ListType::Map(keys) => key_defaults(item_node, keys),
+            _ => Map::new(),
+        };
         let steps = |list: Option<&Value>| -> BTreeMap<Step, Value> {
             let mut map = BTreeMap::new();
             for (i, item) in list.and_then(Value::as_array).into_iter().flatten().enumerate() {
                 let step = match list_type {
-                    ListType::Map(keys) => item_key(item, keys).map_or(Step::Index(i), Step::Key),
+                    ListType::Map(keys) => item_key(item, keys, &defaults).map_or(Step::Index(i), Step::Key),
                     _ => Step::Value(item.to_string()),
                 };
                 map.insert(step, item.clone());
@@ -375,9 +412,10 @@ fn merge_at(live: &Value, config: &Value, node: Node<'_>, field: Option<&str>, n
                 Value::Array(out)
             }
             ListType::Map(keys) => {
+                let defaults = key_defaults(node.items(), &keys);
                 let mut out = l.clone();
                 for item in c {
-                    let Ok(key) = item_key(item, &keys) else {
+                    let Ok(key) = item_key(item, &keys, &defaults) else {
                         continue;
                     };
                     match out.iter().position(|o| item_matches(o, &key)) {
