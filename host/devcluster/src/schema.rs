@@ -4,12 +4,18 @@ use serde_json::{Map, Value};
 
 use super::status::Cause;
 
-/// Fills in `default` values of absent properties, recursively.
+/// Fills in `default` values of absent properties, recursively. A null where the schema is
+/// not `nullable` counts as absent: it takes the default, or goes (the real server's
+/// defaulting and `PruneNonNullableNullsWithoutDefaults`; server-side apply leaves such nulls).
 pub(crate) fn apply_defaults(value: &mut Value, schema: &Value) {
     match value {
         Value::Object(map) => {
             if let Some(props) = schema.get("properties").and_then(Value::as_object) {
                 for (key, prop) in props {
+                    let nullable = prop.get("nullable").and_then(Value::as_bool) == Some(true);
+                    if map.get(key).is_some_and(Value::is_null) && !nullable {
+                        map.remove(key);
+                    }
                     if !map.contains_key(key)
                         && let Some(default) = prop.get("default")
                     {
@@ -510,5 +516,15 @@ mod tests {
         let mut obj = json!({"apiVersion": "x/v1", "kind": "X", "metadata": {"name": "n", "labels": {"a": "b"}}});
         assert!(prune(&mut obj, &schema).is_empty());
         assert_eq!(obj["metadata"], json!({"name": "n", "labels": {"a": "b"}}));
+    }
+
+    #[test]
+    fn a_null_that_is_not_nullable_is_defaulted_or_dropped() {
+        let schema = json!({"type": "object", "properties": {
+            "a": {"type": "integer", "default": 3}, "b": {"type": "object"},
+            "c": {"type": "object", "nullable": true}}});
+        let mut obj = json!({"a": null, "b": null, "c": null});
+        apply_defaults(&mut obj, &schema);
+        assert_eq!(obj, json!({"a": 3, "c": null}));
     }
 }
