@@ -273,6 +273,18 @@ impl Walker {
         out: &mut Comparison,
     ) {
         let at_root = self.path.is_empty();
+        // A null against a granular map or list compares as an empty one (structured-merge-diff
+        // takes null as a wildcard of the other side's form).
+        let (empty_map, empty_list) = (Value::Object(Map::new()), Value::Array(Vec::new()));
+        let granular_map = !(field.is_some() && node.atomic_map());
+        let granular_list = node.list_type() != ListType::Atomic;
+        let (old, new) = match (old, new) {
+            (Some(Value::Null), Some(Value::Object(_))) if granular_map => (Some(&empty_map), new),
+            (Some(Value::Object(_)), Some(Value::Null)) if granular_map => (old, Some(&empty_map)),
+            (Some(Value::Null), Some(Value::Array(_))) if granular_list => (Some(&empty_list), new),
+            (Some(Value::Array(_)), Some(Value::Null)) if granular_list => (old, Some(&empty_list)),
+            other => other,
+        };
         let leaf = match (old, new) {
             (Some(Value::Object(a)), Some(Value::Object(b))) => {
                 let atomic = field.is_some() && node.atomic_map();
@@ -400,6 +412,10 @@ fn merge_at(live: &Value, config: &Value, node: Node<'_>, field: Option<&str>, n
             }
             Value::Object(out)
         }
+        // A null applied over a granular map or list is a wildcard: it claims the field and
+        // keeps what is there (structured-merge-diff merges it as an empty map or list).
+        (Value::Object(_), Value::Null) if !(field.is_some() && node.atomic_map()) => live.clone(),
+        (Value::Array(_), Value::Null) if node.list_type() != ListType::Atomic => live.clone(),
         (Value::Array(l), Value::Array(c)) => match node.list_type() {
             ListType::Atomic => config.clone(),
             ListType::Set => {
@@ -428,6 +444,69 @@ fn merge_at(live: &Value, config: &Value, node: Node<'_>, field: Option<&str>, n
         },
         _ => config.clone(),
     }
+}
+
+/// `set` with every struct field that leads to a member added as a member
+/// (structured-merge-diff's `EnsureNamedFieldsAreMembers`); map entries and list items are
+/// not added.
+fn with_named_parents(set: &FieldSet, schema: Option<&Value>) -> FieldSet {
+    let mut out = set.clone();
+    for path in set {
+        let mut node = Node::root(schema);
+        for end in 1..path.len() {
+            node = match &path[end - 1] {
+                Step::Field(name) => {
+                    let at_root = end == 1;
+                    if node.declared(name, at_root) {
+                        out.insert(path[..end].to_vec());
+                    }
+                    node.child(name, at_root)
+                }
+                _ => node.items(),
+            };
+        }
+    }
+    out
+}
+
+/// After a removal at `path`, a map or list field it left empty becomes null, as
+/// structured-merge-diff leaves it (a custom resource keeps it if `nullable`, else defaulting
+/// drops it; a built-in decodes null as unset). In metadata the field goes.
+fn null_emptied_parents(obj: &mut Value, path: &[Step]) {
+    for end in (1..path.len()).rev() {
+        let (parent, last) = (&path[..end - 1], &path[end - 1]);
+        let Step::Field(name) = last else {
+            continue;
+        };
+        let Some(Value::Object(map)) = value_at(obj, parent) else {
+            return;
+        };
+        let emptied = map
+            .get(name)
+            .is_some_and(|v| v.as_object().is_some_and(Map::is_empty) || v.as_array().is_some_and(Vec::is_empty));
+        if !emptied {
+            return;
+        }
+        if matches!(path.first(), Some(Step::Field(f)) if f == "metadata") {
+            map.remove(name);
+        } else {
+            map.insert(name.clone(), Value::Null);
+        }
+    }
+}
+
+fn value_at<'v>(obj: &'v mut Value, path: &[Step]) -> Option<&'v mut Value> {
+    let mut cur = obj;
+    for step in path {
+        cur = match (step, cur) {
+            (Step::Field(f), Value::Object(m)) => m.get_mut(f)?,
+            (Step::Key(k), Value::Array(items)) => items.iter_mut().find(|i| item_matches(i, k))?,
+            (Step::Value(v), Value::Array(items)) => items.iter_mut().find(|i| i.to_string() == *v)?,
+            (Step::Index(i), Value::Array(items)) => items.get_mut(*i)?,
+            _ => return None,
+        };
+    }
+    Some(cur)
 }
 
 /// Removes the value at `path` from `obj`; returns whether something was removed.
@@ -748,19 +827,22 @@ pub(crate) fn apply(
 
     let mut merged = merge(&live_plain, &config_plain, req.schema);
 
-    // Fields this manager applied before and no longer applies go away, unless someone else owns them.
-    let others: Vec<&Manager> =
-        managers.iter().enumerate().filter(|(i, _)| Some(*i) != previous).map(|(_, m)| m).collect();
-    // Shortest first: an associative list entry nobody else owns goes whole. Removing
-    // its key fields first would leave an entry that no longer matches its key, which
-    // defaulting then fills into a husk.
-    let mut dropped: Vec<&Path> = last_set.difference(&set).collect();
-    dropped.sort_by_key(|p| p.len());
-    for path in dropped {
-        let owned_elsewhere = others.iter().any(|m| m.fields.iter().any(|p| p.starts_with(path)))
-            || set.iter().any(|p| p.starts_with(path));
-        if !owned_elsewhere {
-            remove_at(&mut merged, path);
+    // Fields this manager applied before and no longer applies go away, whole, unless some
+    // manager (this one included) owns that very path: owning a field inside a list item
+    // does not keep the item (structured-merge-diff's prune). A struct or map field counts
+    // as owned when anything under it is.
+    let mut owned = with_named_parents(&set, req.schema);
+    for (i, m) in managers.iter().enumerate() {
+        if Some(i) != previous {
+            owned.extend(with_named_parents(&m.fields, req.schema));
+        }
+    }
+    // Shortest first: once a path is gone, what was under it goes with it.
+    let mut dropped: Vec<Path> = with_named_parents(&last_set, req.schema).difference(&owned).cloned().collect();
+    dropped.sort_by_key(Vec::len);
+    for path in &dropped {
+        if remove_at(&mut merged, path) {
+            null_emptied_parents(&mut merged, path);
         }
     }
 
