@@ -409,7 +409,9 @@ impl Translator<'_> {
                 // scalar or map values upstream's element types have).
                 out["x-kubernetes-preserve-unknown-fields"] = json!(true);
             } else {
-                out["additionalProperties"] = self.atom(element);
+                let mut element = self.atom(element);
+                element["nullable"] = json!(true);
+                out["additionalProperties"] = element;
             }
         } else if fields.is_none() {
             out["x-kubernetes-preserve-unknown-fields"] = json!(true);
