@@ -139,6 +139,327 @@ const NESTED_TYPE_PARSER: &str = r#"
         elementRelationship: associative
 "#;
 
+/// The upstream `structMultiversionParser` schema, in structured-merge-diff's schema language.
+const STRUCT_MULTIVERSION_PARSER: &str = r#"
+    types:
+    - name: v1
+      map:
+        fields:
+          - name: struct
+            type:
+              namedType: struct
+          - name: version
+            type:
+              scalar: string
+    - name: struct
+      map:
+        fields:
+          - name: name
+            type:
+              scalar: string
+          - name: scalarField_v1
+            type:
+              scalar: string
+          - name: complexField_v1
+            type:
+              namedType: complex
+    - name: complex
+      map:
+        fields:
+          - name: name
+            type:
+              scalar: string
+    - name: v2
+      map:
+        fields:
+          - name: struct
+            type:
+              namedType: struct_v2
+          - name: version
+            type:
+              scalar: string
+    - name: struct_v2
+      map:
+        fields:
+          - name: name
+            type:
+              scalar: string
+          - name: scalarField_v2
+            type:
+              scalar: string
+          - name: complexField_v2
+            type:
+              namedType: complex_v2
+    - name: complex_v2
+      map:
+        fields:
+          - name: name
+            type:
+              scalar: string
+    - name: v3
+      map:
+        fields:
+          - name: struct
+            type:
+              namedType: struct_v3
+          - name: version
+            type:
+              scalar: string
+    - name: struct_v3
+      map:
+        fields:
+          - name: name
+            type:
+              scalar: string
+          - name: scalarField_v3
+            type:
+              scalar: string
+          - name: complexField_v3
+            type:
+              namedType: complex_v3
+    - name: complex_v3
+      map:
+        fields:
+          - name: name
+            type:
+              scalar: string
+"#;
+
+/// `TestMultipleAppliersFieldUnsetting`.
+mod test_multiple_appliers_field_unsetting {
+    use super::*;
+
+    /// `TestMultipleAppliersFieldUnsetting`, case "unset_scalar_sole_owner" (versions v1-v1-v1; the other 26 version triples need conversion).
+    #[tokio::test]
+    async fn unset_scalar_sole_owner() {
+        Scenario::new(STRUCT_MULTIVERSION_PARSER, "v1")
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                struct:
+                  name: a
+                  scalarField_v1: a
+            "#,
+            )
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                struct:
+                  name: a
+            "#,
+            )
+            .object(
+                r#"
+                struct:
+                  name: a
+            "#,
+            )
+            .managed("apply-one", "v1", &[r#".struct.name"#])
+            .run()
+            .await;
+    }
+
+    /// `TestMultipleAppliersFieldUnsetting`, case "unset_scalar_shared_with_applier" (versions v1-v1-v1; the other 26 version triples need conversion).
+    #[tokio::test]
+    async fn unset_scalar_shared_with_applier() {
+        Scenario::new(STRUCT_MULTIVERSION_PARSER, "v1")
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                struct:
+                  name: a
+                  scalarField_v1: a
+            "#,
+            )
+            .apply(
+                "apply-two",
+                "v1",
+                r#"
+                struct:
+                  scalarField_v1: a
+            "#,
+            )
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                struct:
+                  name: a
+            "#,
+            )
+            .object(
+                r#"
+                struct:
+                  name: a
+                  scalarField_v1: a
+            "#,
+            )
+            .managed("apply-one", "v1", &[r#".struct.name"#])
+            .managed("apply-two", "v1", &[r#".struct.scalarField_v1"#])
+            .run()
+            .await;
+    }
+
+    /// `TestMultipleAppliersFieldUnsetting`, case "unset_scalar_shared_with_updater" (versions v1-v1-v1; the other 26 version triples need conversion).
+    #[tokio::test]
+    async fn unset_scalar_shared_with_updater() {
+        Scenario::new(STRUCT_MULTIVERSION_PARSER, "v1")
+            .update(
+                "updater",
+                "v1",
+                r#"
+                struct:
+                  name: a
+                  scalarField_v1: a
+            "#,
+            )
+            .apply(
+                "applier",
+                "v1",
+                r#"
+                struct:
+                  name: a
+                  scalarField_v1: a
+            "#,
+            )
+            .apply(
+                "applier",
+                "v1",
+                r#"
+                struct:
+                  name: a
+            "#,
+            )
+            .object(
+                r#"
+                struct:
+                  name: a
+                  scalarField_v1: a
+            "#,
+            )
+            .managed("updater", "v1", &[r#".struct"#, r#".struct.name"#, r#".struct.scalarField_v1"#])
+            .managed("applier", "v1", &[r#".struct.name"#])
+            .run()
+            .await;
+    }
+
+    /// `TestMultipleAppliersFieldUnsetting`, case "updater_claims_field" (versions v1-v1-v1; the other 26 version triples need conversion).
+    #[tokio::test]
+    async fn updater_claims_field() {
+        Scenario::new(STRUCT_MULTIVERSION_PARSER, "v1")
+            .apply(
+                "applier",
+                "v1",
+                r#"
+                struct:
+                  name: a
+                  scalarField_v1: a
+            "#,
+            )
+            .update(
+                "updater",
+                "v1",
+                r#"
+                struct:
+                  name: a
+                  scalarField_v1: b
+            "#,
+            )
+            .object(
+                r#"
+                struct:
+                  name: a
+                  scalarField_v1: b
+            "#,
+            )
+            .managed("updater", "v1", &[r#".struct.scalarField_v1"#])
+            .managed("applier", "v1", &[r#".struct.name"#])
+            .run()
+            .await;
+    }
+
+    /// `TestMultipleAppliersFieldUnsetting`, case "unset_complex_sole_owner" (versions v1-v1-v1; the other 26 version triples need conversion).
+    #[tokio::test]
+    async fn unset_complex_sole_owner() {
+        Scenario::new(STRUCT_MULTIVERSION_PARSER, "v1")
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                struct:
+                  name: a
+                  complexField_v1:
+                    name: b
+            "#,
+            )
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                struct:
+                  name: a
+            "#,
+            )
+            .object(
+                r#"
+                struct:
+                  name: a
+            "#,
+            )
+            .managed("apply-one", "v1", &[r#".struct.name"#])
+            .run()
+            .await;
+    }
+
+    /// `TestMultipleAppliersFieldUnsetting`, case "unset_complex_shared_with_applier" (versions v1-v1-v1; the other 26 version triples need conversion).
+    #[tokio::test]
+    async fn unset_complex_shared_with_applier() {
+        Scenario::new(STRUCT_MULTIVERSION_PARSER, "v1")
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                struct:
+                  name: a
+                  complexField_v1:
+                    name: b
+            "#,
+            )
+            .apply(
+                "apply-two",
+                "v1",
+                r#"
+                struct:
+                  complexField_v1:
+                    name: b
+            "#,
+            )
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                struct:
+                  name: a
+            "#,
+            )
+            .object(
+                r#"
+                struct:
+                  name: a
+                  complexField_v1:
+                    name: b
+            "#,
+            )
+            .managed("apply-one", "v1", &[r#".struct.name"#])
+            .managed("apply-two", "v1", &[r#".struct.complexField_v1.name"#])
+            .run()
+            .await;
+    }
+}
+
 /// `TestMultipleAppliersSet`.
 mod test_multiple_appliers_set {
     use super::*;
