@@ -140,6 +140,40 @@ fn show(value: &Value) -> String {
     }
 }
 
+/// A `set` list holds each value once and a `map` list each key once (the real server's
+/// list-type validation); a later repeat is a `Duplicate value` naming the item.
+fn check_list_duplicates(items: &[Value], schema: &Value, path: &str, causes: &mut Vec<Cause>) {
+    let keys: Vec<&str> = match schema.get("x-kubernetes-list-type").and_then(Value::as_str) {
+        Some("set") => Vec::new(),
+        Some("map") => schema
+            .get("x-kubernetes-list-map-keys")
+            .and_then(Value::as_array)
+            .map(|k| k.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default(),
+        _ => return,
+    };
+    let mut seen: Vec<Value> = Vec::new();
+    for (i, item) in items.iter().enumerate() {
+        let identity = if keys.is_empty() {
+            item.clone()
+        } else {
+            Value::Object(keys.iter().filter_map(|k| Some(((*k).to_string(), item.get(*k)?.clone()))).collect())
+        };
+        if seen.contains(&identity) {
+            let shown = match &identity {
+                Value::Object(fields) => {
+                    let parts: Vec<String> = fields.iter().map(|(k, v)| format!("{k:?}:{}", show(v))).collect();
+                    format!("map[string]interface {{}}{{{}}}", parts.join(", "))
+                }
+                other => show(other),
+            };
+            causes.push(Cause::new("FieldValueDuplicate", format!("{path}[{i}]"), format!("Duplicate value: {shown}")));
+        } else {
+            seen.push(identity);
+        }
+    }
+}
+
 fn type_name(value: &Value) -> &'static str {
     match value {
         Value::Null => "null",
@@ -243,6 +277,7 @@ fn check(value: &Value, schema: &Value, path: &str, causes: &mut Vec<Cause>) {
                     check(item, item_schema, &format!("{path}[{i}]"), causes);
                 }
             }
+            check_list_duplicates(items, schema, path, causes);
         }
         Value::Object(map) => {
             for req in schema.get("required").and_then(Value::as_array).into_iter().flatten() {
@@ -526,5 +561,22 @@ mod tests {
         let mut obj = json!({"a": null, "b": null, "c": null});
         apply_defaults(&mut obj, &schema);
         assert_eq!(obj, json!({"a": 3, "c": null}));
+    }
+
+    #[test]
+    fn set_and_map_lists_refuse_duplicates() {
+        let schema = json!({"type": "object", "properties": {
+            "set": {"type": "array", "x-kubernetes-list-type": "set", "items": {"type": "string"}},
+            "map": {"type": "array", "x-kubernetes-list-type": "map", "x-kubernetes-list-map-keys": ["name"],
+                "items": {"type": "object", "properties": {"name": {"type": "string"}, "v": {"type": "integer"}}}}}});
+        let obj = json!({"set": ["a", "b", "a"], "map": [{"name": "x", "v": 1}, {"name": "x", "v": 2}]});
+        let causes: Vec<(String, String)> = validate(&obj, &schema).into_iter().map(|c| (c.field, c.message)).collect();
+        assert_eq!(
+            causes,
+            [
+                ("set[2]".to_string(), "Duplicate value: \"a\"".to_string()),
+                ("map[1]".to_string(), "Duplicate value: map[string]interface {}{\"name\":\"x\"}".to_string()),
+            ]
+        );
     }
 }
