@@ -22,6 +22,8 @@ enum Kind {
     ApplyRefused,
     /// A controller's write of the whole object (PUT, or POST when there is none yet).
     Update,
+    /// An update the server must refuse as invalid (422).
+    UpdateRefused,
 }
 
 struct Operation {
@@ -94,6 +96,10 @@ impl Scenario {
 
     pub fn update(self, manager: &str, version: &str, object: &str) -> Scenario {
         self.op(Kind::Update, manager, version, object)
+    }
+
+    pub fn update_refused(self, manager: &str, version: &str, object: &str) -> Scenario {
+        self.op(Kind::UpdateRefused, manager, version, object)
     }
 
     /// The previous apply is refused with exactly these conflicts (manager, field path).
@@ -227,17 +233,21 @@ async fn run_op(dc: &DevCluster, i: usize, op: &Operation) {
                 assert_eq!(causes, op.conflicts, "{what}: the conflicts");
             }
         }
-        Kind::Update => {
+        Kind::Update | Kind::UpdateRefused => {
             let params = PostParams { field_manager: Some(op.manager.clone()), ..PostParams::default() };
             let mut body = body;
-            match api.get_opt(NAME).await.expect("get") {
+            let result = match api.get_opt(NAME).await.expect("get") {
                 Some(live) => {
                     body.metadata.resource_version = live.metadata.resource_version;
-                    api.replace(NAME, &params, &body).await.unwrap_or_else(|e| panic!("{what} succeeds: {e}"));
+                    api.replace(NAME, &params, &body).await
                 }
-                None => {
-                    api.create(&params, &body).await.unwrap_or_else(|e| panic!("{what} succeeds: {e}"));
-                }
+                None => api.create(&params, &body).await,
+            };
+            if op.kind == Kind::Update {
+                result.unwrap_or_else(|e| panic!("{what} succeeds: {e}"));
+            } else {
+                let status = api_error(result.expect_err(&format!("{what} is refused")));
+                assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"), "{what}: {status:?}");
             }
         }
     }

@@ -6,6 +6,7 @@ mod harness;
 
 mod deduced;
 mod default_keys;
+mod duplicates;
 mod field_level_overrides;
 mod key;
 mod leaf;
