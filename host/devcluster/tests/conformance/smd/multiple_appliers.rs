@@ -460,6 +460,46 @@ mod test_multiple_appliers_field_unsetting {
     }
 }
 
+/// `TestMultipleAppliersFieldRenameConversions`.
+mod test_multiple_appliers_field_rename_conversions {
+    use super::*;
+
+    /// `TestMultipleAppliersFieldRenameConversions`, case "updater_claims_field" (versions v1-v1-v1; the other 26 version triples need conversion).
+    #[tokio::test]
+    async fn updater_claims_field() {
+        Scenario::new(STRUCT_MULTIVERSION_PARSER, "v1")
+            .apply(
+                "applier",
+                "v1",
+                r#"
+                struct:
+                  name: a
+                  scalarField_v1: a
+            "#,
+            )
+            .update(
+                "updater",
+                "v1",
+                r#"
+                struct:
+                  name: a
+                  scalarField_v1: b
+            "#,
+            )
+            .object(
+                r#"
+                struct:
+                  name: a
+                  scalarField_v1: b
+            "#,
+            )
+            .managed("updater", "v1", &[r#".struct.scalarField_v1"#])
+            .managed("applier", "v1", &[r#".struct.name"#])
+            .run()
+            .await;
+    }
+}
+
 /// `TestMultipleAppliersSet`.
 mod test_multiple_appliers_set {
     use super::*;
