@@ -99,6 +99,19 @@ impl<'a> Node<'a> {
         }
     }
 
+    /// Whether the schema makes this map or list one value (`x-kubernetes-map-type: atomic`, an
+    /// atomic list); scalars and schemaless values are not containers and answer false.
+    fn atomic_container(self) -> bool {
+        let Node::Schema(s) = self else {
+            return false;
+        };
+        match s.get("type").and_then(Value::as_str) {
+            Some("object") => s.get("x-kubernetes-map-type").and_then(Value::as_str) == Some("atomic"),
+            Some("array") => self.list_type() == ListType::Atomic,
+            _ => false,
+        }
+    }
+
     /// Whether `key` is a declared field of a struct (not an entry of a map).
     fn declared(self, key: &str, at_root: bool) -> bool {
         match self {
@@ -444,6 +457,28 @@ fn merge_at(live: &Value, config: &Value, node: Node<'_>, field: Option<&str>, n
         },
         _ => config.clone(),
     }
+}
+
+/// Ownership recorded under the previous schema, brought to the current one
+/// (structured-merge-diff's `reconcileManagedFieldsWithSchemaChanges`): a manager owning
+/// fields inside a map or list that has become atomic owns the whole value instead. A value
+/// that has become granular stays owned as one path, as upstream keeps it.
+fn reconcile_with_schema(set: &FieldSet, schema: Option<&Value>) -> FieldSet {
+    set.iter()
+        .map(|path| {
+            let mut node = Node::root(schema);
+            for end in 1..path.len() {
+                node = match &path[end - 1] {
+                    Step::Field(name) => node.child(name, end == 1),
+                    _ => node.items(),
+                };
+                if matches!(path[end - 1], Step::Field(_)) && node.atomic_container() {
+                    return path[..end].to_vec();
+                }
+            }
+            path.clone()
+        })
+        .collect()
 }
 
 /// `set` with every struct field that leads to a member added as a member
@@ -814,6 +849,9 @@ pub(crate) fn apply(
     let empty = json!({});
     let live = live.unwrap_or(&empty);
     let mut managers = read_managers(live);
+    for m in &mut managers {
+        m.fields = reconcile_with_schema(&m.fields, req.schema);
+    }
     let mut live_plain = live.clone();
     object::remove_meta(&mut live_plain, "managedFields");
     let mut config_plain = config.clone();
@@ -906,6 +944,9 @@ pub(crate) fn record_update(old: Option<&Value>, new: &mut Value, req: &Request<
     // how clients migrate or reset ownership); absent or empty, the stored ones are kept.
     let provided = new.pointer("/metadata/managedFields").and_then(Value::as_array).is_some_and(|a| !a.is_empty());
     let mut managers = if provided && req.scope != Scope::Status { read_managers(new) } else { read_managers(old) };
+    for m in &mut managers {
+        m.fields = reconcile_with_schema(&m.fields, req.schema);
+    }
     let mut old_plain = old.clone();
     object::remove_meta(&mut old_plain, "managedFields");
     object::remove_meta(new, "managedFields");
