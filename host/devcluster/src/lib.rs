@@ -27,10 +27,8 @@
 //!   common fields only; CRD schemas are enforced except CEL (`x-kubernetes-validations`)
 //!   rules and the rarer string `format`s, and versions convert with the `None` strategy only;
 //! - `managedFields` of ordinary updates to built-ins can differ in `.` entries, because the real
-//!   server compares against Go zero values; server-side apply does not rewrite recorded
-//!   `managedFields` when a CRD's schema turns a field granular ⇄ atomic (the real server
-//!   does on the next write); see `tests/conformance/smd/README.md` for the structured-merge-diff
-//!   scenarios that run here and those that cannot;
+//!   server compares against Go zero values (`tests/conformance/smd/README.md` lists the
+//!   structured-merge-diff scenarios that run here and those that cannot);
 //! - no authentication, authorization or admission webhooks; no aggregated discovery, no
 //!   `OpenAPI` v2, `OpenAPI` v3 without built-in schemas (`kubectl explain` works for CRDs only);
 //!   protobuf request bodies only for namespaces, configmaps, secrets and service accounts.

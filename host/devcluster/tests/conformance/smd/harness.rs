@@ -24,6 +24,8 @@ enum Kind {
     Update,
     /// An update the server must refuse as invalid (422).
     UpdateRefused,
+    /// The CRD's schema changes (in every version) to `Operation::object`.
+    ChangeSchema,
 }
 
 struct Operation {
@@ -65,6 +67,20 @@ impl Scenario {
         let mut schema = json!({ "type": "object", "x-kubernetes-preserve-unknown-fields": true });
         add_object_fields(&mut schema);
         Scenario::with_schema(schema)
+    }
+
+    /// The CRD's schema becomes `root` of `schema` (upstream's `ChangeParser`), as a CRD update.
+    pub fn change_schema(mut self, schema: &str, root: &str) -> Scenario {
+        let changed = Scenario::new(schema, root).schema;
+        let version = self.ops.last().map(|o| o.version.clone()).unwrap_or_default();
+        self.ops.push(Operation {
+            kind: Kind::ChangeSchema,
+            manager: String::new(),
+            version,
+            object: changed,
+            conflicts: BTreeSet::new(),
+        });
+        self
     }
 
     fn with_schema(schema: Value) -> Scenario {
@@ -162,7 +178,8 @@ impl Scenario {
     }
 
     async fn install(&self, dc: &DevCluster) {
-        let mut names: Vec<&str> = self.ops.iter().map(|o| o.version.as_str()).collect();
+        let mut names: Vec<&str> =
+            self.ops.iter().filter(|o| o.kind != Kind::ChangeSchema).map(|o| o.version.as_str()).collect();
         names.sort_unstable();
         names.dedup();
         let storage = &self.ops.first().expect("a scenario has operations").version;
@@ -206,7 +223,6 @@ fn subject(op: &Operation) -> DynamicObject {
 
 async fn run_op(dc: &DevCluster, i: usize, op: &Operation) {
     let api = api(dc, &op.version);
-    let body = subject(op);
     let what = format!("operation {i} ({:?} by {:?} at {})", op.kind, op.manager, op.version);
     match op.kind {
         Kind::Apply | Kind::ForceApply | Kind::ApplyRefused => {
@@ -214,7 +230,7 @@ async fn run_op(dc: &DevCluster, i: usize, op: &Operation) {
             if op.kind == Kind::ForceApply {
                 params = params.force();
             }
-            let result = api.patch(NAME, &params, &Patch::Apply(&body)).await;
+            let result = api.patch(NAME, &params, &Patch::Apply(&subject(op))).await;
             if op.kind == Kind::ApplyRefused {
                 let status = api_error(result.expect_err(&format!("{what} is refused")));
                 assert!((400..500).contains(&status.code) && status.code != 409, "{what}: {status:?}");
@@ -233,9 +249,18 @@ async fn run_op(dc: &DevCluster, i: usize, op: &Operation) {
                 assert_eq!(causes, op.conflicts, "{what}: the conflicts");
             }
         }
+        Kind::ChangeSchema => {
+            let crds: Api<DynamicObject> = Api::all_with(dc.client(), &crd_resource());
+            let name = format!("subjects.{GROUP}");
+            let mut crd = crds.get(&name).await.expect("the scenario's CRD");
+            for version in crd.data["spec"]["versions"].as_array_mut().expect("versions") {
+                version["schema"]["openAPIV3Schema"] = op.object.clone();
+            }
+            crds.replace(&name, &PostParams::default(), &crd).await.expect("the CRD's schema changes");
+        }
         Kind::Update | Kind::UpdateRefused => {
             let params = PostParams { field_manager: Some(op.manager.clone()), ..PostParams::default() };
-            let mut body = body;
+            let mut body = subject(op);
             let result = match api.get_opt(NAME).await.expect("get") {
                 Some(live) => {
                     body.metadata.resource_version = live.metadata.resource_version;

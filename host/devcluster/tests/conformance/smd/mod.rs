@@ -13,4 +13,5 @@ mod leaf;
 mod multiple_appliers;
 mod nested;
 mod preserve_unknown;
+mod schema_change;
 mod set;
