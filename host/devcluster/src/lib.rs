@@ -2,8 +2,9 @@
 //! and of any kube-rs test suite that wants a real API server without Go or a cluster.
 //!
 //! [`DevCluster::start`] serves the Kubernetes HTTP API on loopback from memory, so the real
-//! `kube` client and the real `kubectl` work against it unchanged: discovery, built-in kinds
-//! stored as schemaless objects, CRDs registered at run time with schema validation,
+//! `kube` client and the real `kubectl` work against it unchanged: discovery of every stable
+//! built-in kind of its Kubernetes version (from the upstream definitions in `data/`), CRDs
+//! registered at run time with schema validation, `/openapi/v2` and `/openapi/v3`,
 //! get/list/watch, create/update/patch (merge, JSON, strategic, server-side apply), delete with
 //! finalizers and garbage collection. It is not a scheduler or a kubelet: nothing runs Pods.
 //!
@@ -21,17 +22,20 @@
 //! Where it differs from a real API server (each is a place where a test could pass here and
 //! fail on a cluster):
 //! - no controllers besides garbage collection, namespace and CRD cleanup: Deployments get no
-//!   `ReplicaSets` or Pods, Pods stay `Pending`, no status is written for you;
-//! - built-ins are checked by decoding them into their Kubernetes types plus a few validation
-//!   rules (names, selectors, containers, ports), not the full validation; defaults cover the
-//!   common fields only; CRD schemas are enforced except CEL (`x-kubernetes-validations`)
-//!   rules and the rarer string `format`s, and versions convert with the `None` strategy only;
+//!   `ReplicaSets` or Pods, Jobs never run, Pods stay `Pending`, no status is written for you;
+//! - built-ins are decoded by their upstream definitions (types, unknown fields) and checked by a
+//!   few rules of the real validation (names, selectors, containers, ports), not all of it;
+//!   CRD schemas are enforced except CEL (`x-kubernetes-validations`) rules and the rarer
+//!   string `format`s, and versions convert with the `None` strategy only;
 //! - `managedFields` of ordinary updates to built-ins can differ in `.` entries, because the real
 //!   server compares against Go zero values (`tests/conformance/smd/README.md` lists the
 //!   structured-merge-diff scenarios that run here and those that cannot);
-//! - no authentication, authorization or admission webhooks; no aggregated discovery, no
-//!   `OpenAPI` v2, `OpenAPI` v3 without built-in schemas (`kubectl explain` works for CRDs only);
-//!   protobuf request bodies only for namespaces, configmaps, secrets and service accounts.
+//! - a protobuf body's explicit zero (`replicas: 0`, `false`, `""`) reads as unset (see
+//!   `protobuf`); answers are always JSON, and `/openapi/v2` is served as JSON only;
+//! - no authentication, authorization (every review is allowed) or admission webhooks; no
+//!   aggregated discovery; `autoscaling/v1` `HorizontalPodAutoscaler`s are not served (only
+//!   `v2`); subresources other than `status` and `scale` (logs, exec, eviction, binding, tokens,
+//!   ephemeral containers) are not served.
 
 #![warn(clippy::pedantic)]
 // Accessors like `DevCluster::url` have nothing to add beyond their name.

@@ -469,8 +469,14 @@ fn events_patch(
 fn decode_body(call: &Call, target: &Target) -> Result<Value, ApiError> {
     let content_type = call.header(header::CONTENT_TYPE);
     let value: Value = if content_type.starts_with("application/vnd.kubernetes.protobuf") {
-        protobuf::decode(&call.body, &target.rt.api_version(&target.version), &target.rt.kind)
-            .ok_or_else(|| ApiError::unsupported_media_type(content_type, &["application/json", "application/yaml"]))?
+        protobuf::decode(&call.body, &target.rt.api_version(&target.version), &target.rt.kind).map_err(|e| match e {
+            protobuf::Error::NotBuiltin => {
+                ApiError::unsupported_media_type(content_type, &["application/json", "application/yaml"])
+            }
+            protobuf::Error::Malformed(why) => {
+                ApiError::bad_request(format!("the protobuf body of {} could not be decoded: {why}", target.rt.kind))
+            }
+        })?
     } else if content_type.contains("yaml") {
         serde_yaml_ng::from_slice(&call.body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?
     } else if content_type.is_empty() || content_type.contains("json") {

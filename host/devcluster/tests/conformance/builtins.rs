@@ -221,3 +221,67 @@ async fn access_reviews_allow_everything_as_a_server_without_authorization() {
     assert_eq!(code, 405, "reviews are created, never stored or listed");
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn every_kubectl_create_subcommand_works_through_protobuf() {
+    // kubectl sends these bodies as protobuf.
+    let dc = start().await;
+    let creates: &[&[&str]] = &[
+        &["deployment", "web", "--image=nginx", "--port=80"],
+        &["job", "hello", "--image=busybox", "--", "echo", "hi"],
+        &["cronjob", "nightly", "--image=busybox", "--schedule=0 3 * * *", "--", "echo", "hi"],
+        &["service", "clusterip", "cip", "--tcp=80:8080"],
+        &["service", "nodeport", "np", "--tcp=80:8080", "--node-port=30002"],
+        &["secret", "generic", "s1", "--from-literal=password=hunter2"],
+        &["configmap", "c1", "--from-literal=a=b"],
+        &["serviceaccount", "sa1"],
+        &["role", "r1", "--verb=get", "--resource=pods"],
+        &["rolebinding", "rb1", "--role=r1", "--serviceaccount=default:sa1"],
+        &["clusterrole", "cr1", "--verb=get", "--resource=nodes"],
+        &["clusterrolebinding", "crb1", "--clusterrole=cr1", "--user=bob"],
+        &["namespace", "ns1"],
+        &["quota", "q1", "--hard=pods=10"],
+        &["priorityclass", "pc1", "--value=100"],
+        &["poddisruptionbudget", "pdb1", "--selector=app=web", "--min-available=1"],
+        &["ingress", "ing1", "--rule=foo.com/bar=svc1:8080"],
+    ];
+    for args in creates {
+        let mut command = vec!["create"];
+        command.extend_from_slice(args);
+        let out = kubectl(&dc, &command).await;
+        assert!(out.status.success(), "kubectl create {args:?}: {}", String::from_utf8_lossy(&out.stderr));
+    }
+    let get = |args: &'static [&'static str]| kubectl(&dc, args);
+    assert_eq!(
+        ok(&get(&[
+            "get",
+            "deploy",
+            "web",
+            "-o",
+            "jsonpath={.spec.template.spec.containers[0].ports[0].containerPort}"
+        ])
+        .await),
+        "80"
+    );
+    assert_eq!(
+        ok(&get(&["get", "svc", "np", "-o", "jsonpath={.spec.ports[0].nodePort}/{.spec.ports[0].targetPort}"]).await),
+        "30002/8080"
+    );
+    assert_eq!(ok(&get(&["get", "secret", "s1", "-o", "jsonpath={.data.password}"]).await), "aHVudGVyMg==");
+    assert_eq!(ok(&get(&["get", "cronjob", "nightly", "-o", "jsonpath={.spec.schedule}"]).await), "0 3 * * *");
+    assert_eq!(ok(&get(&["get", "quota", "q1", "-o", "jsonpath={.spec.hard.pods}"]).await), "10");
+    // An inline Go struct (IngressRuleValue) is read into its parent, as the real server does.
+    assert_eq!(
+        ok(&get(&[
+            "get",
+            "ingress",
+            "ing1",
+            "-o",
+            "jsonpath={.spec.rules[0].http.paths[0].backend.service.port.number}"
+        ])
+        .await),
+        "8080"
+    );
+    assert_eq!(ok(&get(&["auth", "can-i", "create", "pods"]).await).trim(), "yes");
+    dc.shutdown().await;
+}
