@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::builtins;
+use super::kinds::{self, Strategy};
 use super::reviews;
 
 /// Where a subresource reads and writes replica counts (the `scale` subresource).
@@ -60,6 +61,11 @@ impl ResourceType {
 
     pub(crate) fn api_version(&self, version: &str) -> String {
         if self.group.is_empty() { version.to_string() } else { format!("{}/{version}", self.group) }
+    }
+
+    /// What this kind adds to the generic pipeline; custom resources add nothing.
+    pub(crate) fn strategy(&self) -> &'static dyn Strategy {
+        if self.builtin { kinds::strategy(&self.group, &self.plural) } else { &kinds::Plain }
     }
 
     pub(crate) fn has_status(&self, version: &str) -> bool {
@@ -228,37 +234,6 @@ pub(crate) fn version_info() -> Value {
     })
 }
 
-/// Resources whose objects keep `metadata.generation` (their registry strategy sets it).
-const WITH_GENERATION: &[(&str, &str)] = &[
-    ("", "replicationcontrollers"),
-    ("admissionregistration.k8s.io", "mutatingwebhookconfigurations"),
-    ("admissionregistration.k8s.io", "validatingadmissionpolicies"),
-    ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"),
-    ("admissionregistration.k8s.io", "validatingwebhookconfigurations"),
-    ("apiextensions.k8s.io", "customresourcedefinitions"),
-    ("apps", "daemonsets"),
-    ("apps", "deployments"),
-    ("apps", "replicasets"),
-    ("apps", "statefulsets"),
-    ("autoscaling", "horizontalpodautoscalers"),
-    ("batch", "cronjobs"),
-    ("batch", "jobs"),
-    ("flowcontrol.apiserver.k8s.io", "flowschemas"),
-    ("flowcontrol.apiserver.k8s.io", "prioritylevelconfigurations"),
-    ("networking.k8s.io", "ingresses"),
-    ("networking.k8s.io", "networkpolicies"),
-    ("policy", "poddisruptionbudgets"),
-];
-
-/// Resources whose DELETE answers with the object rather than a `Status`.
-const RETURN_DELETED: &[(&str, &str)] = &[
-    ("", "namespaces"),
-    ("", "pods"),
-    ("", "services"),
-    ("", "serviceaccounts"),
-    ("apiextensions.k8s.io", "customresourcedefinitions"),
-];
-
 /// Whether a built-in resource of the upstream data is served. Not served: the virtual
 /// resources that are only created and never stored (bindings, token reviews) except the
 /// reviews answered by `reviews`, `componentstatuses`
@@ -281,7 +256,6 @@ fn builtins() -> Vec<ResourceType> {
         .iter()
         .filter(|r| served(r))
         .map(|r| {
-            let key = (r.group.as_str(), r.plural.as_str());
             let sub = |name: &str| r.subresources.iter().any(|s| s.name == name);
             ResourceType {
                 group: r.group.clone(),
@@ -304,8 +278,8 @@ fn builtins() -> Vec<ResourceType> {
                 verbs: r.verbs.clone(),
                 short_names: r.short_names.clone(),
                 categories: r.categories.clone(),
-                generation: WITH_GENERATION.contains(&key),
-                return_deleted: RETURN_DELETED.contains(&key),
+                generation: kinds::tracks_generation(&r.group, &r.plural),
+                return_deleted: kinds::returns_deleted(&r.group, &r.plural),
                 builtin: true,
             }
         })

@@ -23,8 +23,9 @@ use serde_json::{Value, json};
 
 use super::crd;
 use super::object;
+use super::object::FOREGROUND;
 use super::store::{self, GroupResource, Store};
-use super::verbs::{self, FOREGROUND};
+use super::verbs;
 
 /// One pass of the controllers. Returns whether anything changed (callers repeat until
 /// quiet). Looks only at the namespaces and CRDs being deleted and at the objects the store

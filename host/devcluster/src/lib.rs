@@ -45,25 +45,27 @@ mod apply;
 mod builtins;
 mod crd;
 mod decode;
-mod defaults;
 mod discovery;
 mod events;
 mod gc;
+mod kinds;
 mod kubeconfig;
 mod metadata;
+mod names;
 mod object;
 mod openapi;
 mod patch;
 mod persist;
+mod present;
 mod protobuf;
 mod reviews;
 mod schema;
 mod selectors;
 mod server;
+mod state;
 mod status;
 mod store;
 mod table;
-mod typed;
 mod verbs;
 mod watch;
 
@@ -75,7 +77,7 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::task::JoinHandle;
 
-use self::server::Shared;
+use self::state::Shared;
 use self::store::Store;
 
 /// How to start a [`DevCluster`]. `Options::default()` is an ephemeral, in-memory server on a

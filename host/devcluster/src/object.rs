@@ -2,6 +2,9 @@
 
 use serde_json::{Map, Value, json};
 
+/// The finalizer that holds an owner deleted with `propagationPolicy: Foreground`.
+pub(crate) const FOREGROUND: &str = "foregroundDeletion";
+
 /// A string field of `metadata`, or `""`.
 pub(crate) fn meta_str<'a>(obj: &'a Value, field: &str) -> &'a str {
     obj.get("metadata").and_then(|m| m.get(field)).and_then(Value::as_str).unwrap_or("")

@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 
 use super::crd;
 use super::object;
-use super::server::Shared;
+use super::state::Shared;
 use super::store::Store;
 
 const FILE: &str = "store.json";

@@ -237,42 +237,6 @@ fn field_value(obj: &Value, field: &str) -> String {
     }
 }
 
-/// The extra fields a resource may be selected by, as in the real server.
-pub(crate) fn selectable_fields(group: &str, plural: &str) -> &'static [&'static str] {
-    match (group, plural) {
-        ("", "events") => &[
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
-        ],
-        ("events.k8s.io", "events") => {
-            &["regarding.kind", "regarding.name", "regarding.namespace", "regarding.uid", "reason", "type"]
-        }
-        ("", "pods") => &[
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "spec.hostNetwork",
-            "status.phase",
-            "status.podIP",
-            "status.nominatedNodeName",
-        ],
-        ("", "secrets") => &["type"],
-        ("", "namespaces") => &["status.phase"],
-        ("apps", "replicasets") => &["status.replicas"],
-        _ => &[],
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -1,8 +1,8 @@
 //! HTTP routing: Kubernetes API paths and parameters to verbs, results to JSON responses.
 
 use std::panic::AssertUnwindSafe;
-use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::body::Body;
@@ -10,7 +10,6 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
-use tokio::sync::{Notify, watch};
 
 use super::builtins;
 use super::discovery;
@@ -18,94 +17,18 @@ use super::events;
 use super::gc;
 use super::openapi;
 use super::patch;
+use super::present::{Presentation, present_list, present_one};
 use super::protobuf;
 use super::reviews;
-use super::selectors::{FieldSelector, LabelSelector, selectable_fields};
+use super::selectors::{FieldSelector, LabelSelector};
+use super::state::Shared;
 use super::status::ApiError;
-use super::store::Store;
-use super::table::{self, Include};
+use super::table::Include;
 use super::verbs::{self, DeleteOptions, FieldValidation, Filter, Paging, Target, WriteOptions};
 use super::watch::{self as watches, WatchRequest};
 
 /// The largest request body accepted, as in the real server.
 const MAX_BODY: usize = 3 * 1024 * 1024;
-
-/// State shared by the request handlers and the background tasks.
-pub(crate) struct Shared {
-    store: Mutex<Store>,
-    pub writes: AtomicU64,
-    pub gc: Notify,
-    pub persist: Notify,
-    pub bookmark_interval: Duration,
-    pub shutdown: watch::Receiver<bool>,
-    pub address: String,
-}
-
-impl Shared {
-    pub(crate) fn new(
-        store: Store,
-        bookmark_interval: Duration,
-        shutdown: watch::Receiver<bool>,
-        address: String,
-    ) -> Shared {
-        Shared {
-            store: Mutex::new(store),
-            writes: AtomicU64::new(0),
-            gc: Notify::new(),
-            persist: Notify::new(),
-            bookmark_interval,
-            shutdown,
-            address,
-        }
-    }
-
-    /// The store; a handler that panicked while holding it does not make it unusable.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Store> {
-        self.store.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
-    }
-}
-
-/// How objects are rendered, from the `Accept` header.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Presentation {
-    Full,
-    Table(Include),
-    Metadata,
-}
-
-/// One object as the client asked for it (a one-row table, metadata only, or whole).
-pub(crate) fn present_one(t: &Target, obj: &Value, how: Presentation) -> Value {
-    match how {
-        Presentation::Full => obj.clone(),
-        Presentation::Table(include) => table::table(
-            &t.rt,
-            &t.version,
-            std::slice::from_ref(obj),
-            &json!({ "resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or_default() }),
-            include,
-        ),
-        Presentation::Metadata => json!({
-            "kind": "PartialObjectMetadata",
-            "apiVersion": "meta.k8s.io/v1",
-            "metadata": obj.get("metadata").cloned().unwrap_or_default(),
-        }),
-    }
-}
-
-fn present_list(t: &Target, list: Value, how: Presentation) -> Value {
-    let items = list.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
-    let meta = list.get("metadata").cloned().unwrap_or_default();
-    match how {
-        Presentation::Full => list,
-        Presentation::Table(include) => table::table(&t.rt, &t.version, &items, &meta, include),
-        Presentation::Metadata => json!({
-            "kind": "PartialObjectMetadataList",
-            "apiVersion": "meta.k8s.io/v1",
-            "metadata": meta,
-            "items": items.iter().map(|o| present_one(t, o, Presentation::Metadata)).collect::<Vec<_>>(),
-        }),
-    }
-}
 
 fn json_response(code: u16, body: &Value) -> Response {
     let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
@@ -405,8 +328,8 @@ fn filter(call: &Call, t: &Target) -> Result<Filter, ApiError> {
     if t.events_v1 {
         field_text = events::core_selector(&field_text);
     }
-    let fields = FieldSelector::parse(&field_text, selectable_fields(&t.rt.group, &t.rt.plural))
-        .map_err(ApiError::bad_request)?;
+    let fields =
+        FieldSelector::parse(&field_text, t.rt.strategy().selectable_fields()).map_err(ApiError::bad_request)?;
     Ok(Filter { namespace: t.namespace.clone(), labels, fields })
 }
 

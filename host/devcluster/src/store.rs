@@ -6,10 +6,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-use super::crd;
 use super::discovery::Registry;
+use super::kinds;
 use super::object;
-use super::verbs::FOREGROUND;
+use super::object::FOREGROUND;
 
 /// Identifies a kind of stored object independent of version: `(group, plural)`.
 pub(crate) type GroupResource = (String, String);
@@ -65,27 +65,22 @@ pub(crate) fn in_foreground_deletion(obj: &Value) -> bool {
     object::is_deleting(obj) && object::has_finalizer(obj, FOREGROUND)
 }
 
-/// Whether a cleanup controller has work on `obj`: a namespace being deleted (it empties it),
-/// or a CRD being deleted that still has its cleanup finalizer (it deletes its objects).
-fn to_sweep(gr: &GroupResource, obj: &Value) -> bool {
-    object::is_deleting(obj)
-        && match (gr.0.as_str(), gr.1.as_str()) {
-            ("", "namespaces") => true,
-            ("apiextensions.k8s.io", "customresourcedefinitions") => object::has_finalizer(obj, crd::CLEANUP),
-            _ => false,
-        }
+/// Whether a cleanup controller has work on `obj` (a namespace or CRD being deleted).
+fn swept(gr: &GroupResource, obj: &Value) -> bool {
+    object::is_deleting(obj) && kinds::strategy(&gr.0, &gr.1).swept_while_deleting(obj)
 }
 
 impl GcIndex {
     /// Indexes `new`, just stored at `loc` in place of `old`, and queues what the write may
     /// concern. Writes that change neither ownerReferences nor a deletion queue nothing.
-    fn write(&mut self, loc: &Location, old: Option<&Value>, new: &Value) {
+    /// `swept`: a cleanup controller has work on `new` (its kind's strategy says so).
+    fn write(&mut self, loc: &Location, old: Option<&Value>, new: &Value, swept: bool) {
         let uid = object::uid(new);
         if let Some(old) = old
             && object::uid(old) != uid
         {
             self.forget(loc, old);
-            return self.write(loc, None, new);
+            return self.write(loc, None, new, swept);
         }
         if old.is_none() {
             self.uids.insert(uid.to_string(), loc.clone());
@@ -111,7 +106,7 @@ impl GcIndex {
         } else {
             self.foreground.remove(uid);
         }
-        if to_sweep(&loc.0, new) {
+        if swept {
             self.sweeping.insert(loc.clone());
         } else {
             self.sweeping.remove(loc);
@@ -288,7 +283,8 @@ impl Store {
         let obj = Arc::new(obj);
         let loc = (gr.clone(), key.clone());
         let old = self.objects.entry(gr.clone()).or_default().insert(key, obj.clone());
-        self.gc.write(&loc, old.as_deref(), &obj);
+        let swept = swept(gr, &obj);
+        self.gc.write(&loc, old.as_deref(), &obj, swept);
         let kind = if old.is_some() { EventType::Modified } else { EventType::Added };
         self.record(Change { rv: self.rv, kind, resource: gr.clone(), object: obj.clone(), old });
         obj
@@ -343,7 +339,8 @@ impl Store {
     pub(crate) fn restore(&mut self, rv: u64, objects: Vec<(GroupResource, Value)>) {
         for (gr, obj) in objects {
             let key = (object::namespace(&obj).to_string(), object::name(&obj).to_string());
-            self.gc.write(&(gr.clone(), key.clone()), None, &obj);
+            let swept = swept(&gr, &obj);
+            self.gc.write(&(gr.clone(), key.clone()), None, &obj, swept);
             self.objects.entry(gr).or_default().insert(key, Arc::new(obj));
         }
         self.rv = rv;

@@ -8,16 +8,15 @@ use serde_json::{Value, json};
 use super::apply::{self, Request, Scope};
 use super::crd;
 use super::decode;
-use super::defaults;
 use super::discovery::ResourceType;
 use super::metadata;
-use super::object;
+use super::names;
+use super::object::{self, FOREGROUND};
 use super::patch::{self, PatchFailure};
 use super::schema;
 use super::selectors::{FieldSelector, LabelSelector};
 use super::status::{self, ApiError, Cause};
 use super::store::{GroupResource, Store};
-use super::typed;
 
 /// The resource, version, namespace and name a request addresses.
 #[derive(Debug, Clone)]
@@ -423,19 +422,22 @@ fn write(
                 )));
             }
         }
-        defaults::on_write(rt, &mut new);
-        let causes = typed::validate(rt, &new);
+        rt.strategy().defaults(&mut new);
+        if old.is_none() {
+            rt.strategy().generate(&mut new);
+        }
+        let causes = rt.strategy().validate(&new);
         if !causes.is_empty() {
             return Err(ApiError::invalid(rt, &name, &causes));
         }
     }
-    if rt.builtin && rt.group.is_empty() && rt.plural == "services" {
+    if rt.strategy().allocates() {
         let others: Vec<Arc<Value>> = store
             .list(&t.gr(), None)
             .into_iter()
             .filter(|s| old.is_none_or(|o| object::uid(s) != object::uid(o)))
             .collect();
-        if let Err(cause) = defaults::allocate_service(&others, old.map(|o| &**o), &mut new) {
+        if let Err(cause) = rt.strategy().allocate(&others, old.map(|o| &**o), &mut new) {
             return Err(ApiError::invalid(rt, &name, &[cause]));
         }
     }
@@ -531,7 +533,7 @@ fn prepare_create(store: &Store, t: &Target, new: &mut Value) -> Result<(), ApiE
                 )],
             ));
         }
-        name = defaults::generated_name(&prefix);
+        name = names::generated_name(&prefix);
         object::set_meta(new, "name", json!(name));
     }
     match store.get(&(String::new(), "namespaces".into()), "", t.ns()) {
@@ -553,7 +555,7 @@ fn prepare_create(store: &Store, t: &Target, new: &mut Value) -> Result<(), ApiE
             "create not allowed while custom resource definition is terminating",
         ));
     }
-    if let Some(cause) = defaults::check_name(rt, &name) {
+    if let Some(cause) = names::check_name(rt.strategy().name_rule(), &name) {
         return Err(ApiError::invalid(rt, &name, &[cause]));
     }
     if store.get(&t.gr(), t.ns(), &name).is_some() {
@@ -568,9 +570,10 @@ fn prepare_create(store: &Store, t: &Target, new: &mut Value) -> Result<(), ApiE
     if rt.generation {
         object::set_meta(new, "generation", json!(1));
     }
-    if rt.builtin {
-        defaults::on_create(rt, new);
-    } else if t.status_separate()
+    if let Some(status) = rt.strategy().initial_status(new) {
+        new["status"] = status;
+    } else if !rt.builtin
+        && t.status_separate()
         && let Some(map) = new.as_object_mut()
     {
         map.remove("status");
@@ -769,7 +772,7 @@ pub(crate) fn delete(store: &mut Store, t: &Target, opts: &DeleteOptions) -> Res
     if opts.dry_run {
         return Ok((200, present(rt, &t.version, &obj)));
     }
-    if rt.builtin && rt.group.is_empty() && rt.plural == "namespaces" {
+    if rt.strategy().deleted_by_controller() {
         // The namespace controller empties a terminating namespace, then removes it (gc.rs).
         if object::is_deleting(&obj) {
             return Ok((200, present(rt, &t.version, &obj)));
@@ -813,20 +816,9 @@ pub(crate) fn delete(store: &mut Store, t: &Target, opts: &DeleteOptions) -> Res
     }
 }
 
-/// The finalizer that holds an owner deleted with `propagationPolicy: Foreground`.
-pub(crate) const FOREGROUND: &str = "foregroundDeletion";
-
-/// Cascades of removing an object for good: a CRD takes its resource (and any objects left).
+/// Cascades of removing an object for good (a CRD takes its resource with it).
 pub(crate) fn after_removal(store: &mut Store, rt: &ResourceType, gone: &Value) {
-    if rt.group == "apiextensions.k8s.io"
-        && rt.plural == "customresourcedefinitions"
-        && let Some(served) = store.registry.unregister_crd(object::name(gone))
-    {
-        let gr = (served.group.clone(), served.plural.clone());
-        for obj in store.list(&gr, None) {
-            store.remove(&gr, object::namespace(&obj), object::name(&obj));
-        }
-    }
+    rt.strategy().removed(store, gone);
 }
 
 /// The CRD that defines a custom resource.

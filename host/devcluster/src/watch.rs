@@ -9,7 +9,8 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use super::events;
-use super::server::{Presentation, Shared, present_one};
+use super::present::{Presentation, present_one};
+use super::state::Shared;
 use super::status::ApiError;
 use super::store::{Change, EventType};
 use super::verbs::{Filter, Target, present};

@@ -6,6 +6,7 @@ mod builtins;
 mod concurrency;
 mod crd_validation;
 mod crud;
+mod defaults;
 mod delete_gc;
 mod discovery;
 mod kubectl;

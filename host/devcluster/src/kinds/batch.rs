@@ -1,0 +1,239 @@
+//! `batch/v1`: Jobs and `CronJobs`.
+
+use serde_json::{Value, json};
+
+use super::pods::{containers, template};
+use super::{
+    Columns, Strategy, age, age_column, column, container_cells, container_columns, default_at, doc, format_selector,
+    int, name, name_column, text,
+};
+use crate::object;
+use crate::status::Cause;
+
+pub(crate) struct Jobs;
+
+impl Strategy for Jobs {
+    fn initial_status(&self, _obj: &Value) -> Option<Value> {
+        Some(json!({}))
+    }
+
+    /// `SetDefaults_Job`, with the feature gates of a default 1.33 server.
+    fn defaults(&self, obj: &mut Value) {
+        let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+            return;
+        };
+        if !spec.contains_key("completions") && !spec.contains_key("parallelism") {
+            spec.insert("completions".into(), json!(1));
+        }
+        spec.entry("parallelism").or_insert(json!(1));
+        let backoff = if spec.contains_key("backoffLimitPerIndex") { i64::from(i32::MAX) } else { 6 };
+        spec.entry("backoffLimit").or_insert(json!(backoff));
+        spec.entry("completionMode").or_insert(json!("NonIndexed"));
+        spec.entry("suspend").or_insert(json!(false));
+        let replacement = if spec.contains_key("podFailurePolicy") { "Failed" } else { "TerminatingOrFailed" };
+        spec.entry("podReplacementPolicy").or_insert(json!(replacement));
+        let labels = obj.pointer("/spec/template/metadata/labels").cloned();
+        if let Some(labels) = labels.filter(|l| l.as_object().is_some_and(|m| !m.is_empty())) {
+            let meta = object::meta_mut(obj);
+            if meta.get("labels").and_then(Value::as_object).is_none_or(serde_json::Map::is_empty) {
+                meta.insert("labels".into(), labels);
+            }
+        }
+        template(obj, "/spec/template");
+    }
+
+    /// `generateSelector`: unless `manualSelector` is set, the Job selects its pods by its
+    /// uid, and its template carries that uid and the Job's name as labels.
+    fn generate(&self, obj: &mut Value) {
+        if obj.pointer("/spec/manualSelector").and_then(Value::as_bool) == Some(true) {
+            return;
+        }
+        let (job, uid) = (object::name(obj).to_string(), object::uid(obj).to_string());
+        if let Some(labels) = super::ensure_object(obj, "/spec/template/metadata")
+            .and_then(|meta| {
+                meta.entry("labels").or_insert_with(|| json!({}));
+                meta.get_mut("labels")
+            })
+            .and_then(Value::as_object_mut)
+        {
+            for key in ["job-name", "batch.kubernetes.io/job-name"] {
+                labels.entry(key).or_insert(json!(job));
+            }
+            for key in ["controller-uid", "batch.kubernetes.io/controller-uid"] {
+                labels.insert(key.into(), json!(uid));
+            }
+        }
+        if let Some(selector) = super::ensure_object(obj, "/spec/selector") {
+            let labels = selector.entry("matchLabels").or_insert_with(|| json!({}));
+            if let Some(labels) = labels.as_object_mut() {
+                labels.entry("batch.kubernetes.io/controller-uid").or_insert(json!(uid));
+            }
+        }
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        job_template(obj.pointer("/spec/template/spec"), "spec.template.spec", &mut causes);
+        causes
+    }
+
+    fn columns(&self) -> Option<Columns> {
+        let [containers, images] = container_columns();
+        Some(Columns {
+            defs: vec![
+                name_column(),
+                column("Status", "string", "Status of the job.", 0),
+                column("Completions", "string", &doc("io.k8s.api.batch.v1.JobStatus", "succeeded"), 0),
+                column("Duration", "string", "Time required to complete the job.", 0),
+                age_column(),
+                containers,
+                images,
+                column("Selector", "string", &doc("io.k8s.api.batch.v1.JobSpec", "selector"), 1),
+            ],
+            cells: Box::new(|o| {
+                let succeeded = int(o, "/status/succeeded");
+                let completions = match o.pointer("/spec/completions").and_then(Value::as_i64) {
+                    Some(n) => format!("{succeeded}/{n}"),
+                    None => match int(o, "/spec/parallelism") {
+                        p if p > 1 => format!("{succeeded}/1 of {p}"),
+                        _ => format!("{succeeded}/1"),
+                    },
+                };
+                let start = text(o, "/status/startTime");
+                let end = text(o, "/status/completionTime");
+                let duration = match (start.is_empty(), end.is_empty()) {
+                    (true, _) => String::new(),
+                    (false, true) => crate::table::age(start),
+                    (false, false) => crate::table::duration_between(start, end),
+                };
+                let [names, images] = container_cells(o.pointer("/spec/template/spec"));
+                vec![
+                    name(o),
+                    json!(job_status(o)),
+                    json!(completions),
+                    json!(duration),
+                    age(o),
+                    names,
+                    images,
+                    json!(format_selector(o.pointer("/spec/selector"))),
+                ]
+            }),
+        })
+    }
+}
+
+/// The pod spec of a Job: it must end, so it may not restart always.
+fn job_template(spec: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
+    let policy = spec.and_then(|s| s.get("restartPolicy")).and_then(Value::as_str).unwrap_or_default();
+    if !matches!(policy, "OnFailure" | "Never") {
+        causes.push(Cause::new(
+            "FieldValueNotSupported",
+            format!("{path}.restartPolicy"),
+            format!("Unsupported value: {policy:?}: supported values: \"OnFailure\", \"Never\""),
+        ));
+    }
+    containers(spec, path, causes);
+}
+
+/// The Job's `Status` column: its first true terminal or notable condition.
+fn job_status(job: &Value) -> &'static str {
+    let has = |kind: &str| {
+        job.pointer("/status/conditions").and_then(Value::as_array).into_iter().flatten().any(|c| {
+            c.get("type").and_then(Value::as_str) == Some(kind)
+                && c.get("status").and_then(Value::as_str) == Some("True")
+        })
+    };
+    if has("Complete") {
+        "Complete"
+    } else if has("Failed") {
+        "Failed"
+    } else if object::is_deleting(job) {
+        "Terminating"
+    } else if has("Suspended") {
+        "Suspended"
+    } else if has("FailureTarget") {
+        "FailureTarget"
+    } else {
+        "Running"
+    }
+}
+
+pub(crate) struct CronJobs;
+
+impl Strategy for CronJobs {
+    fn initial_status(&self, _obj: &Value) -> Option<Value> {
+        Some(json!({}))
+    }
+
+    /// `SetDefaults_CronJob`; the job template gets pod template defaults only (Job
+    /// defaults apply when the controller creates a Job from it).
+    fn defaults(&self, obj: &mut Value) {
+        default_at(obj, "/spec", "concurrencyPolicy", json!("Allow"));
+        default_at(obj, "/spec", "suspend", json!(false));
+        default_at(obj, "/spec", "successfulJobsHistoryLimit", json!(3));
+        default_at(obj, "/spec", "failedJobsHistoryLimit", json!(1));
+        template(obj, "/spec/jobTemplate/spec/template");
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        if text(obj, "/spec/schedule").is_empty() {
+            causes.push(Cause::new("FieldValueRequired", "spec.schedule", "Required value"));
+        }
+        job_template(
+            obj.pointer("/spec/jobTemplate/spec/template/spec"),
+            "spec.jobTemplate.spec.template.spec",
+            &mut causes,
+        );
+        causes
+    }
+
+    fn columns(&self) -> Option<Columns> {
+        let spec = |f: &str| doc("io.k8s.api.batch.v1.CronJobSpec", f);
+        let status = |f: &str| doc("io.k8s.api.batch.v1.CronJobStatus", f);
+        let [containers, images] = container_columns();
+        Some(Columns {
+            defs: vec![
+                name_column(),
+                column("Schedule", "string", &spec("schedule"), 0),
+                column("Timezone", "string", &spec("timeZone"), 0),
+                column("Suspend", "boolean", &spec("suspend"), 0),
+                column("Active", "integer", &status("active"), 0),
+                column("Last Schedule", "string", &status("lastScheduleTime"), 0),
+                age_column(),
+                containers,
+                images,
+                column("Selector", "string", &doc("io.k8s.api.batch.v1.JobSpec", "selector"), 1),
+            ],
+            cells: Box::new(|o| {
+                let last = match text(o, "/status/lastScheduleTime") {
+                    "" => "<none>".to_string(),
+                    t => crate::table::age(t),
+                };
+                let zone = match text(o, "/spec/timeZone") {
+                    "" => "<none>",
+                    z => z,
+                };
+                let suspend = match o.pointer("/spec/suspend").and_then(Value::as_bool) {
+                    Some(true) => "True",
+                    Some(false) => "False",
+                    None => "<unset>",
+                };
+                let active = o.pointer("/status/active").and_then(Value::as_array).map_or(0, Vec::len);
+                let [names, images] = container_cells(o.pointer("/spec/jobTemplate/spec/template/spec"));
+                vec![
+                    name(o),
+                    json!(text(o, "/spec/schedule")),
+                    json!(zone),
+                    json!(suspend),
+                    json!(active),
+                    json!(last),
+                    age(o),
+                    names,
+                    images,
+                    json!(format_selector(o.pointer("/spec/jobTemplate/spec/selector"))),
+                ]
+            }),
+        })
+    }
+}

@@ -1,0 +1,181 @@
+//! Namespaces, Nodes, `ServiceAccounts` and Endpoints.
+
+use serde_json::{Value, json};
+
+use super::{Columns, NameRule, Strategy, age, age_column, column, doc, name, name_column, text};
+use crate::object;
+
+pub(crate) struct Namespaces;
+
+impl Strategy for Namespaces {
+    fn initial_status(&self, _obj: &Value) -> Option<Value> {
+        Some(json!({ "phase": "Active" }))
+    }
+
+    /// The `kubernetes.io/metadata.name` label and the `kubernetes` finalizer.
+    fn defaults(&self, obj: &mut Value) {
+        let name = object::name(obj).to_string();
+        let labels = object::meta_mut(obj).entry("labels").or_insert_with(|| json!({}));
+        if let Some(labels) = labels.as_object_mut() {
+            labels.insert("kubernetes.io/metadata.name".into(), json!(name));
+        }
+        if obj.get("spec").is_none() {
+            obj["spec"] = json!({ "finalizers": ["kubernetes"] });
+        }
+    }
+
+    fn name_rule(&self) -> NameRule {
+        NameRule::Label
+    }
+
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        &["status.phase"]
+    }
+
+    fn columns(&self) -> Option<Columns> {
+        Some(Columns {
+            defs: vec![name_column(), column("Status", "string", "The status of the namespace", 0), age_column()],
+            cells: Box::new(|o| vec![name(o), json!(text(o, "/status/phase")), age(o)]),
+        })
+    }
+
+    fn deleted_by_controller(&self) -> bool {
+        true
+    }
+
+    fn swept_while_deleting(&self, _obj: &Value) -> bool {
+        true
+    }
+}
+
+pub(crate) struct Nodes;
+
+impl Strategy for Nodes {
+    fn columns(&self) -> Option<Columns> {
+        let info = |f: &str| doc("io.k8s.api.core.v1.NodeSystemInfo", f);
+        let addresses = doc("io.k8s.api.core.v1.NodeStatus", "addresses");
+        Some(Columns {
+            defs: vec![
+                name_column(),
+                column("Status", "string", "The status of the node", 0),
+                column("Roles", "string", "The roles of the node", 0),
+                age_column(),
+                column("Version", "string", &info("kubeletVersion"), 0),
+                column("Internal-IP", "string", &addresses, 1),
+                column("External-IP", "string", &addresses, 1),
+                column("OS-Image", "string", &info("osImage"), 1),
+                column("Kernel-Version", "string", &info("kernelVersion"), 1),
+                column("Container-Runtime", "string", &info("containerRuntimeVersion"), 1),
+            ],
+            cells: Box::new(|o| {
+                let ready = o
+                    .pointer("/status/conditions")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .find(|c| c.get("type").and_then(Value::as_str) == Some("Ready"));
+                let mut status = match ready.and_then(|c| c.get("status")).and_then(Value::as_str) {
+                    Some("True") => "Ready".to_string(),
+                    Some(_) => "NotReady".to_string(),
+                    None => "Unknown".to_string(),
+                };
+                if o.pointer("/spec/unschedulable").and_then(Value::as_bool) == Some(true) {
+                    status.push_str(",SchedulingDisabled");
+                }
+                let mut roles: Vec<&str> = object::labels(o)
+                    .into_iter()
+                    .filter_map(|(k, _)| k.strip_prefix("node-role.kubernetes.io/"))
+                    .filter(|r| !r.is_empty())
+                    .collect();
+                roles.sort_unstable();
+                let address = |kind: &str| {
+                    o.pointer("/status/addresses")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .find(|a| a.get("type").and_then(Value::as_str) == Some(kind))
+                        .and_then(|a| a.get("address"))
+                        .and_then(Value::as_str)
+                        .unwrap_or("<none>")
+                        .to_string()
+                };
+                let or_unknown = |p: &str| match text(o, p) {
+                    "" => "<unknown>".to_string(),
+                    s => s.to_string(),
+                };
+                vec![
+                    name(o),
+                    json!(status),
+                    json!(if roles.is_empty() { "<none>".to_string() } else { roles.join(",") }),
+                    age(o),
+                    json!(text(o, "/status/nodeInfo/kubeletVersion")),
+                    json!(address("InternalIP")),
+                    json!(address("ExternalIP")),
+                    json!(or_unknown("/status/nodeInfo/osImage")),
+                    json!(or_unknown("/status/nodeInfo/kernelVersion")),
+                    json!(or_unknown("/status/nodeInfo/containerRuntimeVersion")),
+                ]
+            }),
+        })
+    }
+}
+
+pub(crate) struct ServiceAccounts;
+
+impl Strategy for ServiceAccounts {
+    fn columns(&self) -> Option<Columns> {
+        Some(Columns {
+            defs: vec![
+                name_column(),
+                column("Secrets", "string", &doc("io.k8s.api.core.v1.ServiceAccount", "secrets"), 0),
+                age_column(),
+            ],
+            cells: Box::new(|o| {
+                vec![name(o), json!(o.get("secrets").and_then(Value::as_array).map_or(0, Vec::len)), age(o)]
+            }),
+        })
+    }
+}
+
+pub(crate) struct Endpoints;
+
+impl Strategy for Endpoints {
+    fn columns(&self) -> Option<Columns> {
+        Some(Columns {
+            defs: vec![
+                name_column(),
+                column("Endpoints", "string", &doc("io.k8s.api.core.v1.Endpoints", "subsets"), 0),
+                age_column(),
+            ],
+            cells: Box::new(|o| vec![name(o), json!(endpoints(o)), age(o)]),
+        })
+    }
+}
+
+/// `formatEndpoints`: `ip:port` pairs, at most three, then `+ N more...`.
+fn endpoints(obj: &Value) -> String {
+    let mut pairs = Vec::new();
+    for subset in obj.get("subsets").and_then(Value::as_array).into_iter().flatten() {
+        let ports: Vec<i64> = subset
+            .get("ports")
+            .and_then(Value::as_array)
+            .into_iter()
+            .flatten()
+            .filter_map(|p| p.get("port").and_then(Value::as_i64))
+            .collect();
+        for address in subset.get("addresses").and_then(Value::as_array).into_iter().flatten() {
+            let ip = address.get("ip").and_then(Value::as_str).unwrap_or_default();
+            if ports.is_empty() {
+                pairs.push(ip.to_string());
+            }
+            for port in &ports {
+                pairs.push(format!("{ip}:{port}"));
+            }
+        }
+    }
+    match pairs.len() {
+        0 => "<none>".to_string(),
+        n if n > 3 => format!("{} + {} more...", pairs[..3].join(","), n - 3),
+        _ => pairs.join(","),
+    }
+}

@@ -1,0 +1,122 @@
+//! `networking.k8s.io/v1`: Ingresses and `NetworkPolicies`.
+
+use serde_json::{Value, json};
+
+use super::{Columns, Strategy, age, age_column, column, doc, format_selector, name, name_column, text};
+
+pub(crate) struct Ingresses;
+
+impl Strategy for Ingresses {
+    fn initial_status(&self, _obj: &Value) -> Option<Value> {
+        Some(json!({ "loadBalancer": {} }))
+    }
+
+    fn columns(&self) -> Option<Columns> {
+        Some(Columns {
+            defs: vec![
+                name_column(),
+                column(
+                    "Class",
+                    "string",
+                    "The name of the IngressClass resource that should be used for additional configuration",
+                    0,
+                ),
+                column(
+                    "Hosts",
+                    "string",
+                    "Hosts that incoming requests are matched against before the ingress rule",
+                    0,
+                ),
+                column("Address", "string", "Address is a list containing ingress points for the load-balancer", 0),
+                column("Ports", "string", "Ports of TLS configurations that open", 0),
+                age_column(),
+            ],
+            cells: Box::new(|o| {
+                let class = match text(o, "/spec/ingressClassName") {
+                    "" => "<none>",
+                    c => c,
+                };
+                let tls = o.pointer("/spec/tls").and_then(Value::as_array).is_some_and(|t| !t.is_empty());
+                vec![
+                    name(o),
+                    json!(class),
+                    json!(hosts(o)),
+                    json!(addresses(o)),
+                    json!(if tls { "80, 443" } else { "80" }),
+                    age(o),
+                ]
+            }),
+        })
+    }
+}
+
+/// `formatHosts`: up to three hosts, `*` for none.
+fn hosts(ingress: &Value) -> String {
+    let rules = ingress.pointer("/spec/rules").and_then(Value::as_array).cloned().unwrap_or_default();
+    let list: Vec<&str> =
+        rules.iter().filter_map(|r| r.get("host").and_then(Value::as_str)).filter(|h| !h.is_empty()).take(3).collect();
+    if list.is_empty() {
+        return "*".to_string();
+    }
+    if rules.len() > 3 && list.len() == 3 {
+        format!("{} + {} more...", list.join(","), rules.len() - 3)
+    } else {
+        list.join(",")
+    }
+}
+
+/// The load balancer's IPs or host names, sorted, clipped to 16 bytes as kubectl's
+/// narrow output does.
+fn addresses(ingress: &Value) -> String {
+    let mut all: Vec<&str> = ingress
+        .pointer("/status/loadBalancer/ingress")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(|i| {
+            i.get("ip")
+                .and_then(Value::as_str)
+                .filter(|s| !s.is_empty())
+                .or_else(|| i.get("hostname").and_then(Value::as_str))
+        })
+        .collect();
+    all.sort_unstable();
+    all.dedup();
+    all.join(",")
+}
+
+pub(crate) struct NetworkPolicies;
+
+impl Strategy for NetworkPolicies {
+    /// `SetDefaults_NetworkPolicy` and `SetDefaults_NetworkPolicyPort`.
+    fn defaults(&self, obj: &mut Value) {
+        let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
+            return;
+        };
+        for direction in ["ingress", "egress"] {
+            for rule in spec.get_mut(direction).and_then(Value::as_array_mut).into_iter().flatten() {
+                for port in rule.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
+                    if let Some(port) = port.as_object_mut() {
+                        port.entry("protocol").or_insert(json!("TCP"));
+                    }
+                }
+            }
+        }
+        if spec.get("policyTypes").and_then(Value::as_array).is_none_or(Vec::is_empty) {
+            let egress = spec.get("egress").and_then(Value::as_array).is_some_and(|e| !e.is_empty());
+            let types = if egress { json!(["Ingress", "Egress"]) } else { json!(["Ingress"]) };
+            spec.insert("policyTypes".into(), types);
+        }
+    }
+
+    fn columns(&self) -> Option<Columns> {
+        Some(Columns {
+            defs: vec![
+                name_column(),
+                column("Pod-Selector", "string", &doc("io.k8s.api.networking.v1.NetworkPolicySpec", "podSelector"), 0),
+                age_column(),
+            ],
+            cells: Box::new(|o| vec![name(o), json!(format_selector(o.pointer("/spec/podSelector"))), age(o)]),
+        })
+    }
+}

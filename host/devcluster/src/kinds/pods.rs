@@ -1,0 +1,264 @@
+//! Pods and the kinds that hold a pod template: `SetDefaults_PodSpec` and the container
+//! rules live here and are shared with the workload kinds.
+
+use serde_json::{Value, json};
+
+use super::{
+    Columns, Strategy, age, age_column, column, container_cells, container_columns, doc, format_labels, int, name,
+    name_column, text,
+};
+use crate::object;
+use crate::status::Cause;
+
+pub(crate) struct Pods;
+
+impl Strategy for Pods {
+    fn initial_status(&self, _obj: &Value) -> Option<Value> {
+        Some(json!({ "phase": "Pending", "qosClass": "BestEffort" }))
+    }
+
+    fn defaults(&self, obj: &mut Value) {
+        if let Some(spec) = obj.get_mut("spec") {
+            pod_spec(spec);
+            // `SetDefaults_Pod`, not `SetDefaults_PodSpec`: pods only, never templates.
+            if let Some(spec) = spec.as_object_mut() {
+                spec.entry("enableServiceLinks").or_insert(json!(true));
+            }
+        }
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        containers(obj.get("spec"), "spec", &mut causes);
+        causes
+    }
+
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        &[
+            "spec.nodeName",
+            "spec.restartPolicy",
+            "spec.schedulerName",
+            "spec.serviceAccountName",
+            "spec.hostNetwork",
+            "status.phase",
+            "status.podIP",
+            "status.nominatedNodeName",
+        ]
+    }
+
+    fn columns(&self) -> Option<Columns> {
+        let defs = vec![
+            name_column(),
+            column("Ready", "string", "The aggregate readiness state of this pod for accepting traffic.", 0),
+            column("Status", "string", "The aggregate status of the containers in this pod.", 0),
+            column(
+                "Restarts",
+                "string",
+                "The number of times the containers in this pod have been restarted and when the last container in this pod has restarted.",
+                0,
+            ),
+            age_column(),
+            column("IP", "string", &doc("io.k8s.api.core.v1.PodStatus", "podIP"), 1),
+            column("Node", "string", &doc("io.k8s.api.core.v1.PodSpec", "nodeName"), 1),
+            column("Nominated Node", "string", &doc("io.k8s.api.core.v1.PodStatus", "nominatedNodeName"), 1),
+            column("Readiness Gates", "string", &doc("io.k8s.api.core.v1.PodSpec", "readinessGates"), 1),
+        ];
+        Some(Columns {
+            defs,
+            cells: Box::new(|o| {
+                let total = o.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
+                let statuses = o.pointer("/status/containerStatuses").and_then(Value::as_array);
+                let ready = statuses
+                    .into_iter()
+                    .flatten()
+                    .filter(|c| c.get("ready").and_then(Value::as_bool) == Some(true))
+                    .count();
+                let restarts: i64 =
+                    statuses.into_iter().flatten().filter_map(|c| c.get("restartCount").and_then(Value::as_i64)).sum();
+                let phase = text(o, "/status/phase");
+                let phase = if object::is_deleting(o) {
+                    "Terminating"
+                } else if phase.is_empty() {
+                    "Pending"
+                } else {
+                    phase
+                };
+                let or_none = |s: &str| if s.is_empty() { "<none>".to_string() } else { s.to_string() };
+                let gates: Vec<&str> = o
+                    .pointer("/spec/readinessGates")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|g| g.get("conditionType").and_then(Value::as_str))
+                    .collect();
+                let met = gates
+                    .iter()
+                    .filter(|gate| {
+                        o.pointer("/status/conditions").and_then(Value::as_array).into_iter().flatten().any(|c| {
+                            c.get("type").and_then(Value::as_str) == Some(**gate)
+                                && c.get("status").and_then(Value::as_str) == Some("True")
+                        })
+                    })
+                    .count();
+                vec![
+                    name(o),
+                    json!(format!("{ready}/{total}")),
+                    json!(phase),
+                    json!(restarts.to_string()),
+                    age(o),
+                    json!(or_none(text(o, "/status/podIP"))),
+                    json!(or_none(text(o, "/spec/nodeName"))),
+                    json!(or_none(text(o, "/status/nominatedNodeName"))),
+                    json!(if gates.is_empty() { "<none>".to_string() } else { format!("{met}/{}", gates.len()) }),
+                ]
+            }),
+        })
+    }
+}
+
+pub(crate) struct PodTemplates;
+
+impl Strategy for PodTemplates {
+    fn defaults(&self, obj: &mut Value) {
+        template(obj, "/template");
+    }
+
+    fn columns(&self) -> Option<Columns> {
+        Some(Columns {
+            defs: vec![
+                name_column(),
+                column("Containers", "string", "Names of each container in the template.", 0),
+                column("Images", "string", "Images referenced by each container in the template.", 0),
+                column("Pod Labels", "string", "The labels for the pod template.", 0),
+            ],
+            cells: Box::new(|o| {
+                let [names, images] = container_cells(o.pointer("/template/spec"));
+                vec![name(o), names, images, json!(format_labels(o.pointer("/template/metadata/labels")))]
+            }),
+        })
+    }
+}
+
+pub(crate) struct ReplicationControllers;
+
+impl Strategy for ReplicationControllers {
+    fn initial_status(&self, _obj: &Value) -> Option<Value> {
+        Some(json!({ "replicas": 0 }))
+    }
+
+    fn defaults(&self, obj: &mut Value) {
+        // `SetDefaults_ReplicationController`: selector and labels from the template's labels.
+        let labels = obj.pointer("/spec/template/metadata/labels").cloned();
+        if let Some(labels) = labels.filter(|l| l.as_object().is_some_and(|m| !m.is_empty())) {
+            if let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) {
+                let empty = spec.get("selector").and_then(Value::as_object).is_none_or(serde_json::Map::is_empty);
+                if empty {
+                    spec.insert("selector".into(), labels.clone());
+                }
+            }
+            let meta = object::meta_mut(obj);
+            if meta.get("labels").and_then(Value::as_object).is_none_or(serde_json::Map::is_empty) {
+                meta.insert("labels".into(), labels);
+            }
+        }
+        super::default_at(obj, "/spec", "replicas", json!(1));
+        template(obj, "/spec/template");
+    }
+
+    fn columns(&self) -> Option<Columns> {
+        let [containers, images] = container_columns();
+        Some(Columns {
+            defs: vec![
+                name_column(),
+                column("Desired", "integer", &doc("io.k8s.api.core.v1.ReplicationControllerSpec", "replicas"), 0),
+                column("Current", "integer", &doc("io.k8s.api.core.v1.ReplicationControllerStatus", "replicas"), 0),
+                column("Ready", "integer", &doc("io.k8s.api.core.v1.ReplicationControllerStatus", "readyReplicas"), 0),
+                age_column(),
+                containers,
+                images,
+                column("Selector", "string", &doc("io.k8s.api.core.v1.ReplicationControllerSpec", "selector"), 1),
+            ],
+            cells: Box::new(|o| {
+                let [names, images] = container_cells(o.pointer("/spec/template/spec"));
+                vec![
+                    name(o),
+                    json!(int(o, "/spec/replicas")),
+                    json!(int(o, "/status/replicas")),
+                    json!(int(o, "/status/readyReplicas")),
+                    age(o),
+                    names,
+                    images,
+                    json!(format_labels(o.pointer("/spec/selector"))),
+                ]
+            }),
+        })
+    }
+}
+
+/// Defaults of the pod template at `pointer` (`SetDefaults_PodSpec` on its spec).
+pub(crate) fn template(obj: &mut Value, pointer: &str) {
+    if let Some(spec) = obj.pointer_mut(&format!("{pointer}/spec")) {
+        pod_spec(spec);
+    }
+}
+
+/// `SetDefaults_PodSpec` and `SetDefaults_Container`, for pods and pod templates.
+pub(crate) fn pod_spec(spec: &mut Value) {
+    let Some(map) = spec.as_object_mut() else {
+        return;
+    };
+    for (k, v) in [
+        ("restartPolicy", json!("Always")),
+        ("dnsPolicy", json!("ClusterFirst")),
+        ("schedulerName", json!("default-scheduler")),
+        ("terminationGracePeriodSeconds", json!(30)),
+        ("securityContext", json!({})),
+    ] {
+        map.entry(k).or_insert(v);
+    }
+    for list in ["containers", "initContainers"] {
+        for container in map.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
+            let Some(c) = container.as_object_mut() else {
+                continue;
+            };
+            let image = c.get("image").and_then(Value::as_str).unwrap_or_default().to_string();
+            let last = image.rsplit('/').next().unwrap_or_default();
+            let untagged = !last.contains(':') && !image.contains('@');
+            let pull = if untagged || image.ends_with(":latest") { "Always" } else { "IfNotPresent" };
+            c.entry("imagePullPolicy").or_insert(json!(pull));
+            c.entry("terminationMessagePath").or_insert(json!("/dev/termination-log"));
+            c.entry("terminationMessagePolicy").or_insert(json!("File"));
+            c.entry("resources").or_insert(json!({}));
+            for port in c.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten() {
+                if let Some(port) = port.as_object_mut() {
+                    port.entry("protocol").or_insert(json!("TCP"));
+                }
+            }
+        }
+    }
+}
+
+/// The container rules of a pod spec at `path`: at least one container, each named and
+/// with an image.
+pub(crate) fn containers(spec: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
+    let list = spec.and_then(|s| s.get("containers")).and_then(Value::as_array);
+    match list {
+        None => causes.push(Cause::new("FieldValueRequired", format!("{path}.containers"), "Required value")),
+        Some(list) if list.is_empty() => {
+            causes.push(Cause::new("FieldValueRequired", format!("{path}.containers"), "Required value"));
+        }
+        Some(list) => {
+            for (i, c) in list.iter().enumerate() {
+                for field in ["name", "image"] {
+                    if c.get(field).and_then(Value::as_str).is_none_or(str::is_empty) {
+                        causes.push(Cause::new(
+                            "FieldValueRequired",
+                            format!("{path}.containers[{i}].{field}"),
+                            "Required value",
+                        ));
+                    }
+                }
+            }
+        }
+    }
+}

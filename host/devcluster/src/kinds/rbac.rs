@@ -1,0 +1,91 @@
+//! `rbac.authorization.k8s.io/v1`: names are path segments, and the printers of roles and
+//! bindings.
+
+use serde_json::{Value, json};
+
+use super::{Columns, NameRule, Strategy, age, age_column, column, doc, name, name_column, text};
+use crate::object;
+
+pub(crate) struct Roles;
+
+impl Strategy for Roles {
+    fn name_rule(&self) -> NameRule {
+        NameRule::PathSegment
+    }
+
+    fn columns(&self) -> Option<Columns> {
+        Some(created_at())
+    }
+}
+
+pub(crate) struct Bindings;
+
+impl Strategy for Bindings {
+    fn name_rule(&self) -> NameRule {
+        NameRule::PathSegment
+    }
+
+    fn columns(&self) -> Option<Columns> {
+        Some(Columns {
+            defs: vec![
+                name_column(),
+                column("Role", "string", &doc("io.k8s.api.rbac.v1.RoleBinding", "roleRef"), 0),
+                age_column(),
+                column("Users", "string", "Users in the roleBinding", 1),
+                column("Groups", "string", "Groups in the roleBinding", 1),
+                column("ServiceAccounts", "string", "ServiceAccounts in the roleBinding", 1),
+            ],
+            cells: Box::new(|o| {
+                let subjects = |kind: &str| {
+                    o.get("subjects")
+                        .and_then(Value::as_array)
+                        .into_iter()
+                        .flatten()
+                        .filter(|s| s.get("kind").and_then(Value::as_str) == Some(kind))
+                        .map(|s| {
+                            let name = s.get("name").and_then(Value::as_str).unwrap_or_default();
+                            match s.get("namespace").and_then(Value::as_str) {
+                                Some(ns) if kind == "ServiceAccount" => format!("{ns}/{name}"),
+                                _ => name.to_string(),
+                            }
+                        })
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                };
+                vec![
+                    name(o),
+                    json!(format!("{}/{}", text(o, "/roleRef/kind"), text(o, "/roleRef/name"))),
+                    age(o),
+                    json!(subjects("User")),
+                    json!(subjects("Group")),
+                    json!(subjects("ServiceAccount")),
+                ]
+            }),
+        })
+    }
+}
+
+/// The other RBAC kinds follow the same name rule.
+pub(crate) struct Other;
+
+impl Strategy for Other {
+    fn name_rule(&self) -> NameRule {
+        NameRule::PathSegment
+    }
+}
+
+/// Name and creation time as a date, as roles and CRDs print.
+pub(crate) fn created_at() -> Columns {
+    Columns {
+        defs: vec![
+            name_column(),
+            column(
+                "Created At",
+                "date",
+                "CreationTimestamp is a timestamp representing the server time when this object was created.",
+                0,
+            ),
+        ],
+        cells: Box::new(|o| vec![name(o), json!(object::meta_str(o, "creationTimestamp"))]),
+    }
+}

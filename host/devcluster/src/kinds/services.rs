@@ -1,0 +1,245 @@
+//! Services: `SetDefaults_Service`, validation, and the cluster IP and node port
+//! allocators.
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use super::{
+    Columns, NameRule, Strategy, age, age_column, column, default_at, doc, format_labels, name, name_column, text,
+};
+use crate::status::Cause;
+
+pub(crate) struct Services;
+
+impl Strategy for Services {
+    fn initial_status(&self, _obj: &Value) -> Option<Value> {
+        Some(json!({ "loadBalancer": {} }))
+    }
+
+    fn defaults(&self, obj: &mut Value) {
+        default_at(obj, "/spec", "type", json!("ClusterIP"));
+        default_at(obj, "/spec", "sessionAffinity", json!("None"));
+        for port in obj.pointer_mut("/spec/ports").and_then(Value::as_array_mut).into_iter().flatten() {
+            if let Some(port) = port.as_object_mut() {
+                port.entry("protocol").or_insert(json!("TCP"));
+                if let Some(number) = port.get("port").cloned() {
+                    port.entry("targetPort").or_insert(number);
+                }
+            }
+        }
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        let kind = obj.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP");
+        let ports = obj.pointer("/spec/ports").and_then(Value::as_array).map_or(0, Vec::len);
+        let headless = text(obj, "/spec/clusterIP") == "None";
+        if kind != "ExternalName" && ports == 0 && !headless {
+            causes.push(Cause::new("FieldValueRequired", "spec.ports", "Required value"));
+        }
+        for (i, port) in obj.pointer("/spec/ports").and_then(Value::as_array).into_iter().flatten().enumerate() {
+            let number = port.get("port").and_then(Value::as_i64).unwrap_or(0);
+            if !(1..=65535).contains(&number) {
+                causes.push(Cause::new(
+                    "FieldValueInvalid",
+                    format!("spec.ports[{i}].port"),
+                    format!("Invalid value: {number}: must be between 1 and 65535, inclusive"),
+                ));
+            }
+        }
+        causes
+    }
+
+    fn name_rule(&self) -> NameRule {
+        NameRule::Label
+    }
+
+    fn columns(&self) -> Option<Columns> {
+        let spec = |f: &str| doc("io.k8s.api.core.v1.ServiceSpec", f);
+        Some(Columns {
+            defs: vec![
+                name_column(),
+                column("Type", "string", &spec("type"), 0),
+                column("Cluster-IP", "string", &spec("clusterIP"), 0),
+                column("External-IP", "string", &spec("externalIPs"), 0),
+                column("Port(s)", "string", &spec("ports"), 0),
+                age_column(),
+                column("Selector", "string", &spec("selector"), 1),
+            ],
+            cells: Box::new(|o| {
+                let ip = o
+                    .pointer("/spec/clusterIPs/0")
+                    .and_then(Value::as_str)
+                    .map_or_else(|| "<none>".to_string(), String::from);
+                let ports = port_string(o);
+                vec![
+                    name(o),
+                    json!(text(o, "/spec/type")),
+                    json!(ip),
+                    json!(external_ip(o)),
+                    json!(if ports.is_empty() { "<none>".to_string() } else { ports }),
+                    age(o),
+                    json!(format_labels(o.pointer("/spec/selector"))),
+                ]
+            }),
+        })
+    }
+
+    fn allocates(&self) -> bool {
+        true
+    }
+
+    fn allocate(&self, existing: &[Arc<Value>], old: Option<&Value>, obj: &mut Value) -> Result<(), Cause> {
+        allocate(existing, old, obj)
+    }
+}
+
+/// `makePortString`: `port/protocol`, or `port:nodePort/protocol` where a node port is set.
+fn port_string(svc: &Value) -> String {
+    let ports = svc.pointer("/spec/ports").and_then(Value::as_array);
+    let pieces: Vec<String> = ports
+        .into_iter()
+        .flatten()
+        .map(|p| {
+            let port = p.get("port").and_then(Value::as_i64).unwrap_or(0);
+            let protocol = p.get("protocol").and_then(Value::as_str).unwrap_or_default();
+            match p.get("nodePort").and_then(Value::as_i64) {
+                Some(node) if node > 0 => format!("{port}:{node}/{protocol}"),
+                _ => format!("{port}/{protocol}"),
+            }
+        })
+        .collect();
+    pieces.join(",")
+}
+
+/// `getServiceExternalIP`.
+fn external_ip(svc: &Value) -> String {
+    let external: Vec<&str> = svc
+        .pointer("/spec/externalIPs")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+        .filter_map(Value::as_str)
+        .collect();
+    match text(svc, "/spec/type") {
+        "ClusterIP" | "NodePort" if !external.is_empty() => external.join(","),
+        "ClusterIP" | "NodePort" => "<none>".to_string(),
+        "LoadBalancer" => {
+            let mut ips: Vec<&str> = svc
+                .pointer("/status/loadBalancer/ingress")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten()
+                .filter_map(|i| {
+                    i.get("ip")
+                        .and_then(Value::as_str)
+                        .filter(|s| !s.is_empty())
+                        .or_else(|| i.get("hostname").and_then(Value::as_str))
+                })
+                .collect();
+            ips.sort_unstable();
+            ips.dedup();
+            ips.extend(external);
+            if ips.is_empty() { "<pending>".to_string() } else { ips.join(",") }
+        }
+        "ExternalName" => text(svc, "/spec/externalName").to_string(),
+        _ => "<unknown>".to_string(),
+    }
+}
+
+/// Gives a Service the cluster IP and node ports the real allocators would: kept from the
+/// stored object on update, otherwise the first free ones.
+/// A node port given by hand must be in range and free.
+fn allocate(existing: &[Arc<Value>], old: Option<&Value>, svc: &mut Value) -> Result<(), Cause> {
+    let kind = svc.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP").to_string();
+    if kind == "ExternalName" {
+        return Ok(());
+    }
+    let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) else {
+        return Ok(());
+    };
+    let old_spec = old.and_then(|o| o.get("spec"));
+    if !spec.contains_key("clusterIP") {
+        let kept = old_spec.and_then(|s| s.get("clusterIP")).cloned();
+        let ip = kept.unwrap_or_else(|| {
+            let used: Vec<&str> =
+                existing.iter().filter_map(|s| s.pointer("/spec/clusterIP").and_then(Value::as_str)).collect();
+            let free = (10u32..65_000)
+                .map(|n| format!("10.96.{}.{}", n / 256, n % 256))
+                .find(|ip| !used.contains(&ip.as_str()))
+                .unwrap_or_default();
+            json!(free)
+        });
+        spec.insert("clusterIP".into(), ip);
+    }
+    if let Some(ip) = spec.get("clusterIP").cloned() {
+        spec.entry("clusterIPs").or_insert_with(|| json!([ip]));
+    }
+    spec.entry("ipFamilies").or_insert(json!(["IPv4"]));
+    spec.entry("ipFamilyPolicy").or_insert(json!("SingleStack"));
+    spec.entry("internalTrafficPolicy").or_insert(json!("Cluster"));
+    if kind == "NodePort" || kind == "LoadBalancer" {
+        spec.entry("externalTrafficPolicy").or_insert(json!("Cluster"));
+        if kind == "LoadBalancer" {
+            spec.entry("allocateLoadBalancerNodePorts").or_insert(json!(true));
+        }
+        let mut used: Vec<i64> = existing
+            .iter()
+            .flat_map(|s| s.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default())
+            .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
+            .collect();
+        let old_ports = old_spec.and_then(|s| s.get("ports")).and_then(Value::as_array).cloned().unwrap_or_default();
+        for (i, port) in spec.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten().enumerate() {
+            if let Some(given) = port.get("nodePort").and_then(Value::as_i64) {
+                let field = format!("spec.ports[{i}].nodePort");
+                if !(30000..=32767).contains(&given) {
+                    return Err(Cause::new(
+                        "FieldValueInvalid",
+                        field,
+                        format!(
+                            "Invalid value: {given}: provided port is not in the valid range. The range of valid ports is 30000-32767"
+                        ),
+                    ));
+                }
+                if used.contains(&given) {
+                    return Err(Cause::new(
+                        "FieldValueInvalid",
+                        field,
+                        format!("Invalid value: {given}: provided port is already allocated"),
+                    ));
+                }
+                used.push(given);
+                continue;
+            }
+            let kept = old_ports
+                .iter()
+                .find(|o| o.get("port") == port.get("port"))
+                .and_then(|o| o.get("nodePort"))
+                .and_then(Value::as_i64);
+            let chosen = kept.or_else(|| (30000..=32767).find(|n| !used.contains(n)));
+            if let Some(n) = chosen {
+                used.push(n);
+                port["nodePort"] = json!(n);
+            }
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn node_ports_print_beside_the_port() {
+        let svc = json!({ "spec": { "type": "NodePort", "ports": [
+            { "port": 80, "protocol": "TCP", "nodePort": 30002 },
+            { "port": 53, "protocol": "UDP" },
+        ]}});
+        assert_eq!(port_string(&svc), "80:30002/TCP,53/UDP");
+        assert_eq!(external_ip(&svc), "<none>");
+        let lb = json!({ "spec": { "type": "LoadBalancer" }, "status": { "loadBalancer": {} } });
+        assert_eq!(external_ip(&lb), "<pending>");
+    }
+}

@@ -1,0 +1,44 @@
+//! The state the request handlers and the background tasks share.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use tokio::sync::{Notify, watch};
+
+use super::store::Store;
+
+/// State shared by the request handlers and the background tasks.
+pub(crate) struct Shared {
+    store: Mutex<Store>,
+    pub writes: AtomicU64,
+    pub gc: Notify,
+    pub persist: Notify,
+    pub bookmark_interval: Duration,
+    pub shutdown: watch::Receiver<bool>,
+    pub address: String,
+}
+
+impl Shared {
+    pub(crate) fn new(
+        store: Store,
+        bookmark_interval: Duration,
+        shutdown: watch::Receiver<bool>,
+        address: String,
+    ) -> Shared {
+        Shared {
+            store: Mutex::new(store),
+            writes: AtomicU64::new(0),
+            gc: Notify::new(),
+            persist: Notify::new(),
+            bookmark_interval,
+            shutdown,
+            address,
+        }
+    }
+
+    /// The store; a handler that panicked while holding it does not make it unusable.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Store> {
+        self.store.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
