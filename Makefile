@@ -15,9 +15,16 @@ FIXTURES := misbehave future-contract gate bad-describe demo-relabel stack
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
-.PHONY: plugins dev demo test bench bench-reload bench-convergence
+.PHONY: wasm-target plugins dev demo test bench bench-reload bench-convergence
 
-plugins:
+# rustup adds rust-toolchain.toml's targets only when it installs the toolchain, so a
+# machine that already had Rust lacks wasm32-wasip2: add it (a no-op once present).
+wasm-target:
+	@if command -v rustup >/dev/null; then rustup target add wasm32-wasip2; \
+	else rustc --print target-libdir --target wasm32-wasip2 >/dev/null 2>&1 || \
+	{ echo "the wasm32-wasip2 target is missing and rustup is not installed to add it" >&2; exit 1; }; fi
+
+plugins: wasm-target
 	$(CARGO) build --profile plugin --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS) $(FIXTURES))
 	mkdir -p $(PLUGIN_DIR) $(FIXTURE_DIR)
 	for p in $(PLUGINS); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(PLUGIN_DIR)/$$p.wasm; done
