@@ -24,7 +24,10 @@
 //! - no controllers besides garbage collection, namespace and CRD cleanup: Deployments get no
 //!   `ReplicaSets` or Pods, Jobs never run, Pods stay `Pending`, no status is written for you;
 //! - built-ins are decoded by their upstream definitions (types, unknown fields) and checked by a
-//!   few rules of the real validation (names, selectors, containers, ports), not all of it;
+//!   few rules of the real validation (names, selectors, containers, ports, a Job's restart
+//!   policy), not all of it; defaults are those of the common kinds (`src/kinds`), not of
+//!   every field (no probe or volume source defaults, no HPA `behavior` defaults), and pod
+//!   templates lack the `creationTimestamp: null` a real server prints;
 //!   CRD schemas are enforced except CEL (`x-kubernetes-validations`) rules and the rarer
 //!   string `format`s, and versions convert with the `None` strategy only;
 //! - `managedFields` of ordinary updates to built-ins can differ in `.` entries, because the real
