@@ -53,6 +53,11 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
         form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes()).into_owned().collect();
     let path = parts.uri.path().to_string();
     let call = Call { method: parts.method.clone(), path, query, headers: parts.headers, body };
+    if call.method == Method::GET
+        && let Err(e) = wait_for_version(&shared, &call).await
+    {
+        return error_response(&e);
+    }
     let outcome = {
         let shared = shared.clone();
         std::panic::catch_unwind(AssertUnwindSafe(move || route(&shared, &call)))
@@ -86,6 +91,35 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
         shared.persist.notify_one();
     }
     response
+}
+
+/// A read at a resourceVersion the store has not reached yet waits for it up to 3 s, as the
+/// real server's watch cache does, then is refused with 504 and `ResourceVersionTooLarge`.
+async fn wait_for_version(shared: &Shared, call: &Call) -> Result<(), ApiError> {
+    let Some(wanted) = call.param("resourceVersion").and_then(|rv| rv.parse::<u64>().ok()) else {
+        return Ok(());
+    };
+    let mut changes = {
+        let store = shared.lock();
+        if store.current_rv() >= wanted {
+            return Ok(());
+        }
+        store.subscribe()
+    };
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
+    loop {
+        match tokio::time::timeout_at(deadline, changes.recv()).await {
+            Ok(Ok(change)) if change.rv >= wanted => return Ok(()),
+            Ok(Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {
+                if shared.lock().current_rv() >= wanted {
+                    return Ok(());
+                }
+            }
+            Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) | Err(_) => break,
+        }
+    }
+    let current = shared.lock().current_rv();
+    if current >= wanted { Ok(()) } else { Err(ApiError::resource_version_too_large(wanted, current)) }
 }
 
 struct Call {

@@ -147,6 +147,17 @@ impl ApiError {
         ApiError::new(413, "RequestEntityTooLarge", format!("Request entity too large: limit is {limit}"))
     }
 
+    /// A read at a resourceVersion the server has not reached (`NewTooLargeResourceVersionError`).
+    pub(crate) fn resource_version_too_large(wanted: u64, current: u64) -> ApiError {
+        let mut err =
+            ApiError::new(504, "Timeout", format!("Timeout: Too large resource version: {wanted}, current: {current}"));
+        err.details = Some(json!({
+            "causes": [{ "reason": "ResourceVersionTooLarge", "message": "Too large resource version" }],
+            "retryAfterSeconds": 1,
+        }));
+        err
+    }
+
     pub(crate) fn internal(message: impl Into<String>) -> ApiError {
         ApiError::new(500, "InternalError", message)
     }

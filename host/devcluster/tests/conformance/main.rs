@@ -2,6 +2,7 @@
 //! through the real `kube` client and, in `kubectl`, through the real kubectl.
 
 mod apply;
+mod bad_input;
 mod builtins;
 mod concurrency;
 mod crd_validation;
@@ -106,11 +107,16 @@ where
 
 /// A raw request to the server; returns the status code and the body as JSON (or text).
 pub async fn raw(dc: &DevCluster, method: &str, path: &str, content_type: &str, body: &str) -> (u16, Value) {
+    raw_bytes(dc, method, path, content_type, body.as_bytes().to_vec()).await
+}
+
+/// [`raw`] with a body of any bytes.
+pub async fn raw_bytes(dc: &DevCluster, method: &str, path: &str, content_type: &str, body: Vec<u8>) -> (u16, Value) {
     let req = http::Request::builder()
         .method(method)
         .uri(path)
         .header("content-type", content_type)
-        .body(body.as_bytes().to_vec())
+        .body(body)
         .expect("a request");
     let resp = dc.client().send(req.map(kube::client::Body::from)).await.expect("the server answers");
     let status = resp.status().as_u16();
