@@ -50,6 +50,7 @@ mod crd;
 mod decode;
 mod discovery;
 mod events;
+mod faults;
 mod gc;
 mod kinds;
 mod kubeconfig;
@@ -80,6 +81,7 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::task::JoinHandle;
 
+pub use self::faults::{ErrorFault, Faults, StaleReads, WatchFaults};
 use self::state::Shared;
 use self::store::Store;
 
@@ -99,6 +101,8 @@ pub struct Options {
     pub watch_history: usize,
     /// How often a watch that asked for bookmarks receives one.
     pub bookmark_interval: Duration,
+    /// Faults to inject from the start; see [`DevCluster::set_faults`].
+    pub faults: Option<Faults>,
 }
 
 impl Default for Options {
@@ -109,6 +113,7 @@ impl Default for Options {
             kubeconfig_path: None,
             watch_history: 10_000,
             bookmark_interval: Duration::from_mins(1),
+            faults: None,
         }
     }
 }
@@ -168,7 +173,13 @@ impl DevCluster {
         let url = format!("http://{address}");
 
         let (stop, stopped) = tokio::sync::watch::channel(false);
-        let shared = Arc::new(Shared::new(store, opts.bookmark_interval, stopped.clone(), address.to_string()));
+        let shared = Arc::new(Shared::new(
+            store,
+            opts.bookmark_interval,
+            stopped.clone(),
+            address.to_string(),
+            faults::Injector::new(opts.faults.clone()),
+        ));
         let router = axum::Router::new().fallback(server::handle).with_state(shared.clone());
         let mut on_stop = stopped.clone();
         let serve = axum::serve(listener, router).with_graceful_shutdown(async move {
@@ -222,6 +233,23 @@ impl DevCluster {
     /// refused ones. End-to-end tests use it to prove a steady state makes no writes.
     pub fn write_requests(&self) -> u64 {
         self.shared.writes.load(Ordering::SeqCst)
+    }
+
+    /// Replaces the faults injected from now on (`None`: serve faithfully again). The
+    /// generator restarts from the new seed.
+    pub fn set_faults(&self, faults: Option<Faults>) {
+        self.shared.faults.set(faults);
+    }
+
+    /// Ends every open watch and answers `503` to every request for `duration`, as while an
+    /// API server restarts; the stored state and resourceVersions continue.
+    pub fn outage(&self, duration: Duration) {
+        self.shared.faults.outage(duration);
+    }
+
+    /// How many faults have been injected since the server started.
+    pub fn faults_injected(&self) -> u64 {
+        self.shared.faults.injected()
     }
 
     /// Stops serving, ends open watches, writes the last snapshot to the data directory.

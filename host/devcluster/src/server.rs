@@ -23,6 +23,7 @@ use super::reviews;
 use super::selectors::{FieldSelector, LabelSelector};
 use super::state::Shared;
 use super::status::ApiError;
+use super::store::Store;
 use super::table::Include;
 use super::verbs::{self, DeleteOptions, FieldValidation, Filter, Paging, Target, WriteOptions};
 use super::watch::{self as watches, WatchRequest};
@@ -36,7 +37,14 @@ fn json_response(code: u16, body: &Value) -> Response {
 }
 
 fn error_response(err: &ApiError) -> Response {
-    json_response(err.code, &err.to_status())
+    let mut response = json_response(err.code, &err.to_status());
+    // As the real server: a 429 (or a 504 with a retry delay) says when to come back.
+    if let Some(seconds) = err.details.as_ref().and_then(|d| d.get("retryAfterSeconds")).and_then(Value::as_u64)
+        && let Ok(value) = axum::http::HeaderValue::from_str(&seconds.to_string())
+    {
+        response.headers_mut().insert(header::RETRY_AFTER, value);
+    }
+    response
 }
 
 /// The axum handler for every path.
@@ -53,6 +61,9 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
         form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes()).into_owned().collect();
     let path = parts.uri.path().to_string();
     let call = Call { method: parts.method.clone(), path, query, headers: parts.headers, body };
+    if let Some(e) = shared.faults.outage_error() {
+        return error_response(&e);
+    }
     if call.method == Method::GET
         && let Err(e) = wait_for_version(&shared, &call).await
     {
@@ -249,6 +260,7 @@ fn resource(shared: &Arc<Shared>, call: &Call, group: &str, version: &str, rest:
     }
 }
 
+#[allow(clippy::too_many_lines)] // the route table of a resource: one arm per verb
 fn dispatch(
     shared: &Arc<Shared>,
     call: &Call,
@@ -274,11 +286,16 @@ fn dispatch(
     if target.subresource.is_none() && !rt.verbs.iter().any(|v| v == verb) {
         return Err(ApiError::method_not_allowed());
     }
+    if let Some(injected) = shared.faults.request_error(verb, &rt.plural, || object_name(call, &target)) {
+        return Err(injected);
+    }
     match (&call.method, &target.name) {
         (&Method::GET, Some(_)) if !watching => {
             let store = shared.lock();
             let obj = if target.subresource.as_deref() == Some("scale") {
                 verbs::get_scale(&store, &target)?
+            } else if let Some(at) = stale_version(shared, &store, &rt.plural) {
+                present_one(&target, &stale_get(&store, &target, at)?, how)
             } else {
                 present_one(&target, &verbs::get(&store, &target)?, how)
             };
@@ -307,7 +324,9 @@ fn dispatch(
                 continue_token: call.param("continue").filter(|c| !c.is_empty()).map(String::from),
                 exact,
             };
-            let list = verbs::list(&shared.lock(), &target, &filter, &paging)?;
+            let store = shared.lock();
+            let paging = Paging { exact: paging.exact.or_else(|| stale_version(shared, &store, &rt.plural)), ..paging };
+            let list = verbs::list(&store, &target, &filter, &paging)?;
             Ok(Reply::Json(200, present_list(&target, list, how)))
         }
         (&Method::POST, None) => {
@@ -365,6 +384,38 @@ fn filter(call: &Call, t: &Target) -> Result<Filter, ApiError> {
     let fields =
         FieldSelector::parse(&field_text, t.rt.strategy().selectable_fields()).map_err(ApiError::bad_request)?;
     Ok(Filter { namespace: t.namespace.clone(), labels, fields })
+}
+
+/// The name a request is about: in its path, or in the body of a create.
+fn object_name(call: &Call, target: &Target) -> String {
+    target.name.clone().unwrap_or_else(|| {
+        serde_json::from_slice::<Value>(&call.body)
+            .ok()
+            .and_then(|b| b.pointer("/metadata/name").and_then(Value::as_str).map(String::from))
+            .unwrap_or_default()
+    })
+}
+
+/// The older resourceVersion a read of `resource` is served at while stale reads are
+/// injected (within the history the store keeps).
+fn stale_version(shared: &Shared, store: &Store, resource: &str) -> Option<u64> {
+    let behind = shared.faults.stale_behind(resource)?;
+    Some(store.current_rv().saturating_sub(behind).max(store.oldest_watchable()))
+}
+
+/// One object as it was at resourceVersion `at`.
+fn stale_get(store: &Store, target: &Target, at: u64) -> Result<Value, ApiError> {
+    let name = target.name.as_deref().unwrap_or_default();
+    let filter = Filter {
+        namespace: target.namespace.clone(),
+        labels: LabelSelector::parse("").map_err(ApiError::bad_request)?,
+        fields: FieldSelector::parse(&format!("metadata.name={name}"), &[]).map_err(ApiError::bad_request)?,
+    };
+    let listed = Target { name: None, ..target.clone() };
+    let list = verbs::list(store, &listed, &filter, &Paging { limit: None, continue_token: None, exact: Some(at) })?;
+    let item = list.pointer("/items/0").cloned();
+    let item = item.ok_or_else(|| ApiError::not_found(&target.rt.group, &target.rt.plural, name))?;
+    Ok(verbs::present(&target.rt, &target.version, &item))
 }
 
 fn watch(

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
 
+use super::faults::Injector;
 use super::store::Store;
 
 /// State shared by the request handlers and the background tasks.
@@ -17,6 +18,8 @@ pub(crate) struct Shared {
     pub bookmark_interval: Duration,
     pub shutdown: watch::Receiver<bool>,
     pub address: String,
+    /// Faults injected on purpose (none unless configured).
+    pub faults: Injector,
 }
 
 impl Shared {
@@ -25,6 +28,7 @@ impl Shared {
         bookmark_interval: Duration,
         shutdown: watch::Receiver<bool>,
         address: String,
+        faults: Injector,
     ) -> Shared {
         Shared {
             store: Mutex::new(store),
@@ -34,6 +38,7 @@ impl Shared {
             bookmark_interval,
             shutdown,
             address,
+            faults,
         }
     }
 

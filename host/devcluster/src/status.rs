@@ -36,11 +36,11 @@ pub(crate) struct ApiError {
 }
 
 impl ApiError {
-    fn new(code: u16, reason: &'static str, message: impl Into<String>) -> ApiError {
+    pub(crate) fn new(code: u16, reason: &'static str, message: impl Into<String>) -> ApiError {
         ApiError { code, reason, message: message.into(), details: None }
     }
 
-    fn with_details(mut self, details: Value) -> ApiError {
+    pub(crate) fn with_details(mut self, details: Value) -> ApiError {
         self.details = Some(details);
         self
     }

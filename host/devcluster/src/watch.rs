@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use super::events;
+use super::faults::EventFate;
 use super::present::{Presentation, present_one};
 use super::state::Shared;
 use super::status::ApiError;
@@ -34,6 +35,7 @@ fn line(kind: &str, object: &Value) -> Bytes {
 }
 
 /// Starts a watch and returns the streaming body; errors that precede the stream are returned.
+#[allow(clippy::too_many_lines)] // one watch: what it sends first, then its stream
 pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, ApiError> {
     let WatchRequest { target, filter, resource_version, send_initial_events, bookmarks, timeout, presentation } = req;
     let gr = target.gr();
@@ -59,7 +61,8 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
         } else {
             let from: u64 =
                 rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?;
-            if let Some((past, rx)) = store.changes_since(from) {
+            let resumable = if shared.faults.watch_gone() { None } else { store.changes_since(from) };
+            if let Some((past, rx)) = resumable {
                 for change in &past {
                     if let Some((kind, obj)) = event_for(&gr, &filter, change) {
                         first.push(line(kind, &render(&target, obj)));
@@ -87,16 +90,29 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
             )
         }
     };
-    if initial_end {
-        first.push(bookmark(start_rv, true));
-    }
+    let end_bookmark = initial_end.then(|| bookmark(start_rv, true));
     let (tx, out) = mpsc::channel::<Bytes>(64);
     let interval = shared.bookmark_interval;
     let mut shutdown = shared.shutdown.clone();
+    let mut outage = shared.faults.epoch.subscribe();
+    let shared = shared.clone();
     tokio::spawn(async move {
-        for bytes in first {
-            if tx.send(bytes).await.is_err() {
-                return;
+        let mut stalled = false;
+        for bytes in first.into_iter().chain(end_bookmark) {
+            match shared.faults.before_event() {
+                EventFate::Cut => return,
+                EventFate::Stall => {
+                    stalled = true;
+                    break;
+                }
+                EventFate::Send(delay) => {
+                    if !delay.is_zero() {
+                        tokio::time::sleep(delay).await;
+                    }
+                    if tx.send(bytes).await.is_err() {
+                        return;
+                    }
+                }
             }
         }
         let deadline = tokio::time::sleep(timeout);
@@ -106,14 +122,24 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
         let mut last_rv = start_rv;
         loop {
             tokio::select! {
-                received = rx.recv() => match received {
+                received = rx.recv(), if !stalled => match received {
                     Ok(change) if change.rv <= start_rv => {}
                     Ok(change) => {
                         last_rv = last_rv.max(change.rv);
-                        if let Some((kind, obj)) = event_for(&gr, &filter, &change)
-                            && tx.send(line(kind, &render(&target, obj))).await.is_err()
-                        {
-                            return;
+                        if let Some((kind, obj)) = event_for(&gr, &filter, &change) {
+                            match shared.faults.before_event() {
+                                EventFate::Cut => return,
+                                // Half-open: connected and silent until the watch's time is up.
+                                EventFate::Stall => stalled = true,
+                                EventFate::Send(delay) => {
+                                    if !delay.is_zero() {
+                                        tokio::time::sleep(delay).await;
+                                    }
+                                    if tx.send(line(kind, &render(&target, obj))).await.is_err() {
+                                        return;
+                                    }
+                                }
+                            }
                         }
                     }
                     Err(broadcast::error::RecvError::Lagged(_)) => {
@@ -123,13 +149,14 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
                     }
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
-                _ = ticker.tick(), if bookmarks => {
+                _ = ticker.tick(), if bookmarks && !stalled && !shared.faults.drop_bookmarks() => {
                     if tx.send(bookmark(last_rv, false)).await.is_err() {
                         return;
                     }
                 }
                 () = &mut deadline => return,
                 _ = shutdown.changed() => return,
+                _ = outage.changed() => return,
                 () = tx.closed() => return,
             }
         }

@@ -10,6 +10,7 @@ mod crud;
 mod defaults;
 mod delete_gc;
 mod discovery;
+mod faults;
 mod kubectl;
 mod patch;
 mod persistence;
