@@ -26,6 +26,46 @@ pub struct Faults {
     pub stale_reads: Vec<StaleReads>,
 }
 
+impl Faults {
+    /// Reads faults from a YAML or JSON file, as `kubewasm dev --faults FILE` does.
+    ///
+    /// # Errors
+    ///
+    /// When the file cannot be read, does not parse, or asks for what cannot be injected; the
+    /// error names the file and the field at fault.
+    pub fn read(path: &std::path::Path) -> Result<Faults, FaultsError> {
+        let at = |message: String| FaultsError { path: path.to_owned(), message };
+        let text = std::fs::read_to_string(path).map_err(|e| at(e.to_string()))?;
+        let faults: Faults = serde_yaml_ng::from_str(&text).map_err(|e| at(e.to_string()))?;
+        faults.check().map_err(at)?;
+        Ok(faults)
+    }
+
+    /// Refuses what cannot be injected: an unknown status code, a rate outside 0..=1.
+    fn check(&self) -> Result<(), String> {
+        let rate = |field: String, p: f64| {
+            if (0.0..=1.0).contains(&p) { Ok(()) } else { Err(format!("{field}: {p} is not between 0 and 1")) }
+        };
+        for (i, e) in self.errors.iter().enumerate() {
+            if ![409, 429, 500, 503].contains(&e.code) {
+                return Err(format!("errors[{i}].code: {} is not one of 409, 429, 500, 503", e.code));
+            }
+            rate(format!("errors[{i}].rate"), e.rate)?;
+        }
+        rate("watch.cutRate".into(), self.watch.cut_rate)?;
+        rate("watch.stallRate".into(), self.watch.stall_rate)?;
+        rate("watch.goneRate".into(), self.watch.gone_rate)
+    }
+}
+
+/// A faults file that could not be read or is not valid.
+#[derive(Debug, thiserror::Error)]
+#[error("faults file {}: {message}", path.display())]
+pub struct FaultsError {
+    pub path: std::path::PathBuf,
+    pub message: String,
+}
+
 /// Matching requests fail with `code` at `rate`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
@@ -66,7 +106,9 @@ pub struct WatchFaults {
     pub delay_ms: u64,
 }
 
-/// Reads of `resource` lag `behind` resourceVersions (within the watch history kept).
+/// Reads of `resource` lag `behind` resourceVersions (within the watch history kept), where
+/// the request allows it: `resourceVersion=0` or a `resourceVersion` not older than the lagging
+/// one. Reads without a resourceVersion are consistent reads, as on a real server.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "camelCase", deny_unknown_fields)]
 pub struct StaleReads {
@@ -80,6 +122,10 @@ pub(crate) struct Injector {
     rng: Mutex<fastrand::Rng>,
     injected: AtomicU64,
     outage_until: Mutex<Option<Instant>>,
+    /// Successful writes left before writes freeze (`None`: not armed).
+    freeze_after: Mutex<Option<u64>>,
+    /// Whether writes are frozen: held, unanswered, until thawed.
+    frozen: tokio::sync::watch::Sender<bool>,
     /// Bumped to end every open watch at once (an outage).
     pub epoch: tokio::sync::watch::Sender<u64>,
 }
@@ -93,6 +139,8 @@ impl Injector {
             injected: AtomicU64::new(0),
             outage_until: Mutex::new(None),
             epoch: tokio::sync::watch::Sender::new(0),
+            freeze_after: Mutex::new(None),
+            frozen: tokio::sync::watch::Sender::new(false),
         }
     }
 
@@ -106,6 +154,48 @@ impl Injector {
     /// How many faults have been injected since the server started.
     pub(crate) fn injected(&self) -> u64 {
         self.injected.load(Ordering::SeqCst)
+    }
+
+    /// Freezes writes after the next `k` successful ones; resolves once they are frozen.
+    pub(crate) fn freeze_after(&self, k: u64) -> impl Future<Output = ()> + use<> {
+        *self.freeze_after.lock().unwrap_or_else(PoisonError::into_inner) = Some(k.max(1));
+        let mut frozen = self.frozen.subscribe();
+        async move {
+            let _ = frozen.wait_for(|f| *f).await;
+        }
+    }
+
+    pub(crate) fn thaw(&self) {
+        *self.freeze_after.lock().unwrap_or_else(PoisonError::into_inner) = None;
+        self.frozen.send_replace(false);
+    }
+
+    /// Holds a write while writes are frozen.
+    pub(crate) async fn until_thawed(&self) {
+        let _ = self.frozen.subscribe().wait_for(|f| !*f).await;
+    }
+
+    /// Counts a successful write; the one that freezes writes is answered only once they thaw.
+    pub(crate) async fn wrote(&self) {
+        let freezes = {
+            let mut left = self.freeze_after.lock().unwrap_or_else(PoisonError::into_inner);
+            match left.as_mut() {
+                Some(1) => {
+                    *left = None;
+                    true
+                }
+                Some(n) => {
+                    *n -= 1;
+                    false
+                }
+                None => false,
+            }
+        };
+        if freezes {
+            self.injected.fetch_add(1, Ordering::SeqCst);
+            self.frozen.send_replace(true);
+            self.until_thawed().await;
+        }
     }
 
     /// Ends every open watch and answers 503 to every request for `duration`, as while an
@@ -180,8 +270,11 @@ impl Injector {
             EventFate::Cut
         } else if self.roll(watch.stall_rate) {
             EventFate::Stall
-        } else {
+        } else if watch.delay_ms > 0 {
+            self.injected.fetch_add(1, Ordering::SeqCst);
             EventFate::Send(Duration::from_millis(watch.delay_ms))
+        } else {
+            EventFate::Send(Duration::ZERO)
         }
     }
 
@@ -189,11 +282,15 @@ impl Injector {
         self.with(|f| f.watch.drop_bookmarks).unwrap_or(false)
     }
 
-    /// How far behind reads of `resource` are served, if they are stale.
+    /// How far behind reads of `resource` may be served.
     pub(crate) fn stale_behind(&self, resource: &str) -> Option<u64> {
-        let behind = self.with(|f| f.stale_reads.iter().find(|s| s.resource == resource).map(|s| s.behind))??;
+        self.with(|f| f.stale_reads.iter().find(|s| s.resource == resource).map(|s| s.behind))?
+    }
+
+    /// Counts a read served at the older version `at`, and returns it.
+    pub(crate) fn count_stale(&self, at: u64) -> u64 {
         self.injected.fetch_add(1, Ordering::SeqCst);
-        Some(behind)
+        at
     }
 }
 
@@ -229,5 +326,33 @@ mod tests {
         let first = run();
         assert_eq!(first, run());
         assert!(first.iter().any(|f| *f) && first.iter().any(|f| !*f));
+    }
+
+    #[test]
+    fn a_faults_file_is_read_and_its_errors_name_the_file_and_field() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("faults.yaml");
+        std::fs::write(
+            &path,
+            "seed: 3\nerrors:\n- {code: 429, rate: 0.1, verbs: [patch], retryAfterSeconds: 2}\nwatch: {delayMs: 300}\n",
+        )
+        .unwrap();
+        let faults = Faults::read(&path).unwrap();
+        assert_eq!(faults.seed, 3);
+        assert_eq!(faults.errors[0].code, 429);
+        assert_eq!(faults.errors[0].retry_after_seconds, 2);
+        assert_eq!(faults.watch.delay_ms, 300);
+
+        std::fs::write(&path, "errors:\n- {code: 418, rate: 0.1}\n").unwrap();
+        let e = Faults::read(&path).unwrap_err().to_string();
+        assert!(e.contains("faults.yaml") && e.contains("errors[0].code: 418"), "{e}");
+
+        std::fs::write(&path, "watch: {cutRate: 2}\n").unwrap();
+        let e = Faults::read(&path).unwrap_err().to_string();
+        assert!(e.contains("watch.cutRate: 2 is not between 0 and 1"), "{e}");
+
+        std::fs::write(&path, "watch: {cutrate: 0.5}\n").unwrap();
+        let e = Faults::read(&path).unwrap_err().to_string();
+        assert!(e.contains("unknown field `cutrate`"), "{e}");
     }
 }

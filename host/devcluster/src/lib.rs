@@ -46,6 +46,7 @@
 
 mod apply;
 mod builtins;
+mod compare;
 mod crd;
 mod decode;
 mod discovery;
@@ -81,8 +82,10 @@ use std::time::Duration;
 use serde_json::json;
 use tokio::task::JoinHandle;
 
-pub use self::faults::{ErrorFault, Faults, StaleReads, WatchFaults};
+pub use self::compare::comparable;
+pub use self::faults::{ErrorFault, Faults, FaultsError, StaleReads, WatchFaults};
 use self::state::Shared;
+pub use self::store::Lifecycle;
 use self::store::Store;
 
 /// How to start a [`DevCluster`]. `Options::default()` is an ephemeral, in-memory server on a
@@ -245,6 +248,26 @@ impl DevCluster {
     /// API server restarts; the stored state and resourceVersions continue.
     pub fn outage(&self, duration: Duration) {
         self.shared.faults.outage(duration);
+    }
+
+    /// Freezes writes right after the next `k` successful ones, as a client killed just after
+    /// its k-th write would leave the cluster: the k-th is stored but not answered, and later
+    /// writes are held unserved, until [`DevCluster::thaw_writes`] (or until their client goes
+    /// away). Resolves once writes are frozen; crash tests kill the client then.
+    pub fn freeze_after_writes(&self, k: u64) -> impl Future<Output = ()> + use<> {
+        self.shared.faults.freeze_after(k)
+    }
+
+    /// Serves writes again after [`DevCluster::freeze_after_writes`].
+    pub fn thaw_writes(&self) {
+        self.shared.faults.thaw();
+    }
+
+    /// How often each object was created and removed since the server started, keyed
+    /// `resource[.group]/[namespace/]name` (`deployments.apps/default/web`): a controller
+    /// that creates a child twice, or deletes what it should keep, shows here.
+    pub fn lifecycles(&self) -> std::collections::BTreeMap<String, Lifecycle> {
+        self.shared.lock().lifecycles().clone()
     }
 
     /// How many faults have been injected since the server started.

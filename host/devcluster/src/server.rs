@@ -64,6 +64,9 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
     if let Some(e) = shared.faults.outage_error() {
         return error_response(&e);
     }
+    if mutating {
+        shared.faults.until_thawed().await;
+    }
     if call.method == Method::GET
         && let Err(e) = wait_for_version(&shared, &call).await
     {
@@ -100,6 +103,9 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
             shared.gc.notify_one();
         }
         shared.persist.notify_one();
+        if response.status().is_success() {
+            shared.faults.wrote().await;
+        }
     }
     response
 }
@@ -294,7 +300,7 @@ fn dispatch(
             let store = shared.lock();
             let obj = if target.subresource.as_deref() == Some("scale") {
                 verbs::get_scale(&store, &target)?
-            } else if let Some(at) = stale_version(shared, &store, &rt.plural) {
+            } else if let Some(at) = stale_version(shared, &store, &rt.plural, call) {
                 present_one(&target, &stale_get(&store, &target, at)?, how)
             } else {
                 present_one(&target, &verbs::get(&store, &target)?, how)
@@ -325,7 +331,8 @@ fn dispatch(
                 exact,
             };
             let store = shared.lock();
-            let paging = Paging { exact: paging.exact.or_else(|| stale_version(shared, &store, &rt.plural)), ..paging };
+            let paging =
+                Paging { exact: paging.exact.or_else(|| stale_version(shared, &store, &rt.plural, call)), ..paging };
             let list = verbs::list(&store, &target, &filter, &paging)?;
             Ok(Reply::Json(200, present_list(&target, list, how)))
         }
@@ -397,10 +404,17 @@ fn object_name(call: &Call, target: &Target) -> String {
 }
 
 /// The older resourceVersion a read of `resource` is served at while stale reads are
-/// injected (within the history the store keeps).
-fn stale_version(shared: &Shared, store: &Store, resource: &str) -> Option<u64> {
-    let behind = shared.faults.stale_behind(resource)?;
-    Some(store.current_rv().saturating_sub(behind).max(store.oldest_watchable()))
+/// injected (within the history the store keeps). Only reads that allow an older answer get
+/// one, as from a real server's watch cache: `resourceVersion=0` (any version) and
+/// `resourceVersion=N` (not older than N). A read without a resourceVersion is a consistent
+/// read, always of the latest state.
+fn stale_version(shared: &Shared, store: &Store, resource: &str, call: &Call) -> Option<u64> {
+    let not_older_than = match call.param("resourceVersion") {
+        Some(rv) if call.param("resourceVersionMatch") != Some("Exact") => rv.parse::<u64>().ok()?,
+        _ => return None,
+    };
+    let at = store.current_rv().saturating_sub(shared.faults.stale_behind(resource)?).max(store.oldest_watchable());
+    (at >= not_older_than && at < store.current_rv()).then(|| shared.faults.count_stale(at))
 }
 
 /// One object as it was at resourceVersion `at`.

@@ -168,6 +168,21 @@ pub(crate) struct Store {
     changes: broadcast::Sender<Arc<Change>>,
     gc: GcIndex,
     pub registry: Registry,
+    /// How often each object was created and removed, for tests that look for duplicate
+    /// creates and unexpected deletes (the oracles of fault-injection runs).
+    lifecycles: BTreeMap<String, Lifecycle>,
+}
+
+/// How often one object (by resource, namespace and name) was created and removed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Lifecycle {
+    pub created: u32,
+    pub removed: u32,
+}
+
+fn lifecycle_key(gr: &GroupResource, ns: &str, name: &str) -> String {
+    let resource = if gr.0.is_empty() { gr.1.clone() } else { format!("{}.{}", gr.1, gr.0) };
+    if ns.is_empty() { format!("{resource}/{name}") } else { format!("{resource}/{ns}/{name}") }
 }
 
 impl Store {
@@ -182,7 +197,13 @@ impl Store {
             changes,
             gc: GcIndex::default(),
             registry: Registry::new(),
+            lifecycles: BTreeMap::new(),
         }
+    }
+
+    /// Creations and removals per object (`resource[.group]/[namespace/]name`).
+    pub(crate) fn lifecycles(&self) -> &BTreeMap<String, Lifecycle> {
+        &self.lifecycles
     }
 
     /// The resourceVersion of the last committed change.
@@ -285,6 +306,9 @@ impl Store {
         let old = self.objects.entry(gr.clone()).or_default().insert(key, obj.clone());
         let swept = swept(gr, &obj);
         self.gc.write(&loc, old.as_deref(), &obj, swept);
+        if old.is_none() {
+            self.lifecycles.entry(lifecycle_key(gr, &loc.1.0, &loc.1.1)).or_default().created += 1;
+        }
         let kind = if old.is_some() { EventType::Modified } else { EventType::Added };
         self.record(Change { rv: self.rv, kind, resource: gr.clone(), object: obj.clone(), old });
         obj
@@ -294,6 +318,7 @@ impl Store {
     pub(crate) fn remove(&mut self, gr: &GroupResource, ns: &str, name: &str) -> Option<Arc<Value>> {
         let key = (ns.to_string(), name.to_string());
         let old = self.objects.get_mut(gr)?.remove(&key)?;
+        self.lifecycles.entry(lifecycle_key(gr, ns, name)).or_default().removed += 1;
         self.gc.forget(&(gr.clone(), key), &old);
         self.rv += 1;
         let mut last = (*old).clone();

@@ -206,7 +206,8 @@ async fn bookmarks_are_dropped_on_demand() {
 }
 
 #[tokio::test]
-async fn stale_reads_serve_an_older_state_until_lifted() {
+async fn stale_reads_serve_an_older_state_to_reads_that_allow_one_until_lifted() {
+    use kube::api::{GetParams, ListParams};
     let dc = start().await;
     let api: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
     let mut cm: ConfigMap = serde_json::from_str(&config_map("stale")).unwrap();
@@ -220,12 +221,20 @@ async fn stale_reads_serve_an_older_state_until_lifted() {
         stale_reads: vec![StaleReads { resource: "configmaps".into(), behind: 2 }],
         ..Faults::default()
     }));
-    let seen = api.get("stale").await.unwrap();
-    assert_eq!(seen.data.unwrap()["v"], "3", "two versions behind");
-    let listed = api.list(&Default::default()).await.unwrap();
+    let v = |cm: ConfigMap| cm.data.unwrap()["v"].clone();
+    // resourceVersion=0: any version will do, as from a lagging watch cache.
+    assert_eq!(v(api.get_with("stale", &GetParams::any()).await.unwrap()), "3", "two versions behind");
+    let listed = api.list(&ListParams::default().match_any()).await.unwrap();
     assert_eq!(listed.items[0].data.as_ref().unwrap()["v"], "3");
+    // No resourceVersion: a consistent read, never stale.
+    assert_eq!(v(api.get("stale").await.unwrap()), "5");
+    assert_eq!(api.list(&ListParams::default()).await.unwrap().items[0].data.as_ref().unwrap()["v"], "5");
+    // Not older than the latest: the latest.
+    let latest = cm.metadata.resource_version.clone().unwrap();
+    let at_least = ListParams::default().at(&latest);
+    assert_eq!(api.list(&at_least).await.unwrap().items[0].data.as_ref().unwrap()["v"], "5");
     dc.set_faults(None);
-    assert_eq!(api.get("stale").await.unwrap().data.unwrap()["v"], "5");
+    assert_eq!(v(api.get_with("stale", &GetParams::any()).await.unwrap()), "5");
     dc.shutdown().await;
 }
 
