@@ -371,6 +371,12 @@ impl Host {
             return;
         }
         let limited = Arc::new(Plugin::clone(&plugin).with_limits(settings.lower(crate::plugin::Limits::default())));
+        // Every new version's CRDs, before it reconciles: a field it adds would be pruned.
+        if self.options.install_crds
+            && let Err(e) = install_crds(&self.client, std::slice::from_ref(&plugin)).await
+        {
+            error!(error = %e, "CRDs not installed");
+        }
         let same = previous.as_ref().is_some_and(|p| p.manifest().same_contract(plugin.manifest()))
             && old.namespace == settings.namespace;
         if same && let Some(running) = self.controllers.get(&name) {
@@ -380,11 +386,6 @@ impl Host {
             return;
         }
         self.stop_controller(&name).await;
-        if self.options.install_crds
-            && let Err(e) = install_crds(&self.client, std::slice::from_ref(&plugin)).await
-        {
-            error!(error = %e, "CRDs not installed");
-        }
         let options = controller::Options {
             config: settings.config,
             namespace: settings.namespace,

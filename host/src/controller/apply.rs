@@ -90,6 +90,21 @@ pub(crate) fn contains(observed: &Value, desired: &Value) -> bool {
     }
 }
 
+/// Whether `observed` is exactly `desired`: no field or element more or less (numbers by
+/// value; `null` in `desired` means absent). For the status, which the plugin owns whole: a
+/// list that shrinks, or empties, must be written.
+pub(crate) fn same(observed: &Value, desired: &Value) -> bool {
+    match (observed, desired) {
+        (Value::Object(o), Value::Object(d)) => {
+            d.iter().all(|(k, dv)| o.get(k).map_or(dv.is_null(), |ov| same(ov, dv)))
+                && o.keys().all(|k| d.get(k).is_some_and(|dv| !dv.is_null()))
+        }
+        (Value::Array(o), Value::Array(d)) => o.len() == d.len() && o.iter().zip(d).all(|(a, b)| same(a, b)),
+        (Value::Number(a), Value::Number(b)) => a.as_f64() == b.as_f64(),
+        _ => observed == desired,
+    }
+}
+
 /// Labels and annotations `manager` set on `object` by server-side apply, read from
 /// its managedFields.
 pub(crate) fn applied_metadata_keys(object: &DynamicObject, manager: &str) -> (Vec<String>, Vec<String>) {
@@ -269,6 +284,17 @@ mod tests {
             prepare_child(plain, &parent, &resource)["metadata"]["annotations"],
             "the stamp does not depend on key order"
         );
+    }
+
+    #[test]
+    fn same_sees_a_shrinking_or_emptied_list_and_a_removed_field() {
+        let two = json!({"active": [{"name": "a"}, {"name": "b"}], "phase": "Running"});
+        assert!(same(&two, &two.clone()));
+        assert!(!same(&two, &json!({"active": [{"name": "a"}], "phase": "Running"})), "one fewer element");
+        assert!(!same(&two, &json!({"active": [], "phase": "Running"})), "emptied");
+        assert!(!same(&two, &json!({"active": [{"name": "a"}, {"name": "b"}]})), "a field removed");
+        assert!(same(&json!({"n": 1.0}), &json!({"n": 1, "gone": null})), "numbers by value; null is absent");
+        assert!(contains(&two, &json!({"active": [], "phase": "Running"})), "why the status needs `same`");
     }
 
     #[test]

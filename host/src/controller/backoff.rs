@@ -1,5 +1,6 @@
 //! Per-parent exponential backoff: 5 ms doubling to 5 min on consecutive failures,
-//! forgotten on success.
+//! forgotten on success; 5 min at once for a failure that retrying cannot fix (a change
+//! to the parent or its inputs reconciles it at once anyway).
 
 use std::collections::HashMap;
 use std::hash::Hash;
@@ -28,6 +29,13 @@ impl<K: Eq + Hash> Backoff<K> {
         delay
     }
 
+    /// Records a failure that only a change can fix, and returns the longest delay.
+    pub(crate) fn fail_permanently(&self, key: K) -> Duration {
+        let mut failures = self.failures.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        failures.insert(key, 31);
+        MAX
+    }
+
     /// Records a success: the next failure starts from the shortest delay again.
     pub(crate) fn succeed(&self, key: &K) {
         self.failures.lock().unwrap_or_else(std::sync::PoisonError::into_inner).remove(key);
@@ -51,5 +59,7 @@ mod tests {
         assert_eq!(b.fail("a"), MAX);
         b.succeed(&"a");
         assert_eq!(b.fail("a"), Duration::from_millis(5));
+        assert_eq!(b.fail_permanently("c"), MAX, "no retry soon for what only a change fixes");
+        assert_eq!(b.fail("c"), MAX, "nor after it");
     }
 }

@@ -63,6 +63,8 @@ pub(crate) fn watch(
     (KindCache { kind, resource, store }, stream)
 }
 
+const READY_POLL: std::time::Duration = std::time::Duration::from_millis(50);
+
 /// The caches of one plugin.
 pub(crate) struct Caches {
     pub(crate) parent: KindCache,
@@ -76,8 +78,10 @@ impl Caches {
     pub(crate) async fn ready(&self, limit: std::time::Duration) -> bool {
         let all = async {
             for cache in std::iter::once(&self.parent).chain(&self.others) {
-                // Fails only if the writer was dropped: the controller is stopping.
-                let _ = cache.store.wait_until_ready().await;
+                // kube-runtime's `wait_until_ready` wakes only the last of concurrent waiters
+                // (its oneshot receiver keeps one waker), and the controller waits on the
+                // parent's store too: ask again every 50 ms rather than wait to be woken.
+                while tokio::time::timeout(READY_POLL, cache.store.wait_until_ready()).await.is_err() {}
             }
         };
         tokio::time::timeout(limit, all).await.is_ok()

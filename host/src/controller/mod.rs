@@ -5,6 +5,7 @@
 mod apply;
 mod backoff;
 mod cache;
+mod events;
 mod kinds;
 mod queue;
 mod reconcile;
@@ -20,7 +21,7 @@ use kube::Client;
 use kube::Resource;
 use kube::api::DynamicObject;
 use kube::runtime::controller::{self, Controller as KubeController};
-use kube::runtime::events::{Event as KubeEvent, Recorder, Reporter};
+use kube::runtime::events::Event as KubeEvent;
 use kube::runtime::reflector::ObjectRef;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
@@ -75,6 +76,16 @@ pub enum Error {
 impl Error {
     fn write(what: &str) -> impl FnOnce(kube::Error) -> Self + '_ {
         move |error| Self::Write { what: what.to_string(), error }
+    }
+
+    /// Whether trying again without a change can succeed: not for a plugin that refused,
+    /// panicked or answered badly (its inputs, or a new version, must change first).
+    fn is_retryable(&self) -> bool {
+        match self {
+            Self::Call(e) => e.is_retryable(),
+            Self::Refused(_) | Self::Unsupported { .. } | Self::MissingUid => false,
+            _ => true,
+        }
     }
 
     /// The Event reason recorded on the parent.
@@ -146,7 +157,7 @@ pub(crate) struct Context {
     backoff: Backoff<ObjectRef<DynamicObject>>,
     pending: Arc<Pending>,
     writer: Writer,
-    recorder: Recorder,
+    events: events::Events,
     options: Options,
     reconciles: Arc<AtomicU64>,
     /// Per parent uid: the status last written and the resourceVersion it was
@@ -167,7 +178,7 @@ impl Context {
     /// Records an Event on `parent`; failing to record one never fails a reconcile.
     async fn publish(&self, parent: &DynamicObject, event: &KubeEvent) {
         let reference = parent.object_ref(&self.caches.parent.resource);
-        if let Err(e) = self.recorder.publish(event, &reference).await {
+        if let Err(e) = self.events.publish(event, &reference).await {
             warn!(error = %e, reason = %event.reason, "could not record event");
         }
     }
@@ -240,7 +251,6 @@ impl Controller {
                 kube_controller.watches_stream_with(stream, pending.count_mapped(mapper), cache.resource.clone());
         }
 
-        let reporter = Reporter { controller: manager.clone(), instance: None };
         let reconciles = Arc::new(AtomicU64::new(0));
         let ctx = Arc::new(Context {
             current: RwLock::new(Current { plugin, config: options.config.clone() }),
@@ -248,8 +258,8 @@ impl Controller {
             related,
             backoff: Backoff::new(),
             pending: pending.clone(),
-            writer: Writer { client: client.clone(), manager },
-            recorder: Recorder::new(client, reporter),
+            events: events::Events::new(client.clone(), manager.clone()),
+            writer: Writer { client, manager },
             options: options.clone(),
             reconciles: reconciles.clone(),
             status_written: Mutex::default(),

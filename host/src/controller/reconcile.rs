@@ -14,7 +14,7 @@ use kube::{Resource, ResourceExt};
 use serde_json::Value;
 use tracing::{debug, info, warn};
 
-use super::apply::{self, contains, prepare_child};
+use super::apply::{self, contains, prepare_child, same};
 use super::cache::controller_uid;
 use super::{Context, Error};
 use crate::metrics::{Call, Failure, Metrics, Outcome, WriteKind};
@@ -58,9 +58,11 @@ pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> 
 
 /// Retry with per-parent exponential backoff.
 #[allow(clippy::needless_pass_by_value)] // the signature kube-runtime calls
-pub(crate) fn error_policy(parent: Arc<DynamicObject>, _error: &Error, ctx: Arc<Context>) -> Action {
+pub(crate) fn error_policy(parent: Arc<DynamicObject>, error: &Error, ctx: Arc<Context>) -> Action {
     let key = ctx.pending.key(&parent);
-    let delay = ctx.backoff.fail(key.clone());
+    // A change to the parent, a child or a related object reconciles it at once anyway.
+    let delay =
+        if error.is_retryable() { ctx.backoff.fail(key.clone()) } else { ctx.backoff.fail_permanently(key.clone()) };
     ctx.pending.after(key, delay);
     Action::requeue(delay)
 }
@@ -89,11 +91,16 @@ async fn run(
 
     let parent_json = request_json(parent.as_ref());
     let metrics = &ctx.options.metrics;
-    let queries = call(plugin, metrics, Call::Related, {
-        let parent_json = parent_json.clone();
-        move |p| p.related(&parent_json)
-    })
-    .await?;
+    let queries = if manifest.related.is_empty() {
+        // Nothing to ask for: one instance per reconcile instead of two.
+        Vec::new()
+    } else {
+        call(plugin, metrics, Call::Related, {
+            let parent_json = parent_json.clone();
+            move |p| p.related(&parent_json)
+        })
+        .await?
+    };
     let related = select_related(ctx, &queries);
     ctx.related.set(key.clone(), queries);
 
@@ -139,12 +146,36 @@ async fn run(
         metrics.wrote(&manifest.name, WriteKind::Finalizer);
     }
 
-    write(parent, ctx, manifest, &uid, &observed, &response).await?;
+    if !write(parent, ctx, manifest, &uid, &observed, &response).await? {
+        // The API server did not show the parent: it is gone (its deletion is on its way to
+        // the cache) or the read lagged. Look again shortly.
+        return Ok(Some(PARENT_RECHECK));
+    }
     Ok(Some(response.requeue_after.map_or(ctx.options.resync, |d| d.min(ctx.options.resync))))
 }
 
+/// Whether the parent with `uid` still exists on the API server (asked once per reconcile,
+/// and only before creating a child: cached parents can outlive their deletion).
+async fn alive(ctx: &Context, parent: &DynamicObject, uid: &str, known: &mut Option<bool>) -> Result<bool, Error> {
+    if let Some(known) = *known {
+        return Ok(known);
+    }
+    let live = ctx
+        .writer
+        .get(&ctx.caches.parent.resource, &serde_json::to_value(parent).unwrap_or_default())
+        .await
+        .map_err(Error::write("read the parent"))?;
+    let is_alive = live.is_some_and(|p| p.metadata.uid.as_deref() == Some(uid));
+    *known = Some(is_alive);
+    Ok(is_alive)
+}
+
+/// How soon a reconcile that could not confirm its parent runs again.
+const PARENT_RECHECK: Duration = Duration::from_secs(1);
+
 /// Applies, prunes, and writes status, metadata and events, skipping every write
-/// that would change nothing.
+/// that would change nothing. `false` when it stopped because the API server no longer
+/// shows the parent.
 async fn write(
     parent: &Arc<DynamicObject>,
     ctx: &Context,
@@ -152,11 +183,13 @@ async fn write(
     uid: &str,
     observed: &[(crate::plugin::KindRef, Arc<DynamicObject>)],
     response: &Response,
-) -> Result<(), Error> {
+) -> Result<bool, Error> {
     let parent_resource = &ctx.caches.parent.resource;
     let (metrics, plugin) = (&ctx.options.metrics, manifest.name.as_str());
     let mut desired_keys = HashSet::new();
     let mut events: Vec<KubeEvent> = response.events.iter().map(plugin_event).collect();
+    // Whether the parent still exists on the API server, asked once before a first create.
+    let mut parent_alive: Option<bool> = None;
 
     for child in &response.children {
         // `validate` guarantees a declared kind; find which.
@@ -195,6 +228,13 @@ async fn write(
                 debug!(kind = %kind, name, "child up to date");
             }
             _ => {
+                if existing.is_none() && !alive(ctx, parent, uid, &mut parent_alive).await? {
+                    // The cache still shows a parent that was deleted (its events lag): a
+                    // child created now would be collected at once, and recreated on the
+                    // next stale reconcile, over and over. Its deletion is on its way.
+                    debug!(kind = %kind, name, "parent not found; child not created");
+                    return Ok(false);
+                }
                 ctx.writer
                     .apply(&cache.resource, &prepared)
                     .await
@@ -224,7 +264,7 @@ async fn write(
         let current = parent.data.get("status").cloned().unwrap_or(Value::Null);
         let version = parent.resource_version().unwrap_or_default();
         let in_flight = ctx.status_written().get(uid).is_some_and(|(over, last)| *over == version && last == status);
-        if contains(&current, status) || in_flight {
+        if same(&current, status) || in_flight {
             metrics.skipped(plugin, WriteKind::Status);
         } else {
             ctx.writer.apply_status(parent_resource, parent, status).await.map_err(Error::write("apply status"))?;
@@ -246,7 +286,7 @@ async fn write(
     for event in &events {
         ctx.publish(parent, event).await;
     }
-    Ok(())
+    Ok(true)
 }
 
 /// Runs a plugin call off the async runtime (a call may take up to its deadline),

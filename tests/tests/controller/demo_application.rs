@@ -139,3 +139,25 @@ async fn status_reports_the_deployments_available_replicas() {
     .await;
     env.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_plugin_without_related_kinds_is_not_asked_for_related_queries() {
+    // One instance per reconcile instead of two: for some language runtimes an instance
+    // costs hundreds of milliseconds.
+    let env = Env::start(&["demo-application"]).await;
+    env.create(&demo_applications(), demo("solo", 1, json!([{"port": 80}]))).await;
+    wait_for(&env, &services(), "solo", "the Service", |_| true).await;
+    let controller = env.host.controller("demo-application").expect("running");
+    let text = controller.metrics().encode();
+    let calls = |call: &str| {
+        crate::harness::samples(&text)
+            .filter(|(series, _)| {
+                series.starts_with("kubewasm_plugin_call_duration_seconds_count{") && series.contains(call)
+            })
+            .map(|(_, value)| value)
+            .sum::<f64>()
+    };
+    assert!(calls("call=\"reconcile\"") >= 1.0, "{text}");
+    assert_eq!(calls("call=\"related\""), 0.0, "{text}");
+    env.stop().await;
+}

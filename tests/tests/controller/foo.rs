@@ -75,6 +75,19 @@ async fn a_deployment_foo_does_not_own_is_left_alone_with_a_warning() {
     assert_eq!(d.metadata.uid, theirs.metadata.uid);
     assert_eq!(d.data["spec"]["replicas"], 7, "their replicas untouched");
     assert!(d.metadata.owner_references.unwrap_or_default().is_empty(), "not adopted");
+
+    // The same reason with another message is another event, not a repeat of the first.
+    let mut other = env.get(&deployments(), "taken").await.expect("theirs");
+    other.metadata = kube::api::ObjectMeta { name: Some("taken-too".into()), ..Default::default() };
+    env.create(&deployments(), serde_json::to_value(other).expect("json")).await;
+    env.merge(&foos(), "greedy", json!({"spec": {"deploymentName": "taken-too"}})).await;
+    let messages = eventually("a warning naming taken-too", || async {
+        let events = env.events("greedy", "ErrResourceExists").await;
+        let messages: Vec<String> = events.into_iter().filter_map(|e| e.message).collect();
+        messages.iter().any(|m| m.contains("\"taken-too\"")).then_some(messages)
+    })
+    .await;
+    assert!(messages.iter().any(|m| m.contains("\"taken\"")), "the first message is kept too: {messages:?}");
     env.stop().await;
 }
 

@@ -102,3 +102,19 @@ async fn a_log_flood_is_cut_short_and_the_reconcile_still_lands() {
     wait_for(&env, &deployments(), "chatty", "the chatty plugin's Deployment", |_| true).await;
     env.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_permanent_error_waits_for_a_change_instead_of_being_retried() {
+    let (env, message) = contained(json!({"mode": "error"}), "ReconcileError").await;
+    assert!(message.contains("spec.size: must be positive"), "{message}");
+    let reconciles = || env.host.controller("misbehave").expect("controller").reconciles();
+    let before = reconciles();
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    assert_eq!(reconciles(), before, "retrying cannot fix it: no retry within 2 s");
+
+    // A change to the parent is what can fix it: reconciled at once.
+    let misbehaves = resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves");
+    env.merge(&misbehaves, "m", json!({"spec": {"size": 2}})).await;
+    eventually("a reconcile after the change", || async { (reconciles() > before).then_some(()) }).await;
+    env.stop().await;
+}

@@ -151,6 +151,10 @@ async fn a_new_version_takes_over_and_a_corrupt_one_never_does() {
         s["metadata"]["labels"]["kubewasm.io/version"] == "v2"
     })
     .await;
+    // v2's CRD, installed with it, keeps the field it adds.
+    env.merge(&demo_applications(), "web", json!({"spec": {"tier": "gold"}})).await;
+    let parent = env.get(&demo_applications(), "web").await.expect("the parent");
+    assert_eq!(parent.data["spec"]["tier"], "gold", "the field v2's CRD adds was pruned: its CRD was not installed");
     let v2 = env.status("demo-application.wasm").expect("status").hash;
     assert!(env.reloads("demo-application.wasm", "success") >= 2.0, "the first version and v2 were loaded");
     let version = |hash: &str| format!(r#"kubewasm_plugin_version_info{{plugin="demo-application",sha256="{hash}"}}"#);

@@ -1,5 +1,5 @@
 //! What happens while a plugin call runs, with the test acting from inside the call:
-//! the `demo-relabel` fixture logs `relabel: related` from inside the sandbox, and a
+//! the `demo-relabel` fixture logs `relabel: reconcile` from inside the sandbox, and a
 //! tracing layer runs the test's action right there, on the thread running the
 //! call, before the log import returns. No timing is involved.
 //!
@@ -24,7 +24,7 @@ use crate::harness::{Env, deployments, eventually, metric_sum, plugin, quick, re
 use kubewasm::controller::Options;
 
 /// What the fixture logs at the start of each reconcile, from inside the call.
-const MARKER: &str = "relabel: related";
+const MARKER: &str = "relabel: reconcile";
 /// Where the host turns a plugin's log call into a tracing event.
 const SANDBOX: &str = "kubewasm::plugin::sandbox";
 

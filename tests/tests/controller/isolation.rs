@@ -11,7 +11,11 @@ fn misbehave(name: &str) -> serde_json::Value {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_plugin_does_not_stop_its_neighbour() {
-    let env = Env::start_with(vec![("misbehave", json!({"mode": "error"})), ("demo-application", json!(null))]).await;
+    // A retryable error: the failing parent keeps being retried while its neighbour converges
+    // (a permanent one waits for a change instead: hostile.rs).
+    let env =
+        Env::start_with(vec![("misbehave", json!({"mode": "retryable-error"})), ("demo-application", json!(null))])
+            .await;
     env.create(&resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves"), misbehave("m")).await;
     env.create(
         &resource("paas.cmft.com", "v1beta1", "DemoApplication", "demoapplications"),
@@ -27,7 +31,7 @@ async fn a_failing_plugin_does_not_stop_its_neighbour() {
         (!events.is_empty()).then_some(events)
     })
     .await;
-    assert!(events[0].message.as_deref().unwrap_or_default().contains("spec.size: must be positive"), "{events:?}");
+    assert!(events[0].message.as_deref().unwrap_or_default().contains("backend unavailable"), "{events:?}");
     // Backoff retries it: more than one reconcile of the one failing parent.
     eventually("the failing parent retried", || async {
         (env.host.controller("misbehave").expect("controller").reconciles() >= 3).then_some(())

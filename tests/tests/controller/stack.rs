@@ -57,8 +57,14 @@ async fn workload_storage_and_network_children_converge_quietly_and_are_pruned()
     // Drift on a StatefulSet is reverted; a Job no longer desired is pruned.
     env.merge(&statefulsets, "db", json!({"spec": {"replicas": 7}})).await;
     wait_for(&env, &statefulsets, "db", "replicas reverted to 2", |s| s["spec"]["replicas"] == 2).await;
+    wait_for(&env, &stacks(), "db", "one migration in the status", |s| {
+        s["status"]["migrations"] == json!([{"job": "db-migrate"}])
+    })
+    .await;
     env.merge(&stacks(), "db", json!({"spec": {"migrate": false}})).await;
     wait_gone(&env, &jobs, "db-migrate", "the Job pruned").await;
+    // The plugin owns the whole status: a list that empties is written, not kept.
+    wait_for(&env, &stacks(), "db", "no migration in the status", |s| s["status"]["migrations"] == json!([])).await;
 
     // Deleting the parent collects every child.
     env.api(&stacks(), "default").delete("db", &Default::default()).await.expect("delete");

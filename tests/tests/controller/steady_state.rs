@@ -80,3 +80,14 @@ async fn a_resync_of_converged_parents_makes_no_writes() {
     assert!(now_skipped >= skipped + 3.0 * 4.0 + 3.0 * 3.0, "skipped writes counted: {skipped} -> {now_skipped}");
     env.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn caches_report_synced_as_soon_as_every_watch_has_listed() {
+    // Readiness (`/readyz`) waits on this while the controllers run; it once waited its
+    // whole limit because only the controller's own wait on the parent cache was woken.
+    let env = Env::start(&["demo-application", "foo", "pod-services"]).await;
+    let started = std::time::Instant::now();
+    assert!(env.host.wait_synced(Duration::from_secs(30)).await, "caches synced");
+    assert!(started.elapsed() < Duration::from_secs(10), "synced after {:?}, not at once", started.elapsed());
+    env.stop().await;
+}
