@@ -1,4 +1,4 @@
-//! One call's sandbox: a fresh store with a deny-all WASI context, frozen clocks, a
+//! One call's sandbox: a fresh store with a deny-all WASI context, fixed clocks, a
 //! memory cap, a CPU deadline, a log budget, and the classification of what went
 //! wrong when a call fails.
 
@@ -87,25 +87,35 @@ pub struct CallState {
     logs_dropped: u32,
 }
 
-/// Clocks frozen at the Unix epoch: plugins get the time from the request's `now`,
-/// so a reconcile depends on its inputs only.
+/// The wall clock a plugin reads: 2000-01-01T00:00:00Z, always. Plugins get the time
+/// from the request's `now`, so a reconcile depends on its inputs only; the clock is not
+/// zero because some language runtimes (Go's) refuse to start on a zero clock.
 struct FrozenClock;
+
+/// Seconds from the Unix epoch to 2000-01-01T00:00:00Z.
+const FROZEN_WALL_SECONDS: u64 = 946_684_800;
 
 impl HostWallClock for FrozenClock {
     fn resolution(&self) -> Duration {
         Duration::from_secs(1)
     }
     fn now(&self) -> Duration {
-        Duration::ZERO
+        Duration::from_secs(FROZEN_WALL_SECONDS)
     }
 }
 
-impl HostMonotonicClock for FrozenClock {
+/// A monotonic clock that starts at one second and moves one microsecond per reading:
+/// runtimes that wait for time to pass make progress, and every call of a plugin on the
+/// same input still reads the same times.
+#[derive(Default)]
+struct SteppedClock(std::sync::atomic::AtomicU64);
+
+impl HostMonotonicClock for SteppedClock {
     fn resolution(&self) -> u64 {
-        1_000_000_000
+        1_000
     }
     fn now(&self) -> u64 {
-        0
+        1_000_000_000 + 1_000 * self.0.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -117,7 +127,11 @@ pub(crate) fn new_store(engine: &Engine, plugin: &str, limits: Limits) -> Store<
     let stderr = MemoryOutputPipe::new(STDERR_CAPTURE);
     // No preopened directories, no environment, no arguments, no network: the
     // builder's defaults deny everything; only stderr is captured.
-    let wasi = WasiCtx::builder().stderr(stderr.clone()).wall_clock(FrozenClock).monotonic_clock(FrozenClock).build();
+    let wasi = WasiCtx::builder()
+        .stderr(stderr.clone())
+        .wall_clock(FrozenClock)
+        .monotonic_clock(SteppedClock::default())
+        .build();
     let state = CallState {
         wasi,
         table: ResourceTable::new(),
@@ -154,12 +168,26 @@ pub(crate) fn classify(
     if let Some(message) = panic_message(&stderr) {
         return CallError::Panic { plugin, call, message };
     }
-    let message = match error.downcast_ref::<Trap>() {
+    let mut message = match error.downcast_ref::<Trap>() {
         Some(trap) => trap.to_string(),
         None => format!("{error:#}"),
     };
+    // What the guest printed last: a Python traceback, a JavaScript stack, Go's panic.
+    if let Some(tail) = stderr_tail(&stderr) {
+        message = format!("{message}; the plugin's stderr ends with:\n{tail}");
+    }
     CallError::Trap { plugin, call, message }
 }
+
+/// The last lines a guest wrote to stderr, at most [`STDERR_TAIL_LINES`] of them.
+fn stderr_tail(stderr: &str) -> Option<String> {
+    let lines: Vec<&str> = stderr.lines().filter(|l| !l.trim().is_empty()).collect();
+    let tail = &lines[lines.len().saturating_sub(STDERR_TAIL_LINES)..];
+    (!tail.is_empty()).then(|| tail.join("\n"))
+}
+
+/// Enough lines for the end of a traceback.
+const STDERR_TAIL_LINES: usize = 20;
 
 /// The message of a Rust panic as the standard library prints it to stderr:
 /// `thread '<unnamed>' panicked at src/lib.rs:3:5:\n<message>`.
@@ -208,12 +236,22 @@ impl log::Host for CallState {
         self.log_lines_left -= 1;
         let plugin = self.plugin.as_str();
         let fields = FieldList(&fields);
+        // No `fields=` on a line without fields.
+        macro_rules! at {
+            ($level:expr) => {
+                if fields.0.is_empty() {
+                    tracing::event!($level, plugin, "{message}")
+                } else {
+                    tracing::event!($level, plugin, %fields, "{message}")
+                }
+            };
+        }
         match level {
-            log::Level::Trace => tracing::trace!(plugin, %fields, "{message}"),
-            log::Level::Debug => tracing::debug!(plugin, %fields, "{message}"),
-            log::Level::Info => tracing::info!(plugin, %fields, "{message}"),
-            log::Level::Warn => tracing::warn!(plugin, %fields, "{message}"),
-            log::Level::Error => tracing::error!(plugin, %fields, "{message}"),
+            log::Level::Trace => at!(tracing::Level::TRACE),
+            log::Level::Debug => at!(tracing::Level::DEBUG),
+            log::Level::Info => at!(tracing::Level::INFO),
+            log::Level::Warn => at!(tracing::Level::WARN),
+            log::Level::Error => at!(tracing::Level::ERROR),
         }
     }
 }
@@ -243,6 +281,29 @@ mod tests {
             "\nthread '<unnamed>' panicked at src/lib.rs:12:9:\nboom: bad spec\nnote: run with `RUST_BACKTRACE=1`\n";
         assert_eq!(panic_message(stderr).as_deref(), Some("boom: bad spec (at src/lib.rs:12:9)"));
         assert_eq!(panic_message("plain output"), None);
+    }
+
+    #[test]
+    fn a_trap_carries_the_tail_of_the_guests_stderr() {
+        let traceback =
+            "Traceback (most recent call last):\n  File \"app.py\", line 3, in reconcile\nKeyError: 'image'\n";
+        assert_eq!(stderr_tail(traceback).as_deref(), Some(traceback.trim_end()));
+        let long = (0..50).map(|i| format!("line {i}")).collect::<Vec<_>>().join("\n");
+        let tail = stderr_tail(&long).unwrap();
+        assert!(tail.starts_with("line 30\n") && tail.ends_with("line 49"), "{tail}");
+        assert_eq!(stderr_tail("\n \n"), None);
+    }
+
+    #[test]
+    fn clocks_are_not_zero_and_read_the_same_in_every_call() {
+        assert_eq!(FrozenClock.now(), Duration::from_secs(FROZEN_WALL_SECONDS));
+        let readings = || {
+            let clock = SteppedClock::default();
+            [clock.now(), clock.now(), clock.now()]
+        };
+        let first = readings();
+        assert!(first[0] > 0 && first[0] < first[1] && first[1] < first[2], "{first:?}");
+        assert_eq!(first, readings(), "a fresh call reads the same times");
     }
 
     #[test]
