@@ -149,9 +149,10 @@ impl Query {
         Self::new(kind, namespace, Selector::All)
     }
 
-    /// The objects of `kind` named `names` in `namespace`.
-    pub fn named(kind: KindRef, namespace: Option<&str>, names: &[&str]) -> Self {
-        let names = names.iter().map(|n| (*n).to_string()).collect();
+    /// The objects of `kind` named `names` in `namespace` (`&["a", "b"]`, a `Vec<String>`,
+    /// or any iterator of names).
+    pub fn named(kind: KindRef, namespace: Option<&str>, names: impl IntoIterator<Item = impl AsRef<str>>) -> Self {
+        let names = names.into_iter().map(|n| n.as_ref().to_string()).collect();
         Self::new(kind, namespace, Selector::Names(names))
     }
 

@@ -3,7 +3,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::Resource;
+use k8s_openapi::api::core::v1::ObjectReference;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+use k8s_openapi::jiff::Timestamp;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -112,6 +114,41 @@ impl Object {
             namespace: self.namespace().map(str::to_string),
             labels: (!labels.is_empty()).then_some(labels),
             ..ObjectMeta::default()
+        }
+    }
+
+    /// Metadata for a child in `namespace`: what a cluster-scoped parent needs for its
+    /// namespaced children (a namespaced parent's children stay in its namespace).
+    pub fn child_meta_in(&self, name: &str, namespace: &str) -> ObjectMeta {
+        ObjectMeta { namespace: Some(namespace.to_string()), ..self.child_meta(name) }
+    }
+
+    /// `metadata.generation`: bumped by the API server on each change of the spec.
+    pub fn generation(&self) -> Option<i64> {
+        self.0["metadata"]["generation"].as_i64()
+    }
+
+    /// `metadata.creationTimestamp`.
+    pub fn creation_timestamp(&self) -> Option<Timestamp> {
+        self.0["metadata"]["creationTimestamp"].as_str()?.parse().ok()
+    }
+
+    /// `metadata.deletionTimestamp`: set once the object is being deleted.
+    pub fn deletion_timestamp(&self) -> Option<Timestamp> {
+        self.0["metadata"]["deletionTimestamp"].as_str()?.parse().ok()
+    }
+
+    /// A reference to this object, as events and a `CronJob`'s `status.active` hold them.
+    pub fn object_reference(&self) -> ObjectReference {
+        let text = |s: &str| (!s.is_empty()).then(|| s.to_string());
+        ObjectReference {
+            api_version: text(self.api_version()),
+            kind: text(self.kind()),
+            name: text(self.name()),
+            namespace: self.namespace().map(str::to_string),
+            uid: text(self.uid()),
+            resource_version: self.0["metadata"]["resourceVersion"].as_str().map(str::to_string),
+            ..ObjectReference::default()
         }
     }
 }

@@ -1,6 +1,7 @@
 //! What the host hands a plugin for one parent.
 
 use k8s_openapi::Resource;
+use k8s_openapi::jiff::Timestamp;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
@@ -67,6 +68,15 @@ impl Request {
         find(&self.related, K::API_VERSION, K::KIND, name)
     }
 
+    /// The related object of kind `K` named `name` in `namespace` (`None` for a
+    /// cluster-scoped kind), unparsed: for queries across namespaces, where a name alone
+    /// is ambiguous.
+    pub fn find_related_in<K: Resource>(&self, namespace: Option<&str>, name: &str) -> Option<&Object> {
+        self.related.iter().find(|o| {
+            o.api_version() == K::API_VERSION && o.kind() == K::KIND && o.name() == name && o.namespace() == namespace
+        })
+    }
+
     /// Objects selected by the plugin's related queries.
     pub fn related(&self) -> &[Object] {
         &self.related
@@ -87,8 +97,15 @@ impl Request {
         self.finalizing
     }
 
-    /// The host's current time, RFC 3339.
-    pub fn now(&self) -> &str {
+    /// The host's current time (the same for the whole reconcile; the sandbox has no clock).
+    /// The host always sends a valid RFC 3339 time; a hand-made test request that does not
+    /// reads as the Unix epoch.
+    pub fn now(&self) -> Timestamp {
+        self.now.parse().unwrap_or(Timestamp::UNIX_EPOCH)
+    }
+
+    /// The host's current time as it was sent, RFC 3339.
+    pub fn now_rfc3339(&self) -> &str {
         &self.now
     }
 

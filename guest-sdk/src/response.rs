@@ -6,6 +6,9 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
+/// The annotation the host stamps on each child it applies.
+const APPLIED_HASH: &str = "kubewasm.io/applied-hash";
+
 /// The plugin's decision for one parent.
 ///
 /// `children` is the FULL desired set: an observed child the parent controls that is
@@ -38,6 +41,42 @@ impl Response {
             serde_json::to_value(object).map_err(|e| Error::permanent(format!("child does not serialize: {e}")))?;
         self.children.push(value);
         Ok(self)
+    }
+
+    /// Keep an observed child as it is: it stays (it is not pruned) and is not changed.
+    /// What the API server set on it (uid, resourceVersion, managedFields, timestamps,
+    /// generation, status) and the host's own ownerReference and annotation are left out,
+    /// so the child is returned as the plugin would have written it. For children the
+    /// plugin no longer rebuilds, such as a `CronJob`'s finished Jobs.
+    #[must_use]
+    pub fn keep(mut self, observed: &crate::Object) -> Self {
+        let mut child = observed.json().clone();
+        if let Some(meta) = child.get_mut("metadata").and_then(Value::as_object_mut) {
+            for field in [
+                "uid",
+                "resourceVersion",
+                "managedFields",
+                "creationTimestamp",
+                "deletionTimestamp",
+                "deletionGracePeriodSeconds",
+                "generation",
+                "selfLink",
+                "ownerReferences",
+            ] {
+                meta.remove(field);
+            }
+            if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
+                annotations.remove(APPLIED_HASH);
+                if annotations.is_empty() {
+                    meta.remove("annotations");
+                }
+            }
+        }
+        if let Some(object) = child.as_object_mut() {
+            object.remove("status");
+        }
+        self.children.push(child);
+        self
     }
 
     /// The desired `.status` of the parent.

@@ -145,6 +145,16 @@ impl Outcome {
             .expect("desired child parses")
     }
 
+    /// The desired status parsed into `T` (your status struct).
+    ///
+    /// # Panics
+    ///
+    /// When there is no status, or it does not parse as `T`.
+    pub fn status_as<T: DeserializeOwned>(&self) -> T {
+        let status = self.status.clone().expect("the response sets a status");
+        serde_json::from_value(status).unwrap_or_else(|e| panic!("the status does not parse: {e}"))
+    }
+
     /// Warning events only.
     pub fn warnings(&self) -> Vec<&Event> {
         self.events.iter().filter(|e| e.type_ == EventType::Warning).collect()

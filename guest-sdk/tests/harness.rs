@@ -46,7 +46,7 @@ impl Reconciler for Everything {
         let related = req.find_related::<Deployment>("db").map_or("none", |d| d.name());
         let response = Response::new()
             .child(&cm)?
-            .status(&json!({"observedSize": widget.spec.size, "now": req.now()}))?
+            .status(&json!({"observedSize": widget.spec.size, "now": req.now_rfc3339()}))?
             .label("example.com/sized", "true")
             .annotation("example.com/related", related)
             .requeue_after(Duration::from_secs(30))
@@ -134,4 +134,95 @@ fn object_accessors_read_metadata_and_ownership() {
     assert!(owner.status().is_null());
     let orphan = Object::new(json!({"metadata": {"name": "o"}}));
     assert!(!orphan.is_controlled_by(&owner));
+}
+
+#[test]
+fn request_times_and_object_metadata_come_typed() {
+    let req = TestRequest::new(widget(json!({"size": 1}))).now("2026-05-01T10:00:00Z");
+    struct Clock;
+    impl Reconciler for Clock {
+        fn describe() -> Manifest {
+            Everything::describe()
+        }
+        fn reconcile(req: &Request) -> Result<Response, Error> {
+            let later = req.now() + k8s_openapi::jiff::SignedDuration::from_secs(60);
+            Response::new().status(&json!({"next": later.to_string()}))
+        }
+    }
+    #[derive(Deserialize)]
+    struct Status {
+        next: String,
+    }
+    let out = testing::reconcile::<Clock>(req).unwrap();
+    assert_eq!(out.status_as::<Status>().next, "2026-05-01T10:01:00Z");
+
+    let job = Object::new(json!({"apiVersion": "batch/v1", "kind": "Job",
+        "metadata": {"name": "j", "namespace": "shop", "uid": "j-uid", "resourceVersion": "7", "generation": 2,
+                     "creationTimestamp": "2026-05-01T09:00:00Z", "deletionTimestamp": "2026-05-01T11:00:00Z"}}));
+    assert_eq!(job.generation(), Some(2));
+    assert_eq!(job.creation_timestamp().map(|t| t.to_string()).as_deref(), Some("2026-05-01T09:00:00Z"));
+    assert!(job.deletion_timestamp() > job.creation_timestamp());
+    let reference = job.object_reference();
+    assert_eq!(
+        (reference.kind.as_deref(), reference.name.as_deref(), reference.uid.as_deref()),
+        (Some("Job"), Some("j"), Some("j-uid"))
+    );
+    assert_eq!((reference.api_version.as_deref(), reference.namespace.as_deref()), (Some("batch/v1"), Some("shop")));
+
+    let cluster_parent = Object::new(json!({"apiVersion": "example.com/v1", "kind": "Propagation",
+        "metadata": {"name": "p", "labels": {"team": "a"}}}));
+    let meta = cluster_parent.child_meta_in("copy", "three");
+    assert_eq!((meta.name.as_deref(), meta.namespace.as_deref()), (Some("copy"), Some("three")));
+    assert_eq!(meta.labels.unwrap()["team"], "a");
+}
+
+#[test]
+fn related_objects_are_found_by_namespace_and_name_and_queried_by_any_names() {
+    struct Spread;
+    impl Reconciler for Spread {
+        fn describe() -> Manifest {
+            Everything::describe()
+        }
+        fn related(_parent: &Object) -> Vec<Query> {
+            let names: Vec<String> = vec!["db".into(), "cache".into()];
+            vec![Query::named(KindRef::of::<Deployment>(), None, names)]
+        }
+        fn reconcile(req: &Request) -> Result<Response, Error> {
+            let found = req.find_related_in::<Deployment>(Some("two"), "db").map_or("none", |d| d.namespace().unwrap());
+            Ok(Response::new().annotation("found-in", found))
+        }
+    }
+    let queries = testing::related::<Spread>(widget(json!({})));
+    assert_eq!(queries[0].selector, kubewasm_sdk::Selector::Names(vec!["db".into(), "cache".into()]));
+    let db =
+        |ns: &str| json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "db", "namespace": ns}});
+    let req = TestRequest::new(widget(json!({"size": 1}))).related(db("one")).related(db("two"));
+    assert_eq!(testing::reconcile::<Spread>(req).unwrap().annotations["found-in"], "two");
+}
+
+#[test]
+fn a_kept_child_is_returned_without_what_the_server_and_host_set() {
+    struct Keeper;
+    impl Reconciler for Keeper {
+        fn describe() -> Manifest {
+            Everything::describe()
+        }
+        fn reconcile(req: &Request) -> Result<Response, Error> {
+            Ok(req.children().iter().fold(Response::new(), Response::keep))
+        }
+    }
+    let observed = json!({"apiVersion": "v1", "kind": "ConfigMap",
+        "metadata": {"name": "w-old", "namespace": "shop", "uid": "c-uid", "resourceVersion": "9",
+                     "creationTimestamp": "2026-05-01T09:00:00Z", "managedFields": [{"manager": "kubewasm.everything"}],
+                     "labels": {"team": "a"},
+                     "annotations": {"kubewasm.io/applied-hash": "abc", "note": "kept"},
+                     "ownerReferences": [{"apiVersion": "example.com/v1", "kind": "Widget", "name": "w", "uid": "w-uid", "controller": true}]},
+        "data": {"size": "2"}});
+    let out = testing::reconcile::<Keeper>(TestRequest::new(widget(json!({"size": 1}))).child(observed)).unwrap();
+    assert_eq!(
+        out.children[0].json(),
+        &json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "w-old", "namespace": "shop", "labels": {"team": "a"}, "annotations": {"note": "kept"}},
+            "data": {"size": "2"}})
+    );
 }

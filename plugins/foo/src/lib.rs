@@ -51,7 +51,7 @@ impl Reconciler for FooReconciler {
             return Vec::new();
         };
         let deployment = KindRef::of::<Deployment>();
-        vec![Query::named(deployment, parent.namespace(), &[&spec.deployment_name])]
+        vec![Query::named(deployment, parent.namespace(), [&spec.deployment_name])]
     }
 
     fn reconcile(req: &Request) -> Result<Response, Error> {
@@ -206,7 +206,7 @@ mod tests {
     #[test]
     fn related_asks_for_the_named_deployment_in_the_foo_namespace() {
         let queries = testing::related::<FooReconciler>(foo());
-        assert_eq!(queries, [Query::named(KindRef::of::<Deployment>(), Some("default"), &["example-foo"])]);
+        assert_eq!(queries, [Query::named(KindRef::of::<Deployment>(), Some("default"), ["example-foo"])]);
     }
 
     #[test]
