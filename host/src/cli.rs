@@ -45,6 +45,10 @@ pub enum Command {
         /// Serve /healthz and /readyz on this address (default: not served).
         #[arg(long, value_name = "ADDR")]
         health_addr: Option<SocketAddr>,
+        /// Inject the faults of this YAML or JSON file into the API server (failed
+        /// requests, cut or delayed watches, stale reads), to try plugins under them.
+        #[arg(long, value_name = "FILE")]
+        faults: Option<PathBuf>,
         #[command(flatten)]
         host: HostArgs,
     },
@@ -75,6 +79,18 @@ pub enum Command {
         /// binary was built from, else the project's git repository).
         #[arg(long, value_name = "DIR")]
         sdk: Option<PathBuf>,
+        /// The parent kind's API group (default: example.com).
+        #[arg(long)]
+        group: Option<String>,
+        /// The parent kind's version (default: v1).
+        #[arg(long)]
+        version: Option<String>,
+        /// The parent kind (default: the name in UpperCamelCase).
+        #[arg(long)]
+        kind: Option<String>,
+        /// Whether parents live in a namespace or in the cluster.
+        #[arg(long, value_enum, default_value_t = Scope::Namespaced)]
+        scope: Scope,
     },
     /// Print a plugin's manifest: its parent, children, related kinds and limits.
     Describe {
@@ -130,6 +146,15 @@ pub enum Command {
     },
 }
 
+/// The scope of a new plugin's parent kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Scope {
+    #[value(name = "Namespaced")]
+    Namespaced,
+    #[value(name = "Cluster")]
+    Cluster,
+}
+
 /// How the host runs plugins, for `dev` and `run`.
 #[derive(Debug, clap::Args)]
 pub struct HostArgs {
@@ -147,13 +172,21 @@ impl HostArgs {
         if self.no_cache {
             return None;
         }
-        self.cache_dir.clone().or_else(|| {
-            let base = std::env::var_os("XDG_CACHE_HOME")
-                .map(PathBuf::from)
-                .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
-            Some(base.join("kubewasm"))
-        })
+        self.cache_dir.clone().or_else(default_cache_dir)
     }
+}
+
+/// Where compiled plugins are kept unless `--cache-dir` says otherwise: `KUBEWASM_CACHE_DIR`,
+/// else `$XDG_CACHE_HOME/kubewasm`, else `~/.cache/kubewasm`. The one-shot commands use it
+/// too: compiling a large component (an interpreter and its script) takes seconds.
+pub fn default_cache_dir() -> Option<PathBuf> {
+    if let Some(dir) = std::env::var_os("KUBEWASM_CACHE_DIR").filter(|d| !d.is_empty()) {
+        return Some(PathBuf::from(dir));
+    }
+    let base = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))?;
+    Some(base.join("kubewasm"))
 }
 
 /// Leader election, for `run` with more than one replica.

@@ -47,25 +47,27 @@ fn main() -> ExitCode {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         #[cfg(feature = "dev")]
-        Command::Dev { dir, data_dir, kubeconfig, port, health_addr, host } => {
+        Command::Dev { dir, data_dir, kubeconfig, port, health_addr, faults, host } => {
+            let faults = faults.as_deref().map(devcluster::Faults::read).transpose()?;
             let options =
                 devcluster::Options { data_dir, port, kubeconfig_path: kubeconfig, ..devcluster::Options::default() };
             let runtime = tokio_runtime()?;
             let engine = engine(&EngineOptions { pooling: true, cache_dir: host.cache_dir() })?;
-            runtime.block_on(dev(&engine, &dir, options, health_addr))?;
+            runtime.block_on(dev(&engine, &dir, options, health_addr, faults))?;
         }
         Command::Run { dir, health_addr, host, leader } => {
             let runtime = tokio_runtime()?;
             let engine = engine(&EngineOptions { pooling: true, cache_dir: host.cache_dir() })?;
             runtime.block_on(run_host(&engine, &dir, health_addr, &leader))?;
         }
-        Command::New { name, path, sdk } => {
+        Command::New { name, path, sdk, group, version, kind, scope } => {
             let dir = path.unwrap_or_else(|| PathBuf::from(&name));
             let sdk = match sdk {
                 Some(dir) => scaffold::Sdk::at(&dir)?,
                 None => scaffold::Sdk::of_this_build(),
             };
-            let created = scaffold::create(&name, &dir, &sdk)?;
+            let parent = scaffold::Parent { group, version, kind, cluster: scope == cli::Scope::Cluster };
+            let created = scaffold::create(&name, &parent, &dir, &sdk)?;
             println!("created {} ({}), with the SDK from {sdk}", dir.display(), created.kind);
             for file in &created.files {
                 println!("  {}", file.display());
@@ -73,15 +75,15 @@ fn run(cli: Cli) -> Result<()> {
             let krate = &created.krate;
             println!("next:");
             println!("  cd {} && cargo test", dir.display());
-            println!("  cargo build --release --target wasm32-wasip2");
-            println!("  kubewasm render target/wasm32-wasip2/release/{krate}.wasm --parent examples/parent.yaml");
+            println!("  cargo build --profile plugin --target wasm32-wasip2");
+            println!("  kubewasm render target/wasm32-wasip2/plugin/{krate}.wasm --parent examples/parent.yaml");
         }
         Command::Describe { plugin } => {
-            let plugin = Plugin::load(&engine(&EngineOptions::default())?, &plugin)?;
+            let plugin = Plugin::load(&engine(&one_shot())?, &plugin)?;
             print!("{}", serde_yaml_ng::to_string(&describe(&plugin)?)?);
         }
         Command::Render { plugin, parent, observed, related, config, now } => {
-            let plugin = Plugin::load(&engine(&EngineOptions::default())?, &plugin)?;
+            let plugin = Plugin::load(&engine(&one_shot())?, &plugin)?;
             let now = now.unwrap_or_else(|| jiff::Timestamp::now().to_string());
             let rendered = render::render(&plugin, &Inputs { parent, observed, related, config }, &now)?;
             for note in &rendered.notes {
@@ -95,7 +97,7 @@ fn run(cli: Cli) -> Result<()> {
                 files.extend(host::plugin_files(&dir)?);
             }
             anyhow::ensure!(!files.is_empty(), "name plugin files or a directory with --plugins DIR");
-            let engine = engine(&EngineOptions::default())?;
+            let engine = engine(&one_shot())?;
             for file in files {
                 let plugin = Plugin::load(&engine, &file)?;
                 let crds = plugin.manifest().crd_objects().map_err(anyhow::Error::msg)?;
@@ -105,7 +107,7 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Rbac { dir, namespace, name, service_account_namespace } => {
-            let (plugins, failures) = host::load_dir(&engine(&EngineOptions::default())?, &dir)?;
+            let (plugins, failures) = host::load_dir(&engine(&one_shot())?, &dir)?;
             if let Some(failure) = failures.first() {
                 anyhow::bail!("{failure} (RBAC for the other plugins alone would not let it run)");
             }
@@ -122,18 +124,29 @@ fn run(cli: Cli) -> Result<()> {
     Ok(())
 }
 
+/// The engine options of the one-shot commands: no pooling, the default cache.
+fn one_shot() -> EngineOptions {
+    EngineOptions { pooling: false, cache_dir: cli::default_cache_dir() }
+}
+
 fn tokio_runtime() -> Result<tokio::runtime::Runtime> {
     Ok(tokio::runtime::Builder::new_multi_thread().enable_all().build()?)
 }
 
-/// One-shot commands compile once and need neither pooling nor a cache; a
-/// long-running host wants both.
+/// One-shot commands need no pooling; a long-running host wants it.
 fn engine(options: &EngineOptions) -> Result<Engine> {
     Engine::with_options(options).map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e:#}"))
 }
 
 #[cfg(feature = "dev")]
-async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options, health_addr: Option<SocketAddr>) -> Result<()> {
+/// `faults` start once the plugins run: they are for the controllers, not for installing CRDs.
+async fn dev(
+    engine: &Engine,
+    dir: &Path,
+    options: devcluster::Options,
+    health_addr: Option<SocketAddr>,
+    faults: Option<devcluster::Faults>,
+) -> Result<()> {
     anyhow::ensure!(dir.is_dir(), "{}: not a directory", dir.display());
     let shutdown = shutdown_signal();
     let health = Health::new();
@@ -155,7 +168,12 @@ async fn dev(engine: &Engine, dir: &Path, options: devcluster::Options, health_a
         controller: controller::Options { metrics, ..controller::Options::default() },
     };
     let host = Host::from_dir(&client, engine, dir, options).await?;
+    let mut print_status = status_printer();
     print_status(&host);
+    if faults.is_some() {
+        eprintln!("injecting the faults of the --faults file from now on");
+        cluster.set_faults(faults);
+    }
     eprintln!("watching {} for changes; Ctrl-C stops", dir.display());
     health.set_ready(synced(&host).await);
     host.watch(not_ready_on(shutdown, &health), print_status).await?;
@@ -249,12 +267,28 @@ async fn not_ready_on(shutdown: impl std::future::Future<Output = ()>, health: &
     health.set_ready(false);
 }
 
+/// Prints the plugin table when it differs from the one printed last: the first scan and
+/// a rescan that changed nothing print nothing new.
+#[cfg(feature = "dev")]
+fn status_printer() -> impl FnMut(&Host) {
+    let mut last = None;
+    move |host: &Host| {
+        let table = status_table(host);
+        if last.as_ref() != Some(&table) {
+            eprint!("{table}");
+            last = Some(table);
+        }
+    }
+}
+
 /// One line per plugin file: what runs, and why a file is not in use.
 #[cfg(feature = "dev")]
-fn print_status(host: &Host) {
+fn status_table(host: &Host) -> String {
+    use std::fmt::Write;
     let status = host.status();
+    let mut table = String::new();
     if status.is_empty() {
-        eprintln!("no plugins yet: drop NAME.wasm files into the plugin directory");
+        table.push_str("no plugins yet: drop NAME.wasm files into the plugin directory\n");
     }
     for p in status {
         let name = p.name.as_deref().unwrap_or("-");
@@ -266,12 +300,13 @@ fn print_status(host: &Host) {
         } else {
             "stopped"
         };
-        match (p.error, p.waiting_for) {
-            (Some(e), _) => eprintln!("  {name:<20} {state:<8} {version}  ERROR {e}"),
-            (None, Some(kind)) => eprintln!("  {name:<20} {state:<8} {version}  for {kind}, not served yet"),
-            (None, None) => eprintln!("  {name:<20} {state:<8} {version}  {}", p.file),
-        }
+        let _ = match (p.error, p.waiting_for) {
+            (Some(e), _) => writeln!(table, "  {name:<20} {state:<8} {version}  ERROR {e}"),
+            (None, Some(kind)) => writeln!(table, "  {name:<20} {state:<8} {version}  for {kind}, not served yet"),
+            (None, None) => writeln!(table, "  {name:<20} {state:<8} {version}  {}", p.file),
+        };
     }
+    table
 }
 
 /// Ctrl-C or SIGTERM. Listens for SIGTERM from the moment it is called, not from its
@@ -304,6 +339,13 @@ fn describe(plugin: &Plugin) -> Result<Value> {
     out["contract"] = json!(format!("kubewasm:reconciler@{CONTRACT_VERSION}"));
     out["sha256"] = json!(plugin.hash());
     out["fieldManager"] = json!(m.field_manager());
+    // What each call runs under: the host's defaults, lowered by the manifest.
+    let limits = plugin.limits();
+    out["limits"] = json!({
+        "deadline": format!("{}ms", limits.deadline.as_millis()),
+        "memory": format!("{}Mi", limits.memory_bytes >> 20),
+        "logLinesPerCall": limits.log_lines,
+    });
     let crds = m.crd_objects().map_err(anyhow::Error::msg)?;
     out["crds"] = crds.iter().map(|c| c["metadata"]["name"].clone()).collect();
     Ok(out)

@@ -15,6 +15,12 @@ pub enum Error {
     Write { path: PathBuf, source: std::io::Error },
     #[error("{}: not the guest SDK (no Cargo.toml there)", .0.display())]
     NotSdk(PathBuf),
+    #[error("--kind {kind:?}: use UpperCamelCase letters and digits (like `CronTab`)")]
+    BadKind { kind: String },
+    #[error("--group {group:?}: use a DNS subdomain with a dot (like `stable.example.com`)")]
+    BadGroup { group: String },
+    #[error("--version {version:?}: use a Kubernetes API version (like `v1`, `v1beta1`, `v2alpha1`)")]
+    BadVersion { version: String },
 }
 
 /// Where the new crate gets the guest SDK from.
@@ -66,6 +72,19 @@ impl std::fmt::Display for Sdk {
     }
 }
 
+/// The parent kind of a new plugin; what is not given follows from the plugin's name.
+#[derive(Clone, Debug, Default)]
+pub struct Parent {
+    /// The API group (default `example.com`).
+    pub group: Option<String>,
+    /// The version (default `v1`).
+    pub version: Option<String>,
+    /// The kind (default: the name in upper camel case, `hello-world` -> `HelloWorld`).
+    pub kind: Option<String>,
+    /// Cluster-scoped rather than namespaced.
+    pub cluster: bool,
+}
+
 /// The names one plugin name gives: crate, kind, plural, API group.
 #[derive(Debug)]
 struct Names {
@@ -74,11 +93,13 @@ struct Names {
     kind: String,
     plural: String,
     singular: String,
-    group: &'static str,
+    group: String,
+    version: String,
+    cluster: bool,
 }
 
 impl Names {
-    fn of(name: &str) -> Result<Names, Error> {
+    fn of(name: &str, parent: &Parent) -> Result<Names, Error> {
         let bad = |why| Err(Error::BadName { name: name.to_string(), why });
         if name.is_empty() || name.len() > 40 {
             return bad("use 1 to 40 characters");
@@ -94,16 +115,43 @@ impl Names {
         if RESERVED.contains(&krate.as_str()) {
             return bad("it is a Rust keyword or the name of a standard crate");
         }
-        let kind: String = name
-            .split('-')
-            .map(|part| {
-                let mut chars = part.chars();
-                chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
-            })
-            .collect();
+        let kind = match &parent.kind {
+            Some(kind) => {
+                let camel = kind.starts_with(|c: char| c.is_ascii_uppercase())
+                    && kind.chars().all(|c| c.is_ascii_alphanumeric())
+                    && kind.len() <= 63;
+                if !camel {
+                    return Err(Error::BadKind { kind: kind.clone() });
+                }
+                kind.clone()
+            }
+            None => name
+                .split('-')
+                .map(|part| {
+                    let mut chars = part.chars();
+                    chars.next().map(|c| c.to_ascii_uppercase().to_string() + chars.as_str()).unwrap_or_default()
+                })
+                .collect(),
+        };
+        let group = parent.group.clone().unwrap_or_else(|| "example.com".into());
+        let dns = group.contains('.')
+            && group.len() <= 253
+            && group.split('.').all(|label| {
+                !label.is_empty()
+                    && !label.starts_with('-')
+                    && !label.ends_with('-')
+                    && label.chars().all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
+            });
+        if !dns {
+            return Err(Error::BadGroup { group });
+        }
+        let version = parent.version.clone().unwrap_or_else(|| "v1".into());
+        if !is_api_version(&version) {
+            return Err(Error::BadVersion { version });
+        }
         let singular = kind.to_ascii_lowercase();
-        let plural = format!("{singular}s");
-        Ok(Names { name: name.to_string(), krate, kind, plural, singular, group: "example.com" })
+        let plural = plural_of(&singular);
+        Ok(Names { name: name.to_string(), krate, kind, plural, singular, group, version, cluster: parent.cluster })
     }
 
     fn fill(&self, template: &str, sdk: &Sdk) -> String {
@@ -113,8 +161,46 @@ impl Names {
             .replace("{{kind}}", &self.kind)
             .replace("{{plural}}", &self.plural)
             .replace("{{singular}}", &self.singular)
-            .replace("{{group}}", self.group)
+            .replace("{{group}}", &self.group)
+            .replace("{{version}}", &self.version)
+            .replace("{{scope}}", if self.cluster { "Cluster" } else { "Namespaced" })
+            .replace("{{kindref}}", if self.cluster { "cluster" } else { "namespaced" })
+            .replace(
+                "{{child_meta}}",
+                if self.cluster {
+                    // A cluster-scoped parent's namespaced children need a namespace.
+                    r#"parent.child_meta_in(parent.name(), "default")"#
+                } else {
+                    "parent.child_meta(parent.name())"
+                },
+            )
+            .replace("{{json_namespace}}", if self.cluster { "" } else { r#", "namespace": "default""# })
+            .replace("{{yaml_namespace}}", if self.cluster { "" } else { "  namespace: default\n" })
             .replace("{{sdk}}", &sdk.dependency())
+    }
+}
+
+/// `v1`, `v2beta1`, `v1alpha2`: a Kubernetes API version.
+fn is_api_version(version: &str) -> bool {
+    let Some(rest) = version.strip_prefix('v') else { return false };
+    let digits = rest.find(|c: char| !c.is_ascii_digit()).unwrap_or(rest.len());
+    let (major, tail) = rest.split_at(digits);
+    let number = |n: &str| !n.is_empty() && !n.starts_with('0') && n.chars().all(|c| c.is_ascii_digit());
+    number(major)
+        && (tail.is_empty() || ["alpha", "beta"].iter().any(|stage| tail.strip_prefix(stage).is_some_and(number)))
+}
+
+/// The plural of a lowercase kind, as Kubernetes tooling forms it (`policy` -> `policies`,
+/// `box` -> `boxes`, `app` -> `apps`).
+fn plural_of(singular: &str) -> String {
+    if singular.ends_with(['s', 'x', 'z']) || singular.ends_with("ch") || singular.ends_with("sh") {
+        format!("{singular}es")
+    } else if let Some(stem) = singular.strip_suffix('y')
+        && !stem.ends_with(['a', 'e', 'i', 'o', 'u'])
+    {
+        format!("{stem}ies")
+    } else {
+        format!("{singular}s")
     }
 }
 
@@ -191,10 +277,12 @@ pub struct Created {
 /// # Errors
 ///
 /// [`Error::BadName`] for a name that cannot name a crate and a Kubernetes kind,
+/// [`Error::BadKind`], [`Error::BadGroup`] or [`Error::BadVersion`] for a parent kind
+/// Kubernetes would refuse,
 /// [`Error::Exists`] when `dir` exists, [`Error::Write`] when a file cannot be
 /// written.
-pub fn create(name: &str, dir: &Path, sdk: &Sdk) -> Result<Created, Error> {
-    let names = Names::of(name)?;
+pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk) -> Result<Created, Error> {
+    let names = Names::of(name, parent)?;
     if dir.exists() {
         return Err(Error::Exists(dir.to_path_buf()));
     }
@@ -210,7 +298,7 @@ pub fn create(name: &str, dir: &Path, sdk: &Sdk) -> Result<Created, Error> {
         write(&path).map_err(|source| Error::Write { path: path.clone(), source })?;
         files.push(path);
     }
-    Ok(Created { kind: format!("{}.{}/v1", names.kind, names.group), krate: names.krate, files })
+    Ok(Created { kind: format!("{}.{}/{}", names.kind, names.group, names.version), krate: names.krate, files })
 }
 
 #[cfg(test)]
@@ -219,7 +307,7 @@ mod tests {
 
     #[test]
     fn a_name_gives_the_crate_the_kind_and_its_plural() {
-        let names = Names::of("hello-world").unwrap();
+        let names = Names::of("hello-world", &Parent::default()).unwrap();
         assert_eq!(
             (names.krate.as_str(), names.kind.as_str(), names.plural.as_str(), names.singular.as_str()),
             ("hello_world", "HelloWorld", "helloworlds", "helloworld")
@@ -229,7 +317,28 @@ mod tests {
     #[test]
     fn names_that_cannot_be_a_crate_or_a_kind_are_refused() {
         for name in ["", "Hello", "9lives", "two--dashes", "trailing-", "under_score", "self", "test"] {
-            assert!(matches!(Names::of(name), Err(Error::BadName { .. })), "{name:?} was accepted");
+            assert!(matches!(Names::of(name, &Parent::default()), Err(Error::BadName { .. })), "{name:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn a_given_kind_group_and_version_are_checked_and_pluralized() {
+        let parent = |kind: &str, group: &str, version: &str| Parent {
+            kind: Some(kind.into()),
+            group: Some(group.into()),
+            version: Some(version.into()),
+            cluster: true,
+        };
+        let names = Names::of("cron", &parent("CronPolicy", "batch.example.io", "v1beta1")).unwrap();
+        assert_eq!((names.plural.as_str(), names.version.as_str()), ("cronpolicies", "v1beta1"));
+        assert_eq!(plural_of("box"), "boxes");
+        assert_eq!(plural_of("gateway"), "gateways");
+        assert_eq!(plural_of("app"), "apps");
+        assert!(matches!(Names::of("x", &parent("cronTab", "a.io", "v1")), Err(Error::BadKind { .. })));
+        assert!(matches!(Names::of("x", &parent("CronTab", "nodot", "v1")), Err(Error::BadGroup { .. })));
+        assert!(matches!(Names::of("x", &parent("CronTab", "Up.io", "v1")), Err(Error::BadGroup { .. })));
+        for bad in ["1", "v0", "v1gamma1", "v1beta", "V1", "v01"] {
+            assert!(matches!(Names::of("x", &parent("CronTab", "a.io", bad)), Err(Error::BadVersion { .. })), "{bad}");
         }
     }
 

@@ -141,6 +141,33 @@ fn describe_shows_the_manifest() {
     assert_eq!(manifest["crds"][0], "foos.samplecontroller.k8s.io");
     assert_eq!(manifest["fieldManager"], "kubewasm.foo");
     assert_eq!(manifest["sha256"].as_str().map(str::len), Some(64));
+    let limits = &manifest["limits"];
+    assert_eq!((&limits["deadline"], &limits["memory"]), (&json_str("1000ms"), &json_str("64Mi")), "{manifest}");
+    assert_eq!(limits["logLinesPerCall"], 1000);
+}
+
+fn json_str(s: &str) -> serde_json::Value {
+    serde_json::Value::String(s.into())
+}
+
+#[test]
+fn describe_and_render_keep_the_compiled_plugin_in_the_cache() {
+    let cache = target_dir().join("cli-test-inputs").join("one-shot-cache");
+    let _ = std::fs::remove_dir_all(&cache);
+    let describe = || {
+        Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+            .args(["describe", path_str(&plugin("foo"))])
+            .env("KUBEWASM_CACHE_DIR", &cache)
+            .env("RUST_LOG", "warn")
+            .output()
+            .expect("kubewasm runs")
+    };
+    let first = describe();
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let cached: Vec<_> = std::fs::read_dir(&cache).expect("the cache directory").flatten().collect();
+    assert_eq!(cached.len(), 1, "one compiled plugin: {cached:?}");
+    assert!(cached[0].file_name().to_string_lossy().ends_with(".cwasm"));
+    assert_eq!(describe().stdout, first.stdout, "the cached plugin describes itself the same");
 }
 
 #[test]
@@ -585,6 +612,76 @@ fn dev_serves_health_probes_when_asked_and_stops_cleanly_on_sigterm() {
     assert_eq!(http_status(&addr, "/healthz"), None, "the probes stop with the process");
 }
 
+#[test]
+fn a_plugin_log_line_without_fields_ends_with_its_message() {
+    let config = write_temp("misbehave-log-flood.yaml", b"mode: log-flood\n");
+    let out = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(["render", path_str(&fixture("misbehave")), "--parent", path_str(&misbehave_parent())])
+        .args(["--config", path_str(&config)])
+        .env("RUST_LOG", "info")
+        .output()
+        .expect("kubewasm runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let line = stderr.lines().find(|l| l.contains("line 0")).unwrap_or_else(|| panic!("a plugin log line: {stderr}"));
+    assert!(!line.contains("fields="), "no empty `fields=`: {line:?}");
+}
+
+#[test]
+fn dev_is_ready_at_once_prints_its_plugins_once_and_stops_on_sigterm() {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let started = std::time::Instant::now();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(["dev", "--plugins", path_str(&target_dir().join("plugins")), "--health-addr", &addr])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubewasm dev starts");
+    wait_until_ready(&mut child, &addr);
+    // Readiness once waited out a 60 s limit, and SIGTERM with it.
+    let ready = started.elapsed();
+    assert!(ready < std::time::Duration::from_secs(30), "ready after {ready:?}");
+    let stderr = terminate_cleanly(child);
+    let rows = stderr.lines().filter(|l| l.trim_start().starts_with("demo-application ")).count();
+    assert_eq!(rows, 1, "the plugin table is printed once: {stderr}");
+}
+
+#[test]
+fn dev_injects_the_faults_of_a_faults_file_once_the_plugins_run() {
+    let faults =
+        write_temp("faults.yaml", b"seed: 1\nerrors:\n- {code: 500, rate: 1, verbs: [list], resource: configmaps}\n");
+    let kubeconfig = target_dir().join("cli-test-inputs").join("faults-kubeconfig");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(["dev", "--plugins", path_str(&target_dir().join("plugins")), "--health-addr", &addr])
+        .args(["--faults", path_str(&faults), "--kubeconfig", path_str(&kubeconfig)])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubewasm dev starts");
+    wait_until_ready(&mut child, &addr);
+    let kubectl = |resource: &str| {
+        Command::new("kubectl")
+            .args(["--kubeconfig", path_str(&kubeconfig), "get", resource])
+            .output()
+            .expect("kubectl runs")
+    };
+    let refused = kubectl("configmaps");
+    assert!(!refused.status.success(), "listing configmaps fails as the file says");
+    assert!(String::from_utf8_lossy(&refused.stderr).contains("InternalError"), "{refused:?}");
+    assert!(kubectl("secrets").status.success(), "other requests are served");
+    terminate_cleanly(child);
+}
+
+#[test]
+fn a_faults_file_that_asks_for_what_cannot_be_injected_is_refused_naming_the_field() {
+    let faults = write_temp("bad-faults.yaml", b"watch: {cutRate: 1.5}\n");
+    let plugins = target_dir().join("plugins");
+    let out = kubewasm(&["dev", "--plugins", path_str(&plugins), "--faults", path_str(&faults)]);
+    assert_fails_with(&out, &["bad-faults.yaml", "watch.cutRate: 1.5 is not between 0 and 1"]);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn run_serves_health_probes_against_a_cluster_and_stops_cleanly_on_sigterm() {
     use kubewasm_devcluster::{DevCluster, Options};
@@ -783,25 +880,53 @@ fn new_creates_a_plugin_that_passes_its_tests_and_renders() {
     assert_fails_with(&no_sdk, &["no-such-sdk", "not the guest SDK"]);
     assert!(!elsewhere.exists(), "nothing written for a bad --sdk");
 
-    // The workspace's versions of every dependency, already downloaded and built.
-    std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy Cargo.lock");
-    let tested = cargo_in(&dir, &["test"]);
-    let test_output = String::from_utf8_lossy(&tested.stdout);
-    assert!(tested.status.success(), "{test_output}{}", String::from_utf8_lossy(&tested.stderr));
-    assert!(test_output.contains("test result: ok. 2 passed"), "{test_output}");
-
-    let built = cargo_in(&dir, &["build", "--release", "--target", "wasm32-wasip2"]);
-    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
-    let component = target_dir().join("wasm32-wasip2/release/hello_world.wasm");
-    let described = kubewasm(&["describe", path_str(&component)]);
-    let manifest = String::from_utf8_lossy(&described.stdout);
-    assert!(described.status.success(), "{}", String::from_utf8_lossy(&described.stderr));
-    assert!(manifest.contains("kind: HelloWorld") && manifest.contains("helloworlds.example.com"), "{manifest}");
-
+    let component =
+        build_and_describe(&dir, "hello_world", &["kind: HelloWorld", "helloworlds.example.com", "namespaced: true"]);
     let parent = dir.join("examples/parent.yaml");
     let rendered =
         kubewasm(&["render", path_str(&component), "--parent", path_str(&parent), "--now", "2026-01-01T00:00:00Z"]);
     let yaml = String::from_utf8_lossy(&rendered.stdout);
     assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
     assert!(yaml.contains("kind: ConfigMap") && yaml.contains("message: Hello from hello-world"), "{yaml}");
+
+    // A parent kind of the user's choosing, cluster-scoped: its ConfigMap goes to a namespace.
+    let crons = base.join("cron-sync");
+    let args = ["--kind", "CronPolicy", "--group", "batch.example.io", "--version", "v1beta1", "--scope", "Cluster"];
+    let out = kubewasm(&[&["new", "cron-sync", "--path", path_str(&crons)][..], &args].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("CronPolicy.batch.example.io/v1beta1"));
+    let component = build_and_describe(
+        &crons,
+        "cron_sync",
+        &["kind: CronPolicy", "cronpolicies.batch.example.io", "namespaced: false", "version: v1beta1"],
+    );
+    let parent = crons.join("examples/parent.yaml");
+    let rendered = kubewasm(&["render", path_str(&component), "--parent", path_str(&parent)]);
+    let yaml = String::from_utf8_lossy(&rendered.stdout);
+    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
+    assert!(yaml.contains("kind: ConfigMap") && yaml.contains("namespace: default"), "{yaml}");
+    let bad = kubewasm(&["new", "bad-kind", "--path", path_str(&base.join("bad-kind")), "--kind", "cron"]);
+    assert_fails_with(&bad, &["--kind \"cron\"", "UpperCamelCase"]);
+}
+
+/// Runs the new crate's tests, builds it with the README's command and describes the
+/// component, which must mention every one of `expect`; returns the component.
+fn build_and_describe(dir: &Path, krate: &str, expect: &[&str]) -> PathBuf {
+    // The workspace's versions of every dependency, already downloaded and built.
+    std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy Cargo.lock");
+    let tested = cargo_in(dir, &["test"]);
+    let test_output = String::from_utf8_lossy(&tested.stdout);
+    assert!(tested.status.success(), "{test_output}{}", String::from_utf8_lossy(&tested.stderr));
+    assert!(test_output.contains("test result: ok. 2 passed"), "{test_output}");
+
+    let built = cargo_in(dir, &["build", "--profile", "plugin", "--target", "wasm32-wasip2"]);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let component = target_dir().join(format!("wasm32-wasip2/plugin/{krate}.wasm"));
+    let described = kubewasm(&["describe", path_str(&component)]);
+    let manifest = String::from_utf8_lossy(&described.stdout);
+    assert!(described.status.success(), "{}", String::from_utf8_lossy(&described.stderr));
+    for needle in expect {
+        assert!(manifest.contains(needle), "{needle} in {manifest}");
+    }
+    component
 }
