@@ -2,6 +2,7 @@
 #   make dev   build the example plugins and run them with `kubewasm dev` on the
 #              embedded API server (KUBECONFIG=target/dev/kubeconfig for kubectl)
 #   make test  build the plugins, then run every test of the workspace
+#   make chaos the fault suite's random fault mixes over many seeds (see RELIABILITY.md)
 #   make bench-convergence  N DemoApplications on the embedded API server, host vs
 #              native (KUBEWASM_BENCH_PARENTS=N, default 1000)
 
@@ -15,7 +16,7 @@ FIXTURES := misbehave future-contract gate bad-describe demo-relabel stack
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
-.PHONY: wasm-target plugins dev demo test bench bench-reload bench-convergence
+.PHONY: wasm-target plugins dev demo test chaos bench bench-reload bench-convergence
 
 # rustup adds rust-toolchain.toml's targets only when it installs the toolchain, so a
 # machine that already had Rust lacks wasm32-wasip2: add it (a no-op once present).
@@ -44,6 +45,11 @@ demo: plugins
 
 test: plugins
 	$(CARGO) test --workspace
+
+# The fault suite's random mixes, KUBEWASM_CHAOS_RUNS fresh seeds (default 20); each seed is
+# printed, and KUBEWASM_CHAOS_SEED=S make chaos replays one.
+chaos: plugins
+	KUBEWASM_CHAOS_RUNS=$${KUBEWASM_CHAOS_RUNS:-20} $(CARGO) test -p kubewasm-tests --test faults random_fault_mixes -- --nocapture
 
 bench: plugins
 	$(CARGO) bench -p kubewasm --bench reconcile
