@@ -33,17 +33,17 @@ fn parse(what: &str, text: &str) -> Result<Value, Error> {
 }
 
 fn request_from_wit(r: wit::Request) -> Result<Request, Error> {
-    let objects = |what: &str, texts: Vec<String>| -> Result<Vec<Object>, Error> {
-        texts.iter().map(|t| parse(what, t).map(Object::new)).collect()
+    let objects = |what: &str, texts: Vec<String>| -> Result<Vec<Value>, Error> {
+        texts.iter().map(|t| parse(what, t)).collect()
     };
-    Ok(Request {
-        parent: Object::new(parse("parent", &r.parent)?),
-        children: objects("child", r.children)?,
-        related: objects("related object", r.related)?,
-        finalizing: r.finalizing,
-        now: r.now,
-        config: parse("config", &r.config)?,
-    })
+    Ok(Request::new(
+        parse("parent", &r.parent)?,
+        objects("child", r.children)?,
+        objects("related object", r.related)?,
+        r.finalizing,
+        r.now,
+        parse("config", &r.config)?,
+    ))
 }
 
 fn response_to_wit(r: Response) -> wit::Response {

@@ -34,21 +34,18 @@
 // Accessors like `Object::name` have nothing to add beyond their name.
 #![allow(clippy::must_use_candidate, clippy::missing_panics_doc)]
 
-mod manifest;
-mod object;
-mod request;
-mod response;
-
 #[doc(hidden)]
 pub mod export;
 pub mod log;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
 
-pub use manifest::{KindRef, LabelOperator, Limits, Manifest, Query, Requirement, Selector};
-pub use object::Object;
-pub use request::Request;
-pub use response::{Error, Event, EventType, Response};
+// The contract's types are the host's own: one crate, so the host and the SDK agree on
+// every field and on which answers are valid.
+pub use kubewasm_contract::{
+    Error, Event, EventType, KindRef, LabelOperator, Limits, Manifest, Object, Query, Refusal, Request, Requirement,
+    Response, Selector,
+};
 
 pub use k8s_openapi;
 pub use serde_json;

@@ -1,7 +1,9 @@
 //! Native unit tests of a plugin: `cargo test`, no WebAssembly, no host.
 //!
 //! [`reconcile`] encodes the request exactly as the host does, runs the same export
-//! glue as the WebAssembly component, and decodes the answer.
+//! glue as the WebAssembly component, decodes the answer and checks it with the host's
+//! own validation (`kubewasm_contract::validate`): an answer the host would refuse
+//! fails the test.
 //!
 //! ```
 //! # use kubewasm_sdk::prelude::*;
@@ -27,7 +29,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::bindings::kubewasm::reconciler::types as wit;
-use crate::{Error, Event, EventType, Manifest, Object, Query, Reconciler, export};
+use crate::{Error, Event, EventType, Manifest, Object, Query, Reconciler, Response, export};
 
 /// The input of one reconcile, built the way the host builds it.
 #[derive(Clone, Debug)]
@@ -161,9 +163,17 @@ impl Outcome {
     }
 }
 
-/// The plugin's manifest, through the same glue as the WebAssembly export.
+/// The plugin's manifest, checked as the host checks it at load.
+///
+/// # Panics
+///
+/// When the host would refuse to load a plugin with this manifest.
 pub fn describe<R: Reconciler>() -> Manifest {
-    R::describe()
+    let manifest = R::describe();
+    if let Err(e) = manifest.check() {
+        panic!("the host would refuse to load this plugin: {e}");
+    }
+    manifest
 }
 
 /// The plugin's related queries for `parent`.
@@ -171,7 +181,8 @@ pub fn related<R: Reconciler>(parent: impl Serialize) -> Vec<Query> {
     R::related(&Object::new(to_json(parent)))
 }
 
-/// Run one reconcile of `R` natively, through the export glue.
+/// Run one reconcile of `R` natively, through the export glue, and check the answer
+/// exactly as the host does before it writes anything.
 ///
 /// # Errors
 ///
@@ -179,21 +190,25 @@ pub fn related<R: Reconciler>(parent: impl Serialize) -> Vec<Query> {
 ///
 /// # Panics
 ///
-/// When the plugin answers with a child that is not JSON (impossible through
-/// [`crate::Response`]).
+/// When the host would refuse the answer (a child of a kind the manifest does not
+/// declare, in another namespace, unnamed, twice, too large...): the message lists
+/// every problem, as the host's `ResponseRefused` event does. Also when the manifest
+/// itself is one the host would not load.
 pub fn reconcile<R: Reconciler>(request: TestRequest) -> Result<Outcome, Error> {
+    let manifest = describe::<R>();
+    let parent = request.parent.clone();
     crate::log::native::CAPTURED.with(|c| c.borrow_mut().clear());
     let result = export::reconcile::<R>(request.into_wit());
     let logs = crate::log::native::CAPTURED.with(|c| std::mem::take(&mut *c.borrow_mut()));
-    let response = result.map_err(|e| Error { message: e.message, retryable: e.retryable })?;
+    let answer = result.map_err(|e| Error { message: e.message, retryable: e.retryable })?;
     let json = |t: &str| serde_json::from_str::<Value>(t).expect("plugin answered JSON");
-    Ok(Outcome {
-        children: response.children.iter().map(|t| Object::new(json(t))).collect(),
-        status: response.status.as_deref().map(json),
-        labels: response.labels.into_iter().collect(),
-        annotations: response.annotations.into_iter().collect(),
-        requeue_after: response.requeue_after_ms.map(Duration::from_millis),
-        events: response
+    let response = Response {
+        children: answer.children.iter().map(|t| json(t)).collect(),
+        status: answer.status.as_deref().map(json),
+        labels: answer.labels.into_iter().collect(),
+        annotations: answer.annotations.into_iter().collect(),
+        requeue_after: answer.requeue_after_ms.map(Duration::from_millis),
+        events: answer
             .events
             .into_iter()
             .map(|e| Event {
@@ -205,6 +220,17 @@ pub fn reconcile<R: Reconciler>(request: TestRequest) -> Result<Outcome, Error> 
                 message: e.message,
             })
             .collect(),
+        finalized: answer.finalized,
+    };
+    let response = kubewasm_contract::validate(&manifest, &parent, response)
+        .unwrap_or_else(|refusal| panic!("the host would refuse this answer: {refusal}"));
+    Ok(Outcome {
+        children: response.children.into_iter().map(Object::new).collect(),
+        status: response.status,
+        labels: response.labels,
+        annotations: response.annotations,
+        requeue_after: response.requeue_after,
+        events: response.events,
         finalized: response.finalized,
         logs,
     })

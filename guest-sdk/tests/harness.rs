@@ -226,3 +226,76 @@ fn a_kept_child_is_returned_without_what_the_server_and_host_set() {
             "data": {"size": "2"}})
     );
 }
+
+/// Answers whatever the test's config asks for, to show what the host would refuse.
+struct Careless;
+
+impl Reconciler for Careless {
+    fn describe() -> Manifest {
+        Manifest::new("careless", KindRef::namespaced("example.com", "v1", "Widget", "widgets"))
+            .child(KindRef::of::<ConfigMap>())
+    }
+
+    fn reconcile(req: &Request) -> Result<Response, Error> {
+        let mut response = Response::new();
+        for child in req.config()["children"].as_array().into_iter().flatten() {
+            response = response.child(child)?;
+        }
+        Ok(response)
+    }
+}
+
+fn careless(children: Value) -> Result<testing::Outcome, Error> {
+    testing::reconcile::<Careless>(TestRequest::new(widget(json!({}))).config(json!({"children": children})))
+}
+
+fn config_map(name: &str, namespace: Option<&str>) -> Value {
+    let mut cm = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}});
+    if let Some(ns) = namespace {
+        cm["metadata"]["namespace"] = ns.into();
+    }
+    cm
+}
+
+#[test]
+fn the_harness_fills_in_the_namespace_as_the_host_does() {
+    let out = careless(json!([config_map("a", None)])).unwrap();
+    assert_eq!(out.children[0].namespace(), Some("shop"), "a namespaced child lands in its parent's namespace");
+}
+
+#[test]
+#[should_panic(expected = "is of a kind the plugin did not declare in `children` (declared: v1 ConfigMap)")]
+fn an_undeclared_kind_fails_the_test_as_the_host_refuses_it() {
+    let secret = json!({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}});
+    let _ = careless(json!([secret]));
+}
+
+#[test]
+#[should_panic(expected = "outside its parent's namespace \"shop\"")]
+fn a_child_in_another_namespace_fails_the_test() {
+    let _ = careless(json!([config_map("a", Some("kube-system"))]));
+}
+
+#[test]
+#[should_panic(expected = "appears more than once")]
+fn a_duplicate_child_fails_the_test() {
+    let _ = careless(json!([config_map("a", None), config_map("a", None)]));
+}
+
+struct Misnamed;
+
+impl Reconciler for Misnamed {
+    fn describe() -> Manifest {
+        Manifest::new("Not_A_Label", KindRef::namespaced("example.com", "v1", "Widget", "widgets"))
+    }
+
+    fn reconcile(_: &Request) -> Result<Response, Error> {
+        Ok(Response::new())
+    }
+}
+
+#[test]
+#[should_panic(expected = "the host would refuse to load this plugin: name \"Not_A_Label\" must be a DNS label")]
+fn a_manifest_the_host_would_not_load_fails_the_test() {
+    let _ = testing::reconcile::<Misnamed>(TestRequest::new(widget(json!({}))));
+}

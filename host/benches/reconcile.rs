@@ -1,8 +1,8 @@
 //! One reconcile of `demo-application`: in WebAssembly through the host (fresh
-//! instance + call + decode), with instances allocated on demand (`wasm`) and from
+//! instance + call + decode + the host's validation of the answer), with instances allocated on demand (`wasm`) and from
 //! the pooling allocator (`wasm-pooled`), beside the same plugin code called
-//! natively through the SDK's test path (`native`: same JSON encoding and decoding,
-//! no sandbox), and behind a loopback HTTP webhook as Metacontroller calls its hooks
+//! natively through the SDK's test path (`native`: same JSON encoding, decoding and
+//! validation, no sandbox), and behind a loopback HTTP webhook as Metacontroller calls its hooks
 //! (`webhook`: the request POSTed as JSON over a kept-alive HTTP/1.1 connection to a
 //! server that runs the native path and answers JSON).
 //!
@@ -18,7 +18,7 @@ use http_body_util::{BodyExt, Full};
 use hyper_util::client::legacy::Client;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
-use kubewasm::plugin::{Engine, EngineOptions, Plugin, Request};
+use kubewasm::plugin::{Engine, EngineOptions, Plugin, Request, validate};
 use kubewasm_sdk::testing::{self, TestRequest};
 use serde_json::{Value, json};
 
@@ -95,20 +95,17 @@ fn reconcile(c: &mut Criterion) {
     let (addr, client) = webhook(&runtime);
     let mut group = c.benchmark_group("reconcile/demo-application");
     for n in [0, 10, 100] {
-        let request = Request {
-            parent: parent(),
-            children: observed(n),
-            related: vec![],
-            finalizing: false,
-            now: "2026-01-01T00:00:00Z".into(),
-            config: Value::Null,
+        let request = Request::new(parent(), observed(n), vec![], false, "2026-01-01T00:00:00Z".into(), Value::Null);
+        let call = |plugin: &Plugin, request: &Request| {
+            let response = plugin.reconcile(request).expect("reconcile succeeds");
+            validate(plugin.manifest(), request.parent().json(), response).expect("valid answer")
         };
         group.bench_with_input(BenchmarkId::new("wasm", n), &request, |b, request| {
-            b.iter(|| plugin.reconcile(request).expect("reconcile succeeds"));
+            b.iter(|| call(&plugin, request));
         });
         let native = observed(n).into_iter().fold(TestRequest::new(parent()), TestRequest::child);
         group.bench_with_input(BenchmarkId::new("wasm-pooled", n), &request, |b, request| {
-            b.iter(|| pooled.reconcile(request).expect("reconcile succeeds"));
+            b.iter(|| call(&pooled, request));
         });
         let hook_request = json!({ "parent": parent(), "children": observed(n) });
         group.bench_with_input(BenchmarkId::new("webhook", n), &hook_request, |b, request| {

@@ -64,9 +64,9 @@ pub async fn install_crds(client: &Client, plugins: &[Arc<Plugin>]) -> Result<()
     for plugin in plugins {
         let name = &plugin.manifest().name;
         let crd_error = |message: String| Error::Crd { plugin: name.clone(), message };
-        for crd in plugin.manifest().crd_objects().map_err(crd_error)? {
+        for crd in plugin.crds() {
             let crd_name = crd["metadata"]["name"].as_str().unwrap_or_default().to_string();
-            api.patch(&crd_name, &params, &Patch::Apply(&crd))
+            api.patch(&crd_name, &params, &Patch::Apply(crd))
                 .await
                 .map_err(|e| crd_error(format!("CRD {crd_name}: {e}")))?;
             let established = kube::runtime::wait::await_condition(

@@ -100,9 +100,8 @@ fn run(cli: Cli) -> Result<()> {
             let engine = engine(&one_shot())?;
             for file in files {
                 let plugin = Plugin::load(&engine, &file)?;
-                let crds = plugin.manifest().crd_objects().map_err(anyhow::Error::msg)?;
-                for crd in crds {
-                    print!("---\n{}", serde_yaml_ng::to_string(&crd)?);
+                for crd in plugin.crds() {
+                    print!("---\n{}", serde_yaml_ng::to_string(crd)?);
                 }
             }
         }
@@ -346,7 +345,6 @@ fn describe(plugin: &Plugin) -> Result<Value> {
         "memory": format!("{}Mi", limits.memory_bytes >> 20),
         "logLinesPerCall": limits.log_lines,
     });
-    let crds = m.crd_objects().map_err(anyhow::Error::msg)?;
-    out["crds"] = crds.iter().map(|c| c["metadata"]["name"].clone()).collect();
+    out["crds"] = plugin.crds().iter().map(|c| c["metadata"]["name"].clone()).collect();
     Ok(out)
 }

@@ -187,8 +187,7 @@ mod tests {
             related,
             finalizer,
             crds: Vec::new(),
-            deadline: None,
-            memory_bytes: None,
+            limits: crate::plugin::DeclaredLimits::default(),
         }
     }
 

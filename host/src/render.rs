@@ -1,15 +1,15 @@
 //! One offline reconcile on objects read from YAML files: what `kubewasm render`
 //! prints and what golden tests compare.
 //!
-//! The plugin sees exactly what the host would hand it: only the observed objects
-//! its parent controls, only the related objects its queries select, and no
-//! `managedFields`.
+//! The plugin sees exactly what the host would hand it ([`crate::plugin::view`], the
+//! function the controllers use): only the observed objects its parent controls, only
+//! the related objects its queries select, and no `managedFields`.
 
 use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::plugin::{CallError, Plugin, Refusal, Request, Response, validate};
+use crate::plugin::{CallError, Plugin, Refusal, Request, Response, validate, view};
 
 /// Why a render failed; each variant names what to fix.
 #[derive(Debug, thiserror::Error)]
@@ -54,50 +54,26 @@ pub fn render(plugin: &Plugin, inputs: &Inputs, now: &str) -> Result<Rendered, R
             message: format!("expected exactly one parent object, found {}", parents.len()),
         });
     }
-    let parent = strip(parents.remove(0));
+    let parent = view::shown(parents.remove(0));
     if !manifest.parent.matches(&parent) {
         return Err(RenderError::Input {
             file: inputs.parent.clone(),
             message: format!("the parent must be a {}, this plugin's parent kind", manifest.parent),
         });
     }
-    let mut notes = Vec::new();
-    let parent_uid = parent["metadata"]["uid"].as_str().unwrap_or_default();
-
-    let mut children = Vec::new();
-    for object in optional_objects(inputs.observed.as_deref())? {
-        let controlled = controller_uid(&object).is_some_and(|uid| uid == parent_uid && !uid.is_empty());
-        if controlled && manifest.children.iter().any(|k| k.matches(&object)) {
-            children.push(strip(object));
-        } else {
-            notes.push(format!(
-                "observed {} is not passed: only children of a declared kind whose controller ownerReference points to the parent's uid are",
-                describe(&object)
-            ));
-        }
-    }
-
+    let observed = optional_objects(inputs.observed.as_deref())?;
     let queries = plugin.related(&parent)?;
-    let mut related = Vec::new();
-    for object in optional_objects(inputs.related.as_deref())? {
-        if queries.iter().any(|q| q.matches(&object)) {
-            related.push(strip(object));
-        } else {
-            notes.push(format!(
-                "related {} is not passed: no related query of the plugin selects it",
-                describe(&object)
-            ));
-        }
-    }
+    let related = optional_objects(inputs.related.as_deref())?;
+    let shown = view::select(manifest, &parent, &queries, observed, related);
 
     let config = match &inputs.config {
         Some(file) => read_document(file)?,
         None => Value::Null,
     };
-    let request = Request { parent, children, related, finalizing: false, now: now.into(), config };
+    let request = Request::new(parent, shown.children, shown.related, false, now.into(), config);
     let response = plugin.reconcile(&request)?;
-    let response = validate(manifest, &request.parent, response)?;
-    Ok(Rendered { parent: request.parent, response, notes })
+    let response = validate(manifest, request.parent().json(), response)?;
+    Ok(Rendered { parent: request.parent().json().clone(), response, notes: shown.left_out })
 }
 
 impl Rendered {
@@ -197,28 +173,4 @@ fn input_error(file: &Path, e: &serde_yaml_ng::Error) -> RenderError {
         None => e.to_string(),
     };
     RenderError::Input { file: file.to_path_buf(), message }
-}
-
-/// The host never shows plugins `managedFields`: they are the API server's bookkeeping.
-fn strip(mut object: Value) -> Value {
-    if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("managedFields");
-    }
-    object
-}
-
-fn controller_uid(object: &Value) -> Option<&str> {
-    object["metadata"]["ownerReferences"]
-        .as_array()?
-        .iter()
-        .find(|r| r["controller"] == true)
-        .and_then(|r| r["uid"].as_str())
-}
-
-fn describe(object: &Value) -> String {
-    format!(
-        "{} {}",
-        object["kind"].as_str().unwrap_or("<no kind>"),
-        object["metadata"]["name"].as_str().unwrap_or("<no name>")
-    )
 }

@@ -18,7 +18,7 @@ use super::apply::{self, contains, prepare_child, same};
 use super::cache::controller_uid;
 use super::{Context, Error};
 use crate::metrics::{Call, Failure, Metrics, Outcome, WriteKind};
-use crate::plugin::{CallError, EventType, Plugin, Query, Request, Response, validate};
+use crate::plugin::{CallError, EventType, Plugin, Query, Request, Response, validate, view};
 
 /// Reconciles `parent`; failures are recorded as a Warning Event on it.
 pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -89,7 +89,7 @@ async fn run(
         return Ok(None);
     }
 
-    let parent_json = request_json(parent.as_ref());
+    let parent_json = view::shown(to_json(parent.as_ref()));
     let metrics = &ctx.options.metrics;
     let queries = if manifest.related.is_empty() {
         // Nothing to ask for: one instance per reconcile instead of two.
@@ -102,22 +102,20 @@ async fn run(
         .await?
     };
     let related = select_related(ctx, &queries);
-    ctx.related.set(key.clone(), queries);
-
     let observed = ctx.caches.controlled_by(&manifest.children, &uid);
-    let request = Request {
-        parent: parent_json,
-        children: observed.iter().map(|(_, o)| request_json(o)).collect(),
-        related,
-        finalizing: deleting,
-        now: jiff::Timestamp::now().to_string(),
-        config: current.config.clone(),
-    };
+    // The caches narrowed the candidates; what the plugin is shown is decided where
+    // `kubewasm render` decides it.
+    let candidates = observed.iter().map(|(_, o)| to_json(o));
+    let shown = view::select(manifest, &parent_json, &queries, candidates, related);
+    ctx.related.set(key.clone(), queries);
+    let now = jiff::Timestamp::now().to_string();
+    let request = Request::new(parent_json, shown.children, shown.related, deleting, now, current.config.clone());
     let response =
         call(plugin, metrics, Call::Reconcile, move |p| p.reconcile(&request).map(|response| (request, response)))
             .await?;
     let (request, response) = response;
-    let response = validate(manifest, &request.parent, response).inspect_err(|_| metrics.refused(&manifest.name))?;
+    let response =
+        validate(manifest, request.parent().json(), response).inspect_err(|_| metrics.refused(&manifest.name))?;
 
     if deleting {
         for event in &response.events {
@@ -315,21 +313,11 @@ async fn call<T: Send + 'static>(
 
 fn select_related(ctx: &Context, queries: &[Query]) -> Vec<Value> {
     let mut seen = HashSet::new();
-    queries
-        .iter()
-        .flat_map(|q| ctx.caches.select(q))
-        .filter(|o| seen.insert(o.uid()))
-        .map(|o| request_json(&o))
-        .collect()
+    queries.iter().flat_map(|q| ctx.caches.select(q)).filter(|o| seen.insert(o.uid())).map(|o| to_json(&o)).collect()
 }
 
-/// The object as a plugin sees it: without `managedFields`.
-fn request_json(object: &DynamicObject) -> Value {
-    let mut value = serde_json::to_value(object).unwrap_or_default();
-    if let Some(meta) = value.get_mut("metadata").and_then(Value::as_object_mut) {
-        meta.remove("managedFields");
-    }
-    value
+fn to_json(object: &DynamicObject) -> Value {
+    serde_json::to_value(object).unwrap_or_default()
 }
 
 fn plugin_event(event: &crate::plugin::Event) -> KubeEvent {

@@ -3,9 +3,10 @@
 
 use std::time::Duration;
 
+use kubewasm_contract::{
+    Event, EventType, KindRef, LabelOperator, Limits, Manifest, Query, Requirement, Response, Selector,
+};
 use serde_json::Value;
-
-use super::types::{Event, EventType, KindRef, LabelOperator, Manifest, Query, Requirement, Response, Selector};
 
 /// Generated from `wit/`: the `Plugin` world and its `PluginPre`.
 pub mod bindings {
@@ -37,8 +38,7 @@ pub fn manifest_from_wit(m: wit::Manifest) -> Manifest {
         related: m.related.into_iter().map(kind_from_wit).collect(),
         finalizer: m.finalizer,
         crds: m.crds,
-        deadline: m.limits.deadline_ms.map(|ms| Duration::from_millis(ms.into())),
-        memory_bytes: m.limits.memory_mib.map(|mib| u64::from(mib) << 20),
+        limits: Limits { deadline_ms: m.limits.deadline_ms, memory_mib: m.limits.memory_mib },
     }
 }
 

@@ -8,7 +8,7 @@ use wasmtime::component::Component;
 use super::contract::{self, CONTRACT_VERSION, EXPORT_PREFIX, bindings, wit};
 use super::engine::Engine;
 use super::sandbox::{self, CallError, CallState, Limits};
-use super::types::{Manifest, Query, Request, Response};
+use kubewasm_contract::{Manifest, Query, Request, Response};
 
 /// Why a file could not become a plugin. Every variant names the file.
 #[derive(Debug, thiserror::Error)]
@@ -49,6 +49,8 @@ pub struct Plugin {
     cached: bool,
     pre: bindings::PluginPre<CallState>,
     manifest: Manifest,
+    /// The manifest's CRDs, parsed once at load.
+    crds: Vec<Value>,
     limits: Limits,
 }
 
@@ -100,16 +102,24 @@ impl Plugin {
         })
         .map_err(|error| LoadError::Describe { origin: origin.clone(), error })?;
         let manifest = contract::manifest_from_wit(manifest);
-        manifest.check().map_err(|message| LoadError::InvalidManifest { origin: origin.clone(), message })?;
+        let invalid = |message: String| LoadError::InvalidManifest { origin: origin.clone(), message };
+        manifest.check().map_err(|e| invalid(e.to_string()))?;
+        let crds = parse_crds(&manifest.crds).map_err(invalid)?;
         Ok(Self {
             engine: engine.clone(),
             hash,
             cached,
-            limits: describe_limits.lowered_to(manifest.deadline, manifest.memory_bytes),
+            limits: describe_limits.lowered_to(manifest.limits.deadline(), manifest.limits.memory_bytes()),
             origin,
             pre,
             manifest,
+            crds,
         })
+    }
+
+    /// The plugin's `CustomResourceDefinition`s as JSON objects, in declaration order.
+    pub fn crds(&self) -> &[Value] {
+        &self.crds
     }
 
     /// What the plugin declared.
@@ -182,13 +192,14 @@ impl Plugin {
     ///
     /// A [`CallError`] saying what went wrong.
     pub fn reconcile(&self, request: &Request) -> Result<Response, CallError> {
+        let texts = |objects: &[kubewasm_contract::Object]| objects.iter().map(|o| o.json().to_string()).collect();
         let wire = wit::Request {
-            parent: request.parent.to_string(),
-            children: request.children.iter().map(Value::to_string).collect(),
-            related: request.related.iter().map(Value::to_string).collect(),
-            finalizing: request.finalizing,
-            now: request.now.clone(),
-            config: request.config.to_string(),
+            parent: request.parent().json().to_string(),
+            children: texts(request.children()),
+            related: texts(request.related()),
+            finalizing: request.finalizing(),
+            now: request.now_rfc3339().to_string(),
+            config: request.config().to_string(),
         };
         let answer = self.call("reconcile", |store, instance| {
             instance.kubewasm_reconciler_reconciler().call_reconcile(store, &wire)
@@ -227,6 +238,23 @@ fn call<R>(
         tracing::warn!(plugin = label, dropped, "plugin exceeded its log budget for one {name} call");
     }
     result.map_err(|e| sandbox::classify(&e, &store, name, limits))
+}
+
+/// Each CRD text (YAML or JSON) as a JSON object of kind `CustomResourceDefinition`.
+fn parse_crds(texts: &[String]) -> Result<Vec<Value>, String> {
+    texts
+        .iter()
+        .enumerate()
+        .map(|(i, text)| {
+            let crd =
+                serde_yaml_ng::from_str::<Value>(text).map_err(|e| format!("crds[{i}] is not YAML or JSON: {e}"))?;
+            if crd["kind"] == "CustomResourceDefinition" {
+                Ok(crd)
+            } else {
+                Err(format!("crds[{i}]: expected kind CustomResourceDefinition, found {}", crd["kind"]))
+            }
+        })
+        .collect()
 }
 
 /// Distinguishes "not WebAssembly" and "a core module" from a real component, so the

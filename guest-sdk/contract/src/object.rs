@@ -93,11 +93,7 @@ impl Object {
 
     /// The uid of the object's controller (the ownerReference with `controller: true`).
     pub fn controller_uid(&self) -> Option<&str> {
-        self.0["metadata"]["ownerReferences"]
-            .as_array()?
-            .iter()
-            .find(|r| r["controller"].as_bool() == Some(true))
-            .and_then(|r| r["uid"].as_str())
+        crate::view::controller_uid(&self.0)
     }
 
     /// Whether `owner` is this object's controller.

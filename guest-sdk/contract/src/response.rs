@@ -6,9 +6,6 @@ use std::time::Duration;
 use serde::Serialize;
 use serde_json::Value;
 
-/// The annotation the host stamps on each child it applies.
-const APPLIED_HASH: &str = "kubewasm.io/applied-hash";
-
 /// The plugin's decision for one parent.
 ///
 /// `children` is the FULL desired set: an observed child the parent controls that is
@@ -66,7 +63,7 @@ impl Response {
                 meta.remove(field);
             }
             if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
-                annotations.remove(APPLIED_HASH);
+                annotations.remove(crate::view::APPLIED_HASH);
                 if annotations.is_empty() {
                     meta.remove("annotations");
                 }
@@ -128,15 +125,16 @@ impl Response {
 }
 
 /// Whether an event is routine or calls for attention.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 pub enum EventType {
     Normal,
     Warning,
 }
 
 /// A Kubernetes Event the host records on the parent.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Event {
+    #[serde(rename = "type")]
     pub type_: EventType,
     /// `UpperCamelCase` cause, e.g. `ErrResourceExists`.
     pub reason: String,
@@ -157,8 +155,9 @@ impl Event {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Error {
     pub message: String,
-    /// Whether trying again later may succeed; the host retries with backoff either
-    /// way, but reports permanent errors as the parent's fault.
+    /// Whether trying again later may succeed: the host retries a retryable error with
+    /// backoff from 5 ms, and a permanent one after 5 minutes or at once when the parent
+    /// or its inputs change.
     pub retryable: bool,
 }
 
@@ -179,3 +178,5 @@ impl std::fmt::Display for Error {
         f.write_str(&self.message)
     }
 }
+
+impl std::error::Error for Error {}

@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::{Error, Object};
 
 /// Everything a plugin needs to decide, for one parent.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub struct Request {
     pub(crate) parent: Object,
     pub(crate) children: Vec<Object>,
@@ -19,6 +19,26 @@ pub struct Request {
 }
 
 impl Request {
+    /// A request as the host sends it; [`crate::view`] decides what goes in.
+    pub fn new(
+        parent: Value,
+        children: Vec<Value>,
+        related: Vec<Value>,
+        finalizing: bool,
+        now: String,
+        config: Value,
+    ) -> Self {
+        let objects = |values: Vec<Value>| values.into_iter().map(Object::new).collect();
+        Self {
+            parent: Object::new(parent),
+            children: objects(children),
+            related: objects(related),
+            finalizing,
+            now,
+            config,
+        }
+    }
+
     /// The object being reconciled.
     pub fn parent(&self) -> &Object {
         &self.parent

@@ -2,10 +2,12 @@
 //! response writes nothing at all.
 
 use std::collections::HashSet;
+use std::fmt;
 
 use serde_json::Value;
 
-use super::types::{Manifest, Response};
+use crate::manifest::is_dns_label;
+use crate::{Manifest, Response};
 
 /// Largest object a plugin may return (the API server's own limit is 1.5 MiB).
 pub const MAX_OBJECT_BYTES: usize = 1 << 20;
@@ -13,12 +15,19 @@ pub const MAX_OBJECT_BYTES: usize = 1 << 20;
 pub const MAX_RESPONSE_BYTES: usize = 16 << 20;
 
 /// A response the host refuses; `problems` lists every reason, not only the first.
-#[derive(Debug, thiserror::Error)]
-#[error("response of plugin {plugin} refused: {}", problems.join("; "))]
+#[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Refusal {
     pub plugin: String,
     pub problems: Vec<String>,
 }
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "response of plugin {} refused: {}", self.plugin, self.problems.join("; "))
+    }
+}
+
+impl std::error::Error for Refusal {}
 
 /// Checks `response` against what the plugin declared and the parent it answers for,
 /// and fills in each namespaced child's namespace from a namespaced parent.
@@ -119,7 +128,7 @@ pub fn validate(manifest: &Manifest, parent: &Value, mut response: Response) -> 
 }
 
 fn is_dns_subdomain(s: &str) -> bool {
-    !s.is_empty() && s.len() <= 253 && s.split('.').all(super::types::is_dns_label)
+    !s.is_empty() && s.len() <= 253 && s.split('.').all(is_dns_label)
 }
 
 /// `[prefix/]name`, as label and annotation keys.
@@ -142,29 +151,15 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::plugin::KindRef;
-
-    fn kind(group: &str, version: &str, kind: &str, namespaced: bool) -> KindRef {
-        KindRef {
-            group: group.into(),
-            version: version.into(),
-            kind: kind.into(),
-            plural: format!("{}s", kind.to_lowercase()),
-            namespaced,
-        }
-    }
+    use crate::KindRef;
 
     fn manifest() -> Manifest {
-        Manifest {
-            name: "demo".into(),
-            parent: kind("example.com", "v1", "App", true),
-            children: vec![kind("apps", "v1", "Deployment", true)],
-            related: vec![],
-            finalizer: false,
-            crds: vec![],
-            deadline: None,
-            memory_bytes: None,
-        }
+        Manifest::new("demo", KindRef::namespaced("example.com", "v1", "App", "apps")).child(KindRef::namespaced(
+            "apps",
+            "v1",
+            "Deployment",
+            "deployments",
+        ))
     }
 
     fn parent() -> Value {

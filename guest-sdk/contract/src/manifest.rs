@@ -1,0 +1,185 @@
+//! The plugin's self-description: parent, owned children, related kinds, CRDs, limits.
+
+use std::fmt;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::KindRef;
+
+/// Default sandbox limits; the operator's configuration may lower them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Limits {
+    pub deadline_ms: Option<u32>,
+    pub memory_mib: Option<u32>,
+}
+
+impl Limits {
+    pub fn deadline(&self) -> Option<Duration> {
+        self.deadline_ms.map(|ms| Duration::from_millis(ms.into()))
+    }
+
+    pub fn memory_bytes(&self) -> Option<u64> {
+        self.memory_mib.map(|mib| u64::from(mib) << 20)
+    }
+}
+
+/// What a plugin reconciles, owns and reads.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct Manifest {
+    pub name: String,
+    pub parent: KindRef,
+    pub children: Vec<KindRef>,
+    pub related: Vec<KindRef>,
+    pub finalizer: bool,
+    /// `CustomResourceDefinition`s, YAML or JSON text.
+    #[serde(skip)]
+    pub crds: Vec<String>,
+    pub limits: Limits,
+}
+
+impl Manifest {
+    /// A plugin named `name` (a DNS label) reconciling objects of `parent`.
+    pub fn new(name: &str, parent: KindRef) -> Self {
+        Self {
+            name: name.into(),
+            parent,
+            children: Vec::new(),
+            related: Vec::new(),
+            finalizer: false,
+            crds: Vec::new(),
+            limits: Limits::default(),
+        }
+    }
+
+    /// Allow the plugin to create and own objects of this kind.
+    #[must_use]
+    pub fn child(mut self, kind: KindRef) -> Self {
+        self.children.push(kind);
+        self
+    }
+
+    /// Let the plugin read objects of this kind through [`crate::Query`]s.
+    #[must_use]
+    pub fn related(mut self, kind: KindRef) -> Self {
+        self.related.push(kind);
+        self
+    }
+
+    /// Ask for a last reconcile (`finalizing`) before the parent is deleted.
+    #[must_use]
+    pub fn finalizer(mut self) -> Self {
+        self.finalizer = true;
+        self
+    }
+
+    /// A `CustomResourceDefinition` (YAML or JSON) the plugin defines.
+    #[must_use]
+    pub fn crd(mut self, text: &str) -> Self {
+        self.crds.push(text.into());
+        self
+    }
+
+    /// Default sandbox limits.
+    #[must_use]
+    pub fn limits(mut self, limits: Limits) -> Self {
+        self.limits = limits;
+        self
+    }
+
+    /// The field manager the host applies this plugin's objects with.
+    pub fn field_manager(&self) -> String {
+        format!("kubewasm.{}", self.name)
+    }
+
+    /// The finalizer the host puts on parents when the plugin asks for one.
+    pub fn finalizer_name(&self) -> String {
+        format!("kubewasm.io/{}", self.name)
+    }
+
+    /// Whether `other` watches, owns and reads the same kinds and holds the same
+    /// finalizer: then a new version can take over a running controller; otherwise
+    /// the controller must be restarted.
+    pub fn same_contract(&self, other: &Manifest) -> bool {
+        self.name == other.name
+            && self.parent == other.parent
+            && self.children == other.children
+            && self.related == other.related
+            && self.finalizer == other.finalizer
+    }
+
+    /// What the host checks at load, so that every later use can rely on it. (The
+    /// host also parses the CRDs, which takes a YAML parser this crate does without.)
+    ///
+    /// # Errors
+    ///
+    /// A [`ManifestError`] naming the field.
+    pub fn check(&self) -> Result<(), ManifestError> {
+        if !is_dns_label(&self.name) {
+            return Err(ManifestError(format!(
+                "name {:?} must be a DNS label (lower-case letters, digits and '-', at most 63)",
+                self.name
+            )));
+        }
+        let kinds = std::iter::once(("parent", &self.parent))
+            .chain(self.children.iter().map(|k| ("children", k)))
+            .chain(self.related.iter().map(|k| ("related", k)));
+        for (field, k) in kinds {
+            if k.version.is_empty() || k.kind.is_empty() || k.plural.is_empty() {
+                return Err(ManifestError(format!("{field}: {k} needs a version, a kind and a plural")));
+            }
+        }
+        if self.limits.deadline_ms == Some(0) || self.limits.memory_mib == Some(0) {
+            return Err(ManifestError("limits: a deadline or memory limit of 0 leaves nothing to run".into()));
+        }
+        Ok(())
+    }
+}
+
+/// A manifest the host would refuse to load.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ManifestError(pub String);
+
+impl fmt::Display for ManifestError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.0)
+    }
+}
+
+impl std::error::Error for ManifestError {}
+
+pub(crate) fn is_dns_label(s: &str) -> bool {
+    !s.is_empty()
+        && s.len() <= 63
+        && s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+        && !s.starts_with('-')
+        && !s.ends_with('-')
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn manifest_names_must_be_dns_labels() {
+        assert!(is_dns_label("demo-application"));
+        assert!(!is_dns_label("Demo"));
+        assert!(!is_dns_label("-x"));
+        assert!(!is_dns_label(""));
+        assert!(!is_dns_label(&"a".repeat(64)));
+        let bad = Manifest::new("Demo", KindRef::namespaced("x.io", "v1", "X", "xs"));
+        assert!(bad.check().unwrap_err().0.contains("\"Demo\" must be a DNS label"));
+    }
+
+    #[test]
+    fn kinds_need_a_version_kind_and_plural() {
+        let m = Manifest::new("x", KindRef::namespaced("x.io", "v1", "X", "xs")).child(KindRef::namespaced(
+            "apps",
+            "v1",
+            "Deployment",
+            "",
+        ));
+        assert!(m.check().unwrap_err().0.starts_with("children: apps/v1 Deployment"), "{:?}", m.check());
+    }
+}
