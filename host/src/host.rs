@@ -13,8 +13,10 @@ use kube::api::{Api, Patch, PatchParams};
 use tracing::{error, info};
 
 use crate::controller::{self, Controller};
+use crate::controllers::Controllers;
 use crate::metrics::{Metrics, Outcome};
 use crate::plugin::{Engine, LoadError, Plugin, Settings, directory};
+use crate::reload::{self, Decision, Version};
 
 /// Why the host could not set up the cluster for its plugins.
 #[derive(Debug, thiserror::Error)]
@@ -127,13 +129,6 @@ struct Slot {
     error: Option<String>,
 }
 
-/// A plugin whose kinds are not all served yet.
-struct Waiting {
-    plugin: Arc<Plugin>,
-    options: controller::Options,
-    kind: String,
-}
-
 /// How often the host looks again for the kinds a waiting plugin needs.
 const WAIT_RETRY: Duration = Duration::from_secs(2);
 
@@ -141,26 +136,48 @@ const WAIT_RETRY: Duration = Duration::from_secs(2);
 /// independently; with a directory, kept in step with its files.
 pub struct Host {
     client: Client,
-    controllers: BTreeMap<String, Controller>,
-    /// Plugins whose controller waits for a kind to be served, with what to start it with.
-    waiting: BTreeMap<String, Waiting>,
-    engine: Option<Engine>,
-    dir: Option<PathBuf>,
+    controllers: Controllers,
+    /// The plugin directory the host follows, if it was started from one.
+    directory: Option<Directory>,
     options: DirOptions,
+}
+
+/// A plugin directory and what the host has made of its files.
+struct Directory {
+    path: PathBuf,
+    engine: Engine,
     slots: BTreeMap<String, Slot>,
     compiles: u64,
     failures: u64,
+}
+
+impl Directory {
+    /// Compiles (or takes from the cache) the component in `bytes`, read from `file`.
+    async fn load(&mut self, file: &Path, bytes: Vec<u8>, metrics: &Metrics) -> Result<Arc<Plugin>, String> {
+        let engine = self.engine.clone();
+        let origin = file.display().to_string();
+        self.compiles += 1;
+        let loaded = tokio::task::spawn_blocking(move || Plugin::from_bytes(&engine, &bytes, &origin)).await;
+        let file = file.display().to_string();
+        let loaded = match loaded {
+            Ok(Ok(loaded)) => Ok(Arc::new(loaded)),
+            Ok(Err(e)) => Err(e.to_string()),
+            Err(e) => Err(format!("{file}: load interrupted: {e}")),
+        };
+        metrics.reloaded(&file, if loaded.is_ok() { Outcome::Success } else { Outcome::Error });
+        loaded
+    }
 }
 
 impl Host {
     /// Starts a controller for each plugin. A plugin whose controller cannot start
     /// (its kinds are not served, say) is reported and skipped.
     pub async fn start(client: &Client, plugins: Vec<(Arc<Plugin>, controller::Options)>) -> Self {
-        let mut host = Self::empty(client, None, None, DirOptions::default());
+        let mut controllers = Controllers::new(client);
         for (plugin, options) in plugins {
-            host.start_controller(plugin, options).await;
+            controllers.start(plugin, options).await;
         }
-        host
+        Self { client: client.clone(), controllers, directory: None, options: DirOptions::default() }
     }
 
     /// Loads the plugins of `dir` and starts their controllers; then
@@ -171,23 +188,17 @@ impl Host {
     /// Only when `dir` cannot be read; a bad plugin file is reported in
     /// [`Host::status`] and skipped.
     pub async fn from_dir(client: &Client, engine: &Engine, dir: &Path, options: DirOptions) -> Result<Self, Error> {
-        let mut host = Self::empty(client, Some(engine.clone()), Some(dir.to_path_buf()), options);
-        host.rescan().await?;
-        Ok(host)
-    }
-
-    fn empty(client: &Client, engine: Option<Engine>, dir: Option<PathBuf>, options: DirOptions) -> Self {
-        Self {
-            client: client.clone(),
-            controllers: BTreeMap::new(),
-            waiting: BTreeMap::new(),
-            engine,
-            dir,
-            options,
+        let directory = Directory {
+            path: dir.to_path_buf(),
+            engine: engine.clone(),
             slots: BTreeMap::new(),
             compiles: 0,
             failures: 0,
-        }
+        };
+        let mut host =
+            Self { client: client.clone(), controllers: Controllers::new(client), directory: Some(directory), options };
+        host.rescan().await?;
+        Ok(host)
     }
 
     /// Follows the plugin directory until `shutdown` resolves, then stops every
@@ -202,7 +213,7 @@ impl Host {
         shutdown: impl Future<Output = ()>,
         mut on_change: impl FnMut(&Host),
     ) -> Result<(), Error> {
-        let Some(dir) = self.dir.clone() else { return Ok(()) };
+        let Some(dir) = self.directory.as_ref().map(|d| d.path.clone()) else { return Ok(()) };
         let (_watcher, mut changes) = directory::watch(&dir, QUIET)
             .map_err(|e| Error::PluginDir { dir: dir.clone(), error: std::io::Error::other(e) })?;
         // What changed between the first scan and the watch would go unnoticed.
@@ -214,8 +225,8 @@ impl Host {
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
-                _ = retry.tick(), if !self.waiting.is_empty() => {
-                    if self.start_waiting().await {
+                _ = retry.tick(), if self.controllers.any_waiting() => {
+                    if self.controllers.start_waiting().await {
                         on_change(&self);
                     }
                 }
@@ -240,14 +251,15 @@ impl Host {
     ///
     /// When the directory cannot be read.
     pub async fn rescan(&mut self) -> Result<(), Error> {
-        let Some(dir) = self.dir.clone() else { return Ok(()) };
+        let Some(dir) = self.directory.as_ref().map(|d| d.path.clone()) else { return Ok(()) };
         let entries = directory::scan(&dir).map_err(|error| Error::PluginDir { dir: dir.clone(), error })?;
-        let gone: Vec<String> = self.slots.keys().filter(|stem| !entries.contains_key(*stem)).cloned().collect();
+        let Some(directory) = self.directory.as_mut() else { return Ok(()) };
+        let gone: Vec<String> = directory.slots.keys().filter(|stem| !entries.contains_key(*stem)).cloned().collect();
         for stem in gone {
-            if let Some(slot) = self.slots.remove(&stem)
+            if let Some(slot) = self.directory.as_mut().and_then(|d| d.slots.remove(&stem))
                 && let Some(name) = slot.plugin.map(|p| p.manifest().name.clone())
             {
-                self.stop_controller(&name).await;
+                self.controllers.stop(&name).await;
                 info!(file = %slot.wasm.display(), "plugin removed; its children stay");
             }
         }
@@ -258,6 +270,7 @@ impl Host {
     }
 
     async fn sync_entry(&mut self, stem: String, entry: directory::Entry) {
+        let Some(dir) = self.directory.as_mut() else { return };
         let Some(wasm) = directory::read_settled(&entry.wasm, SETTLE).await else { return };
         let settings_text = match &entry.settings {
             Some(path) => match directory::read_settled(path, SETTLE).await {
@@ -268,7 +281,7 @@ impl Host {
         };
         let wasm_hash = directory::digest(&wasm);
         let settings_hash = settings_text.as_deref().map(|t| directory::digest(t.as_bytes())).unwrap_or_default();
-        let slot = self.slots.entry(stem).or_insert_with(|| Slot {
+        let slot = dir.slots.entry(stem).or_insert_with(|| Slot {
             wasm: entry.wasm.clone(),
             seen: None,
             plugin: None,
@@ -287,25 +300,16 @@ impl Host {
         let mut plugin = slot.plugin.clone();
         let mut fresh = false;
         if wasm_changed {
-            let Some(engine) = self.engine.clone() else { return };
-            let origin = entry.wasm.display().to_string();
-            self.compiles += 1;
-            let loaded = tokio::task::spawn_blocking(move || Plugin::from_bytes(&engine, &wasm, &origin)).await;
-            let file = entry.wasm.display().to_string();
-            match loaded {
-                Ok(Ok(loaded)) => {
-                    plugin = Some(Arc::new(loaded));
+            let metrics = &self.options.controller.metrics;
+            match dir.load(&entry.wasm, wasm, metrics).await {
+                Ok(loaded) => {
+                    plugin = Some(loaded);
                     fresh = true;
-                    self.metrics().reloaded(&file, Outcome::Success);
                 }
-                Ok(Err(e)) => errors.push(e.to_string()),
-                Err(e) => errors.push(format!("{file}: load interrupted: {e}")),
-            }
-            if !fresh {
-                self.metrics().reloaded(&file, Outcome::Error);
+                Err(e) => errors.push(e),
             }
         }
-        let slot = self.slots.get_mut(&entry.stem).expect("slot inserted above");
+        let slot = dir.slots.get_mut(&entry.stem).expect("slot inserted above");
         let mut settings = slot.settings.clone();
         if settings_changed {
             match settings_text.as_deref().map(Settings::parse) {
@@ -325,7 +329,7 @@ impl Host {
         }
         if let Some(new) = &plugin {
             let name = &new.manifest().name;
-            let taken = self.slots.iter().any(|(stem, other)| {
+            let taken = dir.slots.iter().any(|(stem, other)| {
                 *stem != entry.stem && other.plugin.as_ref().is_some_and(|p| p.manifest().name == *name)
             });
             if taken {
@@ -333,39 +337,51 @@ impl Host {
                     "{}: a plugin named {name} is already loaded from another file",
                     entry.wasm.display()
                 ));
-                plugin = self.slots[&entry.stem].plugin.clone();
+                plugin = dir.slots[&entry.stem].plugin.clone();
                 fresh = false;
             }
         }
 
-        let slot = self.slots.get_mut(&entry.stem).expect("slot inserted above");
+        let slot = dir.slots.get_mut(&entry.stem).expect("slot inserted above");
         if errors.is_empty() {
             slot.error = None;
         } else {
-            self.failures += 1;
+            dir.failures += 1;
             for e in &errors {
                 error!("plugin not updated, the running version stays: {e}");
             }
             slot.error = Some(errors.join("; "));
         }
-        let Some(plugin) = plugin.filter(|_| fresh) else { return };
+        let next = plugin.filter(|_| fresh);
+        let running = slot.plugin.as_ref().filter(|p| self.controllers.running(&p.manifest().name));
+        let decision = reload::decide(
+            running.map(|p| Version { manifest: p.manifest(), settings: &slot.settings }),
+            next.as_ref().map(|p| Version { manifest: p.manifest(), settings: &settings }),
+        );
+        let Some(plugin) = next.filter(|_| decision != Decision::Keep) else { return };
         let previous = slot.plugin.replace(plugin.clone());
-        let old_settings = std::mem::replace(&mut slot.settings, settings.clone());
-        self.apply(previous, plugin, &old_settings, settings).await;
+        slot.settings = settings.clone();
+        self.apply(decision, previous, plugin, settings).await;
     }
 
-    /// Runs `plugin` with `settings`, given what ran before: swap in place when the
-    /// contract and scope are unchanged, restart otherwise, stop when disabled.
-    async fn apply(&mut self, previous: Option<Arc<Plugin>>, plugin: Arc<Plugin>, old: &Settings, settings: Settings) {
+    /// Carries out `decision` for `plugin` with `settings`; `previous` is the version
+    /// the file held before.
+    async fn apply(
+        &mut self,
+        decision: Decision,
+        previous: Option<Arc<Plugin>>,
+        plugin: Arc<Plugin>,
+        settings: Settings,
+    ) {
         let name = plugin.manifest().name.clone();
         if let Some(prev) = &previous
             && prev.manifest().name != name
         {
-            self.stop_controller(&prev.manifest().name).await;
+            self.controllers.stop(&prev.manifest().name).await;
         }
-        if !settings.enabled {
-            if self.controllers.contains_key(&name) {
-                self.stop_controller(&name).await;
+        if decision == Decision::Stop {
+            if self.controllers.running(&name) {
+                self.controllers.stop(&name).await;
                 info!(plugin = %name, "plugin disabled; its children stay");
             }
             return;
@@ -377,82 +393,22 @@ impl Host {
         {
             error!(error = %e, "CRDs not installed");
         }
-        let same = previous.as_ref().is_some_and(|p| p.manifest().same_contract(plugin.manifest()))
-            && old.namespace == settings.namespace;
-        if same && let Some(running) = self.controllers.get(&name) {
-            running.metrics().version(&name, plugin.hash(), Some(running.plugin().hash()));
-            running.update(limited, settings.config);
-            info!(plugin = %name, version = %short(plugin.hash()), "plugin updated in place; every parent is reconciled again");
+        if decision == Decision::Swap && self.controllers.swap(limited.clone(), &settings.config) {
             return;
         }
-        self.stop_controller(&name).await;
+        self.controllers.stop(&name).await;
         let options = controller::Options {
             config: settings.config,
             namespace: settings.namespace,
             ..self.options.controller.clone()
         };
-        self.start_controller(limited, options).await;
-    }
-
-    async fn start_controller(&mut self, plugin: Arc<Plugin>, options: controller::Options) {
-        let name = plugin.manifest().name.clone();
-        let version = short(plugin.hash()).to_string();
-        let metrics = options.metrics.clone();
-        let hash = plugin.hash().to_string();
-        match Controller::start(self.client.clone(), plugin.clone(), options.clone()).await {
-            Ok(c) => {
-                metrics.version(&name, &hash, None);
-                info!(plugin = %name, %version, "controller started");
-                self.waiting.remove(&name);
-                self.controllers.insert(name, c);
-            }
-            Err(controller::Error::NotServed { kind }) => {
-                if self.waiting.get(&name).is_none_or(|w| w.kind != kind) {
-                    info!(plugin = %name, "waiting for {kind}: not served by the API server yet; starts when it is");
-                }
-                self.waiting.insert(name, Waiting { plugin, options, kind });
-            }
-            Err(e) => {
-                self.waiting.remove(&name);
-                error!(plugin = %name, error = %e, "controller not started");
-            }
-        }
-    }
-
-    /// Tries again to start each plugin that waits for a kind; true when one started.
-    pub async fn start_waiting(&mut self) -> bool {
-        let waiting: Vec<Waiting> = std::mem::take(&mut self.waiting).into_values().collect();
-        let mut started = false;
-        for Waiting { plugin, options, kind } in waiting {
-            let name = plugin.manifest().name.clone();
-            // Keep the last kind reported, so the line is not repeated while nothing changes.
-            self.waiting.insert(name.clone(), Waiting { plugin: plugin.clone(), options: options.clone(), kind });
-            self.start_controller(plugin, options).await;
-            started |= self.controllers.contains_key(&name);
-        }
-        started
-    }
-
-    async fn stop_controller(&mut self, name: &str) {
-        self.waiting.remove(name);
-        if let Some(c) = self.controllers.remove(name) {
-            c.metrics().unloaded(name, c.plugin().hash());
-            c.stop().await;
-            info!(plugin = %name, "controller stopped");
-        }
+        self.controllers.start(limited, options).await;
     }
 
     /// Waits until every running controller's caches are synced, for at most
     /// `limit` in all; false if one is not. Readiness means this.
     pub async fn wait_synced(&self, limit: Duration) -> bool {
-        let deadline = tokio::time::Instant::now() + limit;
-        for c in self.controllers.values() {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if !c.wait_synced(left).await {
-                return false;
-            }
-        }
-        true
+        self.controllers.wait_synced(limit).await
     }
 
     /// Where reloads are counted; controllers started from the directory share it.
@@ -462,14 +418,15 @@ impl Host {
 
     /// Every plugin file and how it runs.
     pub fn status(&self) -> Vec<PluginStatus> {
-        self.slots
+        let Some(dir) = &self.directory else { return Vec::new() };
+        dir.slots
             .values()
             .map(|slot| {
                 let name = slot.plugin.as_ref().map(|p| p.manifest().name.clone());
                 PluginStatus {
                     file: slot.wasm.display().to_string(),
-                    running: name.as_ref().is_some_and(|n| self.controllers.contains_key(n)),
-                    waiting_for: name.as_ref().and_then(|n| self.waiting.get(n)).map(|w| w.kind.clone()),
+                    running: name.as_ref().is_some_and(|n| self.controllers.running(n)),
+                    waiting_for: name.as_ref().and_then(|n| self.controllers.waiting_for(n)).map(str::to_string),
                     hash: slot.plugin.as_ref().map(|p| p.hash().to_string()),
                     name,
                     error: slot.error.clone(),
@@ -480,12 +437,12 @@ impl Host {
 
     /// Plugin files compiled (or loaded from the cache) so far.
     pub fn compiles(&self) -> u64 {
-        self.compiles
+        self.directory.as_ref().map_or(0, |d| d.compiles)
     }
 
     /// Plugin files and settings refused so far.
     pub fn failures(&self) -> u64 {
-        self.failures
+        self.directory.as_ref().map_or(0, |d| d.failures)
     }
 
     /// The running controller of plugin `name`.
@@ -493,25 +450,23 @@ impl Host {
         self.controllers.get(name)
     }
 
+    /// Tries again to start each plugin that waits for a kind; true when one started.
+    pub async fn start_waiting(&mut self) -> bool {
+        self.controllers.start_waiting().await
+    }
+
     /// Names of the plugins whose controllers run.
     pub fn plugins(&self) -> impl Iterator<Item = &str> {
-        self.controllers.keys().map(String::as_str)
+        self.controllers.names()
     }
 
     /// Reconciles every parent of every plugin now.
     pub fn resync(&self) {
-        self.controllers.values().for_each(Controller::resync);
+        self.controllers.resync();
     }
 
     /// Stops every controller; reconciles in flight finish first.
     pub async fn stop(self) {
-        for (name, c) in self.controllers {
-            c.stop().await;
-            info!(plugin = %name, "controller stopped");
-        }
+        self.controllers.stop_all().await;
     }
-}
-
-fn short(hash: &str) -> &str {
-    &hash[..hash.len().min(12)]
 }

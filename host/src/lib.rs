@@ -9,6 +9,7 @@
 #![allow(clippy::must_use_candidate)]
 
 pub mod controller;
+mod controllers;
 pub mod health;
 pub mod host;
 pub mod leader;
@@ -16,5 +17,6 @@ pub mod logging;
 pub mod metrics;
 pub mod plugin;
 pub mod rbac;
+mod reload;
 pub mod render;
 pub mod scaffold;
