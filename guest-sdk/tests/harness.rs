@@ -222,7 +222,7 @@ fn a_kept_child_is_returned_without_what_the_server_and_host_set() {
     assert_eq!(
         out.children[0].json(),
         &json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "w-old", "namespace": "shop", "labels": {"team": "a"}, "annotations": {"note": "kept"}},
+            "metadata": {"name": "w-old", "namespace": "shop", "uid": "c-uid", "labels": {"team": "a"}, "annotations": {"note": "kept"}},
             "data": {"size": "2"}})
     );
 }

@@ -40,17 +40,17 @@ impl Response {
         Ok(self)
     }
 
-    /// Keep an observed child as it is: it stays (it is not pruned) and is not changed.
-    /// What the API server set on it (uid, resourceVersion, managedFields, timestamps,
-    /// generation, status) and the host's own ownerReference and annotation are left out,
-    /// so the child is returned as the plugin would have written it. For children the
-    /// plugin no longer rebuilds, such as a `CronJob`'s finished Jobs.
+    /// Keep an observed child as it is: the host neither prunes nor writes it, so what
+    /// others changed in it since stays. For children the plugin no longer rebuilds, such
+    /// as a `CronJob`'s finished Jobs. The child is returned with its `metadata.uid`, which
+    /// is what marks it as kept, and without what else the API server and the host set
+    /// (resourceVersion, managedFields, timestamps, generation, status, the host's
+    /// ownerReference and annotation), as the plugin would have written it.
     #[must_use]
     pub fn keep(mut self, observed: &crate::Object) -> Self {
         let mut child = observed.json().clone();
         if let Some(meta) = child.get_mut("metadata").and_then(Value::as_object_mut) {
             for field in [
-                "uid",
                 "resourceVersion",
                 "managedFields",
                 "creationTimestamp",

@@ -195,6 +195,16 @@ async fn write(
         let Some(cache) = ctx.caches.of(kind) else { continue };
         let name = child["metadata"]["name"].as_str().unwrap_or_default();
         let namespace = child["metadata"]["namespace"].as_str();
+        if let Some(kept) = child["metadata"]["uid"].as_str() {
+            // `Response::keep`: the observed child with this uid stays as it is. Writing the
+            // plugin's snapshot of it would undo what others changed since; a child that
+            // is gone meanwhile is not brought back.
+            if observed.iter().any(|(_, o)| o.uid().as_deref() == Some(kept)) {
+                desired_keys.insert((kind.clone(), namespace.map(str::to_string), name.to_string()));
+                metrics.skipped(plugin, WriteKind::Apply);
+            }
+            continue;
+        }
         desired_keys.insert((kind.clone(), namespace.map(str::to_string), name.to_string()));
         let prepared = prepare_child(child.clone(), parent, parent_resource);
         let existing = match ctx.caches.get(kind, namespace, name) {

@@ -56,3 +56,36 @@ async fn a_refused_response_writes_nothing() {
     assert!(api.get_opt("misbehave-cluster-admin").await.expect("get").is_none(), "no ClusterRoleBinding");
     env.stop().await;
 }
+
+/// `Response::keep`: an observed child returned as it is is not pruned, keeps what others
+/// changed in it, and costs no write once settled.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_kept_child_is_neither_pruned_nor_rewritten() {
+    let env = Env::start_with(vec![("misbehave", json!({"mode": "keep"}))]).await;
+    env.create(&resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves"), misbehave("m")).await;
+    wait_for(&env, &deployments(), "m", "the Deployment built once", |_| true).await;
+
+    // Someone else scales it, as an autoscaler would: the plugin keeps it as it is.
+    env.merge(&deployments(), "m", json!({"spec": {"replicas": 5}})).await;
+    let settle = || {
+        eventually("the cluster to settle", || async {
+            let before = env.cluster.write_requests();
+            tokio::time::sleep(std::time::Duration::from_millis(500)).await;
+            (env.cluster.write_requests() == before).then_some(before)
+        })
+    };
+    settle().await;
+    let kept = env.get(&deployments(), "m").await.expect("the kept Deployment is not pruned");
+    assert_eq!(kept.data["spec"]["replicas"], 5, "kept as it was changed, not rebuilt");
+
+    // Every parent reconciled again: the kept child is not written again.
+    let controller = env.host.controller("misbehave").expect("controller");
+    let (reconciles, quiet) = (controller.reconciles(), env.cluster.write_requests());
+    env.host.resync();
+    eventually("the parent reconciled again", || async { (controller.reconciles() > reconciles).then_some(()) }).await;
+    tokio::time::sleep(std::time::Duration::from_millis(300)).await;
+    assert_eq!(env.cluster.write_requests(), quiet, "no write for a kept child");
+    let again = env.get(&deployments(), "m").await.expect("still there");
+    assert_eq!(again.metadata.resource_version, kept.metadata.resource_version, "not rewritten");
+    env.stop().await;
+}
