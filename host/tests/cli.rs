@@ -596,17 +596,24 @@ fn terminate_cleanly(mut child: std::process::Child) -> String {
     stderr
 }
 
-#[test]
-fn dev_serves_health_probes_when_asked_and_stops_cleanly_on_sigterm() {
-    let addr = format!("127.0.0.1:{}", free_port());
+/// `kubewasm dev` on the example plugins with probes on `addr` (and `extra` flags), once ready.
+fn dev_until_ready(addr: &str, extra: &[&str]) -> std::process::Child {
     let mut child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
-        .args(["dev", "--plugins", path_str(&target_dir().join("plugins")), "--health-addr", &addr])
+        .args(["dev", "--plugins", path_str(&target_dir().join("plugins")), "--health-addr", addr])
+        .args(extra)
         .env("RUST_LOG", "warn")
         .stdout(std::process::Stdio::null())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("kubewasm dev starts");
-    wait_until_ready(&mut child, &addr);
+    wait_until_ready(&mut child, addr);
+    child
+}
+
+#[test]
+fn dev_serves_health_probes_when_asked_and_stops_cleanly_on_sigterm() {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let child = dev_until_ready(&addr, &[]);
     assert_eq!(http_status(&addr, "/healthz"), Some(200));
     terminate_cleanly(child);
     assert_eq!(http_status(&addr, "/healthz"), None, "the probes stop with the process");
@@ -630,14 +637,7 @@ fn a_plugin_log_line_without_fields_ends_with_its_message() {
 fn dev_is_ready_at_once_prints_its_plugins_once_and_stops_on_sigterm() {
     let addr = format!("127.0.0.1:{}", free_port());
     let started = std::time::Instant::now();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
-        .args(["dev", "--plugins", path_str(&target_dir().join("plugins")), "--health-addr", &addr])
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("kubewasm dev starts");
-    wait_until_ready(&mut child, &addr);
+    let child = dev_until_ready(&addr, &[]);
     // Readiness once waited out a 60 s limit, and SIGTERM with it.
     let ready = started.elapsed();
     assert!(ready < std::time::Duration::from_secs(30), "ready after {ready:?}");
@@ -652,15 +652,7 @@ fn dev_injects_the_faults_of_a_faults_file_once_the_plugins_run() {
         write_temp("faults.yaml", b"seed: 1\nerrors:\n- {code: 500, rate: 1, verbs: [list], resource: configmaps}\n");
     let kubeconfig = target_dir().join("cli-test-inputs").join("faults-kubeconfig");
     let addr = format!("127.0.0.1:{}", free_port());
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
-        .args(["dev", "--plugins", path_str(&target_dir().join("plugins")), "--health-addr", &addr])
-        .args(["--faults", path_str(&faults), "--kubeconfig", path_str(&kubeconfig)])
-        .env("RUST_LOG", "warn")
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .expect("kubewasm dev starts");
-    wait_until_ready(&mut child, &addr);
+    let child = dev_until_ready(&addr, &["--faults", path_str(&faults), "--kubeconfig", path_str(&kubeconfig)]);
     let kubectl = |resource: &str| {
         Command::new("kubectl")
             .args(["--kubeconfig", path_str(&kubeconfig), "get", resource])
