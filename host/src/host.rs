@@ -15,16 +15,20 @@ use tracing::{error, info};
 use crate::controller::{self, Controller};
 use crate::controllers::Controllers;
 use crate::metrics::{Metrics, Outcome};
-use crate::plugin::{Engine, LoadError, Plugin, Settings, directory};
+use crate::plugin::{Engine, LoadError, Plugin, Settings, SettingsError, directory};
 use crate::reload::{self, Decision, Version};
 
 /// Why the host could not set up the cluster for its plugins.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
-    #[error("{}: {error}", dir.display())]
-    PluginDir { dir: PathBuf, error: std::io::Error },
-    #[error("plugin {plugin}: {message}")]
-    Crd { plugin: String, message: String },
+    #[error("{}: {source}", dir.display())]
+    PluginDir { dir: PathBuf, source: std::io::Error },
+    /// The API server refused a plugin's CRD, or could not be reached.
+    #[error("plugin {plugin}: CRD {crd}: {source}")]
+    Crd { plugin: String, crd: String, source: kube::Error },
+    /// The CRD was accepted but its API is not served after 30 s, or could not be watched.
+    #[error("plugin {plugin}: CRD {crd} was not established{}", source.as_ref().map_or(" within 30 s".into(), |e| format!(": {e}")))]
+    CrdNotEstablished { plugin: String, crd: String, source: Option<kube::runtime::wait::Error> },
 }
 
 /// The `.wasm` files of `dir` the host would run, in name order.
@@ -33,7 +37,7 @@ pub enum Error {
 ///
 /// When `dir` cannot be read.
 pub fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
-    let entries = directory::scan(dir).map_err(|error| Error::PluginDir { dir: dir.to_path_buf(), error })?;
+    let entries = directory::scan(dir).map_err(|source| Error::PluginDir { dir: dir.to_path_buf(), source })?;
     Ok(entries.into_values().map(|e| e.wasm).collect())
 }
 
@@ -65,12 +69,10 @@ pub async fn install_crds(client: &Client, plugins: &[Arc<Plugin>]) -> Result<()
     let params = PatchParams::apply("kubewasm").force();
     for plugin in plugins {
         let name = &plugin.manifest().name;
-        let crd_error = |message: String| Error::Crd { plugin: name.clone(), message };
         for crd in plugin.crds() {
             let crd_name = crd["metadata"]["name"].as_str().unwrap_or_default().to_string();
-            api.patch(&crd_name, &params, &Patch::Apply(crd))
-                .await
-                .map_err(|e| crd_error(format!("CRD {crd_name}: {e}")))?;
+            let refused = |source| Error::Crd { plugin: name.clone(), crd: crd_name.clone(), source };
+            api.patch(&crd_name, &params, &Patch::Apply(crd)).await.map_err(refused)?;
             let established = kube::runtime::wait::await_condition(
                 api.clone(),
                 &crd_name,
@@ -78,8 +80,12 @@ pub async fn install_crds(client: &Client, plugins: &[Arc<Plugin>]) -> Result<()
             );
             tokio::time::timeout(Duration::from_secs(30), established)
                 .await
-                .map_err(|_| crd_error(format!("CRD {crd_name} was not established within 30 s")))?
-                .map_err(|e| crd_error(format!("CRD {crd_name}: {e}")))?;
+                .map_err(|_| Error::CrdNotEstablished { plugin: name.clone(), crd: crd_name.clone(), source: None })?
+                .map_err(|e| Error::CrdNotEstablished {
+                    plugin: name.clone(),
+                    crd: crd_name.clone(),
+                    source: Some(e),
+                })?;
             info!(plugin = %name, crd = %crd_name, "CRD installed");
         }
     }
@@ -153,18 +159,17 @@ struct Directory {
 
 impl Directory {
     /// Compiles (or takes from the cache) the component in `bytes`, read from `file`.
-    async fn load(&mut self, file: &Path, bytes: Vec<u8>, metrics: &Metrics) -> Result<Arc<Plugin>, String> {
+    async fn load(&mut self, file: &Path, bytes: Vec<u8>, metrics: &Metrics) -> Result<Arc<Plugin>, LoadError> {
         let engine = self.engine.clone();
         let origin = file.display().to_string();
         self.compiles += 1;
         let loaded = tokio::task::spawn_blocking(move || Plugin::from_bytes(&engine, &bytes, &origin)).await;
-        let file = file.display().to_string();
         let loaded = match loaded {
-            Ok(Ok(loaded)) => Ok(Arc::new(loaded)),
-            Ok(Err(e)) => Err(e.to_string()),
-            Err(e) => Err(format!("{file}: load interrupted: {e}")),
+            Ok(loaded) => loaded.map(Arc::new),
+            Err(source) => Err(LoadError::Interrupted { origin: file.display().to_string(), source }),
         };
-        metrics.reloaded(&file, if loaded.is_ok() { Outcome::Success } else { Outcome::Error });
+        let outcome = if loaded.is_ok() { Outcome::Success } else { Outcome::Error };
+        metrics.reloaded(&file.display().to_string(), outcome);
         loaded
     }
 }
@@ -215,7 +220,7 @@ impl Host {
     ) -> Result<(), Error> {
         let Some(dir) = self.directory.as_ref().map(|d| d.path.clone()) else { return Ok(()) };
         let (_watcher, mut changes) = directory::watch(&dir, QUIET)
-            .map_err(|e| Error::PluginDir { dir: dir.clone(), error: std::io::Error::other(e) })?;
+            .map_err(|e| Error::PluginDir { dir: dir.clone(), source: std::io::Error::other(e) })?;
         // What changed between the first scan and the watch would go unnoticed.
         self.rescan().await?;
         on_change(&self);
@@ -252,7 +257,7 @@ impl Host {
     /// When the directory cannot be read.
     pub async fn rescan(&mut self) -> Result<(), Error> {
         let Some(dir) = self.directory.as_ref().map(|d| d.path.clone()) else { return Ok(()) };
-        let entries = directory::scan(&dir).map_err(|error| Error::PluginDir { dir: dir.clone(), error })?;
+        let entries = directory::scan(&dir).map_err(|source| Error::PluginDir { dir: dir.clone(), source })?;
         let Some(directory) = self.directory.as_mut() else { return Ok(()) };
         let gone: Vec<String> = directory.slots.keys().filter(|stem| !entries.contains_key(*stem)).cloned().collect();
         for stem in gone {
@@ -306,7 +311,7 @@ impl Host {
                     plugin = Some(loaded);
                     fresh = true;
                 }
-                Err(e) => errors.push(e),
+                Err(e) => errors.push(e.to_string()),
             }
         }
         let slot = dir.slots.get_mut(&entry.stem).expect("slot inserted above");
@@ -321,9 +326,9 @@ impl Host {
                     settings = parsed;
                     fresh = true;
                 }
-                Some(Err(message)) => {
-                    let file = entry.settings.as_deref().unwrap_or(&entry.wasm).display();
-                    errors.push(format!("{file}: {message}"));
+                Some(Err(source)) => {
+                    let file = entry.settings.clone().unwrap_or_else(|| entry.wasm.clone());
+                    errors.push(SettingsError::Invalid { file, source }.to_string());
                 }
             }
         }

@@ -14,6 +14,13 @@ use crate::plugin::{CallError, Plugin, Refusal, Request, Response, validate, vie
 /// Why a render failed; each variant names what to fix.
 #[derive(Debug, thiserror::Error)]
 pub enum RenderError {
+    /// The file cannot be read.
+    #[error("{}: {source}", file.display())]
+    Read { file: PathBuf, source: std::io::Error },
+    /// The file is not YAML or JSON; the message gives the line and column.
+    #[error("{}: {}", file.display(), located(source))]
+    Parse { file: PathBuf, source: serde_yaml_ng::Error },
+    /// The file parses but does not hold what the render needs.
     #[error("{}: {message}", file.display())]
     Input { file: PathBuf, message: String },
     #[error(transparent)]
@@ -132,12 +139,12 @@ impl Rendered {
 ///
 /// # Errors
 ///
-/// [`RenderError::Input`] naming the file and, for syntax errors, the line and column.
+/// A [`RenderError`] naming the file and, for syntax errors, the line and column.
 pub fn read_objects(file: &Path) -> Result<Vec<Value>, RenderError> {
     let text = read_text(file)?;
     let mut objects = Vec::new();
     for document in serde_yaml_ng::Deserializer::from_str(&text) {
-        let value: Value = serde::Deserialize::deserialize(document).map_err(|e| input_error(file, &e))?;
+        let value: Value = serde::Deserialize::deserialize(document).map_err(|source| parse_error(file, source))?;
         match value {
             Value::Null => {}
             Value::Object(ref o) if o.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List")) => {
@@ -160,17 +167,21 @@ fn optional_objects(file: Option<&Path>) -> Result<Vec<Value>, RenderError> {
 }
 
 fn read_document(file: &Path) -> Result<Value, RenderError> {
-    serde_yaml_ng::from_str(&read_text(file)?).map_err(|e| input_error(file, &e))
+    serde_yaml_ng::from_str(&read_text(file)?).map_err(|source| parse_error(file, source))
 }
 
 fn read_text(file: &Path) -> Result<String, RenderError> {
-    std::fs::read_to_string(file).map_err(|e| RenderError::Input { file: file.to_path_buf(), message: e.to_string() })
+    std::fs::read_to_string(file).map_err(|source| RenderError::Read { file: file.to_path_buf(), source })
 }
 
-fn input_error(file: &Path, e: &serde_yaml_ng::Error) -> RenderError {
-    let message = match e.location() {
+fn parse_error(file: &Path, source: serde_yaml_ng::Error) -> RenderError {
+    RenderError::Parse { file: file.to_path_buf(), source }
+}
+
+/// A YAML error with its line and column first, where the parser knows them.
+fn located(e: &serde_yaml_ng::Error) -> String {
+    match e.location() {
         Some(l) => format!("line {} column {}: {e}", l.line(), l.column()),
         None => e.to_string(),
-    };
-    RenderError::Input { file: file.to_path_buf(), message }
+    }
 }

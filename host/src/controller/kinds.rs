@@ -18,7 +18,7 @@ pub(crate) async fn resolve(client: &Client, kind: &KindRef) -> Result<ApiResour
         kube::Error::Discovery(
             DiscoveryError::MissingKind(_) | DiscoveryError::MissingApiGroup(_) | DiscoveryError::MissingResource(_),
         ) => Error::NotServed { kind: kind.to_string() },
-        e => Error::UnknownKind { kind: kind.to_string(), message: e.to_string() },
+        source => Error::Discovery { kind: kind.to_string(), source },
     })?;
     let namespaced = capabilities.scope == Scope::Namespaced;
     if namespaced != kind.namespaced || resource.plural != kind.plural {

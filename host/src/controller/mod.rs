@@ -45,10 +45,13 @@ pub enum Error {
     /// yet, an API the cluster does not serve). The host starts the controller once it is.
     #[error("{kind} is not served by the API server")]
     NotServed { kind: String },
-    /// A kind the manifest names does not match what the API server serves (a plural or
-    /// scope that differs), or discovery failed.
+    /// A kind the manifest names does not match what the API server serves: a plural or
+    /// scope that differs.
     #[error("kind {kind} cannot be used: {message}")]
     UnknownKind { kind: String, message: String },
+    /// Discovery of a kind the manifest names failed (the API server unreachable, say).
+    #[error("kind {kind}: discovery failed: {source}")]
+    Discovery { kind: String, source: kube::Error },
     /// The manifest cannot be run as a controller.
     #[error("plugin {plugin}: {message}")]
     Unsupported { plugin: String, message: String },
@@ -59,14 +62,14 @@ pub enum Error {
     #[error(transparent)]
     Refused(#[from] Refusal),
     /// A write to the API server failed.
-    #[error("{what}: {error}")]
-    Write { what: String, error: kube::Error },
+    #[error("{what}: {source}")]
+    Write { what: String, source: kube::Error },
     /// The parent has no uid (never the case for objects from an API server).
     #[error("the parent has no metadata.uid")]
     MissingUid,
     /// The host is shutting down.
     #[error("stopped: {0}")]
-    Stopped(String),
+    Stopped(#[source] tokio::task::JoinError),
     /// A watch has not completed its first list (the API server refuses it, or is
     /// unreachable); the reconcile is retried.
     #[error("caches not synced within {0:?}")]
@@ -75,7 +78,7 @@ pub enum Error {
 
 impl Error {
     fn write(what: &str) -> impl FnOnce(kube::Error) -> Self + '_ {
-        move |error| Self::Write { what: what.to_string(), error }
+        move |source| Self::Write { what: what.to_string(), source }
     }
 
     /// Whether trying again without a change can succeed: not for a plugin that refused,
@@ -98,6 +101,7 @@ impl Error {
             Self::Refused(_) => "ResponseRefused",
             Self::Write { .. } => "WriteFailed",
             Self::UnknownKind { .. }
+            | Self::Discovery { .. }
             | Self::NotServed { .. }
             | Self::Unsupported { .. }
             | Self::MissingUid

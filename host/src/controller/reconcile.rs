@@ -308,7 +308,7 @@ async fn call<T: Send + 'static>(
     let name = plugin.manifest().name.clone();
     let plugin = plugin.clone();
     let started = Instant::now();
-    let result = tokio::task::spawn_blocking(move || f(&plugin)).await.map_err(|e| Error::Stopped(e.to_string()))?;
+    let result = tokio::task::spawn_blocking(move || f(&plugin)).await.map_err(Error::Stopped)?;
     let failure = result.as_ref().err().map(|e| match e {
         CallError::Timeout { .. } => Failure::Timeout,
         CallError::OutOfMemory { .. } => Failure::OutOfMemory,

@@ -67,10 +67,22 @@ pub fn query_from_wit(q: wit::Query) -> Query {
     }
 }
 
+/// What is wrong with an answer that cannot be decoded.
+#[derive(Debug, thiserror::Error)]
+pub enum MalformedAnswer {
+    /// One of the JSON texts (`what`: a child or the status) does not parse.
+    #[error("{what} is not JSON: {source}")]
+    NotJson { what: String, source: serde_json::Error },
+    /// `related` asked for a kind outside the manifest's `related` list.
+    #[error("related query for {kind} which the manifest does not declare in `related`")]
+    UndeclaredRelated { kind: String },
+}
+
 /// Decodes the plugin's answer; the JSON texts are the only part that can be malformed.
-pub fn response_from_wit(r: wit::Response) -> Result<Response, String> {
-    let json =
-        |what: String, text: &str| serde_json::from_str::<Value>(text).map_err(|e| format!("{what} is not JSON: {e}"));
+pub fn response_from_wit(r: wit::Response) -> Result<Response, MalformedAnswer> {
+    let json = |what: String, text: &str| {
+        serde_json::from_str::<Value>(text).map_err(|source| MalformedAnswer::NotJson { what, source })
+    };
     let children =
         r.children.iter().enumerate().map(|(i, t)| json(format!("child #{i}"), t)).collect::<Result<Vec<_>, _>>()?;
     let status = r.status.as_deref().map(|t| json("status".into(), t)).transpose()?;

@@ -5,19 +5,22 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use wasmtime::component::Component;
 
-use super::contract::{self, CONTRACT_VERSION, EXPORT_PREFIX, bindings, wit};
+use super::contract::{self, CONTRACT_VERSION, EXPORT_PREFIX, MalformedAnswer, bindings, wit};
 use super::engine::Engine;
 use super::sandbox::{self, CallError, CallState, Limits};
-use kubewasm_contract::{Manifest, Query, Request, Response};
+use kubewasm_contract::{Manifest, ManifestError, Query, Request, Response};
 
 /// Why a file could not become a plugin. Every variant names the file.
 #[derive(Debug, thiserror::Error)]
 pub enum LoadError {
-    #[error("{}: {error}", path.display())]
-    Read { path: PathBuf, error: std::io::Error },
+    #[error("{}: {source}", path.display())]
+    Read { path: PathBuf, source: std::io::Error },
     /// Not WebAssembly, or a core module rather than a component.
-    #[error("{origin}: {message}")]
-    NotAComponent { origin: String, message: String },
+    #[error("{origin}: {why}")]
+    NotAComponent { origin: String, why: &'static str },
+    /// WebAssembly the compiler refused (malformed, or a feature the host does not enable).
+    #[error("{origin}: cannot be compiled: {source:#}")]
+    Compile { origin: String, source: wasmtime::Error },
     /// A component that does not export the reconciler interface at all.
     #[error(
         "{origin}: not a kubewasm plugin: it does not export kubewasm:reconciler/reconciler (its exports: {exports})"
@@ -29,14 +32,20 @@ pub enum LoadError {
     )]
     ContractVersion { origin: String, found: String, supported: &'static str },
     /// The plugin imports something the host does not offer (a plugin may only log).
-    #[error("{origin}: cannot be linked: {message}")]
-    Link { origin: String, message: String },
+    #[error("{origin}: cannot be linked: {source:#}")]
+    Link { origin: String, source: wasmtime::Error },
     /// `describe` failed: the load self-test.
-    #[error("{origin}: describe failed: {error}")]
-    Describe { origin: String, error: CallError },
+    #[error("{origin}: describe failed: {source}")]
+    Describe { origin: String, source: CallError },
     /// `describe` answered, but the manifest is unusable.
-    #[error("{origin}: invalid manifest: {message}")]
-    InvalidManifest { origin: String, message: String },
+    #[error("{origin}: invalid manifest: {source}")]
+    InvalidManifest { origin: String, source: ManifestError },
+    /// One of the manifest's CRDs is not a `CustomResourceDefinition` in YAML or JSON.
+    #[error("{origin}: invalid manifest: crds[{index}]: {why}")]
+    InvalidCrd { origin: String, index: usize, why: String, source: Option<serde_yaml_ng::Error> },
+    /// The loading task was cancelled or panicked (the host is shutting down).
+    #[error("{origin}: load interrupted: {source}")]
+    Interrupted { origin: String, source: tokio::task::JoinError },
 }
 
 /// A compiled, linked and described plugin, ready to be called any number of times
@@ -71,7 +80,7 @@ impl Plugin {
     ///
     /// A [`LoadError`] naming the file.
     pub fn load(engine: &Engine, path: &Path) -> Result<Self, LoadError> {
-        let bytes = std::fs::read(path).map_err(|error| LoadError::Read { path: path.to_path_buf(), error })?;
+        let bytes = std::fs::read(path).map_err(|source| LoadError::Read { path: path.to_path_buf(), source })?;
         Self::from_bytes(engine, &bytes, &path.display().to_string())
     }
 
@@ -85,14 +94,12 @@ impl Plugin {
     /// A [`LoadError`] naming `origin`.
     pub fn from_bytes(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Self, LoadError> {
         let origin = origin.to_string();
-        check_header(bytes)
-            .map_err(|message| LoadError::NotAComponent { origin: origin.clone(), message: message.into() })?;
+        check_header(bytes).map_err(|why| LoadError::NotAComponent { origin: origin.clone(), why })?;
         let hash = super::directory::digest(bytes);
-        let (component, cached) = engine
-            .compile(bytes, &hash)
-            .map_err(|e| LoadError::NotAComponent { origin: origin.clone(), message: format!("{e:#}") })?;
+        let (component, cached) =
+            engine.compile(bytes, &hash).map_err(|source| LoadError::Compile { origin: origin.clone(), source })?;
         check_contract(engine, &component, &origin)?;
-        let link = |e: wasmtime::Error| LoadError::Link { origin: origin.clone(), message: format!("{e:#}") };
+        let link = |source: wasmtime::Error| LoadError::Link { origin: origin.clone(), source };
         let instance_pre = engine.linker().instantiate_pre(&component).map_err(link)?;
         let pre = bindings::PluginPre::new(instance_pre).map_err(link)?;
 
@@ -100,11 +107,10 @@ impl Plugin {
         let manifest = call(engine, &pre, &origin, describe_limits, "describe", |store, instance| {
             instance.kubewasm_reconciler_reconciler().call_describe(store)
         })
-        .map_err(|error| LoadError::Describe { origin: origin.clone(), error })?;
+        .map_err(|source| LoadError::Describe { origin: origin.clone(), source })?;
         let manifest = contract::manifest_from_wit(manifest);
-        let invalid = |message: String| LoadError::InvalidManifest { origin: origin.clone(), message };
-        manifest.check().map_err(|e| invalid(e.to_string()))?;
-        let crds = parse_crds(&manifest.crds).map_err(invalid)?;
+        manifest.check().map_err(|source| LoadError::InvalidManifest { origin: origin.clone(), source })?;
+        let crds = parse_crds(&manifest.crds, &origin)?;
         Ok(Self {
             engine: engine.clone(),
             hash,
@@ -179,7 +185,7 @@ impl Plugin {
         if let Some(q) = queries.iter().find(|q| !self.manifest.related.contains(&q.kind)) {
             return Err(CallError::Malformed {
                 plugin: self.manifest.name.clone(),
-                message: format!("related query for {} which the manifest does not declare in `related`", q.kind),
+                source: MalformedAnswer::UndeclaredRelated { kind: q.kind.to_string() },
             });
         }
         Ok(queries)
@@ -207,7 +213,7 @@ impl Plugin {
         let plugin = || self.manifest.name.clone();
         match answer {
             Ok(response) => contract::response_from_wit(response)
-                .map_err(|message| CallError::Malformed { plugin: plugin(), message }),
+                .map_err(|source| CallError::Malformed { plugin: plugin(), source }),
             Err(e) => Err(CallError::Plugin { plugin: plugin(), message: e.message, retryable: e.retryable }),
         }
     }
@@ -241,17 +247,18 @@ fn call<R>(
 }
 
 /// Each CRD text (YAML or JSON) as a JSON object of kind `CustomResourceDefinition`.
-fn parse_crds(texts: &[String]) -> Result<Vec<Value>, String> {
+fn parse_crds(texts: &[String], origin: &str) -> Result<Vec<Value>, LoadError> {
+    let invalid = |index, why: String, source| LoadError::InvalidCrd { origin: origin.into(), index, why, source };
     texts
         .iter()
         .enumerate()
         .map(|(i, text)| {
-            let crd =
-                serde_yaml_ng::from_str::<Value>(text).map_err(|e| format!("crds[{i}] is not YAML or JSON: {e}"))?;
+            let crd = serde_yaml_ng::from_str::<Value>(text)
+                .map_err(|e| invalid(i, format!("not YAML or JSON: {e}"), Some(e)))?;
             if crd["kind"] == "CustomResourceDefinition" {
                 Ok(crd)
             } else {
-                Err(format!("crds[{i}]: expected kind CustomResourceDefinition, found {}", crd["kind"]))
+                Err(invalid(i, format!("expected kind CustomResourceDefinition, found {}", crd["kind"]), None))
             }
         })
         .collect()

@@ -13,11 +13,11 @@ mod load;
 mod sandbox;
 mod settings;
 
-pub use contract::CONTRACT_VERSION;
+pub use contract::{CONTRACT_VERSION, MalformedAnswer};
 pub use engine::{Engine, EngineOptions};
 pub use load::{LoadError, Plugin};
 pub use sandbox::{CallError, Limits};
-pub use settings::{Settings, SettingsError};
+pub use settings::{InvalidSettings, Settings, SettingsError};
 // The contract's types and the check of an answer live in one crate the SDK shares, so
 // a plugin's native tests refuse exactly what the host refuses.
 pub use kubewasm_contract::{

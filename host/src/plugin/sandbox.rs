@@ -9,6 +9,7 @@ use wasmtime::{ResourceLimiter, Store, Trap};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
 
+use super::contract::MalformedAnswer;
 use super::contract::bindings::kubewasm::reconciler::{log, types};
 use super::engine::{EPOCH_TICK, Engine};
 
@@ -59,9 +60,9 @@ pub enum CallError {
     /// The plugin answered `reconcile` with its own error.
     #[error("plugin {plugin} returned an error{}: {message}", if *retryable { " (retryable)" } else { "" })]
     Plugin { plugin: String, message: String, retryable: bool },
-    /// The plugin answered with JSON that does not parse.
-    #[error("plugin {plugin} returned a malformed response: {message}")]
-    Malformed { plugin: String, message: String },
+    /// The plugin's answer cannot be decoded or asks for what it did not declare.
+    #[error("plugin {plugin} returned a malformed response: {source}")]
+    Malformed { plugin: String, source: MalformedAnswer },
 }
 
 impl CallError {

@@ -12,7 +12,7 @@
 //! image-registry = "registry.example.com"
 //! ```
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -60,10 +60,25 @@ fn enabled() -> bool {
 
 /// Why a settings file was refused; the plugin keeps its previous settings.
 #[derive(Debug, thiserror::Error)]
-#[error("{file}: {message}")]
-pub struct SettingsError {
-    pub file: String,
-    pub message: String,
+pub enum SettingsError {
+    #[error("{}: {source}", file.display())]
+    Read { file: PathBuf, source: std::io::Error },
+    #[error("{}: {source}", file.display())]
+    Invalid { file: PathBuf, source: InvalidSettings },
+}
+
+/// What is wrong with the text of a settings file.
+#[derive(Debug, thiserror::Error)]
+pub enum InvalidSettings {
+    /// Not TOML, or a field unknown or of the wrong type; the message gives the line.
+    #[error("{}", .0.to_string().trim_end())]
+    Toml(#[from] toml::de::Error),
+    /// A limit of zero would refuse every call.
+    #[error("limits.{field} must be positive")]
+    ZeroLimit { field: &'static str },
+    /// `[config]` holds a value JSON cannot carry.
+    #[error("config: {0}")]
+    Config(#[source] serde_json::Error),
 }
 
 impl Settings {
@@ -73,23 +88,25 @@ impl Settings {
     ///
     /// A [`SettingsError`] naming the file, and the line and field for bad TOML.
     pub fn read(path: &Path) -> Result<Self, SettingsError> {
-        let error = |message: String| SettingsError { file: path.display().to_string(), message };
-        let text = std::fs::read_to_string(path).map_err(|e| error(e.to_string()))?;
-        Self::parse(&text).map_err(error)
+        let file = || path.to_path_buf();
+        let text = std::fs::read_to_string(path).map_err(|source| SettingsError::Read { file: file(), source })?;
+        Self::parse(&text).map_err(|source| SettingsError::Invalid { file: file(), source })
     }
 
     /// Parses the text of a settings file.
     ///
     /// # Errors
     ///
-    /// The parser's message, with line and column.
-    pub fn parse(text: &str) -> Result<Self, String> {
-        let file: File = toml::from_str(text).map_err(|e| e.to_string().trim_end().to_string())?;
-        if file.limits.deadline_ms == Some(0) || file.limits.memory_mib == Some(0) {
-            return Err("limits must be positive".into());
+    /// What is wrong, with the line and column for bad TOML.
+    pub fn parse(text: &str) -> Result<Self, InvalidSettings> {
+        let file: File = toml::from_str(text)?;
+        for (field, value) in [("deadline-ms", file.limits.deadline_ms), ("memory-mib", file.limits.memory_mib)] {
+            if value == Some(0) {
+                return Err(InvalidSettings::ZeroLimit { field });
+            }
         }
         let config = match file.config {
-            Some(value) => serde_json::to_value(value).map_err(|e| format!("config: {e}"))?,
+            Some(value) => serde_json::to_value(value).map_err(InvalidSettings::Config)?,
             None => Value::Null,
         };
         Ok(Self {
@@ -133,11 +150,21 @@ mod tests {
 
     #[test]
     fn mistakes_are_named_with_their_line() {
-        let err = Settings::parse("enabled = true\nnamepsace = \"x\"\n").unwrap_err();
+        let err = Settings::parse("enabled = true\nnamepsace = \"x\"\n").unwrap_err().to_string();
         assert!(err.contains("line 2") && err.contains("namepsace"), "{err}");
         let err = Settings::parse("[limits]\ndeadline-ms = \"fast\"\n").unwrap_err();
-        assert!(err.contains("line 2"), "{err}");
-        assert!(Settings::parse("[limits]\nmemory-mib = 0\n").is_err());
+        assert!(matches!(err, InvalidSettings::Toml(_)), "the parser's error is kept: {err:?}");
+        assert!(err.to_string().contains("line 2"), "{err}");
+        let err = Settings::parse("[limits]\nmemory-mib = 0\n").unwrap_err();
+        assert_eq!(err.to_string(), "limits.memory-mib must be positive");
+    }
+
+    #[test]
+    fn a_read_error_names_the_file_and_keeps_its_cause() {
+        let err = Settings::read(Path::new("/nonexistent/p.toml")).unwrap_err();
+        assert!(err.to_string().starts_with("/nonexistent/p.toml: "), "{err}");
+        let cause = std::error::Error::source(&err).expect("the cause is kept");
+        assert!(cause.downcast_ref::<std::io::Error>().is_some(), "{cause:?}");
     }
 
     #[test]
