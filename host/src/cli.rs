@@ -2,6 +2,7 @@
 
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 
@@ -207,4 +208,16 @@ pub struct LeaderArgs {
     /// This replica's name in the Lease (in a Pod: its name, from POD_NAME).
     #[arg(long, env = "POD_NAME")]
     pub identity: Option<String>,
+}
+
+impl LeaderArgs {
+    /// The election these flags ask for, if any.
+    pub fn election(&self) -> Option<kubewasm::run::LeaderElection> {
+        self.leader_elect.then(|| kubewasm::run::LeaderElection {
+            lease_namespace: self.lease_namespace.clone(),
+            lease_name: self.lease_name.clone(),
+            lease_duration: Duration::from_secs(self.lease_duration.max(1)),
+            identity: self.identity.clone().unwrap_or_else(kubewasm::run::LeaderElection::default_identity),
+        })
+    }
 }

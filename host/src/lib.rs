@@ -19,4 +19,5 @@ pub mod plugin;
 pub mod rbac;
 mod reload;
 pub mod render;
+pub mod run;
 pub mod scaffold;

@@ -10,5 +10,6 @@ mod hot_reload;
 mod in_flight;
 mod isolation;
 mod pod_services;
+mod run;
 mod stack;
 mod steady_state;

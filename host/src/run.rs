@@ -1,0 +1,251 @@
+//! The long-running host of `kubewasm run` and `kubewasm dev`: health and metrics
+//! server, leader election, the plugin directory's controllers, and an orderly stop.
+//!
+//! The binary only parses flags, creates the client (or the embedded API server) and
+//! prints; everything between start and stop is here, so tests drive it in-process.
+//!
+//! ```no_run
+//! # async fn example(engine: kubewasm::plugin::Engine, client: kube::Client) -> Result<(), kubewasm::run::Error> {
+//! use kubewasm::run::{self, Options};
+//!
+//! let options = Options::new("/plugins");
+//! run::run(&engine, &client, &options, run::shutdown_signal(), |_host| {}).await
+//! # }
+//! ```
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use kube::Client;
+use tracing::{error, info};
+
+use crate::controller;
+use crate::health::{self, Health};
+use crate::host::{self, DirOptions, Host};
+use crate::leader::{self, Elector};
+use crate::metrics::Metrics;
+use crate::plugin::Engine;
+
+/// How long the host waits for every controller's first list before it reports ready
+/// anyway (not ready: `/readyz` stays 503).
+const SYNC_LIMIT: Duration = Duration::from_mins(1);
+
+/// What one host process runs.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// The plugin directory: every `*.wasm` in it, followed as it changes.
+    pub dir: PathBuf,
+    /// Serve `/healthz`, `/readyz` and `/metrics` here.
+    pub health_addr: Option<SocketAddr>,
+    /// Install (server-side apply) the CRDs each plugin defines, as `kubewasm dev` does;
+    /// in production the CRDs are deployed with the host's manifests.
+    pub install_crds: bool,
+    /// Reconcile only while holding this Lease.
+    pub leader: Option<LeaderElection>,
+}
+
+impl Options {
+    /// The plugins of `dir`, no health server, no CRDs installed, no leader election.
+    pub fn new(dir: impl Into<PathBuf>) -> Self {
+        Self { dir: dir.into(), health_addr: None, install_crds: false, leader: None }
+    }
+}
+
+/// Leader election among the replicas sharing one Lease.
+#[derive(Clone, Debug)]
+pub struct LeaderElection {
+    pub lease_namespace: String,
+    pub lease_name: String,
+    /// How long a Lease holds without renewal; a standby takes over within it.
+    pub lease_duration: Duration,
+    /// This replica's name in the Lease: unique per process.
+    pub identity: String,
+}
+
+impl LeaderElection {
+    /// The hostname and process id: unique enough outside a Pod (where the Pod's
+    /// name is the identity).
+    pub fn default_identity() -> String {
+        let host =
+            std::fs::read_to_string("/etc/hostname").map_or_else(|_| "kubewasm".into(), |h| h.trim().to_string());
+        format!("{host}-{}", std::process::id())
+    }
+}
+
+/// Why the host stopped other than by `shutdown`.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    #[error("{}: not a directory", .0.display())]
+    NotADirectory(PathBuf),
+    #[error(transparent)]
+    Health(#[from] health::Error),
+    #[error(transparent)]
+    Host(#[from] host::Error),
+    /// The election task ended before this replica ever led.
+    #[error("leader election for lease {lease} stopped")]
+    ElectionStopped { lease: String },
+    /// Another replica took the Lease: this one stopped its controllers. Exiting lets
+    /// its Pod restart as a standby.
+    #[error("lost the leader lease {lease}: another replica leads now")]
+    LostLease { lease: String },
+    /// The Lease could not be released on the way out; a standby takes over once it
+    /// expires.
+    #[error("releasing the leader lease {lease}: {source}")]
+    Release { lease: String, source: leader::Error },
+}
+
+/// Runs the plugins of `options.dir` against `client` until `shutdown` resolves (or,
+/// with leader election, the Lease is lost), then stops every controller, letting
+/// in-flight reconciles finish.
+///
+/// `on_change` is called once the plugins are loaded and after every change of the
+/// directory (`kubewasm dev` prints the plugin table).
+///
+/// Readiness: ready once every controller's caches are synced (a standby is ready
+/// at once: it serves, it just does not reconcile); not ready from `shutdown` on.
+///
+/// # Errors
+///
+/// An [`Error`]; a bad plugin file is not one (it is reported in [`Host::status`]).
+pub async fn run(
+    engine: &Engine,
+    client: &Client,
+    options: &Options,
+    shutdown: impl Future<Output = ()>,
+    mut on_change: impl FnMut(&Host),
+) -> Result<(), Error> {
+    if !options.dir.is_dir() {
+        return Err(Error::NotADirectory(options.dir.clone()));
+    }
+    let health = Health::new();
+    let metrics = Metrics::new();
+    let health_server = match options.health_addr {
+        Some(addr) => Some(health::serve(addr, health.clone(), Some(metrics.router())).await?),
+        None => None,
+    };
+    let result = lead_and_serve(engine, client, options, &health, metrics, shutdown, &mut on_change).await;
+    if let Some(server) = health_server {
+        server.shutdown().await;
+    }
+    result
+}
+
+async fn lead_and_serve(
+    engine: &Engine,
+    client: &Client,
+    options: &Options,
+    health: &Health,
+    metrics: Metrics,
+    shutdown: impl Future<Output = ()>,
+    on_change: &mut impl FnMut(&Host),
+) -> Result<(), Error> {
+    tokio::pin!(shutdown);
+    let leadership = options.leader.as_ref().map(|l| {
+        info!(identity = %l.identity, lease = %l.lease_name, namespace = %l.lease_namespace, "standing for leader");
+        Elector::new(client.clone(), &l.lease_namespace, &l.lease_name, l.identity.clone(), l.lease_duration).spawn()
+    });
+    let lease = || options.leader.as_ref().map(|l| l.lease_name.clone()).unwrap_or_default();
+    if let Some(leadership) = &leadership {
+        health.set_ready(true);
+        let mut leading = leadership.subscribe();
+        tokio::select! {
+            () = &mut shutdown => return Ok(()),
+            acquired = leading.wait_for(|l| *l) => {
+                if acquired.is_err() {
+                    return Err(Error::ElectionStopped { lease: lease() });
+                }
+            }
+        }
+        info!("leading: starting controllers");
+    }
+
+    let dir_options = DirOptions {
+        install_crds: options.install_crds,
+        controller: controller::Options { metrics, ..controller::Options::default() },
+    };
+    let host = Host::from_dir(client, engine, &options.dir, dir_options).await?;
+    on_change(&host);
+    let synced = host.wait_synced(SYNC_LIMIT).await;
+    if !synced {
+        error!("caches not synced within {SYNC_LIMIT:?}: not ready");
+    }
+    health.set_ready(synced);
+
+    let lost = async {
+        match &leadership {
+            Some(l) => {
+                let _ = l.subscribe().wait_for(|leading| !leading).await;
+            }
+            None => std::future::pending().await,
+        }
+    };
+    let mut lost_lease = false;
+    let stop = async {
+        tokio::select! {
+            () = &mut shutdown => {}
+            () = lost => lost_lease = true,
+        }
+        health.set_ready(false);
+    };
+    host.watch(stop, on_change).await?;
+    if let Some(leadership) = leadership {
+        if lost_lease {
+            return Err(Error::LostLease { lease: lease() });
+        }
+        leadership.release().await.map_err(|source| Error::Release { lease: lease(), source })?;
+    }
+    Ok(())
+}
+
+/// Ctrl-C or SIGTERM. Listens for SIGTERM from the moment it is called, not from its
+/// first poll: a SIGTERM that arrives before anyone listens kills the process outright.
+pub fn shutdown_signal() -> impl Future<Output = ()> {
+    let ctrl_c = tokio::signal::ctrl_c();
+    #[cfg(unix)]
+    let term = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate());
+    async move {
+        #[cfg(unix)]
+        {
+            let Ok(mut term) = term else {
+                let _ = ctrl_c.await;
+                return;
+            };
+            tokio::select! {
+                _ = ctrl_c => {}
+                _ = term.recv() => {}
+            }
+        }
+        #[cfg(not(unix))]
+        let _ = ctrl_c.await;
+    }
+}
+
+/// One line per plugin file: what runs, and why a file is not in use. `kubewasm dev`
+/// prints it whenever it changes.
+pub fn plugin_table(host: &Host) -> String {
+    use std::fmt::Write;
+    let status = host.status();
+    let mut table = String::new();
+    if status.is_empty() {
+        table.push_str("no plugins yet: drop NAME.wasm files into the plugin directory\n");
+    }
+    for p in status {
+        let name = p.name.as_deref().unwrap_or("-");
+        let version = p.hash.as_deref().map_or("-", |h| &h[..12]);
+        let state = if p.running {
+            "running"
+        } else if p.waiting_for.is_some() {
+            "waiting"
+        } else {
+            "stopped"
+        };
+        let _ = match (p.error, p.waiting_for) {
+            (Some(e), _) => writeln!(table, "  {name:<20} {state:<8} {version}  ERROR {e}"),
+            (None, Some(kind)) => writeln!(table, "  {name:<20} {state:<8} {version}  for {kind}, not served yet"),
+            (None, None) => writeln!(table, "  {name:<20} {state:<8} {version}  {}", p.file),
+        };
+    }
+    table
+}
