@@ -168,6 +168,29 @@ async fn alive(ctx: &Context, parent: &DynamicObject, uid: &str, known: &mut Opt
     Ok(is_alive)
 }
 
+/// An observed child edited and returned with its uid still on: a likely mistake,
+/// silent but for this.
+fn kept_child_changed(kind: &str, name: &str) -> KubeEvent {
+    warning(
+        "KeptChildChanged",
+        format!(
+            "{kind} {name} was returned with the uid of the observed one, so it is kept as it is and the plugin's \
+             changes to it are not written; drop metadata.uid to have them applied"
+        ),
+    )
+}
+
+/// A Warning about a child, recorded on the parent.
+fn warning(reason: &str, note: String) -> KubeEvent {
+    KubeEvent {
+        type_: KubeEventType::Warning,
+        reason: reason.into(),
+        note: Some(note),
+        action: "Apply".into(),
+        secondary: None,
+    }
+}
+
 /// How soon a reconcile that could not confirm its parent runs again.
 const PARENT_RECHECK: Duration = Duration::from_secs(1);
 
@@ -199,9 +222,12 @@ async fn write(
             // `Response::keep`: the observed child with this uid stays as it is. Writing the
             // plugin's snapshot of it would undo what others changed since; a child that
             // is gone meanwhile is not brought back.
-            if observed.iter().any(|(_, o)| o.uid().as_deref() == Some(kept)) {
+            if let Some((_, o)) = observed.iter().find(|(_, o)| o.uid().as_deref() == Some(kept)) {
                 desired_keys.insert((kind.clone(), namespace.map(str::to_string), name.to_string()));
                 metrics.skipped(plugin, WriteKind::Apply);
+                if !contains(&to_json(o), child) {
+                    events.push(kept_child_changed(&kind.kind, name));
+                }
             }
             continue;
         }
@@ -220,16 +246,13 @@ async fn write(
         };
         match existing {
             Some(existing) if controller_uid(&existing) != Some(uid) => {
-                events.push(KubeEvent {
-                    type_: KubeEventType::Warning,
-                    reason: "ChildConflict".into(),
-                    note: Some(format!(
+                events.push(warning(
+                    "ChildConflict",
+                    format!(
                         "{} {name} exists and is not controlled by this {}; left alone",
                         kind.kind, manifest.parent.kind
-                    )),
-                    action: "Apply".into(),
-                    secondary: None,
-                });
+                    ),
+                ));
             }
             Some(existing) if contains(&serde_json::to_value(existing.as_ref()).unwrap_or_default(), &prepared) => {
                 metrics.skipped(plugin, WriteKind::Apply);

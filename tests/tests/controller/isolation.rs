@@ -87,5 +87,26 @@ async fn a_kept_child_is_neither_pruned_nor_rewritten() {
     assert_eq!(env.cluster.write_requests(), quiet, "no write for a kept child");
     let again = env.get(&deployments(), "m").await.expect("still there");
     assert_eq!(again.metadata.resource_version, kept.metadata.resource_version, "not rewritten");
+    assert!(env.events("m", "KeptChildChanged").await.is_empty(), "a child kept unchanged raises no warning");
+    env.stop().await;
+}
+
+/// An observed child edited and returned with its uid still on is kept as it is (the
+/// uid says so), and the parent gets a Warning saying the edit was not written.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_edited_child_with_its_uid_is_kept_and_the_mistake_is_reported() {
+    let env = Env::start_with(vec![("misbehave", json!({"mode": "keep-edited"}))]).await;
+    let misbehaves = resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves");
+    env.create(&misbehaves, misbehave("m")).await;
+    let built = wait_for(&env, &deployments(), "m", "the Deployment built once", |_| true).await;
+    let events = eventually("a KeptChildChanged warning", || async {
+        let events = env.events("m", "KeptChildChanged").await;
+        (!events.is_empty()).then_some(events)
+    })
+    .await;
+    let note = events[0].message.as_deref().unwrap_or_default();
+    assert!(note.contains("Deployment m") && note.contains("drop metadata.uid"), "{note}");
+    let kept = env.get(&deployments(), "m").await.expect("kept, not pruned");
+    assert_eq!(kept.data["spec"]["replicas"], built["spec"]["replicas"], "the edit is not written");
     env.stop().await;
 }
