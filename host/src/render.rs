@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::plugin::{CallError, Plugin, Refusal, Request, Response, validate, view};
+use crate::plugin::{CallError, Plugin, Reconciled, Refusal, Request, Response, validate, view};
 
 /// Why a render failed; each variant names what to fix.
 #[derive(Debug, thiserror::Error)]
@@ -69,18 +69,20 @@ pub fn render(plugin: &Plugin, inputs: &Inputs, now: &str) -> Result<Rendered, R
         });
     }
     let observed = optional_objects(inputs.observed.as_deref())?;
-    let queries = plugin.related(&parent)?;
     let related = optional_objects(inputs.related.as_deref())?;
-    let shown = view::select(manifest, &parent, &queries, observed, related);
-
     let config = match &inputs.config {
         Some(file) => read_document(file)?,
         None => Value::Null,
     };
-    let request = Request::new(parent, shown.children, shown.related, false, now.into(), config);
-    let response = plugin.reconcile(&request)?;
+    // One instance for both calls, as the controllers do.
+    let mut left_out = Vec::new();
+    let Reconciled { request, response, .. } = plugin.reconcile_with(&parent.clone(), |queries| {
+        let shown = view::select(manifest, &parent, queries, observed, related);
+        left_out = shown.left_out;
+        Request::new(parent, shown.children, shown.related, false, now.into(), config)
+    })?;
     let response = validate(manifest, request.parent().json(), response)?;
-    Ok(Rendered { parent: request.parent().json().clone(), response, notes: shown.left_out })
+    Ok(Rendered { parent: request.parent().json().clone(), response, notes: left_out })
 }
 
 impl Rendered {

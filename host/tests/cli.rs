@@ -215,6 +215,14 @@ fn a_component_of_another_contract_version_is_refused() {
 }
 
 #[test]
+fn related_and_reconcile_of_one_render_share_one_fresh_instance() {
+    let out = render_misbehave("count-calls");
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("callsInInstance: 2"), "related, then reconcile, in one instance:\n{stdout}");
+}
+
+#[test]
 fn a_plugin_that_panics_fails_the_render_with_its_panic_message() {
     let out = render_misbehave("panic");
     assert_fails_with(&out, &["misbehave", "panicked in reconcile", "misbehave was told to panic"]);

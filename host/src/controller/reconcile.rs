@@ -17,8 +17,8 @@ use tracing::{debug, info, warn};
 use super::apply::{self, contains, prepare_child, same};
 use super::cache::controller_uid;
 use super::{Context, Error};
-use crate::metrics::{Call, Failure, Metrics, Outcome, WriteKind};
-use crate::plugin::{CallError, EventType, Plugin, Query, Request, Response, validate, view};
+use crate::metrics::{Call, Failure, Outcome, WriteKind};
+use crate::plugin::{CallError, EventType, Plugin, Query, Reconciled, Request, Response, validate, view};
 
 /// Reconciles `parent`; failures are recorded as a Warning Event on it.
 pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -72,7 +72,7 @@ pub(crate) fn error_policy(parent: Arc<DynamicObject>, error: &Error, ctx: Arc<C
 async fn run(
     parent: &Arc<DynamicObject>,
     key: &ObjectRef<DynamicObject>,
-    ctx: &Context,
+    ctx: &Arc<Context>,
 ) -> Result<Option<Duration>, Error> {
     if !ctx.caches.ready(CACHE_SYNC).await {
         return Err(Error::NotSynced(CACHE_SYNC));
@@ -91,29 +91,19 @@ async fn run(
 
     let parent_json = view::shown(to_json(parent.as_ref()));
     let metrics = &ctx.options.metrics;
-    let queries = if manifest.related.is_empty() {
-        // Nothing to ask for: one instance per reconcile instead of two.
-        Vec::new()
-    } else {
-        call(plugin, metrics, Call::Related, {
-            let parent_json = parent_json.clone();
-            move |p| p.related(&parent_json)
-        })
-        .await?
-    };
-    let related = select_related(ctx, &queries);
     let observed = ctx.caches.controlled_by(&manifest.children, &uid);
     // The caches narrowed the candidates; what the plugin is shown is decided where
     // `kubewasm render` decides it.
-    let candidates = observed.iter().map(|(_, o)| to_json(o));
-    let shown = view::select(manifest, &parent_json, &queries, candidates, related);
-    ctx.related.set(key.clone(), queries);
-    let now = jiff::Timestamp::now().to_string();
-    let request = Request::new(parent_json, shown.children, shown.related, deleting, now, current.config.clone());
-    let response =
-        call(plugin, metrics, Call::Reconcile, move |p| p.reconcile(&request).map(|response| (request, response)))
-            .await?;
-    let (request, response) = response;
+    let candidates: Vec<Value> = observed.iter().map(|(_, o)| to_json(o)).collect();
+    let inputs = Inputs {
+        key: key.clone(),
+        parent: parent_json,
+        candidates,
+        finalizing: deleting,
+        now: jiff::Timestamp::now().to_string(),
+        config: current.config.clone(),
+    };
+    let Reconciled { request, response, .. } = call(ctx, plugin, inputs).await?;
     let response =
         validate(manifest, request.parent().json(), response).inspect_err(|_| metrics.refused(&manifest.name))?;
 
@@ -320,28 +310,64 @@ async fn write(
     Ok(true)
 }
 
-/// Runs a plugin call off the async runtime (a call may take up to its deadline),
-/// timed and its failures counted.
-async fn call<T: Send + 'static>(
-    plugin: &Arc<Plugin>,
-    metrics: &Metrics,
-    kind: Call,
-    f: impl FnOnce(&Plugin) -> Result<T, CallError> + Send + 'static,
-) -> Result<T, Error> {
-    let name = plugin.manifest().name.clone();
-    let plugin = plugin.clone();
-    let started = Instant::now();
-    let result = tokio::task::spawn_blocking(move || f(&plugin)).await.map_err(Error::Stopped)?;
-    let failure = result.as_ref().err().map(|e| match e {
+/// What one reconcile hands its plugin, but for the related objects its queries select.
+struct Inputs {
+    key: ObjectRef<DynamicObject>,
+    parent: Value,
+    candidates: Vec<Value>,
+    finalizing: bool,
+    now: String,
+    config: Value,
+}
+
+/// Runs one reconcile's plugin calls (`related`, then `reconcile`, in one instance) off
+/// the async runtime, as each may take up to its deadline; each call timed and its
+/// failure counted. Selecting the related objects in between is neither call's time.
+async fn call(ctx: &Arc<Context>, plugin: &Arc<Plugin>, inputs: Inputs) -> Result<Reconciled, Error> {
+    let (ctx, plugin) = (Arc::clone(ctx), Arc::clone(plugin));
+    tokio::task::spawn_blocking(move || {
+        let Inputs { key, parent, candidates, finalizing, now, config } = inputs;
+        let started = Instant::now();
+        // When `related` answered, and when the request was ready.
+        let mut between = None;
+        let result = plugin.reconcile_with(&parent.clone(), |queries| {
+            let related_done = Instant::now();
+            // Known now, so that a change to a related object reconciles the parent
+            // again even when this reconcile fails.
+            ctx.related.set(key, queries.to_vec());
+            let related = select_related(&ctx, queries);
+            let shown = view::select(plugin.manifest(), &parent, queries, candidates, related);
+            let request = Request::new(parent, shown.children, shown.related, finalizing, now, config);
+            between = Some((related_done, Instant::now()));
+            request
+        });
+        let ended = Instant::now();
+        let (metrics, name) = (&ctx.options.metrics, &plugin.manifest().name);
+        let failure = result.as_ref().err().map(failure);
+        match between {
+            Some((related_done, ready)) => {
+                if !plugin.manifest().related.is_empty() {
+                    metrics.called(name, Call::Related, related_done - started, None);
+                }
+                metrics.called(name, Call::Reconcile, ended - ready, failure);
+            }
+            None => metrics.called(name, Call::Related, ended - started, failure),
+        }
+        result.map_err(Error::Call)
+    })
+    .await
+    .map_err(Error::Stopped)?
+}
+
+fn failure(error: &CallError) -> Failure {
+    match error {
         CallError::Timeout { .. } => Failure::Timeout,
         CallError::OutOfMemory { .. } => Failure::OutOfMemory,
         CallError::Panic { .. } => Failure::Panic,
         CallError::Trap { .. } => Failure::Trap,
         CallError::Plugin { .. } => Failure::PluginError,
         CallError::Malformed { .. } => Failure::Malformed,
-    });
-    metrics.called(&name, kind, started.elapsed(), failure);
-    result.map_err(Error::Call)
+    }
 }
 
 fn select_related(ctx: &Context, queries: &[Query]) -> Vec<Value> {

@@ -8,7 +8,7 @@ use wasmtime::component::Component;
 use super::contract::{self, CONTRACT_VERSION, EXPORT_PREFIX, MalformedAnswer, bindings, wit};
 use super::engine::Engine;
 use super::sandbox::{self, CallError, CallState, Limits};
-use kubewasm_contract::{Manifest, ManifestError, Query, Request, Response};
+use kubewasm_contract::{KindRef, Manifest, ManifestError, Query, Request, Response};
 
 /// Why a file could not become a plugin. Every variant names the file.
 #[derive(Debug, thiserror::Error)]
@@ -104,10 +104,9 @@ impl Plugin {
         let pre = bindings::PluginPre::new(instance_pre).map_err(link)?;
 
         let describe_limits = Limits::default();
-        let manifest = call(engine, &pre, &origin, describe_limits, "describe", |store, instance| {
-            instance.kubewasm_reconciler_reconciler().call_describe(store)
-        })
-        .map_err(|source| LoadError::Describe { origin: origin.clone(), source })?;
+        let manifest = Instance::new(engine, &pre, &origin, &[], describe_limits)
+            .call("describe", |store, instance| instance.kubewasm_reconciler_reconciler().call_describe(store))
+            .map_err(|source| LoadError::Describe { origin: origin.clone(), source })?;
         let manifest = contract::manifest_from_wit(manifest);
         manifest.check().map_err(|source| LoadError::InvalidManifest { origin: origin.clone(), source })?;
         let crds = parse_crds(&manifest.crds, &origin)?;
@@ -165,30 +164,15 @@ impl Plugin {
         self
     }
 
-    /// The related objects the plugin wants for `parent`; not asked when the manifest
-    /// declares no related kinds.
+    /// The related objects the plugin wants for `parent`, in a fresh instance; not
+    /// asked when the manifest declares no related kinds.
     ///
     /// # Errors
     ///
     /// A [`CallError`] when the call fails, or [`CallError::Malformed`] when a query
     /// names a kind the manifest does not declare in `related`.
     pub fn related(&self, parent: &Value) -> Result<Vec<Query>, CallError> {
-        if self.manifest.related.is_empty() {
-            // Nothing it could ask for: spare the instance (seconds for some runtimes).
-            return Ok(Vec::new());
-        }
-        let parent = parent.to_string();
-        let queries = self.call("related", |store, instance| {
-            instance.kubewasm_reconciler_reconciler().call_related(store, &parent)
-        })?;
-        let queries: Vec<Query> = queries.into_iter().map(contract::query_from_wit).collect();
-        if let Some(q) = queries.iter().find(|q| !self.manifest.related.contains(&q.kind)) {
-            return Err(CallError::Malformed {
-                plugin: self.manifest.name.clone(),
-                source: MalformedAnswer::UndeclaredRelated { kind: q.kind.to_string() },
-            });
-        }
-        Ok(queries)
+        self.instance().related(parent)
     }
 
     /// One reconcile, in a fresh instance. The answer is decoded, not validated:
@@ -198,6 +182,87 @@ impl Plugin {
     ///
     /// A [`CallError`] saying what went wrong.
     pub fn reconcile(&self, request: &Request) -> Result<Response, CallError> {
+        self.instance().reconcile(request)
+    }
+
+    /// A whole reconcile in one fresh instance: `related` for `parent` (skipped when
+    /// the manifest declares no related kinds), then `reconcile` with the request
+    /// `request_for` builds from the queries. Each call has the full limits; one
+    /// instance instead of two halves the instantiation cost.
+    ///
+    /// # Errors
+    ///
+    /// The first [`CallError`].
+    pub fn reconcile_with(
+        &self,
+        parent: &Value,
+        request_for: impl FnOnce(&[Query]) -> Request,
+    ) -> Result<Reconciled, CallError> {
+        let mut instance = self.instance();
+        let queries = instance.related(parent)?;
+        let request = request_for(&queries);
+        let response = instance.reconcile(&request)?;
+        Ok(Reconciled { queries, request, response })
+    }
+
+    fn instance(&self) -> Instance<'_> {
+        Instance::new(&self.engine, &self.pre, &self.manifest.name, &self.manifest.related, self.limits)
+    }
+}
+
+/// What [`Plugin::reconcile_with`] asked, was asked, and answered.
+#[derive(Clone, Debug)]
+pub struct Reconciled {
+    pub queries: Vec<Query>,
+    pub request: Request,
+    pub response: Response,
+}
+
+/// One fresh sandbox, instantiated at its first call; the calls of one reconcile run
+/// in it.
+struct Instance<'a> {
+    pre: &'a bindings::PluginPre<CallState>,
+    /// The plugin's name (its file before it described itself), in errors and logs.
+    label: &'a str,
+    /// The kinds `related` may ask for.
+    related: &'a [KindRef],
+    limits: Limits,
+    store: wasmtime::Store<CallState>,
+    exports: Option<bindings::Plugin>,
+}
+
+impl<'a> Instance<'a> {
+    fn new(
+        engine: &Engine,
+        pre: &'a bindings::PluginPre<CallState>,
+        label: &'a str,
+        related: &'a [KindRef],
+        limits: Limits,
+    ) -> Self {
+        let store = sandbox::new_store(engine, label, limits);
+        Self { pre, label, related, limits, store, exports: None }
+    }
+
+    fn related(&mut self, parent: &Value) -> Result<Vec<Query>, CallError> {
+        if self.related.is_empty() {
+            // Nothing it could ask for: spare the call (and, alone, the instance).
+            return Ok(Vec::new());
+        }
+        let parent = parent.to_string();
+        let queries = self.call("related", |store, instance| {
+            instance.kubewasm_reconciler_reconciler().call_related(store, &parent)
+        })?;
+        let queries: Vec<Query> = queries.into_iter().map(contract::query_from_wit).collect();
+        if let Some(q) = queries.iter().find(|q| !self.related.contains(&q.kind)) {
+            return Err(CallError::Malformed {
+                plugin: self.label.to_string(),
+                source: MalformedAnswer::UndeclaredRelated { kind: q.kind.to_string() },
+            });
+        }
+        Ok(queries)
+    }
+
+    fn reconcile(&mut self, request: &Request) -> Result<Response, CallError> {
         let texts = |objects: &[kubewasm_contract::Object]| objects.iter().map(|o| o.json().to_string()).collect();
         let wire = wit::Request {
             parent: request.parent().json().to_string(),
@@ -210,7 +275,7 @@ impl Plugin {
         let answer = self.call("reconcile", |store, instance| {
             instance.kubewasm_reconciler_reconciler().call_reconcile(store, &wire)
         })?;
-        let plugin = || self.manifest.name.clone();
+        let plugin = || self.label.to_string();
         match answer {
             Ok(response) => contract::response_from_wit(response)
                 .map_err(|source| CallError::Malformed { plugin: plugin(), source }),
@@ -219,31 +284,25 @@ impl Plugin {
     }
 
     fn call<R>(
-        &self,
+        &mut self,
         name: &'static str,
         f: impl FnOnce(&mut wasmtime::Store<CallState>, &bindings::Plugin) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
-        call(&self.engine, &self.pre, &self.manifest.name, self.limits, name, f)
+        sandbox::rearm(&mut self.store, self.limits);
+        let result = match &self.exports {
+            Some(exports) => f(&mut self.store, exports),
+            None => self.pre.instantiate(&mut self.store).and_then(|exports| {
+                let result = f(&mut self.store, &exports);
+                self.exports = Some(exports);
+                result
+            }),
+        };
+        let dropped = self.store.data().logs_dropped();
+        if dropped > 0 {
+            tracing::warn!(plugin = %self.label, dropped, "plugin exceeded its log budget for one {name} call");
+        }
+        result.map_err(|e| sandbox::classify(&e, &self.store, name, self.limits))
     }
-}
-
-/// Runs `f` against a fresh instance of `pre` in a fresh sandbox; `label` names the
-/// plugin in errors and logs.
-fn call<R>(
-    engine: &Engine,
-    pre: &bindings::PluginPre<CallState>,
-    label: &str,
-    limits: Limits,
-    name: &'static str,
-    f: impl FnOnce(&mut wasmtime::Store<CallState>, &bindings::Plugin) -> wasmtime::Result<R>,
-) -> Result<R, CallError> {
-    let mut store = sandbox::new_store(engine, label, limits);
-    let result = pre.instantiate(&mut store).and_then(|instance| f(&mut store, &instance));
-    let dropped = store.data().logs_dropped();
-    if dropped > 0 {
-        tracing::warn!(plugin = label, dropped, "plugin exceeded its log budget for one {name} call");
-    }
-    result.map_err(|e| sandbox::classify(&e, &store, name, limits))
 }
 
 /// Each CRD text (YAML or JSON) as a JSON object of kind `CustomResourceDefinition`.

@@ -15,7 +15,7 @@ mod settings;
 
 pub use contract::{CONTRACT_VERSION, MalformedAnswer};
 pub use engine::{Engine, EngineOptions};
-pub use load::{LoadError, Plugin};
+pub use load::{LoadError, Plugin, Reconciled};
 pub use sandbox::{CallError, Limits};
 pub use settings::{InvalidSettings, Settings, SettingsError};
 // The contract's types and the check of an answer live in one crate the SDK shares, so

@@ -145,9 +145,18 @@ pub(crate) fn new_store(engine: &Engine, plugin: &str, limits: Limits) -> Store<
     };
     let mut store = Store::new(engine.wasmtime(), state);
     store.limiter(|s| s as &mut dyn ResourceLimiter);
+    rearm(&mut store, limits);
+    store
+}
+
+/// Gives the next call in `store` the whole deadline and log budget of `limits`:
+/// the calls of one reconcile share an instance, not their limits.
+pub(crate) fn rearm(store: &mut Store<CallState>, limits: Limits) {
     let ticks = limits.deadline.as_millis().div_ceil(EPOCH_TICK.as_millis()).max(1);
     store.set_epoch_deadline(u64::try_from(ticks).unwrap_or(u64::MAX));
-    store
+    let state = store.data_mut();
+    state.log_lines_left = limits.log_lines;
+    state.logs_dropped = 0;
 }
 
 /// Turns a failed call into the error a user can act on.

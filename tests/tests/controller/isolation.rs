@@ -110,3 +110,20 @@ async fn an_edited_child_with_its_uid_is_kept_and_the_mistake_is_reported() {
     assert_eq!(kept.data["spec"]["replicas"], built["spec"]["replicas"], "the edit is not written");
     env.stop().await;
 }
+
+/// One reconcile runs `related` and `reconcile` in one instance, and every reconcile
+/// gets a fresh one: the fixture counts the calls its instance served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_reconcile_has_one_fresh_instance_for_both_calls() {
+    let env = Env::start_with(vec![("misbehave", json!({"mode": "count-calls"}))]).await;
+    let misbehaves = resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves");
+    env.create(&misbehaves, misbehave("m")).await;
+    wait_for(&env, &misbehaves, "m", "the status", |m| m["status"]["callsInInstance"] == 2).await;
+    let controller = env.host.controller("misbehave").expect("controller");
+    let reconciles = controller.reconciles();
+    env.host.resync();
+    eventually("the parent reconciled again", || async { (controller.reconciles() > reconciles).then_some(()) }).await;
+    let again = env.get(&misbehaves, "m").await.expect("the parent");
+    assert_eq!(again.data["status"]["callsInInstance"], 2, "a fresh instance again, not the previous one");
+    env.stop().await;
+}
