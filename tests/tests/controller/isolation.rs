@@ -127,3 +127,23 @@ async fn each_reconcile_has_one_fresh_instance_for_both_calls() {
     assert_eq!(again.data["status"]["callsInInstance"], 2, "a fresh instance again, not the previous one");
     env.stop().await;
 }
+
+/// Pooled instance slots are reused, their memory reset in place: no call sees what an
+/// earlier one left in memory.
+#[test]
+fn a_reused_pool_slot_starts_from_the_plugin_s_initial_state() {
+    use kubewasm::plugin::{Engine, EngineOptions, Plugin, Request};
+    let engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: None }).expect("pooled engine");
+    let plugin = Plugin::load(&engine, &crate::harness::wasm_path("misbehave")).expect("misbehave loads");
+    let parent = json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Misbehave",
+                        "metadata": {"name": "m", "namespace": "default", "uid": "u-1"}});
+    for _ in 0..50 {
+        let reconciled = plugin
+            .reconcile_with(&parent, |_| {
+                let config = json!({"mode": "count-calls"});
+                Request::new(parent.clone(), vec![], vec![], false, "2026-01-01T00:00:00Z".into(), config)
+            })
+            .expect("reconcile");
+        assert_eq!(reconciled.response.status, Some(json!({"callsInInstance": 2})));
+    }
+}
