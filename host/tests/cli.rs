@@ -1,7 +1,8 @@
 //! The `kubewasm` binary as a user runs it: describe, render, crds, and a clear error
 //! with a non-zero exit for every bad input.
 //!
-//! The plugins and fixtures are built to wasm32-wasip2 by `make plugins`.
+//! The plugins and fixtures are built to wasm32-wasip2 by `make plugins`, the Python
+//! plugins (`*-python`) by `make python-plugins`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -15,7 +16,8 @@ fn target_dir() -> PathBuf {
 
 fn wasm(folder: &str, name: &str) -> PathBuf {
     let path = target_dir().join(folder).join(format!("{name}.wasm"));
-    assert!(path.exists(), "{} is missing: run `make plugins` first", path.display());
+    let make = if name.ends_with("-python") { "make python-plugins" } else { "make plugins" };
+    assert!(path.exists(), "{} is missing: run `{make}` first", path.display());
     path
 }
 
@@ -85,8 +87,13 @@ fn render_misbehave(mode: &str) -> Output {
 /// (flag and file name) and compares the output with `examples/<expected>`.
 /// `KUBEWASM_BLESS=1` rewrites the expected file instead.
 fn golden(name: &str, inputs: &[(&str, &str)], expected: &str) {
+    golden_of(&plugin(name), name, inputs, expected);
+}
+
+/// [`golden`] of the component `plugin`, on the examples of the plugin `name`.
+fn golden_of(plugin: &Path, name: &str, inputs: &[(&str, &str)], expected: &str) {
     let examples = workspace().join("plugins").join(name).join("examples");
-    let mut args = vec!["render".to_string(), path_str(&plugin(name)).to_string()];
+    let mut args = vec!["render".to_string(), path_str(plugin).to_string()];
     for (flag, file) in [("--parent", "parent.yaml")].iter().chain(inputs) {
         args.push((*flag).to_string());
         args.push(path_str(&examples.join(file)).to_string());
@@ -108,6 +115,12 @@ fn golden(name: &str, inputs: &[(&str, &str)], expected: &str) {
 #[test]
 fn demo_application_renders_its_expected_children() {
     golden("demo-application", &[("--observed", "observed.yaml")], "expected.yaml");
+}
+
+#[test]
+fn demo_application_in_python_renders_what_the_rust_plugin_renders() {
+    let python = fixture("demo-application-python");
+    golden_of(&python, "demo-application", &[("--observed", "observed.yaml")], "expected.yaml");
 }
 
 #[test]
@@ -922,3 +935,4 @@ fn build_and_describe(dir: &Path, krate: &str, expect: &[&str]) -> PathBuf {
     }
     component
 }
+

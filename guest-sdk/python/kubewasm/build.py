@@ -14,12 +14,15 @@ from ._paths import WIT, WORLD
 
 
 def python_path(app_dir: Path) -> list[str]:
-    """Where the component's imports are found: the app's directory, then this
+    """Where the component's imports are found: the app's directory, the SDK, then this
     interpreter's path (PYTHONPATH, site-packages, editable installs) but for its
     standard library, which componentize-py brings for WASI. Only modules the plugin
     imports end up in the component."""
     stdlib = {Path(sysconfig.get_paths()[k]).resolve() for k in ("stdlib", "platstdlib")}
-    paths = [str(app_dir)]
+    # The SDK itself, wherever it is installed (an editable install is an import hook,
+    # not a directory on sys.path).
+    sdk = Path(__file__).resolve().parent.parent
+    paths = [str(app_dir), str(sdk)]
     for entry in sys.path:
         path = Path(entry or ".").resolve()
         inside_stdlib = any(path == s or s in path.parents for s in stdlib) and "site-packages" not in path.parts
