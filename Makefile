@@ -1,7 +1,9 @@
 # The two commands of the README, and the plugin build they share.
 #   make dev   build the example plugins and run them with `kubewasm dev` on the
 #              embedded API server (KUBECONFIG=target/dev/kubeconfig for kubectl)
-#   make test  build the plugins, then run every test of the workspace
+#   make test  build the plugins (Rust and Python), then run every test of the workspace
+#   make python-plugins  the Python SDK's and plugins' pytest suites, and the Python
+#              plugins built with componentize-py (a virtualenv under the target directory)
 #   make chaos the fault suite's random fault mixes over many seeds (see RELIABILITY.md)
 #   make bench-convergence  N DemoApplications on the embedded API server, host vs
 #              native (KUBEWASM_BENCH_PARENTS=N, default 1000)
@@ -16,7 +18,7 @@ FIXTURES := misbehave future-contract gate bad-describe demo-relabel stack
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
-.PHONY: wasm-target plugins dev demo test chaos bench bench-reload bench-convergence
+.PHONY: wasm-target plugins python-plugins dev demo test chaos bench bench-reload bench-convergence
 
 # rustup adds rust-toolchain.toml's targets only when it installs the toolchain, so a
 # machine that already had Rust lacks wasm32-wasip2: add it (a no-op once present).
@@ -31,6 +33,30 @@ plugins: wasm-target
 	for p in $(PLUGINS); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(PLUGIN_DIR)/$$p.wasm; done
 	for p in $(FIXTURES); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(FIXTURE_DIR)/$$p.wasm; done
 
+# Python plugins (plugins/NAME with an app.py), built by the Python SDK's `python -m
+# kubewasm build` (componentize-py) to $(FIXTURE_DIR)/NAME.wasm: not to $(PLUGIN_DIR),
+# where demo-application-python would run a second controller of DemoApplications.
+PYTHON ?= python3
+PYTHON_PLUGINS := demo-application-python
+# The SDK installed editable with its `test` extra: componentize-py, pinned in
+# guest-sdk/python/pyproject.toml, and pytest. `kubewasm new --lang python`'s test uses it too.
+PYTHON_VENV := $(TARGET_DIR)/python-venv
+VENV_PYTHON := $(abspath $(PYTHON_VENV))/bin/python
+SDK_PY := $(wildcard guest-sdk/python/kubewasm/*.py) $(wildcard wit/*.wit)
+
+$(PYTHON_VENV)/installed: guest-sdk/python/pyproject.toml
+	$(PYTHON) -m venv $(PYTHON_VENV)
+	$(VENV_PYTHON) -m pip install --quiet --disable-pip-version-check --editable 'guest-sdk/python[test]'
+	touch $@
+
+$(FIXTURE_DIR)/%-python.wasm: $(PYTHON_VENV)/installed $(SDK_PY) plugins/%-python/app.py plugins/%-python/crd.yaml
+	mkdir -p $(FIXTURE_DIR)
+	cd plugins/$*-python && $(VENV_PYTHON) -m kubewasm build app.py -o $(abspath $@)
+
+python-plugins: $(PYTHON_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(PYTHON_PLUGINS)))
+	cd guest-sdk/python && $(VENV_PYTHON) -m pytest -q -p no:cacheprovider
+	for p in $(PYTHON_PLUGINS); do (cd plugins/$$p && $(VENV_PYTHON) -m pytest -q -p no:cacheprovider) || exit 1; done
+
 KUBEWASM := $(TARGET_DIR)/debug/kubewasm
 
 dev: plugins
@@ -43,7 +69,7 @@ demo: plugins
 	$(KUBEWASM) render $(PLUGIN_DIR)/foo.wasm --parent plugins/foo/examples/parent.yaml --related plugins/foo/examples/related-not-owned.yaml
 	$(KUBEWASM) render $(PLUGIN_DIR)/pod-services.wasm --parent plugins/pod-services/examples/parent.yaml --related plugins/pod-services/examples/related.yaml
 
-test: plugins
+test: plugins python-plugins
 	$(CARGO) test --workspace
 
 # The fault suite's random mixes, KUBEWASM_CHAOS_RUNS fresh seeds (default 20); each seed is

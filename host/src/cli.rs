@@ -92,6 +92,10 @@ pub enum Command {
         /// Whether parents live in a namespace or in the cluster.
         #[arg(long, value_enum, default_value_t = Scope::Namespaced)]
         scope: Scope,
+        /// The plugin's language: a Rust crate, or a Python project built with
+        /// componentize-py (its SDK is the checkout's `guest-sdk/python`).
+        #[arg(long, value_enum, default_value_t = Lang::Rust)]
+        lang: Lang,
     },
     /// Print a plugin's manifest: its parent, children, related kinds and limits.
     Describe {
@@ -154,6 +158,13 @@ pub enum Scope {
     Namespaced,
     #[value(name = "Cluster")]
     Cluster,
+}
+
+/// The language of a new plugin.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Lang {
+    Rust,
+    Python,
 }
 
 /// How the host runs plugins, for `dev` and `run`.

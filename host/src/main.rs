@@ -76,23 +76,26 @@ fn run(cli: Cli) -> Result<()> {
                 anyhow::Ok(())
             })?;
         }
-        Command::New { name, path, sdk, group, version, kind, scope } => {
+        Command::New { name, path, sdk, group, version, kind, scope, lang } => {
             let dir = path.unwrap_or_else(|| PathBuf::from(&name));
+            let language = match lang {
+                cli::Lang::Rust => scaffold::Language::Rust,
+                cli::Lang::Python => scaffold::Language::Python,
+            };
             let sdk = match sdk {
-                Some(dir) => scaffold::Sdk::at(&dir)?,
-                None => scaffold::Sdk::of_this_build(),
+                Some(dir) => scaffold::Sdk::at(&dir, language)?,
+                None => scaffold::Sdk::of_this_build(language),
             };
             let parent = scaffold::Parent { group, version, kind, cluster: scope == cli::Scope::Cluster };
-            let created = scaffold::create(&name, &parent, &dir, &sdk)?;
+            let created = scaffold::create(&name, &parent, &dir, &sdk, language)?;
             println!("created {} ({}), with the SDK from {sdk}", dir.display(), created.kind);
             for file in &created.files {
                 println!("  {}", file.display());
             }
-            let krate = &created.krate;
             println!("next:");
-            println!("  cd {} && cargo test", dir.display());
-            println!("  cargo build --profile plugin --target wasm32-wasip2");
-            println!("  kubewasm render target/wasm32-wasip2/plugin/{krate}.wasm --parent examples/parent.yaml");
+            for step in &created.next_steps {
+                println!("  {step}");
+            }
         }
         Command::Describe { plugin } => {
             let plugin = Plugin::load(&engine(&one_shot())?, &plugin)?;

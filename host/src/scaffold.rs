@@ -1,5 +1,6 @@
-//! `kubewasm new`: a plugin crate to start from, that builds, passes its tests and
-//! reconciles as it is. The files are the templates in `host/templates/plugin`,
+//! `kubewasm new`: a plugin to start from, that builds, passes its tests and reconciles
+//! as it is: a Rust crate (templates in `host/templates/plugin`) or a Python project
+//! (`host/templates/plugin-python`, sharing the CRD and examples). The templates are
 //! compiled into the binary so that it needs no checkout to run.
 
 use std::path::{Path, PathBuf};
@@ -13,8 +14,8 @@ pub enum Error {
     Exists(PathBuf),
     #[error("{}: {source}", path.display())]
     Write { path: PathBuf, source: std::io::Error },
-    #[error("{}: not the guest SDK (no Cargo.toml there)", .0.display())]
-    NotSdk(PathBuf),
+    #[error("{}: not the guest SDK (no {manifest} there)", dir.display())]
+    NotSdk { dir: PathBuf, manifest: &'static str },
     #[error("--kind {kind:?}: use UpperCamelCase letters and digits (like `CronTab`)")]
     BadKind { kind: String },
     #[error("--group {group:?}: use a DNS subdomain with a dot (like `stable.example.com`)")]
@@ -23,7 +24,35 @@ pub enum Error {
     BadVersion { version: String },
 }
 
-/// Where the new crate gets the guest SDK from.
+/// The language a new plugin is written in.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub enum Language {
+    /// A crate built to `wasm32-wasip2` with the `kubewasm-sdk` crate (`guest-sdk`).
+    #[default]
+    Rust,
+    /// A module built with componentize-py by the `kubewasm` package (`guest-sdk/python`).
+    Python,
+}
+
+impl Language {
+    /// The SDK's folder in a checkout, under `guest-sdk`.
+    fn sdk_folder(self) -> &'static str {
+        match self {
+            Language::Rust => "",
+            Language::Python => "python",
+        }
+    }
+
+    /// The file that marks a folder as the SDK.
+    fn sdk_manifest(self) -> &'static str {
+        match self {
+            Language::Rust => "Cargo.toml",
+            Language::Python => "pyproject.toml",
+        }
+    }
+}
+
+/// Where the new plugin gets the guest SDK from.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Sdk {
     /// A checkout's `guest-sdk` directory.
@@ -33,22 +62,23 @@ pub enum Sdk {
 }
 
 impl Sdk {
-    /// The SDK beside the sources this binary was built from, when they are still
-    /// there (a checkout); otherwise the project's repository.
-    pub fn of_this_build() -> Sdk {
-        let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk");
-        Sdk::at(&local).unwrap_or_else(|_| Sdk::Git(env!("CARGO_PKG_REPOSITORY").to_string()))
+    /// The SDK for `language` beside the sources this binary was built from, when they
+    /// are still there (a checkout); otherwise the project's repository.
+    pub fn of_this_build(language: Language) -> Sdk {
+        let local = Path::new(env!("CARGO_MANIFEST_DIR")).join("../guest-sdk").join(language.sdk_folder());
+        Sdk::at(&local, language).unwrap_or_else(|_| Sdk::Git(env!("CARGO_PKG_REPOSITORY").to_string()))
     }
 
-    /// The SDK in `dir`, made absolute: the new crate's manifest is elsewhere.
+    /// The SDK for `language` in `dir`, made absolute: the new plugin is elsewhere.
     ///
     /// # Errors
     ///
-    /// [`Error::NotSdk`] when `dir` holds no `Cargo.toml`.
-    pub fn at(dir: &Path) -> Result<Sdk, Error> {
+    /// [`Error::NotSdk`] when `dir` holds no `Cargo.toml` (Rust) or `pyproject.toml` (Python).
+    pub fn at(dir: &Path, language: Language) -> Result<Sdk, Error> {
+        let manifest = language.sdk_manifest();
         match dir.canonicalize() {
-            Ok(path) if path.join("Cargo.toml").is_file() => Ok(Sdk::Path(path)),
-            _ => Err(Error::NotSdk(dir.to_path_buf())),
+            Ok(path) if path.join(manifest).is_file() => Ok(Sdk::Path(path)),
+            _ => Err(Error::NotSdk { dir: dir.to_path_buf(), manifest }),
         }
     }
 
@@ -59,6 +89,15 @@ impl Sdk {
             Sdk::Path(path) => format!("{{ path = {} }}", quoted(&path.display().to_string())),
             Sdk::Git(url) => format!("{{ git = {} }}", quoted(url)),
         }
+    }
+
+    /// What `pip install` takes for the Python SDK with its `test` extra, quoted for a shell.
+    fn pip_requirement(&self) -> String {
+        let requirement = match self {
+            Sdk::Path(path) => format!("{}[test]", path.display()),
+            Sdk::Git(url) => format!("kubewasm[test] @ git+{url}#subdirectory=guest-sdk/python"),
+        };
+        format!("'{}'", requirement.replace('\'', r"'\''"))
     }
 }
 
@@ -99,7 +138,7 @@ struct Names {
 }
 
 impl Names {
-    fn of(name: &str, parent: &Parent) -> Result<Names, Error> {
+    fn of(name: &str, parent: &Parent, language: Language) -> Result<Names, Error> {
         let bad = |why| Err(Error::BadName { name: name.to_string(), why });
         if name.is_empty() || name.len() > 40 {
             return bad("use 1 to 40 characters");
@@ -112,7 +151,7 @@ impl Names {
             return bad("use lowercase letters, digits and single dashes, starting with a letter (like `hello-world`)");
         }
         let krate = name.replace('-', "_");
-        if RESERVED.contains(&krate.as_str()) {
+        if language == Language::Rust && RESERVED.contains(&krate.as_str()) {
             return bad("it is a Rust keyword or the name of a standard crate");
         }
         let kind = match &parent.kind {
@@ -176,7 +215,17 @@ impl Names {
             )
             .replace("{{json_namespace}}", if self.cluster { "" } else { r#", "namespace": "default""# })
             .replace("{{yaml_namespace}}", if self.cluster { "" } else { "  namespace: default\n" })
+            .replace("{{py_scope}}", if self.cluster { ", namespaced=False" } else { "" })
+            .replace(
+                "{{py_child_meta}}",
+                if self.cluster {
+                    r#"parent.child_meta_in(parent.name, "default")"#
+                } else {
+                    "parent.child_meta(parent.name)"
+                },
+            )
             .replace("{{sdk}}", &sdk.dependency())
+            .replace("{{pip_sdk}}", &sdk.pip_requirement())
     }
 }
 
@@ -250,8 +299,8 @@ const RESERVED: &[&str] = &[
     "while",
 ];
 
-/// (path in the crate, template); `{{name}}` in a path is the plugin's name.
-const FILES: &[(&str, &str)] = &[
+/// (path in the plugin, template); `{{name}}` in a path is the plugin's name.
+const RUST_FILES: &[(&str, &str)] = &[
     ("Cargo.toml", include_str!("../templates/plugin/Cargo.toml.tmpl")),
     ("src/lib.rs", include_str!("../templates/plugin/lib.rs.tmpl")),
     ("crd.yaml", include_str!("../templates/plugin/crd.yaml.tmpl")),
@@ -261,6 +310,19 @@ const FILES: &[(&str, &str)] = &[
     (".gitignore", include_str!("../templates/plugin/gitignore.tmpl")),
 ];
 
+/// A Python plugin: its own module, tests and README; the CRD and examples are the Rust
+/// crate's.
+const PYTHON_FILES: &[(&str, &str)] = &[
+    ("pyproject.toml", include_str!("../templates/plugin-python/pyproject.toml.tmpl")),
+    ("app.py", include_str!("../templates/plugin-python/app.py.tmpl")),
+    ("tests/test_app.py", include_str!("../templates/plugin-python/test_app.py.tmpl")),
+    ("crd.yaml", include_str!("../templates/plugin/crd.yaml.tmpl")),
+    ("examples/parent.yaml", include_str!("../templates/plugin/parent.yaml.tmpl")),
+    ("examples/{{name}}.yaml", include_str!("../templates/plugin/object.yaml.tmpl")),
+    ("README.md", include_str!("../templates/plugin-python/README.md.tmpl")),
+    (".gitignore", include_str!("../templates/plugin-python/gitignore.tmpl")),
+];
+
 /// What [`create`] made.
 #[derive(Debug)]
 pub struct Created {
@@ -268,11 +330,13 @@ pub struct Created {
     pub kind: String,
     /// The crate's name in Rust, and of its component: `target/.../CRATE.wasm`.
     pub krate: String,
-    /// The files written, under the crate's directory.
+    /// The files written, under the plugin's directory.
     pub files: Vec<PathBuf>,
+    /// The commands that test, build and render the new plugin, one a line.
+    pub next_steps: Vec<String>,
 }
 
-/// Writes a new plugin crate named `name` into `dir`, which must not exist yet.
+/// Writes a new plugin named `name` in `language` into `dir`, which must not exist yet.
 ///
 /// # Errors
 ///
@@ -281,13 +345,17 @@ pub struct Created {
 /// Kubernetes would refuse,
 /// [`Error::Exists`] when `dir` exists, [`Error::Write`] when a file cannot be
 /// written.
-pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk) -> Result<Created, Error> {
-    let names = Names::of(name, parent)?;
+pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Language) -> Result<Created, Error> {
+    let names = Names::of(name, parent, language)?;
     if dir.exists() {
         return Err(Error::Exists(dir.to_path_buf()));
     }
     let mut files = Vec::new();
-    for (path, template) in FILES {
+    let templates = match language {
+        Language::Rust => RUST_FILES,
+        Language::Python => PYTHON_FILES,
+    };
+    for (path, template) in templates {
         let path = dir.join(path.replace("{{name}}", name));
         let write = |path: &Path| -> std::io::Result<()> {
             if let Some(parent) = path.parent() {
@@ -298,7 +366,25 @@ pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk) -> Result<Crea
         write(&path).map_err(|source| Error::Write { path: path.clone(), source })?;
         files.push(path);
     }
-    Ok(Created { kind: format!("{}.{}/{}", names.kind, names.group, names.version), krate: names.krate, files })
+    let next_steps = match language {
+        Language::Rust => vec![
+            format!("cd {} && cargo test", dir.display()),
+            "cargo build --profile plugin --target wasm32-wasip2".into(),
+            format!("kubewasm render target/wasm32-wasip2/plugin/{}.wasm --parent examples/parent.yaml", names.krate),
+        ],
+        Language::Python => vec![
+            format!("cd {} && python3 -m venv .venv && .venv/bin/pip install {}", dir.display(), sdk.pip_requirement()),
+            ".venv/bin/pytest".into(),
+            format!(".venv/bin/python -m kubewasm build app.py -o {name}.wasm"),
+            format!("kubewasm render {name}.wasm --parent examples/parent.yaml"),
+        ],
+    };
+    Ok(Created {
+        kind: format!("{}.{}/{}", names.kind, names.group, names.version),
+        krate: names.krate,
+        files,
+        next_steps,
+    })
 }
 
 #[cfg(test)]
@@ -307,7 +393,7 @@ mod tests {
 
     #[test]
     fn a_name_gives_the_crate_the_kind_and_its_plural() {
-        let names = Names::of("hello-world", &Parent::default()).unwrap();
+        let names = Names::of("hello-world", &Parent::default(), Language::Rust).unwrap();
         assert_eq!(
             (names.krate.as_str(), names.kind.as_str(), names.plural.as_str(), names.singular.as_str()),
             ("hello_world", "HelloWorld", "helloworlds", "helloworld")
@@ -317,7 +403,10 @@ mod tests {
     #[test]
     fn names_that_cannot_be_a_crate_or_a_kind_are_refused() {
         for name in ["", "Hello", "9lives", "two--dashes", "trailing-", "under_score", "self", "test"] {
-            assert!(matches!(Names::of(name, &Parent::default()), Err(Error::BadName { .. })), "{name:?} was accepted");
+            assert!(
+                matches!(Names::of(name, &Parent::default(), Language::Rust), Err(Error::BadName { .. })),
+                "{name:?} was accepted"
+            );
         }
     }
 
@@ -329,17 +418,55 @@ mod tests {
             version: Some(version.into()),
             cluster: true,
         };
-        let names = Names::of("cron", &parent("CronPolicy", "batch.example.io", "v1beta1")).unwrap();
+        let names = Names::of("cron", &parent("CronPolicy", "batch.example.io", "v1beta1"), Language::Rust).unwrap();
         assert_eq!((names.plural.as_str(), names.version.as_str()), ("cronpolicies", "v1beta1"));
         assert_eq!(plural_of("box"), "boxes");
         assert_eq!(plural_of("gateway"), "gateways");
         assert_eq!(plural_of("app"), "apps");
-        assert!(matches!(Names::of("x", &parent("cronTab", "a.io", "v1")), Err(Error::BadKind { .. })));
-        assert!(matches!(Names::of("x", &parent("CronTab", "nodot", "v1")), Err(Error::BadGroup { .. })));
-        assert!(matches!(Names::of("x", &parent("CronTab", "Up.io", "v1")), Err(Error::BadGroup { .. })));
+        assert!(matches!(Names::of("x", &parent("cronTab", "a.io", "v1"), Language::Rust), Err(Error::BadKind { .. })));
+        assert!(matches!(
+            Names::of("x", &parent("CronTab", "nodot", "v1"), Language::Rust),
+            Err(Error::BadGroup { .. })
+        ));
+        assert!(matches!(
+            Names::of("x", &parent("CronTab", "Up.io", "v1"), Language::Rust),
+            Err(Error::BadGroup { .. })
+        ));
         for bad in ["1", "v0", "v1gamma1", "v1beta", "V1", "v01"] {
-            assert!(matches!(Names::of("x", &parent("CronTab", "a.io", bad)), Err(Error::BadVersion { .. })), "{bad}");
+            assert!(
+                matches!(
+                    Names::of("x", &parent("CronTab", "a.io", bad), Language::Rust),
+                    Err(Error::BadVersion { .. })
+                ),
+                "{bad}"
+            );
         }
+    }
+
+    #[test]
+    fn every_placeholder_of_every_template_is_filled() {
+        let sdk = Sdk::Git("https://example.com/kubewasm.git".into());
+        for (language, files) in [(Language::Rust, RUST_FILES), (Language::Python, PYTHON_FILES)] {
+            for cluster in [false, true] {
+                let names = Names::of("hello-world", &Parent { cluster, ..Parent::default() }, language).unwrap();
+                for (path, template) in files {
+                    let text = names.fill(template, &sdk);
+                    assert!(!text.contains("{{"), "{language:?} {path} keeps a placeholder: {text}");
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn python_plugins_may_take_names_rust_reserves_and_install_the_sdk_by_a_quoted_requirement() {
+        assert!(Names::of("self", &Parent::default(), Language::Python).is_ok());
+        let local = Sdk::Path(PathBuf::from("/src/it's/guest-sdk/python"));
+        assert_eq!(local.pip_requirement(), r"'/src/it'\''s/guest-sdk/python[test]'");
+        let git = Sdk::Git("https://example.com/kubewasm.git".into());
+        assert_eq!(
+            git.pip_requirement(),
+            "'kubewasm[test] @ git+https://example.com/kubewasm.git#subdirectory=guest-sdk/python'"
+        );
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! The `kubewasm` binary as a user runs it: describe, render, crds, and a clear error
 //! with a non-zero exit for every bad input.
 //!
-//! The plugins and fixtures are built to wasm32-wasip2 by `make plugins`.
+//! The plugins and fixtures are built to wasm32-wasip2 by `make plugins`, the Python
+//! plugins (`*-python`) by `make python-plugins`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -15,7 +16,8 @@ fn target_dir() -> PathBuf {
 
 fn wasm(folder: &str, name: &str) -> PathBuf {
     let path = target_dir().join(folder).join(format!("{name}.wasm"));
-    assert!(path.exists(), "{} is missing: run `make plugins` first", path.display());
+    let make = if name.ends_with("-python") { "make python-plugins" } else { "make plugins" };
+    assert!(path.exists(), "{} is missing: run `{make}` first", path.display());
     path
 }
 
@@ -85,8 +87,13 @@ fn render_misbehave(mode: &str) -> Output {
 /// (flag and file name) and compares the output with `examples/<expected>`.
 /// `KUBEWASM_BLESS=1` rewrites the expected file instead.
 fn golden(name: &str, inputs: &[(&str, &str)], expected: &str) {
+    golden_of(&plugin(name), name, inputs, expected);
+}
+
+/// [`golden`] of the component `plugin`, on the examples of the plugin `name`.
+fn golden_of(plugin: &Path, name: &str, inputs: &[(&str, &str)], expected: &str) {
     let examples = workspace().join("plugins").join(name).join("examples");
-    let mut args = vec!["render".to_string(), path_str(&plugin(name)).to_string()];
+    let mut args = vec!["render".to_string(), path_str(plugin).to_string()];
     for (flag, file) in [("--parent", "parent.yaml")].iter().chain(inputs) {
         args.push((*flag).to_string());
         args.push(path_str(&examples.join(file)).to_string());
@@ -108,6 +115,12 @@ fn golden(name: &str, inputs: &[(&str, &str)], expected: &str) {
 #[test]
 fn demo_application_renders_its_expected_children() {
     golden("demo-application", &[("--observed", "observed.yaml")], "expected.yaml");
+}
+
+#[test]
+fn demo_application_in_python_renders_what_the_rust_plugin_renders() {
+    let python = fixture("demo-application-python");
+    golden_of(&python, "demo-application", &[("--observed", "observed.yaml")], "expected.yaml");
 }
 
 #[test]
@@ -929,4 +942,81 @@ fn build_and_describe(dir: &Path, krate: &str, expect: &[&str]) -> PathBuf {
         assert!(manifest.contains(needle), "{needle} in {manifest}");
     }
     component
+}
+
+/// The Python of the virtualenv `make python-plugins` creates: the Python SDK of this
+/// checkout (editable), componentize-py and pytest, as a scaffolded plugin's README
+/// installs them.
+fn venv_python() -> PathBuf {
+    let python = target_dir().join("python-venv").join("bin").join("python");
+    assert!(
+        python.exists(),
+        "{} is missing: run `make python-plugins` first (it creates the virtualenv with the Python SDK, componentize-py and pytest)",
+        python.display()
+    );
+    python
+}
+
+fn python_in(dir: &Path, args: &[&str]) -> Output {
+    Command::new(venv_python())
+        .args(args)
+        .current_dir(dir)
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .output()
+        .expect("python runs")
+}
+
+/// Runs the new Python plugin's tests with the README's command; they must all pass.
+fn pytest_passes(dir: &Path, expected: &str) {
+    let tested = python_in(dir, &["-m", "pytest", "-q", "-p", "no:cacheprovider"]);
+    let output = String::from_utf8_lossy(&tested.stdout);
+    assert!(tested.status.success(), "{output}{}", String::from_utf8_lossy(&tested.stderr));
+    assert!(output.contains(expected), "{expected:?} in {output}");
+}
+
+#[test]
+fn new_creates_a_python_plugin_that_passes_its_tests_builds_and_renders() {
+    let base = target_dir().join("cli-test-new-python");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).expect("create base");
+    let dir = base.join("hello-py");
+
+    let out = kubewasm(&["new", "hello-py", "--lang", "python", "--path", path_str(&dir)]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for needle in ["HelloPy.example.com/v1", "guest-sdk/python", "app.py", ".venv/bin/pytest", "-m kubewasm build"] {
+        assert!(stdout.contains(needle), "{needle:?} in {stdout}");
+    }
+    pytest_passes(&dir, "2 passed");
+
+    let built = python_in(&dir, &["-m", "kubewasm", "build", "app.py", "-o", "hello-py.wasm"]);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let component = dir.join("hello-py.wasm");
+    let described = kubewasm(&["describe", path_str(&component)]);
+    let manifest = String::from_utf8_lossy(&described.stdout);
+    assert!(described.status.success(), "{}", String::from_utf8_lossy(&described.stderr));
+    for needle in ["name: hello-py", "kind: HelloPy", "hellopies.example.com", "namespaced: true", "kind: ConfigMap"] {
+        assert!(manifest.contains(needle), "{needle} in {manifest}");
+    }
+    let parent = dir.join("examples/parent.yaml");
+    let rendered =
+        kubewasm(&["render", path_str(&component), "--parent", path_str(&parent), "--now", "2026-01-01T00:00:00Z"]);
+    let yaml = String::from_utf8_lossy(&rendered.stdout);
+    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
+    assert!(yaml.contains("configMap: hello"), "the status: {yaml}");
+    assert!(yaml.contains("kind: ConfigMap") && yaml.contains("message: Hello from hello-py"), "{yaml}");
+
+    // Cluster-scoped parents give their ConfigMap a namespace (the native tests prove it;
+    // the component is built the same way).
+    let notes = base.join("tenant-notes");
+    let args = ["--lang", "python", "--kind", "TenantNote", "--scope", "Cluster", "--path", path_str(&notes)];
+    let out = kubewasm(&[&["new", "tenant-notes"][..], &args].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_to_string(notes.join("app.py")).expect("app.py").contains("namespaced=False"));
+    pytest_passes(&notes, "2 passed");
+
+    let rust_sdk = workspace().join("guest-sdk");
+    let wrong =
+        kubewasm(&["new", "x", "--lang", "python", "--path", path_str(&base.join("x")), "--sdk", path_str(&rust_sdk)]);
+    assert_fails_with(&wrong, &["not the guest SDK (no pyproject.toml there)"]);
 }

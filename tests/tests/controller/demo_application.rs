@@ -1,5 +1,6 @@
 //! `demo-application`: a DemoApplication becomes a Deployment and a Service, kept as
-//! specified whatever happens to them.
+//! specified whatever happens to them. Each test runs for the Rust plugin and for its
+//! Python port, `demo-application-python` (module `rust` and module `python`).
 
 use serde_json::{Value, json};
 
@@ -25,9 +26,8 @@ fn container_ports(deployment: &Value) -> Vec<i64> {
         .unwrap_or_default()
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn children_appear_as_specified_and_follow_spec_changes() {
-    let env = Env::start(&["demo-application"]).await;
+async fn children_appear_as_specified_and_follow_spec_changes(plugin: &str) {
+    let env = Env::start(&[plugin]).await;
     let parent = env
         .create(
             &demo_applications(),
@@ -63,9 +63,8 @@ async fn children_appear_as_specified_and_follow_spec_changes() {
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn children_edited_or_deleted_by_hand_are_restored() {
-    let env = Env::start(&["demo-application"]).await;
+async fn children_edited_or_deleted_by_hand_are_restored(plugin: &str) {
+    let env = Env::start(&[plugin]).await;
     env.create(&demo_applications(), demo("web", 2, json!([{"port": 80}]))).await;
     wait_for(&env, &services(), "web", "the Service", |_| true).await;
 
@@ -90,9 +89,8 @@ async fn children_edited_or_deleted_by_hand_are_restored() {
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn children_are_collected_with_their_parent() {
-    let env = Env::start(&["demo-application"]).await;
+async fn children_are_collected_with_their_parent(plugin: &str) {
+    let env = Env::start(&[plugin]).await;
     env.create(&demo_applications(), demo("web", 1, json!([{"port": 80}]))).await;
     wait_for(&env, &services(), "web", "the Service", |_| true).await;
     wait_for(&env, &deployments(), "web", "the Deployment", |_| true).await;
@@ -103,9 +101,8 @@ async fn children_are_collected_with_their_parent() {
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_child_no_longer_desired_is_pruned() {
-    let env = Env::start(&["demo-application"]).await;
+async fn a_child_no_longer_desired_is_pruned(plugin: &str) {
+    let env = Env::start(&[plugin]).await;
     env.create(&demo_applications(), demo("web", 1, json!([{"port": 80}]))).await;
     wait_for(&env, &services(), "web", "the Service", |_| true).await;
 
@@ -115,9 +112,8 @@ async fn a_child_no_longer_desired_is_pruned() {
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn status_reports_the_deployments_available_replicas() {
-    let env = Env::start(&["demo-application"]).await;
+async fn status_reports_the_deployments_available_replicas(plugin: &str) {
+    let env = Env::start(&[plugin]).await;
     env.create(&demo_applications(), demo("web", 2, json!([]))).await;
     wait_for(&env, &demo_applications(), "web", "status 0 before any replica is up", |p| {
         p["status"]["availableReplicas"] == 0
@@ -140,14 +136,13 @@ async fn status_reports_the_deployments_available_replicas() {
     env.stop().await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_plugin_without_related_kinds_is_not_asked_for_related_queries() {
+async fn a_plugin_without_related_kinds_is_not_asked_for_related_queries(plugin: &str) {
     // One instance per reconcile instead of two: for some language runtimes an instance
     // costs hundreds of milliseconds.
-    let env = Env::start(&["demo-application"]).await;
+    let env = Env::start(&[plugin]).await;
     env.create(&demo_applications(), demo("solo", 1, json!([{"port": 80}]))).await;
     wait_for(&env, &services(), "solo", "the Service", |_| true).await;
-    let controller = env.host.controller("demo-application").expect("running");
+    let controller = env.host.controller(plugin).expect("running");
     let text = controller.metrics().encode();
     let calls = |call: &str| {
         crate::harness::samples(&text)
@@ -161,3 +156,33 @@ async fn a_plugin_without_related_kinds_is_not_asked_for_related_queries() {
     assert_eq!(calls("call=\"related\""), 0.0, "{text}");
     env.stop().await;
 }
+
+/// One `#[tokio::test]` per behaviour and plugin.
+macro_rules! for_each_plugin {
+    ($($test:ident),* $(,)?) => {
+        /// The Rust plugin, plugins/demo-application.
+        mod rust {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() {
+                super::$test("demo-application").await;
+            })*
+        }
+
+        /// Its Python port, plugins/demo-application-python.
+        mod python {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() {
+                super::$test("demo-application-python").await;
+            })*
+        }
+    };
+}
+
+for_each_plugin!(
+    children_appear_as_specified_and_follow_spec_changes,
+    children_edited_or_deleted_by_hand_are_restored,
+    children_are_collected_with_their_parent,
+    a_child_no_longer_desired_is_pruned,
+    status_reports_the_deployments_available_replicas,
+    a_plugin_without_related_kinds_is_not_asked_for_related_queries,
+);

@@ -32,7 +32,10 @@ pub fn wasm_path(name: &str) -> PathBuf {
         .into_iter()
         .map(|dir| dir.join(format!("{name}.wasm")))
         .find(|p| p.exists())
-        .unwrap_or_else(|| panic!("{name}.wasm is missing under {}: run `make plugins` first", target.display()))
+        .unwrap_or_else(|| {
+            let make = if name.ends_with("-python") { "make python-plugins" } else { "make plugins" };
+            panic!("{name}.wasm is missing under {}: run `{make}` first", target.display())
+        })
 }
 
 /// The engine and the plugins it compiled, by name.
