@@ -6,6 +6,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+use super::allocator::Allocations;
 use super::discovery::Registry;
 use super::kinds;
 use super::object;
@@ -167,6 +168,8 @@ pub(crate) struct Store {
     oldest_watchable: u64,
     changes: broadcast::Sender<Arc<Change>>,
     gc: GcIndex,
+    /// What the objects of each kind hold of its shared ranges (see `allocator`).
+    allocations: HashMap<GroupResource, Allocations>,
     pub registry: Registry,
     /// How often each object was created and removed, for tests that look for duplicate
     /// creates and unexpected deletes (the oracles of fault-injection runs).
@@ -196,6 +199,7 @@ impl Store {
             oldest_watchable: 0,
             changes,
             gc: GcIndex::default(),
+            allocations: HashMap::new(),
             registry: Registry::new(),
             lifecycles: BTreeMap::new(),
         }
@@ -306,6 +310,7 @@ impl Store {
         let old = self.objects.entry(gr.clone()).or_default().insert(key, obj.clone());
         let swept = swept(gr, &obj);
         self.gc.write(&loc, old.as_deref(), &obj, swept);
+        self.allocate(gr, old.as_deref(), Some(&obj));
         if old.is_none() {
             self.lifecycles.entry(lifecycle_key(gr, &loc.1.0, &loc.1.1)).or_default().created += 1;
         }
@@ -320,6 +325,7 @@ impl Store {
         let old = self.objects.get_mut(gr)?.remove(&key)?;
         self.lifecycles.entry(lifecycle_key(gr, ns, name)).or_default().removed += 1;
         self.gc.forget(&(gr.clone(), key), &old);
+        self.allocate(gr, Some(&old), None);
         self.rv += 1;
         let mut last = (*old).clone();
         object::set_meta(&mut last, "resourceVersion", json!(self.rv.to_string()));
@@ -332,6 +338,29 @@ impl Store {
             old: Some(old),
         });
         Some(last)
+    }
+
+    /// What the stored objects of `gr` hold of its shared ranges.
+    pub(crate) fn allocations(&self, gr: &GroupResource) -> &Allocations {
+        static NONE: std::sync::LazyLock<Allocations> = std::sync::LazyLock::new(Allocations::default);
+        self.allocations.get(gr).unwrap_or(&NONE)
+    }
+
+    /// Moves what `old` held of the kind's ranges to `new` (either may be absent).
+    fn allocate(&mut self, gr: &GroupResource, old: Option<&Value>, new: Option<&Value>) {
+        let strategy = kinds::strategy(&gr.0, &gr.1);
+        let released = old.map(|o| strategy.allocated(o)).unwrap_or_default();
+        let taken = new.map(|n| strategy.allocated(n)).unwrap_or_default();
+        if released == taken {
+            return;
+        }
+        let allocations = self.allocations.entry(gr.clone()).or_default();
+        for (range, n) in released {
+            allocations.release(range, n);
+        }
+        for (range, n) in taken {
+            allocations.take(range, n);
+        }
     }
 
     fn record(&mut self, change: Change) {
@@ -366,6 +395,7 @@ impl Store {
             let key = (object::namespace(&obj).to_string(), object::name(&obj).to_string());
             let swept = swept(&gr, &obj);
             self.gc.write(&(gr.clone(), key.clone()), None, &obj, swept);
+            self.allocate(&gr, None, Some(&obj));
             self.objects.entry(gr).or_default().insert(key, Arc::new(obj));
         }
         self.rv = rv;

@@ -431,15 +431,8 @@ fn write(
             return Err(ApiError::invalid(rt, &name, &causes));
         }
     }
-    if rt.strategy().allocates() {
-        let others: Vec<Arc<Value>> = store
-            .list(&t.gr(), None)
-            .into_iter()
-            .filter(|s| old.is_none_or(|o| object::uid(s) != object::uid(o)))
-            .collect();
-        if let Err(cause) = rt.strategy().allocate(&others, old.map(|o| &**o), &mut new) {
-            return Err(ApiError::invalid(rt, &name, &[cause]));
-        }
+    if let Err(cause) = rt.strategy().allocate(store.allocations(&t.gr()), old.map(|o| &**o), &mut new) {
+        return Err(ApiError::invalid(rt, &name, &[cause]));
     }
     if let Some(schema) = t.schema() {
         let unknown = schema::prune(&mut new, schema);

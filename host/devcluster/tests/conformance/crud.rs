@@ -339,6 +339,31 @@ async fn services_get_a_cluster_ip_and_node_ports_that_updates_keep() {
 }
 
 #[tokio::test]
+async fn a_deleted_services_cluster_ip_and_node_port_are_handed_out_again() {
+    use k8s_openapi::api::core::v1::Service;
+    let dc = start().await;
+    let services: Api<Service> = Api::namespaced(dc.client(), "default");
+    let svc = |name: &str| -> Service {
+        serde_json::from_value(json!({ "metadata": { "name": name },
+            "spec": { "type": "NodePort", "selector": { "app": "x" }, "ports": [{ "port": 80 }] } }))
+        .unwrap()
+    };
+    let spec = |s: Service| {
+        let spec = s.spec.unwrap();
+        (spec.cluster_ip.unwrap(), spec.ports.unwrap()[0].node_port.unwrap())
+    };
+    let a = spec(services.create(&PostParams::default(), &svc("a")).await.unwrap());
+    let b = spec(services.create(&PostParams::default(), &svc("b")).await.unwrap());
+    assert_ne!(a, b);
+    services.delete("a", &kube::api::DeleteParams::default()).await.unwrap();
+    let c = spec(services.create(&PostParams::default(), &svc("c")).await.unwrap());
+    assert_eq!(c, a, "the lowest free ones, a's again");
+    let d = spec(services.create(&PostParams::default(), &svc("d")).await.unwrap());
+    assert!(d.0 != b.0 && d.1 != b.1 && d != c);
+    dc.shutdown().await;
+}
+
+#[tokio::test]
 async fn pod_templates_get_container_defaults() {
     let dc = start().await;
     let deployments: Api<Deployment> = Api::namespaced(dc.client(), "default");
