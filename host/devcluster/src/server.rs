@@ -116,24 +116,9 @@ async fn wait_for_version(shared: &Shared, call: &Call) -> Result<(), ApiError> 
     let Some(wanted) = call.param("resourceVersion").and_then(|rv| rv.parse::<u64>().ok()) else {
         return Ok(());
     };
-    let mut changes = {
-        let store = shared.lock();
-        if store.current_rv() >= wanted {
-            return Ok(());
-        }
-        store.subscribe()
-    };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
-    loop {
-        match tokio::time::timeout_at(deadline, changes.recv()).await {
-            Ok(Ok(change)) if change.rv >= wanted => return Ok(()),
-            Ok(Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {
-                if shared.lock().current_rv() >= wanted {
-                    return Ok(());
-                }
-            }
-            Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) | Err(_) => break,
-        }
+    let mut last = shared.lock().last_rv();
+    if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(3), last.wait_for(|rv| *rv >= wanted)).await {
+        return Ok(());
     }
     let current = shared.lock().current_rv();
     if current >= wanted { Ok(()) } else { Err(ApiError::resource_version_too_large(wanted, current)) }

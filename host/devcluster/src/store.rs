@@ -154,8 +154,12 @@ impl GcIndex {
     }
 }
 
-/// A receiver of the changes committed after it was created.
+/// A receiver of the changes to one resource committed after it was created.
 pub(crate) type Subscription = broadcast::Receiver<Arc<Change>>;
+
+/// How many changes of one resource a watcher may fall behind before it is ended with
+/// `410 Gone` (as the real server ends a watcher that does not keep up).
+const WATCH_BUFFER: usize = 1 << 16;
 
 /// All objects plus the history needed to serve watches from a past resourceVersion.
 #[derive(Debug)]
@@ -166,7 +170,11 @@ pub(crate) struct Store {
     history_limit: usize,
     /// The oldest resourceVersion a watch may start from; older ones get 410 Gone.
     oldest_watchable: u64,
-    changes: broadcast::Sender<Arc<Change>>,
+    /// The watchers of each resource: a write wakes those of its resource only. A channel
+    /// is made for the first watcher and dropped at a write that finds none left.
+    changes: HashMap<GroupResource, broadcast::Sender<Arc<Change>>>,
+    /// The resourceVersion of the last change, for reads that wait for a version.
+    last_rv: tokio::sync::watch::Sender<u64>,
     gc: GcIndex,
     /// What the objects of each kind hold of its shared ranges (see `allocator`).
     allocations: HashMap<GroupResource, Allocations>,
@@ -190,14 +198,14 @@ fn lifecycle_key(gr: &GroupResource, ns: &str, name: &str) -> String {
 
 impl Store {
     pub(crate) fn new(history_limit: usize) -> Store {
-        let (changes, _) = broadcast::channel(1 << 16);
         Store {
             rv: 0,
             objects: BTreeMap::new(),
             history: VecDeque::new(),
             history_limit: history_limit.max(1),
             oldest_watchable: 0,
-            changes,
+            changes: HashMap::new(),
+            last_rv: tokio::sync::watch::Sender::new(0),
             gc: GcIndex::default(),
             allocations: HashMap::new(),
             registry: Registry::new(),
@@ -371,22 +379,34 @@ impl Store {
                 self.oldest_watchable = dropped.rv;
             }
         }
-        // Nobody listening is not an error.
-        let _ = self.changes.send(change);
+        self.last_rv.send_replace(change.rv);
+        // A send fails when every watcher of the resource has gone.
+        if let Some(watchers) = self.changes.get(&change.resource)
+            && watchers.send(change.clone()).is_err()
+        {
+            self.changes.remove(&change.resource);
+        }
     }
 
-    /// The changes after `rv` still in the history, plus a receiver for the ones to come.
-    /// `None` when `rv` is older than the retained history.
-    pub(crate) fn changes_since(&self, rv: u64) -> Option<(Vec<Arc<Change>>, Subscription)> {
+    /// The changes to `gr` after `rv` still in the history, plus a receiver for the ones to
+    /// come. `None` when `rv` is older than the retained history.
+    pub(crate) fn changes_since(&mut self, gr: &GroupResource, rv: u64) -> Option<(Vec<Arc<Change>>, Subscription)> {
         if rv < self.oldest_watchable {
             return None;
         }
-        let past = self.history.iter().filter(|c| c.rv > rv).cloned().collect();
-        Some((past, self.changes.subscribe()))
+        let newer = self.history.partition_point(|c| c.rv <= rv);
+        let past = self.history.range(newer..).filter(|c| c.resource == *gr).cloned().collect();
+        Some((past, self.subscribe(gr)))
     }
 
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
-        self.changes.subscribe()
+    /// A receiver of the changes to `gr` from now on.
+    pub(crate) fn subscribe(&mut self, gr: &GroupResource) -> Subscription {
+        self.changes.entry(gr.clone()).or_insert_with(|| broadcast::channel(WATCH_BUFFER).0).subscribe()
+    }
+
+    /// A receiver of the resourceVersion of the last change.
+    pub(crate) fn last_rv(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.last_rv.subscribe()
     }
 
     /// Restores a snapshot: objects are inserted without events, the counter continues from `rv`.
