@@ -315,11 +315,15 @@ fn dispatch(
                 continue_token: call.param("continue").filter(|c| !c.is_empty()).map(String::from),
                 exact,
             };
-            let store = shared.lock();
-            let paging =
-                Paging { exact: paging.exact.or_else(|| stale_version(shared, &store, &rt.plural, call)), ..paging };
-            let list = verbs::list(&store, &target, &filter, &paging)?;
-            Ok(Reply::Json(200, present_list(&target, list, how)))
+            let listed = {
+                let store = shared.lock();
+                let paging = Paging {
+                    exact: paging.exact.or_else(|| stale_version(shared, &store, &rt.plural, call)),
+                    ..paging
+                };
+                verbs::list(&store, &target, &filter, &paging)?
+            };
+            Ok(Reply::Json(200, present_list(&target, &listed, how)))
         }
         (&Method::POST, None) => {
             if rt.namespaced && target.namespace.is_none() {
@@ -405,14 +409,7 @@ fn stale_version(shared: &Shared, store: &Store, resource: &str, call: &Call) ->
 /// One object as it was at resourceVersion `at`.
 fn stale_get(store: &Store, target: &Target, at: u64) -> Result<Value, ApiError> {
     let name = target.name.as_deref().unwrap_or_default();
-    let filter = Filter {
-        namespace: target.namespace.clone(),
-        labels: LabelSelector::parse("").map_err(ApiError::bad_request)?,
-        fields: FieldSelector::parse(&format!("metadata.name={name}"), &[]).map_err(ApiError::bad_request)?,
-    };
-    let listed = Target { name: None, ..target.clone() };
-    let list = verbs::list(store, &listed, &filter, &Paging { limit: None, continue_token: None, exact: Some(at) })?;
-    let item = list.pointer("/items/0").cloned();
+    let item = store.get_at(&target.gr(), target.namespace.as_deref().unwrap_or_default(), name, at);
     let item = item.ok_or_else(|| ApiError::not_found(&target.rt.group, &target.rt.plural, name))?;
     Ok(verbs::present(&target.rt, &target.version, &item))
 }

@@ -1,6 +1,7 @@
 //! Stored objects, the global resourceVersion counter, and the watch history every write feeds.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::ops::Bound;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
@@ -247,31 +248,87 @@ impl Store {
     }
 
     /// Objects of one resource as they were at `rv` (the snapshot a continued list pages
-    /// through), rebuilt by undoing later changes; `None` when the history no longer reaches back.
-    pub(crate) fn list_at(&self, gr: &GroupResource, ns: Option<&str>, rv: u64) -> Option<Vec<Arc<Value>>> {
-        if rv >= self.rv {
-            return Some(self.list(gr, ns));
-        }
-        if rv < self.oldest_watchable {
+    /// through), in key order from just after `after`, optionally in one namespace; `None`
+    /// when the history no longer reaches back. The stored objects are read in place and the
+    /// changes after `rv` undone on the way, so a page costs the objects it passes over plus
+    /// the changes to the resource since `rv`, not a copy of the resource.
+    pub(crate) fn list_at<'a>(
+        &'a self,
+        gr: &GroupResource,
+        ns: Option<&'a str>,
+        rv: u64,
+        after: Option<&ObjectKey>,
+    ) -> Option<impl Iterator<Item = &'a Arc<Value>> + 'a> {
+        if rv < self.rv && rv < self.oldest_watchable {
             return None;
         }
-        let mut objects: BTreeMap<ObjectKey, Arc<Value>> = self.objects.get(gr).cloned().unwrap_or_default();
+        let start = match (ns, after) {
+            (Some(ns), Some(after)) if after.0.as_str() < ns => Bound::Included((ns.to_string(), String::new())),
+            (_, Some(after)) => Bound::Excluded(after.clone()),
+            (Some(ns), None) => Bound::Included((ns.to_string(), String::new())),
+            (None, None) => Bound::Unbounded,
+        };
+        let within = {
+            let start = start.clone();
+            move |key: &ObjectKey| {
+                let above = match &start {
+                    Bound::Included(s) => key >= s,
+                    Bound::Excluded(s) => key > s,
+                    Bound::Unbounded => true,
+                };
+                above && ns.is_none_or(|ns| key.0 == ns)
+            }
+        };
+        // The state at `rv` of each key changed since: the state before its oldest later change.
+        let mut undone: BTreeMap<ObjectKey, Option<&'a Arc<Value>>> = BTreeMap::new();
         for change in self.history.iter().rev().take_while(|c| c.rv > rv) {
             if change.resource != *gr {
                 continue;
             }
             let key = (object::namespace(&change.object).to_string(), object::name(&change.object).to_string());
-            match (change.kind, &change.old) {
-                (EventType::Added, _) => {
-                    objects.remove(&key);
+            let before = if change.kind == EventType::Added { None } else { change.old.as_ref() };
+            undone.insert(key, before);
+        }
+        undone.retain(|k, _| within(k));
+        let mut undone = undone.into_iter().peekable();
+        let objects = self.objects.get(gr);
+        let mut live = objects
+            .into_iter()
+            .flat_map(move |o| o.range((start.clone(), Bound::Unbounded)))
+            .take_while(move |(k, _)| within(k))
+            .peekable();
+        Some(std::iter::from_fn(move || {
+            loop {
+                let from_live = match (live.peek(), undone.peek()) {
+                    (None, None) => return None,
+                    (Some((l, _)), Some((u, _))) => *l < u,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                };
+                if from_live {
+                    return live.next().map(|(_, o)| o);
                 }
-                (_, Some(old)) => {
-                    objects.insert(key, old.clone());
+                let (key, before) = undone.next()?;
+                if live.peek().is_some_and(|(l, _)| **l == key) {
+                    live.next();
                 }
-                (_, None) => {}
+                if let Some(before) = before {
+                    return Some(before);
+                }
+            }
+        }))
+    }
+
+    /// One object as it was at `rv` (which the history must reach back to).
+    pub(crate) fn get_at(&self, gr: &GroupResource, ns: &str, name: &str, rv: u64) -> Option<Arc<Value>> {
+        let mut found = self.get(gr, ns, name);
+        for change in self.history.iter().rev().take_while(|c| c.rv > rv) {
+            if change.resource == *gr && object::namespace(&change.object) == ns && object::name(&change.object) == name
+            {
+                found = if change.kind == EventType::Added { None } else { change.old.clone() };
             }
         }
-        Some(objects.into_iter().filter(|((n, _), _)| ns.is_none_or(|ns| ns == n)).map(|(_, o)| o).collect())
+        found
     }
 
     pub(crate) fn uid_exists(&self, uid: &str) -> bool {

@@ -184,6 +184,19 @@ async fn limit_and_continue_page_through_a_list() {
         }
     }
     assert_eq!(seen, ["cm-0", "cm-1", "cm-2", "cm-3", "cm-4"]);
+
+    // As the real server: with a selector the remaining count is not given (it would cost
+    // matching every remaining object), only the continue token.
+    let labelled = |name: &str| -> ConfigMap {
+        serde_json::from_value(json!({ "metadata": { "name": name, "labels": { "page": "yes" } } })).unwrap()
+    };
+    for name in ["l-0", "l-1"] {
+        cms.create(&PostParams::default(), &labelled(name)).await.unwrap();
+    }
+    let page = cms.list(&ListParams::default().labels("page=yes").limit(1)).await.unwrap();
+    assert_eq!(page.items.len(), 1);
+    assert!(page.metadata.continue_.is_some_and(|c| !c.is_empty()));
+    assert_eq!(page.metadata.remaining_item_count, None);
     dc.shutdown().await;
 }
 
@@ -474,6 +487,10 @@ async fn continued_pages_show_the_snapshot_of_the_first_page() {
     let token = first.metadata.continue_.clone().unwrap();
     in_a.delete("z", &kube::api::DeleteParams::default()).await.unwrap();
     in_ab.create(&PostParams::default(), &config_map("d", &[])).await.unwrap();
+    in_ab
+        .patch("c", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(json!({ "data": { "k": "patched" } })))
+        .await
+        .unwrap();
     let mut seen: Vec<String> = first
         .items
         .into_iter()
@@ -481,6 +498,7 @@ async fn continued_pages_show_the_snapshot_of_the_first_page() {
         .collect();
     let rest = all.list(&ListParams::default().continue_token(&token)).await.unwrap();
     assert_eq!(rest.metadata.resource_version, first.metadata.resource_version);
+    assert_eq!(rest.items.last().unwrap().data.as_ref().unwrap()["k"], "v", "a-b/c as it was, before its patch");
     seen.extend(
         rest.items.into_iter().map(|c| format!("{}/{}", c.metadata.namespace.unwrap(), c.metadata.name.unwrap())),
     );
