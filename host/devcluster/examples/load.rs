@@ -249,8 +249,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     report("delete every parent", &tenths);
     let t = Instant::now();
     loop {
-        let d = deploys.list(&ListParams::default().limit(1)).await?;
-        let s = svcs.list(&ListParams::default().limit(1)).await?;
+        // The children have the label `app` (the `kubernetes` Service has not).
+        let d = deploys.list(&ListParams::default().labels("app").limit(1)).await?;
+        let s = svcs.list(&ListParams::default().labels("app").limit(1)).await?;
         if d.items.is_empty() && s.items.is_empty() {
             break;
         }
