@@ -44,6 +44,7 @@
 // Accessors like `DevCluster::url` have nothing to add beyond their name.
 #![allow(clippy::must_use_candidate)]
 
+mod allocator;
 mod apply;
 mod builtins;
 mod compare;

@@ -4,24 +4,55 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use serde_json::{Value, json};
+use serde_json::Value;
 
 use super::crd;
 use super::object;
 use super::state::Shared;
-use super::store::Store;
+use super::store::{GroupResource, Store};
 
 const FILE: &str = "store.json";
 
 /// How long writes are collected before a snapshot is taken.
 const DEBOUNCE: Duration = Duration::from_millis(100);
 
-fn snapshot(store: &Store) -> Value {
-    let objects: Vec<Value> = store
-        .iter_all()
-        .map(|((group, resource), obj)| json!({ "group": group, "resource": resource, "object": **obj }))
-        .collect();
-    json!({ "resourceVersion": store.current_rv(), "objects": objects })
+/// The store as written to disk: the objects are taken (shared) under the lock, and
+/// serialized after it is released.
+#[derive(serde::Serialize)]
+struct Snapshot {
+    #[serde(rename = "resourceVersion")]
+    resource_version: u64,
+    objects: Vec<Entry>,
+}
+
+/// One object and its resource (shared by the objects of one resource).
+struct Entry {
+    resource: Arc<GroupResource>,
+    object: Arc<Value>,
+}
+
+impl serde::Serialize for Entry {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut entry = serializer.serialize_struct("Entry", 3)?;
+        entry.serialize_field("group", &self.resource.0)?;
+        entry.serialize_field("resource", &self.resource.1)?;
+        entry.serialize_field("object", &*self.object)?;
+        entry.end()
+    }
+}
+
+fn snapshot(store: &Store) -> Snapshot {
+    let mut objects = Vec::new();
+    let mut resource: Option<Arc<GroupResource>> = None;
+    for (gr, object) in store.iter_all() {
+        let shared = match &resource {
+            Some(r) if **r == *gr => r.clone(),
+            _ => resource.insert(Arc::new(gr.clone())).clone(),
+        };
+        objects.push(Entry { resource: shared, object: object.clone() });
+    }
+    Snapshot { resource_version: store.current_rv(), objects }
 }
 
 /// Loads a snapshot written by an earlier run, registering its CRDs. A missing file is an
@@ -52,7 +83,7 @@ pub(crate) fn load(dir: &Path, store: &mut Store) -> std::io::Result<bool> {
     Ok(true)
 }
 
-fn write(path: &Path, snap: &Value) -> std::io::Result<()> {
+fn write(path: &Path, snap: &Snapshot) -> std::io::Result<()> {
     let tmp = path.with_extension("json.tmp");
     std::fs::write(&tmp, serde_json::to_vec(snap)?)?;
     std::fs::rename(&tmp, path)

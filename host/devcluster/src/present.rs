@@ -3,7 +3,7 @@
 use serde_json::{Value, json};
 
 use super::table::{self, Include};
-use super::verbs::Target;
+use super::verbs::{Listed, Target};
 
 /// How objects are rendered, from the `Accept` header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -32,17 +32,16 @@ pub(crate) fn present_one(t: &Target, obj: &Value, how: Presentation) -> Value {
     }
 }
 
-pub(crate) fn present_list(t: &Target, list: Value, how: Presentation) -> Value {
-    let items = list.get("items").and_then(Value::as_array).cloned().unwrap_or_default();
-    let meta = list.get("metadata").cloned().unwrap_or_default();
+/// A list as the client asked for it (a table, metadata only, or whole).
+pub(crate) fn present_list(t: &Target, list: &Listed, how: Presentation) -> Value {
     match how {
-        Presentation::Full => list,
-        Presentation::Table(include) => table::table(&t.rt, &t.version, &items, &meta, include),
+        Presentation::Full => list.render(),
+        Presentation::Table(include) => table::table(&t.rt, &t.version, &list.presented(), &list.metadata, include),
         Presentation::Metadata => json!({
             "kind": "PartialObjectMetadataList",
             "apiVersion": "meta.k8s.io/v1",
-            "metadata": meta,
-            "items": items.iter().map(|o| present_one(t, o, Presentation::Metadata)).collect::<Vec<_>>(),
+            "metadata": list.metadata,
+            "items": list.items.iter().map(|o| present_one(t, o, Presentation::Metadata)).collect::<Vec<_>>(),
         }),
     }
 }

@@ -36,6 +36,11 @@ impl LabelSelector {
         Ok(LabelSelector { requirements })
     }
 
+    /// Whether it selects everything.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.requirements.is_empty()
+    }
+
     /// Builds a selector from a `metav1.LabelSelector` object (`matchLabels`, `matchExpressions`).
     pub(crate) fn from_object(sel: &Value) -> Result<LabelSelector, String> {
         let mut requirements = Vec::new();
@@ -205,6 +210,11 @@ impl FieldSelector {
             requirements.push((field.to_string(), equal, value.trim().to_string()));
         }
         Ok(FieldSelector { requirements })
+    }
+
+    /// Whether it selects everything.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.requirements.is_empty()
     }
 
     pub(crate) fn matches(&self, obj: &Value) -> bool {

@@ -116,24 +116,9 @@ async fn wait_for_version(shared: &Shared, call: &Call) -> Result<(), ApiError> 
     let Some(wanted) = call.param("resourceVersion").and_then(|rv| rv.parse::<u64>().ok()) else {
         return Ok(());
     };
-    let mut changes = {
-        let store = shared.lock();
-        if store.current_rv() >= wanted {
-            return Ok(());
-        }
-        store.subscribe()
-    };
-    let deadline = tokio::time::Instant::now() + Duration::from_secs(3);
-    loop {
-        match tokio::time::timeout_at(deadline, changes.recv()).await {
-            Ok(Ok(change)) if change.rv >= wanted => return Ok(()),
-            Ok(Ok(_) | Err(tokio::sync::broadcast::error::RecvError::Lagged(_))) => {
-                if shared.lock().current_rv() >= wanted {
-                    return Ok(());
-                }
-            }
-            Ok(Err(tokio::sync::broadcast::error::RecvError::Closed)) | Err(_) => break,
-        }
+    let mut last = shared.lock().last_rv();
+    if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(3), last.wait_for(|rv| *rv >= wanted)).await {
+        return Ok(());
     }
     let current = shared.lock().current_rv();
     if current >= wanted { Ok(()) } else { Err(ApiError::resource_version_too_large(wanted, current)) }
@@ -330,11 +315,15 @@ fn dispatch(
                 continue_token: call.param("continue").filter(|c| !c.is_empty()).map(String::from),
                 exact,
             };
-            let store = shared.lock();
-            let paging =
-                Paging { exact: paging.exact.or_else(|| stale_version(shared, &store, &rt.plural, call)), ..paging };
-            let list = verbs::list(&store, &target, &filter, &paging)?;
-            Ok(Reply::Json(200, present_list(&target, list, how)))
+            let listed = {
+                let store = shared.lock();
+                let paging = Paging {
+                    exact: paging.exact.or_else(|| stale_version(shared, &store, &rt.plural, call)),
+                    ..paging
+                };
+                verbs::list(&store, &target, &filter, &paging)?
+            };
+            Ok(Reply::Json(200, present_list(&target, &listed, how)))
         }
         (&Method::POST, None) => {
             if rt.namespaced && target.namespace.is_none() {
@@ -420,14 +409,7 @@ fn stale_version(shared: &Shared, store: &Store, resource: &str, call: &Call) ->
 /// One object as it was at resourceVersion `at`.
 fn stale_get(store: &Store, target: &Target, at: u64) -> Result<Value, ApiError> {
     let name = target.name.as_deref().unwrap_or_default();
-    let filter = Filter {
-        namespace: target.namespace.clone(),
-        labels: LabelSelector::parse("").map_err(ApiError::bad_request)?,
-        fields: FieldSelector::parse(&format!("metadata.name={name}"), &[]).map_err(ApiError::bad_request)?,
-    };
-    let listed = Target { name: None, ..target.clone() };
-    let list = verbs::list(store, &listed, &filter, &Paging { limit: None, continue_token: None, exact: Some(at) })?;
-    let item = list.pointer("/items/0").cloned();
+    let item = store.get_at(&target.gr(), target.namespace.as_deref().unwrap_or_default(), name, at);
     let item = item.ok_or_else(|| ApiError::not_found(&target.rt.group, &target.rt.plural, name))?;
     Ok(verbs::present(&target.rt, &target.version, &item))
 }

@@ -1,11 +1,13 @@
 //! Stored objects, the global resourceVersion counter, and the watch history every write feeds.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
+use std::ops::Bound;
 use std::sync::Arc;
 
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
+use super::allocator::Allocations;
 use super::discovery::Registry;
 use super::kinds;
 use super::object;
@@ -153,8 +155,12 @@ impl GcIndex {
     }
 }
 
-/// A receiver of the changes committed after it was created.
+/// A receiver of the changes to one resource committed after it was created.
 pub(crate) type Subscription = broadcast::Receiver<Arc<Change>>;
+
+/// How many changes of one resource a watcher may fall behind before it is ended with
+/// `410 Gone` (as the real server ends a watcher that does not keep up).
+const WATCH_BUFFER: usize = 1 << 16;
 
 /// All objects plus the history needed to serve watches from a past resourceVersion.
 #[derive(Debug)]
@@ -165,8 +171,14 @@ pub(crate) struct Store {
     history_limit: usize,
     /// The oldest resourceVersion a watch may start from; older ones get 410 Gone.
     oldest_watchable: u64,
-    changes: broadcast::Sender<Arc<Change>>,
+    /// The watchers of each resource: a write wakes those of its resource only. A channel
+    /// is made for the first watcher and dropped at a write that finds none left.
+    changes: HashMap<GroupResource, broadcast::Sender<Arc<Change>>>,
+    /// The resourceVersion of the last change, for reads that wait for a version.
+    last_rv: tokio::sync::watch::Sender<u64>,
     gc: GcIndex,
+    /// What the objects of each kind hold of its shared ranges (see `allocator`).
+    allocations: HashMap<GroupResource, Allocations>,
     pub registry: Registry,
     /// How often each object was created and removed, for tests that look for duplicate
     /// creates and unexpected deletes (the oracles of fault-injection runs).
@@ -187,15 +199,16 @@ fn lifecycle_key(gr: &GroupResource, ns: &str, name: &str) -> String {
 
 impl Store {
     pub(crate) fn new(history_limit: usize) -> Store {
-        let (changes, _) = broadcast::channel(1 << 16);
         Store {
             rv: 0,
             objects: BTreeMap::new(),
             history: VecDeque::new(),
             history_limit: history_limit.max(1),
             oldest_watchable: 0,
-            changes,
+            changes: HashMap::new(),
+            last_rv: tokio::sync::watch::Sender::new(0),
             gc: GcIndex::default(),
+            allocations: HashMap::new(),
             registry: Registry::new(),
             lifecycles: BTreeMap::new(),
         }
@@ -235,31 +248,87 @@ impl Store {
     }
 
     /// Objects of one resource as they were at `rv` (the snapshot a continued list pages
-    /// through), rebuilt by undoing later changes; `None` when the history no longer reaches back.
-    pub(crate) fn list_at(&self, gr: &GroupResource, ns: Option<&str>, rv: u64) -> Option<Vec<Arc<Value>>> {
-        if rv >= self.rv {
-            return Some(self.list(gr, ns));
-        }
-        if rv < self.oldest_watchable {
+    /// through), in key order from just after `after`, optionally in one namespace; `None`
+    /// when the history no longer reaches back. The stored objects are read in place and the
+    /// changes after `rv` undone on the way, so a page costs the objects it passes over plus
+    /// the changes to the resource since `rv`, not a copy of the resource.
+    pub(crate) fn list_at<'a>(
+        &'a self,
+        gr: &GroupResource,
+        ns: Option<&'a str>,
+        rv: u64,
+        after: Option<&ObjectKey>,
+    ) -> Option<impl Iterator<Item = &'a Arc<Value>> + 'a> {
+        if rv < self.rv && rv < self.oldest_watchable {
             return None;
         }
-        let mut objects: BTreeMap<ObjectKey, Arc<Value>> = self.objects.get(gr).cloned().unwrap_or_default();
+        let start = match (ns, after) {
+            (Some(ns), Some(after)) if after.0.as_str() < ns => Bound::Included((ns.to_string(), String::new())),
+            (_, Some(after)) => Bound::Excluded(after.clone()),
+            (Some(ns), None) => Bound::Included((ns.to_string(), String::new())),
+            (None, None) => Bound::Unbounded,
+        };
+        let within = {
+            let start = start.clone();
+            move |key: &ObjectKey| {
+                let above = match &start {
+                    Bound::Included(s) => key >= s,
+                    Bound::Excluded(s) => key > s,
+                    Bound::Unbounded => true,
+                };
+                above && ns.is_none_or(|ns| key.0 == ns)
+            }
+        };
+        // The state at `rv` of each key changed since: the state before its oldest later change.
+        let mut undone: BTreeMap<ObjectKey, Option<&'a Arc<Value>>> = BTreeMap::new();
         for change in self.history.iter().rev().take_while(|c| c.rv > rv) {
             if change.resource != *gr {
                 continue;
             }
             let key = (object::namespace(&change.object).to_string(), object::name(&change.object).to_string());
-            match (change.kind, &change.old) {
-                (EventType::Added, _) => {
-                    objects.remove(&key);
+            let before = if change.kind == EventType::Added { None } else { change.old.as_ref() };
+            undone.insert(key, before);
+        }
+        undone.retain(|k, _| within(k));
+        let mut undone = undone.into_iter().peekable();
+        let objects = self.objects.get(gr);
+        let mut live = objects
+            .into_iter()
+            .flat_map(move |o| o.range((start.clone(), Bound::Unbounded)))
+            .take_while(move |(k, _)| within(k))
+            .peekable();
+        Some(std::iter::from_fn(move || {
+            loop {
+                let from_live = match (live.peek(), undone.peek()) {
+                    (None, None) => return None,
+                    (Some((l, _)), Some((u, _))) => *l < u,
+                    (Some(_), None) => true,
+                    (None, Some(_)) => false,
+                };
+                if from_live {
+                    return live.next().map(|(_, o)| o);
                 }
-                (_, Some(old)) => {
-                    objects.insert(key, old.clone());
+                let (key, before) = undone.next()?;
+                if live.peek().is_some_and(|(l, _)| **l == key) {
+                    live.next();
                 }
-                (_, None) => {}
+                if let Some(before) = before {
+                    return Some(before);
+                }
+            }
+        }))
+    }
+
+    /// One object as it was at `rv` (which the history must reach back to).
+    pub(crate) fn get_at(&self, gr: &GroupResource, ns: &str, name: &str, rv: u64) -> Option<Arc<Value>> {
+        let mut found = self.get(gr, ns, name);
+        for change in self.history.iter().rev().take_while(|c| c.rv > rv) {
+            if change.resource == *gr && object::namespace(&change.object) == ns && object::name(&change.object) == name
+            {
+                found = if change.kind == EventType::Added { None } else { change.old.clone() };
             }
         }
-        Some(objects.into_iter().filter(|((n, _), _)| ns.is_none_or(|ns| ns == n)).map(|(_, o)| o).collect())
+        found
     }
 
     pub(crate) fn uid_exists(&self, uid: &str) -> bool {
@@ -306,6 +375,7 @@ impl Store {
         let old = self.objects.entry(gr.clone()).or_default().insert(key, obj.clone());
         let swept = swept(gr, &obj);
         self.gc.write(&loc, old.as_deref(), &obj, swept);
+        self.allocate(gr, old.as_deref(), Some(&obj));
         if old.is_none() {
             self.lifecycles.entry(lifecycle_key(gr, &loc.1.0, &loc.1.1)).or_default().created += 1;
         }
@@ -320,6 +390,7 @@ impl Store {
         let old = self.objects.get_mut(gr)?.remove(&key)?;
         self.lifecycles.entry(lifecycle_key(gr, ns, name)).or_default().removed += 1;
         self.gc.forget(&(gr.clone(), key), &old);
+        self.allocate(gr, Some(&old), None);
         self.rv += 1;
         let mut last = (*old).clone();
         object::set_meta(&mut last, "resourceVersion", json!(self.rv.to_string()));
@@ -334,6 +405,29 @@ impl Store {
         Some(last)
     }
 
+    /// What the stored objects of `gr` hold of its shared ranges.
+    pub(crate) fn allocations(&self, gr: &GroupResource) -> &Allocations {
+        static NONE: std::sync::LazyLock<Allocations> = std::sync::LazyLock::new(Allocations::default);
+        self.allocations.get(gr).unwrap_or(&NONE)
+    }
+
+    /// Moves what `old` held of the kind's ranges to `new` (either may be absent).
+    fn allocate(&mut self, gr: &GroupResource, old: Option<&Value>, new: Option<&Value>) {
+        let strategy = kinds::strategy(&gr.0, &gr.1);
+        let released = old.map(|o| strategy.allocated(o)).unwrap_or_default();
+        let taken = new.map(|n| strategy.allocated(n)).unwrap_or_default();
+        if released == taken {
+            return;
+        }
+        let allocations = self.allocations.entry(gr.clone()).or_default();
+        for (range, n) in released {
+            allocations.release(range, n);
+        }
+        for (range, n) in taken {
+            allocations.take(range, n);
+        }
+    }
+
     fn record(&mut self, change: Change) {
         let change = Arc::new(change);
         self.history.push_back(change.clone());
@@ -342,22 +436,34 @@ impl Store {
                 self.oldest_watchable = dropped.rv;
             }
         }
-        // Nobody listening is not an error.
-        let _ = self.changes.send(change);
+        self.last_rv.send_replace(change.rv);
+        // A send fails when every watcher of the resource has gone.
+        if let Some(watchers) = self.changes.get(&change.resource)
+            && watchers.send(change.clone()).is_err()
+        {
+            self.changes.remove(&change.resource);
+        }
     }
 
-    /// The changes after `rv` still in the history, plus a receiver for the ones to come.
-    /// `None` when `rv` is older than the retained history.
-    pub(crate) fn changes_since(&self, rv: u64) -> Option<(Vec<Arc<Change>>, Subscription)> {
+    /// The changes to `gr` after `rv` still in the history, plus a receiver for the ones to
+    /// come. `None` when `rv` is older than the retained history.
+    pub(crate) fn changes_since(&mut self, gr: &GroupResource, rv: u64) -> Option<(Vec<Arc<Change>>, Subscription)> {
         if rv < self.oldest_watchable {
             return None;
         }
-        let past = self.history.iter().filter(|c| c.rv > rv).cloned().collect();
-        Some((past, self.changes.subscribe()))
+        let newer = self.history.partition_point(|c| c.rv <= rv);
+        let past = self.history.range(newer..).filter(|c| c.resource == *gr).cloned().collect();
+        Some((past, self.subscribe(gr)))
     }
 
-    pub(crate) fn subscribe(&self) -> broadcast::Receiver<Arc<Change>> {
-        self.changes.subscribe()
+    /// A receiver of the changes to `gr` from now on.
+    pub(crate) fn subscribe(&mut self, gr: &GroupResource) -> Subscription {
+        self.changes.entry(gr.clone()).or_insert_with(|| broadcast::channel(WATCH_BUFFER).0).subscribe()
+    }
+
+    /// A receiver of the resourceVersion of the last change.
+    pub(crate) fn last_rv(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.last_rv.subscribe()
     }
 
     /// Restores a snapshot: objects are inserted without events, the counter continues from `rv`.
@@ -366,6 +472,7 @@ impl Store {
             let key = (object::namespace(&obj).to_string(), object::name(&obj).to_string());
             let swept = swept(&gr, &obj);
             self.gc.write(&(gr.clone(), key.clone()), None, &obj, swept);
+            self.allocate(&gr, None, Some(&obj));
             self.objects.entry(gr).or_default().insert(key, Arc::new(obj));
         }
         self.rv = rv;

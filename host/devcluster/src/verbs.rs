@@ -146,7 +146,9 @@ pub(crate) fn get(store: &Store, t: &Target) -> Result<Value, ApiError> {
 }
 
 /// A list of the matching objects (`ConfigMapList`...), with `continue` when `limit` cut it.
-pub(crate) fn list(store: &Store, t: &Target, filter: &Filter, paging: &Paging) -> Result<Value, ApiError> {
+/// The items are the stored objects, shared: rendering them is left to the caller, after
+/// the store's lock is released.
+pub(crate) fn list(store: &Store, t: &Target, filter: &Filter, paging: &Paging) -> Result<Listed, ApiError> {
     let (rv, start) = match &paging.continue_token {
         Some(token) => {
             let (rv, ns, name) = decode_continue(token)?;
@@ -154,46 +156,61 @@ pub(crate) fn list(store: &Store, t: &Target, filter: &Filter, paging: &Paging) 
         }
         None => (paging.exact.unwrap_or_else(|| store.current_rv()), None),
     };
-    let objects = store.list_at(&t.gr(), t.namespace.as_deref(), rv).ok_or_else(|| {
+    let mut objects = store.list_at(&t.gr(), t.namespace.as_deref(), rv, start.as_ref()).ok_or_else(|| {
         ApiError::expired(if start.is_some() {
             "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."
         } else {
             "The resourceVersion for the provided list is too old."
         })
     })?;
-    let mut items: Vec<Value> = Vec::new();
-    let mut next = None;
-    let mut remaining = 0usize;
-    for obj in objects {
-        let key = (object::namespace(&obj).to_string(), object::name(&obj).to_string());
-        if start.as_ref().is_some_and(|s| key <= *s) {
+    let limit = paging.limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
+    let mut items: Vec<Arc<Value>> = Vec::new();
+    let mut more = false;
+    for obj in objects.by_ref() {
+        if !filter.matches(obj) {
             continue;
         }
-        if !filter.matches(&obj) {
-            continue;
+        if items.len() == limit {
+            more = true;
+            break;
         }
-        if paging.limit.is_some_and(|l| l > 0 && items.len() >= l) {
-            if next.is_none() {
-                next = items
-                    .last()
-                    .map(|last: &Value| (object::namespace(last).to_string(), object::name(last).to_string()));
-            }
-            remaining += 1;
-            continue;
-        }
-        items.push(present(&t.rt, &t.version, &obj));
+        items.push(obj.clone());
     }
     let mut metadata = json!({ "resourceVersion": rv.to_string() });
-    if let Some((ns, name)) = next {
-        metadata["continue"] = json!(encode_continue(rv, &ns, &name));
-        metadata["remainingItemCount"] = json!(remaining);
+    if more && let Some(last) = items.last() {
+        metadata["continue"] = json!(encode_continue(rv, object::namespace(last), object::name(last)));
+        // As the real server: counted only without selectors, where it costs no matching.
+        if filter.labels.is_empty() && filter.fields.is_empty() {
+            metadata["remainingItemCount"] = json!(1 + objects.count());
+        }
     }
-    Ok(json!({
-        "apiVersion": t.rt.api_version(&t.version),
-        "kind": format!("{}List", t.rt.kind),
-        "metadata": metadata,
-        "items": items,
-    }))
+    Ok(Listed { rt: t.rt.clone(), version: t.version.clone(), metadata, items })
+}
+
+/// A list read from the store, not yet rendered: its objects are shared with the store.
+pub(crate) struct Listed {
+    rt: Arc<ResourceType>,
+    version: String,
+    /// The list's `metadata` (`resourceVersion`, `continue`, `remainingItemCount`).
+    pub metadata: Value,
+    pub items: Vec<Arc<Value>>,
+}
+
+impl Listed {
+    /// The items in the requested version.
+    pub(crate) fn presented(&self) -> Vec<Value> {
+        self.items.iter().map(|o| present(&self.rt, &self.version, o)).collect()
+    }
+
+    /// The whole list (`ConfigMapList`...).
+    pub(crate) fn render(&self) -> Value {
+        json!({
+            "apiVersion": self.rt.api_version(&self.version),
+            "kind": format!("{}List", self.rt.kind),
+            "metadata": self.metadata,
+            "items": self.presented(),
+        })
+    }
 }
 
 fn encode_continue(rv: u64, ns: &str, name: &str) -> String {
@@ -431,15 +448,8 @@ fn write(
             return Err(ApiError::invalid(rt, &name, &causes));
         }
     }
-    if rt.strategy().allocates() {
-        let others: Vec<Arc<Value>> = store
-            .list(&t.gr(), None)
-            .into_iter()
-            .filter(|s| old.is_none_or(|o| object::uid(s) != object::uid(o)))
-            .collect();
-        if let Err(cause) = rt.strategy().allocate(&others, old.map(|o| &**o), &mut new) {
-            return Err(ApiError::invalid(rt, &name, &[cause]));
-        }
+    if let Err(cause) = rt.strategy().allocate(store.allocations(&t.gr()), old.map(|o| &**o), &mut new) {
+        return Err(ApiError::invalid(rt, &name, &[cause]));
     }
     if let Some(schema) = t.schema() {
         let unknown = schema::prune(&mut new, schema);

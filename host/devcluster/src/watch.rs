@@ -45,29 +45,24 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
     };
     let mut first: Vec<Bytes> = Vec::new();
     let mut initial_end = false;
+    // Under the lock, only what to send is taken (shared pointers); it is rendered after.
+    let mut initial = Vec::new();
+    let mut past = Vec::new();
     let (mut rx, start_rv) = {
-        let store = shared.lock();
+        let mut store = shared.lock();
         let rv = resource_version.as_deref().unwrap_or("");
         if rv.is_empty() || rv == "0" {
             if send_initial_events != Some(false) {
-                for obj in store.list(&gr, target.namespace.as_deref()) {
-                    if filter.matches(&obj) {
-                        first.push(line("ADDED", &render(&target, &obj)));
-                    }
-                }
+                initial = store.list(&gr, target.namespace.as_deref());
                 initial_end = send_initial_events == Some(true);
             }
-            (store.subscribe(), store.current_rv())
+            (store.subscribe(&gr), store.current_rv())
         } else {
             let from: u64 =
                 rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?;
-            let resumable = if shared.faults.watch_gone() { None } else { store.changes_since(from) };
-            if let Some((past, rx)) = resumable {
-                for change in &past {
-                    if let Some((kind, obj)) = event_for(&gr, &filter, change) {
-                        first.push(line(kind, &render(&target, obj)));
-                    }
-                }
+            let resumable = if shared.faults.watch_gone() { None } else { store.changes_since(&gr, from) };
+            if let Some((changes, rx)) = resumable {
+                past = changes;
                 (rx, store.current_rv().max(from))
             } else {
                 let gone =
@@ -77,6 +72,14 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
             }
         }
     };
+    for obj in initial.iter().filter(|o| filter.matches(o)) {
+        first.push(line("ADDED", &render(&target, obj)));
+    }
+    for change in &past {
+        if let Some((kind, obj)) = event_for(&gr, &filter, change) {
+            first.push(line(kind, &render(&target, obj)));
+        }
+    }
     let bookmark = {
         let t = target.clone();
         move |rv: u64, end: bool| {

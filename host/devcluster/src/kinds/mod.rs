@@ -3,10 +3,9 @@
 //! resource's [`Strategy`] and never name a kind; what is the same for every kind
 //! (decoding, pruning and list semantics) comes from the upstream schemas instead.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
+use super::allocator::{Allocations, Range};
 use super::builtins;
 use super::object;
 use super::status::Cause;
@@ -81,14 +80,16 @@ pub(crate) trait Strategy: Sync {
         None
     }
 
-    /// Whether [`Strategy::allocate`] needs the other objects of the kind.
-    fn allocates(&self) -> bool {
-        false
+    /// The numbers of ranges shared by the kind that `obj` holds (a Service's cluster IP and
+    /// node ports). The store indexes them on every write, so [`Strategy::allocate`] looks them
+    /// up instead of scanning the kind.
+    fn allocated(&self, _obj: &Value) -> Vec<(&'static Range, u32)> {
+        Vec::new()
     }
 
-    /// Gives a written object what is allocated among all objects of its kind (a Service's
-    /// cluster IP and node ports); `existing` excludes the object itself.
-    fn allocate(&self, _existing: &[Arc<Value>], _old: Option<&Value>, _obj: &mut Value) -> Result<(), Cause> {
+    /// Gives a written object what is allocated among all objects of its kind; `taken` is what
+    /// the stored objects hold, `old` (the object as stored) among them.
+    fn allocate(&self, _taken: &Allocations, _old: Option<&Value>, _obj: &mut Value) -> Result<(), Cause> {
         Ok(())
     }
 

@@ -1,13 +1,12 @@
 //! Services: `SetDefaults_Service`, validation, and the cluster IP and node port
 //! allocators.
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
 use super::{
     Columns, NameRule, Strategy, age, age_column, column, default_at, doc, format_labels, name, name_column, text,
 };
+use crate::allocator::{Allocations, Range};
 use crate::status::Cause;
 
 pub(crate) struct Services;
@@ -86,13 +85,34 @@ impl Strategy for Services {
         })
     }
 
-    fn allocates(&self) -> bool {
-        true
+    fn allocated(&self, obj: &Value) -> Vec<(&'static Range, u32)> {
+        let ip = obj.pointer("/spec/clusterIP").and_then(Value::as_str).and_then(ip_number);
+        let ports = obj.pointer("/spec/ports").and_then(Value::as_array).into_iter().flatten();
+        let node_ports = ports.filter_map(|p| p.get("nodePort").and_then(Value::as_i64)?.try_into().ok());
+        ip.map(|n| (&CLUSTER_IPS, n)).into_iter().chain(node_ports.map(|n| (&NODE_PORTS, n))).collect()
     }
 
-    fn allocate(&self, existing: &[Arc<Value>], old: Option<&Value>, obj: &mut Value) -> Result<(), Cause> {
-        allocate(existing, old, obj)
+    fn allocate(&self, taken: &Allocations, old: Option<&Value>, obj: &mut Value) -> Result<(), Cause> {
+        allocate(taken, old, obj)
     }
+}
+
+/// The cluster IPs handed out, `10.96.0.10` to `10.96.253.231` by their number (`10.96.x.y` is
+/// `256 x + y`).
+static CLUSTER_IPS: Range = Range { name: "clusterIP", first: 10, last: 64_999 };
+
+/// The default node port range of the real server.
+static NODE_PORTS: Range = Range { name: "nodePort", first: 30_000, last: 32_767 };
+
+/// The number of a cluster IP written as the allocator writes them (`10.96.x.y`).
+fn ip_number(ip: &str) -> Option<u32> {
+    let (x, y) = ip.strip_prefix("10.96.")?.split_once('.')?;
+    let (x, y): (u32, u32) = (x.parse().ok()?, y.parse().ok()?);
+    (x < 256 && y < 256 && ip_text(256 * x + y) == ip).then_some(256 * x + y)
+}
+
+fn ip_text(n: u32) -> String {
+    format!("10.96.{}.{}", n / 256, n % 256)
 }
 
 /// `makePortString`: `port/protocol`, or `port:nodePort/protocol` where a node port is set.
@@ -149,13 +169,22 @@ fn external_ip(svc: &Value) -> String {
 }
 
 /// Gives a Service the cluster IP and node ports the real allocators would: kept from the
-/// stored object on update, otherwise the first free ones.
-/// A node port given by hand must be in range and free.
-fn allocate(existing: &[Arc<Value>], old: Option<&Value>, svc: &mut Value) -> Result<(), Cause> {
+/// stored object on update, otherwise the lowest free ones (the real allocators pick at
+/// random). A node port given by hand must be in range and free.
+fn allocate(taken: &Allocations, old: Option<&Value>, svc: &mut Value) -> Result<(), Cause> {
     let kind = svc.pointer("/spec/type").and_then(Value::as_str).unwrap_or("ClusterIP").to_string();
     if kind == "ExternalName" {
         return Ok(());
     }
+    // What the stored object holds is free to it: only other objects' numbers are taken.
+    let own = |range: &Range| -> Vec<u32> {
+        old.map(|o| Services.allocated(o))
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(r, _)| *r == range)
+            .map(|(_, n)| n)
+            .collect()
+    };
     let Some(spec) = svc.get_mut("spec").and_then(Value::as_object_mut) else {
         return Ok(());
     };
@@ -163,13 +192,7 @@ fn allocate(existing: &[Arc<Value>], old: Option<&Value>, svc: &mut Value) -> Re
     if !spec.contains_key("clusterIP") {
         let kept = old_spec.and_then(|s| s.get("clusterIP")).cloned();
         let ip = kept.unwrap_or_else(|| {
-            let used: Vec<&str> =
-                existing.iter().filter_map(|s| s.pointer("/spec/clusterIP").and_then(Value::as_str)).collect();
-            let free = (10u32..65_000)
-                .map(|n| format!("10.96.{}.{}", n / 256, n % 256))
-                .find(|ip| !used.contains(&ip.as_str()))
-                .unwrap_or_default();
-            json!(free)
+            json!(taken.lowest_free(&CLUSTER_IPS, &own(&CLUSTER_IPS), |_| true).map(ip_text).unwrap_or_default())
         });
         spec.insert("clusterIP".into(), ip);
     }
@@ -184,16 +207,16 @@ fn allocate(existing: &[Arc<Value>], old: Option<&Value>, svc: &mut Value) -> Re
         if kind == "LoadBalancer" {
             spec.entry("allocateLoadBalancerNodePorts").or_insert(json!(true));
         }
-        let mut used: Vec<i64> = existing
-            .iter()
-            .flat_map(|s| s.pointer("/spec/ports").and_then(Value::as_array).cloned().unwrap_or_default())
-            .filter_map(|p| p.get("nodePort").and_then(Value::as_i64))
-            .collect();
+        let own_ports = own(&NODE_PORTS);
+        let own_count = |n: u32| u32::try_from(own_ports.iter().filter(|&&o| o == n).count()).unwrap_or(u32::MAX);
+        // The node ports this Service gets, in the order of its ports.
+        let mut mine: Vec<u32> = Vec::new();
         let old_ports = old_spec.and_then(|s| s.get("ports")).and_then(Value::as_array).cloned().unwrap_or_default();
         for (i, port) in spec.get_mut("ports").and_then(Value::as_array_mut).into_iter().flatten().enumerate() {
             if let Some(given) = port.get("nodePort").and_then(Value::as_i64) {
                 let field = format!("spec.ports[{i}].nodePort");
-                if !(30000..=32767).contains(&given) {
+                let in_range = u32::try_from(given).ok().filter(|n| (NODE_PORTS.first..=NODE_PORTS.last).contains(n));
+                let Some(given) = in_range else {
                     return Err(Cause::new(
                         "FieldValueInvalid",
                         field,
@@ -201,25 +224,26 @@ fn allocate(existing: &[Arc<Value>], old: Option<&Value>, svc: &mut Value) -> Re
                             "Invalid value: {given}: provided port is not in the valid range. The range of valid ports is 30000-32767"
                         ),
                     ));
-                }
-                if used.contains(&given) {
+                };
+                if taken.holders(&NODE_PORTS, given) > own_count(given) || mine.contains(&given) {
                     return Err(Cause::new(
                         "FieldValueInvalid",
                         field,
                         format!("Invalid value: {given}: provided port is already allocated"),
                     ));
                 }
-                used.push(given);
+                mine.push(given);
                 continue;
             }
             let kept = old_ports
                 .iter()
                 .find(|o| o.get("port") == port.get("port"))
                 .and_then(|o| o.get("nodePort"))
-                .and_then(Value::as_i64);
-            let chosen = kept.or_else(|| (30000..=32767).find(|n| !used.contains(n)));
+                .and_then(Value::as_i64)
+                .and_then(|n| u32::try_from(n).ok());
+            let chosen = kept.or_else(|| taken.lowest_free(&NODE_PORTS, &own_ports, |n| !mine.contains(&n)));
             if let Some(n) = chosen {
-                used.push(n);
+                mine.push(n);
                 port["nodePort"] = json!(n);
             }
         }

@@ -184,6 +184,19 @@ async fn limit_and_continue_page_through_a_list() {
         }
     }
     assert_eq!(seen, ["cm-0", "cm-1", "cm-2", "cm-3", "cm-4"]);
+
+    // As the real server: with a selector the remaining count is not given (it would cost
+    // matching every remaining object), only the continue token.
+    let labelled = |name: &str| -> ConfigMap {
+        serde_json::from_value(json!({ "metadata": { "name": name, "labels": { "page": "yes" } } })).unwrap()
+    };
+    for name in ["l-0", "l-1"] {
+        cms.create(&PostParams::default(), &labelled(name)).await.unwrap();
+    }
+    let page = cms.list(&ListParams::default().labels("page=yes").limit(1)).await.unwrap();
+    assert_eq!(page.items.len(), 1);
+    assert!(page.metadata.continue_.is_some_and(|c| !c.is_empty()));
+    assert_eq!(page.metadata.remaining_item_count, None);
     dc.shutdown().await;
 }
 
@@ -339,6 +352,31 @@ async fn services_get_a_cluster_ip_and_node_ports_that_updates_keep() {
 }
 
 #[tokio::test]
+async fn a_deleted_services_cluster_ip_and_node_port_are_handed_out_again() {
+    use k8s_openapi::api::core::v1::Service;
+    let dc = start().await;
+    let services: Api<Service> = Api::namespaced(dc.client(), "default");
+    let svc = |name: &str| -> Service {
+        serde_json::from_value(json!({ "metadata": { "name": name },
+            "spec": { "type": "NodePort", "selector": { "app": "x" }, "ports": [{ "port": 80 }] } }))
+        .unwrap()
+    };
+    let spec = |s: Service| {
+        let spec = s.spec.unwrap();
+        (spec.cluster_ip.unwrap(), spec.ports.unwrap()[0].node_port.unwrap())
+    };
+    let a = spec(services.create(&PostParams::default(), &svc("a")).await.unwrap());
+    let b = spec(services.create(&PostParams::default(), &svc("b")).await.unwrap());
+    assert_ne!(a, b);
+    services.delete("a", &kube::api::DeleteParams::default()).await.unwrap();
+    let c = spec(services.create(&PostParams::default(), &svc("c")).await.unwrap());
+    assert_eq!(c, a, "the lowest free ones, a's again");
+    let d = spec(services.create(&PostParams::default(), &svc("d")).await.unwrap());
+    assert!(d.0 != b.0 && d.1 != b.1 && d != c);
+    dc.shutdown().await;
+}
+
+#[tokio::test]
 async fn pod_templates_get_container_defaults() {
     let dc = start().await;
     let deployments: Api<Deployment> = Api::namespaced(dc.client(), "default");
@@ -449,6 +487,10 @@ async fn continued_pages_show_the_snapshot_of_the_first_page() {
     let token = first.metadata.continue_.clone().unwrap();
     in_a.delete("z", &kube::api::DeleteParams::default()).await.unwrap();
     in_ab.create(&PostParams::default(), &config_map("d", &[])).await.unwrap();
+    in_ab
+        .patch("c", &kube::api::PatchParams::default(), &kube::api::Patch::Merge(json!({ "data": { "k": "patched" } })))
+        .await
+        .unwrap();
     let mut seen: Vec<String> = first
         .items
         .into_iter()
@@ -456,6 +498,7 @@ async fn continued_pages_show_the_snapshot_of_the_first_page() {
         .collect();
     let rest = all.list(&ListParams::default().continue_token(&token)).await.unwrap();
     assert_eq!(rest.metadata.resource_version, first.metadata.resource_version);
+    assert_eq!(rest.items.last().unwrap().data.as_ref().unwrap()["k"], "v", "a-b/c as it was, before its patch");
     seen.extend(
         rest.items.into_iter().map(|c| format!("{}/{}", c.metadata.namespace.unwrap(), c.metadata.name.unwrap())),
     );
