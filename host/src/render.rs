@@ -76,7 +76,7 @@ pub fn render(plugin: &Plugin, inputs: &Inputs, now: &str) -> Result<Rendered, R
     };
     // One instance for both calls, as the controllers do.
     let mut left_out = Vec::new();
-    let Reconciled { request, response, .. } = plugin.reconcile_with(&parent.clone(), |queries| {
+    let Reconciled { request, response, .. } = plugin.reconcile_with(parent, |parent, queries| {
         let shown = view::select(manifest, &parent, queries, observed, related);
         left_out = shown.left_out;
         Request::new(parent, shown.children, shown.related, false, now.into(), config)

@@ -330,7 +330,7 @@ async fn call(ctx: &Arc<Context>, plugin: &Arc<Plugin>, inputs: Inputs) -> Resul
         let started = Instant::now();
         // When `related` answered, and when the request was ready.
         let mut between = None;
-        let result = plugin.reconcile_with(&parent.clone(), |queries| {
+        let result = plugin.reconcile_with(parent, |parent, queries| {
             let related_done = Instant::now();
             // Known now, so that a change to a related object reconciles the parent
             // again even when this reconcile fails.

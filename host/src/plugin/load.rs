@@ -187,20 +187,20 @@ impl Plugin {
 
     /// A whole reconcile in one fresh instance: `related` for `parent` (skipped when
     /// the manifest declares no related kinds), then `reconcile` with the request
-    /// `request_for` builds from the queries. Each call has the full limits; one
-    /// instance instead of two halves the instantiation cost.
+    /// `request_for` builds from the parent, handed back, and the queries. Each call
+    /// has the full limits; one instance instead of two halves the instantiation cost.
     ///
     /// # Errors
     ///
     /// The first [`CallError`].
     pub fn reconcile_with(
         &self,
-        parent: &Value,
-        request_for: impl FnOnce(&[Query]) -> Request,
+        parent: Value,
+        request_for: impl FnOnce(Value, &[Query]) -> Request,
     ) -> Result<Reconciled, CallError> {
         let mut instance = self.instance();
-        let queries = instance.related(parent)?;
-        let request = request_for(&queries);
+        let queries = instance.related(&parent)?;
+        let request = request_for(parent, &queries);
         let response = instance.reconcile(&request)?;
         Ok(Reconciled { queries, request, response })
     }

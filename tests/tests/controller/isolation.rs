@@ -139,9 +139,9 @@ fn a_reused_pool_slot_starts_from_the_plugin_s_initial_state() {
                         "metadata": {"name": "m", "namespace": "default", "uid": "u-1"}});
     for _ in 0..50 {
         let reconciled = plugin
-            .reconcile_with(&parent, |_| {
+            .reconcile_with(parent.clone(), |parent, _| {
                 let config = json!({"mode": "count-calls"});
-                Request::new(parent.clone(), vec![], vec![], false, "2026-01-01T00:00:00Z".into(), config)
+                Request::new(parent, vec![], vec![], false, "2026-01-01T00:00:00Z".into(), config)
             })
             .expect("reconcile");
         assert_eq!(reconciled.response.status, Some(json!({"callsInInstance": 2})));
