@@ -62,6 +62,22 @@ fn service(i: usize, owner: &serde_json::Value) -> serde_json::Value {
 }
 
 /// Resident memory of this process, from `/proc/self/status` (0 where there is none).
+/// Applies parent `i`'s Deployment and Service, controlled by `parent`.
+async fn apply_children(
+    deploys: &Api<DynamicObject>,
+    svcs: &Api<DynamicObject>,
+    apply: &PatchParams,
+    i: usize,
+    parent: &DynamicObject,
+) {
+    let owner = json!({
+        "apiVersion": "v1", "kind": "ConfigMap", "name": name(i),
+        "uid": parent.metadata.uid, "controller": true, "blockOwnerDeletion": true,
+    });
+    deploys.patch(&name(i), apply, &Patch::Apply(deployment(i, &owner))).await.expect("deployment applied");
+    svcs.patch(&name(i), apply, &Patch::Apply(service(i, &owner))).await.expect("service applied");
+}
+
 fn rss_bytes() -> u64 {
     std::fs::read_to_string("/proc/self/status")
         .ok()
@@ -159,12 +175,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
             }))
             .expect("parent");
             let parent = parents.create(&PostParams::default(), &parent).await.expect("parent created");
-            let owner = json!({
-                "apiVersion": "v1", "kind": "ConfigMap", "name": name(i),
-                "uid": parent.metadata.uid, "controller": true, "blockOwnerDeletion": true,
-            });
-            deploys.patch(&name(i), &apply, &Patch::Apply(deployment(i, &owner))).await.expect("deployment applied");
-            svcs.patch(&name(i), &apply, &Patch::Apply(service(i, &owner))).await.expect("service applied");
+            apply_children(&deploys, &svcs, &apply, i, &parent).await;
         }
     })
     .await;
@@ -227,12 +238,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         let (deploys, svcs, parents, apply) = (deploys.clone(), svcs.clone(), parents.clone(), apply.clone());
         async move {
             let parent = parents.get(&name(i)).await.expect("parent");
-            let owner = json!({
-                "apiVersion": "v1", "kind": "ConfigMap", "name": name(i),
-                "uid": parent.metadata.uid, "controller": true, "blockOwnerDeletion": true,
-            });
-            deploys.patch(&name(i), &apply, &Patch::Apply(deployment(i, &owner))).await.expect("deployment applied");
-            svcs.patch(&name(i), &apply, &Patch::Apply(service(i, &owner))).await.expect("service applied");
+            apply_children(&deploys, &svcs, &apply, i, &parent).await;
         }
     })
     .await;

@@ -323,18 +323,20 @@ async fn runtime_event_recorder_publishes_events() {
     dc.shutdown().await;
 }
 
+/// A NodePort Service on port 80, for the allocation tests.
+fn node_port_service(name: &str) -> k8s_openapi::api::core::v1::Service {
+    serde_json::from_value(json!({ "metadata": { "name": name },
+        "spec": { "type": "NodePort", "selector": { "app": "x" }, "ports": [{ "port": 80 }] } }))
+    .unwrap()
+}
+
 #[tokio::test]
 async fn services_get_a_cluster_ip_and_node_ports_that_updates_keep() {
     use k8s_openapi::api::core::v1::Service;
     let dc = start().await;
     let services: Api<Service> = Api::namespaced(dc.client(), "default");
-    let svc = |name: &str| -> Service {
-        serde_json::from_value(json!({ "metadata": { "name": name },
-            "spec": { "type": "NodePort", "selector": { "app": "x" }, "ports": [{ "port": 80 }] } }))
-        .unwrap()
-    };
-    let a = services.create(&PostParams::default(), &svc("a")).await.unwrap().spec.unwrap();
-    let b = services.create(&PostParams::default(), &svc("b")).await.unwrap().spec.unwrap();
+    let a = services.create(&PostParams::default(), &node_port_service("a")).await.unwrap().spec.unwrap();
+    let b = services.create(&PostParams::default(), &node_port_service("b")).await.unwrap().spec.unwrap();
     assert!(a.cluster_ip.is_some() && a.cluster_ip != b.cluster_ip);
     let port = &a.ports.as_ref().unwrap()[0];
     assert_eq!(port.protocol.as_deref(), Some("TCP"));
@@ -344,7 +346,7 @@ async fn services_get_a_cluster_ip_and_node_ports_that_updates_keep() {
     let after = services.patch("a", &kube::api::PatchParams::apply("m").force(), &apply).await.unwrap().spec.unwrap();
     assert_eq!(after.cluster_ip, a.cluster_ip);
     assert_eq!(after.ports.unwrap()[0].node_port, port.node_port);
-    let mut taken = svc("c");
+    let mut taken = node_port_service("c");
     taken.spec.as_mut().unwrap().ports.as_mut().unwrap()[0].node_port = port.node_port;
     let err = api_error(services.create(&PostParams::default(), &taken).await.unwrap_err());
     assert!(err.message.contains("provided port is already allocated"), "{}", err.message);
@@ -356,22 +358,17 @@ async fn a_deleted_services_cluster_ip_and_node_port_are_handed_out_again() {
     use k8s_openapi::api::core::v1::Service;
     let dc = start().await;
     let services: Api<Service> = Api::namespaced(dc.client(), "default");
-    let svc = |name: &str| -> Service {
-        serde_json::from_value(json!({ "metadata": { "name": name },
-            "spec": { "type": "NodePort", "selector": { "app": "x" }, "ports": [{ "port": 80 }] } }))
-        .unwrap()
-    };
     let spec = |s: Service| {
         let spec = s.spec.unwrap();
         (spec.cluster_ip.unwrap(), spec.ports.unwrap()[0].node_port.unwrap())
     };
-    let a = spec(services.create(&PostParams::default(), &svc("a")).await.unwrap());
-    let b = spec(services.create(&PostParams::default(), &svc("b")).await.unwrap());
+    let a = spec(services.create(&PostParams::default(), &node_port_service("a")).await.unwrap());
+    let b = spec(services.create(&PostParams::default(), &node_port_service("b")).await.unwrap());
     assert_ne!(a, b);
     services.delete("a", &kube::api::DeleteParams::default()).await.unwrap();
-    let c = spec(services.create(&PostParams::default(), &svc("c")).await.unwrap());
+    let c = spec(services.create(&PostParams::default(), &node_port_service("c")).await.unwrap());
     assert_eq!(c, a, "the lowest free ones, a's again");
-    let d = spec(services.create(&PostParams::default(), &svc("d")).await.unwrap());
+    let d = spec(services.create(&PostParams::default(), &node_port_service("d")).await.unwrap());
     assert!(d.0 != b.0 && d.1 != b.1 && d != c);
     dc.shutdown().await;
 }
