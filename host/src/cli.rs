@@ -201,19 +201,24 @@ pub fn default_cache_dir() -> Option<PathBuf> {
     Some(base.join("kubewasm"))
 }
 
-/// Leader election, for `run` with more than one replica.
+/// Leader election or sharding, for `run` with more than one replica.
 #[derive(Debug, clap::Args)]
 pub struct LeaderArgs {
     /// Reconcile only while holding the Lease; standbys wait and take over.
     #[arg(long)]
     pub leader_elect: bool,
-    /// The Lease's name.
+    /// Split the parents between the replicas: each holds its own Lease, named
+    /// LEASE_NAME-IDENTITY, and reconciles the parents a hash of their uid assigns it.
+    #[arg(long, conflicts_with = "leader_elect")]
+    pub shard: bool,
+    /// The Lease's name (with --shard: the group's, which starts each member's Lease name).
     #[arg(long, default_value = "kubewasm")]
     pub lease_name: String,
     /// The Lease's namespace (in a Pod: its own, from POD_NAMESPACE).
     #[arg(long, env = "POD_NAMESPACE", default_value = "default")]
     pub lease_namespace: String,
-    /// How long a Lease holds without renewal; a standby takes over within it.
+    /// How long a Lease holds without renewal; a standby (with --shard: the other
+    /// replicas) takes over after it.
     #[arg(long, value_name = "SECONDS", default_value_t = 15)]
     pub lease_duration: u64,
     /// This replica's name in the Lease (in a Pod: its name, from POD_NAME).
@@ -228,7 +233,21 @@ impl LeaderArgs {
             lease_namespace: self.lease_namespace.clone(),
             lease_name: self.lease_name.clone(),
             lease_duration: Duration::from_secs(self.lease_duration.max(1)),
-            identity: self.identity.clone().unwrap_or_else(kubewasm::run::LeaderElection::default_identity),
+            identity: self.identity(),
         })
+    }
+
+    /// The sharding these flags ask for, if any.
+    pub fn sharding(&self) -> Option<kubewasm::run::Sharding> {
+        self.shard.then(|| kubewasm::run::Sharding {
+            lease_namespace: self.lease_namespace.clone(),
+            group: self.lease_name.clone(),
+            lease_duration: Duration::from_secs(self.lease_duration.max(1)),
+            identity: self.identity(),
+        })
+    }
+
+    fn identity(&self) -> String {
+        self.identity.clone().unwrap_or_else(kubewasm::run::LeaderElection::default_identity)
     }
 }

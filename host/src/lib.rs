@@ -21,3 +21,4 @@ mod reload;
 pub mod render;
 pub mod run;
 pub mod scaffold;
+pub mod shard;

@@ -23,8 +23,9 @@ pub const CHILD_VERBS: &[&str] = &["get", "list", "watch", "create", "patch", "u
 pub const RELATED_VERBS: &[&str] = &["get", "list", "watch"];
 /// Verbs on Events (core and `events.k8s.io`): recorded on parents.
 pub const EVENT_VERBS: &[&str] = &["create", "patch", "update"];
-/// Verbs on `coordination.k8s.io` Leases: leader election.
-pub const LEASE_VERBS: &[&str] = &["get", "create", "update"];
+/// Verbs on `coordination.k8s.io` Leases: leader election, and sharding (each replica
+/// lists the group's Leases and deletes its own when it stops).
+pub const LEASE_VERBS: &[&str] = &["get", "list", "create", "update", "delete"];
 /// Verbs on `CustomResourceDefinitions`: the host resolves custom kinds through them.
 pub const CRD_VERBS: &[&str] = &["get", "list", "watch"];
 
@@ -233,7 +234,10 @@ mod tests {
         let rules = rules([]);
         assert_eq!(verbs(&rules, "", "events"), Some(vec!["create", "patch", "update"]));
         assert_eq!(verbs(&rules, "events.k8s.io", "events"), Some(vec!["create", "patch", "update"]));
-        assert_eq!(verbs(&rules, "coordination.k8s.io", "leases"), Some(vec!["create", "get", "update"]));
+        assert_eq!(
+            verbs(&rules, "coordination.k8s.io", "leases"),
+            Some(vec!["create", "delete", "get", "list", "update"])
+        );
         assert_eq!(
             verbs(&rules, "apiextensions.k8s.io", "customresourcedefinitions"),
             Some(vec!["get", "list", "watch"])

@@ -1,5 +1,6 @@
 //! The long-running host of `kubewasm run` and `kubewasm dev`: health and metrics
-//! server, leader election, the plugin directory's controllers, and an orderly stop.
+//! server, leader election or sharding, the plugin directory's controllers, and an
+//! orderly stop.
 //!
 //! The binary only parses flags, creates the client (or the embedded API server) and
 //! prints; everything between start and stop is here, so tests drive it in-process.
@@ -27,6 +28,7 @@ use crate::host::{self, DirOptions, Host};
 use crate::leader::{self, Elector};
 use crate::metrics::Metrics;
 use crate::plugin::Engine;
+use crate::shard::{self, Member};
 
 /// How long the host waits for every controller's first list before it reports ready
 /// anyway (not ready: `/readyz` stays 503).
@@ -44,13 +46,31 @@ pub struct Options {
     pub install_crds: bool,
     /// Reconcile only while holding this Lease.
     pub leader: Option<LeaderElection>,
+    /// Split the parents with the other replicas of this group.
+    pub sharding: Option<Sharding>,
 }
 
 impl Options {
-    /// The plugins of `dir`, no health server, no CRDs installed, no leader election.
+    /// The plugins of `dir`, no health server, no CRDs installed, every parent
+    /// reconciled by this replica.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into(), health_addr: None, install_crds: false, leader: None }
+        Self { dir: dir.into(), health_addr: None, install_crds: false, leader: None, sharding: None }
     }
+}
+
+/// Replicas that split the parents between them (see [`crate::shard`]): each holds
+/// its own Lease, and reconciles the parents a hash of their uid assigns it.
+#[derive(Clone, Debug)]
+pub struct Sharding {
+    pub lease_namespace: String,
+    /// The group's name: its members' Leases carry it as a label, and their names
+    /// start with it.
+    pub group: String,
+    /// How long a member's Lease holds without renewal; the others take its parents
+    /// over after it, plus two retry periods.
+    pub lease_duration: Duration,
+    /// This replica's name: unique per process.
+    pub identity: String,
 }
 
 /// Leader election among the replicas sharing one Lease.
@@ -83,6 +103,9 @@ pub enum Error {
     Health(#[from] health::Error),
     #[error(transparent)]
     Host(#[from] host::Error),
+    /// Leader election and sharding were both asked for; a replica does one or the other.
+    #[error("leader election and sharding exclude each other")]
+    LeaderAndSharding,
     /// The election task ended before this replica ever led.
     #[error("leader election for lease {lease} stopped")]
     ElectionStopped { lease: String },
@@ -94,6 +117,10 @@ pub enum Error {
     /// expires.
     #[error("releasing the leader lease {lease}: {source}")]
     Release { lease: String, source: leader::Error },
+    /// This replica's shard Lease could not be deleted on the way out; the others take
+    /// its parents over once it expires.
+    #[error("leaving the shard group: {0}")]
+    Leave(#[source] shard::Error),
 }
 
 /// Runs the plugins of `options.dir` against `client` until `shutdown` resolves (or,
@@ -118,6 +145,9 @@ pub async fn run(
 ) -> Result<(), Error> {
     if !options.dir.is_dir() {
         return Err(Error::NotADirectory(options.dir.clone()));
+    }
+    if options.leader.is_some() && options.sharding.is_some() {
+        return Err(Error::LeaderAndSharding);
     }
     let health = Health::new();
     let metrics = Metrics::new();
@@ -161,9 +191,14 @@ async fn lead_and_serve(
         info!("leading: starting controllers");
     }
 
+    let membership = options.sharding.as_ref().map(|s| {
+        info!(identity = %s.identity, group = %s.group, namespace = %s.lease_namespace, "joining the shard group");
+        Member::new(client.clone(), &s.lease_namespace, &s.group, s.identity.clone(), s.lease_duration).spawn()
+    });
+    let shard = membership.as_ref().map(|(shard, _)| shard.clone()).unwrap_or_default();
     let dir_options = DirOptions {
         install_crds: options.install_crds,
-        controller: controller::Options { metrics, ..controller::Options::default() },
+        controller: controller::Options { metrics, shard, ..controller::Options::default() },
     };
     let host = Host::from_dir(client, engine, &options.dir, dir_options).await?;
     on_change(&host);
@@ -190,6 +225,9 @@ async fn lead_and_serve(
         health.set_ready(false);
     };
     host.watch(stop, on_change).await?;
+    if let Some((_, joined)) = membership {
+        joined.leave().await.map_err(Error::Leave)?;
+    }
     if let Some(leadership) = leadership {
         if lost_lease {
             return Err(Error::LostLease { lease: lease() });

@@ -411,7 +411,10 @@ fn rbac_grants_what_each_plugins_manifest_declares_and_nothing_else() {
         "pod-services only annotates pods"
     );
     assert_eq!(role_verbs(role, "", "pods/finalizers"), None, "pod-services has no children and no finalizer");
-    assert_eq!(role_verbs(role, "coordination.k8s.io", "leases"), Some(strings(&["get", "create", "update"])));
+    assert_eq!(
+        role_verbs(role, "coordination.k8s.io", "leases"),
+        Some(strings(&["get", "list", "create", "update", "delete"]))
+    );
     assert_eq!(objects[2]["subjects"][0]["name"], "kubewasm");
     assert_eq!(objects[2]["roleRef"]["name"], role["metadata"]["name"]);
 }

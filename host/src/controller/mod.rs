@@ -30,6 +30,7 @@ use tracing::{Instrument, debug, info_span, warn};
 
 use crate::metrics::{Metrics, QueueDepth};
 use crate::plugin::{CallError, KindRef, Plugin, Refusal};
+use crate::shard::Shard;
 use apply::Writer;
 use backoff::Backoff;
 use cache::Caches;
@@ -129,6 +130,8 @@ pub struct Options {
     pub namespace: Option<String>,
     /// Where reconciles, calls and writes are counted; share one across plugins.
     pub metrics: Metrics,
+    /// The parents this replica reconciles (all of them unless replicas share the work).
+    pub shard: Shard,
 }
 
 impl Default for Options {
@@ -141,6 +144,7 @@ impl Default for Options {
             config: Value::Null,
             namespace: None,
             metrics: Metrics::default(),
+            shard: Shard::whole(),
         }
     }
 }
@@ -272,6 +276,11 @@ impl Controller {
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let (resync_tx, resync_rx) = mpsc::unbounded_channel::<()>();
         let resync = futures::stream::unfold(resync_rx, |mut rx| async { rx.recv().await.map(|()| ((), rx)) });
+        // Parents this replica gains from another are reconciled at once.
+        let gained = futures::stream::unfold(options.shard.grown(), |mut rx| async {
+            rx.changed().await.ok().map(|()| ((), rx))
+        });
+        let resync = futures::stream::select(resync, gained);
         let config = controller::Config::default().debounce(options.debounce).concurrency(options.concurrency);
         let span = info_span!("controller", plugin = %name);
         let run = kube_controller

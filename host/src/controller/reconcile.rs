@@ -24,6 +24,11 @@ use crate::plugin::{CallError, EventType, Plugin, Query, Reconciled, Request, Re
 pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, Error> {
     let key = ctx.pending.key(&parent);
     ctx.pending.started(&key);
+    // Another replica's parent: it reconciles it. Held to the end, so this replica
+    // never gives the parent away with a reconcile of it in flight.
+    let Some(_admitted) = ctx.options.shard.admit(parent.metadata.uid.as_deref().unwrap_or_default()).await else {
+        return Ok(Action::await_change());
+    };
     let plugin = ctx.current().plugin.manifest().name.clone();
     let metrics = &ctx.options.metrics;
     let in_flight = metrics.in_flight(&plugin);
@@ -33,6 +38,11 @@ pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> 
     in_flight.dec();
     let outcome = if result.is_ok() { Outcome::Success } else { Outcome::Error };
     metrics.reconciled(&plugin, outcome, started.elapsed());
+    debug!(
+        ok = result.is_ok(),
+        elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
+        "reconciled"
+    );
     match &result {
         Ok(requeue) => {
             ctx.backoff.succeed(&key);

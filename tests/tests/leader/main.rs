@@ -1,6 +1,8 @@
 //! Leader election (`kubewasm::leader`) against the embedded API server: two candidates
 //! on one Lease, exactly one leads, and the standby takes over when the leader stops
-//! or steps aside.
+//! or steps aside. Sharding, where every replica reconciles a part, is in `shard`.
+
+mod shard;
 
 use std::time::Duration;
 
