@@ -1,0 +1,273 @@
+//! Three `kubewasm run --shard` processes on one embedded API server: every parent is
+//! reconciled by exactly one of them, never by two at once, a replica killed with
+//! SIGKILL has its parents taken over once its Lease expires, and one that joins gets
+//! its share.
+//!
+//! Who reconciled what is read from each process's JSON log: the `reconciled` line at
+//! the end of every reconcile carries the parent, the time and the reconcile's length.
+//!
+//! The plugins are built to wasm32-wasip2 by `make plugins`.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::coordination::v1::Lease;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::discovery::ApiResource;
+use kubewasm_devcluster::{DevCluster, Options};
+use serde_json::{Value, json};
+
+const PARENTS: usize = 30;
+const LEASE_SECONDS: u64 = 2;
+const GROUP: &str = "kubewasm";
+
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    // <target>/<profile>/deps/<test binary>
+    exe.ancestors().nth(3).expect("target directory").to_path_buf()
+}
+
+fn demo_applications(cluster: &DevCluster) -> Api<DynamicObject> {
+    let resource = ApiResource {
+        group: "paas.cmft.com".into(),
+        version: "v1beta1".into(),
+        api_version: "paas.cmft.com/v1beta1".into(),
+        kind: "DemoApplication".into(),
+        plural: "demoapplications".into(),
+    };
+    Api::namespaced_with(cluster.client(), "default", &resource)
+}
+
+/// One `kubewasm run --shard` process, logging JSON to a file.
+struct Replica {
+    name: &'static str,
+    child: Child,
+    addr: String,
+    log: PathBuf,
+}
+
+impl Replica {
+    fn start(cluster: &DevCluster, name: &'static str) -> Replica {
+        let dir = target_dir().join("replicas-test-plugins");
+        std::fs::create_dir_all(&dir).expect("plugin dir");
+        std::fs::copy(target_dir().join("plugins").join("demo-application.wasm"), dir.join("demo-application.wasm"))
+            .expect("demo-application.wasm: run `make plugins` first");
+        let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port();
+        let addr = format!("127.0.0.1:{port}");
+        let log = target_dir().join(format!("replicas-test-{name}.log"));
+        let child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+            .args(["--log-format", "json", "run", "--shard", "--identity", name, "--health-addr", &addr])
+            .args(["--lease-duration", &LEASE_SECONDS.to_string(), "--lease-namespace", "default"])
+            .arg("--plugins")
+            .arg(&dir)
+            .arg("--cache-dir")
+            .arg(target_dir().join("replicas-test-cache"))
+            .env("KUBECONFIG", cluster.kubeconfig_path())
+            .env(
+                "RUST_LOG",
+                "warn,kubewasm::shard=info,kubewasm::controller=info,kubewasm::controller::reconcile=debug",
+            )
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(&log).expect("log file"))
+            .spawn()
+            .expect("kubewasm run starts");
+        Replica { name, child, addr, log }
+    }
+
+    /// Waits until its caches are synced (`/readyz`).
+    async fn ready(mut self) -> Replica {
+        let deadline = Instant::now() + Duration::from_secs(120);
+        loop {
+            assert!(self.child.try_wait().expect("poll").is_none(), "{} exited early: {}", self.name, self.logs());
+            if readyz(&self.addr) == Some(200) {
+                return self;
+            }
+            assert!(Instant::now() < deadline, "{} not ready within 120 s", self.name);
+            tokio::time::sleep(Duration::from_millis(100)).await;
+        }
+    }
+
+    fn logs(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// Every reconcile in the log: (parent, start, end).
+    fn reconciles(&self) -> Vec<(String, Timestamp, Timestamp)> {
+        self.logs()
+            .lines()
+            .filter_map(|line| serde_json::from_str::<Value>(line).ok())
+            .filter(|line| line["fields"]["message"] == "reconciled")
+            .map(|line| {
+                let parent = line["span"]["object"].as_str().expect("the reconcile span names its parent").to_string();
+                let end: Timestamp = line["timestamp"].as_str().expect("timestamp").parse().expect("RFC 3339");
+                let micros = line["fields"]["elapsed_us"].as_i64().expect("elapsed_us");
+                (parent, end - SignedDuration::from_micros(micros), end)
+            })
+            .collect()
+    }
+
+    fn kill(&mut self) {
+        self.child.kill().expect("SIGKILL");
+        self.child.wait().expect("reap");
+    }
+}
+
+impl Drop for Replica {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The status of `GET /readyz`, or `None` when nothing answers.
+fn readyz(addr: &str) -> Option<u16> {
+    use std::io::{Read, Write};
+    let mut stream = std::net::TcpStream::connect(addr).ok()?;
+    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(stream, "GET /readyz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").ok()?;
+    let mut response = String::new();
+    stream.read_to_string(&mut response).ok()?;
+    response.split(' ').nth(1)?.parse().ok()
+}
+
+/// Sets every parent's `spec.replica` and waits until every Deployment has it; returns
+/// how long that took.
+async fn scale_all(cluster: &DevCluster, replicas: i32, bound: Duration) -> Duration {
+    let started = Instant::now();
+    let parents = demo_applications(cluster);
+    for i in 0..PARENTS {
+        let patch = json!({"spec": {"replica": replicas}});
+        parents.patch(&format!("app-{i}"), &PatchParams::default(), &Patch::Merge(&patch)).await.expect("scale");
+    }
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    loop {
+        let list = deployments.list(&ListParams::default()).await.expect("list deployments");
+        let done = list.items.iter().filter(|d| d.spec.as_ref().and_then(|s| s.replicas) == Some(replicas)).count();
+        if done == PARENTS {
+            return started.elapsed();
+        }
+        assert!(started.elapsed() < bound, "{done} of {PARENTS} Deployments at {replicas} replicas after {bound:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Waits until the group's Leases all publish a view of exactly `members`.
+async fn views_agree(cluster: &DevCluster, members: &[&str]) {
+    let leases: Api<Lease> = Api::namespaced(cluster.client(), "default");
+    let expected: Vec<String> = members.iter().map(|m| (*m).to_string()).collect();
+    let deadline = Instant::now() + Duration::from_secs(LEASE_SECONDS * 5);
+    loop {
+        let list = leases.list(&ListParams::default().labels(&format!("kubewasm.io/shard-group={GROUP}"))).await;
+        let views: Vec<Vec<String>> = list
+            .expect("list leases")
+            .items
+            .iter()
+            .map(|l| {
+                let view = l.metadata.annotations.as_ref().and_then(|a| a.get("kubewasm.io/shard-view"));
+                view.and_then(|v| serde_json::from_str(v).ok()).unwrap_or_default()
+            })
+            .collect();
+        if views.len() == members.len() && views.iter().all(|v| *v == expected) {
+            return;
+        }
+        assert!(Instant::now() < deadline, "the members' views are {views:?}, not all {expected:?}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Who reconciled each parent after `since`.
+fn reconciled_after(replicas: &[&Replica], since: Timestamp) -> BTreeMap<String, BTreeSet<&'static str>> {
+    let mut by = BTreeMap::<String, BTreeSet<&'static str>>::new();
+    for replica in replicas {
+        for (parent, start, _) in replica.reconciles() {
+            if start > since {
+                by.entry(parent).or_default().insert(replica.name);
+            }
+        }
+    }
+    by
+}
+
+fn assert_each_by_exactly_one(by: &BTreeMap<String, BTreeSet<&'static str>>, replicas: &[&Replica]) {
+    assert_eq!(by.len(), PARENTS, "every parent is reconciled after the change: {by:?}");
+    for (parent, who) in by {
+        assert_eq!(who.len(), 1, "{parent} was reconciled by {who:?}");
+    }
+    for replica in replicas {
+        let share = by.values().filter(|who| who.contains(replica.name)).count();
+        assert!(share > 0, "{} reconciled none of {PARENTS} parents: {by:?}", replica.name);
+        eprintln!("{} reconciled {share} of {PARENTS}", replica.name);
+    }
+}
+
+/// No two replicas' reconciles of one parent overlap in time, across the whole run.
+fn assert_never_two_at_once(replicas: &[&Replica]) {
+    let mut intervals = BTreeMap::<String, Vec<(Timestamp, Timestamp, &str)>>::new();
+    for replica in replicas {
+        for (parent, start, end) in replica.reconciles() {
+            intervals.entry(parent).or_default().push((start, end, replica.name));
+        }
+    }
+    let mut checked = 0;
+    for (parent, mut list) in intervals {
+        list.sort();
+        for pair in list.windows(2) {
+            let ((_, end, a), (start, _, b)) = (pair[0], pair[1]);
+            assert!(a == b || start >= end, "{parent}: {a} reconciled it until {end} while {b} started at {start}");
+            checked += 1;
+        }
+    }
+    assert!(checked > PARENTS, "only {checked} pairs of reconciles compared");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn three_replicas_split_the_parents_take_over_from_a_killed_one_and_share_with_a_newcomer() {
+    let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
+    let engine = kubewasm::plugin::Engine::new().expect("engine");
+    let demo = target_dir().join("plugins").join("demo-application.wasm");
+    let demo = Arc::new(kubewasm::plugin::Plugin::load(&engine, &demo).expect("demo-application loads"));
+    kubewasm::host::install_crds(&cluster.client(), &[demo]).await.expect("CRDs");
+    let parents = demo_applications(&cluster);
+    for i in 0..PARENTS {
+        let parent = json!({
+            "apiVersion": "paas.cmft.com/v1beta1", "kind": "DemoApplication",
+            "metadata": { "name": format!("app-{i}"), "namespace": "default" },
+            "spec": { "image": "nginx:1.27", "replica": 1, "ports": [{ "port": 80 }] },
+        });
+        parents.create(&PostParams::default(), &serde_json::from_value(parent).expect("parent")).await.expect("create");
+    }
+
+    // Two replicas split the parents.
+    let a = Replica::start(&cluster, "host-a");
+    let b = Replica::start(&cluster, "host-b");
+    let (a, b) = (a.ready().await, b.ready().await);
+    views_agree(&cluster, &["host-a", "host-b"]).await;
+    let since = Timestamp::now();
+    let took = scale_all(&cluster, 2, Duration::from_secs(30)).await;
+    eprintln!("two replicas: every parent scaled in {took:?}");
+    assert_each_by_exactly_one(&reconciled_after(&[&a, &b], since), &[&a, &b]);
+
+    // A third joins and takes its share from both.
+    let mut c = Replica::start(&cluster, "host-c").ready().await;
+    views_agree(&cluster, &["host-a", "host-b", "host-c"]).await;
+    let since = Timestamp::now();
+    let took = scale_all(&cluster, 3, Duration::from_secs(30)).await;
+    eprintln!("three replicas: every parent scaled in {took:?}");
+    assert_each_by_exactly_one(&reconciled_after(&[&a, &b, &c], since), &[&a, &b, &c]);
+
+    // The third is killed: its Lease stays until it expires, then a and b take its parents.
+    c.kill();
+    let since = Timestamp::now();
+    let took = scale_all(&cluster, 4, Duration::from_secs(LEASE_SECONDS * 5)).await;
+    eprintln!("after a replica was killed: every parent scaled in {took:?} (lease duration {LEASE_SECONDS} s)");
+    assert_each_by_exactly_one(&reconciled_after(&[&a, &b], since), &[&a, &b]);
+
+    assert_never_two_at_once(&[&a, &b, &c]);
+    drop((a, b, c));
+    cluster.shutdown().await;
+}
