@@ -258,6 +258,17 @@ pub(crate) fn update(
         return update_scale(store, t, &body, opts);
     }
     let old = existing(store, t)?;
+    // A PUT's uid is a precondition, checked before anything else (the registry's
+    // GuaranteedUpdate); a patch that changes it fails validation instead (below).
+    let body_uid = object::uid(&body);
+    if !body_uid.is_empty() && body_uid != object::uid(&old) {
+        return Err(ApiError::conflict(
+            &t.rt.group,
+            &t.rt.plural,
+            t.name(),
+            &format!("Precondition failed: UID in precondition: {body_uid}, UID in object meta: {}", object::uid(&old)),
+        ));
+    }
     write(store, t, Some(&old), body, opts, &Ownership::Update(&opts.manager))
 }
 
@@ -609,13 +620,19 @@ fn prepare_update(t: &Target, old: &Value, new: &mut Value) -> Result<(), ApiErr
     if !body_rv.is_empty() && body_rv != object::meta_str(old, "resourceVersion") {
         return Err(ApiError::modified(&rt.group, &rt.plural, name));
     }
+    // BeforeUpdate keeps a uid the body gives, and ValidateObjectMetaUpdate refuses a
+    // changed one: what an apply carrying a made-up uid gets on an existing object (and
+    // on a missing one, a create, the server's own uid).
     let body_uid = object::uid(new);
     if !body_uid.is_empty() && body_uid != object::uid(old) {
-        return Err(ApiError::conflict(
-            &rt.group,
-            &rt.plural,
+        return Err(ApiError::invalid(
+            rt,
             name,
-            &format!("Precondition failed: UID in precondition: {body_uid}, UID in object meta: {}", object::uid(old)),
+            &[Cause::new(
+                "FieldValueInvalid",
+                "metadata.uid",
+                format!("Invalid value: \"{body_uid}\": field is immutable"),
+            )],
         ));
     }
     if rt.builtin

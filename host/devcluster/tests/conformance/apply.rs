@@ -285,3 +285,41 @@ async fn a_forced_apply_reverts_a_hand_edit_and_takes_the_field_back() {
     );
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn an_apply_carrying_a_uid_creates_with_the_server_s_uid_and_is_refused_on_an_existing_object() {
+    let dc = start().await;
+    let deployments: Api<Deployment> = Api::namespaced(dc.client(), "default");
+    let containers = json!([{ "name": "nginx", "image": "nginx:1" }]);
+    let mut config = deployment(1, containers);
+    config["metadata"]["uid"] = json!("00000000-0000-4000-8000-000000000001");
+
+    // A create: the server assigns its own uid, and the uid is no field of the manager.
+    let created = deployments.patch("web", &ssa("alpha"), &Patch::Apply(config.clone())).await.unwrap();
+    let uid = created.metadata.uid.clone().unwrap();
+    assert_ne!(uid, "00000000-0000-4000-8000-000000000001");
+    let managed = created.metadata.managed_fields.unwrap();
+    let fields = &managed[0].fields_v1.as_ref().unwrap().0;
+    assert!(fields["f:metadata"].get("f:uid").is_none(), "{fields}");
+
+    // The object exists now: the same apply changes its uid, which is immutable.
+    let err = api_error(deployments.patch("web", &ssa("alpha"), &Patch::Apply(config.clone())).await.unwrap_err());
+    assert_eq!((err.code, err.reason.as_str()), (422, "Invalid"), "{}", err.message);
+    assert_eq!(
+        err.message,
+        "Deployment.apps \"web\" is invalid: metadata.uid: Invalid value: \"00000000-0000-4000-8000-000000000001\": field is immutable"
+    );
+    assert_eq!(deployments.get("web").await.unwrap().metadata.uid.as_deref(), Some(uid.as_str()), "nothing written");
+
+    // With the object's own uid, it is an ordinary apply.
+    config["metadata"]["uid"] = json!(uid);
+    deployments.patch("web", &ssa("alpha"), &Patch::Apply(config)).await.unwrap();
+
+    // A PUT's uid stays a precondition: 409 Conflict, as before.
+    let mut put = serde_json::to_value(deployments.get("web").await.unwrap()).unwrap();
+    put["metadata"]["uid"] = json!("00000000-0000-4000-8000-000000000002");
+    let put: Deployment = serde_json::from_value(put).unwrap();
+    let err = api_error(deployments.replace("web", &PostParams::default(), &put).await.unwrap_err());
+    assert_eq!((err.code, err.reason.as_str()), (409, "Conflict"), "{}", err.message);
+    dc.shutdown().await;
+}
