@@ -11,6 +11,9 @@
 //! controller's own client is counted too, by verb, to show where round trips go.
 //!
 //! Run with `make bench-convergence`; `KUBEWASM_BENCH_PARENTS` sets N (default 1000).
+//! `KUBEWASM_BENCH_REPLICAS=1,2,3` measures instead the host sharded over that many
+//! replicas (each its own client, Lease and controller, all in this process): how the
+//! reconciles split, and the time when they share the machine's cores.
 //! Results: BENCHMARKS.md.
 
 mod support;
@@ -34,6 +37,7 @@ use kube::{Client, Resource, ResourceExt};
 use kubewasm::controller::{self as host_controller, Controller};
 use kubewasm::host;
 use kubewasm::plugin::{Engine, Plugin};
+use kubewasm::shard::{Joined, Member};
 use kubewasm_devcluster::{self as devcluster, DevCluster};
 use kubewasm_sdk::testing::{self, TestRequest};
 use serde_json::json;
@@ -81,6 +85,8 @@ struct Run {
     writes_converged: u64,
     writes_settled: u64,
     reconciles: u64,
+    /// Reconciles per replica.
+    split: Vec<u64>,
     with_status: usize,
     /// Requests of the controller's client, from its start until settled.
     requests: BTreeMap<&'static str, u64>,
@@ -125,21 +131,28 @@ fn request_kind(method: &http::Method, uri: &http::Uri) -> &'static str {
 /// A client of `cluster` like [`DevCluster::client`] that counts its requests.
 fn counted_client(cluster: &DevCluster) -> (Client, Arc<Requests>) {
     let requests = Arc::new(Requests::default());
-    let counter = requests.clone();
+    (counted_client_with(cluster, requests.clone()), requests)
+}
+
+/// A client of `cluster` that counts its requests into `counter`.
+fn counted_client_with(cluster: &DevCluster, counter: Arc<Requests>) -> Client {
     let config = kube::Config::new(cluster.url().parse().expect("server URL"));
-    let client = kube::client::ClientBuilder::try_from(config)
+    kube::client::ClientBuilder::try_from(config)
         .expect("client")
         .with_layer(&tower::util::MapRequestLayer::new(move |request: http::Request<kube::client::Body>| {
             counter.count(request.method(), request.uri());
             request
         }))
-        .build();
-    (client, requests)
+        .build()
 }
 
 /// A controller under measurement.
 trait UnderTest {
     fn reconciles(&self) -> u64;
+    /// Reconciles per replica.
+    fn split(&self) -> Vec<u64> {
+        vec![self.reconciles()]
+    }
     async fn stop(self);
 }
 
@@ -218,12 +231,22 @@ async fn measure<C: UnderTest>(cluster: &DevCluster, n: usize, controller: C, re
     }
     let writes_settled = ours(last);
     let reconciles = controller.reconciles();
+    let split = controller.split();
     let requests = requests.snapshot();
     controller.stop().await;
 
     let listed = api.list(&ListParams::default()).await.expect("parents list");
     let with_status = listed.items.iter().filter(|p| p.data["status"]["availableReplicas"].is_number()).count();
-    Run { create: last_created - start, converge, writes_converged, writes_settled, reconciles, with_status, requests }
+    Run {
+        create: last_created - start,
+        converge,
+        writes_converged,
+        writes_settled,
+        reconciles,
+        split,
+        with_status,
+        requests,
+    }
 }
 
 async fn cluster_with_crd(plugin: &Arc<Plugin>) -> DevCluster {
@@ -247,6 +270,48 @@ async fn run_native(plugin: Arc<Plugin>, n: usize) -> Run {
     let (client, requests) = counted_client(&cluster);
     let controller = Native::start(client);
     let run = measure(&cluster, n, controller, &requests).await;
+    cluster.shutdown().await;
+    run
+}
+
+/// Host replicas sharing the parents.
+struct Replicas(Vec<(Controller, Joined)>);
+
+impl UnderTest for Replicas {
+    fn reconciles(&self) -> u64 {
+        self.0.iter().map(|(c, _)| c.reconciles()).sum()
+    }
+    fn split(&self) -> Vec<u64> {
+        self.0.iter().map(|(c, _)| c.reconciles()).collect()
+    }
+    async fn stop(self) {
+        for (controller, joined) in self.0 {
+            controller.stop().await;
+            joined.leave().await.expect("the replica leaves its group");
+        }
+    }
+}
+
+/// `replicas` host controllers sharded over one group, their requests counted together.
+async fn run_sharded(plugin: Arc<Plugin>, n: usize, replicas: usize) -> Run {
+    let cluster = cluster_with_crd(&plugin).await;
+    let requests = Arc::new(Requests::default());
+    let mut members = Vec::new();
+    let mut shards = Vec::new();
+    for r in 0..replicas {
+        let client = counted_client_with(&cluster, requests.clone());
+        let member = Member::new(client.clone(), NAMESPACE, "bench", format!("replica-{r}"), Duration::from_secs(15));
+        let (shard, joined) = member.spawn();
+        shards.push(shard.clone());
+        let options = host_controller::Options { shard, ..host_controller::Options::default() };
+        let controller = Controller::start(client, plugin.clone(), options).await.expect("host controller starts");
+        members.push((controller, joined));
+    }
+    // The clock starts once every replica hashes over all of them.
+    while !shards.iter().all(|s| s.members().is_some_and(|m| m.len() == replicas)) {
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let run = measure(&cluster, n, Replicas(members), &requests).await;
     cluster.shutdown().await;
     run
 }
@@ -466,6 +531,27 @@ fn print(n: usize, host: &Run, native: &Run) {
     }
 }
 
+#[allow(clippy::cast_precision_loss)]
+fn print_sharded(n: usize, runs: &[(usize, Run)]) {
+    println!("convergence of {n} DemoApplications, the host sharded over R replicas in one process");
+    println!(
+        "{:<9} {:>10} {:>10} {:>14} {:>14} {:>8}  reconciles per replica",
+        "replicas", "create", "converge", "writes@settled", "writes/parent", "status"
+    );
+    for (replicas, run) in runs {
+        let split: Vec<String> = run.split.iter().map(u64::to_string).collect();
+        println!(
+            "{replicas:<9} {:>10} {:>10} {:>14} {:>14.2} {:>8}  {}",
+            seconds(run.create),
+            run.converge.map_or_else(|| "none".into(), seconds),
+            run.writes_settled,
+            run.writes_settled as f64 / n as f64,
+            format!("{}/{n}", run.with_status),
+            split.join(" / "),
+        );
+    }
+}
+
 #[tokio::main]
 async fn main() {
     // Quiet unless RUST_LOG asks, e.g. RUST_LOG=kubewasm=debug with a small N.
@@ -475,6 +561,15 @@ async fn main() {
     let n = parents();
     let engine = Engine::new().expect("engine");
     let plugin = Arc::new(Plugin::load(&engine, &support::demo_application_wasm()).expect("demo-application loads"));
+    if let Ok(counts) = std::env::var("KUBEWASM_BENCH_REPLICAS") {
+        let mut runs = Vec::new();
+        for replicas in counts.split(',') {
+            let replicas: usize = replicas.trim().parse().expect("KUBEWASM_BENCH_REPLICAS: numbers, comma-separated");
+            runs.push((replicas, run_sharded(plugin.clone(), n, replicas).await));
+        }
+        print_sharded(n, &runs);
+        return;
+    }
     let host = run_host(plugin.clone(), n).await;
     let native = run_native(plugin, n).await;
     print(n, &host, &native);
