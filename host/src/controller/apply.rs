@@ -140,6 +140,9 @@ pub(crate) fn parent_metadata_current(
     holds(parent.labels(), labels, &applied_labels) && holds(parent.annotations(), annotations, &applied_annotations)
 }
 
+/// The uid [`Writer::create`] sends: no API server assigns the nil UUID.
+const CREATE_ONLY_UID: &str = "00000000-0000-0000-0000-000000000000";
+
 /// Writes through one field manager.
 pub(crate) struct Writer {
     pub(crate) client: Client,
@@ -162,6 +165,28 @@ impl Writer {
     pub(crate) async fn get(&self, resource: &ApiResource, object: &Value) -> kube::Result<Option<DynamicObject>> {
         let name = object["metadata"]["name"].as_str().unwrap_or_default();
         self.api(resource, object["metadata"]["namespace"].as_str()).get_opt(name).await
+    }
+
+    /// Server-side apply of `object` only if no object of its name exists: true when
+    /// it was created, false when one exists (left untouched).
+    ///
+    /// The apply carries a made-up `metadata.uid`. On a create the API server assigns
+    /// its own (`BeforeCreate`) and the uid is no managed field; on an existing object
+    /// it is a change of an immutable field, refused as a whole with 422 Invalid
+    /// (`ValidateObjectMetaUpdate`). One request, where a read before the apply takes two.
+    pub(crate) async fn create(&self, resource: &ApiResource, object: &Value) -> kube::Result<bool> {
+        let mut object = object.clone();
+        object["metadata"]["uid"] = json!(CREATE_ONLY_UID);
+        match self.apply(resource, &object).await {
+            Ok(()) => Ok(true),
+            Err(kube::Error::Api(status))
+                if status.is_invalid()
+                    && status.details.as_ref().is_some_and(|d| d.causes.iter().any(|c| c.field == "metadata.uid")) =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
     }
 
     /// Server-side apply of `object`, forcing ownership of its fields.
@@ -333,5 +358,42 @@ mod tests {
             parent_metadata_current(&parent, "kubewasm.other", &BTreeMap::new(), &BTreeMap::new()),
             "another manager's keys are not ours to remove"
         );
+    }
+}
+
+#[cfg(test)]
+mod create_only {
+    use kubewasm_devcluster::{DevCluster, Options};
+
+    use super::*;
+
+    fn config_map(data: &str) -> Value {
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "settings", "namespace": "default"},
+               "data": {"key": data}})
+    }
+
+    #[tokio::test]
+    async fn creates_what_is_missing_and_leaves_what_exists_untouched() {
+        let cluster = DevCluster::start(Options::default()).await.expect("API server starts");
+        let resource = ApiResource::erase::<k8s_openapi::api::core::v1::ConfigMap>(&());
+        let writer = Writer { client: cluster.client(), manager: "kubewasm.test".into() };
+        let api = writer.api(&resource, Some("default"));
+
+        assert!(writer.create(&resource, &config_map("ours")).await.expect("create"), "missing: created");
+        let created = api.get("settings").await.expect("created");
+        assert_ne!(created.metadata.uid.as_deref(), Some(CREATE_ONLY_UID), "the server's own uid");
+        assert_eq!(created.data["data"]["key"], "ours");
+        let managers: Vec<_> = created.metadata.managed_fields.iter().flatten().map(|m| m.manager.clone()).collect();
+        assert_eq!(managers, [Some("kubewasm.test".to_string())], "applied by our manager");
+
+        // Someone else's object of that name now: it exists, so nothing is written.
+        api.delete("settings", &kube::api::DeleteParams::default()).await.expect("delete");
+        let theirs: DynamicObject = serde_json::from_value(config_map("theirs")).expect("object");
+        let theirs = api.create(&kube::api::PostParams::default(), &theirs).await.expect("someone else creates it");
+        assert!(!writer.create(&resource, &config_map("ours")).await.expect("create-only"), "exists: not created");
+        let after = api.get("settings").await.expect("still there");
+        assert_eq!(after.data["data"]["key"], "theirs");
+        assert_eq!(after.metadata.resource_version, theirs.metadata.resource_version, "not written at all");
+        cluster.shutdown().await;
     }
 }

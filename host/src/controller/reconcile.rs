@@ -168,6 +168,41 @@ async fn alive(ctx: &Context, parent: &DynamicObject, uid: &str, known: &mut Opt
     Ok(is_alive)
 }
 
+/// What became of a child the cache has not seen.
+enum New {
+    Created,
+    /// The parent is gone: nothing was written.
+    ParentGone,
+    /// It exists after all (the cache lags): as read from the API server.
+    Exists(Option<Arc<DynamicObject>>),
+}
+
+/// Creates a child the cache has not seen. Most likely it is new, but the cache may
+/// lag the API server, and a forced apply must never take over an object someone else
+/// created: it is created only if it does not exist, and read if it does.
+async fn create_new(
+    ctx: &Context,
+    parent: &DynamicObject,
+    uid: &str,
+    parent_alive: &mut Option<bool>,
+    resource: &kube::discovery::ApiResource,
+    child: &Value,
+) -> Result<New, Error> {
+    // The cache may still show a parent that was deleted (its events lag): a child
+    // created now would be collected at once, and recreated on the next stale
+    // reconcile, over and over. Its deletion is on its way.
+    if !alive(ctx, parent, uid, parent_alive).await? {
+        return Ok(New::ParentGone);
+    }
+    let what =
+        |verb: &str| format!("{verb} {} {}", resource.kind, child["metadata"]["name"].as_str().unwrap_or_default());
+    if ctx.writer.create(resource, child).await.map_err(Error::write(&what("create")))? {
+        return Ok(New::Created);
+    }
+    let existing = ctx.writer.get(resource, child).await.map_err(Error::write(&what("read")))?;
+    Ok(New::Exists(existing.map(Arc::new)))
+}
+
 /// An observed child edited and returned with its uid still on: a likely mistake,
 /// silent but for this.
 fn kept_child_changed(kind: &str, name: &str) -> KubeEvent {
@@ -235,14 +270,14 @@ async fn write(
         let prepared = prepare_child(child.clone(), parent, parent_resource);
         let existing = match ctx.caches.get(kind, namespace, name) {
             Some(cached) => Some(cached),
-            // Not cached yet: the cache may lag the API server, and a forced apply
-            // must never take over an object someone else created. Ask.
-            None => ctx
-                .writer
-                .get(&cache.resource, &prepared)
-                .await
-                .map_err(Error::write(&format!("read {} {name}", kind.kind)))?
-                .map(Arc::new),
+            None => match create_new(ctx, parent, uid, &mut parent_alive, &cache.resource, &prepared).await? {
+                New::Created => {
+                    metrics.wrote(plugin, WriteKind::Apply);
+                    continue;
+                }
+                New::ParentGone => return Ok(false),
+                New::Exists(existing) => existing,
+            },
         };
         match existing {
             Some(existing) if controller_uid(&existing) != Some(uid) => {
@@ -259,13 +294,6 @@ async fn write(
                 debug!(kind = %kind, name, "child up to date");
             }
             _ => {
-                if existing.is_none() && !alive(ctx, parent, uid, &mut parent_alive).await? {
-                    // The cache still shows a parent that was deleted (its events lag): a
-                    // child created now would be collected at once, and recreated on the
-                    // next stale reconcile, over and over. Its deletion is on its way.
-                    debug!(kind = %kind, name, "parent not found; child not created");
-                    return Ok(false);
-                }
                 ctx.writer
                     .apply(&cache.resource, &prepared)
                     .await

@@ -157,6 +157,34 @@ async fn a_plugin_without_related_kinds_is_not_asked_for_related_queries(plugin:
     env.stop().await;
 }
 
+async fn a_deployment_someone_else_made_is_left_alone_with_a_warning(plugin: &str) {
+    let env = Env::start(&[plugin]).await;
+    let theirs = env
+        .create(
+            &deployments(),
+            json!({
+                "apiVersion": "apps/v1", "kind": "Deployment",
+                "metadata": {"name": "web", "namespace": "default"},
+                "spec": {"replicas": 5, "selector": {"matchLabels": {"team": "b"}},
+                         "template": {"metadata": {"labels": {"team": "b"}},
+                                      "spec": {"containers": [{"name": "app", "image": "busybox:1"}]}}},
+            }),
+        )
+        .await;
+    env.create(&demo_applications(), demo("web", 2, json!([{"port": 80}]))).await;
+
+    // The Service is the plugin's; the Deployment stays someone else's, untouched.
+    wait_for(&env, &services(), "web", "the Service", |_| true).await;
+    crate::harness::eventually("a ChildConflict warning on the parent", || async {
+        (!env.events("web", "ChildConflict").await.is_empty()).then_some(())
+    })
+    .await;
+    let deployment = env.get(&deployments(), "web").await.expect("their Deployment");
+    assert_eq!(deployment.metadata.resource_version, theirs.metadata.resource_version, "never written");
+    assert!(deployment.metadata.owner_references.is_none());
+    env.stop().await;
+}
+
 /// One `#[tokio::test]` per behaviour and plugin.
 macro_rules! for_each_plugin {
     ($($test:ident),* $(,)?) => {
@@ -185,4 +213,5 @@ for_each_plugin!(
     a_child_no_longer_desired_is_pruned,
     status_reports_the_deployments_available_replicas,
     a_plugin_without_related_kinds_is_not_asked_for_related_queries,
+    a_deployment_someone_else_made_is_left_alone_with_a_warning,
 );
