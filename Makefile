@@ -7,6 +7,7 @@
 #   make chaos the fault suite's random fault mixes over many seeds (see RELIABILITY.md)
 #   make bench-convergence  N DemoApplications on the embedded API server, host vs
 #              native (KUBEWASM_BENCH_PARENTS=N, default 1000)
+#   make bench-memory  ten plugins in one host vs ten native controller processes
 
 CARGO ?= cargo
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
@@ -18,7 +19,7 @@ FIXTURES := misbehave future-contract gate bad-describe demo-relabel stack
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
-.PHONY: wasm-target plugins python-plugins dev demo test chaos bench bench-reload bench-convergence
+.PHONY: wasm-target plugins python-plugins dev demo test chaos bench bench-reload bench-convergence bench-memory
 
 # rustup adds rust-toolchain.toml's targets only when it installs the toolchain, so a
 # machine that already had Rust lacks wasm32-wasip2: add it (a no-op once present).
@@ -85,3 +86,16 @@ bench-reload: plugins
 
 bench-convergence: plugins
 	$(CARGO) bench -p kubewasm --bench convergence
+
+# Ten distinct plugins for the memory comparison: demo-instance built ten times, each
+# numbered by DEMO_INSTANCE (its name and API group follow it).
+MEMORY_PLUGIN_DIR := $(TARGET_DIR)/bench-memory
+bench-memory: wasm-target
+	mkdir -p $(MEMORY_PLUGIN_DIR)
+	for i in 0 1 2 3 4 5 6 7 8 9; do \
+		DEMO_INSTANCE=$$i $(CARGO) build --profile plugin --target wasm32-wasip2 -p demo-instance || exit 1; \
+		cp $(WASM_OUT)/demo_instance.wasm $(MEMORY_PLUGIN_DIR)/demo-instance-$$i.wasm; \
+	done
+	$(CARGO) build --release -p kubewasm
+	KUBEWASM_BENCH_MEMORY_PLUGINS=$(abspath $(MEMORY_PLUGIN_DIR)) KUBEWASM_BIN=$(abspath $(TARGET_DIR))/release/kubewasm \
+		$(CARGO) bench -p kubewasm --bench memory

@@ -1,0 +1,246 @@
+//! Memory of ten controllers side by side: ten plugins run by one `kubewasm run` process,
+//! beside the same ten controllers as ten native kube-rs processes, each with its own
+//! caches (as ten separately deployed controllers would be).
+//!
+//! The ten plugins are `demo-instance-0` to `-9` (host/tests/fixtures/demo-instance):
+//! DemoApplication's logic, each for `DemoApplication`s of its own API group. The native
+//! processes are this binary again (`--native GROUP`): the benchmarks' native
+//! DemoApplication controller for one group. Each side gets a fresh embedded API server
+//! in this process; the controllers are separate processes, so each side's resident
+//! memory (`VmRSS`, summed over its processes) is the controllers' alone. It is read
+//! once they are ready with nothing to do, and again once N parents per plugin have
+//! converged (each wants a Deployment and a Service) and no write came for two seconds.
+//!
+//! Run with `make bench-memory` (it builds the ten plugins and the release host);
+//! `KUBEWASM_BENCH_PARENTS` sets N (default 100). Results: BENCHMARKS.md.
+
+#[path = "support/native.rs"]
+mod native;
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::StreamExt;
+use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::discovery::ApiResource;
+use kubewasm::plugin::{Engine, Plugin};
+use kubewasm_devcluster::{self as devcluster, DevCluster};
+use serde_json::json;
+
+const PLUGINS: usize = 10;
+const QUIET: Duration = Duration::from_secs(2);
+const PATIENCE: Duration = Duration::from_mins(10);
+
+fn group(i: usize) -> String {
+    format!("i{i}.demo.kubewasm.dev")
+}
+
+fn parent_resource(group: &str) -> ApiResource {
+    ApiResource {
+        group: group.into(),
+        version: "v1beta1".into(),
+        api_version: format!("{group}/v1beta1"),
+        kind: "DemoApplication".into(),
+        plural: "demoapplications".into(),
+    }
+}
+
+/// Resident memory of a process, in KiB.
+fn rss_kib(pid: u32) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process's status");
+    let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("VmRSS");
+    line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).expect("VmRSS in kB")
+}
+
+fn readyz(addr: &str) -> bool {
+    use std::io::Write;
+    let Ok(mut stream) = std::net::TcpStream::connect(addr) else { return false };
+    let _ = write!(stream, "GET /readyz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n");
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    answer.starts_with("HTTP/1.1 200")
+}
+
+/// Waits until no write has reached `cluster` for [`QUIET`].
+async fn quiet(cluster: &DevCluster) {
+    let (mut last, mut since) = (cluster.write_requests(), Instant::now());
+    while since.elapsed() < QUIET {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let now = cluster.write_requests();
+        if now != last {
+            (last, since) = (now, Instant::now());
+        }
+    }
+}
+
+/// Creates `per_plugin` parents of each plugin's group and waits until every one has
+/// its Deployment and Service.
+async fn converge(cluster: &DevCluster, per_plugin: usize) -> Duration {
+    let client = cluster.client();
+    let started = Instant::now();
+    let creations = (0..PLUGINS).flat_map(|i| (0..per_plugin).map(move |k| (i, k)));
+    futures::stream::iter(creations)
+        .for_each_concurrent(16, |(i, k)| {
+            let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &parent_resource(&group(i)));
+            async move {
+                let parent = json!({
+                    "apiVersion": format!("{}/v1beta1", group(i)), "kind": "DemoApplication",
+                    "metadata": {"name": format!("i{i}-app-{k:05}"), "namespace": "default"},
+                    "spec": {"image": "nginx:1.27", "replica": 2, "ports": [{"port": 80, "targetPort": 8080}]},
+                });
+                let parent: DynamicObject = serde_json::from_value(parent).expect("parent JSON");
+                api.create(&PostParams::default(), &parent).await.expect("parent created");
+            }
+        })
+        .await;
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), "default");
+    let services: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(client, "default");
+    let want = PLUGINS * per_plugin;
+    loop {
+        let d = deployments.list(&ListParams::default()).await.expect("list Deployments").items.len();
+        let s = services.list(&ListParams::default()).await.expect("list Services").items.len();
+        if d >= want && s >= want {
+            return started.elapsed();
+        }
+        assert!(started.elapsed() < PATIENCE, "{d} Deployments and {s} Services of {want} after {PATIENCE:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+/// What one side measured.
+struct Side {
+    processes: usize,
+    idle_kib: u64,
+    converged_kib: u64,
+    converge: Duration,
+}
+
+async fn measure(plugins: &[Arc<Plugin>], per_plugin: usize, start: impl FnOnce(&Path) -> Vec<Child>) -> Side {
+    let cluster = DevCluster::start(devcluster::Options::default()).await.expect("API server starts");
+    kubewasm::host::install_crds(&cluster.client(), plugins).await.expect("CRDs install");
+    let mut children = start(cluster.kubeconfig_path());
+    // Ready and idle: caches listed, nothing to reconcile.
+    tokio::time::sleep(Duration::from_secs(3)).await;
+    quiet(&cluster).await;
+    let rss = |children: &[Child]| children.iter().map(|c| rss_kib(c.id())).sum::<u64>();
+    let idle_kib = rss(&children);
+    let converge = converge(&cluster, per_plugin).await;
+    quiet(&cluster).await;
+    let converged_kib = rss(&children);
+    for child in &mut children {
+        // A native controller stops when its stdin closes; the host is killed.
+        if child.stdin.take().is_none() {
+            let _ = child.kill();
+        }
+        let _ = child.wait();
+    }
+    cluster.shutdown().await;
+    Side { processes: children.len(), idle_kib, converged_kib, converge }
+}
+
+fn host_process(kubewasm: &Path, plugins: &Path, kubeconfig: &Path) -> Vec<Child> {
+    let addr = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port");
+    let addr = addr.to_string();
+    let cache = std::env::temp_dir().join("kubewasm-bench-memory-cache");
+    let child = Command::new(kubewasm)
+        .args(["run", "--health-addr", &addr, "--plugins"])
+        .arg(plugins)
+        .arg("--cache-dir")
+        .arg(cache)
+        .env("KUBECONFIG", kubeconfig)
+        .env("RUST_LOG", "warn")
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("kubewasm run starts");
+    let deadline = Instant::now() + Duration::from_mins(2);
+    while !readyz(&addr) {
+        assert!(Instant::now() < deadline, "kubewasm run not ready within 2 minutes");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    vec![child]
+}
+
+fn native_processes(kubeconfig: &Path) -> Vec<Child> {
+    let exe = std::env::current_exe().expect("this binary");
+    (0..PLUGINS)
+        .map(|i| {
+            Command::new(&exe)
+                .args(["--native", &group(i)])
+                .env("KUBECONFIG", kubeconfig)
+                .stdin(Stdio::piped())
+                .spawn()
+                .expect("a native controller starts")
+        })
+        .collect()
+}
+
+/// Child mode: the native controller for one group, until stdin closes.
+async fn native(group: &str) {
+    let client = kube::Client::try_default().await.expect("KUBECONFIG");
+    let controller = native::Native::start(client, parent_resource(group));
+    tokio::task::spawn_blocking(|| {
+        let _ = std::io::stdin().read_to_end(&mut Vec::new());
+    })
+    .await
+    .expect("stdin");
+    eprintln!("native controller of {group}: {} reconciles", controller.reconciles());
+    controller.stop().await;
+}
+
+#[allow(clippy::cast_precision_loss)]
+fn mib(kib: u64) -> String {
+    format!("{:.1} MiB", kib as f64 / 1024.0)
+}
+
+#[tokio::main]
+async fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(i) = args.iter().position(|a| a == "--native") {
+        native(args.get(i + 1).expect("--native GROUP")).await;
+        return;
+    }
+    let dir = PathBuf::from(std::env::var("KUBEWASM_BENCH_MEMORY_PLUGINS").expect(
+        "KUBEWASM_BENCH_MEMORY_PLUGINS: a directory of demo-instance-0..9.wasm; `make bench-memory` builds it",
+    ));
+    let kubewasm = PathBuf::from(std::env::var("KUBEWASM_BIN").expect("KUBEWASM_BIN: the release kubewasm binary"));
+    let per_plugin: usize =
+        std::env::var("KUBEWASM_BENCH_PARENTS").ok().map_or(100, |n| n.parse().expect("KUBEWASM_BENCH_PARENTS"));
+    let engine = Engine::new().expect("engine");
+    let plugins: Vec<Arc<Plugin>> = (0..PLUGINS)
+        .map(|i| {
+            let path = dir.join(format!("demo-instance-{i}.wasm"));
+            Arc::new(Plugin::load(&engine, &path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
+        })
+        .collect();
+
+    let host = measure(&plugins, per_plugin, |kubeconfig| host_process(&kubewasm, &dir, kubeconfig)).await;
+    let native = measure(&plugins, per_plugin, native_processes).await;
+
+    println!(
+        "{PLUGINS} controllers (DemoApplication logic, one API group each), {per_plugin} parents each ({} Deployments + {} Services)",
+        PLUGINS * per_plugin,
+        PLUGINS * per_plugin
+    );
+    println!("{:<28} {:>9} {:>12} {:>14} {:>11}", "side", "processes", "idle", "converged", "converge");
+    for (label, side) in [("kubewasm run, 10 plugins", &host), ("native kube-rs, 10 processes", &native)] {
+        println!(
+            "{label:<28} {:>9} {:>12} {:>14} {:>9.2} s",
+            side.processes,
+            mib(side.idle_kib),
+            mib(side.converged_kib),
+            side.converge.as_secs_f64()
+        );
+    }
+    #[allow(clippy::cast_precision_loss)]
+    let ratio = |a: u64, b: u64| a as f64 / b as f64;
+    println!(
+        "{:<28} {:>9} {:>12.2} {:>14.2}",
+        "host / native",
+        "",
+        ratio(host.idle_kib, native.idle_kib),
+        ratio(host.converged_kib, native.converged_kib)
+    );
+}
