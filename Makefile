@@ -96,6 +96,4 @@ bench-memory: wasm-target
 		DEMO_INSTANCE=$$i $(CARGO) build --profile plugin --target wasm32-wasip2 -p demo-instance || exit 1; \
 		cp $(WASM_OUT)/demo_instance.wasm $(MEMORY_PLUGIN_DIR)/demo-instance-$$i.wasm; \
 	done
-	$(CARGO) build --release -p kubewasm
-	KUBEWASM_BENCH_MEMORY_PLUGINS=$(abspath $(MEMORY_PLUGIN_DIR)) KUBEWASM_BIN=$(abspath $(TARGET_DIR))/release/kubewasm \
-		$(CARGO) bench -p kubewasm --bench memory
+	KUBEWASM_BENCH_MEMORY_PLUGINS=$(abspath $(MEMORY_PLUGIN_DIR)) $(CARGO) bench -p kubewasm --bench memory
