@@ -43,7 +43,7 @@ pub struct EngineOptions {
 
 /// Compiles and runs plugins. Create one per process and share it (it is cheap to
 /// clone): it owns the compiler configuration, the instance allocator, the linker
-/// offering the contract's imports and a deny-all WASI, and a background thread
+/// offering the contract's imports and a deny-all WASI (and `wasi:http`, every request denied), and a background thread
 /// that advances the epoch every [`EPOCH_TICK`] so that runaway calls are
 /// interrupted.
 #[derive(Clone)]
@@ -97,6 +97,9 @@ impl Engine {
 
         let mut linker = Linker::new(&wasmtime);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        // Denies every request (sandbox::NoNetwork); linked so that components importing
+        // it (JavaScript built with jco's defaults, for `fetch`) load.
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
         bindings::Plugin::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
 
         let stop = Arc::new(AtomicBool::new(false));

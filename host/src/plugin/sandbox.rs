@@ -1,6 +1,6 @@
-//! One call's sandbox: a fresh store with a deny-all WASI context, fixed clocks, a
-//! memory cap, a CPU deadline, a log budget, and the classification of what went
-//! wrong when a call fails.
+//! One call's sandbox: a fresh store with a deny-all WASI context (outgoing HTTP
+//! requests included), fixed clocks, a memory cap, a CPU deadline, a log budget, and
+//! the classification of what went wrong when a call fails.
 
 use std::time::Duration;
 
@@ -8,6 +8,7 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, Store, Trap};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
 use super::contract::MalformedAnswer;
 use super::contract::bindings::kubewasm::reconciler::{log, types};
@@ -79,6 +80,8 @@ impl CallError {
 /// The store's data for one call.
 pub struct CallState {
     wasi: WasiCtx,
+    http: WasiHttpCtx,
+    no_network: NoNetwork,
     table: ResourceTable,
     stderr: MemoryOutputPipe,
     memory_cap: u64,
@@ -135,6 +138,8 @@ pub(crate) fn new_store(engine: &Engine, plugin: &str, limits: Limits) -> Store<
         .build();
     let state = CallState {
         wasi,
+        http: WasiHttpCtx::new(),
+        no_network: NoNetwork { plugin: plugin.to_string() },
         table: ResourceTable::new(),
         stderr,
         memory_cap: limits.memory_bytes,
@@ -219,6 +224,47 @@ impl CallState {
 impl WasiView for CallState {
     fn ctx(&mut self) -> WasiCtxView<'_> {
         WasiCtxView { ctx: &mut self.wasi, table: &mut self.table }
+    }
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.no_network }
+    }
+}
+
+/// `wasi:http` without a network: every outgoing request fails with `HTTP request
+/// denied` before any connection is made, and the host logs what was asked. Plugins
+/// built with jco's defaults import `wasi:http` (for `fetch`), so it is linked; it
+/// lets them load, not connect.
+struct NoNetwork {
+    plugin: String,
+}
+
+impl WasiHttpHooks for NoNetwork {
+    fn send_request(
+        &mut self,
+        request: http::Request<wasmtime_wasi_http::WasiBody>,
+        _options: Option<wasmtime_wasi_http::RequestOptions>,
+        _done: Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+    ) -> Box<
+        dyn Future<
+                Output = Result<
+                    (
+                        http::Response<wasmtime_wasi_http::WasiBody>,
+                        Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+                    ),
+                    wasmtime_wasi_http::Error,
+                >,
+            > + Send,
+    > {
+        tracing::warn!(
+            plugin = %self.plugin,
+            method = %request.method(),
+            uri = %request.uri(),
+            "outgoing HTTP request denied: plugins have no network"
+        );
+        Box::new(std::future::ready(Err(wasmtime_wasi_http::Error::HttpRequestDenied)))
     }
 }
 
