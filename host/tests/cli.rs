@@ -2,7 +2,8 @@
 //! with a non-zero exit for every bad input.
 //!
 //! The plugins and fixtures are built to wasm32-wasip2 by `make plugins`, the Python
-//! plugins (`*-python`) by `make python-plugins`.
+//! plugins (`*-python`) by `make python-plugins`, the JavaScript and TypeScript ones
+//! (`*-js`, `*-ts`, `js-*`) by `make js-plugins`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -16,7 +17,13 @@ fn target_dir() -> PathBuf {
 
 fn wasm(folder: &str, name: &str) -> PathBuf {
     let path = target_dir().join(folder).join(format!("{name}.wasm"));
-    let make = if name.ends_with("-python") { "make python-plugins" } else { "make plugins" };
+    let make = if name.ends_with("-python") {
+        "make python-plugins"
+    } else if name.ends_with("-js") || name.ends_with("-ts") || name.starts_with("js-") {
+        "make js-plugins"
+    } else {
+        "make plugins"
+    };
     assert!(path.exists(), "{} is missing: run `{make}` first", path.display());
     path
 }
@@ -121,6 +128,47 @@ fn demo_application_renders_its_expected_children() {
 fn demo_application_in_python_renders_what_the_rust_plugin_renders() {
     let python = fixture("demo-application-python");
     golden_of(&python, "demo-application", &[("--observed", "observed.yaml")], "expected.yaml");
+}
+
+#[test]
+fn demo_application_in_javascript_renders_what_the_rust_plugin_renders() {
+    let js = fixture("demo-application-js");
+    golden_of(&js, "demo-application", &[("--observed", "observed.yaml")], "expected.yaml");
+}
+
+#[test]
+fn demo_application_in_typescript_renders_what_the_rust_plugin_renders() {
+    let ts = fixture("demo-application-ts");
+    golden_of(&ts, "demo-application", &[("--observed", "observed.yaml")], "expected.yaml");
+}
+
+/// jco's default engine (StarlingMonkey) imports `wasi:http` for `fetch`: the host links
+/// it so the plugin loads, and denies every request before it is sent.
+#[test]
+fn a_javascript_plugin_built_with_jcos_defaults_loads_and_its_requests_never_reach_the_network() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    listener.set_nonblocking(true).expect("non-blocking");
+    let url = format!("http://{}/secret", listener.local_addr().expect("address"));
+    let parent = write_temp(
+        "js-fetch-parent.yaml",
+        b"apiVersion: test.kubewasm.io/v1\nkind: Fetch\nmetadata:\n  name: f\n  namespace: default\n  uid: u-1\n",
+    );
+    let config = write_temp("js-fetch-config.yaml", format!("url: {url}\n").as_bytes());
+    let plugin = fixture("js-fetch");
+    let out = kubewasm(&["render", path_str(&plugin), "--parent", path_str(&parent), "--config", path_str(&config)]);
+    let stderr = assert_fails_with(
+        &out,
+        &[
+            "outgoing HTTP request denied: plugins have no network",
+            &format!("uri={url}"),
+            &format!("plugin js-fetch returned an error: fetch {url} failed: TypeError"),
+        ],
+    );
+    assert!(!stderr.contains("reached the network"), "{stderr}");
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the plugin's request reached the listener"
+    );
 }
 
 #[test]
