@@ -1068,3 +1068,78 @@ fn new_creates_a_python_plugin_that_passes_its_tests_builds_and_renders() {
         kubewasm(&["new", "x", "--lang", "python", "--path", path_str(&base.join("x")), "--sdk", path_str(&rust_sdk)]);
     assert_fails_with(&wrong, &["not the guest SDK (no pyproject.toml there)"]);
 }
+
+/// Runs `npm ARGS` in `dir` (npm as `make js-plugins` runs it: `$NPM`, else `npm`) and
+/// asserts it succeeds; returns what it printed.
+fn npm_in(dir: &Path, args: &[&str]) -> String {
+    let npm = std::env::var("NPM").unwrap_or_else(|_| "npm".into());
+    let out = Command::new(npm).args(args).current_dir(dir).output().expect("npm runs");
+    let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "npm {args:?} in {}: {printed}", dir.display());
+    printed
+}
+
+/// Scaffolds a JavaScript or TypeScript plugin, then does what it prints: install (the
+/// SDK that `make js-plugins` installed is linked; TypeScript comes from the npm
+/// registry), the native tests, the build, describe and render.
+fn new_npm_plugin_passes_its_tests_builds_and_renders(lang: &str, name: &str, app: &str) {
+    // The SDK's tools are installed by `make js-plugins`, which also builds this fixture.
+    fixture("demo-application-js");
+    let base = target_dir().join(format!("cli-test-new-{lang}"));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).expect("create base");
+    let dir = base.join(name);
+
+    let out = kubewasm(&["new", name, "--lang", lang, "--path", path_str(&dir)]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for needle in ["example.com/v1", "guest-sdk/js", app, "npm install", "npm test", "npm run build"] {
+        assert!(stdout.contains(needle), "{needle:?} in {stdout}");
+    }
+    let install = ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"];
+    npm_in(&dir, &install);
+    let tested = npm_in(&dir, &["test"]);
+    assert!(tested.contains("# pass 2") && tested.contains("# fail 0"), "{tested}");
+    npm_in(&dir, &["run", "build"]);
+
+    let component = dir.join(format!("{name}.wasm"));
+    let described = kubewasm(&["describe", path_str(&component)]);
+    let manifest = String::from_utf8_lossy(&described.stdout);
+    assert!(described.status.success(), "{}", String::from_utf8_lossy(&described.stderr));
+    for needle in [&format!("name: {name}")[..], "namespaced: true", "kind: ConfigMap", "group: example.com"] {
+        assert!(manifest.contains(needle), "{needle} in {manifest}");
+    }
+    let parent = dir.join("examples/parent.yaml");
+    let rendered =
+        kubewasm(&["render", path_str(&component), "--parent", path_str(&parent), "--now", "2026-01-01T00:00:00Z"]);
+    let yaml = String::from_utf8_lossy(&rendered.stdout);
+    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
+    assert!(yaml.contains("configMap: hello"), "the status: {yaml}");
+    assert!(yaml.contains("kind: ConfigMap") && yaml.contains(&format!("message: Hello from {name}")), "{yaml}");
+
+    // Cluster-scoped parents give their ConfigMap a namespace (the native tests prove it).
+    let notes = base.join("tenant-notes");
+    let args = ["--lang", lang, "--kind", "TenantNote", "--scope", "Cluster", "--path", path_str(&notes)];
+    let out = kubewasm(&[&["new", "tenant-notes"][..], &args].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let source = std::fs::read_to_string(notes.join(app)).expect("the module");
+    assert!(source.contains("'tenantnotes', false)") && source.contains("childMetaIn"), "{source}");
+    npm_in(&notes, &install);
+    let tested = npm_in(&notes, &["test"]);
+    assert!(tested.contains("# pass 2") && tested.contains("# fail 0"), "{tested}");
+
+    let python_sdk = workspace().join("guest-sdk/python");
+    let wrong =
+        kubewasm(&["new", "x", "--lang", lang, "--path", path_str(&base.join("x")), "--sdk", path_str(&python_sdk)]);
+    assert_fails_with(&wrong, &["not the guest SDK (no package.json there)"]);
+}
+
+#[test]
+fn new_creates_a_javascript_plugin_that_passes_its_tests_builds_and_renders() {
+    new_npm_plugin_passes_its_tests_builds_and_renders("js", "hello-js", "app.js");
+}
+
+#[test]
+fn new_creates_a_typescript_plugin_that_passes_its_tests_builds_and_renders() {
+    new_npm_plugin_passes_its_tests_builds_and_renders("ts", "hello-ts", "app.ts");
+}
