@@ -66,7 +66,7 @@ python-plugins: $(PYTHON_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix
 # install links the SDK. `npm install`, not `npm ci`: the lock lists only the native
 # bindings (rolldown's, componentize-qjs's) the registry has for this platform, and
 # `npm ci` refuses a lock without every platform's. js-fetch is a test fixture built
-# with jco's default engine.
+# with jco's default engine; js-throw one built with the default, QuickJS.
 NPM ?= npm
 NPM_CI := $(NPM) install --no-audit --no-fund --loglevel=error
 JS_SDK := guest-sdk/js
@@ -94,7 +94,11 @@ $(FIXTURE_DIR)/js-fetch.wasm: $(JS_SDK)/node_modules/.installed $(SDK_JS) host/t
 	mkdir -p $(FIXTURE_DIR)
 	$(KUBEWASM_JS) build host/tests/fixtures/js-fetch/app.js --engine starlingmonkey -o $(abspath $@)
 
-js-plugins: $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(JS_PLUGINS) js-fetch))
+$(FIXTURE_DIR)/js-throw.wasm: $(JS_SDK)/node_modules/.installed $(SDK_JS) host/tests/fixtures/js-throw/app.js
+	mkdir -p $(FIXTURE_DIR)
+	$(KUBEWASM_JS) build host/tests/fixtures/js-throw/app.js -o $(abspath $@)
+
+js-plugins: $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(JS_PLUGINS) js-fetch js-throw))
 	cd $(JS_SDK) && $(NPM) test
 	for p in $(JS_PLUGINS); do (cd plugins/$$p && $(NPM) test) || exit 1; done
 

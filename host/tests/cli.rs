@@ -171,6 +171,27 @@ fn a_javascript_plugin_built_with_jcos_defaults_loads_and_its_requests_never_rea
     );
 }
 
+/// An exception a JavaScript plugin does not catch (not a `RetryableError` or
+/// `PermanentError`) fails the call with the exception's message and stack.
+#[test]
+fn an_uncaught_javascript_exception_is_reported_with_its_message_and_stack() {
+    let parent = write_temp(
+        "js-throw-parent.yaml",
+        b"apiVersion: test.kubewasm.io/v1\nkind: Thrower\nmetadata:\n  name: t\n  namespace: default\n  uid: u-1\nspec: {}\n",
+    );
+    let plugin = fixture("js-throw");
+    let out = kubewasm(&["render", path_str(&plugin), "--parent", path_str(&parent)]);
+    let stderr = assert_fails_with(
+        &out,
+        &[
+            "plugin js-throw panicked in reconcile: uncaught exception: TypeError: cannot read property 'size' of undefined",
+            "\n    at sizeOf (",
+            "\n    at reconcile (",
+        ],
+    );
+    assert!(!stderr.contains("Value(Exception("), "the runtime's debug text is decoded: {stderr}");
+}
+
 #[test]
 fn foo_renders_its_expected_children() {
     let inputs = [("--observed", "observed.yaml"), ("--related", "related.yaml")];

@@ -46,8 +46,8 @@ export function plugin(impl) {
   const fresh = () => (typeof impl === 'function' ? new impl() : impl);
   return {
     [PLUGIN]: impl,
-    describe: () => describe(fresh()),
-    related: (parent) => related(fresh(), parent),
+    describe: () => trapping(() => describe(fresh())),
+    related: (parent) => trapping(() => related(fresh(), parent)),
     reconcile: (request) => reconcile(fresh(), request),
   };
 }
@@ -120,8 +120,8 @@ function queryToWit(q) {
 /**
  * The plugin's answer as WIT records. A `ReconcileError` the plugin throws (or a request
  * or answer that is not JSON) is thrown as the contract's `reconcile-error` record. Any
- * other exception is written to stderr with its stack and traps the call: the host shows
- * it.
+ * other exception traps the call (QuickJS), and the host shows its message and stack;
+ * jco's StarlingMonkey glue makes it the call's error instead, with its message.
  */
 export function reconcile(p, request) {
   try {
@@ -133,9 +133,31 @@ export function reconcile(p, request) {
     return responseToWit(response);
   } catch (e) {
     if (e instanceof ReconcileError) throw { message: e.message, retryable: e.retryable };
-    console.error(`Uncaught ${e?.stack ?? e}`);
-    throw e;
+    throw uncaught(e, 'reconcile');
   }
+}
+
+/** Calls `f`; what it throws traps the call (see `uncaught`). */
+function trapping(f) {
+  try {
+    return f();
+  } catch (e) {
+    throw uncaught(e, 'the plugin');
+  }
+}
+
+/**
+ * What to throw for an exception that is to trap the call, so that the host can show its
+ * message and stack: an Error (the engines would take any other thrown value for a
+ * `reconcile-error` record), written to stderr where there is a console
+ * (StarlingMonkey), else (QuickJS, whose runtime reports the message and stack of the
+ * exception) with its name (`TypeError`) in the message.
+ */
+function uncaught(e, who) {
+  const error = e instanceof Error ? e : new Error(`${who} threw ${typeName(e)} ${shown(e)}, not an Error`);
+  if (typeof console !== 'undefined') console.error(`Uncaught ${error.stack ?? error}`);
+  else if (!String(error.message).startsWith(`${error.name}:`)) error.message = `${error.name}: ${error.message}`;
+  return error;
 }
 
 function parse(what, text) {
@@ -223,6 +245,15 @@ export function responseToWit(r) {
     events,
     finalized: Boolean(r.finalized),
   };
+}
+
+/** A thrown value, for a message. */
+function shown(value) {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return '(not printable)';
+  }
 }
 
 function typeName(value) {

@@ -19,6 +19,8 @@ const echo = plugin({
     if (mode === 'retry') throw new RetryableError('later');
     if (mode === 'stray') return new Response().child({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'x', namespace: 'elsewhere' } });
     if (mode === 'bug') return parent.spec.missing.field;
+    if (mode === 'string') throw 'not an Error';
+    if (mode === 'record') throw { message: 'looks like a reconcile-error', retryable: true };
     const said = parent.field('spec.say', 'string');
     return new Response({ status: { said: true }, requeueAfterMs: 1500 })
       .child({ apiVersion: 'v1', kind: 'ConfigMap', metadata: parent.childMeta(parent.name), data: { said } })
@@ -45,6 +47,10 @@ test('errors arrive as the host receives them', () => {
   assert.throws(() => testing.reconcile(echo, { ...PARENT, spec: {} }), { message: 'Echo team/hi: spec.say: missing field' });
   // Any other exception is a bug: it propagates (in the component, the call traps).
   assert.throws(() => testing.reconcile(echo, withSpec({ mode: 'bug' })), TypeError);
+  // A thrown value that is not an Error traps too, as an Error saying what was thrown
+  // (the engines would take an object for the contract's error record).
+  assert.throws(() => testing.reconcile(echo, withSpec({ mode: 'string' })), { message: 'reconcile threw string "not an Error", not an Error' });
+  assert.throws(() => testing.reconcile(echo, withSpec({ mode: 'record' })), (e) => !(e instanceof RetryableError) && e.message.startsWith('reconcile threw Object {"message":'));
 });
 
 test('an answer the host would refuse fails with the host reasons', () => {

@@ -180,7 +180,12 @@ pub(crate) fn classify(
         return CallError::OutOfMemory { plugin, call, limit_mib: state.memory_cap >> 20 };
     }
     let stderr = String::from_utf8_lossy(&state.stderr.contents()).into_owned();
-    if let Some(message) = panic_message(&stderr) {
+    if let Some(panic) = Panic::find(&stderr) {
+        let mut message = panic.message();
+        // What the guest printed before it panicked: a log line, a console.error.
+        if let Some(tail) = stderr_tail(panic.before) {
+            message = format!("{message}; before it the plugin's stderr ends with:\n{tail}");
+        }
         return CallError::Panic { plugin, call, message };
     }
     let mut message = match error.downcast_ref::<Trap>() {
@@ -204,14 +209,89 @@ fn stderr_tail(stderr: &str) -> Option<String> {
 /// Enough lines for the end of a traceback.
 const STDERR_TAIL_LINES: usize = 20;
 
-/// The message of a Rust panic as the standard library prints it to stderr:
-/// `thread '<unnamed>' panicked at src/lib.rs:3:5:\n<message>`.
-fn panic_message(stderr: &str) -> Option<String> {
-    let at = stderr.find("panicked at ")?;
-    let rest = &stderr[at + "panicked at ".len()..];
-    let (location, message) = rest.split_once('\n').unwrap_or((rest, ""));
-    let message = message.lines().next().unwrap_or_default();
-    Some(format!("{message} (at {})", location.trim_end_matches(':')))
+/// A Rust panic as the standard library prints it to stderr: a line `thread '<unnamed>'
+/// panicked at src/lib.rs:3:5:`, the message (one line or more), then a line `note: run
+/// with RUST_BACKTRACE=1 ...`. Guests written in Rust panic so, and so do the runtimes of
+/// other languages (the `QuickJS` one, on an exception nothing caught).
+struct Panic<'a> {
+    /// What the guest wrote to stderr before.
+    before: &'a str,
+    /// `src/lib.rs:3:5`.
+    location: &'a str,
+    /// Every line of the message.
+    text: &'a str,
+}
+
+impl<'a> Panic<'a> {
+    fn find(stderr: &'a str) -> Option<Self> {
+        let at = stderr.find("panicked at ")?;
+        let line_start = stderr[..at].rfind('\n').map_or(0, |n| n + 1);
+        let rest = &stderr[at + "panicked at ".len()..];
+        let (location, text) = rest.split_once('\n').unwrap_or((rest, ""));
+        let text = text.find("\nnote: run with `RUST_BACKTRACE").map_or(text, |end| &text[..end]);
+        Some(Panic { before: &stderr[..line_start], location: location.trim_end_matches(':'), text: text.trim_end() })
+    }
+
+    /// The message a user reads: a JavaScript exception's message and stack, else the
+    /// panic's message and where it was raised.
+    fn message(&self) -> String {
+        match js_exception(self.text) {
+            Some(exception) => exception,
+            None => format!("{} (at {})", self.text, self.location),
+        }
+    }
+}
+
+/// The exception in the panic of componentize-qjs's runtime, which prints it as Rust
+/// debug text (`Failed to call 'reconcile': Value(Exception(\nException { message:
+/// Some("TypeError: ..."), stack: Some("    at sizeOf (/bundle.js:9:5)\\n...") })\n)`):
+/// `uncaught exception: TypeError: ...` and the stack, one frame a line.
+fn js_exception(text: &str) -> Option<String> {
+    let rest = &text[text.find("Exception { message: ")? + "Exception { message: ".len()..];
+    let (message, rest) = debug_option_str(rest)?;
+    let (stack, _) = debug_option_str(rest.strip_prefix(", stack: ")?)?;
+    let mut out = format!("uncaught exception: {}", message.as_deref().unwrap_or("(no message)"));
+    for frame in stack.iter().flat_map(|s| s.lines()).filter(|l| !l.trim().is_empty()) {
+        out.push('\n');
+        out.push_str(frame);
+    }
+    Some(out)
+}
+
+/// `None` or `Some("...")` at the start of `text` as `{:?}` prints an `Option<String>`,
+/// and what follows it.
+fn debug_option_str(text: &str) -> Option<(Option<String>, &str)> {
+    if let Some(rest) = text.strip_prefix("None") {
+        return Some((None, rest));
+    }
+    let (value, rest) = debug_str(text.strip_prefix("Some(")?)?;
+    Some((Some(value), rest.strip_prefix(')')?))
+}
+
+/// A string literal at the start of `text` as `{:?}` prints a `str`, unescaped, and what
+/// follows it.
+fn debug_str(text: &str) -> Option<(String, &str)> {
+    let mut chars = text.strip_prefix('"')?.char_indices();
+    let body = &text[1..];
+    let mut out = String::new();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Some((out, &body[i + 1..])),
+            '\\' => match chars.next()?.1 {
+                'n' => out.push('\n'),
+                'r' => out.push('\r'),
+                't' => out.push('\t'),
+                '0' => out.push('\0'),
+                'u' => {
+                    let hex: String = chars.by_ref().map(|(_, c)| c).skip(1).take_while(|&c| c != '}').collect();
+                    out.push(char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?);
+                }
+                other => out.push(other),
+            },
+            c => out.push(c),
+        }
+    }
+    None
 }
 
 impl CallState {
@@ -335,8 +415,33 @@ mod tests {
     fn panic_message_is_read_from_stderr() {
         let stderr =
             "\nthread '<unnamed>' panicked at src/lib.rs:12:9:\nboom: bad spec\nnote: run with `RUST_BACKTRACE=1`\n";
-        assert_eq!(panic_message(stderr).as_deref(), Some("boom: bad spec (at src/lib.rs:12:9)"));
-        assert_eq!(panic_message("plain output"), None);
+        assert_eq!(Panic::find(stderr).unwrap().message(), "boom: bad spec (at src/lib.rs:12:9)");
+        assert!(Panic::find("plain output").is_none());
+        let multiline = "thread 'main' panicked at src/lib.rs:1:1:\nfirst\nsecond\n";
+        assert_eq!(Panic::find(multiline).unwrap().message(), "first\nsecond (at src/lib.rs:1:1)");
+    }
+
+    #[test]
+    fn a_javascript_exception_is_read_from_the_quickjs_runtimes_panic() {
+        let stderr = concat!(
+            "printed first\n",
+            "thread '<unnamed>' (1) panicked at crates/runtime/src/interpreter.rs:51:31:\n",
+            "Failed to call 'reconcile': Value(Exception(\n",
+            r#"Exception { message: Some("TypeError: cannot read property 'size' of \"x\" \u{e9}"), "#,
+            r#"stack: Some("    at sizeOf (/bundle.js:792:9)\n    at reconcile (/bundle.js:788:48)\n") })"#,
+            "\n)\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n",
+        );
+        let panic = Panic::find(stderr).unwrap();
+        assert_eq!(panic.before, "printed first\n");
+        assert_eq!(
+            panic.message(),
+            "uncaught exception: TypeError: cannot read property 'size' of \"x\" \u{e9}\n    at sizeOf (/bundle.js:792:9)\n    at reconcile (/bundle.js:788:48)"
+        );
+        let bare = "thread '<unnamed>' panicked at x.rs:1:1:\nValue(Exception(\nException { message: None, stack: None })\n)\n";
+        assert_eq!(Panic::find(bare).unwrap().message(), "uncaught exception: (no message)");
+        // Debug text that is not an exception's (or is cut short) is shown as it is.
+        let cut = "thread '<unnamed>' panicked at x.rs:1:1:\nException { message: Some(\"unterminated\n";
+        assert_eq!(Panic::find(cut).unwrap().message(), "Exception { message: Some(\"unterminated (at x.rs:1:1)");
     }
 
     #[test]
