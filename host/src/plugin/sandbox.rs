@@ -13,6 +13,7 @@ use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpVi
 use super::contract::MalformedAnswer;
 use super::contract::bindings::kubewasm::reconciler::{log, types};
 use super::engine::{EPOCH_TICK, Engine};
+use super::pool::PoolSlots;
 
 /// Resource limits of one call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -86,6 +87,9 @@ pub struct CallState {
     stderr: MemoryOutputPipe,
     memory_cap: u64,
     memory_exceeded: bool,
+    /// The core instances, memories and tables the call may create: what it took
+    /// from the instance pool.
+    slots: PoolSlots,
     plugin: String,
     log_lines_left: u32,
     logs_dropped: u32,
@@ -126,8 +130,9 @@ impl HostMonotonicClock for SteppedClock {
 /// Enough of stderr to carry a panic message.
 const STDERR_CAPTURE: usize = 16 << 10;
 
-/// A fresh store for one call of `plugin`, with `limits` in force.
-pub(crate) fn new_store(engine: &Engine, plugin: &str, limits: Limits) -> Store<CallState> {
+/// A fresh store for one call of `plugin`, with `limits` in force, in which no more
+/// than `slots` core instances, memories and tables can be created.
+pub(crate) fn new_store(engine: &Engine, plugin: &str, limits: Limits, slots: PoolSlots) -> Store<CallState> {
     let stderr = MemoryOutputPipe::new(STDERR_CAPTURE);
     // No preopened directories, no environment, no arguments, no network: the
     // builder's defaults deny everything; only stderr is captured.
@@ -144,6 +149,7 @@ pub(crate) fn new_store(engine: &Engine, plugin: &str, limits: Limits) -> Store<
         stderr,
         memory_cap: limits.memory_bytes,
         memory_exceeded: false,
+        slots,
         plugin: plugin.to_string(),
         log_lines_left: limits.log_lines,
         logs_dropped: 0,
@@ -162,6 +168,12 @@ pub(crate) fn rearm(store: &mut Store<CallState>, limits: Limits) {
     let state = store.data_mut();
     state.log_lines_left = limits.log_lines;
     state.logs_dropped = 0;
+}
+
+/// Whether instantiating failed because the store's limit on core instances was reached.
+pub(crate) fn is_instance_limit(error: &wasmtime::Error) -> bool {
+    // wasmtime's message (`StoreOpaque::bump_resource_counts`); it has no error type.
+    format!("{error:#}").contains("resource limit exceeded: instance count too high")
 }
 
 /// Turns a failed call into the error a user can act on.
@@ -357,6 +369,18 @@ impl ResourceLimiter for CallState {
 
     fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         Ok(desired <= 100_000)
+    }
+
+    fn instances(&self) -> usize {
+        usize::try_from(self.slots.core_instances).unwrap_or(usize::MAX)
+    }
+
+    fn memories(&self) -> usize {
+        usize::try_from(self.slots.memories).unwrap_or(usize::MAX)
+    }
+
+    fn tables(&self) -> usize {
+        usize::try_from(self.slots.tables).unwrap_or(usize::MAX)
     }
 }
 
