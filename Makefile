@@ -4,6 +4,8 @@
 #   make test  build the plugins (Rust and Python), then run every test of the workspace
 #   make python-plugins  the Python SDK's and plugins' pytest suites, and the Python
 #              plugins built with componentize-py (a virtualenv under the target directory)
+#   make js-plugins  the JavaScript SDK's and plugins' `node --test` suites, and the
+#              JavaScript and TypeScript plugins built with jco (npm ci in guest-sdk/js)
 #   make chaos the fault suite's random fault mixes over many seeds (see RELIABILITY.md)
 #   make bench-convergence  N DemoApplications on the embedded API server, host vs
 #              native (KUBEWASM_BENCH_PARENTS=N, default 1000)
@@ -19,7 +21,7 @@ FIXTURES := misbehave future-contract gate bad-describe demo-relabel stack
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
-.PHONY: wasm-target plugins python-plugins dev demo test chaos bench bench-reload bench-convergence bench-memory
+.PHONY: wasm-target plugins python-plugins js-plugins dev demo test chaos bench bench-reload bench-convergence bench-memory
 
 # rustup adds rust-toolchain.toml's targets only when it installs the toolchain, so a
 # machine that already had Rust lacks wasm32-wasip2: add it (a no-op once present).
@@ -58,6 +60,49 @@ python-plugins: $(PYTHON_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix
 	cd guest-sdk/python && $(VENV_PYTHON) -m pytest -q -p no:cacheprovider
 	for p in $(PYTHON_PLUGINS); do (cd plugins/$$p && $(VENV_PYTHON) -m pytest -q -p no:cacheprovider) || exit 1; done
 
+# JavaScript and TypeScript plugins (plugins/NAME-js with an app.js, NAME-ts with an
+# app.ts), built by the JavaScript SDK's `kubewasm-js build` (jco, QuickJS) to
+# $(FIXTURE_DIR)/NAME.wasm, beside the Python ones. npm installs the SDK's pinned tools
+# at the versions of guest-sdk/js/package-lock.json from the npm registry; a plugin's own
+# install links the SDK. `npm install`, not `npm ci`: the lock lists only the native
+# bindings (rolldown's, componentize-qjs's) the registry has for this platform, and
+# `npm ci` refuses a lock without every platform's. js-fetch is a test fixture built
+# with jco's default engine; js-throw one built with the default, QuickJS.
+NPM ?= npm
+NPM_CI := $(NPM) install --no-audit --no-fund --loglevel=error
+JS_SDK := guest-sdk/js
+JS_PLUGINS := demo-application-js demo-application-ts
+KUBEWASM_JS := node $(abspath $(JS_SDK))/bin/kubewasm-js.js
+SDK_JS := $(wildcard $(JS_SDK)/src/*.js $(JS_SDK)/bin/*.js) $(wildcard wit/*.wit)
+
+$(JS_SDK)/node_modules/.installed: $(JS_SDK)/package-lock.json
+	cd $(JS_SDK) && $(NPM_CI)
+	touch $@
+
+plugins/%/node_modules/.installed: plugins/%/package-lock.json $(JS_SDK)/node_modules/.installed
+	cd plugins/$* && $(NPM_CI)
+	touch $@
+
+$(FIXTURE_DIR)/%-js.wasm: plugins/%-js/node_modules/.installed $(SDK_JS) plugins/%-js/app.js plugins/demo-application/crd.yaml
+	mkdir -p $(FIXTURE_DIR)
+	cd plugins/$*-js && $(KUBEWASM_JS) build app.js -o $(abspath $@)
+
+$(FIXTURE_DIR)/%-ts.wasm: plugins/%-ts/node_modules/.installed $(SDK_JS) plugins/%-ts/app.ts plugins/demo-application/crd.yaml
+	mkdir -p $(FIXTURE_DIR)
+	cd plugins/$*-ts && $(KUBEWASM_JS) build app.ts -o $(abspath $@)
+
+$(FIXTURE_DIR)/js-fetch.wasm: $(JS_SDK)/node_modules/.installed $(SDK_JS) host/tests/fixtures/js-fetch/app.js
+	mkdir -p $(FIXTURE_DIR)
+	$(KUBEWASM_JS) build host/tests/fixtures/js-fetch/app.js --engine starlingmonkey -o $(abspath $@)
+
+$(FIXTURE_DIR)/js-throw.wasm: $(JS_SDK)/node_modules/.installed $(SDK_JS) host/tests/fixtures/js-throw/app.js
+	mkdir -p $(FIXTURE_DIR)
+	$(KUBEWASM_JS) build host/tests/fixtures/js-throw/app.js -o $(abspath $@)
+
+js-plugins: $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(JS_PLUGINS) js-fetch js-throw))
+	cd $(JS_SDK) && $(NPM) test
+	for p in $(JS_PLUGINS); do (cd plugins/$$p && $(NPM) test) || exit 1; done
+
 KUBEWASM := $(TARGET_DIR)/debug/kubewasm
 
 dev: plugins
@@ -70,7 +115,7 @@ demo: plugins
 	$(KUBEWASM) render $(PLUGIN_DIR)/foo.wasm --parent plugins/foo/examples/parent.yaml --related plugins/foo/examples/related-not-owned.yaml
 	$(KUBEWASM) render $(PLUGIN_DIR)/pod-services.wasm --parent plugins/pod-services/examples/parent.yaml --related plugins/pod-services/examples/related.yaml
 
-test: plugins python-plugins
+test: plugins python-plugins js-plugins
 	$(CARGO) test --workspace
 
 # The fault suite's random mixes, KUBEWASM_CHAOS_RUNS fresh seeds (default 20); each seed is

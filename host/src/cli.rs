@@ -92,8 +92,9 @@ pub enum Command {
         /// Whether parents live in a namespace or in the cluster.
         #[arg(long, value_enum, default_value_t = Scope::Namespaced)]
         scope: Scope,
-        /// The plugin's language: a Rust crate, or a Python project built with
-        /// componentize-py (its SDK is the checkout's `guest-sdk/python`).
+        /// The plugin's language: a Rust crate, a Python project built with
+        /// componentize-py (its SDK is the checkout's `guest-sdk/python`), or an npm
+        /// package in JavaScript or TypeScript built with jco (`guest-sdk/js`).
         #[arg(long, value_enum, default_value_t = Lang::Rust)]
         lang: Lang,
     },
@@ -165,6 +166,8 @@ pub enum Scope {
 pub enum Lang {
     Rust,
     Python,
+    Js,
+    Ts,
 }
 
 /// How the host runs plugins, for `dev` and `run`.

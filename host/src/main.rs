@@ -85,6 +85,8 @@ fn run(cli: Cli) -> Result<()> {
             let language = match lang {
                 cli::Lang::Rust => scaffold::Language::Rust,
                 cli::Lang::Python => scaffold::Language::Python,
+                cli::Lang::Js => scaffold::Language::JavaScript,
+                cli::Lang::Ts => scaffold::Language::TypeScript,
             };
             let sdk = match sdk {
                 Some(dir) => scaffold::Sdk::at(&dir, language)?,

@@ -1,7 +1,8 @@
 //! `kubewasm new`: a plugin to start from, that builds, passes its tests and reconciles
-//! as it is: a Rust crate (templates in `host/templates/plugin`) or a Python project
-//! (`host/templates/plugin-python`, sharing the CRD and examples). The templates are
-//! compiled into the binary so that it needs no checkout to run.
+//! as it is: a Rust crate (templates in `host/templates/plugin`), a Python project
+//! (`host/templates/plugin-python`) or an npm package in JavaScript or TypeScript
+//! (`host/templates/plugin-js`, `plugin-ts`), all sharing the CRD and examples. The
+//! templates are compiled into the binary so that it needs no checkout to run.
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +17,11 @@ pub enum Error {
     Write { path: PathBuf, source: std::io::Error },
     #[error("{}: not the guest SDK (no {manifest} there)", dir.display())]
     NotSdk { dir: PathBuf, manifest: &'static str },
+    #[error(
+        "the JavaScript SDK is not published to npm and no checkout of it was found: pass --sdk DIR, \
+         the guest-sdk/js directory of a kubewasm checkout"
+    )]
+    NoJsSdk,
     #[error("--kind {kind:?}: use UpperCamelCase letters and digits (like `CronTab`)")]
     BadKind { kind: String },
     #[error("--group {group:?}: use a DNS subdomain with a dot (like `stable.example.com`)")]
@@ -32,6 +38,10 @@ pub enum Language {
     Rust,
     /// A module built with componentize-py by the `kubewasm` package (`guest-sdk/python`).
     Python,
+    /// An npm package whose `app.js` is built with jco by `@kubewasm/sdk` (`guest-sdk/js`).
+    JavaScript,
+    /// The same with an `app.ts`, type-checked by `tsc` in its tests.
+    TypeScript,
 }
 
 impl Language {
@@ -40,6 +50,7 @@ impl Language {
         match self {
             Language::Rust => "",
             Language::Python => "python",
+            Language::JavaScript | Language::TypeScript => "js",
         }
     }
 
@@ -48,6 +59,7 @@ impl Language {
         match self {
             Language::Rust => "Cargo.toml",
             Language::Python => "pyproject.toml",
+            Language::JavaScript | Language::TypeScript => "package.json",
         }
     }
 }
@@ -73,7 +85,8 @@ impl Sdk {
     ///
     /// # Errors
     ///
-    /// [`Error::NotSdk`] when `dir` holds no `Cargo.toml` (Rust) or `pyproject.toml` (Python).
+    /// [`Error::NotSdk`] when `dir` holds no `Cargo.toml` (Rust), `pyproject.toml` (Python)
+    /// or `package.json` (JavaScript, TypeScript).
     pub fn at(dir: &Path, language: Language) -> Result<Sdk, Error> {
         let manifest = language.sdk_manifest();
         match dir.canonicalize() {
@@ -97,8 +110,24 @@ impl Sdk {
             Sdk::Path(path) => format!("{}[test]", path.display()),
             Sdk::Git(url) => format!("kubewasm[test] @ git+{url}#subdirectory=guest-sdk/python"),
         };
-        format!("'{}'", requirement.replace('\'', r"'\''"))
+        shell_quoted(&requirement)
     }
+
+    /// The dependency's value in `package.json`: the checkout's SDK, linked by npm. (npm
+    /// cannot take a package from a git repository's subdirectory; [`create`] refuses a
+    /// JavaScript plugin without a checkout.)
+    fn npm_dependency(&self) -> String {
+        let spec = match self {
+            Sdk::Path(path) => format!("file:{}", path.display()),
+            Sdk::Git(url) => url.clone(),
+        };
+        serde_json::Value::String(spec).to_string()
+    }
+}
+
+/// `text` as one word for a POSIX shell.
+fn shell_quoted(text: &str) -> String {
+    format!("'{}'", text.replace('\'', r"'\''"))
 }
 
 /// Where it is, as a person reads it.
@@ -224,7 +253,18 @@ impl Names {
                     "parent.child_meta(parent.name)"
                 },
             )
+            .replace("{{js_scope}}", if self.cluster { ", false" } else { "" })
+            .replace(
+                "{{js_child_meta}}",
+                if self.cluster {
+                    "parent.childMetaIn(parent.name, 'default')"
+                } else {
+                    "parent.childMeta(parent.name)"
+                },
+            )
             .replace("{{sdk}}", &sdk.dependency())
+            .replace("{{npm_sdk}}", &sdk.npm_dependency())
+            .replace("{{sh_sdk}}", &shell_quoted(&sdk.to_string()))
             .replace("{{pip_sdk}}", &sdk.pip_requirement())
     }
 }
@@ -323,6 +363,31 @@ const PYTHON_FILES: &[(&str, &str)] = &[
     (".gitignore", include_str!("../templates/plugin-python/gitignore.tmpl")),
 ];
 
+/// A JavaScript plugin: an npm package with its module, `node --test` tests and README.
+const JS_FILES: &[(&str, &str)] = &[
+    ("package.json", include_str!("../templates/plugin-js/package.json.tmpl")),
+    ("app.js", include_str!("../templates/plugin-js/app.js.tmpl")),
+    ("test/app.test.js", include_str!("../templates/plugin-js/app.test.js.tmpl")),
+    ("crd.yaml", include_str!("../templates/plugin/crd.yaml.tmpl")),
+    ("examples/parent.yaml", include_str!("../templates/plugin/parent.yaml.tmpl")),
+    ("examples/{{name}}.yaml", include_str!("../templates/plugin/object.yaml.tmpl")),
+    ("README.md", include_str!("../templates/plugin-js/README.md.tmpl")),
+    (".gitignore", include_str!("../templates/plugin-js/gitignore.tmpl")),
+];
+
+/// A TypeScript plugin: the JavaScript one typed, with `tsc` run by its tests.
+const TS_FILES: &[(&str, &str)] = &[
+    ("package.json", include_str!("../templates/plugin-ts/package.json.tmpl")),
+    ("tsconfig.json", include_str!("../templates/plugin-ts/tsconfig.json.tmpl")),
+    ("app.ts", include_str!("../templates/plugin-ts/app.ts.tmpl")),
+    ("test/app.test.ts", include_str!("../templates/plugin-ts/app.test.ts.tmpl")),
+    ("crd.yaml", include_str!("../templates/plugin/crd.yaml.tmpl")),
+    ("examples/parent.yaml", include_str!("../templates/plugin/parent.yaml.tmpl")),
+    ("examples/{{name}}.yaml", include_str!("../templates/plugin/object.yaml.tmpl")),
+    ("README.md", include_str!("../templates/plugin-ts/README.md.tmpl")),
+    (".gitignore", include_str!("../templates/plugin-ts/gitignore.tmpl")),
+];
+
 /// What [`create`] made.
 #[derive(Debug)]
 pub struct Created {
@@ -343,10 +408,15 @@ pub struct Created {
 /// [`Error::BadName`] for a name that cannot name a crate and a Kubernetes kind,
 /// [`Error::BadKind`], [`Error::BadGroup`] or [`Error::BadVersion`] for a parent kind
 /// Kubernetes would refuse,
+/// [`Error::NoJsSdk`] for a JavaScript or TypeScript plugin with the SDK only in git,
 /// [`Error::Exists`] when `dir` exists, [`Error::Write`] when a file cannot be
 /// written.
 pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Language) -> Result<Created, Error> {
     let names = Names::of(name, parent, language)?;
+    let npm = matches!(language, Language::JavaScript | Language::TypeScript);
+    if npm && matches!(sdk, Sdk::Git(_)) {
+        return Err(Error::NoJsSdk);
+    }
     if dir.exists() {
         return Err(Error::Exists(dir.to_path_buf()));
     }
@@ -354,6 +424,8 @@ pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Lang
     let templates = match language {
         Language::Rust => RUST_FILES,
         Language::Python => PYTHON_FILES,
+        Language::JavaScript => JS_FILES,
+        Language::TypeScript => TS_FILES,
     };
     for (path, template) in templates {
         let path = dir.join(path.replace("{{name}}", name));
@@ -376,6 +448,13 @@ pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Lang
             format!("cd {} && python3 -m venv .venv && .venv/bin/pip install {}", dir.display(), sdk.pip_requirement()),
             ".venv/bin/pytest".into(),
             format!(".venv/bin/python -m kubewasm build app.py -o {name}.wasm"),
+            format!("kubewasm render {name}.wasm --parent examples/parent.yaml"),
+        ],
+        Language::JavaScript | Language::TypeScript => vec![
+            format!("npm install --prefix {}", shell_quoted(&sdk.to_string())),
+            format!("cd {} && npm install", dir.display()),
+            "npm test".into(),
+            "npm run build".into(),
             format!("kubewasm render {name}.wasm --parent examples/parent.yaml"),
         ],
     };
@@ -446,7 +525,13 @@ mod tests {
     #[test]
     fn every_placeholder_of_every_template_is_filled() {
         let sdk = Sdk::Git("https://example.com/kubewasm.git".into());
-        for (language, files) in [(Language::Rust, RUST_FILES), (Language::Python, PYTHON_FILES)] {
+        let languages = [
+            (Language::Rust, RUST_FILES),
+            (Language::Python, PYTHON_FILES),
+            (Language::JavaScript, JS_FILES),
+            (Language::TypeScript, TS_FILES),
+        ];
+        for (language, files) in languages {
             for cluster in [false, true] {
                 let names = Names::of("hello-world", &Parent { cluster, ..Parent::default() }, language).unwrap();
                 for (path, template) in files {
@@ -475,5 +560,23 @@ mod tests {
         let manifest = format!("[dependencies]\nkubewasm-sdk = {}\n", sdk.dependency());
         let parsed: toml::Table = toml::from_str(&manifest).unwrap();
         assert_eq!(parsed["dependencies"]["kubewasm-sdk"]["path"].as_str(), Some(r#"C:\odd "dir"\guest-sdk"#));
+    }
+
+    #[test]
+    fn the_npm_sdk_dependency_is_valid_json_whatever_the_path() {
+        let names = Names::of("hello", &Parent::default(), Language::JavaScript).unwrap();
+        let sdk = Sdk::Path(PathBuf::from(r#"/src/odd "dir"\guest-sdk/js"#));
+        let package: serde_json::Value = serde_json::from_str(&names.fill(JS_FILES[0].1, &sdk)).unwrap();
+        assert_eq!(package["dependencies"]["@kubewasm/sdk"], r#"file:/src/odd "dir"\guest-sdk/js"#);
+    }
+
+    #[test]
+    fn a_javascript_plugin_needs_the_sdk_of_a_checkout() {
+        let dir = std::env::temp_dir().join("kubewasm-scaffold-no-js-sdk");
+        let git = Sdk::Git("https://example.com/kubewasm.git".into());
+        for language in [Language::JavaScript, Language::TypeScript] {
+            assert!(matches!(create("hello", &Parent::default(), &dir, &git, language), Err(Error::NoJsSdk)));
+        }
+        assert!(!dir.exists(), "nothing is written");
     }
 }

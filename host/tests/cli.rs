@@ -2,7 +2,8 @@
 //! with a non-zero exit for every bad input.
 //!
 //! The plugins and fixtures are built to wasm32-wasip2 by `make plugins`, the Python
-//! plugins (`*-python`) by `make python-plugins`.
+//! plugins (`*-python`) by `make python-plugins`, the JavaScript and TypeScript ones
+//! (`*-js`, `*-ts`, `js-*`) by `make js-plugins`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -16,7 +17,13 @@ fn target_dir() -> PathBuf {
 
 fn wasm(folder: &str, name: &str) -> PathBuf {
     let path = target_dir().join(folder).join(format!("{name}.wasm"));
-    let make = if name.ends_with("-python") { "make python-plugins" } else { "make plugins" };
+    let make = if name.ends_with("-python") {
+        "make python-plugins"
+    } else if name.ends_with("-js") || name.ends_with("-ts") || name.starts_with("js-") {
+        "make js-plugins"
+    } else {
+        "make plugins"
+    };
     assert!(path.exists(), "{} is missing: run `{make}` first", path.display());
     path
 }
@@ -121,6 +128,68 @@ fn demo_application_renders_its_expected_children() {
 fn demo_application_in_python_renders_what_the_rust_plugin_renders() {
     let python = fixture("demo-application-python");
     golden_of(&python, "demo-application", &[("--observed", "observed.yaml")], "expected.yaml");
+}
+
+#[test]
+fn demo_application_in_javascript_renders_what_the_rust_plugin_renders() {
+    let js = fixture("demo-application-js");
+    golden_of(&js, "demo-application", &[("--observed", "observed.yaml")], "expected.yaml");
+}
+
+#[test]
+fn demo_application_in_typescript_renders_what_the_rust_plugin_renders() {
+    let ts = fixture("demo-application-ts");
+    golden_of(&ts, "demo-application", &[("--observed", "observed.yaml")], "expected.yaml");
+}
+
+/// jco's default engine (StarlingMonkey) imports `wasi:http` for `fetch`: the host links
+/// it so the plugin loads, and denies every request before it is sent.
+#[test]
+fn a_javascript_plugin_built_with_jcos_defaults_loads_and_its_requests_never_reach_the_network() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
+    listener.set_nonblocking(true).expect("non-blocking");
+    let url = format!("http://{}/secret", listener.local_addr().expect("address"));
+    let parent = write_temp(
+        "js-fetch-parent.yaml",
+        b"apiVersion: test.kubewasm.io/v1\nkind: Fetch\nmetadata:\n  name: f\n  namespace: default\n  uid: u-1\n",
+    );
+    let config = write_temp("js-fetch-config.yaml", format!("url: {url}\n").as_bytes());
+    let plugin = fixture("js-fetch");
+    let out = kubewasm(&["render", path_str(&plugin), "--parent", path_str(&parent), "--config", path_str(&config)]);
+    let stderr = assert_fails_with(
+        &out,
+        &[
+            "outgoing HTTP request denied: plugins have no network",
+            &format!("uri={url}"),
+            &format!("plugin js-fetch returned an error: fetch {url} failed: TypeError"),
+        ],
+    );
+    assert!(!stderr.contains("reached the network"), "{stderr}");
+    assert!(
+        matches!(listener.accept(), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock),
+        "the plugin's request reached the listener"
+    );
+}
+
+/// An exception a JavaScript plugin does not catch (not a `RetryableError` or
+/// `PermanentError`) fails the call with the exception's message and stack.
+#[test]
+fn an_uncaught_javascript_exception_is_reported_with_its_message_and_stack() {
+    let parent = write_temp(
+        "js-throw-parent.yaml",
+        b"apiVersion: test.kubewasm.io/v1\nkind: Thrower\nmetadata:\n  name: t\n  namespace: default\n  uid: u-1\nspec: {}\n",
+    );
+    let plugin = fixture("js-throw");
+    let out = kubewasm(&["render", path_str(&plugin), "--parent", path_str(&parent)]);
+    let stderr = assert_fails_with(
+        &out,
+        &[
+            "plugin js-throw panicked in reconcile: uncaught exception: TypeError: cannot read property 'size' of undefined",
+            "\n    at sizeOf (",
+            "\n    at reconcile (",
+        ],
+    );
+    assert!(!stderr.contains("Value(Exception("), "the runtime's debug text is decoded: {stderr}");
 }
 
 #[test]
@@ -1022,4 +1091,79 @@ fn new_creates_a_python_plugin_that_passes_its_tests_builds_and_renders() {
     let wrong =
         kubewasm(&["new", "x", "--lang", "python", "--path", path_str(&base.join("x")), "--sdk", path_str(&rust_sdk)]);
     assert_fails_with(&wrong, &["not the guest SDK (no pyproject.toml there)"]);
+}
+
+/// Runs `npm ARGS` in `dir` (npm as `make js-plugins` runs it: `$NPM`, else `npm`) and
+/// asserts it succeeds; returns what it printed.
+fn npm_in(dir: &Path, args: &[&str]) -> String {
+    let npm = std::env::var("NPM").unwrap_or_else(|_| "npm".into());
+    let out = Command::new(npm).args(args).current_dir(dir).output().expect("npm runs");
+    let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "npm {args:?} in {}: {printed}", dir.display());
+    printed
+}
+
+/// Scaffolds a JavaScript or TypeScript plugin, then does what it prints: install (the
+/// SDK that `make js-plugins` installed is linked; TypeScript comes from the npm
+/// registry), the native tests, the build, describe and render.
+fn new_npm_plugin_passes_its_tests_builds_and_renders(lang: &str, name: &str, app: &str) {
+    // The SDK's tools are installed by `make js-plugins`, which also builds this fixture.
+    fixture("demo-application-js");
+    let base = target_dir().join(format!("cli-test-new-{lang}"));
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).expect("create base");
+    let dir = base.join(name);
+
+    let out = kubewasm(&["new", name, "--lang", lang, "--path", path_str(&dir)]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for needle in ["example.com/v1", "guest-sdk/js", app, "npm install", "npm test", "npm run build"] {
+        assert!(stdout.contains(needle), "{needle:?} in {stdout}");
+    }
+    let install = ["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"];
+    npm_in(&dir, &install);
+    let tested = npm_in(&dir, &["test"]);
+    assert!(tested.contains("# pass 2") && tested.contains("# fail 0"), "{tested}");
+    npm_in(&dir, &["run", "build"]);
+
+    let component = dir.join(format!("{name}.wasm"));
+    let described = kubewasm(&["describe", path_str(&component)]);
+    let manifest = String::from_utf8_lossy(&described.stdout);
+    assert!(described.status.success(), "{}", String::from_utf8_lossy(&described.stderr));
+    for needle in [&format!("name: {name}")[..], "namespaced: true", "kind: ConfigMap", "group: example.com"] {
+        assert!(manifest.contains(needle), "{needle} in {manifest}");
+    }
+    let parent = dir.join("examples/parent.yaml");
+    let rendered =
+        kubewasm(&["render", path_str(&component), "--parent", path_str(&parent), "--now", "2026-01-01T00:00:00Z"]);
+    let yaml = String::from_utf8_lossy(&rendered.stdout);
+    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
+    assert!(yaml.contains("configMap: hello"), "the status: {yaml}");
+    assert!(yaml.contains("kind: ConfigMap") && yaml.contains(&format!("message: Hello from {name}")), "{yaml}");
+
+    // Cluster-scoped parents give their ConfigMap a namespace (the native tests prove it).
+    let notes = base.join("tenant-notes");
+    let args = ["--lang", lang, "--kind", "TenantNote", "--scope", "Cluster", "--path", path_str(&notes)];
+    let out = kubewasm(&[&["new", "tenant-notes"][..], &args].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let source = std::fs::read_to_string(notes.join(app)).expect("the module");
+    assert!(source.contains("'tenantnotes', false)") && source.contains("childMetaIn"), "{source}");
+    npm_in(&notes, &install);
+    let tested = npm_in(&notes, &["test"]);
+    assert!(tested.contains("# pass 2") && tested.contains("# fail 0"), "{tested}");
+
+    let python_sdk = workspace().join("guest-sdk/python");
+    let wrong =
+        kubewasm(&["new", "x", "--lang", lang, "--path", path_str(&base.join("x")), "--sdk", path_str(&python_sdk)]);
+    assert_fails_with(&wrong, &["not the guest SDK (no package.json there)"]);
+}
+
+#[test]
+fn new_creates_a_javascript_plugin_that_passes_its_tests_builds_and_renders() {
+    new_npm_plugin_passes_its_tests_builds_and_renders("js", "hello-js", "app.js");
+}
+
+#[test]
+fn new_creates_a_typescript_plugin_that_passes_its_tests_builds_and_renders() {
+    new_npm_plugin_passes_its_tests_builds_and_renders("ts", "hello-ts", "app.ts");
 }

@@ -1,5 +1,5 @@
-//! The compiler, its instance allocator, the on-disk cache of compiled plugins, and
-//! the clock that enforces call deadlines.
+//! The compiler, its instance allocator and that allocator's budget, the on-disk cache
+//! of compiled plugins, and the clock that enforces call deadlines.
 
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
@@ -11,14 +11,12 @@ use wasmtime::component::{Component, HasSelf, Linker};
 use wasmtime::{InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::contract::bindings;
+use super::pool::{Budget, PoolSlots};
 use super::sandbox::CallState;
 
 /// How often the deadline clock ticks: the granularity of every call's deadline.
 pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
 
-/// Instances the pooling allocator keeps ready: the most calls in flight at once,
-/// across all plugins.
-const POOLED_INSTANCES: u32 = 256;
 /// Bytes of each pooled memory reset in place rather than given back to the kernel:
 /// a Rust plugin's stack (1 MiB at the bottom of its memory), data and the start of
 /// its heap. Only slots in use hold them.
@@ -31,9 +29,10 @@ pub(crate) const MAX_MEMORY_BYTES: usize = 512 << 20;
 /// How an [`Engine`] allocates instances and where it caches compiled plugins.
 #[derive(Clone, Debug, Default)]
 pub struct EngineOptions {
-    /// Keep instance slots ready (wasmtime's pooling allocator): a fresh instance
-    /// per call then costs tens of microseconds less. Falls back to on-demand
-    /// allocation where the address space cannot be reserved.
+    /// Keep instance slots ready (wasmtime's pooling allocator, of
+    /// [`PoolSlots::default`]): a fresh instance per call then costs tens of
+    /// microseconds less, and calls beyond what the pool holds wait for a slot. Falls
+    /// back to on-demand allocation where the address space cannot be reserved.
     pub pooling: bool,
     /// Keep compiled plugins here, keyed by the hash of their bytes and the
     /// compiler's settings, so a restart or a reverted file loads without
@@ -43,7 +42,7 @@ pub struct EngineOptions {
 
 /// Compiles and runs plugins. Create one per process and share it (it is cheap to
 /// clone): it owns the compiler configuration, the instance allocator, the linker
-/// offering the contract's imports and a deny-all WASI, and a background thread
+/// offering the contract's imports and a deny-all WASI (and `wasi:http`, every request denied), and a background thread
 /// that advances the epoch every [`EPOCH_TICK`] so that runaway calls are
 /// interrupted.
 #[derive(Clone)]
@@ -51,6 +50,8 @@ pub struct Engine(Arc<Inner>);
 
 struct Inner {
     wasmtime: wasmtime::Engine,
+    /// The pool's free slots, when instances come from a pool.
+    budget: Option<Arc<Budget>>,
     linker: Linker<CallState>,
     cache_dir: Option<PathBuf>,
     stop: Arc<AtomicBool>,
@@ -71,14 +72,24 @@ impl Engine {
     ///
     /// When wasmtime rejects the configuration (not expected on supported platforms).
     pub fn with_options(options: &EngineOptions) -> wasmtime::Result<Self> {
+        Self::with_pool(options, PoolSlots::default())
+    }
+
+    /// An engine whose pool (when `options.pooling`) has `size` slots.
+    ///
+    /// # Errors
+    ///
+    /// When wasmtime rejects the configuration (not expected on supported platforms).
+    pub fn with_pool(options: &EngineOptions, size: PoolSlots) -> wasmtime::Result<Self> {
         let mut config = wasmtime::Config::new();
         config.wasm_component_model(true).epoch_interruption(true);
+        let mut budget = None;
         let wasmtime = if options.pooling {
             let mut pool = PoolingAllocationConfig::default();
-            pool.total_component_instances(POOLED_INSTANCES)
-                .total_core_instances(POOLED_INSTANCES * 4)
-                .total_memories(POOLED_INSTANCES * 2)
-                .total_tables(POOLED_INSTANCES * 4)
+            pool.total_component_instances(size.component_instances)
+                .total_core_instances(size.core_instances)
+                .total_memories(size.memories)
+                .total_tables(size.tables)
                 .max_memory_size(MAX_MEMORY_BYTES)
                 // A fresh instance per call reuses a slot: resetting the first pages with
                 // memset keeps them mapped, where madvise would make the next call fault
@@ -86,17 +97,26 @@ impl Engine {
                 .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
                 .table_keep_resident(KEEP_RESIDENT_TABLE_BYTES);
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
-            wasmtime::Engine::new(&config).or_else(|e| {
-                tracing::warn!(error = %e, "pooling allocator unavailable; allocating instances on demand");
-                config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
-                wasmtime::Engine::new(&config)
-            })?
+            match wasmtime::Engine::new(&config) {
+                Ok(engine) => {
+                    budget = Some(Budget::new(size));
+                    engine
+                }
+                Err(e) => {
+                    tracing::warn!(error = %e, "pooling allocator unavailable; allocating instances on demand");
+                    config.allocation_strategy(InstanceAllocationStrategy::OnDemand);
+                    wasmtime::Engine::new(&config)?
+                }
+            }
         } else {
             wasmtime::Engine::new(&config)?
         };
 
         let mut linker = Linker::new(&wasmtime);
         wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
+        // Denies every request (sandbox::NoNetwork); linked so that components importing
+        // it (JavaScript built with jco's defaults, for `fetch`) load.
+        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
         bindings::Plugin::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
 
         let stop = Arc::new(AtomicBool::new(false));
@@ -118,7 +138,7 @@ impl Engine {
                 false
             }
         });
-        Ok(Self(Arc::new(Inner { wasmtime, linker, cache_dir, stop })))
+        Ok(Self(Arc::new(Inner { wasmtime, budget, linker, cache_dir, stop })))
     }
 
     /// Compiles `bytes` (whose SHA-256 is `hash`), or loads the compiled artefact
@@ -150,6 +170,16 @@ impl Engine {
         let mut hasher = std::collections::hash_map::DefaultHasher::new();
         self.0.wasmtime.precompile_compatibility_hash().hash(&mut hasher);
         dir.join(format!("{hash}-{:016x}.cwasm", hasher.finish()))
+    }
+
+    /// The pool's budget; `None` when instances are allocated on demand.
+    pub(crate) fn budget(&self) -> Option<&Arc<Budget>> {
+        self.0.budget.as_ref()
+    }
+
+    /// The pool's size; `None` when instances are allocated on demand.
+    pub fn pool_size(&self) -> Option<PoolSlots> {
+        self.0.budget.as_ref().map(|b| b.size())
     }
 
     pub(crate) fn wasmtime(&self) -> &wasmtime::Engine {

@@ -7,6 +7,7 @@ use wasmtime::component::Component;
 
 use super::contract::{self, CONTRACT_VERSION, EXPORT_PREFIX, MalformedAnswer, bindings, wit};
 use super::engine::Engine;
+use super::pool::{Permit, PoolSlots};
 use super::sandbox::{self, CallError, CallState, Limits};
 use kubewasm_contract::{KindRef, Manifest, ManifestError, Query, Request, Response};
 
@@ -31,6 +32,16 @@ pub enum LoadError {
         "{origin}: built against contract kubewasm:reconciler@{found}, but this host supports {supported}; rebuild it with a matching kubewasm-sdk"
     )]
     ContractVersion { origin: String, found: String, supported: &'static str },
+    /// One instance of the plugin needs more of the instance pool than it has: no call
+    /// could ever run.
+    #[error(
+        "{origin}: one instance needs {need} {what}, but the host's instance pool has {have}; \
+         the plugin cannot run in this host"
+    )]
+    TooLargeForPool { origin: String, what: &'static str, need: u32, have: u32 },
+    /// What one instance needs of the pool cannot be counted.
+    #[error("{origin}: cannot be pooled: {why}")]
+    Unpoolable { origin: String, why: String },
     /// The plugin imports something the host does not offer (a plugin may only log).
     #[error("{origin}: cannot be linked: {source:#}")]
     Link { origin: String, source: wasmtime::Error },
@@ -57,6 +68,8 @@ pub struct Plugin {
     hash: String,
     cached: bool,
     pre: bindings::PluginPre<CallState>,
+    /// What each call's instance takes from the engine's pool.
+    slots: PoolSlots,
     manifest: Manifest,
     /// The manifest's CRDs, parsed once at load.
     crds: Vec<Value>,
@@ -103,10 +116,32 @@ impl Plugin {
         let instance_pre = engine.linker().instantiate_pre(&component).map_err(link)?;
         let pre = bindings::PluginPre::new(instance_pre).map_err(link)?;
 
+        // The core instances the component's sections ask for, then one more each time
+        // the store's limit stops the instantiation: wasmtime adds adapter modules
+        // between nested components. The instance that fits answers `describe`.
         let describe_limits = Limits::default();
-        let manifest = Instance::new(engine, &pre, &origin, &[], describe_limits)
+        let mut slots =
+            PoolSlots::of(bytes, &component).map_err(|why| LoadError::Unpoolable { origin: origin.clone(), why })?;
+        let mut instance = loop {
+            if let Some((what, need, have)) = engine.pool_size().and_then(|pool| slots.excess_over(pool)) {
+                return Err(LoadError::TooLargeForPool { origin, what, need, have });
+            }
+            let mut instance = Instance::new(engine, &pre, slots, &origin, &[], describe_limits);
+            match instance.instantiate() {
+                Ok(()) => break instance,
+                Err(e) if sandbox::is_instance_limit(&e) => slots.core_instances += 1,
+                // Any other failure `describe` reports, instantiating afresh (this store
+                // counts what the failed instantiation created).
+                Err(_) => {
+                    drop(instance);
+                    break Instance::new(engine, &pre, slots, &origin, &[], describe_limits);
+                }
+            }
+        };
+        let manifest = instance
             .call("describe", |store, instance| instance.kubewasm_reconciler_reconciler().call_describe(store))
             .map_err(|source| LoadError::Describe { origin: origin.clone(), source })?;
+        drop(instance);
         let manifest = contract::manifest_from_wit(manifest);
         manifest.check().map_err(|source| LoadError::InvalidManifest { origin: origin.clone(), source })?;
         let crds = parse_crds(&manifest.crds, &origin)?;
@@ -117,9 +152,16 @@ impl Plugin {
             limits: describe_limits.lowered_to(manifest.limits.deadline(), manifest.limits.memory_bytes()),
             origin,
             pre,
+            slots,
             manifest,
             crds,
         })
+    }
+
+    /// What each call's instance takes from the engine's instance pool; calls wait
+    /// while the pool lacks it.
+    pub fn pool_slots(&self) -> PoolSlots {
+        self.slots
     }
 
     /// The plugin's `CustomResourceDefinition`s as JSON objects, in declaration order.
@@ -206,7 +248,7 @@ impl Plugin {
     }
 
     fn instance(&self) -> Instance<'_> {
-        Instance::new(&self.engine, &self.pre, &self.manifest.name, &self.manifest.related, self.limits)
+        Instance::new(&self.engine, &self.pre, self.slots, &self.manifest.name, &self.manifest.related, self.limits)
     }
 }
 
@@ -219,7 +261,7 @@ pub struct Reconciled {
 }
 
 /// One fresh sandbox, instantiated at its first call; the calls of one reconcile run
-/// in it.
+/// in it. It holds its slots of the instance pool from creation until it is dropped.
 struct Instance<'a> {
     pre: &'a bindings::PluginPre<CallState>,
     /// The plugin's name (its file before it described itself), in errors and logs.
@@ -229,18 +271,32 @@ struct Instance<'a> {
     limits: Limits,
     store: wasmtime::Store<CallState>,
     exports: Option<bindings::Plugin>,
+    /// Given back after the store (declared after it, so dropped after it) has freed
+    /// the pool's slots.
+    _permit: Option<Permit>,
 }
 
 impl<'a> Instance<'a> {
+    /// Waits, when the engine pools instances, until the pool has `slots` free.
     fn new(
         engine: &Engine,
         pre: &'a bindings::PluginPre<CallState>,
+        slots: PoolSlots,
         label: &'a str,
         related: &'a [KindRef],
         limits: Limits,
     ) -> Self {
-        let store = sandbox::new_store(engine, label, limits);
-        Self { pre, label, related, limits, store, exports: None }
+        let permit = engine.budget().map(|budget| budget.take(slots));
+        let store = sandbox::new_store(engine, label, limits, slots);
+        Self { pre, label, related, limits, store, exports: None, _permit: permit }
+    }
+
+    /// Instantiates the component now rather than at the first call.
+    fn instantiate(&mut self) -> wasmtime::Result<()> {
+        if self.exports.is_none() {
+            self.exports = Some(self.pre.instantiate(&mut self.store)?);
+        }
+        Ok(())
     }
 
     fn related(&mut self, parent: &Value) -> Result<Vec<Query>, CallError> {

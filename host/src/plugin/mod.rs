@@ -10,12 +10,14 @@ mod contract;
 pub mod directory;
 mod engine;
 mod load;
+mod pool;
 mod sandbox;
 mod settings;
 
 pub use contract::{CONTRACT_VERSION, MalformedAnswer};
 pub use engine::{Engine, EngineOptions};
 pub use load::{LoadError, Plugin, Reconciled};
+pub use pool::PoolSlots;
 pub use sandbox::{CallError, Limits};
 pub use settings::{InvalidSettings, Settings, SettingsError};
 // The contract's types and the check of an answer live in one crate the SDK shares, so

@@ -1,6 +1,6 @@
-//! One call's sandbox: a fresh store with a deny-all WASI context, fixed clocks, a
-//! memory cap, a CPU deadline, a log budget, and the classification of what went
-//! wrong when a call fails.
+//! One call's sandbox: a fresh store with a deny-all WASI context (outgoing HTTP
+//! requests included), fixed clocks, a memory cap, a CPU deadline, a log budget, and
+//! the classification of what went wrong when a call fails.
 
 use std::time::Duration;
 
@@ -8,10 +8,12 @@ use wasmtime::component::ResourceTable;
 use wasmtime::{ResourceLimiter, Store, Trap};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
 use wasmtime_wasi::{HostMonotonicClock, HostWallClock, WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
 use super::contract::MalformedAnswer;
 use super::contract::bindings::kubewasm::reconciler::{log, types};
 use super::engine::{EPOCH_TICK, Engine};
+use super::pool::PoolSlots;
 
 /// Resource limits of one call.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,10 +81,15 @@ impl CallError {
 /// The store's data for one call.
 pub struct CallState {
     wasi: WasiCtx,
+    http: WasiHttpCtx,
+    no_network: NoNetwork,
     table: ResourceTable,
     stderr: MemoryOutputPipe,
     memory_cap: u64,
     memory_exceeded: bool,
+    /// The core instances, memories and tables the call may create: what it took
+    /// from the instance pool.
+    slots: PoolSlots,
     plugin: String,
     log_lines_left: u32,
     logs_dropped: u32,
@@ -123,8 +130,9 @@ impl HostMonotonicClock for SteppedClock {
 /// Enough of stderr to carry a panic message.
 const STDERR_CAPTURE: usize = 16 << 10;
 
-/// A fresh store for one call of `plugin`, with `limits` in force.
-pub(crate) fn new_store(engine: &Engine, plugin: &str, limits: Limits) -> Store<CallState> {
+/// A fresh store for one call of `plugin`, with `limits` in force, in which no more
+/// than `slots` core instances, memories and tables can be created.
+pub(crate) fn new_store(engine: &Engine, plugin: &str, limits: Limits, slots: PoolSlots) -> Store<CallState> {
     let stderr = MemoryOutputPipe::new(STDERR_CAPTURE);
     // No preopened directories, no environment, no arguments, no network: the
     // builder's defaults deny everything; only stderr is captured.
@@ -135,10 +143,13 @@ pub(crate) fn new_store(engine: &Engine, plugin: &str, limits: Limits) -> Store<
         .build();
     let state = CallState {
         wasi,
+        http: WasiHttpCtx::new(),
+        no_network: NoNetwork { plugin: plugin.to_string() },
         table: ResourceTable::new(),
         stderr,
         memory_cap: limits.memory_bytes,
         memory_exceeded: false,
+        slots,
         plugin: plugin.to_string(),
         log_lines_left: limits.log_lines,
         logs_dropped: 0,
@@ -159,6 +170,12 @@ pub(crate) fn rearm(store: &mut Store<CallState>, limits: Limits) {
     state.logs_dropped = 0;
 }
 
+/// Whether instantiating failed because the store's limit on core instances was reached.
+pub(crate) fn is_instance_limit(error: &wasmtime::Error) -> bool {
+    // wasmtime's message (`StoreOpaque::bump_resource_counts`); it has no error type.
+    format!("{error:#}").contains("resource limit exceeded: instance count too high")
+}
+
 /// Turns a failed call into the error a user can act on.
 pub(crate) fn classify(
     error: &wasmtime::Error,
@@ -175,7 +192,12 @@ pub(crate) fn classify(
         return CallError::OutOfMemory { plugin, call, limit_mib: state.memory_cap >> 20 };
     }
     let stderr = String::from_utf8_lossy(&state.stderr.contents()).into_owned();
-    if let Some(message) = panic_message(&stderr) {
+    if let Some(panic) = Panic::find(&stderr) {
+        let mut message = panic.message();
+        // What the guest printed before it panicked: a log line, a console.error.
+        if let Some(tail) = stderr_tail(panic.before) {
+            message = format!("{message}; before it the plugin's stderr ends with:\n{tail}");
+        }
         return CallError::Panic { plugin, call, message };
     }
     let mut message = match error.downcast_ref::<Trap>() {
@@ -199,14 +221,89 @@ fn stderr_tail(stderr: &str) -> Option<String> {
 /// Enough lines for the end of a traceback.
 const STDERR_TAIL_LINES: usize = 20;
 
-/// The message of a Rust panic as the standard library prints it to stderr:
-/// `thread '<unnamed>' panicked at src/lib.rs:3:5:\n<message>`.
-fn panic_message(stderr: &str) -> Option<String> {
-    let at = stderr.find("panicked at ")?;
-    let rest = &stderr[at + "panicked at ".len()..];
-    let (location, message) = rest.split_once('\n').unwrap_or((rest, ""));
-    let message = message.lines().next().unwrap_or_default();
-    Some(format!("{message} (at {})", location.trim_end_matches(':')))
+/// A Rust panic as the standard library prints it to stderr: a line `thread '<unnamed>'
+/// panicked at src/lib.rs:3:5:`, the message (one line or more), then a line `note: run
+/// with RUST_BACKTRACE=1 ...`. Guests written in Rust panic so, and so do the runtimes of
+/// other languages (the `QuickJS` one, on an exception nothing caught).
+struct Panic<'a> {
+    /// What the guest wrote to stderr before.
+    before: &'a str,
+    /// `src/lib.rs:3:5`.
+    location: &'a str,
+    /// Every line of the message.
+    text: &'a str,
+}
+
+impl<'a> Panic<'a> {
+    fn find(stderr: &'a str) -> Option<Self> {
+        let at = stderr.find("panicked at ")?;
+        let line_start = stderr[..at].rfind('\n').map_or(0, |n| n + 1);
+        let rest = &stderr[at + "panicked at ".len()..];
+        let (location, text) = rest.split_once('\n').unwrap_or((rest, ""));
+        let text = text.find("\nnote: run with `RUST_BACKTRACE").map_or(text, |end| &text[..end]);
+        Some(Panic { before: &stderr[..line_start], location: location.trim_end_matches(':'), text: text.trim_end() })
+    }
+
+    /// The message a user reads: a JavaScript exception's message and stack, else the
+    /// panic's message and where it was raised.
+    fn message(&self) -> String {
+        match js_exception(self.text) {
+            Some(exception) => exception,
+            None => format!("{} (at {})", self.text, self.location),
+        }
+    }
+}
+
+/// The exception in the panic of componentize-qjs's runtime, which prints it as Rust
+/// debug text (`Failed to call 'reconcile': Value(Exception(\nException { message:
+/// Some("TypeError: ..."), stack: Some("    at sizeOf (/bundle.js:9:5)\\n...") })\n)`):
+/// `uncaught exception: TypeError: ...` and the stack, one frame a line.
+fn js_exception(text: &str) -> Option<String> {
+    let rest = &text[text.find("Exception { message: ")? + "Exception { message: ".len()..];
+    let (message, rest) = debug_option_str(rest)?;
+    let (stack, _) = debug_option_str(rest.strip_prefix(", stack: ")?)?;
+    let mut out = format!("uncaught exception: {}", message.as_deref().unwrap_or("(no message)"));
+    for frame in stack.iter().flat_map(|s| s.lines()).filter(|l| !l.trim().is_empty()) {
+        out.push('\n');
+        out.push_str(frame);
+    }
+    Some(out)
+}
+
+/// `None` or `Some("...")` at the start of `text` as `{:?}` prints an `Option<String>`,
+/// and what follows it.
+fn debug_option_str(text: &str) -> Option<(Option<String>, &str)> {
+    if let Some(rest) = text.strip_prefix("None") {
+        return Some((None, rest));
+    }
+    let (value, rest) = debug_str(text.strip_prefix("Some(")?)?;
+    Some((Some(value), rest.strip_prefix(')')?))
+}
+
+/// A string literal at the start of `text` as `{:?}` prints a `str`, unescaped, and what
+/// follows it.
+fn debug_str(text: &str) -> Option<(String, &str)> {
+    let mut chars = text.strip_prefix('"')?.char_indices();
+    let body = &text[1..];
+    let mut out = String::new();
+    while let Some((i, c)) = chars.next() {
+        match c {
+            '"' => return Some((out, &body[i + 1..])),
+            '\\' => match chars.next()?.1 {
+                'n' => out.push('\n'),
+                'r' => out.push('\r'),
+                't' => out.push('\t'),
+                '0' => out.push('\0'),
+                'u' => {
+                    let hex: String = chars.by_ref().map(|(_, c)| c).skip(1).take_while(|&c| c != '}').collect();
+                    out.push(char::from_u32(u32::from_str_radix(&hex, 16).ok()?)?);
+                }
+                other => out.push(other),
+            },
+            c => out.push(c),
+        }
+    }
+    None
 }
 
 impl CallState {
@@ -222,6 +319,47 @@ impl WasiView for CallState {
     }
 }
 
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        WasiHttpCtxView { ctx: &mut self.http, table: &mut self.table, hooks: &mut self.no_network }
+    }
+}
+
+/// `wasi:http` without a network: every outgoing request fails with `HTTP request
+/// denied` before any connection is made, and the host logs what was asked. Plugins
+/// built with jco's defaults import `wasi:http` (for `fetch`), so it is linked; it
+/// lets them load, not connect.
+struct NoNetwork {
+    plugin: String,
+}
+
+impl WasiHttpHooks for NoNetwork {
+    fn send_request(
+        &mut self,
+        request: http::Request<wasmtime_wasi_http::WasiBody>,
+        _options: Option<wasmtime_wasi_http::RequestOptions>,
+        _done: Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+    ) -> Box<
+        dyn Future<
+                Output = Result<
+                    (
+                        http::Response<wasmtime_wasi_http::WasiBody>,
+                        Box<dyn Future<Output = Result<(), wasmtime_wasi_http::Error>> + Send>,
+                    ),
+                    wasmtime_wasi_http::Error,
+                >,
+            > + Send,
+    > {
+        tracing::warn!(
+            plugin = %self.plugin,
+            method = %request.method(),
+            uri = %request.uri(),
+            "outgoing HTTP request denied: plugins have no network"
+        );
+        Box::new(std::future::ready(Err(wasmtime_wasi_http::Error::HttpRequestDenied)))
+    }
+}
+
 impl ResourceLimiter for CallState {
     fn memory_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         let allowed = u64::try_from(desired).is_ok_and(|d| d <= self.memory_cap);
@@ -231,6 +369,18 @@ impl ResourceLimiter for CallState {
 
     fn table_growing(&mut self, _current: usize, desired: usize, _maximum: Option<usize>) -> wasmtime::Result<bool> {
         Ok(desired <= 100_000)
+    }
+
+    fn instances(&self) -> usize {
+        usize::try_from(self.slots.core_instances).unwrap_or(usize::MAX)
+    }
+
+    fn memories(&self) -> usize {
+        usize::try_from(self.slots.memories).unwrap_or(usize::MAX)
+    }
+
+    fn tables(&self) -> usize {
+        usize::try_from(self.slots.tables).unwrap_or(usize::MAX)
     }
 }
 
@@ -289,8 +439,33 @@ mod tests {
     fn panic_message_is_read_from_stderr() {
         let stderr =
             "\nthread '<unnamed>' panicked at src/lib.rs:12:9:\nboom: bad spec\nnote: run with `RUST_BACKTRACE=1`\n";
-        assert_eq!(panic_message(stderr).as_deref(), Some("boom: bad spec (at src/lib.rs:12:9)"));
-        assert_eq!(panic_message("plain output"), None);
+        assert_eq!(Panic::find(stderr).unwrap().message(), "boom: bad spec (at src/lib.rs:12:9)");
+        assert!(Panic::find("plain output").is_none());
+        let multiline = "thread 'main' panicked at src/lib.rs:1:1:\nfirst\nsecond\n";
+        assert_eq!(Panic::find(multiline).unwrap().message(), "first\nsecond (at src/lib.rs:1:1)");
+    }
+
+    #[test]
+    fn a_javascript_exception_is_read_from_the_quickjs_runtimes_panic() {
+        let stderr = concat!(
+            "printed first\n",
+            "thread '<unnamed>' (1) panicked at crates/runtime/src/interpreter.rs:51:31:\n",
+            "Failed to call 'reconcile': Value(Exception(\n",
+            r#"Exception { message: Some("TypeError: cannot read property 'size' of \"x\" \u{e9}"), "#,
+            r#"stack: Some("    at sizeOf (/bundle.js:792:9)\n    at reconcile (/bundle.js:788:48)\n") })"#,
+            "\n)\nnote: run with `RUST_BACKTRACE=1` environment variable to display a backtrace\n",
+        );
+        let panic = Panic::find(stderr).unwrap();
+        assert_eq!(panic.before, "printed first\n");
+        assert_eq!(
+            panic.message(),
+            "uncaught exception: TypeError: cannot read property 'size' of \"x\" \u{e9}\n    at sizeOf (/bundle.js:792:9)\n    at reconcile (/bundle.js:788:48)"
+        );
+        let bare = "thread '<unnamed>' panicked at x.rs:1:1:\nValue(Exception(\nException { message: None, stack: None })\n)\n";
+        assert_eq!(Panic::find(bare).unwrap().message(), "uncaught exception: (no message)");
+        // Debug text that is not an exception's (or is cut short) is shown as it is.
+        let cut = "thread '<unnamed>' panicked at x.rs:1:1:\nException { message: Some(\"unterminated\n";
+        assert_eq!(Panic::find(cut).unwrap().message(), "Exception { message: Some(\"unterminated (at x.rs:1:1)");
     }
 
     #[test]

@@ -1,6 +1,7 @@
 //! `demo-application`: a DemoApplication becomes a Deployment and a Service, kept as
 //! specified whatever happens to them. Each test runs for the Rust plugin and for its
-//! Python port, `demo-application-python` (module `rust` and module `python`).
+//! Python, JavaScript and TypeScript ports, `demo-application-python`, `-js` and `-ts`
+//! (modules `rust`, `python`, `js` and `ts`).
 
 use serde_json::{Value, json};
 
@@ -201,6 +202,22 @@ macro_rules! for_each_plugin {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $test() {
                 super::$test("demo-application-python").await;
+            })*
+        }
+
+        /// Its JavaScript port, plugins/demo-application-js.
+        mod js {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() {
+                super::$test("demo-application-js").await;
+            })*
+        }
+
+        /// Its TypeScript port, plugins/demo-application-ts.
+        mod ts {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() {
+                super::$test("demo-application-ts").await;
             })*
         }
     };

@@ -33,7 +33,13 @@ pub fn wasm_path(name: &str) -> PathBuf {
         .map(|dir| dir.join(format!("{name}.wasm")))
         .find(|p| p.exists())
         .unwrap_or_else(|| {
-            let make = if name.ends_with("-python") { "make python-plugins" } else { "make plugins" };
+            let make = if name.ends_with("-python") {
+                "make python-plugins"
+            } else if name.ends_with("-js") || name.ends_with("-ts") {
+                "make js-plugins"
+            } else {
+                "make plugins"
+            };
             panic!("{name}.wasm is missing under {}: run `{make}` first", target.display())
         })
 }

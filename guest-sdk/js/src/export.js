@@ -1,0 +1,264 @@
+// Export a plugin as the component's implementation of the contract.
+//
+// `export const reconciler = plugin({ describe, reconcile, related? })` is all a plugin
+// module needs: `reconciler` is the export the contract's `reconciler` interface is built
+// from. The functions below are the glue between the WIT records and the SDK's types:
+// decode the request, call the plugin, encode the answer. `@kubewasm/sdk/testing` calls
+// the same functions natively with the same records, so tests exercise the path a
+// WebAssembly call takes.
+
+import { ReconcileError, PermanentError } from './errors.js';
+import { isPlainObject } from './kinds.js';
+import { Manifest } from './manifest.js';
+import { KubeObject } from './objects.js';
+import { LabelOperator, Query } from './query.js';
+import { Request } from './request.js';
+import { EventType, Response } from './response.js';
+
+const PLUGIN = Symbol.for('kubewasm.plugin');
+
+const wire = {
+  /** How the component's bindings take a u64: a number (QuickJS) or a BigInt (jco's
+   * StarlingMonkey); the build's entry says which. */
+  u64: (n) => n,
+};
+
+/** Sets how u64 values cross into the component (the build's entry calls it). */
+export function useBigIntU64() {
+  wire.u64 = (n) => BigInt(n);
+}
+
+/**
+ * Exports `impl` as the plugin of the module: `export const reconciler = plugin(impl)`.
+ *
+ * `impl` is an object, or a class (instantiated for each call), with `describe()` returning
+ * a `Manifest`, `reconcile(request)` returning a `Response`, and optionally
+ * `related(parent)` returning a list of `Query` (default: none). Each call runs in a fresh
+ * component instance: nothing survives between calls.
+ */
+export function plugin(impl) {
+  const proto = typeof impl === 'function' ? impl.prototype : impl;
+  for (const method of ['describe', 'reconcile']) {
+    if (typeof proto?.[method] !== 'function') {
+      throw new TypeError(`a kubewasm plugin needs a method \`${method}\``);
+    }
+  }
+  const fresh = () => (typeof impl === 'function' ? new impl() : impl);
+  return {
+    [PLUGIN]: impl,
+    describe: () => trapping(() => describe(fresh())),
+    related: (parent) => trapping(() => related(fresh(), parent)),
+    reconcile: (request) => reconcile(fresh(), request),
+  };
+}
+
+/** The object or class `plugin()` exported, or `undefined` for anything else. */
+export function pluginOf(exported) {
+  return exported?.[PLUGIN];
+}
+
+// ---- describe ------------------------------------------------------------------
+
+export function describe(p) {
+  const manifest = p.describe();
+  if (!(manifest instanceof Manifest)) throw new TypeError(`describe returned ${typeName(manifest)}, not a Manifest`);
+  manifest.checkTypes();
+  return {
+    name: manifest.name,
+    parent: kindToWit(manifest.parent),
+    children: manifest.children.map(kindToWit),
+    related: manifest.related.map(kindToWit),
+    finalizer: Boolean(manifest.finalizer),
+    crds: [...manifest.crds],
+    limits: { deadlineMs: manifest.limits.deadlineMs ?? undefined, memoryMib: manifest.limits.memoryMib ?? undefined },
+  };
+}
+
+function kindToWit(k) {
+  return { group: k.group, version: k.version, kind: k.kind, plural: k.plural, namespaced: k.namespaced };
+}
+
+// ---- related -------------------------------------------------------------------
+
+const OPERATORS = {
+  [LabelOperator.In]: 'in',
+  [LabelOperator.NotIn]: 'not-in',
+  [LabelOperator.Exists]: 'exists',
+  [LabelOperator.DoesNotExist]: 'does-not-exist',
+};
+
+export function related(p, parent) {
+  if (typeof p.related !== 'function') return [];
+  let value;
+  try {
+    value = JSON.parse(parent);
+  } catch {
+    // A parent that is not JSON cannot match anything; the host never sends one.
+    return [];
+  }
+  const queries = p.related(new KubeObject(isPlainObject(value) ? value : {})) ?? [];
+  return queries.map((q, i) => {
+    if (!(q instanceof Query)) throw new TypeError(`related returned ${typeName(q)} at #${i}, not a Query`);
+    return queryToWit(q);
+  });
+}
+
+function queryToWit(q) {
+  let selector;
+  if (q.selector.names !== undefined) selector = { tag: 'names', val: [...q.selector.names] };
+  else if (q.selector.requirements !== undefined) {
+    selector = {
+      tag: 'labels',
+      val: q.selector.requirements.map((r) => ({ key: r.key, operator: OPERATORS[r.operator], values: [...r.values] })),
+    };
+  } else selector = { tag: 'all' };
+  return { kind: kindToWit(q.kind), namespace: q.namespace, selector };
+}
+
+// ---- reconcile -----------------------------------------------------------------
+
+/**
+ * The plugin's answer as WIT records. A `ReconcileError` the plugin throws (or a request
+ * or answer that is not JSON) is thrown as the contract's `reconcile-error` record. Any
+ * other exception traps the call (QuickJS), and the host shows its message and stack;
+ * jco's StarlingMonkey glue makes it the call's error instead, with its message.
+ */
+export function reconcile(p, request) {
+  try {
+    const response = p.reconcile(requestFromWit(request));
+    if (typeof response?.then === 'function') {
+      throw new TypeError('reconcile returned a Promise: make it synchronous (a plugin has no I/O to wait for)');
+    }
+    if (!(response instanceof Response)) throw new TypeError(`reconcile returned ${typeName(response)}, not a Response`);
+    return responseToWit(response);
+  } catch (e) {
+    if (e instanceof ReconcileError) throw { message: e.message, retryable: e.retryable };
+    throw uncaught(e, 'reconcile');
+  }
+}
+
+/** Calls `f`; what it throws traps the call (see `uncaught`). */
+function trapping(f) {
+  try {
+    return f();
+  } catch (e) {
+    throw uncaught(e, 'the plugin');
+  }
+}
+
+/**
+ * What to throw for an exception that is to trap the call, so that the host can show its
+ * message and stack: an Error (the engines would take any other thrown value for a
+ * `reconcile-error` record), written to stderr where there is a console
+ * (StarlingMonkey), else (QuickJS, whose runtime reports the message and stack of the
+ * exception) with its name (`TypeError`) in the message.
+ */
+function uncaught(e, who) {
+  const error = e instanceof Error ? e : new Error(`${who} threw ${typeName(e)} ${shown(e)}, not an Error`);
+  if (typeof console !== 'undefined') console.error(`Uncaught ${error.stack ?? error}`);
+  else if (!String(error.message).startsWith(`${error.name}:`)) error.message = `${error.name}: ${error.message}`;
+  return error;
+}
+
+function parse(what, text) {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new PermanentError(`${what} is not JSON: ${e.message}`);
+  }
+}
+
+function object(what, text) {
+  const value = parse(what, text);
+  if (!isPlainObject(value)) throw new PermanentError(`${what} is not a JSON object`);
+  return new KubeObject(value);
+}
+
+export function requestFromWit(r) {
+  return new Request({
+    parent: object('parent', r.parent),
+    children: r.children.map((t) => object('child', t)),
+    related: r.related.map((t) => object('related object', t)),
+    finalizing: r.finalizing,
+    nowRfc3339: r.now,
+    config: parse('config', r.config),
+  });
+}
+
+/** JSON text of `value`, keys sorted (as Go's unstructured objects and k8s-openapi write
+ * them), so that a render does not depend on the order an object was built in. */
+export function toJson(what, value) {
+  let text;
+  try {
+    text = JSON.stringify(sortKeys(what, value));
+  } catch (e) {
+    throw new PermanentError(`${what} does not serialize to JSON: ${e.message}`);
+  }
+  if (text === undefined) throw new PermanentError(`${what} does not serialize to JSON: ${typeName(value)}`);
+  return text;
+}
+
+function sortKeys(what, value) {
+  if (Array.isArray(value)) return value.map((v) => sortKeys(what, v));
+  if (typeof value === 'number' && !Number.isFinite(value)) {
+    throw new PermanentError(`${what} does not serialize to JSON: ${value} is not a JSON number`);
+  }
+  if (typeof value === 'bigint') throw new PermanentError(`${what} does not serialize to JSON: a BigInt (${value}n)`);
+  if (value === null || typeof value !== 'object' || typeof value.toJSON === 'function') return value;
+  const out = {};
+  for (const key of Object.keys(value).sort()) {
+    if (value[key] !== undefined) out[key] = sortKeys(what, value[key]);
+  }
+  return out;
+}
+
+function pairs(what, map) {
+  return Object.entries(map ?? {}).map(([key, value]) => {
+    if (typeof value !== 'string') {
+      throw new PermanentError(`${what} ${JSON.stringify(key)}: keys and values must be strings, found ${JSON.stringify(value)}`);
+    }
+    return [key, value];
+  });
+}
+
+function millis(after) {
+  if (after === undefined || after === null) return undefined;
+  if (typeof after !== 'number' || Number.isNaN(after)) {
+    throw new PermanentError(`requeueAfterMs must be a number of milliseconds, found ${JSON.stringify(after)}`);
+  }
+  return wire.u64(Math.max(0, Math.min(Number.MAX_SAFE_INTEGER, Math.floor(after))));
+}
+
+export function responseToWit(r) {
+  const events = r.events.map((e, i) => {
+    if (e.type !== EventType.Normal && e.type !== EventType.Warning) {
+      throw new PermanentError(`event #${i}: type must be EventType.Normal or EventType.Warning, found ${JSON.stringify(e.type)}`);
+    }
+    return { type: e.type === EventType.Normal ? 'normal' : 'warning', reason: String(e.reason), message: String(e.message) };
+  });
+  return {
+    children: r.children.map((c, i) => toJson(`child #${i}`, c)),
+    status: r.status === undefined || r.status === null ? undefined : toJson('status', r.status),
+    labels: pairs('label', r.labels),
+    annotations: pairs('annotation', r.annotations),
+    requeueAfterMs: millis(r.requeueAfterMs),
+    events,
+    finalized: Boolean(r.finalized),
+  };
+}
+
+/** A thrown value, for a message. */
+function shown(value) {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return '(not printable)';
+  }
+}
+
+function typeName(value) {
+  if (value === null) return 'null';
+  if (typeof value === 'object') return value.constructor?.name ?? 'an object';
+  return typeof value;
+}
+
