@@ -97,6 +97,16 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Lang::Rust)]
         lang: Lang,
     },
+    /// Make a plugin component of a core module built for WASI preview 1 (Go's
+    /// `GOOS=wasip1 -buildmode=c-shared`): the contract embedded, WASI adapted.
+    Componentize {
+        /// The core module (`.wasm`), exporting the contract's functions by their
+        /// canonical ABI names and `cabi_realloc`.
+        core: PathBuf,
+        /// Where to write the component.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
+    },
     /// Print a plugin's manifest: its parent, children, related kinds and limits.
     Describe {
         /// The plugin component (`.wasm`).

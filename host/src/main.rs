@@ -97,6 +97,10 @@ fn run(cli: Cli) -> Result<()> {
                 println!("  {step}");
             }
         }
+        Command::Componentize { core, output } => {
+            let size = kubewasm::componentize::componentize_to(&core, &output)?;
+            eprintln!("wrote {} ({size} bytes)", output.display());
+        }
         Command::Describe { plugin } => {
             let plugin = Plugin::load(&engine(&one_shot())?, &plugin)?;
             print!("{}", serde_yaml_ng::to_string(&describe(&plugin)?)?);
