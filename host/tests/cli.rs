@@ -2,7 +2,7 @@
 //! with a non-zero exit for every bad input.
 //!
 //! The plugins and fixtures are built to wasm32-wasip2 by `make plugins`, the Python
-//! plugins (`*-python`) by `make python-plugins`.
+//! plugins (`*-python`) by `make python-plugins`, the Go plugins (`*-go`) by `make go-plugins`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -17,6 +17,7 @@ fn target_dir() -> PathBuf {
 fn wasm(folder: &str, name: &str) -> PathBuf {
     let path = target_dir().join(folder).join(format!("{name}.wasm"));
     let make = if name.ends_with("-python") { "make python-plugins" } else { "make plugins" };
+    let make = if name.ends_with("-go") { "make go-plugins" } else { make };
     assert!(path.exists(), "{} is missing: run `{make}` first", path.display());
     path
 }
@@ -121,6 +122,32 @@ fn demo_application_renders_its_expected_children() {
 fn demo_application_in_python_renders_what_the_rust_plugin_renders() {
     let python = fixture("demo-application-python");
     golden_of(&python, "demo-application", &[("--observed", "observed.yaml")], "expected.yaml");
+}
+
+#[test]
+fn demo_application_in_go_renders_what_the_rust_plugin_renders() {
+    let go = fixture("demo-application-go");
+    golden_of(&go, "demo-application", &[("--observed", "observed.yaml")], "expected.yaml");
+}
+
+#[test]
+fn componentize_refuses_a_component_and_a_module_not_built_with_the_go_sdk() {
+    let component = plugin("demo-application");
+    let out = kubewasm(&["componentize", path_str(&component), "-o", "/dev/null"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("demo-application.wasm: not a core WebAssembly module"), "{stderr}");
+
+    let dir = target_dir().join("cli-test-componentize");
+    std::fs::create_dir_all(&dir).expect("test directory");
+    let empty = dir.join("empty.wasm");
+    std::fs::write(&empty, b"\0asm\x01\0\0\0").expect("write a module");
+    let output = dir.join("out.wasm");
+    let out = kubewasm(&["componentize", path_str(&empty), "-o", path_str(&output)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("empty.wasm: no memory reserved for the WASI adapter"), "{stderr}");
+    assert!(!output.exists(), "nothing is written");
 }
 
 #[test]

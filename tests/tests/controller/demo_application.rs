@@ -1,6 +1,7 @@
 //! `demo-application`: a DemoApplication becomes a Deployment and a Service, kept as
 //! specified whatever happens to them. Each test runs for the Rust plugin and for its
-//! Python port, `demo-application-python` (module `rust` and module `python`).
+//! Python port, `demo-application-python` (module `rust` and module `python`), and its Go
+//! port, `demo-application-go` (module `go`).
 
 use serde_json::{Value, json};
 
@@ -173,6 +174,14 @@ macro_rules! for_each_plugin {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $test() {
                 super::$test("demo-application-python").await;
+            })*
+        }
+
+        /// Its Go port, plugins/demo-application-go.
+        mod go {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() {
+                super::$test("demo-application-go").await;
             })*
         }
     };

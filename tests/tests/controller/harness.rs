@@ -34,6 +34,7 @@ pub fn wasm_path(name: &str) -> PathBuf {
         .find(|p| p.exists())
         .unwrap_or_else(|| {
             let make = if name.ends_with("-python") { "make python-plugins" } else { "make plugins" };
+            let make = if name.ends_with("-go") { "make go-plugins" } else { make };
             panic!("{name}.wasm is missing under {}: run `{make}` first", target.display())
         })
 }
