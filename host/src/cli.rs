@@ -92,8 +92,9 @@ pub enum Command {
         /// Whether parents live in a namespace or in the cluster.
         #[arg(long, value_enum, default_value_t = Scope::Namespaced)]
         scope: Scope,
-        /// The plugin's language: a Rust crate, or a Python project built with
-        /// componentize-py (its SDK is the checkout's `guest-sdk/python`).
+        /// The plugin's language: a Rust crate, a Python project built with
+        /// componentize-py (its SDK is the checkout's `guest-sdk/python`), or a Go module
+        /// (its SDK is the checkout's `guest-sdk/go`).
         #[arg(long, value_enum, default_value_t = Lang::Rust)]
         lang: Lang,
     },
@@ -175,6 +176,7 @@ pub enum Scope {
 pub enum Lang {
     Rust,
     Python,
+    Go,
 }
 
 /// How the host runs plugins, for `dev` and `run`.

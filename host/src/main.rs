@@ -81,6 +81,7 @@ fn run(cli: Cli) -> Result<()> {
             let language = match lang {
                 cli::Lang::Rust => scaffold::Language::Rust,
                 cli::Lang::Python => scaffold::Language::Python,
+                cli::Lang::Go => scaffold::Language::Go,
             };
             let sdk = match sdk {
                 Some(dir) => scaffold::Sdk::at(&dir, language)?,

