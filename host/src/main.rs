@@ -87,6 +87,7 @@ fn run(cli: Cli) -> Result<()> {
                 cli::Lang::Python => scaffold::Language::Python,
                 cli::Lang::Js => scaffold::Language::JavaScript,
                 cli::Lang::Ts => scaffold::Language::TypeScript,
+                cli::Lang::Go => scaffold::Language::Go,
             };
             let sdk = match sdk {
                 Some(dir) => scaffold::Sdk::at(&dir, language)?,
@@ -102,6 +103,10 @@ fn run(cli: Cli) -> Result<()> {
             for step in &created.next_steps {
                 println!("  {step}");
             }
+        }
+        Command::Componentize { core, output } => {
+            let size = kubewasm::componentize::componentize_to(&core, &output)?;
+            eprintln!("wrote {} ({size} bytes)", output.display());
         }
         Command::Describe { plugin } => {
             let plugin = Plugin::load(&engine(&one_shot())?, &plugin)?;

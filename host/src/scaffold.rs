@@ -1,8 +1,9 @@
 //! `kubewasm new`: a plugin to start from, that builds, passes its tests and reconciles
 //! as it is: a Rust crate (templates in `host/templates/plugin`), a Python project
-//! (`host/templates/plugin-python`) or an npm package in JavaScript or TypeScript
-//! (`host/templates/plugin-js`, `plugin-ts`), all sharing the CRD and examples. The
-//! templates are compiled into the binary so that it needs no checkout to run.
+//! (`host/templates/plugin-python`), an npm package in JavaScript or TypeScript
+//! (`host/templates/plugin-js`, `plugin-ts`) or a Go module (`host/templates/plugin-go`),
+//! all sharing the CRD and examples. The templates are compiled into the binary so that it
+//! needs no checkout to run.
 
 use std::path::{Path, PathBuf};
 
@@ -42,6 +43,9 @@ pub enum Language {
     JavaScript,
     /// The same with an `app.ts`, type-checked by `tsc` in its tests.
     TypeScript,
+    /// A Go module on `kubewasm.dev/sdk` (`guest-sdk/go`), built for `wasip1` and made a
+    /// component by `kubewasm componentize`.
+    Go,
 }
 
 impl Language {
@@ -51,6 +55,7 @@ impl Language {
             Language::Rust => "",
             Language::Python => "python",
             Language::JavaScript | Language::TypeScript => "js",
+            Language::Go => "go",
         }
     }
 
@@ -60,6 +65,7 @@ impl Language {
             Language::Rust => "Cargo.toml",
             Language::Python => "pyproject.toml",
             Language::JavaScript | Language::TypeScript => "package.json",
+            Language::Go => "go.mod",
         }
     }
 }
@@ -111,6 +117,16 @@ impl Sdk {
             Sdk::Git(url) => format!("kubewasm[test] @ git+{url}#subdirectory=guest-sdk/python"),
         };
         shell_quoted(&requirement)
+    }
+
+    /// Where `go.mod`'s `replace` finds the Go SDK: a quoted path, or for the git
+    /// repository the path of a checkout beside the plugin (Go fetches no module from git
+    /// without a module proxy).
+    fn go_replacement(&self) -> String {
+        match self {
+            Sdk::Path(path) => serde_json::Value::String(path.display().to_string()).to_string(),
+            Sdk::Git(_) => "../kubewasm/guest-sdk/go".into(),
+        }
     }
 
     /// The dependency's value in `package.json`: the checkout's SDK, linked by npm. (npm
@@ -262,6 +278,17 @@ impl Names {
                     "parent.childMeta(parent.name)"
                 },
             )
+            .replace("{{go_scope}}", if self.cluster { "ClusterScoped" } else { "Namespaced" })
+            .replace(
+                "{{go_child_meta}}",
+                if self.cluster {
+                    r#"parent.ChildMetaIn(parent.Name(), "default")"#
+                } else {
+                    "parent.ChildMeta(parent.Name())"
+                },
+            )
+            .replace("{{go_json_namespace}}", if self.cluster { "" } else { r#", "namespace": "default""# })
+            .replace("{{go_sdk}}", &sdk.go_replacement())
             .replace("{{sdk}}", &sdk.dependency())
             .replace("{{npm_sdk}}", &sdk.npm_dependency())
             .replace("{{sh_sdk}}", &shell_quoted(&sdk.to_string()))
@@ -388,6 +415,19 @@ const TS_FILES: &[(&str, &str)] = &[
     (".gitignore", include_str!("../templates/plugin-ts/gitignore.tmpl")),
 ];
 
+/// A Go plugin: its own module, tests and README; the CRD and examples are the Rust
+/// crate's.
+const GO_FILES: &[(&str, &str)] = &[
+    ("go.mod", include_str!("../templates/plugin-go/go.mod.tmpl")),
+    ("main.go", include_str!("../templates/plugin-go/main.go.tmpl")),
+    ("main_test.go", include_str!("../templates/plugin-go/main_test.go.tmpl")),
+    ("crd.yaml", include_str!("../templates/plugin/crd.yaml.tmpl")),
+    ("examples/parent.yaml", include_str!("../templates/plugin/parent.yaml.tmpl")),
+    ("examples/{{name}}.yaml", include_str!("../templates/plugin/object.yaml.tmpl")),
+    ("README.md", include_str!("../templates/plugin-go/README.md.tmpl")),
+    (".gitignore", include_str!("../templates/plugin-go/gitignore.tmpl")),
+];
+
 /// What [`create`] made.
 #[derive(Debug)]
 pub struct Created {
@@ -426,6 +466,7 @@ pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Lang
         Language::Python => PYTHON_FILES,
         Language::JavaScript => JS_FILES,
         Language::TypeScript => TS_FILES,
+        Language::Go => GO_FILES,
     };
     for (path, template) in templates {
         let path = dir.join(path.replace("{{name}}", name));
@@ -455,6 +496,12 @@ pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Lang
             format!("cd {} && npm install", dir.display()),
             "npm test".into(),
             "npm run build".into(),
+            format!("kubewasm render {name}.wasm --parent examples/parent.yaml"),
+        ],
+        Language::Go => vec![
+            format!("cd {} && go test ./...", dir.display()),
+            format!("GOOS=wasip1 GOARCH=wasm go build -buildmode=c-shared -o {name}.core.wasm ."),
+            format!("kubewasm componentize {name}.core.wasm -o {name}.wasm"),
             format!("kubewasm render {name}.wasm --parent examples/parent.yaml"),
         ],
     };
@@ -530,6 +577,7 @@ mod tests {
             (Language::Python, PYTHON_FILES),
             (Language::JavaScript, JS_FILES),
             (Language::TypeScript, TS_FILES),
+            (Language::Go, GO_FILES),
         ];
         for (language, files) in languages {
             for cluster in [false, true] {
@@ -552,6 +600,14 @@ mod tests {
             git.pip_requirement(),
             "'kubewasm[test] @ git+https://example.com/kubewasm.git#subdirectory=guest-sdk/python'"
         );
+    }
+
+    #[test]
+    fn the_go_sdk_is_replaced_by_a_quoted_path_or_a_checkout_beside_the_plugin() {
+        let local = Sdk::Path(PathBuf::from(r#"/src/odd "dir"/guest-sdk/go"#));
+        assert_eq!(local.go_replacement(), r#""/src/odd \"dir\"/guest-sdk/go""#);
+        let git = Sdk::Git("https://example.com/kubewasm.git".into());
+        assert_eq!(git.go_replacement(), "../kubewasm/guest-sdk/go");
     }
 
     #[test]

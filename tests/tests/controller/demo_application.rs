@@ -1,7 +1,7 @@
 //! `demo-application`: a DemoApplication becomes a Deployment and a Service, kept as
 //! specified whatever happens to them. Each test runs for the Rust plugin and for its
-//! Python, JavaScript and TypeScript ports, `demo-application-python`, `-js` and `-ts`
-//! (modules `rust`, `python`, `js` and `ts`).
+//! Python, JavaScript, TypeScript and Go ports, `demo-application-python`, `-js`, `-ts`
+//! and `-go` (modules `rust`, `python`, `js`, `ts` and `go`).
 
 use serde_json::{Value, json};
 
@@ -218,6 +218,14 @@ macro_rules! for_each_plugin {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $test() {
                 super::$test("demo-application-ts").await;
+            })*
+        }
+
+        /// Its Go port, plugins/demo-application-go.
+        mod go {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() {
+                super::$test("demo-application-go").await;
             })*
         }
     };

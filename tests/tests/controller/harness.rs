@@ -37,6 +37,8 @@ pub fn wasm_path(name: &str) -> PathBuf {
                 "make python-plugins"
             } else if name.ends_with("-js") || name.ends_with("-ts") {
                 "make js-plugins"
+            } else if name.ends_with("-go") {
+                "make go-plugins"
             } else {
                 "make plugins"
             };

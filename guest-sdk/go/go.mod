@@ -1,0 +1,3 @@
+module kubewasm.dev/sdk
+
+go 1.24
