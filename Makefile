@@ -14,6 +14,8 @@
 #   make bench-convergence  N DemoApplications on the embedded API server, host vs
 #              native (KUBEWASM_BENCH_PARENTS=N, default 1000)
 #   make bench-memory  ten plugins in one host vs ten native controller processes
+#   make bench-languages  the DemoApplication plugin in every language: size, compile,
+#              cached load, one call, memory
 
 CARGO ?= cargo
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
@@ -25,7 +27,7 @@ FIXTURES := misbehave future-contract gate bad-describe demo-relabel stack
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
-.PHONY: wasm-target plugins python-plugins js-plugins go-plugins dev demo test chaos bench bench-reload bench-convergence bench-memory
+.PHONY: wasm-target plugins python-plugins js-plugins go-plugins dev demo test chaos bench bench-reload bench-convergence bench-memory bench-languages
 
 # rustup adds rust-toolchain.toml's targets only when it installs the toolchain, so a
 # machine that already had Rust lacks wasm32-wasip2: add it (a no-op once present).
@@ -180,3 +182,6 @@ bench-memory: wasm-target
 		cp $(WASM_OUT)/demo_instance.wasm $(MEMORY_PLUGIN_DIR)/demo-instance-$$i.wasm; \
 	done
 	KUBEWASM_BENCH_MEMORY_PLUGINS=$(abspath $(MEMORY_PLUGIN_DIR)) $(CARGO) bench -p kubewasm --bench memory
+
+bench-languages: plugins python-plugins js-plugins go-plugins
+	$(CARGO) bench -p kubewasm --bench languages
