@@ -13,8 +13,6 @@
 //! A plain binary: one pass is the measurement. Run with `make bench-languages`.
 //! Results: BENCHMARKS.md.
 
-mod support;
-
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 

@@ -316,7 +316,12 @@ impl Member {
                 () = &mut shutdown => break,
             }
         }
-        shard.narrow(Assignment::Nothing, self.lease_duration).await;
+        if !shard.narrow(Assignment::Nothing, self.lease_duration).await {
+            // Admit nothing more either way; the others may take over a parent whose
+            // reconcile here has not finished after a whole lease duration.
+            warn!(identity = %self.identity, "reconciles still running after a lease duration; leaving anyway");
+            shard.set(Assignment::Nothing);
+        }
         self.leave().await
     }
 
