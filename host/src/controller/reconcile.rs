@@ -191,12 +191,14 @@ async fn create_new(
     // The cache may still show a parent that was deleted (its events lag): a child
     // created now would be collected at once, and recreated on the next stale
     // reconcile, over and over. Its deletion is on its way.
+    let name = child["metadata"]["name"].as_str().unwrap_or_default();
     if !alive(ctx, parent, uid, parent_alive).await? {
+        debug!(kind = %resource.kind, name, "parent not found; child not created");
         return Ok(New::ParentGone);
     }
-    let what =
-        |verb: &str| format!("{verb} {} {}", resource.kind, child["metadata"]["name"].as_str().unwrap_or_default());
+    let what = |verb: &str| format!("{verb} {} {name}", resource.kind);
     if ctx.writer.create(resource, child).await.map_err(Error::write(&what("create")))? {
+        debug!(kind = %resource.kind, name, "child created");
         return Ok(New::Created);
     }
     let existing = ctx.writer.get(resource, child).await.map_err(Error::write(&what("read")))?;
