@@ -85,6 +85,8 @@ $(JS_SDK)/node_modules/.installed: $(JS_SDK)/package-lock.json
 	cd $(JS_SDK) && $(NPM_CI)
 	touch $@
 
+# Stamps of what npm installed: kept, so a second `make` does not install again.
+.SECONDARY: $(addprefix plugins/,$(addsuffix /node_modules/.installed,$(JS_PLUGINS)))
 plugins/%/node_modules/.installed: plugins/%/package-lock.json $(JS_SDK)/node_modules/.installed
 	cd plugins/$* && $(NPM_CI)
 	touch $@
