@@ -13,49 +13,22 @@
 //! A plain binary: one pass is the measurement. Run with `make bench-languages`.
 //! Results: BENCHMARKS.md.
 
+#[path = "support/requests.rs"]
+mod requests;
+
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
 use demo_application::DemoApplicationReconciler;
 use kubewasm::plugin::{Engine, EngineOptions, Plugin, Request, validate};
 use kubewasm_sdk::testing::{self, TestRequest};
-use serde_json::{Value, json};
+use requests::{observed, parent};
+use serde_json::Value;
 
 /// Calls are repeated for about this long (at least [`MIN_CALLS`], at most [`MAX_CALLS`]).
 const CALL_TIME: Duration = Duration::from_secs(3);
 const MIN_CALLS: usize = 15;
 const MAX_CALLS: usize = 2000;
-
-fn parent() -> Value {
-    json!({
-        "apiVersion": "paas.cmft.com/v1beta1",
-        "kind": "DemoApplication",
-        "metadata": {"name": "web", "namespace": "default", "uid": "uid-web"},
-        "spec": {"image": "nginx:1.27", "replica": 3,
-                 "ports": [{"port": 80, "targetPort": 8080}, {"port": 443, "targetPort": 8443, "nodePort": 30443}]}
-    })
-}
-
-/// `n` observed Deployments controlled by the parent; the first is the plugin's own.
-fn observed(n: usize) -> Vec<Value> {
-    (0..n)
-        .map(|i| {
-            let name = if i == 0 { "web".to_string() } else { format!("web-old-{i}") };
-            json!({
-                "apiVersion": "apps/v1", "kind": "Deployment",
-                "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{i}"),
-                             "labels": {"app": "web"},
-                             "ownerReferences": [{"apiVersion": "paas.cmft.com/v1beta1", "kind": "DemoApplication",
-                                                  "name": "web", "uid": "uid-web", "controller": true}]},
-                "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
-                         "template": {"metadata": {"labels": {"app": "web"}},
-                                      "spec": {"containers": [{"name": "app", "image": "nginx:1.27",
-                                                               "ports": [{"containerPort": 8080}]}]}}},
-                "status": {"replicas": 3, "availableReplicas": 3}
-            })
-        })
-        .collect()
-}
 
 fn request(children: usize) -> Request {
     Request::new(parent(), observed(children), vec![], false, "2026-01-01T00:00:00Z".into(), Value::Null)

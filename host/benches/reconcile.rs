@@ -8,6 +8,8 @@
 //!
 //! Run with `make bench` (builds the plugin first). Results: BENCHMARKS.md.
 
+#[path = "support/requests.rs"]
+mod requests;
 mod support;
 
 use std::net::SocketAddr;
@@ -20,38 +22,8 @@ use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::TokioExecutor;
 use kubewasm::plugin::{Engine, EngineOptions, Plugin, Request, validate};
 use kubewasm_sdk::testing::{self, TestRequest};
+use requests::{observed, parent};
 use serde_json::{Value, json};
-
-fn parent() -> Value {
-    json!({
-        "apiVersion": "paas.cmft.com/v1beta1",
-        "kind": "DemoApplication",
-        "metadata": {"name": "web", "namespace": "default", "uid": "uid-web"},
-        "spec": {"image": "nginx:1.27", "replica": 3,
-                 "ports": [{"port": 80, "targetPort": 8080}, {"port": 443, "targetPort": 8443, "nodePort": 30443}]}
-    })
-}
-
-/// `n` observed Deployments controlled by the parent; the first is the plugin's own.
-fn observed(n: usize) -> Vec<Value> {
-    (0..n)
-        .map(|i| {
-            let name = if i == 0 { "web".to_string() } else { format!("web-old-{i}") };
-            json!({
-                "apiVersion": "apps/v1", "kind": "Deployment",
-                "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{i}"),
-                             "labels": {"app": "web"},
-                             "ownerReferences": [{"apiVersion": "paas.cmft.com/v1beta1", "kind": "DemoApplication",
-                                                  "name": "web", "uid": "uid-web", "controller": true}]},
-                "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "web"}},
-                         "template": {"metadata": {"labels": {"app": "web"}},
-                                      "spec": {"containers": [{"name": "app", "image": "nginx:1.27",
-                                                               "ports": [{"containerPort": 8080}]}]}}},
-                "status": {"replicas": 3, "availableReplicas": 3}
-            })
-        })
-        .collect()
-}
 
 /// The hook: the native reconcile behind `POST /reconcile`, JSON in and out.
 async fn hook(body: bytes::Bytes) -> ([(http::header::HeaderName, &'static str); 1], Vec<u8>) {

@@ -7,8 +7,9 @@
 //!
 //! The plugins are built to wasm32-wasip2 by `make plugins`.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -18,11 +19,7 @@ use kube::discovery::ApiResource;
 use kubewasm_devcluster::{DevCluster, Lifecycle, Options, comparable};
 use serde_json::{Value, json};
 
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    // <target>/<profile>/deps/<test binary>
-    exe.ancestors().nth(3).expect("target directory").to_path_buf()
-}
+use common::{readyz, target_dir};
 
 fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
     let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
@@ -117,17 +114,6 @@ impl Host {
         self.child.kill().expect("SIGKILL");
         self.child.wait().expect("reap");
     }
-}
-
-/// The status of `GET /readyz`, or `None` when nothing answers.
-fn readyz(addr: &str) -> Option<u16> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(stream, "GET /readyz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    response.split(' ').nth(1)?.parse().ok()
 }
 
 /// Waits until no write has reached the server for `quiet`; returns the write count.

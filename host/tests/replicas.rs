@@ -8,6 +8,8 @@
 //!
 //! The plugins are built to wasm32-wasip2 by `make plugins`.
 
+mod common;
+
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -22,15 +24,11 @@ use kube::discovery::ApiResource;
 use kubewasm_devcluster::{DevCluster, Options};
 use serde_json::{Value, json};
 
+use common::{readyz, target_dir};
+
 const PARENTS: usize = 30;
 const LEASE_SECONDS: u64 = 2;
 const GROUP: &str = "kubewasm";
-
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    // <target>/<profile>/deps/<test binary>
-    exe.ancestors().nth(3).expect("target directory").to_path_buf()
-}
 
 fn demo_applications(cluster: &DevCluster) -> Api<DynamicObject> {
     let resource = ApiResource {
@@ -122,17 +120,6 @@ impl Drop for Replica {
         let _ = self.child.kill();
         let _ = self.child.wait();
     }
-}
-
-/// The status of `GET /readyz`, or `None` when nothing answers.
-fn readyz(addr: &str) -> Option<u16> {
-    use std::io::{Read, Write};
-    let mut stream = std::net::TcpStream::connect(addr).ok()?;
-    stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(stream, "GET /readyz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").ok()?;
-    let mut response = String::new();
-    stream.read_to_string(&mut response).ok()?;
-    response.split(' ').nth(1)?.parse().ok()
 }
 
 /// Sets every parent's `spec.replica` and waits until every Deployment has it; returns
