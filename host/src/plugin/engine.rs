@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use wasmtime::component::{Component, HasSelf, Linker};
-use wasmtime::{InstanceAllocationStrategy, PoolingAllocationConfig};
+use wasmtime::{Enabled, InstanceAllocationStrategy, PoolingAllocationConfig};
 
 use super::contract::bindings;
 use super::pool::{Budget, PoolSlots};
@@ -95,7 +95,10 @@ impl Engine {
                 // memset keeps them mapped, where madvise would make the next call fault
                 // every page it touches in again (a fifth of a small call's time).
                 .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
-                .table_keep_resident(KEEP_RESIDENT_TABLE_BYTES);
+                .table_keep_resident(KEEP_RESIDENT_TABLE_BYTES)
+                // Where the kernel can say which pages a call dirtied (Linux 6.7 and
+                // later), only those are reset, not all of the bytes kept resident.
+                .pagemap_scan(Enabled::Auto);
             config.allocation_strategy(InstanceAllocationStrategy::Pooling(pool));
             match wasmtime::Engine::new(&config) {
                 Ok(engine) => {
