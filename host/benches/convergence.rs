@@ -19,19 +19,19 @@
 #[path = "support/native.rs"]
 mod native;
 mod support;
+#[path = "support/watch.rs"]
+mod watch;
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::{StreamExt, TryStreamExt};
-use k8s_openapi::NamespaceResourceScope;
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::Service;
+use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::discovery::ApiResource;
-use kube::runtime::{WatchStreamExt, watcher};
-use kube::{Client, Resource, ResourceExt};
 use kubewasm::controller::{self as host_controller, Controller};
 use kubewasm::host;
 use kubewasm::plugin::{Engine, Plugin};
@@ -39,7 +39,6 @@ use kubewasm::shard::{Joined, Member};
 use kubewasm_devcluster::{self as devcluster, DevCluster};
 use native::Native;
 use serde_json::json;
-use tokio::sync::oneshot;
 
 const NAMESPACE: &str = "default";
 /// Parent creations in flight at once, so that creating is not the bottleneck.
@@ -163,36 +162,10 @@ impl UnderTest for Controller {
     }
 }
 
-/// Sees every child of `K` in the namespace; resolves once `n` distinct names were seen.
-fn all_seen<K>(client: &Client, n: usize) -> oneshot::Receiver<Instant>
-where
-    K: Resource<DynamicType = (), Scope = NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug
-        + Send
-        + 'static,
-{
-    let (tx, rx) = oneshot::channel();
-    let api: Api<K> = Api::namespaced(client.clone(), NAMESPACE);
-    tokio::spawn(async move {
-        let mut names = HashSet::new();
-        let mut objects = watcher(api, watcher::Config::default()).default_backoff().applied_objects().boxed();
-        while let Some(Ok(object)) = objects.next().await {
-            names.insert(object.name_any());
-            if names.len() >= n {
-                let _ = tx.send(Instant::now());
-                return;
-            }
-        }
-    });
-    rx
-}
-
 async fn measure<C: UnderTest>(cluster: &DevCluster, n: usize, controller: C, requests: &Requests) -> Run {
     let client = cluster.client();
-    let deployments = all_seen::<Deployment>(&client, n);
-    let services = all_seen::<Service>(&client, n);
+    let deployments = watch::all_seen::<Deployment>(&client, NAMESPACE, n);
+    let services = watch::all_seen::<Service>(&client, NAMESPACE, n);
     let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), NAMESPACE, &parent_resource());
 
     let before = cluster.write_requests();

@@ -15,10 +15,15 @@
 //! cache, the second, measured, loads them from it (as every restart does).
 //!
 //! Run with `make bench-memory` (it builds the ten plugins);
-//! `KUBEWASM_BENCH_PARENTS` sets N (default 100). Results: BENCHMARKS.md.
+//! `KUBEWASM_BENCH_PARENTS` sets N (default 100), or several, comma-separated, each
+//! measured afresh; `KUBEWASM_BENCH_PLUGINS` how many of the ten controllers run
+//! (default 10): with one, the figures are one controller's caches, host beside native,
+//! per parent. Results: BENCHMARKS.md.
 
 #[path = "support/native.rs"]
 mod native;
+#[path = "support/watch.rs"]
+mod watch;
 
 use std::io::Read;
 use std::path::{Path, PathBuf};
@@ -27,12 +32,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use kube::api::{Api, DynamicObject, PostParams};
 use kube::discovery::ApiResource;
 use kubewasm::plugin::{Engine, Plugin};
 use kubewasm_devcluster::{self as devcluster, DevCluster};
 use serde_json::json;
 
+/// The plugins built: demo-instance-0 to -9.
 const PLUGINS: usize = 10;
 const QUIET: Duration = Duration::from_secs(2);
 const PATIENCE: Duration = Duration::from_mins(10);
@@ -53,9 +59,14 @@ fn parent_resource(group: &str) -> ApiResource {
 
 /// Resident memory of a process, in KiB.
 fn rss_kib(pid: u32) -> u64 {
+    status_kib(pid, "VmRSS:")
+}
+
+/// A figure of `/proc/PID/status` given in kB (`field` with its colon).
+fn status_kib(pid: u32, field: &str) -> u64 {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).expect("the process's status");
-    let line = status.lines().find(|l| l.starts_with("VmRSS:")).expect("VmRSS");
-    line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).expect("VmRSS in kB")
+    let line = status.lines().find(|l| l.starts_with(field)).unwrap_or_else(|| panic!("{field} in status"));
+    line.split_whitespace().nth(1).and_then(|kib| kib.parse().ok()).unwrap_or_else(|| panic!("{field} in kB"))
 }
 
 fn readyz(addr: &str) -> bool {
@@ -79,12 +90,16 @@ async fn quiet(cluster: &DevCluster) {
     }
 }
 
-/// Creates `per_plugin` parents of each plugin's group and waits until every one has
-/// its Deployment and Service.
-async fn converge(cluster: &DevCluster, per_plugin: usize) -> Duration {
+/// Creates `per_plugin` parents of each of `plugins` groups and waits until every one
+/// has its Deployment and Service (seen by watches: listing tens of thousands of objects
+/// over and over would load the API server under measurement).
+async fn converge(cluster: &DevCluster, plugins: usize, per_plugin: usize) -> Duration {
     let client = cluster.client();
+    let want = plugins * per_plugin;
+    let deployments = watch::all_seen::<k8s_openapi::api::apps::v1::Deployment>(&client, "default", want);
+    let services = watch::all_seen::<k8s_openapi::api::core::v1::Service>(&client, "default", want);
     let started = Instant::now();
-    let creations = (0..PLUGINS).flat_map(|i| (0..per_plugin).map(move |k| (i, k)));
+    let creations = (0..plugins).flat_map(|i| (0..per_plugin).map(move |k| (i, k)));
     futures::stream::iter(creations)
         .for_each_concurrent(16, |(i, k)| {
             let api: Api<DynamicObject> = Api::namespaced_with(client.clone(), "default", &parent_resource(&group(i)));
@@ -99,27 +114,24 @@ async fn converge(cluster: &DevCluster, per_plugin: usize) -> Duration {
             }
         })
         .await;
-    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(client.clone(), "default");
-    let services: Api<k8s_openapi::api::core::v1::Service> = Api::namespaced(client, "default");
-    let want = PLUGINS * per_plugin;
-    loop {
-        let d = deployments.list(&ListParams::default()).await.expect("list Deployments").items.len();
-        let s = services.list(&ListParams::default()).await.expect("list Services").items.len();
-        if d >= want && s >= want {
-            return started.elapsed();
-        }
-        assert!(started.elapsed() < PATIENCE, "{d} Deployments and {s} Services of {want} after {PATIENCE:?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
+    let seen = async {
+        deployments.await.expect("the Deployments' watch");
+        services.await.expect("the Services' watch");
+    };
+    if tokio::time::timeout(PATIENCE, seen).await.is_err() {
+        panic!("not {want} Deployments and Services after {PATIENCE:?}");
     }
+    started.elapsed()
 }
 
 /// What one side measured.
 struct Side {
-    processes: usize,
     /// The host's first start, which compiled the plugins (then cached on disk).
     compiling_kib: Option<u64>,
     idle_kib: u64,
     converged_kib: u64,
+    /// The most resident at once (`VmHWM`, summed), over the whole run.
+    peak_kib: u64,
     converge: Duration,
 }
 
@@ -136,9 +148,10 @@ async fn measure(
     quiet(&cluster).await;
     let rss = |children: &[Child]| children.iter().map(|c| rss_kib(c.id())).sum::<u64>();
     let idle_kib = rss(&children);
-    let converge = converge(&cluster, per_plugin).await;
+    let converge = converge(&cluster, plugins.len(), per_plugin).await;
     quiet(&cluster).await;
     let converged_kib = rss(&children);
+    let peak_kib = children.iter().map(|c| status_kib(c.id(), "VmHWM:")).sum::<u64>();
     for child in &mut children {
         // A native controller stops when its stdin closes; the host is killed.
         if child.stdin.take().is_none() {
@@ -147,7 +160,7 @@ async fn measure(
         let _ = child.wait();
     }
     cluster.shutdown().await;
-    Side { processes: children.len(), compiling_kib, idle_kib, converged_kib, converge }
+    Side { compiling_kib, idle_kib, converged_kib, peak_kib, converge }
 }
 
 /// `kubewasm run` on `plugins`, ready. Started twice: the first process compiles the
@@ -191,9 +204,9 @@ fn tempfile_dir(name: &str) -> PathBuf {
     dir
 }
 
-fn native_processes(kubeconfig: &Path) -> (Vec<Child>, Option<u64>) {
+fn native_processes(plugins: usize, kubeconfig: &Path) -> (Vec<Child>, Option<u64>) {
     let exe = std::env::current_exe().expect("this binary");
-    let children = (0..PLUGINS)
+    let children = (0..plugins)
         .map(|i| {
             Command::new(&exe)
                 .args(["--native", &group(i)])
@@ -231,49 +244,73 @@ async fn main() {
         native(args.get(i + 1).expect("--native GROUP")).await;
         return;
     }
-    let dir = PathBuf::from(std::env::var("KUBEWASM_BENCH_MEMORY_PLUGINS").expect(
+    let built = PathBuf::from(std::env::var("KUBEWASM_BENCH_MEMORY_PLUGINS").expect(
         "KUBEWASM_BENCH_MEMORY_PLUGINS: a directory of demo-instance-0..9.wasm; `make bench-memory` builds it",
     ));
-    let per_plugin: usize =
-        std::env::var("KUBEWASM_BENCH_PARENTS").ok().map_or(100, |n| n.parse().expect("KUBEWASM_BENCH_PARENTS"));
+    let counts: Vec<usize> = std::env::var("KUBEWASM_BENCH_PARENTS").ok().map_or_else(
+        || vec![100],
+        |n| n.split(',').map(|n| n.trim().parse().expect("KUBEWASM_BENCH_PARENTS")).collect(),
+    );
+    let controllers: usize =
+        std::env::var("KUBEWASM_BENCH_PLUGINS").ok().map_or(PLUGINS, |n| n.parse().expect("KUBEWASM_BENCH_PLUGINS"));
+    assert!((1..=PLUGINS).contains(&controllers), "KUBEWASM_BENCH_PLUGINS: 1 to {PLUGINS}");
+    // The host's plugin directory holds the plugins that run, and only them.
+    let dir = tempfile_dir("kubewasm-bench-memory-plugins");
     let engine = Engine::new().expect("engine");
-    let plugins: Vec<Arc<Plugin>> = (0..PLUGINS)
+    let plugins: Vec<Arc<Plugin>> = (0..controllers)
         .map(|i| {
-            let path = dir.join(format!("demo-instance-{i}.wasm"));
+            let name = format!("demo-instance-{i}.wasm");
+            std::fs::copy(built.join(&name), dir.join(&name))
+                .unwrap_or_else(|e| panic!("{}: {e}", built.join(&name).display()));
+            let path = dir.join(&name);
             Arc::new(Plugin::load(&engine, &path).unwrap_or_else(|e| panic!("{}: {e}", path.display())))
         })
         .collect();
 
-    let host = measure(&plugins, per_plugin, |kubeconfig| host_process(&dir, kubeconfig)).await;
-    let native = measure(&plugins, per_plugin, native_processes).await;
+    let mut rows = Vec::new();
+    for &per_plugin in &counts {
+        let host = measure(&plugins, per_plugin, |kubeconfig| host_process(&dir, kubeconfig)).await;
+        let native = measure(&plugins, per_plugin, |kubeconfig| native_processes(controllers, kubeconfig)).await;
+        rows.push((per_plugin, host, native));
+    }
+    print(controllers, &rows);
+}
 
+#[allow(clippy::cast_precision_loss)]
+fn print(controllers: usize, rows: &[(usize, Side, Side)]) {
+    let host_label = format!("kubewasm run, {controllers} plugin{}", if controllers == 1 { "" } else { "s" });
+    let native_label = format!("native kube-rs, {controllers} process{}", if controllers == 1 { "" } else { "es" });
     println!(
-        "{PLUGINS} controllers (DemoApplication logic, one API group each), {per_plugin} parents each ({} Deployments + {} Services)",
-        PLUGINS * per_plugin,
-        PLUGINS * per_plugin
+        "{controllers} controller(s) of DemoApplication logic, one API group each; each parent wants a Deployment and a Service"
     );
     println!(
-        "{:<28} {:>9} {:>16} {:>12} {:>14} {:>11}",
-        "side", "processes", "idle, compiling", "idle", "converged", "converge"
+        "{:<14} {:<30} {:>16} {:>12} {:>14} {:>12} {:>14} {:>11}",
+        "parents each", "side", "idle, compiling", "idle", "converged", "peak", "per parent", "converge"
     );
-    for (label, side) in [("kubewasm run, 10 plugins", &host), ("native kube-rs, 10 processes", &native)] {
+    for (per_plugin, host, native) in rows {
+        let parents = (controllers * per_plugin) as f64;
+        for (label, side) in [(&host_label, host), (&native_label, native)] {
+            let per_parent = (side.converged_kib.saturating_sub(side.idle_kib)) as f64 / parents;
+            println!(
+                "{per_plugin:<14} {label:<30} {:>16} {:>12} {:>14} {:>12} {:>10.1} KiB {:>9.2} s",
+                side.compiling_kib.map_or_else(|| "-".into(), mib),
+                mib(side.idle_kib),
+                mib(side.converged_kib),
+                mib(side.peak_kib),
+                per_parent,
+                side.converge.as_secs_f64()
+            );
+        }
+        let ratio = |a: u64, b: u64| a as f64 / b as f64;
         println!(
-            "{label:<28} {:>9} {:>16} {:>12} {:>14} {:>9.2} s",
-            side.processes,
-            side.compiling_kib.map_or_else(|| "-".into(), mib),
-            mib(side.idle_kib),
-            mib(side.converged_kib),
-            side.converge.as_secs_f64()
+            "{per_plugin:<14} {:<30} {:>16} {:>12.2} {:>14.2} {:>12.2} {:>14} {:>11.2}",
+            "host / native",
+            "",
+            ratio(host.idle_kib, native.idle_kib),
+            ratio(host.converged_kib, native.converged_kib),
+            ratio(host.peak_kib, native.peak_kib),
+            "",
+            host.converge.as_secs_f64() / native.converge.as_secs_f64(),
         );
     }
-    #[allow(clippy::cast_precision_loss)]
-    let ratio = |a: u64, b: u64| a as f64 / b as f64;
-    println!(
-        "{:<28} {:>9} {:>16} {:>12.2} {:>14.2}",
-        "host / native",
-        "",
-        "",
-        ratio(host.idle_kib, native.idle_kib),
-        ratio(host.converged_kib, native.converged_kib)
-    );
 }
