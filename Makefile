@@ -14,6 +14,7 @@
 #   make bench-convergence  N DemoApplications on the embedded API server, host vs
 #              native (KUBEWASM_BENCH_PARENTS=N, default 1000)
 #   make bench-memory  ten plugins in one host vs ten native controller processes
+#              (KUBEWASM_BENCH_PLUGINS=1 for one; KUBEWASM_BENCH_PARENTS=N[,N...] per plugin)
 #   make bench-languages  the DemoApplication plugin in every language: size, compile,
 #              cached load, one call, memory
 
