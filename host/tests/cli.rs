@@ -969,12 +969,7 @@ fn new_creates_a_plugin_that_passes_its_tests_and_renders() {
 
     let component =
         build_and_describe(&dir, "hello_world", &["kind: HelloWorld", "helloworlds.example.com", "namespaced: true"]);
-    let parent = dir.join("examples/parent.yaml");
-    let rendered =
-        kubewasm(&["render", path_str(&component), "--parent", path_str(&parent), "--now", "2026-01-01T00:00:00Z"]);
-    let yaml = String::from_utf8_lossy(&rendered.stdout);
-    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
-    assert!(yaml.contains("kind: ConfigMap") && yaml.contains("message: Hello from hello-world"), "{yaml}");
+    renders_hello(&component, &dir, "hello-world");
 
     // A parent kind of the user's choosing, cluster-scoped: its ConfigMap goes to a namespace.
     let crons = base.join("cron-sync");
@@ -1009,13 +1004,30 @@ fn build_and_describe(dir: &Path, krate: &str, expect: &[&str]) -> PathBuf {
     let built = cargo_in(dir, &["build", "--profile", "plugin", "--target", "wasm32-wasip2"]);
     assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
     let component = target_dir().join(format!("wasm32-wasip2/plugin/{krate}.wasm"));
-    let described = kubewasm(&["describe", path_str(&component)]);
+    describe_mentions(&component, expect);
+    component
+}
+
+/// `kubewasm describe COMPONENT` succeeds and mentions every one of `expect`.
+fn describe_mentions(component: &Path, expect: &[&str]) {
+    let described = kubewasm(&["describe", path_str(component)]);
     let manifest = String::from_utf8_lossy(&described.stdout);
     assert!(described.status.success(), "{}", String::from_utf8_lossy(&described.stderr));
     for needle in expect {
         assert!(manifest.contains(needle), "{needle} in {manifest}");
     }
-    component
+}
+
+/// A scaffold's component renders its example parent (`DIR/examples/parent.yaml`): the
+/// status names the ConfigMap, and the ConfigMap says hello from plugin `name`.
+fn renders_hello(component: &Path, dir: &Path, name: &str) {
+    let parent = dir.join("examples/parent.yaml");
+    let rendered =
+        kubewasm(&["render", path_str(component), "--parent", path_str(&parent), "--now", "2026-01-01T00:00:00Z"]);
+    let yaml = String::from_utf8_lossy(&rendered.stdout);
+    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
+    assert!(yaml.contains("configMap: hello"), "the status: {yaml}");
+    assert!(yaml.contains("kind: ConfigMap") && yaml.contains(&format!("message: Hello from {name}")), "{yaml}");
 }
 
 /// The Python of the virtualenv `make python-plugins` creates: the Python SDK of this
@@ -1066,19 +1078,11 @@ fn new_creates_a_python_plugin_that_passes_its_tests_builds_and_renders() {
     let built = python_in(&dir, &["-m", "kubewasm", "build", "app.py", "-o", "hello-py.wasm"]);
     assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
     let component = dir.join("hello-py.wasm");
-    let described = kubewasm(&["describe", path_str(&component)]);
-    let manifest = String::from_utf8_lossy(&described.stdout);
-    assert!(described.status.success(), "{}", String::from_utf8_lossy(&described.stderr));
-    for needle in ["name: hello-py", "kind: HelloPy", "hellopies.example.com", "namespaced: true", "kind: ConfigMap"] {
-        assert!(manifest.contains(needle), "{needle} in {manifest}");
-    }
-    let parent = dir.join("examples/parent.yaml");
-    let rendered =
-        kubewasm(&["render", path_str(&component), "--parent", path_str(&parent), "--now", "2026-01-01T00:00:00Z"]);
-    let yaml = String::from_utf8_lossy(&rendered.stdout);
-    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
-    assert!(yaml.contains("configMap: hello"), "the status: {yaml}");
-    assert!(yaml.contains("kind: ConfigMap") && yaml.contains("message: Hello from hello-py"), "{yaml}");
+    describe_mentions(
+        &component,
+        &["name: hello-py", "kind: HelloPy", "hellopies.example.com", "namespaced: true", "kind: ConfigMap"],
+    );
+    renders_hello(&component, &dir, "hello-py");
 
     // Cluster-scoped parents give their ConfigMap a namespace (the native tests prove it;
     // the component is built the same way).
@@ -1129,19 +1133,11 @@ fn new_npm_plugin_passes_its_tests_builds_and_renders(lang: &str, name: &str, ap
     npm_in(&dir, &["run", "build"]);
 
     let component = dir.join(format!("{name}.wasm"));
-    let described = kubewasm(&["describe", path_str(&component)]);
-    let manifest = String::from_utf8_lossy(&described.stdout);
-    assert!(described.status.success(), "{}", String::from_utf8_lossy(&described.stderr));
-    for needle in [&format!("name: {name}")[..], "namespaced: true", "kind: ConfigMap", "group: example.com"] {
-        assert!(manifest.contains(needle), "{needle} in {manifest}");
-    }
-    let parent = dir.join("examples/parent.yaml");
-    let rendered =
-        kubewasm(&["render", path_str(&component), "--parent", path_str(&parent), "--now", "2026-01-01T00:00:00Z"]);
-    let yaml = String::from_utf8_lossy(&rendered.stdout);
-    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
-    assert!(yaml.contains("configMap: hello"), "the status: {yaml}");
-    assert!(yaml.contains("kind: ConfigMap") && yaml.contains(&format!("message: Hello from {name}")), "{yaml}");
+    describe_mentions(
+        &component,
+        &[&format!("name: {name}")[..], "namespaced: true", "kind: ConfigMap", "group: example.com"],
+    );
+    renders_hello(&component, &dir, name);
 
     // Cluster-scoped parents give their ConfigMap a namespace (the native tests prove it).
     let notes = base.join("tenant-notes");
@@ -1242,19 +1238,11 @@ fn new_creates_a_go_plugin_that_passes_its_tests_builds_and_renders() {
     let component = dir.join("hello-go.wasm");
     let made = kubewasm(&["componentize", path_str(&dir.join("hello-go.core.wasm")), "-o", path_str(&component)]);
     assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    let described = kubewasm(&["describe", path_str(&component)]);
-    let manifest = String::from_utf8_lossy(&described.stdout);
-    assert!(described.status.success(), "{}", String::from_utf8_lossy(&described.stderr));
-    for needle in ["name: hello-go", "kind: HelloGo", "hellogos.example.com", "namespaced: true", "kind: ConfigMap"] {
-        assert!(manifest.contains(needle), "{needle} in {manifest}");
-    }
-    let parent = dir.join("examples/parent.yaml");
-    let rendered =
-        kubewasm(&["render", path_str(&component), "--parent", path_str(&parent), "--now", "2026-01-01T00:00:00Z"]);
-    let yaml = String::from_utf8_lossy(&rendered.stdout);
-    assert!(rendered.status.success(), "{}", String::from_utf8_lossy(&rendered.stderr));
-    assert!(yaml.contains("configMap: hello"), "the status: {yaml}");
-    assert!(yaml.contains("kind: ConfigMap") && yaml.contains("message: Hello from hello-go"), "{yaml}");
+    describe_mentions(
+        &component,
+        &["name: hello-go", "kind: HelloGo", "hellogos.example.com", "namespaced: true", "kind: ConfigMap"],
+    );
+    renders_hello(&component, &dir, "hello-go");
 
     // Cluster-scoped parents give their ConfigMap a namespace (the native tests prove it).
     let notes = base.join("tenant-notes");
