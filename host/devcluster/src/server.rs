@@ -11,21 +11,18 @@ use axum::http::{HeaderMap, Method, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::builtins;
+use super::cluster::Cluster;
 use super::discovery;
-use super::events;
-use super::gc;
 use super::openapi;
-use super::patch;
+use super::pipeline;
 use super::present::{Presentation, present_list, present_one};
 use super::protobuf;
-use super::reviews;
+use super::read;
+use super::request::{DeleteOptions, FieldValidation, Filter, Paging, Target, WriteOptions};
 use super::selectors::{FieldSelector, LabelSelector};
 use super::state::Shared;
 use super::status::ApiError;
-use super::store::Store;
 use super::table::Include;
-use super::verbs::{self, DeleteOptions, FieldValidation, Filter, Paging, Target, WriteOptions};
 use super::watch::{self as watches, WatchRequest};
 
 /// The largest request body accepted, as in the real server.
@@ -99,7 +96,7 @@ pub(crate) async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> R
         Err(_) => error_response(&ApiError::internal("the server hit an internal error while serving this request")),
     };
     if mutating {
-        if shared.lock().gc_pending() {
+        if shared.lock().store.gc_pending() {
             shared.gc.notify_one();
         }
         shared.persist.notify_one();
@@ -116,11 +113,11 @@ async fn wait_for_version(shared: &Shared, call: &Call) -> Result<(), ApiError> 
     let Some(wanted) = call.param("resourceVersion").and_then(|rv| rv.parse::<u64>().ok()) else {
         return Ok(());
     };
-    let mut last = shared.lock().last_rv();
+    let mut last = shared.lock().store.last_rv();
     if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(3), last.wait_for(|rv| *rv >= wanted)).await {
         return Ok(());
     }
-    let current = shared.lock().current_rv();
+    let current = shared.lock().store.current_rv();
     if current >= wanted { Ok(()) } else { Err(ApiError::resource_version_too_large(wanted, current)) }
 }
 
@@ -169,10 +166,10 @@ fn route(shared: &Arc<Shared>, call: &Call) -> Result<Reply, ApiError> {
         ["version"] => get_only(Some(discovery::version_info())),
         ["healthz" | "livez" | "readyz"] => Ok(Reply::Text("ok")),
         ["api"] => get_only(Some(discovery::core_versions(&shared.address))),
-        ["api", version] => get_only(shared.lock().registry.resource_list("", version)),
-        ["apis"] => get_only(Some(shared.lock().registry.group_list())),
-        ["apis", group] => get_only(shared.lock().registry.group(group)),
-        ["apis", group, version] => get_only(shared.lock().registry.resource_list(group, version)),
+        ["api", version] => get_only(discovery::resource_list(&shared.lock().registry, "", version)),
+        ["apis"] => get_only(Some(discovery::group_list(&shared.lock().registry))),
+        ["apis", group] => get_only(discovery::group(&shared.lock().registry, group)),
+        ["apis", group, version] => get_only(discovery::resource_list(&shared.lock().registry, group, version)),
         // Served as JSON only: a client that accepts nothing else (the protobuf form) is told so.
         ["openapi", "v2"] if !accepts_json(call) => Err(ApiError::not_acceptable(&["application/json"])),
         ["openapi", "v2"] => get_only(Some(openapi::v2(&shared.lock().registry))),
@@ -219,18 +216,40 @@ fn resource(shared: &Arc<Shared>, call: &Call, group: &str, version: &str, rest:
         [plural, name, sub] => (*plural, Some((*name).to_string()), Some((*sub).to_string())),
         _ => return Err(ApiError::no_route()),
     };
-    let rt = shared.lock().registry.find(group, version, plural).ok_or_else(ApiError::no_route)?;
-    let events_v1 = rt.group == "events.k8s.io" && rt.plural == "events";
-    let (rt, version) = if events_v1 {
-        (shared.lock().registry.find("", "v1", "events").ok_or_else(ApiError::no_route)?, "v1")
-    } else {
-        (rt, version)
+    let target = resolve(&shared.lock(), group, version, namespace, plural, name, subresource)?;
+    let how = presentation(call);
+    Ok(match dispatch(shared, call, &target, how, legacy_watch)? {
+        Reply::Json(code, value) => Reply::Json(code, read::as_addressed(&target, value)),
+        Reply::Warned(code, value, warnings) => Reply::Warned(code, read::as_addressed(&target, value), warnings),
+        reply => reply,
+    })
+}
+
+/// The target of a resource path: the resource served there (or, for a view, the one it is
+/// stored as), and the object and subresource named.
+fn resolve(
+    cluster: &Cluster,
+    group: &str,
+    version: &str,
+    namespace: Option<String>,
+    plural: &str,
+    name: Option<String>,
+    subresource: Option<String>,
+) -> Result<Target, ApiError> {
+    let addressed = cluster.registry.find(group, version, plural).ok_or_else(ApiError::no_route)?;
+    let (rt, stored_version, view) = match addressed.strategy(version).stored_as() {
+        Some(stored) => {
+            let rt =
+                cluster.registry.find(stored.group, stored.version, stored.plural).ok_or_else(ApiError::no_route)?;
+            (rt, stored.version, Some((addressed, version.to_string())))
+        }
+        None => (addressed, version, None),
     };
     if namespace.is_some() && !rt.namespaced {
         return Err(ApiError::no_route());
     }
     if let Some(sub) = &subresource {
-        let v = rt.version(version);
+        let v = rt.version(stored_version);
         let served = match sub.as_str() {
             "status" => v.is_some_and(|v| v.status),
             "scale" => v.is_some_and(|v| v.scale.is_some()),
@@ -240,22 +259,14 @@ fn resource(shared: &Arc<Shared>, call: &Call, group: &str, version: &str, rest:
             return Err(ApiError::no_route());
         }
     }
-    let target = Target { rt, version: version.to_string(), namespace, name, subresource, events_v1 };
-    let how = presentation(call);
-    match dispatch(shared, call, target, how, legacy_watch)? {
-        Reply::Json(code, value) if events_v1 => Ok(Reply::Json(code, events::response_to_v1(value))),
-        Reply::Warned(code, value, warnings) if events_v1 => {
-            Ok(Reply::Warned(code, events::response_to_v1(value), warnings))
-        }
-        reply => Ok(reply),
-    }
+    Ok(Target { rt, version: stored_version.to_string(), namespace, name, subresource, view })
 }
 
 #[allow(clippy::too_many_lines)] // the route table of a resource: one arm per verb
 fn dispatch(
     shared: &Arc<Shared>,
     call: &Call,
-    target: Target,
+    target: &Target,
     how: Presentation,
     legacy_watch: bool,
 ) -> Result<Reply, ApiError> {
@@ -277,31 +288,32 @@ fn dispatch(
     if target.subresource.is_none() && !rt.verbs.iter().any(|v| v == verb) {
         return Err(ApiError::method_not_allowed());
     }
-    if let Some(injected) = shared.faults.request_error(verb, &rt.plural, || object_name(call, &target)) {
+    if let Some(injected) = shared.faults.request_error(verb, &rt.plural, || object_name(call, target)) {
         return Err(injected);
     }
     match (&call.method, &target.name) {
         (&Method::GET, Some(_)) if !watching => {
-            let store = shared.lock();
+            let cluster = shared.lock();
+            let store = &cluster.store;
             let obj = if target.subresource.as_deref() == Some("scale") {
-                verbs::get_scale(&store, &target)?
-            } else if let Some(at) = stale_version(shared, &store, &rt.plural, call) {
-                present_one(&target, &stale_get(&store, &target, at)?, how)
+                read::scale(store, target)?
+            } else if let Some(at) = stale_version(shared, store, &rt.plural, call) {
+                present_one(target, &read::get_at(store, target, at)?, how)
             } else {
-                present_one(&target, &verbs::get(&store, &target)?, how)
+                present_one(target, &read::get(store, target)?, how)
             };
             Ok(Reply::Json(200, obj))
         }
         (&Method::GET, Some(name)) => {
-            let mut filter = filter(call, &target)?;
+            let mut filter = filter(call, target)?;
             filter.fields =
                 FieldSelector::parse(&format!("metadata.name={name}"), &[]).map_err(ApiError::bad_request)?;
-            watch(shared, call, Target { name: None, ..target }, filter, how)
+            watch(shared, call, Target { name: None, ..target.clone() }, filter, how)
         }
         (&Method::GET, None) => {
-            let filter = filter(call, &target)?;
+            let filter = filter(call, target)?;
             if watching {
-                return watch(shared, call, target, filter, how);
+                return watch(shared, call, target.clone(), filter, how);
             }
             let exact = match (call.param("resourceVersionMatch"), call.param("resourceVersion")) {
                 (Some("Exact"), Some(rv)) => Some(
@@ -316,41 +328,37 @@ fn dispatch(
                 exact,
             };
             let listed = {
-                let store = shared.lock();
-                let paging = Paging {
-                    exact: paging.exact.or_else(|| stale_version(shared, &store, &rt.plural, call)),
-                    ..paging
-                };
-                verbs::list(&store, &target, &filter, &paging)?
+                let cluster = shared.lock();
+                let store = &cluster.store;
+                let paging =
+                    Paging { exact: paging.exact.or_else(|| stale_version(shared, store, &rt.plural, call)), ..paging };
+                read::list(store, target, &filter, &paging)?
             };
-            Ok(Reply::Json(200, present_list(&target, &listed, how)))
+            Ok(Reply::Json(200, present_list(target, &listed, how)))
         }
         (&Method::POST, None) => {
             if rt.namespaced && target.namespace.is_none() {
                 return Err(ApiError::method_not_allowed());
             }
-            let body = decode_body(call, &target)?;
-            if reviews::is_review(&rt) {
-                return Ok(Reply::Json(201, reviews::answer(&rt, &target.version, body)));
+            let body = decode_body(call, target)?;
+            if let Some(answer) = pipeline::answer(target, &body) {
+                return Ok(Reply::Json(201, answer));
             }
             let opts = write_options(call)?;
-            let (code, obj) = verbs::create(&mut shared.lock(), &target, body, &opts)?;
+            let (code, obj) = pipeline::create(&mut shared.lock(), target, body, &opts)?;
             Ok(Reply::Warned(code, obj, opts.warnings.take()))
         }
         (&Method::PUT, Some(_)) => {
-            let body = decode_body(call, &target)?;
+            let body = decode_body(call, target)?;
             let opts = write_options(call)?;
-            let (code, obj) = verbs::update(&mut shared.lock(), &target, body, &opts)?;
+            let (code, obj) = pipeline::update(&mut shared.lock(), target, body, &opts)?;
             Ok(Reply::Warned(code, obj, opts.warnings.take()))
         }
         (&Method::PATCH, Some(_)) => {
             let content_type = call.header(header::CONTENT_TYPE).split(';').next().unwrap_or("").trim().to_string();
             let mut opts = write_options(call)?;
             opts.force = call.flag("force");
-            if target.events_v1 {
-                return events_patch(shared, &target, call, &content_type, &opts);
-            }
-            let (code, obj) = verbs::patch(&mut shared.lock(), &target, &call.body, &content_type, &opts)?;
+            let (code, obj) = pipeline::patch(&mut shared.lock(), target, &call.body, &content_type, &opts)?;
             Ok(Reply::Warned(code, obj, opts.warnings.take()))
         }
         (&Method::DELETE, Some(_)) => {
@@ -358,13 +366,13 @@ fn dispatch(
                 return Err(ApiError::method_not_allowed());
             }
             let opts = delete_options(call)?;
-            let (code, obj) = verbs::delete(&mut shared.lock(), &target, &opts)?;
+            let (code, obj) = pipeline::delete(&mut shared.lock(), target, &opts)?;
             Ok(Reply::Json(code, obj))
         }
         (&Method::DELETE, None) => {
-            let filter = filter(call, &target)?;
+            let filter = filter(call, target)?;
             let opts = delete_options(call)?;
-            let (code, list) = verbs::delete_collection(&mut shared.lock(), &target, &filter, &opts)?;
+            let (code, list) = pipeline::delete_collection(&mut shared.lock(), target, &filter, &opts)?;
             Ok(Reply::Json(code, list))
         }
         _ => Err(ApiError::method_not_allowed()),
@@ -373,12 +381,12 @@ fn dispatch(
 
 fn filter(call: &Call, t: &Target) -> Result<Filter, ApiError> {
     let labels = LabelSelector::parse(call.param("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
-    let mut field_text = call.param("fieldSelector").unwrap_or("").to_string();
-    if t.events_v1 {
-        field_text = events::core_selector(&field_text);
-    }
-    let fields =
-        FieldSelector::parse(&field_text, t.rt.strategy().selectable_fields()).map_err(ApiError::bad_request)?;
+    let given = call.param("fieldSelector").unwrap_or("");
+    let field_text = match &t.view {
+        Some((view, version)) => view.strategy(version).stored_field_selector(given),
+        None => given.to_string(),
+    };
+    let fields = FieldSelector::parse(&field_text, t.strategy().selectable_fields()).map_err(ApiError::bad_request)?;
     Ok(Filter { namespace: t.namespace.clone(), labels, fields })
 }
 
@@ -397,21 +405,13 @@ fn object_name(call: &Call, target: &Target) -> String {
 /// one, as from a real server's watch cache: `resourceVersion=0` (any version) and
 /// `resourceVersion=N` (not older than N). A read without a resourceVersion is a consistent
 /// read, always of the latest state.
-fn stale_version(shared: &Shared, store: &Store, resource: &str, call: &Call) -> Option<u64> {
+fn stale_version(shared: &Shared, store: &super::store::Store, resource: &str, call: &Call) -> Option<u64> {
     let not_older_than = match call.param("resourceVersion") {
         Some(rv) if call.param("resourceVersionMatch") != Some("Exact") => rv.parse::<u64>().ok()?,
         _ => return None,
     };
     let at = store.current_rv().saturating_sub(shared.faults.stale_behind(resource)?).max(store.oldest_watchable());
     (at >= not_older_than && at < store.current_rv()).then(|| shared.faults.count_stale(at))
-}
-
-/// One object as it was at resourceVersion `at`.
-fn stale_get(store: &Store, target: &Target, at: u64) -> Result<Value, ApiError> {
-    let name = target.name.as_deref().unwrap_or_default();
-    let item = store.get_at(&target.gr(), target.namespace.as_deref().unwrap_or_default(), name, at);
-    let item = item.ok_or_else(|| ApiError::not_found(&target.rt.group, &target.rt.plural, name))?;
-    Ok(verbs::present(&target.rt, &target.version, &item))
 }
 
 fn watch(
@@ -434,51 +434,18 @@ fn watch(
     watches::start(shared, req).map(Reply::Stream)
 }
 
-/// A patch of an events.k8s.io/v1 Event: applied to that view, stored in the core/v1 form.
-fn events_patch(
-    shared: &Arc<Shared>,
-    target: &Target,
-    call: &Call,
-    content_type: &str,
-    opts: &WriteOptions,
-) -> Result<Reply, ApiError> {
-    let mut store = shared.lock();
-    if content_type == "application/apply-patch+yaml" {
-        let config: Value = serde_yaml_ng::from_slice(&call.body)
-            .map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
-        let as_json = serde_json::to_vec(&events::to_core(&config)).unwrap_or_default();
-        let (code, obj) = verbs::patch(&mut store, target, &as_json, content_type, opts)?;
-        return Ok(Reply::Json(code, obj));
-    }
-    if !verbs::PATCH_TYPES.contains(&content_type) {
-        return Err(ApiError::unsupported_media_type(content_type, &verbs::PATCH_TYPES));
-    }
-    let patch_doc: Value =
-        serde_json::from_slice(&call.body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
-    let view = events::to_v1(&verbs::get(&store, target)?);
-    let patched = match content_type {
-        "application/json-patch+json" => patch::json_patch(&view, &patch_doc).map_err(|e| match e {
-            patch::PatchFailure::Malformed(m) => ApiError::bad_request(m),
-            patch::PatchFailure::Unappliable(m) => ApiError::unprocessable(m),
-        })?,
-        "application/merge-patch+json" => patch::merge_patch(&view, &patch_doc).map_err(ApiError::bad_request)?,
-        _ => patch::strategic_merge(&view, &patch_doc, builtins::definition("events.k8s.io", "v1", "Event"))
-            .map_err(ApiError::bad_request)?,
-    };
-    let (code, obj) = verbs::update(&mut store, target, events::to_core(&patched), opts)?;
-    Ok(Reply::Json(code, obj))
-}
-
-/// Decodes a create/update body (JSON, or YAML when the content type says so).
+/// Decodes a create/update body (JSON, YAML or protobuf, as the content type says), in the
+/// stored form of the resource (a view's body converted).
 fn decode_body(call: &Call, target: &Target) -> Result<Value, ApiError> {
     let content_type = call.header(header::CONTENT_TYPE);
+    let (addressed, version) = target.view.as_ref().map_or((&target.rt, target.version.as_str()), |(v, n)| (v, n));
     let value: Value = if content_type.starts_with("application/vnd.kubernetes.protobuf") {
-        protobuf::decode(&call.body, &target.rt.api_version(&target.version), &target.rt.kind).map_err(|e| match e {
+        protobuf::decode(&call.body, &addressed.api_version(version), &addressed.kind).map_err(|e| match e {
             protobuf::Error::NotBuiltin => {
                 ApiError::unsupported_media_type(content_type, &["application/json", "application/yaml"])
             }
             protobuf::Error::Malformed(why) => {
-                ApiError::bad_request(format!("the protobuf body of {} could not be decoded: {why}", target.rt.kind))
+                ApiError::bad_request(format!("the protobuf body of {} could not be decoded: {why}", addressed.kind))
             }
         })?
     } else if content_type.contains("yaml") {
@@ -492,7 +459,10 @@ fn decode_body(call: &Call, target: &Target) -> Result<Value, ApiError> {
     if !value.is_object() {
         return Err(ApiError::bad_request("the request body must be a JSON object"));
     }
-    Ok(if target.events_v1 { events::to_core(&value) } else { value })
+    Ok(match &target.view {
+        Some((view, version)) => view.strategy(version).convert_to_stored(&value),
+        None => value,
+    })
 }
 
 fn dry_run(values: &[&str]) -> Result<bool, ApiError> {
@@ -563,31 +533,4 @@ fn delete_options(call: &Call) -> Result<DeleteOptions, ApiError> {
         precondition_rv: s(body.pointer("/preconditions/resourceVersion")),
         dry_run: dry_run(&dry)?,
     })
-}
-
-/// Runs garbage collection whenever a write left it something to do (`Store::gc_pending`),
-/// and every few seconds as a safety net.
-pub(crate) async fn run_gc(shared: Arc<Shared>) {
-    let mut shutdown = shared.shutdown.clone();
-    loop {
-        tokio::select! {
-            () = shared.gc.notified() => {}
-            () = tokio::time::sleep(Duration::from_secs(5)) => {}
-            _ = shutdown.changed() => return,
-        }
-        let mut changed = false;
-        {
-            let mut store = shared.lock();
-            for _ in 0..100 {
-                let pass_changed = gc::collect(&mut store);
-                changed |= pass_changed;
-                if !pass_changed && !store.gc_queued() {
-                    break;
-                }
-            }
-        }
-        if changed {
-            shared.persist.notify_one();
-        }
-    }
 }

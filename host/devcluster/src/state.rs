@@ -6,12 +6,12 @@ use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
 
+use super::cluster::Cluster;
 use super::faults::Injector;
-use super::store::Store;
 
 /// State shared by the request handlers and the background tasks.
 pub(crate) struct Shared {
-    store: Mutex<Store>,
+    cluster: Mutex<Cluster>,
     pub writes: AtomicU64,
     pub gc: Notify,
     pub persist: Notify,
@@ -24,14 +24,14 @@ pub(crate) struct Shared {
 
 impl Shared {
     pub(crate) fn new(
-        store: Store,
+        cluster: Cluster,
         bookmark_interval: Duration,
         shutdown: watch::Receiver<bool>,
         address: String,
         faults: Injector,
     ) -> Shared {
         Shared {
-            store: Mutex::new(store),
+            cluster: Mutex::new(cluster),
             writes: AtomicU64::new(0),
             gc: Notify::new(),
             persist: Notify::new(),
@@ -42,8 +42,8 @@ impl Shared {
         }
     }
 
-    /// The store; a handler that panicked while holding it does not make it unusable.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Store> {
-        self.store.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The cluster; a handler that panicked while holding it does not make it unusable.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Cluster> {
+        self.cluster.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
     }
 }

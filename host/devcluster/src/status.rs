@@ -2,7 +2,7 @@
 
 use serde_json::{Value, json};
 
-use super::discovery::ResourceType;
+use super::resource::ResourceType;
 
 /// One failed field check of an `Invalid` (422) answer (`details.causes[]`).
 #[derive(Debug, Clone, PartialEq)]

@@ -8,13 +8,14 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use super::events;
 use super::faults::EventFate;
 use super::present::{Presentation, present_one};
+use super::read::{as_addressed, present};
+use super::request::{Filter, Target};
+use super::resource::GroupResource;
 use super::state::Shared;
 use super::status::ApiError;
 use super::store::{Change, EventType};
-use super::verbs::{Filter, Target, present};
 
 /// What a `?watch=true` request asked for.
 pub(crate) struct WatchRequest {
@@ -39,17 +40,16 @@ fn line(kind: &str, object: &Value) -> Bytes {
 pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, ApiError> {
     let WatchRequest { target, filter, resource_version, send_initial_events, bookmarks, timeout, presentation } = req;
     let gr = target.gr();
-    let render = move |t: &Target, obj: &Value| {
-        let shown = present(&t.rt, &t.version, obj);
-        present_one(t, &if t.events_v1 { events::to_v1(&shown) } else { shown }, presentation)
-    };
+    let render =
+        move |t: &Target, obj: &Value| present_one(t, &as_addressed(t, present(&t.rt, &t.version, obj)), presentation);
     let mut first: Vec<Bytes> = Vec::new();
     let mut initial_end = false;
     // Under the lock, only what to send is taken (shared pointers); it is rendered after.
     let mut initial = Vec::new();
     let mut past = Vec::new();
     let (mut rx, start_rv) = {
-        let mut store = shared.lock();
+        let mut cluster = shared.lock();
+        let store = &mut cluster.store;
         let rv = resource_version.as_deref().unwrap_or("");
         if rv.is_empty() || rv == "0" {
             if send_initial_events != Some(false) {
@@ -179,11 +179,7 @@ fn body_from(first: Vec<Bytes>, rest: Option<mpsc::Receiver<Bytes>>) -> Body {
 
 /// The event a filtered watch sees for a change: selectors turn "started matching" into ADDED
 /// and "stopped matching" into DELETED, as the real watch cache does.
-fn event_for<'a>(
-    gr: &super::store::GroupResource,
-    filter: &Filter,
-    change: &'a Change,
-) -> Option<(&'static str, &'a Value)> {
+fn event_for<'a>(gr: &GroupResource, filter: &Filter, change: &'a Change) -> Option<(&'static str, &'a Value)> {
     if change.resource != *gr {
         return None;
     }

@@ -3,18 +3,24 @@
 use serde_json::{Value, json};
 
 use super::pods::{containers, template};
-use super::{
-    Columns, Strategy, age, age_column, column, container_cells, container_columns, default_at, doc, ensure_object,
-    format_labels, format_selector, int, name, name_column,
+use super::{default_at, ensure_object};
+use crate::printers::{
+    Columns, age, age_column, column, container_cells, container_columns, doc, format_labels, format_selector, int,
+    name, name_column,
 };
 use crate::selectors::LabelSelector;
 use crate::status::Cause;
+use crate::strategy::Strategy;
 
 pub(crate) struct Deployments;
 
 impl Strategy for Deployments {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({}))
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({});
     }
 
     fn defaults(&self, obj: &mut Value) {
@@ -37,9 +43,13 @@ impl Strategy for Deployments {
         workload(obj, "deployment")
     }
 
-    fn columns(&self) -> Option<Columns> {
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<Cause> {
+        selector_unchanged(old, new)
+    }
+
+    fn columns(&self) -> Columns {
         let [containers, images] = container_columns();
-        Some(Columns {
+        Columns {
             defs: vec![
                 name_column(),
                 column("Ready", "string", "Number of the pod with ready state", 0),
@@ -63,15 +73,19 @@ impl Strategy for Deployments {
                     json!(selector_string(o.pointer("/spec/selector"))),
                 ]
             }),
-        })
+        }
     }
 }
 
 pub(crate) struct ReplicaSets;
 
 impl Strategy for ReplicaSets {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({ "replicas": 0 }))
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({ "replicas": 0 });
     }
 
     fn defaults(&self, obj: &mut Value) {
@@ -84,13 +98,17 @@ impl Strategy for ReplicaSets {
         workload(obj, "deployment")
     }
 
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<Cause> {
+        selector_unchanged(old, new)
+    }
+
     fn selectable_fields(&self) -> &'static [&'static str] {
         &["status.replicas"]
     }
 
-    fn columns(&self) -> Option<Columns> {
+    fn columns(&self) -> Columns {
         let [containers, images] = container_columns();
-        Some(Columns {
+        Columns {
             defs: vec![
                 name_column(),
                 column("Desired", "integer", &doc("io.k8s.api.apps.v1.ReplicaSetSpec", "replicas"), 0),
@@ -114,15 +132,19 @@ impl Strategy for ReplicaSets {
                     json!(format_selector(o.pointer("/spec/selector"))),
                 ]
             }),
-        })
+        }
     }
 }
 
 pub(crate) struct StatefulSets;
 
 impl Strategy for StatefulSets {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({ "availableReplicas": 0, "replicas": 0 }))
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({ "availableReplicas": 0, "replicas": 0 });
     }
 
     /// `SetDefaults_StatefulSet`, with the feature gates of a default 1.33 server.
@@ -153,9 +175,13 @@ impl Strategy for StatefulSets {
         workload(obj, "statefulset")
     }
 
-    fn columns(&self) -> Option<Columns> {
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<Cause> {
+        selector_unchanged(old, new)
+    }
+
+    fn columns(&self) -> Columns {
         let [containers, images] = container_columns();
-        Some(Columns {
+        Columns {
             defs: vec![
                 name_column(),
                 column("Ready", "string", "Number of the pod with ready state", 0),
@@ -173,20 +199,24 @@ impl Strategy for StatefulSets {
                     images,
                 ]
             }),
-        })
+        }
     }
 }
 
 pub(crate) struct DaemonSets;
 
 impl Strategy for DaemonSets {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({
             "currentNumberScheduled": 0,
             "desiredNumberScheduled": 0,
             "numberMisscheduled": 0,
             "numberReady": 0,
-        }))
+        });
     }
 
     fn defaults(&self, obj: &mut Value) {
@@ -207,10 +237,14 @@ impl Strategy for DaemonSets {
         workload(obj, "daemonset")
     }
 
-    fn columns(&self) -> Option<Columns> {
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<Cause> {
+        selector_unchanged(old, new)
+    }
+
+    fn columns(&self) -> Columns {
         let status = |f: &str| doc("io.k8s.api.apps.v1.DaemonSetStatus", f);
         let [containers, images] = container_columns();
-        Some(Columns {
+        Columns {
             defs: vec![
                 name_column(),
                 column("Desired", "integer", &status("desiredNumberScheduled"), 0),
@@ -240,7 +274,7 @@ impl Strategy for DaemonSets {
                     json!(format_selector(o.pointer("/spec/selector"))),
                 ]
             }),
-        })
+        }
     }
 }
 
@@ -249,6 +283,18 @@ fn selector_string(selector: Option<&Value>) -> String {
     match format_selector(selector).as_str() {
         "<none>" => String::new(),
         s => s.to_string(),
+    }
+}
+
+/// A workload's selector may not change (`ValidateDeploymentUpdate` and its siblings).
+fn selector_unchanged(old: &Value, new: &Value) -> Vec<Cause> {
+    match new.pointer("/spec/selector") {
+        Some(selector) if Some(selector) != old.pointer("/spec/selector") => vec![Cause::new(
+            "FieldValueInvalid",
+            "spec.selector",
+            format!("Invalid value: {selector}: field is immutable"),
+        )],
+        _ => Vec::new(),
     }
 }
 

@@ -5,10 +5,10 @@
 
 use serde_json::{Value, json};
 
-use super::discovery::ResourceType;
+use crate::strategy::Strategy;
 
 /// The resources answered here, as `(group, plural)`.
-pub(crate) const REVIEWS: &[(&str, &str)] = &[
+pub(super) const REVIEWS: &[(&str, &str)] = &[
     ("authorization.k8s.io", "selfsubjectaccessreviews"),
     ("authorization.k8s.io", "subjectaccessreviews"),
     ("authorization.k8s.io", "localsubjectaccessreviews"),
@@ -16,29 +16,35 @@ pub(crate) const REVIEWS: &[(&str, &str)] = &[
     ("authentication.k8s.io", "selfsubjectreviews"),
 ];
 
-/// Whether `rt` is one of the review resources.
-pub(crate) fn is_review(rt: &ResourceType) -> bool {
-    REVIEWS.contains(&(rt.group.as_str(), rt.plural.as_str()))
+/// `SubjectAccessReview` and its self and local forms: every access is allowed.
+pub(super) struct AccessReviews;
+
+impl Strategy for AccessReviews {
+    fn answer(&self, _review: &Value) -> Option<Value> {
+        Some(json!({ "allowed": true, "reason": "this API server authorizes every request" }))
+    }
 }
 
-/// The created review with its `status`: the answer.
-pub(crate) fn answer(rt: &ResourceType, version: &str, mut review: Value) -> Value {
-    review["apiVersion"] = json!(rt.api_version(version));
-    review["kind"] = json!(rt.kind);
-    if review.get("metadata").is_none_or(|m| !m.is_object()) {
-        review["metadata"] = json!({});
-    }
-    review["metadata"]["creationTimestamp"] = Value::Null;
-    review["status"] = match rt.plural.as_str() {
-        "selfsubjectrulesreviews" => json!({
+/// `SelfSubjectRulesReview`: every rule is granted.
+pub(super) struct RulesReviews;
+
+impl Strategy for RulesReviews {
+    fn answer(&self, _review: &Value) -> Option<Value> {
+        Some(json!({
             "resourceRules": [{ "verbs": ["*"], "apiGroups": ["*"], "resources": ["*"] }],
             "nonResourceRules": [{ "verbs": ["*"], "nonResourceURLs": ["*"] }],
             "incomplete": false,
-        }),
-        "selfsubjectreviews" => json!({
+        }))
+    }
+}
+
+/// `SelfSubjectReview`: the caller is the cluster's administrator.
+pub(super) struct SelfSubjectReviews;
+
+impl Strategy for SelfSubjectReviews {
+    fn answer(&self, _review: &Value) -> Option<Value> {
+        Some(json!({
             "userInfo": { "username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"] },
-        }),
-        _ => json!({ "allowed": true, "reason": "this API server authorizes every request" }),
-    };
-    review
+        }))
+    }
 }
