@@ -50,8 +50,10 @@ mod builtins;
 mod names;
 mod object;
 mod printers;
+mod request_info;
 mod resource;
 mod status;
+mod user;
 
 // Mechanisms over objects and the upstream data, the same for every kind.
 mod apply;
@@ -201,7 +203,7 @@ impl DevCluster {
             address.to_string(),
             faults::Injector::new(opts.faults.clone()),
         ));
-        let router = axum::Router::new().fallback(server::handle).with_state(shared.clone());
+        let router = server::router(shared.clone());
         let mut on_stop = stopped.clone();
         let serve = axum::serve(listener, router).with_graceful_shutdown(async move {
             let _ = on_stop.changed().await;

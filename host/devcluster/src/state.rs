@@ -1,13 +1,13 @@
 //! The state the request handlers and the background tasks share.
 
 use std::sync::atomic::AtomicU64;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
 
 use super::cluster::Cluster;
-use super::faults::Injector;
+use super::faults::{Injector, Versions};
 
 /// State shared by the request handlers and the background tasks.
 pub(crate) struct Shared {
@@ -19,7 +19,7 @@ pub(crate) struct Shared {
     pub shutdown: watch::Receiver<bool>,
     pub address: String,
     /// Faults injected on purpose (none unless configured).
-    pub faults: Injector,
+    pub faults: Arc<Injector>,
 }
 
 impl Shared {
@@ -38,12 +38,22 @@ impl Shared {
             bookmark_interval,
             shutdown,
             address,
-            faults,
+            faults: Arc::new(faults),
         }
     }
 
     /// The cluster; a handler that panicked while holding it does not make it unusable.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Cluster> {
         self.cluster.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Versions for Shared {
+    fn current(&self) -> u64 {
+        self.lock().store.current_rv()
+    }
+
+    fn oldest(&self) -> u64 {
+        self.lock().store.oldest_watchable()
     }
 }

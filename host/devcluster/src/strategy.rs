@@ -14,6 +14,7 @@ use super::names::NameRule;
 use super::printers::Columns;
 use super::resource::{GroupResource, ResourceType};
 use super::status::Cause;
+use super::user::User;
 
 /// The kind-specific behaviour of a resource version. Every method has the behaviour of a kind
 /// that adds nothing, so a strategy states only what its kind does. Grouped as the pipeline
@@ -147,8 +148,8 @@ pub(crate) trait Strategy: Send + Sync {
     }
 
     /// For a resource that is answered, never stored (the access reviews): the `status` of the
-    /// answer to a create of `review`.
-    fn answer(&self, _review: &Value) -> Option<Value> {
+    /// answer to a create of `review` by `user`.
+    fn answer(&self, _review: &Value, _user: &User) -> Option<Value> {
         None
     }
 }

@@ -1,11 +1,12 @@
-//! The review resources: created, answered at once, never stored. This server has no
-//! authentication or authorization, so it answers as a cluster would for its administrator:
-//! every access allowed (`kubectl auth can-i`), every rule granted, and the caller is
-//! `kubernetes-admin` of `system:masters` (`kubectl auth whoami`).
+//! The review resources: created, answered at once, never stored. This server authorizes every
+//! request, so it answers as a cluster would for its administrator: every access allowed
+//! (`kubectl auth can-i`), every rule granted, and the caller as authentication found it
+//! (`kubectl auth whoami`).
 
 use serde_json::{Value, json};
 
 use crate::strategy::Strategy;
+use crate::user::User;
 
 /// The resources answered here, as `(group, plural)`.
 pub(super) const REVIEWS: &[(&str, &str)] = &[
@@ -20,7 +21,7 @@ pub(super) const REVIEWS: &[(&str, &str)] = &[
 pub(super) struct AccessReviews;
 
 impl Strategy for AccessReviews {
-    fn answer(&self, _review: &Value) -> Option<Value> {
+    fn answer(&self, _review: &Value, _user: &User) -> Option<Value> {
         Some(json!({ "allowed": true, "reason": "this API server authorizes every request" }))
     }
 }
@@ -29,7 +30,7 @@ impl Strategy for AccessReviews {
 pub(super) struct RulesReviews;
 
 impl Strategy for RulesReviews {
-    fn answer(&self, _review: &Value) -> Option<Value> {
+    fn answer(&self, _review: &Value, _user: &User) -> Option<Value> {
         Some(json!({
             "resourceRules": [{ "verbs": ["*"], "apiGroups": ["*"], "resources": ["*"] }],
             "nonResourceRules": [{ "verbs": ["*"], "nonResourceURLs": ["*"] }],
@@ -38,13 +39,11 @@ impl Strategy for RulesReviews {
     }
 }
 
-/// `SelfSubjectReview`: the caller is the cluster's administrator.
+/// `SelfSubjectReview`: who the caller is.
 pub(super) struct SelfSubjectReviews;
 
 impl Strategy for SelfSubjectReviews {
-    fn answer(&self, _review: &Value) -> Option<Value> {
-        Some(json!({
-            "userInfo": { "username": "kubernetes-admin", "groups": ["system:masters", "system:authenticated"] },
-        }))
+    fn answer(&self, _review: &Value, user: &User) -> Option<Value> {
+        Some(json!({ "userInfo": { "username": user.name, "groups": user.groups } }))
     }
 }

@@ -38,6 +38,7 @@ use super::object;
 use super::read::existing;
 use super::request::{Target, WriteOptions};
 use super::status::ApiError;
+use super::user::User;
 
 /// How a write records field ownership.
 enum Ownership<'a> {
@@ -80,9 +81,10 @@ pub(crate) fn update(
     write(cluster, t, Some(&old), body, opts, &Ownership::Update(&opts.manager))
 }
 
-/// A create of a resource that is answered, never stored (the reviews): `None` for others.
-pub(crate) fn answer(t: &Target, review: &Value) -> Option<Value> {
-    let status = t.strategy().answer(review)?;
+/// A create by `user` of a resource that is answered, never stored (the reviews): `None` for
+/// others.
+pub(crate) fn answer(t: &Target, review: &Value, user: &User) -> Option<Value> {
+    let status = t.strategy().answer(review, user)?;
     let mut review = review.clone();
     review["apiVersion"] = json!(t.rt.api_version(&t.version));
     review["kind"] = json!(t.rt.kind);
