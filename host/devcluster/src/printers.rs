@@ -22,6 +22,15 @@ impl Columns {
         Columns { defs: vec![name_column(), age_column()], cells: Box::new(|o| vec![name(o), age(o)]) }
     }
 
+    /// `Name`, one column of the kind's own (`def`, whose cell `cell` gives), and `Age`: the
+    /// printer of many kinds.
+    pub(crate) fn one(def: Value, cell: impl Fn(&Value) -> Value + 'static) -> Columns {
+        Columns {
+            defs: vec![name_column(), def, age_column()],
+            cells: Box::new(move |o| vec![name(o), cell(o), age(o)]),
+        }
+    }
+
     /// Name and creation time as a date, as roles and CRDs print.
     pub(crate) fn created_at() -> Columns {
         Columns {

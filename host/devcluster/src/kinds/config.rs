@@ -9,14 +9,9 @@ pub(crate) struct ConfigMaps;
 
 impl Strategy for ConfigMaps {
     fn columns(&self) -> Columns {
-        Columns {
-            defs: vec![
-                name_column(),
-                column("Data", "integer", &doc("io.k8s.api.core.v1.ConfigMap", "data"), 0),
-                age_column(),
-            ],
-            cells: Box::new(|o| vec![name(o), json!(entries(o, "data") + entries(o, "binaryData")), age(o)]),
-        }
+        Columns::one(column("Data", "integer", &doc("io.k8s.api.core.v1.ConfigMap", "data"), 0), |o| {
+            json!(entries(o, "data") + entries(o, "binaryData"))
+        })
     }
 }
 

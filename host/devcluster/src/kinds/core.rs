@@ -45,10 +45,7 @@ impl Strategy for Namespaces {
     }
 
     fn columns(&self) -> Columns {
-        Columns {
-            defs: vec![name_column(), column("Status", "string", "The status of the namespace", 0), age_column()],
-            cells: Box::new(|o| vec![name(o), json!(text(o, "/status/phase")), age(o)]),
-        }
+        Columns::one(column("Status", "string", "The status of the namespace", 0), |o| json!(text(o, "/status/phase")))
     }
 
     /// The namespace controller empties a terminating namespace, then removes it.
@@ -161,16 +158,9 @@ impl Strategy for ServiceAccounts {
     }
 
     fn columns(&self) -> Columns {
-        Columns {
-            defs: vec![
-                name_column(),
-                column("Secrets", "string", &doc("io.k8s.api.core.v1.ServiceAccount", "secrets"), 0),
-                age_column(),
-            ],
-            cells: Box::new(|o| {
-                vec![name(o), json!(o.get("secrets").and_then(Value::as_array).map_or(0, Vec::len)), age(o)]
-            }),
-        }
+        Columns::one(column("Secrets", "string", &doc("io.k8s.api.core.v1.ServiceAccount", "secrets"), 0), |o| {
+            json!(o.get("secrets").and_then(Value::as_array).map_or(0, Vec::len))
+        })
     }
 }
 
@@ -178,14 +168,9 @@ pub(crate) struct Endpoints;
 
 impl Strategy for Endpoints {
     fn columns(&self) -> Columns {
-        Columns {
-            defs: vec![
-                name_column(),
-                column("Endpoints", "string", &doc("io.k8s.api.core.v1.Endpoints", "subsets"), 0),
-                age_column(),
-            ],
-            cells: Box::new(|o| vec![name(o), json!(endpoints(o)), age(o)]),
-        }
+        Columns::one(column("Endpoints", "string", &doc("io.k8s.api.core.v1.Endpoints", "subsets"), 0), |o| {
+            json!(endpoints(o))
+        })
     }
 }
 

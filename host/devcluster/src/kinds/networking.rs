@@ -98,13 +98,8 @@ impl Strategy for NetworkPolicies {
     }
 
     fn columns(&self) -> Columns {
-        Columns {
-            defs: vec![
-                name_column(),
-                column("Pod-Selector", "string", &doc("io.k8s.api.networking.v1.NetworkPolicySpec", "podSelector"), 0),
-                age_column(),
-            ],
-            cells: Box::new(|o| vec![name(o), json!(format_selector(o.pointer("/spec/podSelector"))), age(o)]),
-        }
+        let pod_selector =
+            column("Pod-Selector", "string", &doc("io.k8s.api.networking.v1.NetworkPolicySpec", "podSelector"), 0);
+        Columns::one(pod_selector, |o| json!(format_selector(o.pointer("/spec/podSelector"))))
     }
 }

@@ -167,32 +167,43 @@ impl Strategy for ReplicationControllers {
     }
 
     fn columns(&self) -> Columns {
-        let [containers, images] = container_columns();
-        Columns {
-            defs: vec![
-                name_column(),
-                column("Desired", "integer", &doc("io.k8s.api.core.v1.ReplicationControllerSpec", "replicas"), 0),
-                column("Current", "integer", &doc("io.k8s.api.core.v1.ReplicationControllerStatus", "replicas"), 0),
-                column("Ready", "integer", &doc("io.k8s.api.core.v1.ReplicationControllerStatus", "readyReplicas"), 0),
-                age_column(),
-                containers,
+        replica_columns(
+            "io.k8s.api.core.v1.ReplicationControllerSpec",
+            "io.k8s.api.core.v1.ReplicationControllerStatus",
+            format_labels,
+        )
+    }
+}
+
+/// The printer of a controller that keeps a number of replicas of a pod template (replica sets
+/// and replication controllers): its spec and status definitions give the descriptions,
+/// `selector` prints the selector.
+pub(crate) fn replica_columns(spec: &str, status: &str, selector: fn(Option<&Value>) -> String) -> Columns {
+    let [containers, images] = container_columns();
+    Columns {
+        defs: vec![
+            name_column(),
+            column("Desired", "integer", &doc(spec, "replicas"), 0),
+            column("Current", "integer", &doc(status, "replicas"), 0),
+            column("Ready", "integer", &doc(status, "readyReplicas"), 0),
+            age_column(),
+            containers,
+            images,
+            column("Selector", "string", &doc(spec, "selector"), 1),
+        ],
+        cells: Box::new(move |o| {
+            let [names, images] = container_cells(o.pointer("/spec/template/spec"));
+            vec![
+                name(o),
+                json!(int(o, "/spec/replicas")),
+                json!(int(o, "/status/replicas")),
+                json!(int(o, "/status/readyReplicas")),
+                age(o),
+                names,
                 images,
-                column("Selector", "string", &doc("io.k8s.api.core.v1.ReplicationControllerSpec", "selector"), 1),
-            ],
-            cells: Box::new(|o| {
-                let [names, images] = container_cells(o.pointer("/spec/template/spec"));
-                vec![
-                    name(o),
-                    json!(int(o, "/spec/replicas")),
-                    json!(int(o, "/status/replicas")),
-                    json!(int(o, "/status/readyReplicas")),
-                    age(o),
-                    names,
-                    images,
-                    json!(format_labels(o.pointer("/spec/selector"))),
-                ]
-            }),
-        }
+                json!(selector(o.pointer("/spec/selector"))),
+            ]
+        }),
     }
 }
 

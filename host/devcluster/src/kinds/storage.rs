@@ -16,10 +16,7 @@ impl Strategy for Claims {
 
     /// `SetDefaults_PersistentVolumeClaim` and `SetDefaults_PersistentVolumeClaimSpec`.
     fn defaults(&self, obj: &mut Value) {
-        default_at(obj, "/spec", "volumeMode", json!("Filesystem"));
-        if let Some(status) = ensure_object(obj, "/status") {
-            status.entry("phase").or_insert(json!("Pending"));
-        }
+        mode_and_phase(obj);
     }
 
     fn columns(&self) -> Columns {
@@ -83,10 +80,7 @@ impl Strategy for Volumes {
 
     fn defaults(&self, obj: &mut Value) {
         default_at(obj, "/spec", "persistentVolumeReclaimPolicy", json!("Retain"));
-        default_at(obj, "/spec", "volumeMode", json!("Filesystem"));
-        if let Some(status) = ensure_object(obj, "/status") {
-            status.entry("phase").or_insert(json!("Pending"));
-        }
+        mode_and_phase(obj);
     }
 
     fn columns(&self) -> Columns {
@@ -127,6 +121,14 @@ impl Strategy for Volumes {
                 ]
             }),
         }
+    }
+}
+
+/// The defaults claims and volumes share: a filesystem, and the `Pending` phase.
+fn mode_and_phase(obj: &mut Value) {
+    default_at(obj, "/spec", "volumeMode", json!("Filesystem"));
+    if let Some(status) = ensure_object(obj, "/status") {
+        status.entry("phase").or_insert(json!("Pending"));
     }
 }
 
