@@ -19,6 +19,10 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Reading the code: `server` holds the layers every request passes and its routes,
+//! `pipeline` the stages of a write, `kinds` and `crd` the strategies that say what differs
+//! between kinds; the README's "Layers" section draws the whole.
+//!
 //! Where it differs from a real API server (each is a place where a test could pass here and
 //! fail on a cluster):
 //! - no controllers besides garbage collection, namespace and CRD cleanup: Deployments get no

@@ -207,8 +207,7 @@ pub(crate) struct Resource {
 }
 
 impl Resource {
-    /// A resource with one strategy per version of `ty` (the last one serves the versions
-    /// beyond the list).
+    /// A resource with one strategy per version of `ty`, in the same order.
     pub(crate) fn new(ty: ResourceType, strategies: Vec<Box<dyn Strategy>>, defined_by: Option<String>) -> Resource {
         Resource { ty, strategies, defined_by }
     }
@@ -216,7 +215,7 @@ impl Resource {
     /// The strategy of `version`; the storage version's for a version the resource lacks.
     pub(crate) fn strategy(&self, version: &str) -> &dyn Strategy {
         let i = self.ty.versions.iter().position(|v| v.name == version).unwrap_or(0);
-        self.strategies.get(i).or(self.strategies.last()).map_or(&Plain, |s| &**s)
+        self.strategies.get(i).map_or(&Plain, |s| &**s)
     }
 
     /// The storage version's strategy: what does not depend on the version a request names
