@@ -109,6 +109,7 @@ pub(crate) const DAEMON_SETS: Workload = Workload {
     selectable_fields: &[],
 };
 
+/// `SetDefaults_Deployment`.
 fn deployment_defaults(obj: &mut Value) {
     default_at(obj, "/spec", "replicas", json!(1));
     if ensure_object(obj, "/spec/strategy").is_some() {
@@ -125,6 +126,7 @@ fn deployment_defaults(obj: &mut Value) {
     template(obj, "/spec/template");
 }
 
+/// The printer of `kubectl get deployments`.
 fn deployment_columns() -> Columns {
     let [containers, images] = container_columns();
     Columns {
@@ -178,6 +180,7 @@ fn stateful_set_defaults(obj: &mut Value) {
     }
 }
 
+/// The printer of `kubectl get statefulsets`.
 fn stateful_set_columns() -> Columns {
     let [containers, images] = container_columns();
     Columns {
@@ -201,6 +204,7 @@ fn stateful_set_columns() -> Columns {
     }
 }
 
+/// `SetDefaults_DaemonSet`.
 fn daemon_set_defaults(obj: &mut Value) {
     if ensure_object(obj, "/spec/updateStrategy").is_some() {
         default_at(obj, "/spec/updateStrategy", "type", json!("RollingUpdate"));
@@ -215,6 +219,7 @@ fn daemon_set_defaults(obj: &mut Value) {
     template(obj, "/spec/template");
 }
 
+/// The printer of `kubectl get daemonsets`.
 fn daemon_set_columns() -> Columns {
     let status = |f: &str| doc("io.k8s.api.apps.v1.DaemonSetStatus", f);
     let [containers, images] = container_columns();
