@@ -1,37 +1,79 @@
-//! `CustomResourceDefinitions`: checking one, serving its resource, and its Established status.
+//! The `CustomResourceDefinition` kind: its checks and defaults, its `Established` status,
+//! serving the resource it defines, and the cleanup of that resource's objects when it goes.
 
-use std::cmp::Ordering;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::discovery::{ResourceType, ScalePaths, Version};
-use super::object;
-use super::status::Cause;
+use super::{DEFINITIONS, custom, str_at};
+use crate::object;
+use crate::printers::Columns;
+use crate::status::Cause;
+use crate::strategy::{Contents, Effect, Finish, Holds, Strategy};
 
-fn str_at<'a>(v: &'a Value, path: &[&str]) -> &'a str {
-    let mut cur = v;
-    for p in path {
-        match cur.get(*p) {
-            Some(n) => cur = n,
-            None => return "",
-        }
+/// The strategy of `CustomResourceDefinitions`.
+pub(crate) struct Definitions;
+
+impl Strategy for Definitions {
+    fn tracks_generation(&self) -> bool {
+        true
     }
-    cur.as_str().unwrap_or("")
+
+    fn returns_deleted(&self) -> bool {
+        true
+    }
+
+    fn columns(&self) -> Columns {
+        Columns::created_at()
+    }
+
+    fn defaults(&self, obj: &mut Value) {
+        default_crd(obj);
+    }
+
+    fn validate(&self, obj: &Value) -> Vec<Cause> {
+        validate(obj)
+    }
+
+    fn canonicalize(&self, obj: &mut Value) {
+        set_established(obj);
+    }
+
+    /// A stored CRD serves its resource (in place of what it served before).
+    fn after_write(&self, obj: &Value) -> Vec<Effect> {
+        if obj.to_string().contains("\"x-kubernetes-validations\"") {
+            tracing::warn!(
+                crd = %object::name(obj),
+                "x-kubernetes-validations (CEL) rules are not enforced by the embedded API server"
+            );
+        }
+        vec![Effect::Serve(Arc::new(custom::resource(obj)))]
+    }
+
+    /// While it keeps its cleanup finalizer, a deleted CRD holds its custom resources.
+    fn contents(&self, obj: &Value) -> Option<Contents> {
+        object::has_finalizer(obj, CLEANUP)
+            .then(|| Contents { holds: Holds::Objects(served(obj)), then: Finish::LiftFinalizer(CLEANUP) })
+    }
+
+    /// A removed CRD takes its resource, and any objects left, with it.
+    fn after_delete(&self, gone: &Value) -> Vec<Effect> {
+        vec![Effect::Unserve(object::name(gone).to_string())]
+    }
 }
 
-fn strings_at(v: &Value, path: &[&str]) -> Vec<String> {
-    let mut cur = v;
-    for p in path {
-        match cur.get(*p) {
-            Some(n) => cur = n,
-            None => return Vec::new(),
-        }
-    }
-    cur.as_array().map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect()).unwrap_or_default()
+/// The group and plural of the resource `crd` defines.
+pub(super) fn served(crd: &Value) -> (String, String) {
+    (str_at(crd, &["spec", "group"]).to_string(), str_at(crd, &["spec", "names", "plural"]).to_string())
+}
+
+/// Whether `resource` is where CRDs are stored.
+pub(super) fn is_definitions(group: &str, plural: &str) -> bool {
+    (group, plural) == DEFINITIONS
 }
 
 /// Checks the parts of a CRD the server relies on; the causes of a 422 when something is wrong.
-pub(crate) fn validate(crd: &Value) -> Vec<Cause> {
+fn validate(crd: &Value) -> Vec<Cause> {
     let mut causes = Vec::new();
     let group = str_at(crd, &["spec", "group"]);
     let plural = str_at(crd, &["spec", "names", "plural"]);
@@ -83,78 +125,8 @@ pub(crate) fn validate(crd: &Value) -> Vec<Cause> {
     causes
 }
 
-/// The resource a CRD defines, with its served versions (highest priority first).
-pub(crate) fn resource_type(crd: &Value) -> ResourceType {
-    let spec = crd.get("spec").cloned().unwrap_or_default();
-    let mut versions: Vec<Version> = spec
-        .get("versions")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter(|v| v.get("served").and_then(Value::as_bool) != Some(false))
-        .map(|v| Version {
-            name: str_at(v, &["name"]).to_string(),
-            schema: v.pointer("/schema/openAPIV3Schema").cloned(),
-            definition: None,
-            columns: v.get("additionalPrinterColumns").and_then(Value::as_array).cloned().unwrap_or_default(),
-            status: v.pointer("/subresources/status").is_some(),
-            scale: v.pointer("/subresources/scale").map(|s| ScalePaths {
-                spec_replicas: str_at(s, &["specReplicasPath"]).to_string(),
-                status_replicas: str_at(s, &["statusReplicasPath"]).to_string(),
-                label_selector: s.get("labelSelectorPath").and_then(Value::as_str).map(String::from),
-            }),
-        })
-        .collect();
-    versions.sort_by(|a, b| version_priority(&a.name, &b.name));
-    let kind = str_at(&spec, &["names", "kind"]).to_string();
-    let singular = str_at(&spec, &["names", "singular"]);
-    ResourceType {
-        group: str_at(&spec, &["group"]).to_string(),
-        versions,
-        singular: if singular.is_empty() { kind.to_lowercase() } else { singular.to_string() },
-        kind,
-        plural: str_at(&spec, &["names", "plural"]).to_string(),
-        namespaced: str_at(&spec, &["scope"]) != "Cluster",
-        verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
-            .map(String::from)
-            .to_vec(),
-        short_names: strings_at(&spec, &["names", "shortNames"]),
-        categories: strings_at(&spec, &["names", "categories"]),
-        generation: true,
-        return_deleted: false,
-        builtin: false,
-    }
-}
-
-/// Kubernetes version ordering: GA before beta before alpha, higher numbers first.
-pub(crate) fn version_priority(a: &str, b: &str) -> Ordering {
-    fn parse(v: &str) -> Option<(u32, u32, u32)> {
-        let rest = v.strip_prefix('v')?;
-        let digits: String = rest.chars().take_while(char::is_ascii_digit).collect();
-        let major: u32 = digits.parse().ok()?;
-        let tail = &rest[digits.len()..];
-        if tail.is_empty() {
-            return Some((3, major, 0));
-        }
-        let (stage, n) = if let Some(n) = tail.strip_prefix("beta") {
-            (2, n)
-        } else if let Some(n) = tail.strip_prefix("alpha") {
-            (1, n)
-        } else {
-            return None;
-        };
-        Some((stage, major, n.parse().ok()?))
-    }
-    match (parse(a), parse(b)) {
-        (Some((sa, ma, na)), Some((sb, mb, nb))) => (sb, mb, nb).cmp(&(sa, ma, na)),
-        (Some(_), None) => Ordering::Less,
-        (None, Some(_)) => Ordering::Greater,
-        (None, None) => a.cmp(b),
-    }
-}
-
 /// Sets the status a real server reports for an accepted, established CRD.
-pub(crate) fn set_established(crd: &mut Value) {
+fn set_established(crd: &mut Value) {
     let now = object::now();
     let names = crd.pointer("/spec/names").cloned().unwrap_or_else(|| json!({}));
     let mut accepted = names.clone();
@@ -207,11 +179,11 @@ pub(crate) fn set_established(crd: &mut Value) {
 }
 
 /// The finalizer that holds a deleted CRD until its custom resources are gone.
-pub(crate) const CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
+const CLEANUP: &str = "customresourcecleanup.apiextensions.k8s.io";
 
 /// Fills the defaults a real server adds to a CRD (`conversion`, `listKind`, `singular`, and
 /// the cleanup finalizer).
-pub(crate) fn default_crd(crd: &mut Value) {
+fn default_crd(crd: &mut Value) {
     let mut finalizers = object::finalizers(crd);
     if !object::is_deleting(crd) && !finalizers.iter().any(|f| f == CLEANUP) {
         finalizers.push(CLEANUP.to_string());
@@ -230,17 +202,5 @@ pub(crate) fn default_crd(crd: &mut Value) {
         if !names.contains_key("listKind") {
             names.insert("listKind".into(), json!(format!("{kind}List")));
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn versions_sort_like_kubernetes() {
-        let mut v = vec!["v1alpha1", "v2", "v1beta2", "v1", "v1beta1", "foo"];
-        v.sort_by(|a, b| version_priority(a, b));
-        assert_eq!(v, ["v2", "v1", "v1beta2", "v1beta1", "v1alpha1", "foo"]);
     }
 }

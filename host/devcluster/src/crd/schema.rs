@@ -1,8 +1,9 @@
-//! `openAPIV3Schema` of custom resources: defaulting, pruning and validation.
+//! The `openAPIV3Schema` of a custom resource version: defaulting, structural pruning and
+//! validation.
 
 use serde_json::{Map, Value};
 
-use super::status::Cause;
+use crate::status::Cause;
 
 /// Fills in `default` values of absent properties, recursively. A null where the schema is
 /// not `nullable` counts as absent: it takes the default, or goes (the real server's
