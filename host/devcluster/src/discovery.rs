@@ -113,9 +113,15 @@ pub(crate) fn version_info() -> Value {
     let mut parts = version.split('.');
     let major = parts.next().unwrap_or_default();
     let minor = parts.next().unwrap_or_default();
+    let previous = minor.parse::<u32>().map(|m| m.saturating_sub(1).to_string()).unwrap_or_default();
+    // `version.Info` in its Go order; 1.33 adds the emulated and minimum compatible versions.
     json!({
         "major": major,
         "minor": minor,
+        "emulationMajor": major,
+        "emulationMinor": minor,
+        "minCompatibilityMajor": major,
+        "minCompatibilityMinor": previous,
         "gitVersion": format!("v{version}-kubewasm"),
         "gitCommit": "0000000000000000000000000000000000000000",
         "gitTreeState": "clean",

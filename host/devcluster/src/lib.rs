@@ -63,6 +63,7 @@ mod user;
 mod apply;
 mod compare;
 mod decode;
+mod encode;
 mod kubeconfig;
 mod metadata;
 mod patch;
@@ -130,6 +131,12 @@ pub struct Options {
     pub bookmark_interval: Duration,
     /// Faults to inject from the start; see [`DevCluster::set_faults`].
     pub faults: Option<Faults>,
+    /// Serves streaming lists (`sendInitialEvents` on watches, kube-rs's
+    /// `watcher::Config::streaming_lists()`), the `WatchList` feature of Kubernetes 1.32 and
+    /// 1.34. Off by default, as in Kubernetes 1.33, whose servers refuse such a watch with 422
+    /// (clients then list and watch); when on, a watch from "now" gets the current objects
+    /// first, as in 1.34.
+    pub watch_list: bool,
 }
 
 impl Default for Options {
@@ -141,6 +148,7 @@ impl Default for Options {
             watch_history: 10_000,
             bookmark_interval: Duration::from_mins(1),
             faults: None,
+            watch_list: false,
         }
     }
 }
@@ -206,6 +214,7 @@ impl DevCluster {
             stopped.clone(),
             address.to_string(),
             faults::Injector::new(opts.faults.clone()),
+            opts.watch_list,
         ));
         let router = server::router(shared.clone());
         let mut on_stop = stopped.clone();

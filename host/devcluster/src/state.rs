@@ -20,6 +20,8 @@ pub(crate) struct Shared {
     pub address: String,
     /// Faults injected on purpose (none unless configured).
     pub faults: Arc<Injector>,
+    /// Whether the `WatchList` feature is on (`Options::watch_list`).
+    pub watch_list: bool,
 }
 
 impl Shared {
@@ -29,6 +31,7 @@ impl Shared {
         shutdown: watch::Receiver<bool>,
         address: String,
         faults: Injector,
+        watch_list: bool,
     ) -> Shared {
         Shared {
             cluster: Mutex::new(cluster),
@@ -39,6 +42,7 @@ impl Shared {
             shutdown,
             address,
             faults: Arc::new(faults),
+            watch_list,
         }
     }
 

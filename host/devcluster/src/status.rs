@@ -1,7 +1,7 @@
 //! `Status` error objects: the code, reason, message and details a real API server answers with.
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use std::fmt::Write as _;
+
 use serde_json::{Value, json};
 
 use super::resource::ResourceType;
@@ -93,16 +93,34 @@ impl ApiError {
 
     /// 422 with one cause per failed field check, worded like the real server.
     pub(crate) fn invalid(rt: &ResourceType, name: &str, causes: &[Cause]) -> ApiError {
-        let kind = if rt.group.is_empty() { rt.kind.clone() } else { format!("{}.{}", rt.kind, rt.group) };
-        let lines: Vec<String> = causes.iter().map(Cause::line).collect();
-        let listed = if lines.len() == 1 { lines[0].clone() } else { format!("[{}]", lines.join(", ")) };
-        let mut details = json!({ "name": name, "kind": rt.kind });
-        if !rt.group.is_empty() {
-            details["group"] = json!(rt.group);
+        ApiError::invalid_kind(&rt.group, &rt.kind, name, causes)
+    }
+
+    /// 422 for request options that fail their checks (`CreateOptions`, `ListOptions`...,
+    /// of the group `meta.k8s.io`), as `errors.NewInvalid` words it for them.
+    pub(crate) fn invalid_options(kind: &str, causes: &[Cause]) -> ApiError {
+        ApiError::invalid_kind("meta.k8s.io", kind, "", causes)
+    }
+
+    /// `errors.NewInvalid`: `<Kind>.<group> "<name>" is invalid: <causes>`.
+    fn invalid_kind(group: &str, kind: &str, name: &str, causes: &[Cause]) -> ApiError {
+        let qualified = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
+        let mut lines: Vec<String> = Vec::new();
+        for line in causes.iter().map(Cause::line) {
+            // An aggregate of errors lists each message once.
+            if !lines.contains(&line) {
+                lines.push(line);
+            }
         }
+        let listed = if lines.len() == 1 { lines[0].clone() } else { format!("[{}]", lines.join(", ")) };
+        let mut details = if name.is_empty() { json!({}) } else { json!({ "name": name }) };
+        if !group.is_empty() {
+            details["group"] = json!(group);
+        }
+        details["kind"] = json!(kind);
         details["causes"] =
             causes.iter().map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field })).collect();
-        ApiError::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {listed}")).with_details(details)
+        ApiError::new(422, "Invalid", format!("{qualified} \"{name}\" is invalid: {listed}")).with_details(details)
     }
 
     /// 422 without field causes, used when a patch cannot be applied.
@@ -178,28 +196,12 @@ impl ApiError {
             "status": "Failure",
             "message": self.message,
             "reason": self.reason,
-            "code": self.code,
         });
         if let Some(details) = &self.details {
             status["details"] = details.clone();
         }
+        status["code"] = json!(self.code);
         status
-    }
-}
-
-impl IntoResponse for ApiError {
-    /// The `Status` as JSON, with `code` as the HTTP status; a 429 (or a 504 with a retry delay)
-    /// says when to come back in `Retry-After`, as the real server does.
-    fn into_response(self) -> Response {
-        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let body = serde_json::to_vec(&self.to_status()).unwrap_or_default();
-        let mut response = (code, [(header::CONTENT_TYPE, "application/json")], body).into_response();
-        if let Some(seconds) = self.details.as_ref().and_then(|d| d.get("retryAfterSeconds")).and_then(Value::as_u64)
-            && let Ok(value) = HeaderValue::from_str(&seconds.to_string())
-        {
-            response.headers_mut().insert(header::RETRY_AFTER, value);
-        }
-        response
     }
 }
 
@@ -208,6 +210,34 @@ pub(crate) fn success(group: &str, resource: &str, name: &str, uid: &str) -> Val
     let mut details = name_details(group, resource, name);
     details["uid"] = json!(uid);
     json!({ "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details })
+}
+
+/// `s` quoted as Go's `%q` (`strconv.Quote`) quotes it in error messages.
+pub(crate) fn go_quote(s: &str) -> String {
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{b}' => out.push_str("\\v"),
+            '\u{c}' => out.push_str("\\f"),
+            c if u32::from(c) < 0x20 || c == '\u{7f}' => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// `resource.group`, or `resource` for the core group.

@@ -8,6 +8,7 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
+use super::encode;
 use super::faults::Frame;
 use super::present::{Presentation, present_one};
 use super::read::{as_addressed, present};
@@ -30,9 +31,7 @@ pub(crate) struct WatchRequest {
 }
 
 fn line(kind: &str, object: &Value) -> Bytes {
-    let mut bytes = serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
-    bytes.push(b'\n');
-    Bytes::from(bytes)
+    encode::watch_event(kind, object)
 }
 
 /// How many frames a watch renders ahead of what its client has read.
@@ -54,10 +53,12 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Rec
         let mut cluster = shared.lock();
         let store = &mut cluster.store;
         let rv = resource_version.as_deref().unwrap_or("");
-        if rv.is_empty() || rv == "0" {
+        // With `sendInitialEvents`, the current state (at least as new as the version asked
+        // for) comes first, ended by a bookmark when the client takes bookmarks.
+        if rv.is_empty() || rv == "0" || send_initial_events == Some(true) {
             if send_initial_events != Some(false) {
                 initial = store.list(&gr, target.namespace.as_deref());
-                initial_end = send_initial_events == Some(true);
+                initial_end = send_initial_events == Some(true) && bookmarks;
             }
             (store.subscribe(&gr), store.current_rv())
         } else {

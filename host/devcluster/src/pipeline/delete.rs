@@ -8,7 +8,7 @@ use crate::cluster::Cluster;
 use crate::object::{self, FOREGROUND};
 use crate::read::{existing, list_of, present};
 use crate::request::{DeleteOptions, Filter, Target};
-use crate::status::{self, ApiError, Cause};
+use crate::status::{self, ApiError};
 
 /// DELETE of one object.
 pub(crate) fn delete(cluster: &mut Cluster, t: &Target, opts: &DeleteOptions) -> Result<(u16, Value), ApiError> {
@@ -16,18 +16,8 @@ pub(crate) fn delete(cluster: &mut Cluster, t: &Target, opts: &DeleteOptions) ->
     let name = t.name();
     let obj = existing(&cluster.store, t)?;
     check_preconditions(t, &obj, opts)?;
+    // The server checked the policy given (`ValidateDeleteOptions`).
     let policy = opts.propagation.as_deref().unwrap_or("Background");
-    if !matches!(policy, "Background" | "Foreground" | "Orphan") {
-        return Err(ApiError::invalid(
-            rt,
-            name,
-            &[Cause::new(
-                "FieldValueNotSupported",
-                "propagationPolicy",
-                format!("Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""),
-            )],
-        ));
-    }
     let strategy = rt.storage();
     if opts.dry_run {
         return Ok((200, present(rt, &t.version, &obj)));

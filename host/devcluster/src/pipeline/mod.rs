@@ -31,7 +31,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 pub(crate) use self::delete::{delete, delete_collection};
-pub(crate) use self::patch::patch;
+pub(crate) use self::patch::{PatchType, patch, patch_type};
 use super::admission::Operation;
 use super::cluster::Cluster;
 use super::object;

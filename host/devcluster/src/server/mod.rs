@@ -20,6 +20,7 @@ use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
 use super::discovery;
+use super::encode;
 use super::faults::{self, FaultLayer, StaleRead};
 use super::openapi;
 use super::request_info::RequestInfo;
@@ -43,20 +44,66 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
 }
 
 /// The first layer: what the request is about (its [`RequestInfo`], for the layers after),
-/// its body read whole (at most [`MAX_BODY`]), and writes counted, refused ones included.
+/// its `timeout` checked (`WithRequestDeadline`), its body read whole (at most [`MAX_BODY`]),
+/// and writes counted, refused ones included. On the way back, a body is indented when the
+/// request asks for it (`?pretty`, or curl's or a browser's user agent).
 async fn read_request(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
     let (mut parts, body) = req.into_parts();
-    let watch_param = form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
-        .any(|(k, v)| k == "watch" && matches!(v.as_ref(), "true" | "1"));
-    let info = RequestInfo::parse(&parts.method, parts.uri.path(), watch_param);
+    let query: Vec<(String, String)> =
+        form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes()).into_owned().collect();
+    let first = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let info = RequestInfo::parse(&parts.method, parts.uri.path(), first("watch").is_some_and(params::k8s_bool));
     if info.mutating {
         shared.writes.fetch_add(1, Ordering::SeqCst);
     }
+    if let Some(timeout) = first("timeout").filter(|t| !t.is_empty() && !long_running(&info))
+        && let Err(why) = params::check_duration(timeout)
+    {
+        return ApiError::bad_request(format!("invalid timeout specified in the request URL - {why}")).into_response();
+    }
+    let pretty = pretty(&parts, first("pretty")) && info.verb != "watch";
     let Ok(body) = axum::body::to_bytes(body, MAX_BODY).await else {
         return ApiError::too_large(MAX_BODY).into_response();
     };
     parts.extensions.insert(info);
-    next.run(Request::from_parts(parts, Body::from(body))).await
+    let response = next.run(Request::from_parts(parts, Body::from(body))).await;
+    if pretty { indented(response).await } else { response }
+}
+
+/// Requests without a deadline: watches and the streams of a pod (`request.LongRunningRequestCheck`).
+fn long_running(info: &RequestInfo) -> bool {
+    info.verb == "watch"
+        || info
+            .resource
+            .as_ref()
+            .and_then(|r| r.subresource.as_deref())
+            .is_some_and(|s| matches!(s, "attach" | "exec" | "proxy" | "log" | "portforward"))
+}
+
+/// `isPrettyPrint`: `?pretty` as `strconv.ParseBool` reads it, else whether the user agent is
+/// curl, Wget or a browser.
+fn pretty(parts: &axum::http::request::Parts, param: Option<&str>) -> bool {
+    if let Some(value) = param.filter(|v| !v.is_empty()) {
+        return matches!(value, "1" | "t" | "T" | "TRUE" | "true" | "True");
+    }
+    let agent = parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    ["curl", "Wget", "Mozilla/5.0"].iter().any(|p| agent.starts_with(p))
+}
+
+/// A JSON response with its body indented.
+async fn indented(response: Response) -> Response {
+    let json =
+        response.headers().get(header::CONTENT_TYPE).is_some_and(|t| t.as_bytes().starts_with(b"application/json"));
+    if !json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return ApiError::internal("the response could not be read to indent it").into_response();
+    };
+    let body = encode::pretty(&bytes).unwrap_or_else(|| bytes.to_vec());
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(body))
 }
 
 /// The handler for every path, behind the layers.
@@ -139,10 +186,6 @@ impl Call {
     fn header(&self, name: header::HeaderName) -> &str {
         self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
     }
-
-    fn flag(&self, name: &str) -> bool {
-        matches!(self.param(name), Some("true" | "1"))
-    }
 }
 
 /// What the handler answers.
@@ -157,11 +200,7 @@ enum Reply {
 
 impl IntoResponse for Reply {
     fn into_response(self) -> Response {
-        let json = |code: u16, value: &Value| {
-            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let body = serde_json::to_vec(value).unwrap_or_default();
-            (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
-        };
+        let json = encode::response;
         match self {
             Reply::Json(code, value) => json(code, &value),
             Reply::Warned(code, value, warnings) => {

@@ -8,7 +8,7 @@ use axum::body::Body;
 use axum::http::header;
 use futures_util::StreamExt;
 
-use super::params::{decode_body, delete_options, presentation, write_options};
+use super::params::{ListOptions, decode_body, delete_options, list_options, presentation, write_options};
 use super::{Call, Reply};
 use crate::cluster::Cluster;
 use crate::faults;
@@ -89,15 +89,20 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentatio
             Ok(Reply::Json(200, obj))
         }
         ("watch", Some(name)) => {
+            let opts = list_options(call, true, shared.watch_list)?;
             let mut filter = filter(call, target)?;
             filter.fields =
                 FieldSelector::parse(&format!("metadata.name={name}"), &[]).map_err(ApiError::bad_request)?;
-            watch(shared, call, Target { name: None, ..target.clone() }, filter, how)
+            watch(shared, opts, Target { name: None, ..target.clone() }, filter, how)
         }
-        ("watch", None) => watch(shared, call, target.clone(), filter(call, target)?, how),
+        ("watch", None) => {
+            let opts = list_options(call, true, shared.watch_list)?;
+            watch(shared, opts, target.clone(), filter(call, target)?, how)
+        }
         ("list", None) => {
+            let opts = list_options(call, false, shared.watch_list)?;
             let filter = filter(call, target)?;
-            let exact = match (call.param("resourceVersionMatch"), call.param("resourceVersion")) {
+            let exact = match (opts.resource_version_match.as_deref(), opts.resource_version.as_deref()) {
                 (Some("Exact"), Some(rv)) => Some(
                     rv.parse::<u64>()
                         .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?,
@@ -105,8 +110,8 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentatio
                 _ => None,
             };
             let paging = Paging {
-                limit: call.param("limit").and_then(|l| l.parse().ok()),
-                continue_token: call.param("continue").filter(|c| !c.is_empty()).map(String::from),
+                limit: usize::try_from(opts.limit).ok().filter(|l| *l > 0),
+                continue_token: opts.continue_token,
                 exact: exact.or(call.stale),
             };
             let listed = read::list(&shared.lock().store, target, &filter, &paging)?;
@@ -116,25 +121,25 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentatio
             if target.rt.namespaced && target.namespace.is_none() {
                 return Err(ApiError::method_not_allowed());
             }
+            let opts = write_options(call, None)?;
             let body = decode_body(call, target)?;
             if let Some(answer) = pipeline::answer(target, &body, &call.user) {
                 return Ok(Reply::Json(201, answer));
             }
-            let opts = write_options(call)?;
             let (code, obj) = pipeline::create(&mut shared.lock(), target, body, &opts)?;
             Ok(Reply::Warned(code, obj, opts.warnings.take()))
         }
         ("update", Some(_)) => {
+            let opts = write_options(call, None)?;
             let body = decode_body(call, target)?;
-            let opts = write_options(call)?;
             let (code, obj) = pipeline::update(&mut shared.lock(), target, body, &opts)?;
             Ok(Reply::Warned(code, obj, opts.warnings.take()))
         }
         ("patch", Some(_)) => {
             let content_type = call.header(header::CONTENT_TYPE).split(';').next().unwrap_or("").trim().to_string();
-            let mut opts = write_options(call)?;
-            opts.force = call.flag("force");
-            let (code, obj) = pipeline::patch(&mut shared.lock(), target, &call.body, &content_type, &opts)?;
+            let kind = pipeline::patch_type(target, &content_type)?;
+            let opts = write_options(call, Some(kind))?;
+            let (code, obj) = pipeline::patch(&mut shared.lock(), target, &call.body, kind, &opts)?;
             Ok(Reply::Warned(code, obj, opts.warnings.take()))
         }
         ("delete", Some(_)) => {
@@ -146,6 +151,7 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentatio
             Ok(Reply::Json(code, obj))
         }
         ("deletecollection", None) => {
+            list_options(call, false, shared.watch_list)?;
             let filter = filter(call, target)?;
             let opts = delete_options(call)?;
             let (code, list) = pipeline::delete_collection(&mut shared.lock(), target, &filter, &opts)?;
@@ -168,22 +174,27 @@ fn filter(call: &Call, t: &Target) -> Result<Filter, ApiError> {
     Ok(Filter { namespace: t.namespace.clone(), labels, fields })
 }
 
-/// A watch's stream, through the faults' adapter.
+/// A watch's stream, through the faults' adapter. Without `timeoutSeconds` a watch lasts a
+/// random time between the minimum request timeout (30 minutes) and twice that, as in the
+/// real server, so that watchers do not all reconnect at once.
 fn watch(
     shared: &Arc<Shared>,
-    call: &Call,
+    opts: ListOptions,
     target: Target,
     filter: Filter,
     how: Presentation,
 ) -> Result<Reply, ApiError> {
-    let timeout = call.param("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()).unwrap_or(1800);
+    let timeout = match opts.timeout_seconds {
+        Some(seconds) if seconds != 0 => Duration::from_secs(u64::try_from(seconds).unwrap_or(0)),
+        _ => Duration::from_secs(1800 + fastrand::u64(0..1800)),
+    };
     let req = WatchRequest {
         target,
         filter,
-        resource_version: call.param("resourceVersion").map(String::from),
-        send_initial_events: call.param("sendInitialEvents").map(|v| v == "true"),
-        bookmarks: call.flag("allowWatchBookmarks"),
-        timeout: Duration::from_secs(timeout),
+        resource_version: opts.resource_version,
+        send_initial_events: opts.send_initial_events,
+        bookmarks: opts.bookmarks,
+        timeout,
         presentation: how,
     };
     let frames = watch::start(shared, req)?;
