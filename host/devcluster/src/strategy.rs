@@ -13,6 +13,7 @@ use super::allocator::{Allocations, Range};
 use super::names::NameRule;
 use super::printers::Columns;
 use super::resource::{GroupResource, ResourceType};
+use super::selectors::SelectableFields;
 use super::status::Cause;
 use super::user::User;
 
@@ -39,9 +40,10 @@ pub(crate) trait Strategy: Send + Sync {
         NameRule::Subdomain
     }
 
-    /// Fields a field selector may use besides `metadata.name` and `metadata.namespace`.
-    fn selectable_fields(&self) -> &'static [&'static str] {
-        &[]
+    /// The fields a field selector may name and their values (the kind's field label conversion
+    /// and `GetAttrs`); by default its name and namespace.
+    fn selectable_fields(&self) -> SelectableFields {
+        SelectableFields::metadata()
     }
 
     /// Server-side table columns (the `TableConvertor`).
@@ -140,11 +142,6 @@ pub(crate) trait Strategy: Send + Sync {
     /// An object of this resource in its stored form.
     fn convert_to_stored(&self, obj: &Value) -> Value {
         obj.clone()
-    }
-
-    /// A field selector of this resource in the field names of the stored form.
-    fn stored_field_selector(&self, selector: &str) -> String {
-        selector.to_string()
     }
 
     /// For a resource that is answered, never stored (the access reviews): the `status` of the

@@ -10,12 +10,14 @@ use super::{str_at, strings_at};
 use crate::object;
 use crate::printers::{Columns, column, name, name_column, since};
 use crate::resource::{ResourceType, ScalePaths, Version};
+use crate::selectors::{Refusal, SelectableFields, field_value};
 use crate::status::Cause;
 use crate::strategy::{Resource, Strategy};
 
 /// The resource `crd` defines, served under the CRD's name.
 pub(super) fn resource(crd: &Value) -> Resource {
     let spec = crd.get("spec").cloned().unwrap_or_default();
+    let namespaced = str_at(&spec, &["scope"]) != "Cluster";
     let mut versions: Vec<(Version, Box<dyn Strategy>)> = spec
         .get("versions")
         .and_then(Value::as_array)
@@ -34,10 +36,18 @@ pub(super) fn resource(crd: &Value) -> Resource {
                     label_selector: s.get("labelSelectorPath").and_then(Value::as_str).map(String::from),
                 }),
             };
+            let mut selectable = vec!["metadata.name".to_string()];
+            if namespaced {
+                selectable.push("metadata.namespace".to_string());
+            }
+            for field in v.get("selectableFields").and_then(Value::as_array).into_iter().flatten() {
+                selectable.push(str_at(field, &["jsonPath"]).trim_start_matches('.').to_string());
+            }
             let strategy = CustomResource {
                 schema: version.schema.clone(),
                 columns: v.get("additionalPrinterColumns").and_then(Value::as_array).cloned().unwrap_or_default(),
                 status: version.status,
+                selectable,
             };
             (version, Box::new(strategy) as Box<dyn Strategy>)
         })
@@ -52,7 +62,7 @@ pub(super) fn resource(crd: &Value) -> Resource {
         singular: if singular.is_empty() { kind.to_lowercase() } else { singular.to_string() },
         kind,
         plural: str_at(&spec, &["names", "plural"]).to_string(),
-        namespaced: str_at(&spec, &["scope"]) != "Cluster",
+        namespaced,
         verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
             .map(String::from)
             .to_vec(),
@@ -70,6 +80,9 @@ struct CustomResource {
     columns: Vec<Value>,
     /// Whether `status` is a subresource.
     status: bool,
+    /// The field labels a field selector may name: name, namespace (of a namespaced
+    /// resource) and the version's `selectableFields` (`crConverter.ConvertFieldLabel`).
+    selectable: Vec<String>,
 }
 
 impl Strategy for CustomResource {
@@ -98,6 +111,10 @@ impl Strategy for CustomResource {
 
     fn validate(&self, obj: &Value) -> Vec<Cause> {
         self.schema.as_ref().map(|schema| schema::validate(obj, schema)).unwrap_or_default()
+    }
+
+    fn selectable_fields(&self) -> SelectableFields {
+        SelectableFields { labels: self.selectable.clone(), refusal: Refusal::Unsupported, value: field_value }
     }
 
     /// The `additionalPrinterColumns`, or name and age without them.

@@ -23,7 +23,6 @@ pub(crate) struct Workload {
     /// The kind's `SetDefaults`.
     defaults: fn(&mut Value),
     columns: fn() -> Columns,
-    selectable_fields: &'static [&'static str],
 }
 
 impl Strategy for Workload {
@@ -55,22 +54,13 @@ impl Strategy for Workload {
         }
     }
 
-    fn selectable_fields(&self) -> &'static [&'static str] {
-        self.selectable_fields
-    }
-
     fn columns(&self) -> Columns {
         (self.columns)()
     }
 }
 
-pub(crate) const DEPLOYMENTS: Workload = Workload {
-    noun: "deployment",
-    status: || json!({}),
-    defaults: deployment_defaults,
-    columns: deployment_columns,
-    selectable_fields: &[],
-};
+pub(crate) const DEPLOYMENTS: Workload =
+    Workload { noun: "deployment", status: || json!({}), defaults: deployment_defaults, columns: deployment_columns };
 
 pub(crate) const REPLICA_SETS: Workload = Workload {
     // The real message names deployments for replica sets too.
@@ -83,7 +73,6 @@ pub(crate) const REPLICA_SETS: Workload = Workload {
     columns: || {
         replica_columns("io.k8s.api.apps.v1.ReplicaSetSpec", "io.k8s.api.apps.v1.ReplicaSetStatus", format_selector)
     },
-    selectable_fields: &["status.replicas"],
 };
 
 pub(crate) const STATEFUL_SETS: Workload = Workload {
@@ -91,7 +80,6 @@ pub(crate) const STATEFUL_SETS: Workload = Workload {
     status: || json!({ "availableReplicas": 0, "replicas": 0 }),
     defaults: stateful_set_defaults,
     columns: stateful_set_columns,
-    selectable_fields: &[],
 };
 
 pub(crate) const DAEMON_SETS: Workload = Workload {
@@ -106,7 +94,6 @@ pub(crate) const DAEMON_SETS: Workload = Workload {
     },
     defaults: daemon_set_defaults,
     columns: daemon_set_columns,
-    selectable_fields: &[],
 };
 
 /// `SetDefaults_Deployment`.

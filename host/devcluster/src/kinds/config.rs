@@ -3,6 +3,7 @@
 use serde_json::{Value, json};
 
 use crate::printers::{Columns, age, age_column, column, doc, name, name_column, text};
+use crate::selectors::{Refusal, SelectableFields, field_value};
 use crate::strategy::Strategy;
 
 pub(crate) struct ConfigMaps;
@@ -37,8 +38,8 @@ impl Strategy for Secrets {
         }
     }
 
-    fn selectable_fields(&self) -> &'static [&'static str] {
-        &["type"]
+    fn selectable_fields(&self) -> SelectableFields {
+        SelectableFields::new(&["type", "metadata.namespace", "metadata.name"], Refusal::Unsupported, field_value)
     }
 
     fn columns(&self) -> Columns {

@@ -7,6 +7,7 @@ use crate::admission::{Attributes, Lookup, Mutating, Operation};
 use crate::names::NameRule;
 use crate::object;
 use crate::printers::{Columns, age, age_column, column, doc, name, name_column, text, text_or};
+use crate::selectors::{Refusal, SelectableFields, field_value};
 use crate::status::ApiError;
 use crate::strategy::{Contents, Finish, Holds, Strategy};
 
@@ -40,8 +41,8 @@ impl Strategy for Namespaces {
         NameRule::Label
     }
 
-    fn selectable_fields(&self) -> &'static [&'static str] {
-        &["status.phase"]
+    fn selectable_fields(&self) -> SelectableFields {
+        SelectableFields::new(&["metadata.name", "status.phase"], Refusal::Unsupported, field_value)
     }
 
     fn columns(&self) -> Columns {
@@ -84,6 +85,14 @@ impl Mutating for NamespaceLifecycle {
 pub(crate) struct Nodes;
 
 impl Strategy for Nodes {
+    fn selectable_fields(&self) -> SelectableFields {
+        SelectableFields::new(&["metadata.name", "spec.unschedulable"], Refusal::Unsupported, |node, label| match label
+        {
+            "spec.unschedulable" => super::pods::bool_field(node, "/spec/unschedulable"),
+            _ => field_value(node, label),
+        })
+    }
+
     fn columns(&self) -> Columns {
         let info = |f: &str| doc("io.k8s.api.core.v1.NodeSystemInfo", f);
         let addresses = doc("io.k8s.api.core.v1.NodeStatus", "addresses");

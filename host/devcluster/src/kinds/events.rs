@@ -5,25 +5,33 @@ use serde_json::{Map, Value, json};
 
 use crate::object;
 use crate::printers::{Columns, column, doc, since, text};
+use crate::selectors::{Refusal, SelectableFields, field_value};
 use crate::strategy::{StoredAs, Strategy};
 
 pub(crate) struct CoreEvents;
 
 impl Strategy for CoreEvents {
-    fn selectable_fields(&self) -> &'static [&'static str] {
-        &[
-            "involvedObject.kind",
-            "involvedObject.namespace",
-            "involvedObject.name",
-            "involvedObject.uid",
-            "involvedObject.apiVersion",
-            "involvedObject.resourceVersion",
-            "involvedObject.fieldPath",
-            "reason",
-            "reportingComponent",
-            "source",
-            "type",
-        ]
+    /// The core conversion's labels, read from `event.ToSelectableFields`.
+    fn selectable_fields(&self) -> SelectableFields {
+        SelectableFields::new(
+            &[
+                "involvedObject.kind",
+                "involvedObject.namespace",
+                "involvedObject.name",
+                "involvedObject.uid",
+                "involvedObject.apiVersion",
+                "involvedObject.resourceVersion",
+                "involvedObject.fieldPath",
+                "reason",
+                "reportingComponent",
+                "source",
+                "type",
+                "metadata.namespace",
+                "metadata.name",
+            ],
+            Refusal::Unsupported,
+            core_value,
+        )
     }
 
     fn columns(&self) -> Columns {
@@ -59,8 +67,14 @@ impl Strategy for CoreEvents {
 pub(crate) struct Events;
 
 impl Strategy for Events {
-    fn selectable_fields(&self) -> &'static [&'static str] {
-        &["regarding.kind", "regarding.name", "regarding.namespace", "regarding.uid", "reason", "type"]
+    /// `events/v1`'s own labels (`AddFieldLabelConversionsForEvent` of `pkg/apis/events/v1`),
+    /// mapped to the core field set the stored objects are matched by.
+    fn selectable_fields(&self) -> SelectableFields {
+        let labels: Vec<&str> = SELECTOR_LABELS.iter().map(|(label, _)| *label).collect();
+        SelectableFields::new(&labels, Refusal::Unsupported, |event, label| {
+            let core = SELECTOR_LABELS.iter().find(|(l, _)| *l == label).map_or(label, |(_, core)| core);
+            core_value(event, core)
+        })
     }
 
     fn stored_as(&self) -> Option<StoredAs> {
@@ -74,9 +88,34 @@ impl Strategy for Events {
     fn convert_to_stored(&self, obj: &Value) -> Value {
         rename(obj, "v1", true)
     }
+}
 
-    fn stored_field_selector(&self, selector: &str) -> String {
-        selector.replace("regarding.", "involvedObject.").replace("reportingController", "reportingComponent")
+/// The field labels of `events.k8s.io/v1` and the core labels they stand for.
+const SELECTOR_LABELS: [(&str, &str); 13] = [
+    ("reason", "reason"),
+    ("regarding.kind", "involvedObject.kind"),
+    ("regarding.namespace", "involvedObject.namespace"),
+    ("regarding.name", "involvedObject.name"),
+    ("regarding.uid", "involvedObject.uid"),
+    ("regarding.apiVersion", "involvedObject.apiVersion"),
+    ("regarding.resourceVersion", "involvedObject.resourceVersion"),
+    ("regarding.fieldPath", "involvedObject.fieldPath"),
+    ("reportingController", "reportingComponent"),
+    ("source", "source"),
+    ("type", "type"),
+    ("metadata.namespace", "metadata.namespace"),
+    ("metadata.name", "metadata.name"),
+];
+
+/// The value of a core label of a (core) Event: `source` is the source's component, else the
+/// reporting controller.
+fn core_value(event: &Value, label: &str) -> String {
+    match label {
+        "source" => match text(event, "/source/component") {
+            "" => text(event, "/reportingComponent").to_string(),
+            component => component.to_string(),
+        },
+        _ => field_value(event, label),
     }
 }
 

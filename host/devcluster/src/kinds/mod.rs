@@ -15,6 +15,7 @@ use super::strategy::{Plain, Strategy};
 mod apps;
 mod autoscaling;
 mod batch;
+mod certificates;
 mod config;
 mod coordination;
 mod core;
@@ -54,6 +55,7 @@ pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
         ("autoscaling", "horizontalpodautoscalers") => Box::new(autoscaling::HorizontalPodAutoscalers),
         ("policy", "poddisruptionbudgets") => Box::new(autoscaling::PodDisruptionBudgets),
         ("coordination.k8s.io", "leases") => Box::new(coordination::Leases),
+        ("certificates.k8s.io", "certificatesigningrequests") => Box::new(certificates::SigningRequests),
         ("apiextensions.k8s.io", "customresourcedefinitions") => Box::new(crd::Definitions),
         ("rbac.authorization.k8s.io", "roles" | "clusterroles") => Box::new(rbac::Roles),
         ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings") => Box::new(rbac::Bindings),

@@ -8,6 +8,7 @@ use crate::printers::{
     Columns, age, age_column, column, condition_true, container_cells, container_columns, doc, format_labels, int,
     name, name_column, text,
 };
+use crate::selectors::{Refusal, SelectableFields, field_value};
 use crate::status::Cause;
 use crate::strategy::Strategy;
 
@@ -38,17 +39,34 @@ impl Strategy for Pods {
         causes
     }
 
-    fn selectable_fields(&self) -> &'static [&'static str] {
-        &[
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "spec.hostNetwork",
-            "status.phase",
-            "status.podIP",
-            "status.nominatedNodeName",
-        ]
+    /// `pod.ToSelectableFields`; `spec.host` is the old name of `spec.nodeName`.
+    fn selectable_fields(&self) -> SelectableFields {
+        SelectableFields::new(
+            &[
+                "metadata.name",
+                "metadata.namespace",
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.podIPs",
+                "status.nominatedNodeName",
+                "spec.host",
+            ],
+            Refusal::Unsupported,
+            |pod, label| match label {
+                "spec.host" => field_value(pod, "spec.nodeName"),
+                "spec.hostNetwork" => bool_field(pod, "/spec/hostNetwork"),
+                // The first of the pod's IPs, not `status.podIP`.
+                "status.podIP" => text(pod, "/status/podIPs/0/ip").to_string(),
+                // Accepted, but not in the field set: it reads empty.
+                "status.podIPs" => String::new(),
+                _ => field_value(pod, label),
+            },
+        )
     }
 
     fn columns(&self) -> Columns {
@@ -166,6 +184,17 @@ impl Strategy for ReplicationControllers {
         template(obj, "/spec/template");
     }
 
+    fn selectable_fields(&self) -> SelectableFields {
+        SelectableFields::new(
+            &["metadata.name", "metadata.namespace", "status.replicas"],
+            Refusal::Unsupported,
+            |rc, label| match label {
+                "status.replicas" => int(rc, "/status/replicas").to_string(),
+                _ => field_value(rc, label),
+            },
+        )
+    }
+
     fn columns(&self) -> Columns {
         replica_columns(
             "io.k8s.api.core.v1.ReplicationControllerSpec",
@@ -205,6 +234,11 @@ pub(crate) fn replica_columns(spec: &str, status: &str, selector: fn(Option<&Val
             ]
         }),
     }
+}
+
+/// A boolean field as a field selector reads it: `"true"` or `"false"`, false when not set.
+pub(crate) fn bool_field(obj: &Value, pointer: &str) -> String {
+    obj.pointer(pointer).and_then(Value::as_bool).unwrap_or(false).to_string()
 }
 
 /// Defaults of the pod template at `pointer` (`SetDefaults_PodSpec` on its spec).

@@ -89,19 +89,26 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentatio
             Ok(Reply::Json(200, obj))
         }
         ("watch", Some(name)) => {
+            let selectors = Selectors::parse(call)?;
             let opts = list_options(call, true, shared.watch_list)?;
-            let mut filter = filter(call, target)?;
-            filter.fields =
-                FieldSelector::parse(&format!("metadata.name={name}"), &[]).map_err(ApiError::bad_request)?;
+            let mut filter = selectors.filter(target)?;
+            // A watch of one object may select it by name, and nothing else.
+            if !filter.fields.is_empty() && filter.fields.exact_name() != Some(name) {
+                return Err(ApiError::bad_request("fieldSelector metadata.name doesn't match requested name"));
+            }
+            filter.fields = FieldSelector::parse(&format!("metadata.name={}", escape_field_value(name)))
+                .map_err(ApiError::bad_request)?;
             watch(shared, opts, Target { name: None, ..target.clone() }, filter, how)
         }
         ("watch", None) => {
+            let selectors = Selectors::parse(call)?;
             let opts = list_options(call, true, shared.watch_list)?;
-            watch(shared, opts, target.clone(), filter(call, target)?, how)
+            watch(shared, opts, target.clone(), selectors.filter(target)?, how)
         }
         ("list", None) => {
+            let selectors = Selectors::parse(call)?;
             let opts = list_options(call, false, shared.watch_list)?;
-            let filter = filter(call, target)?;
+            let filter = selectors.filter(target)?;
             let exact = match (opts.resource_version_match.as_deref(), opts.resource_version.as_deref()) {
                 (Some("Exact"), Some(rv)) => Some(
                     rv.parse::<u64>()
@@ -151,8 +158,9 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentatio
             Ok(Reply::Json(code, obj))
         }
         ("deletecollection", None) => {
+            let selectors = Selectors::parse(call)?;
             list_options(call, false, shared.watch_list)?;
-            let filter = filter(call, target)?;
+            let filter = selectors.filter(target)?;
             let opts = delete_options(call)?;
             let (code, list) = pipeline::delete_collection(&mut shared.lock(), target, &filter, &opts)?;
             Ok(Reply::Json(code, list))
@@ -161,17 +169,37 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentatio
     }
 }
 
-/// The namespace and selectors of a list, watch or collection delete; a view's field
-/// selector in the stored resource's field names.
-fn filter(call: &Call, t: &Target) -> Result<Filter, ApiError> {
-    let labels = LabelSelector::parse(call.param("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
-    let given = call.param("fieldSelector").unwrap_or("");
-    let field_text = match &t.view {
-        Some((view, version)) => view.strategy(version).stored_field_selector(given),
-        None => given.to_string(),
-    };
-    let fields = FieldSelector::parse(&field_text, t.strategy().selectable_fields()).map_err(ApiError::bad_request)?;
-    Ok(Filter { namespace: t.namespace.clone(), labels, fields })
+/// The selectors of a list, watch or collection delete, as the query gives them: parsed
+/// first (a malformed one is a 400 before the options are checked), read as the resource's
+/// fields after.
+struct Selectors {
+    labels: LabelSelector,
+    fields: FieldSelector,
+}
+
+impl Selectors {
+    fn parse(call: &Call) -> Result<Selectors, ApiError> {
+        let labels = LabelSelector::parse(call.param("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
+        let fields = FieldSelector::parse(call.param("fieldSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
+        Ok(Selectors { labels, fields })
+    }
+
+    /// The filter of the target's objects: its namespace and these selectors, the field
+    /// selector in the labels of the resource addressed (a view's own, read from the stored
+    /// objects).
+    fn filter(self, t: &Target) -> Result<Filter, ApiError> {
+        let addressed = match &t.view {
+            Some((view, version)) => view.strategy(version),
+            None => t.strategy(),
+        };
+        let fields = self.fields.for_kind(&addressed.selectable_fields()).map_err(ApiError::bad_request)?;
+        Ok(Filter { namespace: t.namespace.clone(), labels: self.labels, fields })
+    }
+}
+
+/// A value written into a field selector (`fields.EscapeValue`).
+fn escape_field_value(value: &str) -> String {
+    value.replace('\\', "\\\\").replace(',', "\\,").replace('=', "\\=")
 }
 
 /// A watch's stream, through the faults' adapter. Without `timeoutSeconds` a watch lasts a

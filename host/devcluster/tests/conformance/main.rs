@@ -12,6 +12,7 @@ mod delete_gc;
 mod discovery;
 mod encoding;
 mod faults;
+mod field_selectors;
 mod kubectl;
 mod patch;
 mod persistence;
