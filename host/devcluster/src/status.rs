@@ -158,6 +158,11 @@ impl ApiError {
         )
     }
 
+    /// 406: the representation asked for does not fit what the request returns.
+    pub(crate) fn not_acceptable_because(message: String) -> ApiError {
+        ApiError::new(406, "NotAcceptable", message)
+    }
+
     /// A watch or continue token older than the retained history.
     pub(crate) fn expired(message: impl Into<String>) -> ApiError {
         ApiError::new(410, "Expired", message)

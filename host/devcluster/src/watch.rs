@@ -42,8 +42,7 @@ const AHEAD: usize = 64;
 pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Receiver<Frame>, ApiError> {
     let WatchRequest { target, filter, resource_version, send_initial_events, bookmarks, timeout, presentation } = req;
     let gr = target.gr();
-    let render =
-        move |t: &Target, obj: &Value| present_one(t, &as_addressed(t, present(&t.rt, &t.version, obj)), presentation);
+    let mut render = renderer(presentation);
     let (tx, frames) = mpsc::channel::<Frame>(AHEAD);
     let mut initial_end = false;
     // Under the lock, only what to send is taken (shared pointers); it is rendered after.
@@ -143,6 +142,24 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Rec
         }
     });
     Ok(frames)
+}
+
+/// How a watch renders the objects of its events, as the client asked for them. A table's
+/// column definitions come with the first event only (`NoHeaders` after it); a list
+/// representation cannot show one object, so the events come whole then, as upstream.
+fn renderer(presentation: Presentation) -> impl FnMut(&Target, &Value) -> Value {
+    let mut headers_sent = false;
+    move |t: &Target, obj: &Value| {
+        let full = present(&t.rt, &t.version, obj);
+        let mut shown = present_one(t, &full, presentation).unwrap_or(full);
+        if matches!(presentation, Presentation::Table { .. }) {
+            if headers_sent {
+                shown["columnDefinitions"] = Value::Null;
+            }
+            headers_sent = true;
+        }
+        as_addressed(t, shown)
+    }
 }
 
 /// The event a filtered watch sees for a change: selectors turn "started matching" into ADDED

@@ -3,6 +3,7 @@
 //! their documents and resource paths to the verbs (`resource`).
 
 mod auth;
+mod negotiate;
 mod params;
 mod resource;
 

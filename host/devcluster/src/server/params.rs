@@ -10,11 +10,9 @@ use serde_json::Value;
 
 use super::Call;
 use crate::pipeline::PatchType;
-use crate::present::Presentation;
 use crate::protobuf;
 use crate::request::{DeleteOptions, FieldValidation, Target, WriteOptions};
 use crate::status::{ApiError, Cause, go_quote};
-use crate::table::Include;
 
 /// apimachinery's `Convert_Slice_string_To_bool`: a parameter is false only when it reads `0`
 /// or `false` (in any case); any other value, the empty one of `?watch` included, is true.
@@ -53,18 +51,6 @@ impl Call {
 pub(super) fn accepts_json(call: &Call) -> bool {
     let accept = call.header(header::ACCEPT);
     accept.is_empty() || accept.split(',').any(|a| a.contains("json") || a.trim_start().starts_with("*/*"))
-}
-
-/// How the client asks objects to be rendered (`Accept`).
-pub(super) fn presentation(call: &Call) -> Presentation {
-    let accept = call.header(header::ACCEPT);
-    if accept.contains("as=Table") {
-        Presentation::Table(Include::parse(call.param("includeObject")))
-    } else if accept.contains("as=PartialObjectMetadata") {
-        Presentation::Metadata
-    } else {
-        Presentation::Full
-    }
 }
 
 /// Decodes a create/update body (JSON, YAML or protobuf, as the content type says), in the

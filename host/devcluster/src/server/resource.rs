@@ -8,12 +8,13 @@ use axum::body::Body;
 use axum::http::header;
 use futures_util::StreamExt;
 
-use super::params::{ListOptions, decode_body, delete_options, list_options, presentation, write_options};
+use super::negotiate;
+use super::params::{ListOptions, decode_body, delete_options, list_options, write_options};
 use super::{Call, Reply};
 use crate::cluster::Cluster;
 use crate::faults;
 use crate::pipeline;
-use crate::present::{Presentation, present_list, present_one};
+use crate::present::{Presentation, present_answer};
 use crate::read;
 use crate::request::{Filter, Paging, Target};
 use crate::request_info::ResourcePath;
@@ -22,12 +23,17 @@ use crate::state::Shared;
 use crate::status::ApiError;
 use crate::watch::{self, WatchRequest};
 
-/// Serves the request for the resource path `path`.
+/// Serves the request for the resource path `path`: the representation asked for is
+/// negotiated first (406 before anything is done), the verb served, and its answer shown as
+/// asked (a table, metadata only) and as the resource the client addressed.
 pub(super) fn serve(shared: &Arc<Shared>, call: &Call, path: &ResourcePath) -> Result<Reply, ApiError> {
     let target = resolve(&shared.lock(), path)?;
-    Ok(match dispatch(shared, call, &target, presentation(call))? {
-        Reply::Json(code, value) => Reply::Json(code, read::as_addressed(&target, value)),
-        Reply::Warned(code, value, warnings) => Reply::Warned(code, read::as_addressed(&target, value), warnings),
+    let accept = call.header(header::ACCEPT);
+    let how = negotiate::presentation(accept, target.definition().is_some(), call.param("includeObject"))?;
+    let shown = |value| present_answer(&target, value, how).map(|v| read::as_addressed(&target, v));
+    Ok(match dispatch(shared, call, &target, how)? {
+        Reply::Json(code, value) => Reply::Json(code, shown(value)?),
+        Reply::Warned(code, value, warnings) => Reply::Warned(code, shown(value)?, warnings),
         reply => reply,
     })
 }
@@ -82,9 +88,9 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentatio
             let obj = if target.subresource.as_deref() == Some("scale") {
                 read::scale(store, target)?
             } else if let Some(at) = call.stale {
-                present_one(target, &read::get_at(store, target, at)?, how)
+                read::get_at(store, target, at)?
             } else {
-                present_one(target, &read::get(store, target)?, how)
+                read::get(store, target)?
             };
             Ok(Reply::Json(200, obj))
         }
@@ -122,7 +128,7 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentatio
                 exact: exact.or(call.stale),
             };
             let listed = read::list(&shared.lock().store, target, &filter, &paging)?;
-            Ok(Reply::Json(200, present_list(target, &listed, how)))
+            Ok(Reply::Json(200, listed.render()))
         }
         ("create", None) => {
             if target.rt.namespaced && target.namespace.is_none() {

@@ -17,6 +17,7 @@ mod kubectl;
 mod patch;
 mod persistence;
 mod query;
+mod representations;
 mod smd;
 mod watch;
 
