@@ -88,6 +88,20 @@ CATEGORIES = {
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): ["api-extensions"],
 }
 
+# The connect subresources (streams to a pod or node, proxies), which have no model in
+# lightkube: as a real 1.33 server's discovery lists them (`kubectl get --raw /api/v1`).
+PROXY_VERBS = ["create", "delete", "get", "patch", "update"]
+CONNECT = {
+    ("", "pods"): [
+        ("attach", "PodAttachOptions", ["create", "get"]),
+        ("exec", "PodExecOptions", ["create", "get"]),
+        ("portforward", "PodPortForwardOptions", ["create", "get"]),
+        ("proxy", "PodProxyOptions", PROXY_VERBS),
+    ],
+    ("", "nodes"): [("proxy", "NodeProxyOptions", PROXY_VERBS)],
+    ("", "services"): [("proxy", "ServiceProxyOptions", PROXY_VERBS)],
+}
+
 VERB_NAMES = {"post": "create", "put": "update"}
 DISCOVERY_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
@@ -153,6 +167,8 @@ def resources(models):
         rg, rv, rk = response
         parent["subresources"].append({"name": action, "group": rg, "version": rv, "kind": rk, "verbs": verbs})
     for r in out.values():
+        for name, kind, verbs in CONNECT.get((r["group"], r["plural"]), []):
+            r["subresources"].append({"name": name, "group": "", "version": "v1", "kind": kind, "verbs": verbs})
         r["subresources"].sort(key=lambda s: s["name"])
     return sorted(out.values(), key=lambda r: (r["group"], r["version"], r["plural"]))
 

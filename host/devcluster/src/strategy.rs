@@ -46,6 +46,12 @@ pub(crate) trait Strategy: Send + Sync {
         SelectableFields::metadata()
     }
 
+    /// The subresources the kind serves besides `status` and `scale`, which its versions
+    /// declare (`log`, `eviction`...); their kinds and verbs come from the upstream data.
+    fn subresources(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Server-side table columns (the `TableConvertor`).
     fn columns(&self) -> Columns {
         Columns::name_and_age()

@@ -9,7 +9,7 @@ use super::schema;
 use super::{str_at, strings_at};
 use crate::object;
 use crate::printers::{Columns, column, name, name_column, since};
-use crate::resource::{ResourceType, ScalePaths, Version};
+use crate::resource::{ResourceType, ScalePaths, Subresource, Version};
 use crate::selectors::{Refusal, SelectableFields, field_value};
 use crate::status::Cause;
 use crate::strategy::{Resource, Strategy};
@@ -25,8 +25,24 @@ pub(super) fn resource(crd: &Value) -> Resource {
         .flatten()
         .filter(|v| v.get("served").and_then(Value::as_bool) != Some(false))
         .map(|v| {
+            let name = str_at(v, &["name"]);
+            let kind = str_at(&spec, &["names", "kind"]);
+            let served = |sub: &str, group: &str, version: &str, kind: &str| Subresource {
+                name: sub.to_string(),
+                group: group.to_string(),
+                version: version.to_string(),
+                kind: kind.to_string(),
+                verbs: ["get", "patch", "update"].map(String::from).to_vec(),
+            };
+            let mut subresources = Vec::new();
+            if v.pointer("/subresources/scale").is_some() {
+                subresources.push(served("scale", "autoscaling", "v1", "Scale"));
+            }
+            if v.pointer("/subresources/status").is_some() {
+                subresources.push(served("status", str_at(&spec, &["group"]), name, kind));
+            }
             let version = Version {
-                name: str_at(v, &["name"]).to_string(),
+                name: name.to_string(),
                 schema: v.pointer("/schema/openAPIV3Schema").cloned(),
                 definition: None,
                 status: v.pointer("/subresources/status").is_some(),
@@ -35,6 +51,7 @@ pub(super) fn resource(crd: &Value) -> Resource {
                     status_replicas: str_at(s, &["statusReplicasPath"]).to_string(),
                     label_selector: s.get("labelSelectorPath").and_then(Value::as_str).map(String::from),
                 }),
+                subresources,
             };
             let mut selectable = vec!["metadata.name".to_string()];
             if namespaced {
@@ -63,7 +80,8 @@ pub(super) fn resource(crd: &Value) -> Resource {
         kind,
         plural: str_at(&spec, &["names", "plural"]).to_string(),
         namespaced,
-        verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+        // In the order the CRD discovery controller lists them.
+        verbs: ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
             .map(String::from)
             .to_vec(),
         short_names: strings_at(&spec, &["names", "shortNames"]),

@@ -197,6 +197,9 @@ enum Reply {
     Text(&'static str),
     /// A watch.
     Stream(Body),
+    /// An aggregated discovery document, with its entity tag; `None` for the body when the
+    /// client holds it already (`If-None-Match`).
+    Aggregated(Option<Vec<u8>>, String),
 }
 
 impl IntoResponse for Reply {
@@ -220,8 +223,40 @@ impl IntoResponse for Reply {
                     [(header::CONTENT_TYPE, "application/json"), (header::CACHE_CONTROL, "no-cache, private")];
                 (StatusCode::OK, headers, body).into_response()
             }
+            Reply::Aggregated(body, etag) => {
+                let headers = [
+                    (header::CONTENT_TYPE, AGGREGATED_DISCOVERY),
+                    (header::VARY, "Accept"),
+                    (header::CACHE_CONTROL, "public"),
+                    (header::ETAG, etag.as_str()),
+                ];
+                match body {
+                    Some(body) => (StatusCode::OK, headers, body).into_response(),
+                    None => (StatusCode::NOT_MODIFIED, headers).into_response(),
+                }
+            }
         }
     }
+}
+
+/// The `Content-Type` of aggregated discovery, as `generateMediaTypeWithGVK` writes it: client-go
+/// reads the document's kind from it.
+const AGGREGATED_DISCOVERY: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// An aggregated discovery document with its entity tag (`ServeHTTPWithETag`: the quoted
+/// SHA-512 of the document, in upper-case hex); 304 without it when the client's
+/// `If-None-Match` names that tag.
+fn aggregated(call: &Call, document: &Value) -> Reply {
+    use sha2::Digest as _;
+    use std::fmt::Write as _;
+    let body = encode::body(document);
+    let digest = sha2::Sha512::digest(body.strip_suffix(b"\n").unwrap_or(&body));
+    let etag = digest.iter().fold(String::from("\""), |mut tag, b| {
+        let _ = write!(tag, "{b:02X}");
+        tag
+    }) + "\"";
+    let fresh = call.header(header::IF_NONE_MATCH) == etag;
+    Reply::Aggregated((!fresh).then_some(body), etag)
 }
 
 fn route(shared: &Arc<Shared>, call: &Call) -> Result<Reply, ApiError> {
@@ -238,6 +273,12 @@ fn route(shared: &Arc<Shared>, call: &Call) -> Result<Reply, ApiError> {
         )),
         ["version"] => get_only(Some(discovery::version_info())),
         ["healthz" | "livez" | "readyz"] => Ok(Reply::Text("ok")),
+        ["api" | "apis"] if negotiate::wants_aggregated_discovery(call.header(header::ACCEPT)) => {
+            if call.method != Method::GET {
+                return Err(ApiError::method_not_allowed());
+            }
+            Ok(aggregated(call, &discovery::aggregated(&shared.lock().registry, segs == ["api"])))
+        }
         ["api"] => get_only(Some(discovery::core_versions(&shared.address))),
         ["api", version] => get_only(discovery::resource_list(&shared.lock().registry, "", version)),
         ["apis"] => get_only(Some(discovery::group_list(&shared.lock().registry))),

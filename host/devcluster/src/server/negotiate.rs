@@ -100,6 +100,19 @@ pub(super) fn presentation(accept: &str, builtin: bool, include: Option<&str>) -
     Err(ApiError::not_acceptable(&accepted.iter().map(String::as_str).collect::<Vec<_>>()))
 }
 
+/// Whether the client asks for aggregated discovery (`DiscoveryEndpointRestrictions`): a
+/// JSON clause converting to `apidiscovery.k8s.io/v2` `APIGroupDiscoveryList`. The `v2beta1`
+/// form is not served by Kubernetes 1.33 (`AggregatedDiscoveryRemoveBetaType`); such a client
+/// gets the legacy documents.
+pub(super) fn wants_aggregated_discovery(accept: &str) -> bool {
+    clauses(accept).iter().any(|c| {
+        c.accepts("application", "json")
+            && c.param("g") == Some("apidiscovery.k8s.io")
+            && c.param("v") == Some("v2")
+            && c.param("as") == Some("APIGroupDiscoveryList")
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -123,5 +136,15 @@ mod tests {
         );
         assert_eq!(presentation("application/json;as=Table, */*", false, None).unwrap(), Presentation::Full);
         assert_eq!(presentation("text/html", false, None).unwrap_err().code, 406);
+    }
+
+    #[test]
+    fn aggregated_discovery_is_v2_only() {
+        let client_go = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList,application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList,application/json";
+        assert!(wants_aggregated_discovery(client_go));
+        assert!(!wants_aggregated_discovery(
+            "application/json;g=apidiscovery.k8s.io;v=v2beta1;as=APIGroupDiscoveryList"
+        ));
+        assert!(!wants_aggregated_discovery("application/json"));
     }
 }

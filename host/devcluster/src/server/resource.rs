@@ -53,16 +53,10 @@ fn resolve(cluster: &Cluster, path: &ResourcePath) -> Result<Target, ApiError> {
     if path.namespace.is_some() && !rt.namespaced {
         return Err(ApiError::no_route());
     }
-    if let Some(sub) = &path.subresource {
-        let v = rt.version(version);
-        let served = match sub.as_str() {
-            "status" => v.is_some_and(|v| v.status),
-            "scale" => v.is_some_and(|v| v.scale.is_some()),
-            _ => false,
-        };
-        if !served {
-            return Err(ApiError::no_route());
-        }
+    if let Some(sub) = &path.subresource
+        && !rt.version(version).is_some_and(|v| v.subresources.iter().any(|s| s.name == *sub))
+    {
+        return Err(ApiError::no_route());
     }
     Ok(Target {
         rt,
