@@ -58,6 +58,14 @@ pub(crate) fn watch_event(kind: &str, object: &Value) -> Bytes {
     Bytes::from(w.out)
 }
 
+/// `value` as Go's `json.Marshal` writes a `map[string]interface{}`: compact, keys sorted at
+/// every level, without a newline (a printer cell holding an object).
+pub(crate) fn compact(value: &Value) -> String {
+    let mut w = Writer { out: Vec::new(), indent: None };
+    w.value(value, Order::Sorted, true);
+    String::from_utf8(w.out).unwrap_or_default()
+}
+
 /// A JSON response: `value` as its body, `code` as its status.
 pub(crate) fn response(code: u16, value: &Value) -> Response {
     let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);

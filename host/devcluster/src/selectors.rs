@@ -3,6 +3,7 @@
 
 use serde_json::Value;
 
+use super::printers::go_print;
 use super::status::go_quote;
 
 #[derive(Debug, Clone, PartialEq)]
@@ -356,9 +357,8 @@ pub(crate) fn field_value(obj: &Value, field: &str) -> String {
         }
     }
     match cur {
-        Value::String(s) => s.clone(),
         Value::Null => String::new(),
-        other => other.to_string(),
+        other => go_print(other),
     }
 }
 

@@ -7,8 +7,9 @@ use serde_json::{Value, json};
 
 use super::schema;
 use super::{str_at, strings_at};
+use crate::encode;
 use crate::object;
-use crate::printers::{Columns, column, name, name_column, since};
+use crate::printers::{Columns, OBJECT_META, column, doc, go_print, name, name_column, since};
 use crate::resource::{ResourceType, ScalePaths, Subresource, Version};
 use crate::selectors::{Refusal, SelectableFields, field_value};
 use crate::status::Cause;
@@ -135,63 +136,69 @@ impl Strategy for CustomResource {
         SelectableFields { labels: self.selectable.clone(), refusal: Refusal::Unsupported, value: field_value }
     }
 
-    /// The `additionalPrinterColumns`, or name and age without them.
+    /// The `additionalPrinterColumns` after the name (the CRD's table convertor), or an `Age`
+    /// column of type `date` without them (`serveDefaultColumnsIfEmpty`).
     fn columns(&self) -> Columns {
-        if self.columns.is_empty() {
-            return Columns::name_and_age();
-        }
+        let printed: Vec<Value> = if self.columns.is_empty() {
+            vec![json!({ "name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp",
+                         "description": doc(OBJECT_META, "creationTimestamp") })]
+        } else {
+            self.columns.clone()
+        };
         let mut defs = vec![name_column()];
         let mut paths = Vec::new();
-        for c in &self.columns {
+        for c in &printed {
             let text = |f: &str| c.get(f).and_then(Value::as_str).unwrap_or_default().to_string();
-            let kind = c.get("type").and_then(Value::as_str).unwrap_or("string").to_string();
-            let mut def = column(
-                &text("name"),
-                &kind,
-                &text("description"),
-                c.get("priority").and_then(Value::as_i64).unwrap_or(0),
-            );
+            let path = text("jsonPath");
+            let description = match text("description") {
+                d if d.is_empty() => format!("Custom resource definition column (in JSONPath format): {path}"),
+                d => d,
+            };
+            let kind = text("type");
+            let mut def =
+                column(&text("name"), &kind, &description, c.get("priority").and_then(Value::as_i64).unwrap_or(0));
             def["format"] = json!(text("format"));
             defs.push(def);
-            paths.push((text("jsonPath"), kind));
+            paths.push((path, kind));
         }
         Columns {
             defs,
             cells: Box::new(move |o| {
                 let mut cells = vec![name(o)];
-                for (path, kind) in &paths {
-                    cells.push(match (kind.as_str(), json_path(o, path)) {
-                        ("date", Some(Value::String(t))) => json!(since(&t)),
-                        (_, Some(v)) => v,
-                        (_, None) => Value::Null,
-                    });
-                }
+                cells.extend(paths.iter().map(|(path, kind)| cell(o, path, kind)));
                 cells
             }),
         }
     }
 }
 
-/// A minimal `JSONPath`: `.a.b`, `.a[0].b`, `{.a.b}`.
-fn json_path(obj: &Value, path: &str) -> Option<Value> {
+/// A printer column's cell (`tableconvertor.ConvertToTable`): the first value the column's
+/// `JSONPath` finds, as the column's type prints it; `null` when it finds nothing, or a value
+/// the type cannot show. A string column prints any value (`PrintResults`: scalars as Go
+/// prints them, objects and arrays as JSON).
+fn cell(obj: &Value, path: &str, kind: &str) -> Value {
+    use jsonpath_rust::JsonPath as _;
     let path = path.trim().trim_start_matches('{').trim_end_matches('}');
-    let mut cur = obj;
-    for part in path.trim_start_matches('.').split('.') {
-        if part.is_empty() {
-            continue;
+    let found = obj.query(&format!("${path}")).ok().and_then(|found| found.into_iter().next().cloned());
+    let Some(value) = found.filter(|v| !v.is_null()) else {
+        return Value::Null;
+    };
+    match (kind, &value) {
+        ("string", Value::Object(_) | Value::Array(_)) => json!(encode::compact(&value)),
+        ("string", scalar) => json!(go_print(scalar)),
+        // A float is truncated, as Go's int64 conversion does.
+        #[allow(clippy::cast_possible_truncation)]
+        ("integer", Value::Number(n)) => {
+            n.as_i64().map_or_else(|| json!(n.as_f64().unwrap_or(0.0) as i64), |i| json!(i))
         }
-        let (field, index) = match part.split_once('[') {
-            Some((f, i)) => (f, i.trim_end_matches(']').parse::<usize>().ok()),
-            None => (part, None),
-        };
-        if !field.is_empty() {
-            cur = cur.get(field)?;
-        }
-        if let Some(i) = index {
-            cur = cur.get(i)?;
-        }
+        ("number", Value::Number(n)) => json!(n.as_f64()),
+        ("boolean", Value::Bool(b)) => json!(b),
+        ("date", Value::String(t)) => match t.parse::<jiff::Timestamp>() {
+            Ok(_) => json!(since(t)),
+            Err(_) => json!("<invalid>"),
+        },
+        _ => Value::Null,
     }
-    Some(cur.clone())
 }
 
 /// Kubernetes version ordering: GA before beta before alpha, higher numbers first.
@@ -224,6 +231,20 @@ fn version_priority(a: &str, b: &str) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printer_cells_take_the_first_match_as_their_type_prints_it() {
+        let obj = json!({ "spec": { "list": ["a", "b"], "size": "3", "ratio": 1.5, "map": { "z": 1, "a": "<" } },
+            "status": { "conditions": [{ "type": "Available", "status": "False" }, { "type": "Ready", "status": "True" }] } });
+        assert_eq!(cell(&obj, r#".status.conditions[?(@.type=="Ready")].status"#, "string"), json!("True"));
+        assert_eq!(cell(&obj, ".spec.list[*]", "string"), json!("a"));
+        assert_eq!(cell(&obj, ".spec.size", "integer"), Value::Null, "a string is no integer");
+        assert_eq!(cell(&obj, ".spec.ratio", "integer"), json!(1));
+        assert_eq!(cell(&obj, ".spec.ratio", "string"), json!("1.5"));
+        assert_eq!(cell(&obj, ".spec.map", "string"), json!("{\"a\":\"\\u003c\",\"z\":1}"));
+        assert_eq!(cell(&obj, ".status.missing", "string"), Value::Null);
+        assert_eq!(cell(&obj, ".spec.size", "date"), json!("<invalid>"));
+    }
 
     #[test]
     fn versions_sort_like_kubernetes() {

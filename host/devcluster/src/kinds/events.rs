@@ -34,29 +34,62 @@ impl Strategy for CoreEvents {
         )
     }
 
+    /// `printEvent` with `Wide` (a server table has every column; kubectl shows those of
+    /// priority 0 unless `-o wide`): the last time seen is the series' last observation, else
+    /// the last timestamp, else the first (its first timestamp, or its event time).
     fn columns(&self) -> Columns {
         let event = |f: &str| doc("io.k8s.api.core.v1.Event", f);
+        let wide = |name: &str, description: &str| column(name, "string", description, 1);
         Columns {
             defs: vec![
                 column("Last Seen", "string", &event("lastTimestamp"), 0),
                 column("Type", "string", &event("type"), 0),
                 column("Reason", "string", &event("reason"), 0),
                 column("Object", "string", &event("involvedObject"), 0),
+                wide("Subobject", &doc("io.k8s.api.core.v1.ObjectReference", "fieldPath")),
+                wide("Source", &event("source")),
                 column("Message", "string", &event("message"), 0),
+                wide("First Seen", &event("firstTimestamp")),
+                wide("Count", &event("count")),
+                wide("Name", &doc("io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta", "name")),
             ],
             cells: Box::new(|o| {
-                let seen = [text(o, "/lastTimestamp"), text(o, "/eventTime"), object::meta_str(o, "creationTimestamp")]
-                    .into_iter()
-                    .find(|t| !t.is_empty())
-                    .unwrap_or_default();
+                let first = match text(o, "/firstTimestamp") {
+                    "" => since(text(o, "/eventTime")),
+                    first => since(first),
+                };
+                let mut last = match text(o, "/lastTimestamp") {
+                    "" => first.clone(),
+                    last => since(last),
+                };
+                let mut count = o.get("count").and_then(Value::as_i64).unwrap_or(0);
+                if let Some(series) = o.get("series").filter(|s| s.is_object()) {
+                    last = since(text(series, "/lastObservedTime"));
+                    count = series.get("count").and_then(Value::as_i64).unwrap_or(0);
+                } else if count == 0 {
+                    // Events of the new API have no count of their own.
+                    count = 1;
+                }
                 let kind = text(o, "/involvedObject/kind").to_lowercase();
-                let name = text(o, "/involvedObject/name");
+                let object = match text(o, "/involvedObject/name") {
+                    "" => kind,
+                    name => format!("{kind}/{name}"),
+                };
+                let or = |a: &str, b: &str| if a.is_empty() { text(o, b).to_string() } else { a.to_string() };
+                let component = or(text(o, "/source/component"), "/reportingComponent");
+                let instance = or(text(o, "/source/host"), "/reportingInstance");
+                let source = if instance.is_empty() { component } else { format!("{component}, {instance}") };
                 vec![
-                    json!(since(seen)),
+                    json!(last),
                     json!(text(o, "/type")),
                     json!(text(o, "/reason")),
-                    json!(format!("{kind}/{name}")),
-                    json!(text(o, "/message")),
+                    json!(object),
+                    json!(text(o, "/involvedObject/fieldPath")),
+                    json!(source),
+                    json!(text(o, "/message").trim()),
+                    json!(first),
+                    json!(count),
+                    json!(object::name(o)),
                 ]
             }),
         }
