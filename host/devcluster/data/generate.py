@@ -102,6 +102,10 @@ CONNECT = {
     ("", "services"): [("proxy", "ServiceProxyOptions", PROXY_VERBS)],
 }
 
+# Resources whose REST storage serves fewer verbs than their OpenAPI paths suggest:
+# `componentstatus.REST` is a getter and a lister, never watched.
+VERBS = {("", "componentstatuses"): ["get", "list"]}
+
 VERB_NAMES = {"post": "create", "put": "update"}
 DISCOVERY_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
@@ -147,6 +151,7 @@ def resources(models):
                 continue
             verbs = sorted({VERB_NAMES.get(v, v) for v in info["verbs"]} & set(DISCOVERY_VERBS))
             key = (group, info["plural"])
+            verbs = VERBS.get(key, verbs)
             out[(group, version, info["plural"])] = {
                 "group": group,
                 "version": version,

@@ -210,7 +210,7 @@ pub(crate) fn duration_between(start: &str, end: &str) -> String {
 
 /// `duration.HumanDuration` of apimachinery, of a duration in seconds: up to a second in the
 /// future reads as now, further is `<invalid>` (clocks that disagree).
-fn human_duration(secs: i64) -> String {
+pub(crate) fn human_duration(secs: i64) -> String {
     if secs < -1 {
         return "<invalid>".to_string();
     }

@@ -93,17 +93,17 @@ impl ApiError {
 
     /// 422 with one cause per failed field check, worded like the real server.
     pub(crate) fn invalid(rt: &ResourceType, name: &str, causes: &[Cause]) -> ApiError {
-        ApiError::invalid_kind(&rt.group, &rt.kind, name, causes)
+        ApiError::invalid_named(&rt.group, &rt.kind, name, causes)
     }
 
     /// 422 for request options that fail their checks (`CreateOptions`, `ListOptions`...,
     /// of the group `meta.k8s.io`), as `errors.NewInvalid` words it for them.
     pub(crate) fn invalid_options(kind: &str, causes: &[Cause]) -> ApiError {
-        ApiError::invalid_kind("meta.k8s.io", kind, "", causes)
+        ApiError::invalid_named("meta.k8s.io", kind, "", causes)
     }
 
     /// `errors.NewInvalid`: `<Kind>.<group> "<name>" is invalid: <causes>`.
-    fn invalid_kind(group: &str, kind: &str, name: &str, causes: &[Cause]) -> ApiError {
+    pub(crate) fn invalid_named(group: &str, kind: &str, name: &str, causes: &[Cause]) -> ApiError {
         let qualified = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
         let mut lines: Vec<String> = Vec::new();
         for line in causes.iter().map(Cause::line) {
@@ -131,6 +131,16 @@ impl ApiError {
     pub(crate) fn method_not_allowed() -> ApiError {
         ApiError::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
             .with_details(json!({}))
+    }
+
+    /// 405 for a verb a resource does not serve (`NewMethodNotSupported`).
+    pub(crate) fn method_not_supported(group: &str, resource: &str, verb: &str) -> ApiError {
+        ApiError::new(
+            405,
+            "MethodNotAllowed",
+            format!("{verb} is not supported on resources of kind {}", go_quote(&qualified(group, resource))),
+        )
+        .with_details(name_details(group, resource, ""))
     }
 
     pub(crate) fn method_not_allowed_because(message: &str) -> ApiError {
@@ -200,8 +210,11 @@ impl ApiError {
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
         });
+        // An error that is no API status has no reason (`StatusReasonUnknown` is empty).
+        if !self.reason.is_empty() {
+            status["reason"] = json!(self.reason);
+        }
         if let Some(details) = &self.details {
             status["details"] = details.clone();
         }
@@ -215,6 +228,18 @@ pub(crate) fn success(group: &str, resource: &str, name: &str, uid: &str) -> Val
     let mut details = name_details(group, resource, name);
     details["uid"] = json!(uid);
     json!({ "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details })
+}
+
+/// A parameter as `strconv.ParseInt(s, 10, 64)` reads it; one that does not parse is a 400
+/// with Go's message, as a parameter that does not convert is.
+pub(crate) fn parse_int64(text: &str) -> Result<i64, ApiError> {
+    text.parse::<i64>().map_err(|e| {
+        let why = match e.kind() {
+            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => "value out of range",
+            _ => "invalid syntax",
+        };
+        ApiError::bad_request(format!("strconv.ParseInt: parsing {}: {why}", go_quote(text)))
+    })
 }
 
 /// `s` quoted as Go's `%q` (`strconv.Quote`) quotes it in error messages.

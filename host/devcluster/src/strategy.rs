@@ -14,7 +14,7 @@ use super::names::NameRule;
 use super::printers::Columns;
 use super::resource::{GroupResource, ResourceType};
 use super::selectors::SelectableFields;
-use super::status::Cause;
+use super::status::{ApiError, Cause};
 use super::user::User;
 
 /// The kind-specific behaviour of a resource version. Every method has the behaviour of a kind
@@ -155,6 +155,79 @@ pub(crate) trait Strategy: Send + Sync {
     fn answer(&self, _review: &Value, _user: &User) -> Option<Value> {
         None
     }
+
+    /// For a resource whose objects are made on each read, never stored
+    /// (`componentstatuses`): its objects.
+    fn computed(&self) -> Option<Vec<Value>> {
+        None
+    }
+
+    /// A warning every answer about this resource carries (a deprecated resource's).
+    fn warning(&self) -> Option<&'static str> {
+        None
+    }
+
+    // Subresources besides `status` and `scale`, as kube-apiserver's REST storage of each.
+
+    /// For a subresource that writes part of the object, as `status` writes its status (a
+    /// pod's `ephemeralcontainers`, a CSR's `approval`): the JSON pointers of that part; an
+    /// update through it takes them from the body and everything else from the stored object.
+    fn subresource_fields(&self, _subresource: &str) -> Option<&'static [&'static str]> {
+        None
+    }
+
+    /// The checks of an update through such a subresource (in place of the kind's own).
+    fn validate_subresource(&self, _subresource: &str, _old: &Value, _new: &Value) -> Vec<Cause> {
+        Vec::new()
+    }
+
+    /// For a subresource whose create acts on the object instead of making one (a pod's
+    /// `binding` and `eviction`): the action, done through `objects`, and the answer (a
+    /// `Status`); `None` for another subresource.
+    fn act(&self, _action: &Action<'_>, _objects: &mut dyn Objects) -> Option<Result<Value, ApiError>> {
+        None
+    }
+
+    /// For a subresource that streams from where the object runs (a pod's `log`, `exec`,
+    /// `attach`, `portforward`): `Ok` when there is nothing to stream (a log of a pod not yet
+    /// on a node), else why no stream can be opened; `None` for another subresource.
+    fn connect(&self, _stream: &Action<'_>, _obj: &Value, _objects: &dyn Objects) -> Option<Result<(), ApiError>> {
+        None
+    }
+}
+
+/// A request to a subresource that acts (`Strategy::act`) or streams (`Strategy::connect`).
+pub(crate) struct Action<'a> {
+    pub subresource: &'a str,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    /// The request's body (a `Binding`, an `Eviction`), `null` for a stream.
+    pub body: &'a Value,
+    /// The request's query parameters, in order.
+    pub query: &'a [(String, String)],
+    pub dry_run: bool,
+}
+
+/// The objects a subresource's action reads and writes, through the server's own paths.
+pub(crate) trait Objects {
+    fn get(&self, resource: &GroupResource, namespace: &str, name: &str) -> Option<Arc<Value>>;
+
+    /// The objects of a resource in a namespace.
+    fn list(&self, resource: &GroupResource, namespace: &str) -> Vec<Arc<Value>>;
+
+    /// Stores `object` as it is, under a new resourceVersion, as a subresource's storage
+    /// updates an object (`GuaranteedUpdate`, past the kind's update checks); nothing in a
+    /// dry run.
+    fn put(&mut self, resource: &GroupResource, object: Value) -> Arc<Value>;
+
+    /// Deletes an object as a DELETE with `options` (a `DeleteOptions` object) does.
+    fn delete(
+        &mut self,
+        resource: &GroupResource,
+        namespace: &str,
+        name: &str,
+        options: &Value,
+    ) -> Result<(), ApiError>;
 }
 
 /// A resource stored as another: its group, version and plural.

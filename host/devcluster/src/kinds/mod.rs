@@ -20,6 +20,8 @@ mod config;
 mod coordination;
 mod core;
 mod events;
+mod eviction;
+mod kubelet;
 mod networking;
 mod pods;
 mod rbac;
@@ -38,6 +40,7 @@ pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
         ("", "nodes") => Box::new(core::Nodes),
         ("", "serviceaccounts") => Box::new(core::ServiceAccounts),
         ("", "endpoints") => Box::new(core::Endpoints),
+        ("", "componentstatuses") => Box::new(core::ComponentStatuses),
         ("", "configmaps") => Box::new(config::ConfigMaps),
         ("", "secrets") => Box::new(config::Secrets),
         ("", "events") => Box::new(events::CoreEvents),
@@ -87,18 +90,18 @@ impl Strategy for Generational {
 
 /// Whether a built-in resource of the upstream data is served. Not served: the virtual
 /// resources that are only created and never stored (bindings, token reviews) except the
-/// reviews answered by `reviews` (in `v1`), `componentstatuses` (computed by the real server
-/// from its components), and `autoscaling/v1` `HorizontalPodAutoscaler`, whose conversion to
-/// and from `v2` is not implemented.
+/// reviews answered by `reviews` (in `v1`), and `autoscaling/v1` `HorizontalPodAutoscaler`,
+/// whose conversion to and from `v2` is not implemented. `componentstatuses` are made on each
+/// read (`core::ComponentStatuses`).
 pub(crate) fn serves(r: &builtins::Resource) -> bool {
     let verbs = |v: &str| r.verbs.iter().any(|x| x == v);
     if reviews::REVIEWS.contains(&(r.group.as_str(), r.plural.as_str())) {
         return r.version == "v1";
     }
-    verbs("create")
-        && verbs("get")
-        && !(r.group == "autoscaling" && r.version == "v1")
-        && !(r.group.is_empty() && r.plural == "componentstatuses")
+    if r.group.is_empty() && r.plural == "componentstatuses" {
+        return true;
+    }
+    verbs("create") && verbs("get") && !(r.group == "autoscaling" && r.version == "v1")
 }
 
 /// The admission plugins of the built-in kinds.

@@ -21,6 +21,7 @@
 //! 13. `commit`: unchanged writes store nothing, a deleted object without finalizers goes,
 //!     dry runs stop; then the store and the kind's after-commit hook.
 
+mod act;
 mod delete;
 mod patch;
 mod scale;
@@ -30,6 +31,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+pub(crate) use self::act::{act, connect};
 pub(crate) use self::delete::{delete, delete_collection};
 pub(crate) use self::patch::{PatchType, patch, patch_type};
 use super::admission::Operation;

@@ -195,6 +195,8 @@ enum Reply {
     /// A write's answer with `Warning` headers.
     Warned(u16, Value, Vec<String>),
     Text(&'static str),
+    /// An answer without a body (`204 No Content`).
+    Empty(u16),
     /// A watch.
     Stream(Body),
     /// An aggregated discovery document, with its entity tag; `None` for the body when the
@@ -218,6 +220,7 @@ impl IntoResponse for Reply {
                 response
             }
             Reply::Text(text) => (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response(),
+            Reply::Empty(code) => StatusCode::from_u16(code).unwrap_or(StatusCode::NO_CONTENT).into_response(),
             Reply::Stream(body) => {
                 let headers =
                     [(header::CONTENT_TYPE, "application/json"), (header::CACHE_CONTROL, "no-cache, private")];

@@ -12,7 +12,7 @@ use super::Call;
 use crate::pipeline::PatchType;
 use crate::protobuf;
 use crate::request::{DeleteOptions, FieldValidation, Target, WriteOptions};
-use crate::status::{ApiError, Cause, go_quote};
+use crate::status::{ApiError, Cause, go_quote, parse_int64};
 
 /// apimachinery's `Convert_Slice_string_To_bool`: a parameter is false only when it reads `0`
 /// or `false` (in any case); any other value, the empty one of `?watch` included, is true.
@@ -37,13 +37,7 @@ impl Call {
         let Some(text) = self.param(name) else {
             return Ok(None);
         };
-        text.parse::<i64>().map(Some).map_err(|e| {
-            let why = match e.kind() {
-                std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => "value out of range",
-                _ => "invalid syntax",
-            };
-            ApiError::bad_request(format!("strconv.ParseInt: parsing {}: {why}", go_quote(text)))
-        })
+        parse_int64(text).map(Some)
     }
 }
 
@@ -56,15 +50,25 @@ pub(super) fn accepts_json(call: &Call) -> bool {
 /// Decodes a create/update body (JSON, YAML or protobuf, as the content type says), in the
 /// stored form of the resource (a view's body converted).
 pub(super) fn decode_body(call: &Call, target: &Target) -> Result<Value, ApiError> {
-    let content_type = call.header(header::CONTENT_TYPE);
     let (addressed, version) = target.view.as_ref().map_or((&target.rt, target.version.as_str()), |(v, n)| (v, n));
+    let value = decode_as(call, &addressed.api_version(version), &addressed.kind)?;
+    Ok(match &target.view {
+        Some((view, version)) => view.strategy(version).convert_to_stored(&value),
+        None => value,
+    })
+}
+
+/// Decodes a body that is an object of `api_version` and `kind` (JSON, YAML, or protobuf
+/// for a built-in kind).
+pub(super) fn decode_as(call: &Call, api_version: &str, kind: &str) -> Result<Value, ApiError> {
+    let content_type = call.header(header::CONTENT_TYPE);
     let value: Value = if content_type.starts_with("application/vnd.kubernetes.protobuf") {
-        protobuf::decode(&call.body, &addressed.api_version(version), &addressed.kind).map_err(|e| match e {
+        protobuf::decode(&call.body, api_version, kind).map_err(|e| match e {
             protobuf::Error::NotBuiltin => {
                 ApiError::unsupported_media_type(content_type, &["application/json", "application/yaml"])
             }
             protobuf::Error::Malformed(why) => {
-                ApiError::bad_request(format!("the protobuf body of {} could not be decoded: {why}", addressed.kind))
+                ApiError::bad_request(format!("the protobuf body of {kind} could not be decoded: {why}"))
             }
         })?
     } else if content_type.contains("yaml") {
@@ -78,10 +82,7 @@ pub(super) fn decode_body(call: &Call, target: &Target) -> Result<Value, ApiErro
     if !value.is_object() {
         return Err(ApiError::bad_request("the request body must be a JSON object"));
     }
-    Ok(match &target.view {
-        Some((view, version)) => view.strategy(version).convert_to_stored(&value),
-        None => value,
-    })
+    Ok(value)
 }
 
 /// The options of a list or watch (`ListOptions`), converted and checked

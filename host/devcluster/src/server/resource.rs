@@ -7,17 +7,20 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::header;
 use futures_util::StreamExt;
+use serde_json::{Value, json};
 
 use super::negotiate;
-use super::params::{ListOptions, decode_body, delete_options, list_options, write_options};
+use super::params::{ListOptions, decode_as, decode_body, delete_options, list_options, write_options};
 use super::{Call, Reply};
 use crate::cluster::Cluster;
 use crate::faults;
+use crate::object;
 use crate::pipeline;
 use crate::present::{Presentation, present_answer};
 use crate::read;
 use crate::request::{Filter, Paging, Target};
 use crate::request_info::ResourcePath;
+use crate::resource::Subresource;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::state::Shared;
 use crate::status::ApiError;
@@ -31,9 +34,14 @@ pub(super) fn serve(shared: &Arc<Shared>, call: &Call, path: &ResourcePath) -> R
     let accept = call.header(header::ACCEPT);
     let how = negotiate::presentation(accept, target.definition().is_some(), call.param("includeObject"))?;
     let shown = |value| present_answer(&target, value, how).map(|v| read::as_addressed(&target, v));
+    // A deprecated resource says so in every answer.
+    let warned = |mut warnings: Vec<String>| {
+        warnings.extend(target.strategy().warning().map(String::from));
+        warnings
+    };
     Ok(match dispatch(shared, call, &target, how)? {
-        Reply::Json(code, value) => Reply::Json(code, shown(value)?),
-        Reply::Warned(code, value, warnings) => Reply::Warned(code, shown(value)?, warnings),
+        Reply::Json(code, value) => Reply::Warned(code, shown(value)?, warned(Vec::new())),
+        Reply::Warned(code, value, warnings) => Reply::Warned(code, shown(value)?, warned(warnings)),
         reply => reply,
     })
 }
@@ -72,8 +80,13 @@ fn resolve(cluster: &Cluster, path: &ResourcePath) -> Result<Target, ApiError> {
 /// is refused as by the real server.
 fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentation) -> Result<Reply, ApiError> {
     let verb = call.info.verb;
-    if target.subresource.is_none() && !target.rt.verbs.iter().any(|v| v == verb) {
-        return Err(ApiError::method_not_allowed());
+    if let Some(sub) = served(target, verb)?
+        && let Some(reply) = stream_or_act(shared, call, target, sub)
+    {
+        return reply;
+    }
+    if let Some(objects) = target.strategy().computed() {
+        return computed(call, target, &objects);
     }
     match (verb, &target.name) {
         ("get", Some(_)) => {
@@ -166,6 +179,69 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentatio
             Ok(Reply::Json(code, list))
         }
         _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+/// Refuses a verb the resource (or subresource) addressed does not serve; the subresource
+/// served, when one is addressed.
+fn served<'a>(target: &'a Target, verb: &str) -> Result<Option<&'a Subresource>, ApiError> {
+    let served = match target.subresource.as_deref() {
+        Some(sub) => target.rt.version(&target.version).and_then(|v| v.subresources.iter().find(|s| s.name == sub)),
+        None => None,
+    };
+    let verbs = served.map_or(&target.rt.verbs, |s| &s.verbs);
+    if !verbs.iter().any(|v| v == verb) {
+        // A list that cannot be watched says so (its handler serves `?watch` too).
+        if verb == "watch" && target.subresource.is_none() && verbs.iter().any(|v| v == "list") {
+            return Err(ApiError::method_not_supported(&target.rt.group, &target.rt.plural, verb));
+        }
+        return Err(ApiError::method_not_allowed());
+    }
+    Ok(served)
+}
+
+/// A stream from where the object runs (a get or create of a connect subresource), or a
+/// create that acts on the object; `None` for the other requests to a subresource.
+fn stream_or_act(
+    shared: &Arc<Shared>,
+    call: &Call,
+    target: &Target,
+    sub: &Subresource,
+) -> Option<Result<Reply, ApiError>> {
+    let verb = call.info.verb;
+    if matches!(verb, "get" | "create")
+        && let Some(streamed) = pipeline::connect(&shared.lock(), target, &call.query)
+    {
+        return Some(streamed.map(|()| Reply::Empty(204)));
+    }
+    if verb != "create" {
+        return None;
+    }
+    let acted = write_options(call, None).and_then(|opts| {
+        let api_version =
+            if sub.group.is_empty() { sub.version.clone() } else { format!("{}/{}", sub.group, sub.version) };
+        let body = decode_as(call, &api_version, &sub.kind)?;
+        pipeline::act(&mut shared.lock(), target, &body, &call.query, opts.dry_run)
+    });
+    Some(acted.map(|(code, answer)| Reply::Json(code, answer)))
+}
+
+/// A read of a resource whose objects are made on each read (`Strategy::computed`): never
+/// stored, so never watched.
+fn computed(call: &Call, target: &Target, objects: &[Value]) -> Result<Reply, ApiError> {
+    let present = |o: &Value| read::present(&target.rt, &target.version, o);
+    match (call.info.verb, &target.name) {
+        ("get", Some(name)) => objects
+            .iter()
+            .find(|o| object::name(o) == name)
+            .map(|o| Reply::Json(200, present(o)))
+            .ok_or_else(|| ApiError::not_found(&target.rt.group, &target.rt.plural, name)),
+        ("list", None) => {
+            let filter = Selectors::parse(call)?.filter(target)?;
+            let items: Vec<Value> = objects.iter().filter(|o| filter.matches(o)).map(present).collect();
+            Ok(Reply::Json(200, read::list_of(target, &items, &json!({}))))
+        }
+        (verb, _) => Err(ApiError::method_not_supported(&target.rt.group, &target.rt.plural, verb)),
     }
 }
 

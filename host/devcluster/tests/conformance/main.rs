@@ -19,6 +19,7 @@ mod persistence;
 mod query;
 mod representations;
 mod smd;
+mod subresources;
 mod tables;
 mod watch;
 
