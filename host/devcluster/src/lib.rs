@@ -6,7 +6,9 @@
 //! built-in kind of its Kubernetes version (from the upstream definitions in `data/`), CRDs
 //! registered at run time with schema validation, `/openapi/v2` and `/openapi/v3`,
 //! get/list/watch, create/update/patch (merge, JSON, strategic, server-side apply), delete with
-//! finalizers and garbage collection. It is not a scheduler or a kubelet: nothing runs Pods.
+//! finalizers and garbage collection, the subresources the real server serves itself
+//! (eviction, binding, ephemeral containers, CSR approval), server-side tables and metadata-only
+//! answers, aggregated discovery. It is not a scheduler or a kubelet: nothing runs Pods.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), kubewasm_devcluster::Error> {
@@ -38,11 +40,16 @@
 //!   server compares against Go zero values (`tests/conformance/smd/README.md` lists the
 //!   structured-merge-diff scenarios that run here and those that cannot);
 //! - a protobuf body's explicit zero (`replicas: 0`, `false`, `""`) reads as unset (see
-//!   `protobuf`); answers are always JSON, and `/openapi/v2` is served as JSON only;
-//! - no authentication, authorization (every review is allowed) or admission webhooks; no
-//!   aggregated discovery; `autoscaling/v1` `HorizontalPodAutoscaler`s are not served (only
-//!   `v2`); subresources other than `status` and `scale` (logs, exec, eviction, binding, tokens,
-//!   ephemeral containers) are not served.
+//!   `protobuf`); answers are always JSON (in Go's byte order and format), and `/openapi/v2` is
+//!   served as JSON only;
+//! - no scheduler or kubelet: Pods stay `Pending` unless bound (`pods/binding`), their logs are
+//!   empty and their `exec`, `attach` and `portforward` fail as when no kubelet can be reached;
+//!   no disruption controller writes a `PodDisruptionBudget`'s status, which evictions read;
+//! - no authentication, authorization (every review is allowed) or admission webhooks;
+//!   `autoscaling/v1` `HorizontalPodAutoscaler`s are not served (only `v2`);
+//!   `serviceaccounts/token`, `pods/resize` and the `proxy` subresources are not served;
+//! - streaming lists (`sendInitialEvents`) are refused, as Kubernetes 1.33 refuses them with
+//!   its `WatchList` feature off, unless [`Options::watch_list`] turns them on.
 
 #![warn(clippy::pedantic)]
 // Accessors like `DevCluster::url` have nothing to add beyond their name.
