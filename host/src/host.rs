@@ -284,8 +284,8 @@ impl Host {
             },
             None => None,
         };
-        let wasm_hash = directory::digest(&wasm);
-        let settings_hash = settings_text.as_deref().map(|t| directory::digest(t.as_bytes())).unwrap_or_default();
+        let wasm_hash = crate::plugin::digest(&wasm);
+        let settings_hash = settings_text.as_deref().map(|t| crate::plugin::digest(t.as_bytes())).unwrap_or_default();
         let slot = dir.slots.entry(stem).or_insert_with(|| Slot {
             wasm: entry.wasm.clone(),
             seen: None,

@@ -138,12 +138,11 @@ fn a_reused_pool_slot_starts_from_the_plugin_s_initial_state() {
     let parent = json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Misbehave",
                         "metadata": {"name": "m", "namespace": "default", "uid": "u-1"}});
     for _ in 0..50 {
-        let reconciled = plugin
-            .reconcile_with(parent.clone(), |parent, _| {
-                let config = json!({"mode": "count-calls"});
-                Request::new(parent, vec![], vec![], false, "2026-01-01T00:00:00Z".into(), config)
-            })
-            .expect("reconcile");
-        assert_eq!(reconciled.response.status, Some(json!({"callsInInstance": 2})));
+        let mut instance = plugin.instance();
+        instance.related(&parent).expect("related");
+        let config = json!({"mode": "count-calls"});
+        let request = Request::new(parent.clone(), vec![], vec![], false, "2026-01-01T00:00:00Z".into(), config);
+        let response = instance.reconcile(&request).expect("reconcile");
+        assert_eq!(response.status, Some(json!({"callsInInstance": 2})));
     }
 }
