@@ -11,9 +11,9 @@
 pub mod componentize;
 pub mod controller;
 mod controllers;
+pub mod coordination;
 pub mod health;
 pub mod host;
-pub mod leader;
 pub mod logging;
 pub mod metrics;
 pub mod plugin;
@@ -22,4 +22,3 @@ mod reload;
 pub mod render;
 pub mod run;
 pub mod scaffold;
-pub mod shard;

@@ -65,12 +65,8 @@ fn run(cli: Cli) -> Result<()> {
             runtime.block_on(dev(&engine, &options, cluster, faults))?;
         }
         Command::Run { dir, health_addr, host, leader } => {
-            let options = run::Options {
-                health_addr: Some(health_addr),
-                leader: leader.election(),
-                sharding: leader.sharding(),
-                ..run::Options::new(dir)
-            };
+            let options =
+                run::Options { health_addr: Some(health_addr), replicas: leader.mode(), ..run::Options::new(dir) };
             let runtime = tokio_runtime()?;
             let engine = engine(&EngineOptions { pooling: true, cache_dir: host.cache_dir() })?;
             runtime.block_on(async {

@@ -68,7 +68,7 @@ impl Replica {
             .env("KUBECONFIG", cluster.kubeconfig_path())
             .env(
                 "RUST_LOG",
-                "warn,kubewasm::shard=info,kubewasm::controller=info,kubewasm::controller::reconcile=debug",
+                "warn,kubewasm::coordination=info,kubewasm::controller=info,kubewasm::controller::reconcile=debug",
             )
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log file"))

@@ -5,8 +5,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use crate::coordination::shard::Shard;
 use crate::metrics::Metrics;
-use crate::shard::Shard;
 
 /// How long to wait before calling a finalizing plugin again when it has not said
 /// `finalized` and asked for no requeue.
