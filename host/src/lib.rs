@@ -10,15 +10,13 @@
 
 pub mod componentize;
 pub mod controller;
-mod controllers;
 pub mod coordination;
 pub mod health;
-pub mod host;
 pub mod logging;
 pub mod metrics;
 pub mod plugin;
 pub mod rbac;
-mod reload;
 pub mod render;
 pub mod run;
+pub mod runtime;
 pub mod scaffold;

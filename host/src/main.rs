@@ -7,11 +7,11 @@ use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use kubewasm::host;
 use kubewasm::logging;
 use kubewasm::plugin::{CONTRACT_VERSION, Engine, EngineOptions, Plugin};
 use kubewasm::rbac;
 use kubewasm::render::{self, Inputs};
+use kubewasm::runtime;
 use kubewasm::{run, scaffold};
 #[cfg(feature = "dev")]
 use kubewasm_devcluster::{self as devcluster, DevCluster};
@@ -120,7 +120,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Crds { plugins, dir } => {
             let mut files = plugins;
             if let Some(dir) = dir {
-                files.extend(host::plugin_files(&dir)?);
+                files.extend(runtime::plugin_files(&dir)?);
             }
             anyhow::ensure!(!files.is_empty(), "name plugin files or a directory with --plugins DIR");
             let engine = engine(&one_shot())?;
@@ -132,7 +132,7 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Rbac { dir, namespace, name, service_account_namespace } => {
-            let (plugins, failures) = host::load_dir(&engine(&one_shot())?, &dir)?;
+            let (plugins, failures) = runtime::load_dir(&engine(&one_shot())?, &dir)?;
             if let Some(failure) = failures.first() {
                 anyhow::bail!("{failure} (RBAC for the other plugins alone would not let it run)");
             }
@@ -185,8 +185,8 @@ async fn dev(
     // The table is printed when it differs from the last one: a rescan that changed
     // nothing prints nothing.
     let mut last_table = None;
-    let on_change = |host: &kubewasm::host::Host| {
-        let table = run::plugin_table(host);
+    let on_change = |runtime: &kubewasm::runtime::Runtime| {
+        let table = run::plugin_table(runtime);
         if last_table.as_ref() != Some(&table) {
             eprint!("{table}");
             last_table = Some(table);

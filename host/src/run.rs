@@ -10,7 +10,7 @@
 //! use kubewasm::run::{self, Options};
 //!
 //! let options = Options::new("/plugins");
-//! run::run(&engine, &client, &options, run::shutdown_signal(), |_host| {}).await
+//! run::run(&engine, &client, &options, run::shutdown_signal(), |_runtime| {}).await
 //! # }
 //! ```
 
@@ -27,9 +27,9 @@ use crate::coordination::leader::Leadership;
 use crate::coordination::shard::{Joined, Shard};
 use crate::coordination::{self, ReplicaMode};
 use crate::health::{self, Health};
-use crate::host::{self, DirOptions, Host};
 use crate::metrics::Metrics;
 use crate::plugin::Engine;
+use crate::runtime::{self, Runtime};
 
 /// How long the host waits for every controller's first list before it reports ready
 /// anyway (not ready: `/readyz` stays 503).
@@ -65,7 +65,7 @@ pub enum Error {
     #[error(transparent)]
     Health(#[from] health::Error),
     #[error(transparent)]
-    Host(#[from] host::Error),
+    Runtime(#[from] runtime::Error),
     /// The election task ended before this replica ever led.
     #[error("leader election for lease {lease} stopped")]
     ElectionStopped { lease: String },
@@ -95,13 +95,13 @@ pub enum Error {
 ///
 /// # Errors
 ///
-/// An [`Error`]; a bad plugin file is not one (it is reported in [`Host::status`]).
+/// An [`Error`]; a bad plugin file is not one (it is reported in [`Runtime::status`]).
 pub async fn run(
     engine: &Engine,
     client: &Client,
     options: &Options,
     shutdown: impl Future<Output = ()>,
-    mut on_change: impl FnMut(&Host),
+    mut on_change: impl FnMut(&Runtime),
 ) -> Result<(), Error> {
     if !options.dir.is_dir() {
         return Err(Error::NotADirectory(options.dir.clone()));
@@ -126,7 +126,7 @@ async fn lead_and_serve(
     health: &Health,
     metrics: Metrics,
     shutdown: impl Future<Output = ()>,
-    on_change: &mut impl FnMut(&Host),
+    on_change: &mut impl FnMut(&Runtime),
 ) -> Result<(), Error> {
     tokio::pin!(shutdown);
     let (role, shard) = match &options.replicas {
@@ -157,13 +157,13 @@ async fn lead_and_serve(
         }
     };
 
-    let dir_options = DirOptions {
+    let runtime_options = runtime::Options {
         install_crds: options.install_crds,
         controller: controller::Options { metrics, shard, ..controller::Options::default() },
     };
-    let host = Host::from_dir(client, engine, &options.dir, dir_options).await?;
-    on_change(&host);
-    let synced = host.wait_synced(SYNC_LIMIT).await;
+    let runtime = Runtime::from_dir(client, engine, &options.dir, runtime_options).await?;
+    on_change(&runtime);
+    let synced = runtime.wait_synced(SYNC_LIMIT).await;
     if !synced {
         error!("caches not synced within {SYNC_LIMIT:?}: not ready");
     }
@@ -185,7 +185,7 @@ async fn lead_and_serve(
         }
         health.set_ready(false);
     };
-    host.watch(stop, on_change).await?;
+    runtime.watch(stop, on_change).await?;
     match role {
         Role::Single => Ok(()),
         Role::Member(joined) => joined.leave().await.map_err(Error::Leave),
@@ -228,9 +228,9 @@ pub fn shutdown_signal() -> impl Future<Output = ()> {
 
 /// One line per plugin file: what runs, and why a file is not in use. `kubewasm dev`
 /// prints it whenever it changes.
-pub fn plugin_table(host: &Host) -> String {
+pub fn plugin_table(runtime: &Runtime) -> String {
     use std::fmt::Write;
-    let status = host.status();
+    let status = runtime.status();
     let mut table = String::new();
     if status.is_empty() {
         table.push_str("no plugins yet: drop NAME.wasm files into the plugin directory\n");

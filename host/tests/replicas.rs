@@ -218,7 +218,7 @@ async fn three_replicas_split_the_parents_take_over_from_a_killed_one_and_share_
     let engine = kubewasm::plugin::Engine::new().expect("engine");
     let demo = target_dir().join("plugins").join("demo-application.wasm");
     let demo = Arc::new(kubewasm::plugin::Plugin::load(&engine, &demo).expect("demo-application loads"));
-    kubewasm::host::install_crds(&cluster.client(), &[demo]).await.expect("CRDs");
+    kubewasm::runtime::install_crds(&cluster.client(), &[demo]).await.expect("CRDs");
     let parents = demo_applications(&cluster);
     for i in 0..PARENTS {
         let parent = json!({

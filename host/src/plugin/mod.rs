@@ -11,7 +11,6 @@
 //! the sandbox stands on the `pool` and the `contract`'s bindings.
 
 mod contract;
-pub mod directory;
 mod engine;
 mod instance;
 mod load;
