@@ -8,15 +8,11 @@
 // Accessors like `Plugin::manifest` have nothing to add beyond their name.
 #![allow(clippy::must_use_candidate)]
 
-pub mod componentize;
 pub mod controller;
 pub mod coordination;
 pub mod health;
 pub mod logging;
 pub mod metrics;
 pub mod plugin;
-pub mod rbac;
-pub mod render;
 pub mod run;
 pub mod runtime;
-pub mod scaffold;

@@ -366,66 +366,73 @@ const RESERVED: &[&str] = &[
     "while",
 ];
 
+/// A template file of `host/templates/`, built into the binary.
+macro_rules! template {
+    ($path:literal) => {
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/templates/", $path))
+    };
+}
+
 /// (path in the plugin, template); `{{name}}` in a path is the plugin's name.
 const RUST_FILES: &[(&str, &str)] = &[
-    ("Cargo.toml", include_str!("../templates/plugin/Cargo.toml.tmpl")),
-    ("src/lib.rs", include_str!("../templates/plugin/lib.rs.tmpl")),
-    ("crd.yaml", include_str!("../templates/plugin/crd.yaml.tmpl")),
-    ("examples/parent.yaml", include_str!("../templates/plugin/parent.yaml.tmpl")),
-    ("examples/{{name}}.yaml", include_str!("../templates/plugin/object.yaml.tmpl")),
-    ("README.md", include_str!("../templates/plugin/README.md.tmpl")),
-    (".gitignore", include_str!("../templates/plugin/gitignore.tmpl")),
+    ("Cargo.toml", template!("plugin/Cargo.toml.tmpl")),
+    ("src/lib.rs", template!("plugin/lib.rs.tmpl")),
+    ("crd.yaml", template!("plugin/crd.yaml.tmpl")),
+    ("examples/parent.yaml", template!("plugin/parent.yaml.tmpl")),
+    ("examples/{{name}}.yaml", template!("plugin/object.yaml.tmpl")),
+    ("README.md", template!("plugin/README.md.tmpl")),
+    (".gitignore", template!("plugin/gitignore.tmpl")),
 ];
 
 /// A Python plugin: its own module, tests and README; the CRD and examples are the Rust
 /// crate's.
 const PYTHON_FILES: &[(&str, &str)] = &[
-    ("pyproject.toml", include_str!("../templates/plugin-python/pyproject.toml.tmpl")),
-    ("app.py", include_str!("../templates/plugin-python/app.py.tmpl")),
-    ("tests/test_app.py", include_str!("../templates/plugin-python/test_app.py.tmpl")),
-    ("crd.yaml", include_str!("../templates/plugin/crd.yaml.tmpl")),
-    ("examples/parent.yaml", include_str!("../templates/plugin/parent.yaml.tmpl")),
-    ("examples/{{name}}.yaml", include_str!("../templates/plugin/object.yaml.tmpl")),
-    ("README.md", include_str!("../templates/plugin-python/README.md.tmpl")),
-    (".gitignore", include_str!("../templates/plugin-python/gitignore.tmpl")),
+    ("pyproject.toml", template!("plugin-python/pyproject.toml.tmpl")),
+    ("app.py", template!("plugin-python/app.py.tmpl")),
+    ("tests/test_app.py", template!("plugin-python/test_app.py.tmpl")),
+    ("crd.yaml", template!("plugin/crd.yaml.tmpl")),
+    ("examples/parent.yaml", template!("plugin/parent.yaml.tmpl")),
+    ("examples/{{name}}.yaml", template!("plugin/object.yaml.tmpl")),
+    ("README.md", template!("plugin-python/README.md.tmpl")),
+    (".gitignore", template!("plugin-python/gitignore.tmpl")),
 ];
 
 /// A JavaScript plugin: an npm package with its module, `node --test` tests and README.
 const JS_FILES: &[(&str, &str)] = &[
-    ("package.json", include_str!("../templates/plugin-js/package.json.tmpl")),
-    ("app.js", include_str!("../templates/plugin-js/app.js.tmpl")),
-    ("test/app.test.js", include_str!("../templates/plugin-js/app.test.js.tmpl")),
-    ("crd.yaml", include_str!("../templates/plugin/crd.yaml.tmpl")),
-    ("examples/parent.yaml", include_str!("../templates/plugin/parent.yaml.tmpl")),
-    ("examples/{{name}}.yaml", include_str!("../templates/plugin/object.yaml.tmpl")),
-    ("README.md", include_str!("../templates/plugin-js/README.md.tmpl")),
-    (".gitignore", include_str!("../templates/plugin-js/gitignore.tmpl")),
+    ("package.json", template!("plugin-js/package.json.tmpl")),
+    ("app.js", template!("plugin-js/app.js.tmpl")),
+    ("test/app.test.js", template!("plugin-js/app.test.js.tmpl")),
+    ("crd.yaml", template!("plugin/crd.yaml.tmpl")),
+    ("examples/parent.yaml", template!("plugin/parent.yaml.tmpl")),
+    ("examples/{{name}}.yaml", template!("plugin/object.yaml.tmpl")),
+    ("README.md", template!("plugin-js/README.md.tmpl")),
+    (".gitignore", template!("plugin-js/gitignore.tmpl")),
 ];
 
 /// A TypeScript plugin: the JavaScript one typed, with `tsc` run by its tests.
 const TS_FILES: &[(&str, &str)] = &[
-    ("package.json", include_str!("../templates/plugin-ts/package.json.tmpl")),
-    ("tsconfig.json", include_str!("../templates/plugin-ts/tsconfig.json.tmpl")),
-    ("app.ts", include_str!("../templates/plugin-ts/app.ts.tmpl")),
-    ("test/app.test.ts", include_str!("../templates/plugin-ts/app.test.ts.tmpl")),
-    ("crd.yaml", include_str!("../templates/plugin/crd.yaml.tmpl")),
-    ("examples/parent.yaml", include_str!("../templates/plugin/parent.yaml.tmpl")),
-    ("examples/{{name}}.yaml", include_str!("../templates/plugin/object.yaml.tmpl")),
-    ("README.md", include_str!("../templates/plugin-ts/README.md.tmpl")),
-    (".gitignore", include_str!("../templates/plugin-ts/gitignore.tmpl")),
+    ("package.json", template!("plugin-ts/package.json.tmpl")),
+    ("tsconfig.json", template!("plugin-ts/tsconfig.json.tmpl")),
+    ("app.ts", template!("plugin-ts/app.ts.tmpl")),
+    ("test/app.test.ts", template!("plugin-ts/app.test.ts.tmpl")),
+    ("crd.yaml", template!("plugin/crd.yaml.tmpl")),
+    ("examples/parent.yaml", template!("plugin/parent.yaml.tmpl")),
+    ("examples/{{name}}.yaml", template!("plugin/object.yaml.tmpl")),
+    ("README.md", template!("plugin-ts/README.md.tmpl")),
+    (".gitignore", template!("plugin-ts/gitignore.tmpl")),
 ];
 
 /// A Go plugin: its own module, tests and README; the CRD and examples are the Rust
 /// crate's.
 const GO_FILES: &[(&str, &str)] = &[
-    ("go.mod", include_str!("../templates/plugin-go/go.mod.tmpl")),
-    ("main.go", include_str!("../templates/plugin-go/main.go.tmpl")),
-    ("main_test.go", include_str!("../templates/plugin-go/main_test.go.tmpl")),
-    ("crd.yaml", include_str!("../templates/plugin/crd.yaml.tmpl")),
-    ("examples/parent.yaml", include_str!("../templates/plugin/parent.yaml.tmpl")),
-    ("examples/{{name}}.yaml", include_str!("../templates/plugin/object.yaml.tmpl")),
-    ("README.md", include_str!("../templates/plugin-go/README.md.tmpl")),
-    (".gitignore", include_str!("../templates/plugin-go/gitignore.tmpl")),
+    ("go.mod", template!("plugin-go/go.mod.tmpl")),
+    ("main.go", template!("plugin-go/main.go.tmpl")),
+    ("main_test.go", template!("plugin-go/main_test.go.tmpl")),
+    ("crd.yaml", template!("plugin/crd.yaml.tmpl")),
+    ("examples/parent.yaml", template!("plugin/parent.yaml.tmpl")),
+    ("examples/{{name}}.yaml", template!("plugin/object.yaml.tmpl")),
+    ("README.md", template!("plugin-go/README.md.tmpl")),
+    (".gitignore", template!("plugin-go/gitignore.tmpl")),
 ];
 
 /// What [`create`] made.
@@ -433,8 +440,6 @@ const GO_FILES: &[(&str, &str)] = &[
 pub struct Created {
     /// The parent kind, `Kind.group/version`.
     pub kind: String,
-    /// The crate's name in Rust, and of its component: `target/.../CRATE.wasm`.
-    pub krate: String,
     /// The files written, under the plugin's directory.
     pub files: Vec<PathBuf>,
     /// The commands that test, build and render the new plugin, one a line.
@@ -505,12 +510,7 @@ pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Lang
             format!("kubewasm render {name}.wasm --parent examples/parent.yaml"),
         ],
     };
-    Ok(Created {
-        kind: format!("{}.{}/{}", names.kind, names.group, names.version),
-        krate: names.krate,
-        files,
-        next_steps,
-    })
+    Ok(Created { kind: format!("{}.{}/{}", names.kind, names.group, names.version), files, next_steps })
 }
 
 #[cfg(test)]

@@ -1,5 +1,8 @@
 //! The command line: every subcommand and flag, in one place.
 
+// The doc comments are the `--help` text, written for a terminal, not for rustdoc.
+#![allow(clippy::doc_markdown)]
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! One offline reconcile on objects read from YAML files: what `kubewasm render`
 //! prints and what golden tests compare.
 //!
-//! The plugin sees exactly what the host would hand it ([`crate::plugin::view`], the
+//! The plugin sees exactly what the host would hand it ([`kubewasm::plugin::view`], the
 //! function the controllers use): only the observed objects its parent controls, only
 //! the related objects its queries select, and no `managedFields`.
 
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::plugin::{CallError, Plugin, Refusal, Request, Response, validate, view};
+use kubewasm::plugin::{CallError, Plugin, Refusal, Request, Response, validate, view};
 
 /// Why a render failed; each variant names what to fix.
 #[derive(Debug, thiserror::Error)]

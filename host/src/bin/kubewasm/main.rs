@@ -1,6 +1,17 @@
 //! The `kubewasm` binary: parses the command line and wires the library together.
+//! The command-line tools live here, not in the library, so that a user of the
+//! library does not compile what they need (wit-component, wasm-encoder, clap):
+//! `render` (one offline reconcile), `rbac` (the RBAC the plugins need), `scaffold`
+//! (a new plugin) and `componentize` (a Go plugin's core module made a component).
+
+#![warn(clippy::pedantic)]
+#![allow(clippy::must_use_candidate)]
 
 mod cli;
+mod componentize;
+mod rbac;
+mod render;
+mod scaffold;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -9,15 +20,13 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use kubewasm::logging;
 use kubewasm::plugin::{CONTRACT_VERSION, Engine, EngineOptions, Plugin};
-use kubewasm::rbac;
-use kubewasm::render::{self, Inputs};
-use kubewasm::runtime;
-use kubewasm::{run, scaffold};
+use kubewasm::{run, runtime};
 #[cfg(feature = "dev")]
 use kubewasm_devcluster::{self as devcluster, DevCluster};
 use serde_json::{Value, json};
 
 use cli::{Cli, Command};
+use render::Inputs;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -101,7 +110,7 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Componentize { core, output } => {
-            let size = kubewasm::componentize::componentize_to(&core, &output)?;
+            let size = componentize::componentize_to(&core, &output)?;
             eprintln!("wrote {} ({size} bytes)", output.display());
         }
         Command::Describe { plugin } => {
