@@ -5,6 +5,7 @@
 //! seen and that exists after all: it is judged by the plan's own [`plan::compare`].
 
 use std::collections::HashMap;
+use std::sync::Arc;
 use std::sync::{Mutex, MutexGuard, PoisonError};
 
 use kube::api::{Api, DeleteParams, DynamicObject, Patch, PatchParams, Preconditions, PropagationPolicy};
@@ -16,7 +17,7 @@ use tracing::{debug, info, warn};
 use super::error::Error;
 use super::events::{Event, Events};
 use super::finalizer::Change;
-use super::plan::{self, Action, Child, Plan, Write};
+use super::plan::{self, Action, Child, Metadata, Plan, Write};
 use crate::metrics::{Metrics, WriteKind};
 use crate::plugin::KindRef;
 
@@ -103,10 +104,31 @@ impl Writer {
         if let Some(add @ Change::Add(_)) = &plan.finalizers {
             self.set_finalizers(parent, add, "add finalizer").await?;
         }
+        let Some(warnings) = self.children(parent, &plan.children).await? else { return Ok(Written::ParentGone) };
+        self.prune(&plan.prune).await?;
+        if let Some(status) = &plan.status {
+            self.status(parent, status).await?;
+        }
+        if let Some(metadata) = &plan.metadata {
+            self.metadata(parent, metadata).await?;
+        }
+        for event in plan.events.iter().chain(&warnings) {
+            self.publish(parent, event).await;
+        }
+        if let Some(remove @ Change::Remove(_)) = &plan.finalizers {
+            self.set_finalizers(parent, remove, "remove finalizer").await?;
+            info!("finalized");
+        }
+        Ok(Written::Done)
+    }
+
+    /// Writes the desired children; returns the warnings about them, or `None` when it
+    /// stopped because the parent is gone.
+    async fn children(&self, parent: &DynamicObject, children: &[Child]) -> Result<Option<Vec<Event>>, Error> {
         let mut warnings = Vec::new();
         // Whether the parent still exists on the API server, asked once before a first create.
         let mut parent_alive = None;
-        for child in &plan.children {
+        for child in children {
             let Some(resource) = self.resource(&child.kind) else { continue };
             let compared;
             let (action, warning) = match &child.action {
@@ -115,7 +137,7 @@ impl Writer {
                     .await?
                 {
                     Creation::Created => continue,
-                    Creation::ParentGone => return Ok(Written::ParentGone),
+                    Creation::ParentGone => return Ok(None),
                     Creation::Exists(existing) => {
                         let uid = parent.uid().unwrap_or_default();
                         let (kind, name) = (&child.kind, &child.name);
@@ -129,36 +151,19 @@ impl Writer {
             warnings.extend(warning.cloned());
             self.child(resource, child, action).await?;
         }
-        for (kind, child) in &plan.prune {
+        Ok(Some(warnings))
+    }
+
+    /// Deletes the children no longer desired.
+    async fn prune(&self, children: &[(KindRef, Arc<DynamicObject>)]) -> Result<(), Error> {
+        for (kind, child) in children {
             let Some(resource) = self.resource(kind) else { continue };
             let what = format!("delete {} {}", kind.kind, child.name_any());
             self.fields.delete(resource, child).await.map_err(Error::write(&what))?;
             self.metrics.wrote(&self.plugin, WriteKind::Prune);
             debug!(kind = %kind, name = %child.name_any(), "child pruned");
         }
-        if let Some(status) = &plan.status {
-            self.status(parent, status).await?;
-        }
-        match &plan.metadata {
-            Some(Write::Write(metadata)) => {
-                let fields = json!({"metadata": {"labels": metadata.labels, "annotations": metadata.annotations}});
-                self.fields
-                    .apply_to_parent(&self.parent, parent, fields, false)
-                    .await
-                    .map_err(Error::write("apply parent labels and annotations"))?;
-                self.metrics.wrote(&self.plugin, WriteKind::Metadata);
-            }
-            Some(Write::Held) => self.metrics.skipped(&self.plugin, WriteKind::Metadata),
-            None => {}
-        }
-        for event in plan.events.iter().chain(&warnings) {
-            self.publish(parent, event).await;
-        }
-        if let Some(remove @ Change::Remove(_)) = &plan.finalizers {
-            self.set_finalizers(parent, remove, "remove finalizer").await?;
-            info!("finalized");
-        }
-        Ok(Written::Done)
+        Ok(())
     }
 
     /// Writes one desired child as `action` says (never [`Action::Create`]).
@@ -224,6 +229,20 @@ impl Writer {
         let is_alive = live.is_some_and(|p| p.metadata.uid == parent.metadata.uid);
         *known = Some(is_alive);
         Ok(is_alive)
+    }
+
+    async fn metadata(&self, parent: &DynamicObject, metadata: &Write<Metadata>) -> Result<(), Error> {
+        let Write::Write(metadata) = metadata else {
+            self.metrics.skipped(&self.plugin, WriteKind::Metadata);
+            return Ok(());
+        };
+        let fields = json!({"metadata": {"labels": metadata.labels, "annotations": metadata.annotations}});
+        self.fields
+            .apply_to_parent(&self.parent, parent, fields, false)
+            .await
+            .map_err(Error::write("apply parent labels and annotations"))?;
+        self.metrics.wrote(&self.plugin, WriteKind::Metadata);
+        Ok(())
     }
 
     async fn status(&self, parent: &DynamicObject, status: &Write<Value>) -> Result<(), Error> {

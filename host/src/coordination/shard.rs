@@ -21,7 +21,7 @@
 //!   reconciles of them and waits for the ones in flight to finish.
 //!
 //! A member is live while its Lease changes within its lease duration, measured on
-//! the observer's own clock, as in leader election (see [`super::lease`]). A member
+//! the observer's own clock, as in leader election (see [`super::leader`]). A member
 //! that cannot renew for two thirds of its lease duration stops reconciling, before
 //! anyone may take its parents over; one that stops cleanly deletes its Lease, so the
 //! others take over at their next round instead of waiting for it to expire.
