@@ -48,7 +48,6 @@ use super::lease::{self, Error, Holder, Renewal, Sightings, Task};
 pub struct Elector {
     lease: Holder,
     namespace: String,
-    retry_period: Duration,
 }
 
 impl Elector {
@@ -66,14 +65,14 @@ impl Elector {
     ) -> Self {
         let subject = format!("lease {namespace}/{lease_name}");
         let lease = Holder::new(client, namespace, lease_name, identity.into(), lease_duration, subject);
-        Self { retry_period: lease.duration() / 4, lease, namespace: namespace.to_string() }
+        Self { lease, namespace: namespace.to_string() }
     }
 
     /// How often the holder renews and a standby checks the Lease. Shorter than a
     /// third of the lease duration, or the holder may lose the Lease between renewals.
     #[must_use]
     pub fn with_retry_period(mut self, retry_period: Duration) -> Self {
-        self.retry_period = retry_period;
+        self.lease.set_retry_period(retry_period);
         self
     }
 
@@ -108,7 +107,7 @@ impl Elector {
             }
             self.announce(leading, renewal.held());
             tokio::select! {
-                () = tokio::time::sleep(self.retry_period) => {}
+                () = tokio::time::sleep(self.lease.retry_period()) => {}
                 () = &mut shutdown => break,
             }
         }

@@ -43,6 +43,9 @@ pub(crate) struct Holder {
     name: String,
     identity: String,
     duration: Duration,
+    /// How often the Lease is renewed and the others' read: a quarter of the duration
+    /// unless set.
+    retry_period: Duration,
     /// What errors name: the Lease, or the group it belongs to.
     subject: String,
 }
@@ -59,13 +62,23 @@ impl Holder {
         subject: String,
     ) -> Self {
         let seconds = duration.as_secs() + u64::from(duration.subsec_nanos() > 0);
+        let duration = Duration::from_secs(seconds.max(1));
         Self {
             api: Api::namespaced(client, namespace),
             name: name.to_string(),
             identity,
-            duration: Duration::from_secs(seconds.max(1)),
+            duration,
+            retry_period: duration / 4,
             subject,
         }
+    }
+
+    pub(crate) fn set_retry_period(&mut self, retry_period: Duration) {
+        self.retry_period = retry_period;
+    }
+
+    pub(crate) fn retry_period(&self) -> Duration {
+        self.retry_period
     }
 
     pub(crate) fn identity(&self) -> &str {

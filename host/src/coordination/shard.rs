@@ -228,7 +228,6 @@ pub struct Member {
     /// This member's own Lease, named after the group and its identity.
     lease: Holder,
     group: String,
-    retry_period: Duration,
 }
 
 impl Member {
@@ -246,13 +245,13 @@ impl Member {
         let identity = identity.into();
         let subject = format!("shard group {group} in namespace {namespace}");
         let lease = Holder::new(client, namespace, &lease_name(group, &identity), identity, lease_duration, subject);
-        Self { retry_period: lease.duration() / 4, lease, group: group.to_string() }
+        Self { lease, group: group.to_string() }
     }
 
     /// How often the member renews its Lease and reads the others'.
     #[must_use]
     pub fn with_retry_period(mut self, retry_period: Duration) -> Self {
-        self.retry_period = retry_period;
+        self.lease.set_retry_period(retry_period);
         self
     }
 
@@ -284,7 +283,7 @@ impl Member {
                 warn!(identity = %self.identity(), "could not renew the shard lease in time; reconciling nothing");
                 shard.set(Assignment::Nothing);
             }
-            let pause = if again { Duration::ZERO } else { self.retry_period };
+            let pause = if again { Duration::ZERO } else { self.lease.retry_period() };
             tokio::select! {
                 () = tokio::time::sleep(pause) => {}
                 () = &mut shutdown => break,
@@ -351,7 +350,7 @@ impl Member {
         if publish && let (Some(view), true) = (&state.published, fresh) {
             // Stop reconciling what the new view gives away before saying so.
             let narrowed = Assignment::Part(Part { me, view: view.clone(), next: Some(desired.clone()), others });
-            publish = shard.narrow(narrowed, self.retry_period).await;
+            publish = shard.narrow(narrowed, self.lease.retry_period()).await;
         }
         if !fresh {
             // After missing the renew deadline, claim nothing until the others see us again.
