@@ -14,7 +14,7 @@ use kubewasm::controller::Options;
 use kubewasm::plugin::{Engine, Plugin};
 use kubewasm::runtime::{self, Runtime};
 use kubewasm_devcluster::{self as devcluster, DevCluster};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// How long a test waits for the host to converge before it fails.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -245,4 +245,27 @@ pub fn pods() -> ApiResource {
 
 pub fn configmaps() -> ApiResource {
     resource("", "v1", "ConfigMap", "configmaps")
+}
+
+pub fn gates() -> ApiResource {
+    resource("test.kubewasm.io", "v1", "Gate", "gates")
+}
+
+/// A Pod in `default` labelled `app: APP`.
+pub fn pod(name: &str, app: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "labels": {"app": app}},
+           "spec": {"containers": [{"name": "app", "image": "nginx"}]}})
+}
+
+/// A Service in `default` selecting the Pods `selector` matches.
+pub fn service(name: &str, selector: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
+           "spec": {"selector": selector, "ports": [{"port": 80}]}})
+}
+
+/// A `Gate` (the `gate` fixture) in `default`: its finalizer holds its deletion while
+/// it is not `open`.
+pub fn gate(name: &str, open: bool) -> Value {
+    json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Gate", "metadata": {"name": name, "namespace": "default"},
+           "spec": {"open": open}})
 }

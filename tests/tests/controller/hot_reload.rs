@@ -11,7 +11,9 @@ use kubewasm::runtime::{self, PluginStatus, Runtime};
 use serde_json::json;
 use tokio::sync::oneshot;
 
-use crate::harness::{Cluster, deployments, eventually, quick, resource, samples, services, wait_for, wasm_path};
+use crate::harness::{
+    Cluster, deployments, eventually, gate, gates, quick, resource, samples, services, wait_for, wasm_path,
+};
 
 /// A cluster and a host following a plugin directory in the background, as
 /// `kubewasm dev` runs it; the test sees the host's status after each rescan.
@@ -276,13 +278,7 @@ async fn a_plugin_whose_kind_is_not_served_yet_starts_once_it_is() {
     let plugin = Plugin::load(&Engine::new().expect("engine"), &wasm_path("gate")).expect("gate loads");
     kubewasm::runtime::install_crds(&env.client, &[Arc::new(plugin)]).await.expect("CRD installed");
     eventually("the controller to start", || async { env.status("gate.wasm").filter(|s| s.running) }).await;
-    let gates = resource("test.kubewasm.io", "v1", "Gate", "gates");
-    env.create(
-        &gates,
-        json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Gate",
-        "metadata": {"name": "late", "namespace": "default"}, "spec": {"open": true}}),
-    )
-    .await;
+    env.create(&gates(), gate("late", true)).await;
     let configmaps = resource("", "v1", "ConfigMap", "configmaps");
     wait_for(&env, &configmaps, "late-gate", "the Gate's ConfigMap", |_| true).await;
     env.stop().await;
