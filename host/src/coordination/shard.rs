@@ -330,7 +330,7 @@ impl Member {
                 others.push((holder.to_string(), view_of(lease)));
             }
         }
-        state.sightings.retain(|name| name != self.lease.name() && leases.iter().any(|l| l.name_any() == name));
+        state.sightings.retain(|name| leases.iter().any(|l| l.name_any() == name));
         others.sort();
 
         // This list was read after our view was written: act on it, minus what others claim.
