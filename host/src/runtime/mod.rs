@@ -27,16 +27,13 @@ use runners::Runners;
 
 pub use crds::{CrdError, install_crds};
 
-/// Why the runtime could not follow its plugin directory or set up the cluster for
-/// its plugins.
+/// Why the runtime could not follow its plugin directory. A plugin that fails to load,
+/// or whose CRDs are refused, is no error of the runtime: it is reported and skipped.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The plugin directory cannot be read or watched.
     #[error("{}: {source}", dir.display())]
     PluginDir { dir: PathBuf, source: std::io::Error },
-    /// A plugin's CRD was refused or not established.
-    #[error(transparent)]
-    Crd(#[from] CrdError),
 }
 
 /// The `.wasm` files of `dir` the host would run, in name order.
