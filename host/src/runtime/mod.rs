@@ -1,5 +1,14 @@
-//! The running host: the plugins of a directory, one controller each, started and
-//! stopped independently.
+//! The runtime: the plugins a host runs, each with its runner (a controller), started
+//! and stopped independently; with a plugin directory, kept in step with its files.
+//!
+//! `directory` reads the files, [`Runtime`] loads them and asks `reload` (a pure
+//! function) what a new version or new settings do to what runs, and `runners` starts,
+//! swaps and stops the controllers; `crds` installs the plugins' CRDs for `kubewasm dev`.
+
+mod crds;
+mod directory;
+mod reload;
+mod runners;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -7,28 +16,24 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams};
 use tracing::{error, info};
 
 use crate::controller::{self, Controller};
-use crate::controllers::Controllers;
 use crate::metrics::{Metrics, Outcome};
-use crate::plugin::{Engine, LoadError, Plugin, Settings, SettingsError, directory};
-use crate::reload::{self, Decision, Version};
+use crate::plugin::{self, Engine, LoadError, Plugin, Settings, SettingsError};
+use reload::{Decision, Version};
+use runners::Runners;
 
-/// Why the host could not set up the cluster for its plugins.
+pub use crds::{CrdError, install_crds};
+
+/// Why the runtime could not follow its plugin directory. A plugin that fails to load,
+/// or whose CRDs are refused, is no error of the runtime: it is reported and skipped.
 #[derive(Debug, thiserror::Error)]
 pub enum Error {
+    /// The plugin directory cannot be read or watched.
     #[error("{}: {source}", dir.display())]
     PluginDir { dir: PathBuf, source: std::io::Error },
-    /// The API server refused a plugin's CRD, or could not be reached.
-    #[error("plugin {plugin}: CRD {crd}: {source}")]
-    Crd { plugin: String, crd: String, source: kube::Error },
-    /// The CRD was accepted but its API is not served after 30 s, or could not be watched.
-    #[error("plugin {plugin}: CRD {crd} was not established{}", source.as_ref().map_or(" within 30 s".into(), |e| format!(": {e}")))]
-    CrdNotEstablished { plugin: String, crd: String, source: Option<kube::runtime::wait::Error> },
 }
 
 /// The `.wasm` files of `dir` the host would run, in name order.
@@ -58,48 +63,14 @@ pub fn load_dir(engine: &Engine, dir: &Path) -> Result<(Vec<Arc<Plugin>>, Vec<Lo
     Ok((plugins, failures))
 }
 
-/// Creates or updates the CRDs the plugins define (server-side apply) and waits
-/// until each is established.
-///
-/// # Errors
-///
-/// When a CRD is refused by the API server or not established within 30 s.
-pub async fn install_crds(client: &Client, plugins: &[Arc<Plugin>]) -> Result<(), Error> {
-    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
-    let params = PatchParams::apply("kubewasm").force();
-    for plugin in plugins {
-        let name = &plugin.manifest().name;
-        for crd in plugin.crds() {
-            let crd_name = crd["metadata"]["name"].as_str().unwrap_or_default().to_string();
-            let refused = |source| Error::Crd { plugin: name.clone(), crd: crd_name.clone(), source };
-            api.patch(&crd_name, &params, &Patch::Apply(crd)).await.map_err(refused)?;
-            let established = kube::runtime::wait::await_condition(
-                api.clone(),
-                &crd_name,
-                kube::runtime::wait::conditions::is_crd_established(),
-            );
-            tokio::time::timeout(Duration::from_secs(30), established)
-                .await
-                .map_err(|_| Error::CrdNotEstablished { plugin: name.clone(), crd: crd_name.clone(), source: None })?
-                .map_err(|e| Error::CrdNotEstablished {
-                    plugin: name.clone(),
-                    crd: crd_name.clone(),
-                    source: Some(e),
-                })?;
-            info!(plugin = %name, crd = %crd_name, "CRD installed");
-        }
-    }
-    Ok(())
-}
-
 /// How long a changed file must hold still before it is read.
 const SETTLE: Duration = Duration::from_millis(100);
 /// Quiet period folding a burst of file events into one rescan.
 const QUIET: Duration = Duration::from_millis(200);
 
-/// How the host treats its plugin directory.
+/// How the runtime treats its plugins.
 #[derive(Clone, Debug, Default)]
-pub struct DirOptions {
+pub struct Options {
     /// Install (server-side apply) the CRDs each plugin defines: `kubewasm dev`.
     pub install_crds: bool,
     /// Settings every controller starts from; `NAME.toml` overrides per plugin.
@@ -138,14 +109,14 @@ struct Slot {
 /// How often the host looks again for the kinds a waiting plugin needs.
 const WAIT_RETRY: Duration = Duration::from_secs(2);
 
-/// The running host: plugins, one controller each, started and stopped
-/// independently; with a directory, kept in step with its files.
-pub struct Host {
+/// The running plugins, one controller each, started and stopped independently; with
+/// a directory, kept in step with its files.
+pub struct Runtime {
     client: Client,
-    controllers: Controllers,
-    /// The plugin directory the host follows, if it was started from one.
+    runners: Runners,
+    /// The plugin directory the runtime follows, if it was started from one.
     directory: Option<Directory>,
-    options: DirOptions,
+    options: Options,
 }
 
 /// A plugin directory and what the host has made of its files.
@@ -174,25 +145,25 @@ impl Directory {
     }
 }
 
-impl Host {
+impl Runtime {
     /// Starts a controller for each plugin. A plugin whose controller cannot start
     /// (its kinds are not served, say) is reported and skipped.
     pub async fn start(client: &Client, plugins: Vec<(Arc<Plugin>, controller::Options)>) -> Self {
-        let mut controllers = Controllers::new(client);
+        let mut runners = Runners::new(client);
         for (plugin, options) in plugins {
-            controllers.start(plugin, options).await;
+            runners.start(plugin, options).await;
         }
-        Self { client: client.clone(), controllers, directory: None, options: DirOptions::default() }
+        Self { client: client.clone(), runners, directory: None, options: Options::default() }
     }
 
     /// Loads the plugins of `dir` and starts their controllers; then
-    /// [`Host::watch`] keeps them in step with the directory.
+    /// [`Runtime::watch`] keeps them in step with the directory.
     ///
     /// # Errors
     ///
     /// Only when `dir` cannot be read; a bad plugin file is reported in
-    /// [`Host::status`] and skipped.
-    pub async fn from_dir(client: &Client, engine: &Engine, dir: &Path, options: DirOptions) -> Result<Self, Error> {
+    /// [`Runtime::status`] and skipped.
+    pub async fn from_dir(client: &Client, engine: &Engine, dir: &Path, options: Options) -> Result<Self, Error> {
         let directory = Directory {
             path: dir.to_path_buf(),
             engine: engine.clone(),
@@ -200,10 +171,10 @@ impl Host {
             compiles: 0,
             failures: 0,
         };
-        let mut host =
-            Self { client: client.clone(), controllers: Controllers::new(client), directory: Some(directory), options };
-        host.rescan().await?;
-        Ok(host)
+        let mut runtime =
+            Self { client: client.clone(), runners: Runners::new(client), directory: Some(directory), options };
+        runtime.rescan().await?;
+        Ok(runtime)
     }
 
     /// Follows the plugin directory until `shutdown` resolves, then stops every
@@ -216,7 +187,7 @@ impl Host {
     pub async fn watch(
         mut self,
         shutdown: impl Future<Output = ()>,
-        mut on_change: impl FnMut(&Host),
+        mut on_change: impl FnMut(&Runtime),
     ) -> Result<(), Error> {
         let Some(dir) = self.directory.as_ref().map(|d| d.path.clone()) else { return Ok(()) };
         let (_watcher, mut changes) = directory::watch(&dir, QUIET)
@@ -230,8 +201,8 @@ impl Host {
         loop {
             tokio::select! {
                 () = &mut shutdown => break,
-                _ = retry.tick(), if self.controllers.any_waiting() => {
-                    if self.controllers.start_waiting().await {
+                _ = retry.tick(), if self.runners.any_waiting() => {
+                    if self.runners.start_waiting().await {
                         on_change(&self);
                     }
                 }
@@ -264,7 +235,7 @@ impl Host {
             if let Some(slot) = self.directory.as_mut().and_then(|d| d.slots.remove(&stem))
                 && let Some(name) = slot.plugin.map(|p| p.manifest().name.clone())
             {
-                self.controllers.stop(&name).await;
+                self.runners.stop(&name).await;
                 info!(file = %slot.wasm.display(), "plugin removed; its children stay");
             }
         }
@@ -284,8 +255,8 @@ impl Host {
             },
             None => None,
         };
-        let wasm_hash = directory::digest(&wasm);
-        let settings_hash = settings_text.as_deref().map(|t| directory::digest(t.as_bytes())).unwrap_or_default();
+        let wasm_hash = plugin::digest(&wasm);
+        let settings_hash = settings_text.as_deref().map(|t| plugin::digest(t.as_bytes())).unwrap_or_default();
         let slot = dir.slots.entry(stem).or_insert_with(|| Slot {
             wasm: entry.wasm.clone(),
             seen: None,
@@ -358,7 +329,7 @@ impl Host {
             slot.error = Some(errors.join("; "));
         }
         let next = plugin.filter(|_| fresh);
-        let running = slot.plugin.as_ref().filter(|p| self.controllers.running(&p.manifest().name));
+        let running = slot.plugin.as_ref().filter(|p| self.runners.running(&p.manifest().name));
         let decision = reload::decide(
             running.map(|p| Version { manifest: p.manifest(), settings: &slot.settings }),
             next.as_ref().map(|p| Version { manifest: p.manifest(), settings: &settings }),
@@ -382,11 +353,11 @@ impl Host {
         if let Some(prev) = &previous
             && prev.manifest().name != name
         {
-            self.controllers.stop(&prev.manifest().name).await;
+            self.runners.stop(&prev.manifest().name).await;
         }
         if decision == Decision::Stop {
-            if self.controllers.running(&name) {
-                self.controllers.stop(&name).await;
+            if self.runners.running(&name) {
+                self.runners.stop(&name).await;
                 info!(plugin = %name, "plugin disabled; its children stay");
             }
             return;
@@ -398,22 +369,22 @@ impl Host {
         {
             error!(error = %e, "CRDs not installed");
         }
-        if decision == Decision::Swap && self.controllers.swap(limited.clone(), &settings.config) {
+        if decision == Decision::Swap && self.runners.swap(limited.clone(), &settings.config) {
             return;
         }
-        self.controllers.stop(&name).await;
+        self.runners.stop(&name).await;
         let options = controller::Options {
             config: settings.config,
             namespace: settings.namespace,
             ..self.options.controller.clone()
         };
-        self.controllers.start(limited, options).await;
+        self.runners.start(limited, options).await;
     }
 
     /// Waits until every running controller's caches are synced, for at most
     /// `limit` in all; false if one is not. Readiness means this.
     pub async fn wait_synced(&self, limit: Duration) -> bool {
-        self.controllers.wait_synced(limit).await
+        self.runners.wait_synced(limit).await
     }
 
     /// Where reloads are counted; controllers started from the directory share it.
@@ -430,8 +401,8 @@ impl Host {
                 let name = slot.plugin.as_ref().map(|p| p.manifest().name.clone());
                 PluginStatus {
                     file: slot.wasm.display().to_string(),
-                    running: name.as_ref().is_some_and(|n| self.controllers.running(n)),
-                    waiting_for: name.as_ref().and_then(|n| self.controllers.waiting_for(n)).map(str::to_string),
+                    running: name.as_ref().is_some_and(|n| self.runners.running(n)),
+                    waiting_for: name.as_ref().and_then(|n| self.runners.waiting_for(n)).map(str::to_string),
                     hash: slot.plugin.as_ref().map(|p| p.hash().to_string()),
                     name,
                     error: slot.error.clone(),
@@ -452,26 +423,26 @@ impl Host {
 
     /// The running controller of plugin `name`.
     pub fn controller(&self, name: &str) -> Option<&Controller> {
-        self.controllers.get(name)
+        self.runners.get(name)
     }
 
     /// Tries again to start each plugin that waits for a kind; true when one started.
     pub async fn start_waiting(&mut self) -> bool {
-        self.controllers.start_waiting().await
+        self.runners.start_waiting().await
     }
 
     /// Names of the plugins whose controllers run.
     pub fn plugins(&self) -> impl Iterator<Item = &str> {
-        self.controllers.names()
+        self.runners.names()
     }
 
     /// Reconciles every parent of every plugin now.
     pub fn resync(&self) {
-        self.controllers.resync();
+        self.runners.resync();
     }
 
     /// Stops every controller; reconciles in flight finish first.
     pub async fn stop(self) {
-        self.controllers.stop_all().await;
+        self.runners.stop_all().await;
     }
 }

@@ -21,15 +21,15 @@
 //!   reconciles of them and waits for the ones in flight to finish.
 //!
 //! A member is live while its Lease changes within its lease duration, measured on
-//! the observer's own clock, as in leader election (see [`crate::leader`]). A member
+//! the observer's own clock, as in leader election (see [`super::leader`]). A member
 //! that cannot renew for two thirds of its lease duration stops reconciling, before
 //! anyone may take its parents over; one that stops cleanly deletes its Lease, so the
 //! others take over at their next round instead of waiting for it to expire.
 //!
 //! ```no_run
-//! # async fn example(client: kube::Client) -> Result<(), kubewasm::shard::Error> {
+//! # async fn example(client: kube::Client) -> Result<(), kubewasm::coordination::Error> {
 //! use std::time::Duration;
-//! use kubewasm::shard::Member;
+//! use kubewasm::coordination::shard::Member;
 //!
 //! let member = Member::new(client, "kubewasm-system", "kubewasm", "pod-a", Duration::from_secs(15));
 //! let (shard, joined) = member.spawn();
@@ -38,37 +38,23 @@
 //! # Ok(()) }
 //! ```
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
 use std::future::Future;
 use std::sync::{Arc, PoisonError};
 use std::time::Duration;
 
-use k8s_openapi::api::coordination::v1::{Lease, LeaseSpec};
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime;
-use kube::api::{Api, DeleteParams, ListParams, ObjectMeta, PostParams};
+use k8s_openapi::api::coordination::v1::Lease;
 use kube::{Client, ResourceExt};
-use tokio::sync::{OwnedRwLockReadGuard, RwLock, oneshot, watch};
-use tokio::task::JoinHandle;
+use tokio::sync::{OwnedRwLockReadGuard, RwLock, watch};
 use tokio::time::Instant;
 use tracing::{info, warn};
+
+use super::lease::{Error, Holder, Renewal, Sightings, Task};
 
 /// The label naming the group a member Lease belongs to.
 pub const GROUP_LABEL: &str = "kubewasm.io/shard-group";
 /// The annotation holding a member's published view: a JSON array of identities.
 pub const VIEW_ANNOTATION: &str = "kubewasm.io/shard-view";
-
-/// Why a member could not read or write the Leases.
-#[derive(Debug, thiserror::Error)]
-pub enum Error {
-    /// The API server refused the request or could not be reached; the member retries
-    /// every retry period. Persistent `Forbidden`: the host's RBAC lacks `list`,
-    /// `create`, `update`, `delete` on `coordination.k8s.io` `leases`.
-    #[error("shard group {group} in namespace {namespace}: {source}")]
-    Api { namespace: String, group: String, source: kube::Error },
-    /// The member task panicked or was aborted before it could leave the group.
-    #[error("the shard member task ended abnormally: {0}")]
-    Task(#[from] tokio::task::JoinError),
-}
 
 /// Which parents this replica reconciles; shared by all its controllers.
 #[derive(Clone)]
@@ -239,13 +225,9 @@ fn weight(member: &str, uid: &str) -> u64 {
 /// One replica of a group. Cheap to create; [`Member::spawn`] does the work.
 #[derive(Clone)]
 pub struct Member {
-    api: Api<Lease>,
-    namespace: String,
+    /// This member's own Lease, named after the group and its identity.
+    lease: Holder,
     group: String,
-    identity: String,
-    lease_name: String,
-    lease_duration: Duration,
-    retry_period: Duration,
 }
 
 impl Member {
@@ -261,28 +243,20 @@ impl Member {
         lease_duration: Duration,
     ) -> Self {
         let identity = identity.into();
-        let seconds = lease_duration.as_secs() + u64::from(lease_duration.subsec_nanos() > 0);
-        let lease_duration = Duration::from_secs(seconds.max(1));
-        Self {
-            api: Api::namespaced(client, namespace),
-            namespace: namespace.to_string(),
-            lease_name: lease_name(group, &identity),
-            group: group.to_string(),
-            identity,
-            lease_duration,
-            retry_period: lease_duration / 4,
-        }
+        let subject = format!("shard group {group} in namespace {namespace}");
+        let lease = Holder::new(client, namespace, &lease_name(group, &identity), identity, lease_duration, subject);
+        Self { lease, group: group.to_string() }
     }
 
     /// How often the member renews its Lease and reads the others'.
     #[must_use]
     pub fn with_retry_period(mut self, retry_period: Duration) -> Self {
-        self.retry_period = retry_period;
+        self.lease.set_retry_period(retry_period);
         self
     }
 
     pub fn identity(&self) -> &str {
-        &self.identity
+        self.lease.identity()
     }
 
     /// Takes part until `shutdown` resolves, keeping `shard` up to date; then stops
@@ -294,98 +268,77 @@ impl Member {
     /// Only when deleting the Lease fails; failures meanwhile are logged and retried.
     pub async fn run(self, shard: &Shard, shutdown: impl Future<Output = ()>) -> Result<(), Error> {
         tokio::pin!(shutdown);
-        let mut state = State::default();
+        let mut state =
+            State { sightings: Sightings::default(), published: None, renewal: Renewal::new(self.lease.duration()) };
         shard.set(Assignment::Nothing);
-        let renew_deadline = self.lease_duration * 2 / 3;
         loop {
             let again = match self.round(&mut state, shard).await {
                 Ok(again) => again,
                 Err(e) => {
-                    warn!(error = %e, identity = %self.identity, "sharding: leases not read or written");
+                    warn!(error = %e, identity = %self.identity(), "sharding: leases not read or written");
                     false
                 }
             };
-            if state.renewed.is_some_and(|at| at.elapsed() >= renew_deadline) {
-                warn!(identity = %self.identity, "could not renew the shard lease in time; reconciling nothing");
-                state.renewed = None;
+            if state.renewal.lapsed() {
+                warn!(identity = %self.identity(), "could not renew the shard lease in time; reconciling nothing");
                 shard.set(Assignment::Nothing);
             }
-            let pause = if again { Duration::ZERO } else { self.retry_period };
+            let pause = if again { Duration::ZERO } else { self.lease.retry_period() };
             tokio::select! {
                 () = tokio::time::sleep(pause) => {}
                 () = &mut shutdown => break,
             }
         }
-        if !shard.narrow(Assignment::Nothing, self.lease_duration).await {
+        if !shard.narrow(Assignment::Nothing, self.lease.duration()).await {
             // Admit nothing more either way; the others may take over a parent whose
             // reconcile here has not finished after a whole lease duration.
-            warn!(identity = %self.identity, "reconciles still running after a lease duration; leaving anyway");
+            warn!(identity = %self.identity(), "reconciles still running after a lease duration; leaving anyway");
             shard.set(Assignment::Nothing);
         }
-        self.leave().await
+        self.lease.delete().await?;
+        info!(identity = %self.identity(), group = %self.group, "left the shard group");
+        Ok(())
     }
 
     /// Runs [`Member::run`] on a background task.
     pub fn spawn(self) -> (Shard, Joined) {
         let shard = Shard::with(Assignment::Nothing);
-        let (stop, stopped) = oneshot::channel::<()>();
-        let task = tokio::spawn({
+        let task = Task::spawn("shard member", {
             let shard = shard.clone();
-            async move {
-                self.run(&shard, async {
-                    let _ = stopped.await;
-                })
-                .await
-            }
+            |shutdown| async move { self.run(&shard, shutdown).await }
         });
-        (shard, Joined { stop, task })
-    }
-
-    fn api_error(&self, source: kube::Error) -> Error {
-        Error::Api { namespace: self.namespace.clone(), group: self.group.clone(), source }
+        (shard, Joined { task })
     }
 
     /// One round: read every member's Lease, act on what the view published before
     /// gives, then renew, publishing the live members as the new view if they changed.
     /// True when a new view was published: read again at once to take up its parents.
     async fn round(&self, state: &mut State, shard: &Shard) -> Result<bool, Error> {
-        let selector = format!("{GROUP_LABEL}={}", self.group);
-        let leases = self.api.list(&ListParams::default().labels(&selector)).await.map_err(|e| self.api_error(e))?;
-        let now = Instant::now();
+        let leases = self.lease.list(&format!("{GROUP_LABEL}={}", self.group)).await?;
         let mut mine = None;
-        let mut live = BTreeSet::from([self.identity.clone()]);
+        let mut live = BTreeSet::from([self.identity().to_string()]);
         let mut others = Vec::new();
-        let mut seen = HashMap::new();
-        for lease in leases {
-            if lease.name_any() == self.lease_name {
-                mine = Some(lease);
+        for lease in &leases {
+            if lease.name_any() == self.lease.name() {
+                mine = Some(lease.clone());
                 continue;
             }
-            let version = lease.resource_version().unwrap_or_default();
-            let since = match state.observed.get(&lease.name_any()) {
-                Some((seen_version, since)) if *seen_version == version => *since,
-                _ => now,
-            };
-            seen.insert(lease.name_any(), (version, since));
-            let spec = lease.spec.as_ref();
-            let Some(holder) = spec.and_then(|s| s.holder_identity.clone()).filter(|h| !h.is_empty()) else { continue };
-            let duration = spec
-                .and_then(|s| s.lease_duration_seconds)
-                .and_then(|s| u64::try_from(s).ok())
-                .map_or(self.lease_duration, Duration::from_secs);
-            if now.duration_since(since) < duration && holder != self.identity {
-                live.insert(holder.clone());
-                others.push((holder, view_of(&lease)));
+            if let Some(holder) = state.sightings.live_holder(lease, self.lease.duration())
+                && holder != self.identity()
+            {
+                live.insert(holder.to_string());
+                others.push((holder.to_string(), view_of(lease)));
             }
         }
-        state.observed = seen;
+        state.sightings.retain(|name| leases.iter().any(|l| l.name_any() == name));
         others.sort();
 
         // This list was read after our view was written: act on it, minus what others claim.
-        let fresh = state.renewed.is_some();
+        let fresh = state.renewal.held();
+        let me = self.identity().to_string();
         if let (Some(view), true) = (&state.published, fresh) {
             shard.set(Assignment::Part(Part {
-                me: self.identity.clone(),
+                me: me.clone(),
                 view: view.clone(),
                 next: None,
                 others: others.clone(),
@@ -396,96 +349,47 @@ impl Member {
         let mut publish = state.published.as_ref() != Some(&desired);
         if publish && let (Some(view), true) = (&state.published, fresh) {
             // Stop reconciling what the new view gives away before saying so.
-            let narrowed = Assignment::Part(Part {
-                me: self.identity.clone(),
-                view: view.clone(),
-                next: Some(desired.clone()),
-                others,
-            });
-            publish = shard.narrow(narrowed, self.retry_period).await;
+            let narrowed = Assignment::Part(Part { me, view: view.clone(), next: Some(desired.clone()), others });
+            publish = shard.narrow(narrowed, self.lease.retry_period()).await;
         }
         if !fresh {
             // After missing the renew deadline, claim nothing until the others see us again.
             shard.set(Assignment::Nothing);
         }
-        let view = if publish { desired.clone() } else { state.published.clone().unwrap_or_default() };
+        let view = if publish { desired } else { state.published.clone().unwrap_or_default() };
         // Measured from before the request: the others see the write only after it.
         let sent = Instant::now();
-        let written = self.write(mine, &view).await?;
-        if written {
-            state.renewed = Some(sent);
-            shard.valid_until(sent + self.lease_duration * 2 / 3);
+        let written = self
+            .lease
+            .renew(mine, |lease| {
+                lease.labels_mut().insert(GROUP_LABEL.to_string(), self.group.clone());
+                lease
+                    .annotations_mut()
+                    .insert(VIEW_ANNOTATION.to_string(), serde_json::to_string(&view).unwrap_or_default());
+            })
+            .await?;
+        if written.is_some() {
+            state.renewal.renewed(sent);
+            if let Some(until) = state.renewal.valid_until() {
+                shard.valid_until(until);
+            }
             if publish {
-                info!(identity = %self.identity, group = %self.group, members = ?view, "shard view published");
+                info!(identity = %self.identity(), group = %self.group, members = ?view, "shard view published");
                 state.published = Some(view);
                 return Ok(true);
             }
         }
         Ok(false)
     }
-
-    /// Creates or renews this member's Lease with `view`; false when another writer
-    /// got there first (read again next round).
-    async fn write(&self, current: Option<Lease>, view: &[String]) -> Result<bool, Error> {
-        let now = MicroTime(k8s_openapi::jiff::Timestamp::now());
-        let seconds = i32::try_from(self.lease_duration.as_secs()).unwrap_or(i32::MAX);
-        let view = serde_json::to_string(view).unwrap_or_default();
-        let result = match current {
-            None => {
-                let lease = Lease {
-                    metadata: ObjectMeta {
-                        name: Some(self.lease_name.clone()),
-                        labels: Some([(GROUP_LABEL.to_string(), self.group.clone())].into()),
-                        annotations: Some([(VIEW_ANNOTATION.to_string(), view)].into()),
-                        ..ObjectMeta::default()
-                    },
-                    spec: Some(LeaseSpec {
-                        holder_identity: Some(self.identity.clone()),
-                        lease_duration_seconds: Some(seconds),
-                        acquire_time: Some(now.clone()),
-                        renew_time: Some(now),
-                        ..LeaseSpec::default()
-                    }),
-                };
-                self.api.create(&PostParams::default(), &lease).await
-            }
-            Some(mut lease) => {
-                lease.annotations_mut().insert(VIEW_ANNOTATION.to_string(), view);
-                let spec = lease.spec.get_or_insert_with(LeaseSpec::default);
-                spec.holder_identity = Some(self.identity.clone());
-                spec.lease_duration_seconds = Some(seconds);
-                spec.renew_time = Some(now);
-                self.api.replace(&self.lease_name, &PostParams::default(), &lease).await
-            }
-        };
-        match result {
-            Ok(_) => Ok(true),
-            Err(kube::Error::Api(status)) if status.code == 409 => Ok(false),
-            Err(e) => Err(self.api_error(e)),
-        }
-    }
-
-    async fn leave(&self) -> Result<(), Error> {
-        match self.api.delete(&self.lease_name, &DeleteParams::default()).await {
-            Ok(_) => {
-                info!(identity = %self.identity, group = %self.group, "left the shard group");
-                Ok(())
-            }
-            Err(kube::Error::Api(status)) if status.code == 404 => Ok(()),
-            Err(e) => Err(self.api_error(e)),
-        }
-    }
 }
 
-#[derive(Default)]
 struct State {
-    /// Per other Lease: its last resourceVersion and when this member first saw it.
-    observed: HashMap<String, (String, Instant)>,
+    /// When each other member's Lease last changed.
+    sightings: Sightings,
     /// The view last written to this member's Lease.
     published: Option<Vec<String>>,
-    /// When the last write of this member's Lease was sent; `None` once the renew
-    /// deadline passed.
-    renewed: Option<Instant>,
+    /// When the last write of this member's Lease was sent.
+    renewal: Renewal,
 }
 
 fn view_of(lease: &Lease) -> Vec<String> {
@@ -504,8 +408,7 @@ fn lease_name(group: &str, identity: &str) -> String {
 
 /// A running [`Member`], and how to stop it.
 pub struct Joined {
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<Result<(), Error>>,
+    task: Task,
 }
 
 impl Joined {
@@ -516,8 +419,7 @@ impl Joined {
     ///
     /// When the Lease could not be deleted (the others then wait for it to expire).
     pub async fn leave(self) -> Result<(), Error> {
-        let _ = self.stop.send(());
-        self.task.await?
+        self.task.finish().await
     }
 
     /// Stops without a word, as a crash would: the others take over once the Lease
@@ -529,6 +431,8 @@ impl Joined {
 
 #[cfg(test)]
 mod tests {
+    use std::collections::HashMap;
+
     use super::*;
 
     fn members(names: &[&str]) -> Vec<String> {

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
-use crate::plugin::{KindRef, Manifest};
+use kubewasm::plugin::{KindRef, Manifest};
 
 /// Verbs on a plugin's parent kind: watch it, write its metadata (labels,
 /// annotations, finalizers) with server-side apply.
@@ -188,7 +188,7 @@ mod tests {
             related,
             finalizer,
             crds: Vec::new(),
-            limits: crate::plugin::DeclaredLimits::default(),
+            limits: kubewasm::plugin::DeclaredLimits::default(),
         }
     }
 

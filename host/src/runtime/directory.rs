@@ -2,12 +2,10 @@
 //! and watched.
 
 use std::collections::BTreeMap;
-use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
 use notify::{RecommendedWatcher, RecursiveMode, Watcher};
-use sha2::{Digest, Sha256};
 use tokio::sync::mpsc;
 
 /// One plugin's files.
@@ -50,14 +48,6 @@ pub async fn read_settled(path: &Path, settle: Duration) -> Option<Vec<u8>> {
     tokio::time::sleep(settle).await;
     let bytes = tokio::fs::read(path).await.ok()?;
     (stamp(path)? == before && bytes.len() as u64 == before.0).then_some(bytes)
-}
-
-/// SHA-256 of `bytes`, hex: how plugin versions (and applied children) are named.
-pub fn digest(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().fold(String::with_capacity(64), |mut hex, b| {
-        let _ = write!(hex, "{b:02x}");
-        hex
-    })
 }
 
 /// Watches `dir`; each burst of changes yields one message once `quiet` has

@@ -25,7 +25,7 @@ use wit_component::{ComponentEncoder, StringEncoding};
 use wit_parser::Resolve;
 
 /// The contract, as compiled into this binary.
-const CONTRACT_WIT: &str = include_str!("../../wit/reconciler.wit");
+const CONTRACT_WIT: &str = include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/../wit/reconciler.wit"));
 /// The world a plugin implements.
 const WORLD: &str = "plugin";
 /// The 16 bytes that precede the adapter arena's address (u64, little-endian) and

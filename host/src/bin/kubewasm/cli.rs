@@ -1,10 +1,14 @@
 //! The command line: every subcommand and flag, in one place.
 
+// The doc comments are the `--help` text, written for a terminal, not for rustdoc.
+#![allow(clippy::doc_markdown)]
+
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
+use kubewasm::coordination::{self, LeaderElection, ReplicaMode, Sharding};
 
 /// Kubernetes controllers whose reconcile logic is a sandboxed WebAssembly component.
 #[derive(Debug, Parser)]
@@ -242,27 +246,22 @@ pub struct LeaderArgs {
 }
 
 impl LeaderArgs {
-    /// The election these flags ask for, if any.
-    pub fn election(&self) -> Option<kubewasm::run::LeaderElection> {
-        self.leader_elect.then(|| kubewasm::run::LeaderElection {
-            lease_namespace: self.lease_namespace.clone(),
-            lease_name: self.lease_name.clone(),
-            lease_duration: Duration::from_secs(self.lease_duration.max(1)),
-            identity: self.identity(),
-        })
-    }
-
-    /// The sharding these flags ask for, if any.
-    pub fn sharding(&self) -> Option<kubewasm::run::Sharding> {
-        self.shard.then(|| kubewasm::run::Sharding {
-            lease_namespace: self.lease_namespace.clone(),
-            group: self.lease_name.clone(),
-            lease_duration: Duration::from_secs(self.lease_duration.max(1)),
-            identity: self.identity(),
-        })
-    }
-
-    fn identity(&self) -> String {
-        self.identity.clone().unwrap_or_else(kubewasm::run::LeaderElection::default_identity)
+    /// How these flags have the replica share the work.
+    pub fn mode(&self) -> ReplicaMode {
+        let lease_duration = Duration::from_secs(self.lease_duration.max(1));
+        let identity = self.identity.clone().unwrap_or_else(coordination::default_identity);
+        let lease_namespace = self.lease_namespace.clone();
+        if self.leader_elect {
+            ReplicaMode::LeaderElected(LeaderElection {
+                lease_namespace,
+                lease_name: self.lease_name.clone(),
+                lease_duration,
+                identity,
+            })
+        } else if self.shard {
+            ReplicaMode::Sharded(Sharding { lease_namespace, group: self.lease_name.clone(), lease_duration, identity })
+        } else {
+            ReplicaMode::Single
+        }
     }
 }

@@ -239,7 +239,7 @@ impl Names {
     }
 
     fn fill(&self, template: &str, sdk: &Sdk) -> String {
-        template
+        let filled = template
             .replace("{{name}}", &self.name)
             .replace("{{crate}}", &self.krate)
             .replace("{{kind}}", &self.kind)
@@ -247,54 +247,34 @@ impl Names {
             .replace("{{singular}}", &self.singular)
             .replace("{{group}}", &self.group)
             .replace("{{version}}", &self.version)
-            .replace("{{scope}}", if self.cluster { "Cluster" } else { "Namespaced" })
-            .replace("{{kindref}}", if self.cluster { "cluster" } else { "namespaced" })
-            .replace(
-                "{{child_meta}}",
-                if self.cluster {
-                    // A cluster-scoped parent's namespaced children need a namespace.
-                    r#"parent.child_meta_in(parent.name(), "default")"#
-                } else {
-                    "parent.child_meta(parent.name())"
-                },
-            )
-            .replace("{{json_namespace}}", if self.cluster { "" } else { r#", "namespace": "default""# })
-            .replace("{{yaml_namespace}}", if self.cluster { "" } else { "  namespace: default\n" })
-            .replace("{{py_scope}}", if self.cluster { ", namespaced=False" } else { "" })
-            .replace(
-                "{{py_child_meta}}",
-                if self.cluster {
-                    r#"parent.child_meta_in(parent.name, "default")"#
-                } else {
-                    "parent.child_meta(parent.name)"
-                },
-            )
-            .replace("{{js_scope}}", if self.cluster { ", false" } else { "" })
-            .replace(
-                "{{js_child_meta}}",
-                if self.cluster {
-                    "parent.childMetaIn(parent.name, 'default')"
-                } else {
-                    "parent.childMeta(parent.name)"
-                },
-            )
-            .replace("{{go_scope}}", if self.cluster { "ClusterScoped" } else { "Namespaced" })
-            .replace(
-                "{{go_child_meta}}",
-                if self.cluster {
-                    r#"parent.ChildMetaIn(parent.Name(), "default")"#
-                } else {
-                    "parent.ChildMeta(parent.Name())"
-                },
-            )
-            .replace("{{go_json_namespace}}", if self.cluster { "" } else { r#", "namespace": "default""# })
             .replace("{{go_sdk}}", &sdk.go_replacement())
             .replace("{{sdk}}", &sdk.dependency())
             .replace("{{npm_sdk}}", &sdk.npm_dependency())
             .replace("{{sh_sdk}}", &shell_quoted(&sdk.to_string()))
-            .replace("{{pip_sdk}}", &sdk.pip_requirement())
+            .replace("{{pip_sdk}}", &sdk.pip_requirement());
+        BY_SCOPE.iter().fold(filled, |text, (placeholder, namespaced, cluster)| {
+            text.replace(placeholder, if self.cluster { cluster } else { namespaced })
+        })
     }
 }
+
+/// The placeholders that differ between a namespaced and a cluster-scoped parent:
+/// (placeholder, namespaced, cluster-scoped). A cluster-scoped parent's namespaced
+/// children need a namespace.
+const BY_SCOPE: &[(&str, &str, &str)] = &[
+    ("{{scope}}", "Namespaced", "Cluster"),
+    ("{{kindref}}", "namespaced", "cluster"),
+    ("{{child_meta}}", "parent.child_meta(parent.name())", r#"parent.child_meta_in(parent.name(), "default")"#),
+    ("{{json_namespace}}", r#", "namespace": "default""#, ""),
+    ("{{yaml_namespace}}", "  namespace: default\n", ""),
+    ("{{py_scope}}", "", ", namespaced=False"),
+    ("{{py_child_meta}}", "parent.child_meta(parent.name)", r#"parent.child_meta_in(parent.name, "default")"#),
+    ("{{js_scope}}", "", ", false"),
+    ("{{js_child_meta}}", "parent.childMeta(parent.name)", "parent.childMetaIn(parent.name, 'default')"),
+    ("{{go_scope}}", "Namespaced", "ClusterScoped"),
+    ("{{go_child_meta}}", "parent.ChildMeta(parent.Name())", r#"parent.ChildMetaIn(parent.Name(), "default")"#),
+    ("{{go_json_namespace}}", r#", "namespace": "default""#, ""),
+];
 
 /// `v1`, `v2beta1`, `v1alpha2`: a Kubernetes API version.
 fn is_api_version(version: &str) -> bool {
@@ -366,75 +346,87 @@ const RESERVED: &[&str] = &[
     "while",
 ];
 
-/// (path in the plugin, template); `{{name}}` in a path is the plugin's name.
-const RUST_FILES: &[(&str, &str)] = &[
-    ("Cargo.toml", include_str!("../templates/plugin/Cargo.toml.tmpl")),
-    ("src/lib.rs", include_str!("../templates/plugin/lib.rs.tmpl")),
-    ("crd.yaml", include_str!("../templates/plugin/crd.yaml.tmpl")),
-    ("examples/parent.yaml", include_str!("../templates/plugin/parent.yaml.tmpl")),
-    ("examples/{{name}}.yaml", include_str!("../templates/plugin/object.yaml.tmpl")),
-    ("README.md", include_str!("../templates/plugin/README.md.tmpl")),
-    (".gitignore", include_str!("../templates/plugin/gitignore.tmpl")),
+/// A template file of `host/templates/`, built into the binary.
+macro_rules! template {
+    ($path:expr) => {
+        include_str!(concat!(env!("CARGO_MANIFEST_DIR"), "/templates/", $path))
+    };
+}
+
+/// One language's templates from its folder of `host/templates/`: (path in the plugin,
+/// template file) for its own files; its `README.md` and `.gitignore` follow the
+/// shared ones.
+macro_rules! templates {
+    ($folder:literal, [$(($path:literal, $file:literal)),* $(,)?]) => {
+        Templates {
+            own: &[$(($path, template!(concat!($folder, "/", $file)))),*],
+            readme: template!(concat!($folder, "/README.md.tmpl")),
+            gitignore: template!(concat!($folder, "/gitignore.tmpl")),
+        }
+    };
+}
+
+/// The files of a new plugin in one language: `{{name}}` in a path is the plugin's name.
+struct Templates {
+    /// (path in the plugin, template) of the language's own files.
+    own: &'static [(&'static str, &'static str)],
+    readme: &'static str,
+    gitignore: &'static str,
+}
+
+impl Templates {
+    /// Every file: the language's own, the CRD and examples every language shares,
+    /// then its README and `.gitignore`.
+    fn files(&self) -> impl Iterator<Item = (&'static str, &'static str)> {
+        let last = [("README.md", self.readme), (".gitignore", self.gitignore)];
+        self.own.iter().copied().chain(SHARED.iter().copied()).chain(last)
+    }
+}
+
+/// The Rust crate's CRD and examples, which every language's plugin has too.
+const SHARED: &[(&str, &str)] = &[
+    ("crd.yaml", template!("plugin/crd.yaml.tmpl")),
+    ("examples/parent.yaml", template!("plugin/parent.yaml.tmpl")),
+    ("examples/{{name}}.yaml", template!("plugin/object.yaml.tmpl")),
 ];
 
-/// A Python plugin: its own module, tests and README; the CRD and examples are the Rust
-/// crate's.
-const PYTHON_FILES: &[(&str, &str)] = &[
-    ("pyproject.toml", include_str!("../templates/plugin-python/pyproject.toml.tmpl")),
-    ("app.py", include_str!("../templates/plugin-python/app.py.tmpl")),
-    ("tests/test_app.py", include_str!("../templates/plugin-python/test_app.py.tmpl")),
-    ("crd.yaml", include_str!("../templates/plugin/crd.yaml.tmpl")),
-    ("examples/parent.yaml", include_str!("../templates/plugin/parent.yaml.tmpl")),
-    ("examples/{{name}}.yaml", include_str!("../templates/plugin/object.yaml.tmpl")),
-    ("README.md", include_str!("../templates/plugin-python/README.md.tmpl")),
-    (".gitignore", include_str!("../templates/plugin-python/gitignore.tmpl")),
-];
+/// A Rust crate.
+const RUST: Templates = templates!("plugin", [("Cargo.toml", "Cargo.toml.tmpl"), ("src/lib.rs", "lib.rs.tmpl")]);
+
+/// A Python plugin: its own module, tests and README.
+const PYTHON: Templates = templates!(
+    "plugin-python",
+    [("pyproject.toml", "pyproject.toml.tmpl"), ("app.py", "app.py.tmpl"), ("tests/test_app.py", "test_app.py.tmpl")]
+);
 
 /// A JavaScript plugin: an npm package with its module, `node --test` tests and README.
-const JS_FILES: &[(&str, &str)] = &[
-    ("package.json", include_str!("../templates/plugin-js/package.json.tmpl")),
-    ("app.js", include_str!("../templates/plugin-js/app.js.tmpl")),
-    ("test/app.test.js", include_str!("../templates/plugin-js/app.test.js.tmpl")),
-    ("crd.yaml", include_str!("../templates/plugin/crd.yaml.tmpl")),
-    ("examples/parent.yaml", include_str!("../templates/plugin/parent.yaml.tmpl")),
-    ("examples/{{name}}.yaml", include_str!("../templates/plugin/object.yaml.tmpl")),
-    ("README.md", include_str!("../templates/plugin-js/README.md.tmpl")),
-    (".gitignore", include_str!("../templates/plugin-js/gitignore.tmpl")),
-];
+const JS: Templates = templates!(
+    "plugin-js",
+    [("package.json", "package.json.tmpl"), ("app.js", "app.js.tmpl"), ("test/app.test.js", "app.test.js.tmpl")]
+);
 
 /// A TypeScript plugin: the JavaScript one typed, with `tsc` run by its tests.
-const TS_FILES: &[(&str, &str)] = &[
-    ("package.json", include_str!("../templates/plugin-ts/package.json.tmpl")),
-    ("tsconfig.json", include_str!("../templates/plugin-ts/tsconfig.json.tmpl")),
-    ("app.ts", include_str!("../templates/plugin-ts/app.ts.tmpl")),
-    ("test/app.test.ts", include_str!("../templates/plugin-ts/app.test.ts.tmpl")),
-    ("crd.yaml", include_str!("../templates/plugin/crd.yaml.tmpl")),
-    ("examples/parent.yaml", include_str!("../templates/plugin/parent.yaml.tmpl")),
-    ("examples/{{name}}.yaml", include_str!("../templates/plugin/object.yaml.tmpl")),
-    ("README.md", include_str!("../templates/plugin-ts/README.md.tmpl")),
-    (".gitignore", include_str!("../templates/plugin-ts/gitignore.tmpl")),
-];
+const TS: Templates = templates!(
+    "plugin-ts",
+    [
+        ("package.json", "package.json.tmpl"),
+        ("tsconfig.json", "tsconfig.json.tmpl"),
+        ("app.ts", "app.ts.tmpl"),
+        ("test/app.test.ts", "app.test.ts.tmpl"),
+    ]
+);
 
-/// A Go plugin: its own module, tests and README; the CRD and examples are the Rust
-/// crate's.
-const GO_FILES: &[(&str, &str)] = &[
-    ("go.mod", include_str!("../templates/plugin-go/go.mod.tmpl")),
-    ("main.go", include_str!("../templates/plugin-go/main.go.tmpl")),
-    ("main_test.go", include_str!("../templates/plugin-go/main_test.go.tmpl")),
-    ("crd.yaml", include_str!("../templates/plugin/crd.yaml.tmpl")),
-    ("examples/parent.yaml", include_str!("../templates/plugin/parent.yaml.tmpl")),
-    ("examples/{{name}}.yaml", include_str!("../templates/plugin/object.yaml.tmpl")),
-    ("README.md", include_str!("../templates/plugin-go/README.md.tmpl")),
-    (".gitignore", include_str!("../templates/plugin-go/gitignore.tmpl")),
-];
+/// A Go plugin: its own module, tests and README.
+const GO: Templates = templates!(
+    "plugin-go",
+    [("go.mod", "go.mod.tmpl"), ("main.go", "main.go.tmpl"), ("main_test.go", "main_test.go.tmpl")]
+);
 
 /// What [`create`] made.
 #[derive(Debug)]
 pub struct Created {
     /// The parent kind, `Kind.group/version`.
     pub kind: String,
-    /// The crate's name in Rust, and of its component: `target/.../CRATE.wasm`.
-    pub krate: String,
     /// The files written, under the plugin's directory.
     pub files: Vec<PathBuf>,
     /// The commands that test, build and render the new plugin, one a line.
@@ -462,13 +454,13 @@ pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Lang
     }
     let mut files = Vec::new();
     let templates = match language {
-        Language::Rust => RUST_FILES,
-        Language::Python => PYTHON_FILES,
-        Language::JavaScript => JS_FILES,
-        Language::TypeScript => TS_FILES,
-        Language::Go => GO_FILES,
+        Language::Rust => &RUST,
+        Language::Python => &PYTHON,
+        Language::JavaScript => &JS,
+        Language::TypeScript => &TS,
+        Language::Go => &GO,
     };
-    for (path, template) in templates {
+    for (path, template) in templates.files() {
         let path = dir.join(path.replace("{{name}}", name));
         let write = |path: &Path| -> std::io::Result<()> {
             if let Some(parent) = path.parent() {
@@ -505,12 +497,7 @@ pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Lang
             format!("kubewasm render {name}.wasm --parent examples/parent.yaml"),
         ],
     };
-    Ok(Created {
-        kind: format!("{}.{}/{}", names.kind, names.group, names.version),
-        krate: names.krate,
-        files,
-        next_steps,
-    })
+    Ok(Created { kind: format!("{}.{}/{}", names.kind, names.group, names.version), files, next_steps })
 }
 
 #[cfg(test)]
@@ -573,16 +560,16 @@ mod tests {
     fn every_placeholder_of_every_template_is_filled() {
         let sdk = Sdk::Git("https://example.com/kubewasm.git".into());
         let languages = [
-            (Language::Rust, RUST_FILES),
-            (Language::Python, PYTHON_FILES),
-            (Language::JavaScript, JS_FILES),
-            (Language::TypeScript, TS_FILES),
-            (Language::Go, GO_FILES),
+            (Language::Rust, &RUST),
+            (Language::Python, &PYTHON),
+            (Language::JavaScript, &JS),
+            (Language::TypeScript, &TS),
+            (Language::Go, &GO),
         ];
-        for (language, files) in languages {
+        for (language, templates) in languages {
             for cluster in [false, true] {
                 let names = Names::of("hello-world", &Parent { cluster, ..Parent::default() }, language).unwrap();
-                for (path, template) in files {
+                for (path, template) in templates.files() {
                     let text = names.fill(template, &sdk);
                     assert!(!text.contains("{{"), "{language:?} {path} keeps a placeholder: {text}");
                 }
@@ -622,7 +609,7 @@ mod tests {
     fn the_npm_sdk_dependency_is_valid_json_whatever_the_path() {
         let names = Names::of("hello", &Parent::default(), Language::JavaScript).unwrap();
         let sdk = Sdk::Path(PathBuf::from(r#"/src/odd "dir"\guest-sdk/js"#));
-        let package: serde_json::Value = serde_json::from_str(&names.fill(JS_FILES[0].1, &sdk)).unwrap();
+        let package: serde_json::Value = serde_json::from_str(&names.fill(JS.own[0].1, &sdk)).unwrap();
         assert_eq!(package["dependencies"]["@kubewasm/sdk"], r#"file:/src/odd "dir"\guest-sdk/js"#);
     }
 

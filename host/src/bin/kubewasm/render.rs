@@ -1,7 +1,7 @@
 //! One offline reconcile on objects read from YAML files: what `kubewasm render`
 //! prints and what golden tests compare.
 //!
-//! The plugin sees exactly what the host would hand it ([`crate::plugin::view`], the
+//! The plugin sees exactly what the host would hand it ([`kubewasm::plugin::view`], the
 //! function the controllers use): only the observed objects its parent controls, only
 //! the related objects its queries select, and no `managedFields`.
 
@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Value, json};
 
-use crate::plugin::{CallError, Plugin, Reconciled, Refusal, Request, Response, validate, view};
+use kubewasm::plugin::{CallError, Plugin, Refusal, Request, Response, validate, view};
 
 /// Why a render failed; each variant names what to fix.
 #[derive(Debug, thiserror::Error)]
@@ -75,14 +75,13 @@ pub fn render(plugin: &Plugin, inputs: &Inputs, now: &str) -> Result<Rendered, R
         None => Value::Null,
     };
     // One instance for both calls, as the controllers do.
-    let mut left_out = Vec::new();
-    let Reconciled { request, response, .. } = plugin.reconcile_with(parent, |parent, queries| {
-        let shown = view::select(manifest, &parent, queries, observed, related);
-        left_out = shown.left_out;
-        Request::new(parent, shown.children, shown.related, false, now.into(), config)
-    })?;
+    let mut instance = plugin.instance();
+    let queries = instance.related(&parent)?;
+    let shown = view::select(manifest, &parent, &queries, observed, related);
+    let request = Request::new(parent, shown.children, shown.related, false, now.into(), config);
+    let response = instance.reconcile(&request)?;
     let response = validate(manifest, request.parent().json(), response)?;
-    Ok(Rendered { parent: request.parent().json().clone(), response, notes: left_out })
+    Ok(Rendered { parent: request.parent().json().clone(), response, notes: shown.left_out })
 }
 
 impl Rendered {

@@ -1,5 +1,7 @@
-//! The set of running controllers, one per plugin, each started, swapped and stopped
-//! on its own; a plugin whose kinds are not served yet waits here until they are.
+//! The runners of the plugins: one controller per plugin, each started, swapped and
+//! stopped on its own; a plugin whose kinds are not served yet waits here until they
+//! are. Other kinds of runner (an event handler fed by informers) belong beside the
+//! controllers here.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -20,19 +22,19 @@ struct Waiting {
 }
 
 /// Running controllers by plugin name, and the plugins waiting for their kinds.
-pub(crate) struct Controllers {
+pub(crate) struct Runners {
     client: Client,
     running: BTreeMap<String, Controller>,
     waiting: BTreeMap<String, Waiting>,
 }
 
-impl Controllers {
+impl Runners {
     pub(crate) fn new(client: &Client) -> Self {
         Self { client: client.clone(), running: BTreeMap::new(), waiting: BTreeMap::new() }
     }
 
     /// Starts `plugin`'s controller; if its kinds are not served yet, it waits for
-    /// [`Controllers::start_waiting`]. Another failure is logged.
+    /// [`Runners::start_waiting`]. Another failure is logged.
     pub(crate) async fn start(&mut self, plugin: Arc<Plugin>, options: controller::Options) {
         let name = plugin.manifest().name.clone();
         let version = short(plugin.hash()).to_string();

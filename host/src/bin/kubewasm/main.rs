@@ -1,23 +1,32 @@
 //! The `kubewasm` binary: parses the command line and wires the library together.
+//! The command-line tools live here, not in the library, so that a user of the
+//! library does not compile what they need (wit-component, wasm-encoder, clap):
+//! `render` (one offline reconcile), `rbac` (the RBAC the plugins need), `scaffold`
+//! (a new plugin) and `componentize` (a Go plugin's core module made a component).
+
+#![warn(clippy::pedantic)]
+#![allow(clippy::must_use_candidate)]
 
 mod cli;
+mod componentize;
+mod rbac;
+mod render;
+mod scaffold;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use kubewasm::host;
 use kubewasm::logging;
 use kubewasm::plugin::{CONTRACT_VERSION, Engine, EngineOptions, Plugin};
-use kubewasm::rbac;
-use kubewasm::render::{self, Inputs};
-use kubewasm::{run, scaffold};
+use kubewasm::{run, runtime};
 #[cfg(feature = "dev")]
 use kubewasm_devcluster::{self as devcluster, DevCluster};
 use serde_json::{Value, json};
 
 use cli::{Cli, Command};
+use render::Inputs;
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
@@ -65,12 +74,8 @@ fn run(cli: Cli) -> Result<()> {
             runtime.block_on(dev(&engine, &options, cluster, faults))?;
         }
         Command::Run { dir, health_addr, host, leader } => {
-            let options = run::Options {
-                health_addr: Some(health_addr),
-                leader: leader.election(),
-                sharding: leader.sharding(),
-                ..run::Options::new(dir)
-            };
+            let options =
+                run::Options { health_addr: Some(health_addr), replicas: leader.mode(), ..run::Options::new(dir) };
             let runtime = tokio_runtime()?;
             let engine = engine(&EngineOptions { pooling: true, cache_dir: host.cache_dir() })?;
             runtime.block_on(async {
@@ -105,7 +110,7 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Componentize { core, output } => {
-            let size = kubewasm::componentize::componentize_to(&core, &output)?;
+            let size = componentize::componentize_to(&core, &output)?;
             eprintln!("wrote {} ({size} bytes)", output.display());
         }
         Command::Describe { plugin } => {
@@ -124,7 +129,7 @@ fn run(cli: Cli) -> Result<()> {
         Command::Crds { plugins, dir } => {
             let mut files = plugins;
             if let Some(dir) = dir {
-                files.extend(host::plugin_files(&dir)?);
+                files.extend(runtime::plugin_files(&dir)?);
             }
             anyhow::ensure!(!files.is_empty(), "name plugin files or a directory with --plugins DIR");
             let engine = engine(&one_shot())?;
@@ -136,7 +141,7 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Rbac { dir, namespace, name, service_account_namespace } => {
-            let (plugins, failures) = host::load_dir(&engine(&one_shot())?, &dir)?;
+            let (plugins, failures) = runtime::load_dir(&engine(&one_shot())?, &dir)?;
             if let Some(failure) = failures.first() {
                 anyhow::bail!("{failure} (RBAC for the other plugins alone would not let it run)");
             }
@@ -189,8 +194,8 @@ async fn dev(
     // The table is printed when it differs from the last one: a rescan that changed
     // nothing prints nothing.
     let mut last_table = None;
-    let on_change = |host: &kubewasm::host::Host| {
-        let table = run::plugin_table(host);
+    let on_change = |runtime: &kubewasm::runtime::Runtime| {
+        let table = run::plugin_table(runtime);
         if last_table.as_ref() != Some(&table) {
             eprint!("{table}");
             last_table = Some(table);
