@@ -8,6 +8,12 @@
 //! get/list/watch, create/update/patch (merge, JSON, strategic, server-side apply), delete with
 //! finalizers and garbage collection. It is not a scheduler or a kubelet: nothing runs Pods.
 //!
+//! It serves HTTPS with a CA of its own and authorizes every request as kube-apiserver does:
+//! [`DevCluster::client`] and the kubeconfig it writes are the cluster administrator
+//! (`system:masters`), [`DevCluster::kubeconfig_for_user`] makes a client certificate for another
+//! user, and [`DevCluster::apply`] with [`DevCluster::service_account_token`] runs a controller
+//! as the service account its RBAC manifest defines, so that RBAC is what decides.
+//!
 //! ```no_run
 //! # async fn demo() -> Result<(), kubewasm_devcluster::Error> {
 //! use kubewasm_devcluster::{DevCluster, Options};
@@ -25,8 +31,10 @@
 //!
 //! Where it differs from a real API server (each is a place where a test could pass here and
 //! fail on a cluster):
-//! - no controllers besides garbage collection, namespace and CRD cleanup: Deployments get no
-//!   `ReplicaSets` or Pods, Jobs never run, Pods stay `Pending`, no status is written for you;
+//! - no controllers besides garbage collection, namespace and CRD cleanup, a namespace's
+//!   `default` service account and `kube-root-ca.crt`, and cluster role aggregation:
+//!   Deployments get no `ReplicaSets` or Pods, Jobs never run, Pods stay `Pending`, no status is
+//!   written for you;
 //! - built-ins are decoded by their upstream definitions (types, unknown fields) and checked by a
 //!   few rules of the real validation (names, selectors, containers, ports, a Job's restart
 //!   policy), not all of it; defaults are those of the common kinds (`src/kinds`), not of
@@ -39,10 +47,14 @@
 //!   structured-merge-diff scenarios that run here and those that cannot);
 //! - a protobuf body's explicit zero (`replicas: 0`, `false`, `""`) reads as unset (see
 //!   `protobuf`); answers are always JSON, and `/openapi/v2` is served as JSON only;
-//! - no authentication, authorization (every review is allowed) or admission webhooks; no
-//!   aggregated discovery; `autoscaling/v1` `HorizontalPodAutoscaler`s are not served (only
-//!   `v2`); subresources other than `status` and `scale` (logs, exec, eviction, binding, tokens,
-//!   ephemeral containers) are not served.
+//! - authentication knows client certificates of its own CA and its own service-account tokens
+//!   (no static, bootstrap, OIDC or webhook tokens); authorization is `system:masters` and
+//!   RBAC, without the Node authorizer and without the escalation checks of RBAC writes; the
+//!   default roles and bindings are created when missing, not reconciled;
+//! - no admission webhooks; no aggregated discovery; `autoscaling/v1`
+//!   `HorizontalPodAutoscaler`s are not served (only `v2`); subresources other than `status`,
+//!   `scale` and `serviceaccounts/token` (logs, exec, eviction, binding, ephemeral containers)
+//!   are not served.
 
 #![warn(clippy::pedantic)]
 // Accessors like `DevCluster::url` have nothing to add beyond their name.
@@ -65,6 +77,7 @@ mod apply;
 mod compare;
 mod decode;
 mod kubeconfig;
+mod manifests;
 mod metadata;
 mod patch;
 mod pki;
@@ -108,6 +121,7 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
+use serde::Deserialize;
 use tokio::task::JoinHandle;
 
 use self::cluster::Cluster;
@@ -184,6 +198,10 @@ pub enum Error {
     /// A kubeconfig for the server could not be read as a client configuration.
     #[error("could not read the kubeconfig for the server: {0}")]
     ClientConfig(#[from] kube::config::KubeconfigError),
+    /// An object given to [`DevCluster::apply`] is not YAML, of a kind the server does not serve,
+    /// or refused.
+    #[error("could not apply {object}: {message}")]
+    Manifest { object: String, message: String },
     /// The cluster's CA, keys or certificates could not be read, written or made (see
     /// [`PkiError`]).
     #[error("could not set up the cluster's certificates: {0}")]
@@ -290,6 +308,8 @@ impl DevCluster {
                 true,
             ),
         };
+        // Printed for users to copy (`export KUBECONFIG=...`): whole, wherever they run it from.
+        let kubeconfig = std::path::absolute(&kubeconfig).unwrap_or(kubeconfig);
         let credential = match &admin {
             Some(Issued { cert_pem, key_pem }) => Credential::Certificate { cert_pem, key_pem },
             None => Credential::None,
@@ -320,7 +340,7 @@ impl DevCluster {
         self.config.clone()
     }
 
-    /// The kubeconfig file for `kubectl --kubeconfig`: the administrator's (a client certificate
+    /// The kubeconfig file for `kubectl --kubeconfig` (an absolute path): the administrator's (a client certificate
     /// of `kubernetes-admin` in `system:masters` and the cluster's CA; no credentials on plain
     /// HTTP).
     pub fn kubeconfig_path(&self) -> &Path {
@@ -368,6 +388,50 @@ impl DevCluster {
     /// [`Error::ClientConfig`] or [`Error::Client`] when the text is not a usable kubeconfig.
     pub async fn client_from(kubeconfig: &str) -> Result<kube::Client, Error> {
         Ok(kube::Client::try_from(client_config(kubeconfig).await?)?)
+    }
+
+    /// Applies each object of `manifests` (a YAML stream, as `kubectl apply -f` takes) as the
+    /// administrator, with server-side apply: a namespace, a service account and its roles and
+    /// bindings, say, to run a controller as that service account (with
+    /// [`DevCluster::service_account_token`]). Objects are applied in order; the first refused
+    /// one stops it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Manifest`] naming the object that is not YAML, of a kind the server does not
+    /// serve, or refused, and why.
+    pub fn apply(&self, manifests: &str) -> Result<(), Error> {
+        let mut applied = false;
+        for (index, document) in serde_yaml_ng::Deserializer::from_str(manifests).enumerate() {
+            let object = serde_json::Value::deserialize(document)
+                .map_err(|e| Error::Manifest { object: format!("document {}", index + 1), message: e.to_string() })?;
+            if object.is_null() {
+                continue;
+            }
+            let mut cluster = self.shared.lock();
+            let result = manifests::apply(&mut cluster, &object);
+            applied |= result.is_ok();
+            result.map_err(|(object, message)| Error::Manifest { object, message })?;
+        }
+        if applied {
+            self.shared.persist.notify_one();
+        }
+        Ok(())
+    }
+
+    /// A token of the service account `name` in `namespace`, as `kubectl create token` asks
+    /// for one (an hour long, for the API server's audience): the bearer token of
+    /// [`DevCluster::kubeconfig_for_token`].
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Client`] when the account does not exist.
+    pub async fn service_account_token(&self, namespace: &str, name: &str) -> Result<String, Error> {
+        let accounts: kube::Api<k8s_openapi::api::core::v1::ServiceAccount> =
+            kube::Api::namespaced(self.client.clone(), namespace);
+        let request = k8s_openapi::api::authentication::v1::TokenRequest::default();
+        let answer = accounts.create_token_request(name, &kube::api::PostParams::default(), &request).await?;
+        Ok(answer.status.map(|s| s.token).unwrap_or_default())
     }
 
     /// How many mutating requests (POST, PUT, PATCH, DELETE) the server has served, including

@@ -194,3 +194,52 @@ async fn a_token_of_a_recreated_account_or_a_deleted_pod_no_longer_authenticates
     );
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_controller_applied_with_its_rbac_acts_as_its_service_account_with_exactly_that_rbac() {
+    let dc = start().await;
+    dc.apply(
+        "apiVersion: v1
+kind: Namespace
+metadata: {name: robots}
+---
+apiVersion: v1
+kind: ServiceAccount
+metadata: {name: reader, namespace: robots}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRole
+metadata: {name: configmap-reader}
+rules:
+- {apiGroups: [\"\"], resources: [configmaps], verbs: [get, list, watch]}
+---
+apiVersion: rbac.authorization.k8s.io/v1
+kind: ClusterRoleBinding
+metadata: {name: configmap-reader}
+roleRef: {apiGroup: rbac.authorization.k8s.io, kind: ClusterRole, name: configmap-reader}
+subjects:
+- {kind: ServiceAccount, name: reader, namespace: robots}
+",
+    )
+    .unwrap();
+    let token = dc.service_account_token("robots", "reader").await.unwrap();
+    let reader = DevCluster::client_from(&dc.kubeconfig_for_token(&token)).await.unwrap();
+    let configmaps: Api<k8s_openapi::api::core::v1::ConfigMap> = Api::namespaced(reader, "default");
+    configmaps.list(&ListParams::default()).await.expect("reading is granted");
+    let status = api_error(
+        configmaps
+            .create(&PostParams::default(), &serde_json::from_value(json!({ "metadata": { "name": "x" } })).unwrap())
+            .await
+            .unwrap_err(),
+    );
+    assert_eq!(
+        status.message,
+        r#"configmaps is forbidden: User "system:serviceaccount:robots:reader" cannot create resource "configmaps" in API group "" in the namespace "default""#
+    );
+
+    let err = dc.apply("apiVersion: example.com/v1\nkind: Widget\nmetadata: {name: w}\n").unwrap_err();
+    assert_eq!(err.to_string(), r#"could not apply Widget/w: the server serves no Widget in "example.com/v1""#);
+    let err = dc.apply("apiVersion: v1\nkind: ConfigMap\nmetadata: {name: c, namespace: nowhere}\n").unwrap_err();
+    assert_eq!(err.to_string(), r#"could not apply ConfigMap/c: namespaces "nowhere" not found"#);
+    dc.shutdown().await;
+}
