@@ -1,7 +1,7 @@
 package kubewasm_test
 
 // The host's checks, ported to Go, against the table of cases the Rust contract crate
-// is tested with (guest-sdk/contract/tests/validate_cases.json).
+// is tested with (wit/contract/tests/validate_cases.json).
 
 import (
 	"encoding/json"
@@ -40,7 +40,7 @@ func expand(v any) any {
 }
 
 func table(t *testing.T) map[string]any {
-	text, err := os.ReadFile("../contract/tests/validate_cases.json")
+	text, err := os.ReadFile("../../wit/contract/tests/validate_cases.json")
 	if err != nil {
 		t.Fatal(err)
 	}
