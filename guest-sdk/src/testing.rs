@@ -29,7 +29,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::bindings::kubewasm::reconciler::types as wit;
-use crate::{Error, Event, EventType, Manifest, Object, Query, Reconciler, Response, export};
+use crate::{Error, Event, EventType, Manifest, Object, Query, Reconciler, Request, Response, export};
 
 /// The input of one reconcile, built the way the host builds it.
 #[derive(Clone, Debug)]
@@ -94,14 +94,8 @@ impl TestRequest {
     }
 
     fn into_wit(self) -> wit::Request {
-        wit::Request {
-            parent: self.parent.to_string(),
-            children: self.children.iter().map(Value::to_string).collect(),
-            related: self.related.iter().map(Value::to_string).collect(),
-            finalizing: self.finalizing,
-            now: self.now,
-            config: self.config.to_string(),
-        }
+        let request = Request::new(self.parent, self.children, self.related, self.finalizing, self.now, self.config);
+        wit::Request::from(&request)
     }
 }
 
@@ -200,28 +194,8 @@ pub fn reconcile<R: Reconciler>(request: TestRequest) -> Result<Outcome, Error> 
     crate::log::native::CAPTURED.with(|c| c.borrow_mut().clear());
     let result = export::reconcile::<R>(request.into_wit());
     let logs = crate::log::native::CAPTURED.with(|c| std::mem::take(&mut *c.borrow_mut()));
-    let answer = result.map_err(|e| Error { message: e.message, retryable: e.retryable })?;
-    let json = |t: &str| serde_json::from_str::<Value>(t).expect("plugin answered JSON");
-    let response = Response {
-        children: answer.children.iter().map(|t| json(t)).collect(),
-        status: answer.status.as_deref().map(json),
-        labels: answer.labels.into_iter().collect(),
-        annotations: answer.annotations.into_iter().collect(),
-        requeue_after: answer.requeue_after_ms.map(Duration::from_millis),
-        events: answer
-            .events
-            .into_iter()
-            .map(|e| Event {
-                type_: match e.type_ {
-                    wit::EventType::Normal => EventType::Normal,
-                    wit::EventType::Warning => EventType::Warning,
-                },
-                reason: e.reason,
-                message: e.message,
-            })
-            .collect(),
-        finalized: answer.finalized,
-    };
+    let answer = result.map_err(Error::from)?;
+    let response = Response::try_from(answer).unwrap_or_else(|e| panic!("the host would refuse this answer: {e}"));
     let response = kubewasm_contract::validate(&manifest, &parent, response)
         .unwrap_or_else(|refusal| panic!("the host would refuse this answer: {refusal}"));
     Ok(Outcome {

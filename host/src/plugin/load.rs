@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 use serde_json::Value;
 use wasmtime::component::Component;
 
-use super::contract::{self, CONTRACT_VERSION, EXPORT_PREFIX, MalformedAnswer, bindings, wit};
+use super::contract::{CONTRACT_VERSION, EXPORT_PREFIX, MalformedAnswer, bindings, wit};
 use super::engine::Engine;
 use super::pool::{Permit, PoolSlots};
 use super::sandbox::{self, CallError, CallState, Limits};
@@ -142,7 +142,7 @@ impl Plugin {
             .call("describe", |store, instance| instance.kubewasm_reconciler_reconciler().call_describe(store))
             .map_err(|source| LoadError::Describe { origin: origin.clone(), source })?;
         drop(instance);
-        let manifest = contract::manifest_from_wit(manifest);
+        let manifest = Manifest::from(manifest);
         manifest.check().map_err(|source| LoadError::InvalidManifest { origin: origin.clone(), source })?;
         let crds = parse_crds(&manifest.crds, &origin)?;
         Ok(Self {
@@ -308,7 +308,7 @@ impl<'a> Instance<'a> {
         let queries = self.call("related", |store, instance| {
             instance.kubewasm_reconciler_reconciler().call_related(store, &parent)
         })?;
-        let queries: Vec<Query> = queries.into_iter().map(contract::query_from_wit).collect();
+        let queries: Vec<Query> = queries.into_iter().map(Query::from).collect();
         if let Some(q) = queries.iter().find(|q| !self.related.contains(&q.kind)) {
             return Err(CallError::Malformed {
                 plugin: self.label.to_string(),
@@ -319,22 +319,15 @@ impl<'a> Instance<'a> {
     }
 
     fn reconcile(&mut self, request: &Request) -> Result<Response, CallError> {
-        let texts = |objects: &[kubewasm_contract::Object]| objects.iter().map(|o| o.json().to_string()).collect();
-        let wire = wit::Request {
-            parent: request.parent().json().to_string(),
-            children: texts(request.children()),
-            related: texts(request.related()),
-            finalizing: request.finalizing(),
-            now: request.now_rfc3339().to_string(),
-            config: request.config().to_string(),
-        };
+        let wire = wit::Request::from(request);
         let answer = self.call("reconcile", |store, instance| {
             instance.kubewasm_reconciler_reconciler().call_reconcile(store, &wire)
         })?;
         let plugin = || self.label.to_string();
         match answer {
-            Ok(response) => contract::response_from_wit(response)
-                .map_err(|source| CallError::Malformed { plugin: plugin(), source }),
+            Ok(response) => {
+                Response::try_from(response).map_err(|e| CallError::Malformed { plugin: plugin(), source: e.into() })
+            }
             Err(e) => Err(CallError::Plugin { plugin: plugin(), message: e.message, retryable: e.retryable }),
         }
     }
