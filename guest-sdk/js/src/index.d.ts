@@ -22,13 +22,8 @@ export class KindRef {
   toString(): string;
 }
 
-export namespace kinds {
-  const ConfigMap: KindRef, Secret: KindRef, Service: KindRef, ServiceAccount: KindRef, Pod: KindRef;
-  const PersistentVolumeClaim: KindRef, Namespace: KindRef, Deployment: KindRef, StatefulSet: KindRef;
-  const DaemonSet: KindRef, Job: KindRef, CronJob: KindRef, Ingress: KindRef, NetworkPolicy: KindRef;
-  const Role: KindRef, RoleBinding: KindRef, ClusterRole: KindRef, ClusterRoleBinding: KindRef;
-  const HorizontalPodAutoscaler: KindRef, PodDisruptionBudget: KindRef;
-}
+/** The built-in kinds by name (generated from the API server's data). */
+export * as kinds from './builtin-kinds.js';
 
 export namespace log {
   type Level = 'trace' | 'debug' | 'info' | 'warn' | 'error';

@@ -16,7 +16,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from .errors import Error, PermanentError
-from .kinds import KindRef
+from .kind import KindRef
 from .manifest import Manifest
 from .objects import Object
 from .query import LabelOperator, Query

@@ -25,7 +25,7 @@ from typing import Any, Optional, Sequence
 from . import export, log
 from ._paths import WIT, WORLD
 from .errors import PermanentError, RetryableError
-from .kinds import KindRef
+from .kind import KindRef
 from .manifest import Manifest, ManifestError
 from .objects import Object
 from .query import Query
