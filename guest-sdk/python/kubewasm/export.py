@@ -10,6 +10,7 @@ the same generated WIT records, so tests exercise the path a WebAssembly call ta
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from datetime import timedelta
@@ -185,14 +186,17 @@ def _object(what: str, text: str) -> Object:
 
 
 def request_from_wit(r: Any) -> Request:
-    return Request(
+    """The request as a plugin sees it: the objects and the settings parsed from JSON, the
+    time as ``now_rfc3339``, every other field of the contract's record as it was sent."""
+    fields = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
+    fields["now_rfc3339"] = fields.pop("now")
+    fields.update(
         parent=_object("parent", r.parent),
         children=[_object("child", t) for t in r.children],
         related=[_object("related object", t) for t in r.related],
-        finalizing=r.finalizing,
-        now_rfc3339=r.now,
         config=_parse("config", r.config),
     )
+    return Request(**fields)
 
 
 def to_json(what: str, value: Any) -> str:

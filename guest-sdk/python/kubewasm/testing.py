@@ -136,12 +136,14 @@ def reconcile(
     finalizing: bool = False,
     now: str = NOW,
     config: Any = None,
+    **fields: Any,
 ) -> Outcome:
     """Run one reconcile of ``plugin`` natively, through the export glue, and check the
     answer exactly as the host does before it writes anything.
 
     ``children`` are observed children (the host only sends those the parent controls),
-    ``related`` what the plugin's queries selected. Raises the plugin's own
+    ``related`` what the plugin's queries selected; any other field of the contract's
+    request goes by its name (``snake_case``) in ``fields``. Raises the plugin's own
     :class:`~kubewasm.Error` as the host would receive it, and
     :class:`HostWouldRefuse` when the host would refuse the answer, listing every
     problem as the host's ``ResponseRefused`` event does.
@@ -157,6 +159,7 @@ def reconcile(
         finalizing=finalizing,
         now=now,
         config=json.dumps(config),
+        **fields,
     )
     log._captured.clear()
     try:
