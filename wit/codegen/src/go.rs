@@ -200,7 +200,7 @@ impl<'a> Generator<'a> {
                         }
                     }
                     WorldItem::Function(func) => {
-                        out.push(Func { export, key: None, scope: String::new(), function: func })
+                        out.push(Func { export, key: None, scope: String::new(), function: func });
                     }
                     WorldItem::Type { .. } => {}
                 }
@@ -399,6 +399,8 @@ impl<'a> Generator<'a> {
         Ok(())
     }
 
+    /// The four codecs of a record: `store…`/`load…` at an address, `lowerFlat…`/
+    /// `liftFlat…` in flat values.
     fn record_functions(
         &mut self,
         out: &mut String,
@@ -406,38 +408,22 @@ impl<'a> Generator<'a> {
         ty: &Type,
         fields: &[(String, Type)],
     ) -> Result<(), Unsupported> {
-        let types: Vec<&Type> = fields.iter().map(|(_, t)| t).collect();
-        let offsets: Vec<usize> =
-            self.sizes.field_offsets(types.iter().copied()).iter().map(|(o, _)| o.size_wasm32()).collect();
-        let (size, align) = (self.size(ty), self.align(ty));
-        let _ = writeln!(
-            out,
-            "\nfunc store{name}(m cabi.Memory, at uint32, v {name}) {{ // {size} bytes, aligned to {align}"
-        );
-        for ((field, t), off) in fields.iter().zip(&offsets) {
-            let stmt = self.store(t, &offset("at", *off), &format!("v.{field}"))?;
-            out.push_str(&indent(&stmt, 1));
+        let offsets: Vec<usize> = self.offsets(&fields.iter().map(|(_, t)| *t).collect::<Vec<_>>());
+        for c in Codec::ALL {
+            self.function_header(out, c, name, ty);
+            for ((field, t), off) in fields.iter().zip(&offsets) {
+                let place = if c.in_memory() { offset("at", *off) } else { "f".into() };
+                let code = self.code(c, t, &place, &format!("v.{field}"))?;
+                let stmt = if c.writes() { code } else { format!("v.{field} = {code}\n") };
+                out.push_str(&indent(&stmt, 1));
+            }
+            function_footer(out, c);
         }
-        let _ = writeln!(out, "}}\n\nfunc load{name}(m cabi.Memory, at uint32) {name} {{\n\tvar v {name}");
-        for ((field, t), off) in fields.iter().zip(&offsets) {
-            let expr = self.load(t, &offset("at", *off))?;
-            out.push_str(&indent(&format!("v.{field} = {expr}\n"), 1));
-        }
-        let _ = writeln!(out, "\treturn v\n}}");
-        let _ = writeln!(out, "\nfunc lowerFlat{name}(m cabi.Memory, f *cabi.Flat, v {name}) {{");
-        for (field, t) in fields {
-            out.push_str(&indent(&self.lower_flat(t, &format!("v.{field}"))?, 1));
-        }
-        let _ = writeln!(out, "}}\n\nfunc liftFlat{name}(m cabi.Memory, f *cabi.Flat) {name} {{\n\tvar v {name}");
-        for (field, t) in fields {
-            let expr = self.lift_flat(t, "f")?;
-            out.push_str(&indent(&format!("v.{field} = {expr}\n"), 1));
-        }
-        let _ = writeln!(out, "\treturn v\n}}");
         Ok(())
     }
 
-    /// `cases`: the case's constant, its field in the Go struct, its payload.
+    /// The four codecs of a variant; `cases`: each case's constant, its field in the Go
+    /// struct, its payload.
     fn variant_functions(
         &mut self,
         out: &mut String,
@@ -449,379 +435,189 @@ impl<'a> Generator<'a> {
         let payloads: Vec<Option<&Type>> = cases.iter().map(|(_, _, t)| t.as_ref()).collect();
         let off = self.payload_offset(tag, &payloads);
         let width = self.payload_width(&payloads);
-        let (put_tag, get_tag) = tag_functions(tag);
-        let tag_type = int_type(tag);
-        let (size, align) = (self.size(ty), self.align(ty));
-        let with_payload: Vec<&(String, String, Option<Type>)> = cases.iter().filter(|c| c.2.is_some()).collect();
-
-        let _ = writeln!(
-            out,
-            "\nfunc store{name}(m cabi.Memory, at uint32, v {name}) {{ // {size} bytes, aligned to {align}"
-        );
-        let _ = writeln!(out, "\tcabi.{put_tag}(m, at, v.Tag)");
-        if !with_payload.is_empty() {
-            let _ = writeln!(out, "\tswitch v.Tag {{");
-            for (constant, field, t) in &with_payload {
-                let _ = writeln!(out, "\tcase {constant}:");
-                let stmt = self.store(t.as_ref().unwrap_or(&Type::Bool), &offset("at", off), &format!("v.{field}"))?;
-                out.push_str(&indent(&stmt, 2));
+        let tag_type = match tag {
+            Int::U8 => Type::U8,
+            Int::U16 => Type::U16,
+            Int::U32 => Type::U32,
+            Int::U64 => Type::U64,
+        };
+        for c in Codec::ALL {
+            self.function_header(out, c, name, ty);
+            let (place, tag_code) = match c {
+                Codec::Store => (offset("at", off), self.code(c, &tag_type, "at", "v.Tag")?),
+                Codec::Load => (offset("at", off), format!("v.Tag = {}\n", self.code(c, &tag_type, "at", "")?)),
+                Codec::LowerFlat => ("f".into(), "start := len(f.Values())\nf.Push(uint64(v.Tag))\n".into()),
+                Codec::LiftFlat => ("p".into(), format!("v.Tag = {}(f.Next())\np := f.Take({width})\n", int_type(tag))),
+            };
+            out.push_str(&indent(&tag_code, 1));
+            let mut arms = String::new();
+            for (constant, field, payload) in cases {
+                if let Some(t) = payload {
+                    let code = self.code(c, t, &place, &format!("v.{field}"))?;
+                    let stmt = if c.writes() { code } else { format!("v.{field} = {code}\n") };
+                    let _ = write!(arms, "case {constant}:\n{}", indent(&stmt, 1));
+                }
             }
-            let _ = writeln!(out, "\t}}");
-        }
-        let _ = writeln!(out, "}}\n\nfunc load{name}(m cabi.Memory, at uint32) {name} {{\n\tvar v {name}");
-        let _ = writeln!(out, "\tv.Tag = cabi.{get_tag}(m, at)");
-        if !with_payload.is_empty() {
-            let _ = writeln!(out, "\tswitch v.Tag {{");
-            for (constant, field, t) in &with_payload {
-                let _ = writeln!(out, "\tcase {constant}:");
-                let expr = self.load(t.as_ref().unwrap_or(&Type::Bool), &offset("at", off))?;
-                out.push_str(&indent(&format!("v.{field} = {expr}\n"), 2));
+            if arms.is_empty() {
+                if c == Codec::LiftFlat {
+                    out.push_str("\t_ = p\n");
+                }
+            } else {
+                let _ = write!(out, "{}", indent(&format!("switch v.Tag {{\n{arms}}}\n"), 1));
             }
-            let _ = writeln!(out, "\t}}");
-        }
-        let _ = writeln!(out, "\treturn v\n}}");
-
-        let _ = writeln!(out, "\nfunc lowerFlat{name}(m cabi.Memory, f *cabi.Flat, v {name}) {{");
-        let _ = writeln!(out, "\tstart := len(f.Values())\n\tf.Push(uint64(v.Tag))");
-        if !with_payload.is_empty() {
-            let _ = writeln!(out, "\tswitch v.Tag {{");
-            for (constant, field, t) in &with_payload {
-                let _ = writeln!(out, "\tcase {constant}:");
-                out.push_str(&indent(&self.lower_flat(t.as_ref().unwrap_or(&Type::Bool), &format!("v.{field}"))?, 2));
+            if c == Codec::LowerFlat {
+                let _ = writeln!(out, "\tf.Pad(start, {})", 1 + width);
             }
-            let _ = writeln!(out, "\t}}");
+            function_footer(out, c);
         }
-        let _ = writeln!(out, "\tf.Pad(start, {})\n}}", 1 + width);
-        let _ = writeln!(out, "\nfunc liftFlat{name}(m cabi.Memory, f *cabi.Flat) {name} {{\n\tvar v {name}");
-        let _ = writeln!(out, "\tv.Tag = {tag_type}(f.Next())\n\tp := f.Take({width})");
-        if with_payload.is_empty() {
-            let _ = writeln!(out, "\t_ = p");
-        } else {
-            let _ = writeln!(out, "\tswitch v.Tag {{");
-            for (constant, field, t) in &with_payload {
-                let _ = writeln!(out, "\tcase {constant}:");
-                let expr = self.lift_flat(t.as_ref().unwrap_or(&Type::Bool), "p")?;
-                out.push_str(&indent(&format!("v.{field} = {expr}\n"), 2));
-            }
-            let _ = writeln!(out, "\t}}");
-        }
-        let _ = writeln!(out, "\treturn v\n}}");
         Ok(())
     }
 
-    // ---- memory -----------------------------------------------------------------
+    fn function_header(&self, out: &mut String, c: Codec, name: &str, ty: &Type) {
+        let prefix = c.prefix();
+        let param = c.param();
+        if c.writes() {
+            let _ = write!(out, "\nfunc {prefix}{name}(m cabi.Memory, {param}, v {name}) {{");
+            if c == Codec::Store {
+                let _ = write!(out, " // {} bytes, aligned to {}", self.size(ty), self.align(ty));
+            }
+            let _ = writeln!(out);
+        } else {
+            let _ = writeln!(out, "\nfunc {prefix}{name}(m cabi.Memory, {param}) {name} {{\n\tvar v {name}");
+        }
+    }
 
-    /// Statements that write `val` (of type `ty`) at address `at` of memory `m`.
+    /// The offsets of values of these types laid out one after the other, as a
+    /// record's fields or an indirect call's parameters are.
+    fn offsets(&self, types: &[Type]) -> Vec<usize> {
+        self.sizes.field_offsets(types.iter()).iter().map(|(o, _)| o.size_wasm32()).collect()
+    }
+
+    // ---- codecs -----------------------------------------------------------------
+
     fn store(&mut self, ty: &Type, at: &str, val: &str) -> Result<String, Unsupported> {
-        Ok(match ty {
-            Type::Bool => format!("cabi.PutBool(m, {at}, {val})\n"),
-            Type::U8 => format!("cabi.PutU8(m, {at}, {val})\n"),
-            Type::S8 => format!("cabi.PutU8(m, {at}, uint8({val}))\n"),
-            Type::U16 => format!("cabi.PutU16(m, {at}, {val})\n"),
-            Type::S16 => format!("cabi.PutU16(m, {at}, uint16({val}))\n"),
-            Type::U32 => format!("cabi.PutU32(m, {at}, {val})\n"),
-            Type::S32 | Type::Char => format!("cabi.PutU32(m, {at}, uint32({val}))\n"),
-            Type::U64 => format!("cabi.PutU64(m, {at}, {val})\n"),
-            Type::S64 => format!("cabi.PutU64(m, {at}, uint64({val}))\n"),
-            Type::F32 => format!("cabi.PutU32(m, {at}, math.Float32bits({val}))\n"),
-            Type::F64 => format!("cabi.PutU64(m, {at}, math.Float64bits({val}))\n"),
-            Type::String => format!("cabi.PutString(m, {at}, {val})\n"),
-            Type::ErrorContext => return Err(Unsupported("error contexts are not supported".into())),
-            Type::Id(id) => {
-                let id = self.origin(*id);
-                let kind = self.resolve.types[id].kind.clone();
-                match (&kind, self.names.get(&id)) {
-                    (TypeDefKind::Record(_) | TypeDefKind::Variant(_), Some(name)) => {
-                        format!("store{name}(m, {at}, {val})\n")
-                    }
-                    (TypeDefKind::Enum(e), _) => {
-                        let (put, _) = tag_functions(e.tag());
-                        format!("cabi.{put}(m, {at}, {})\n", cast_tag(e.tag(), val))
-                    }
-                    (TypeDefKind::Flags(f), _) => {
-                        let put = match f.flags.len() {
-                            0..=8 => "PutU8",
-                            9..=16 => "PutU16",
-                            _ => "PutU32",
-                        };
-                        let repr = &put[3..].to_lowercase().replace('u', "uint");
-                        format!("cabi.{put}(m, {at}, {repr}({val}))\n")
-                    }
-                    (TypeDefKind::Type(t), _) => self.store(t, at, val)?,
-                    (TypeDefKind::List(t), _) => {
-                        let elem = self.go_type(t)?;
-                        let body = self.store(t, "at", "v")?;
-                        format!(
-                            "cabi.PutList(m, {at}, {val}, {}, {}, func(at uint32, v {elem}) {{\n{}}})\n",
-                            self.size(t),
-                            self.align(t),
-                            indent(&body, 1)
-                        )
-                    }
-                    (TypeDefKind::Option(t), _) => {
-                        let elem = self.go_type(t)?;
-                        let off = self.payload_offset(Int::U8, &[None, Some(t)]);
-                        let body = self.store(t, "at", "v")?;
-                        format!(
-                            "cabi.PutOption(m, {at}, {off}, {val}, func(at uint32, v {elem}) {{\n{}}})\n",
-                            indent(&body, 1)
-                        )
-                    }
-                    (TypeDefKind::Result(r), _) => {
-                        let (ok, err) = (r.ok, r.err);
-                        let off = self.payload_offset(Int::U8, &[ok.as_ref(), err.as_ref()]);
-                        let ok_type = self.go_type_or_unit(ok.as_ref())?;
-                        let err_type = self.go_type_or_unit(err.as_ref())?;
-                        let ok_fn = self.store_fn(ok.as_ref())?;
-                        let err_fn = self.store_fn(err.as_ref())?;
-                        format!("cabi.PutResult[{ok_type}, {err_type}](m, {at}, {off}, {val}, {ok_fn}, {err_fn})\n")
-                    }
-                    (TypeDefKind::Tuple(t), _) => {
-                        let types = t.types.clone();
-                        let homogeneous = self.go_type(ty)?.starts_with('[');
-                        let offsets: Vec<usize> =
-                            self.sizes.field_offsets(types.iter()).iter().map(|(o, _)| o.size_wasm32()).collect();
-                        let mut s = String::new();
-                        for (i, (t, off)) in types.iter().zip(offsets).enumerate() {
-                            let elem = if homogeneous { format!("{val}[{i}]") } else { format!("{val}.F{i}") };
-                            s.push_str(&self.store(t, &offset(at, off), &elem)?);
-                        }
-                        s
-                    }
-                    (other, _) => {
-                        return Err(Unsupported(format!("the Go bindings do not support {}", kind_name(other))));
-                    }
-                }
-            }
-        })
+        self.code(Codec::Store, ty, at, val)
     }
 
-    /// `nil` for no type, or a function that stores a value of `ty`.
-    fn store_fn(&mut self, ty: Option<&Type>) -> Result<String, Unsupported> {
-        let Some(t) = ty else { return Ok("nil".into()) };
-        let go = self.go_type(t)?;
-        let body = self.store(t, "at", "v")?;
-        Ok(format!("func(at uint32, v {go}) {{\n{}}}", indent(&body, 1)))
-    }
-
-    /// `nil` for no type, or a function that loads a value of `ty`.
-    fn load_fn(&mut self, ty: Option<&Type>) -> Result<String, Unsupported> {
-        let Some(t) = ty else { return Ok("nil".into()) };
-        let go = self.go_type(t)?;
-        let expr = self.load(t, "at")?;
-        Ok(format!("func(at uint32) {go} {{\n\treturn {}\n}}", continued(&expr, 1)))
-    }
-
-    /// An expression: the value of type `ty` at address `at` of memory `m`.
     fn load(&mut self, ty: &Type, at: &str) -> Result<String, Unsupported> {
-        Ok(match ty {
-            Type::Bool => format!("cabi.GetBool(m, {at})"),
-            Type::U8 => format!("cabi.GetU8(m, {at})"),
-            Type::S8 => format!("int8(cabi.GetU8(m, {at}))"),
-            Type::U16 => format!("cabi.GetU16(m, {at})"),
-            Type::S16 => format!("int16(cabi.GetU16(m, {at}))"),
-            Type::U32 => format!("cabi.GetU32(m, {at})"),
-            Type::S32 => format!("int32(cabi.GetU32(m, {at}))"),
-            Type::Char => format!("rune(cabi.GetU32(m, {at}))"),
-            Type::U64 => format!("cabi.GetU64(m, {at})"),
-            Type::S64 => format!("int64(cabi.GetU64(m, {at}))"),
-            Type::F32 => format!("math.Float32frombits(cabi.GetU32(m, {at}))"),
-            Type::F64 => format!("math.Float64frombits(cabi.GetU64(m, {at}))"),
-            Type::String => format!("cabi.GetString(m, {at})"),
-            Type::ErrorContext => return Err(Unsupported("error contexts are not supported".into())),
-            Type::Id(id) => {
-                let id = self.origin(*id);
-                let kind = self.resolve.types[id].kind.clone();
-                match (&kind, self.names.get(&id).cloned()) {
-                    (TypeDefKind::Record(_) | TypeDefKind::Variant(_), Some(name)) => format!("load{name}(m, {at})"),
-                    (TypeDefKind::Enum(e), Some(name)) => {
-                        let (_, get) = tag_functions(e.tag());
-                        format!("{name}(cabi.{get}(m, {at}))")
-                    }
-                    (TypeDefKind::Flags(f), Some(name)) => {
-                        let get = match f.flags.len() {
-                            0..=8 => "GetU8",
-                            9..=16 => "GetU16",
-                            _ => "GetU32",
-                        };
-                        format!("{name}(cabi.{get}(m, {at}))")
-                    }
-                    (TypeDefKind::Type(t), _) => self.load(t, at)?,
-                    (TypeDefKind::List(t), _) => {
-                        let f = self.load_fn(Some(t))?;
-                        format!("cabi.GetList(m, {at}, {}, {f})", self.size(t))
-                    }
-                    (TypeDefKind::Option(t), _) => {
-                        let off = self.payload_offset(Int::U8, &[None, Some(t)]);
-                        let f = self.load_fn(Some(t))?;
-                        format!("cabi.GetOption(m, {at}, {off}, {f})")
-                    }
-                    (TypeDefKind::Result(r), _) => {
-                        let (ok, err) = (r.ok, r.err);
-                        let off = self.payload_offset(Int::U8, &[ok.as_ref(), err.as_ref()]);
-                        let ok_type = self.go_type_or_unit(ok.as_ref())?;
-                        let err_type = self.go_type_or_unit(err.as_ref())?;
-                        let ok_fn = self.load_fn(ok.as_ref())?;
-                        let err_fn = self.load_fn(err.as_ref())?;
-                        format!("cabi.GetResult[{ok_type}, {err_type}](m, {at}, {off}, {ok_fn}, {err_fn})")
-                    }
-                    (TypeDefKind::Tuple(t), _) => {
-                        let types = t.types.clone();
-                        let go = self.go_type(ty)?;
-                        let offsets: Vec<usize> =
-                            self.sizes.field_offsets(types.iter()).iter().map(|(o, _)| o.size_wasm32()).collect();
-                        let elems = types
-                            .iter()
-                            .zip(offsets)
-                            .map(|(t, off)| self.load(t, &offset(at, off)))
-                            .collect::<Result<Vec<_>, _>>()?;
-                        format!("{go}{{{}}}", elems.join(", "))
-                    }
-                    (other, _) => {
-                        return Err(Unsupported(format!("the Go bindings do not support {}", kind_name(other))));
-                    }
-                }
-            }
-        })
+        self.code(Codec::Load, ty, at, "")
     }
 
-    // ---- flat -------------------------------------------------------------------
-
-    /// Statements that append the flat values of `val` (of type `ty`) to `f`.
     fn lower_flat(&mut self, ty: &Type, val: &str) -> Result<String, Unsupported> {
-        Ok(match ty {
-            Type::Bool => format!("f.PushBool({val})\n"),
-            Type::U8 | Type::U16 | Type::U32 | Type::S64 => format!("f.Push(uint64({val}))\n"),
-            Type::S8 | Type::S16 => format!("f.Push(uint64(uint32(int32({val}))))\n"),
-            Type::S32 | Type::Char => format!("f.Push(uint64(uint32({val})))\n"),
-            Type::U64 => format!("f.Push({val})\n"),
-            Type::F32 => format!("f.Push(uint64(math.Float32bits({val})))\n"),
-            Type::F64 => format!("f.Push(math.Float64bits({val}))\n"),
-            Type::String => format!("cabi.LowerFlatString(m, f, {val})\n"),
-            Type::ErrorContext => return Err(Unsupported("error contexts are not supported".into())),
-            Type::Id(id) => {
-                let id = self.origin(*id);
-                let kind = self.resolve.types[id].kind.clone();
-                match (&kind, self.names.get(&id)) {
-                    (TypeDefKind::Record(_) | TypeDefKind::Variant(_), Some(name)) => {
-                        format!("lowerFlat{name}(m, f, {val})\n")
-                    }
-                    (TypeDefKind::Enum(_) | TypeDefKind::Flags(_), _) => format!("f.Push(uint64({val}))\n"),
-                    (TypeDefKind::Type(t), _) => self.lower_flat(t, val)?,
-                    (TypeDefKind::List(t), _) => {
-                        let elem = self.go_type(t)?;
-                        let body = self.store(t, "at", "v")?;
-                        format!(
-                            "cabi.LowerFlatList(m, f, {val}, {}, {}, func(at uint32, v {elem}) {{\n{}}})\n",
-                            self.size(t),
-                            self.align(t),
-                            indent(&body, 1)
-                        )
-                    }
-                    (TypeDefKind::Option(t), _) => {
-                        let elem = self.go_type(t)?;
-                        let width = self.flat_count(t);
-                        let body = self.lower_flat(t, "v")?;
-                        format!(
-                            "cabi.LowerFlatOption(f, {width}, {val}, func(f *cabi.Flat, v {elem}) {{\n{}}})\n",
-                            indent(&body, 1)
-                        )
-                    }
-                    (TypeDefKind::Result(r), _) => {
-                        let (ok, err) = (r.ok, r.err);
-                        let width = self.payload_width(&[ok.as_ref(), err.as_ref()]);
-                        let ok_type = self.go_type_or_unit(ok.as_ref())?;
-                        let err_type = self.go_type_or_unit(err.as_ref())?;
-                        let ok_fn = self.lower_flat_fn(ok.as_ref())?;
-                        let err_fn = self.lower_flat_fn(err.as_ref())?;
-                        format!("cabi.LowerFlatResult[{ok_type}, {err_type}](f, {width}, {val}, {ok_fn}, {err_fn})\n")
-                    }
-                    (TypeDefKind::Tuple(t), _) => {
-                        let types = t.types.clone();
-                        let homogeneous = self.go_type(ty)?.starts_with('[');
-                        let mut s = String::new();
-                        for (i, t) in types.iter().enumerate() {
-                            let elem = if homogeneous { format!("{val}[{i}]") } else { format!("{val}.F{i}") };
-                            s.push_str(&self.lower_flat(t, &elem)?);
-                        }
-                        s
-                    }
-                    (other, _) => {
-                        return Err(Unsupported(format!("the Go bindings do not support {}", kind_name(other))));
-                    }
-                }
-            }
-        })
+        self.code(Codec::LowerFlat, ty, "f", val)
     }
 
-    fn lower_flat_fn(&mut self, ty: Option<&Type>) -> Result<String, Unsupported> {
-        let Some(t) = ty else { return Ok("nil".into()) };
-        let go = self.go_type(t)?;
-        let body = self.lower_flat(t, "v")?;
-        Ok(format!("func(f *cabi.Flat, v {go}) {{\n{}}}", indent(&body, 1)))
-    }
-
-    fn lift_flat_fn(&mut self, ty: Option<&Type>) -> Result<String, Unsupported> {
-        let Some(t) = ty else { return Ok("nil".into()) };
-        let go = self.go_type(t)?;
-        let expr = self.lift_flat(t, "f")?;
-        Ok(format!("func(f *cabi.Flat) {go} {{\n\treturn {}\n}}", continued(&expr, 1)))
-    }
-
-    /// An expression: the next value of type `ty` read from the flat values `f`.
     fn lift_flat(&mut self, ty: &Type, f: &str) -> Result<String, Unsupported> {
-        Ok(match ty {
-            Type::Bool => format!("{f}.Next() != 0"),
-            Type::U8 => format!("uint8({f}.Next())"),
-            Type::S8 => format!("int8({f}.Next())"),
-            Type::U16 => format!("uint16({f}.Next())"),
-            Type::S16 => format!("int16({f}.Next())"),
-            Type::U32 => format!("uint32({f}.Next())"),
-            Type::S32 => format!("int32({f}.Next())"),
-            Type::Char => format!("rune({f}.Next())"),
-            Type::U64 => format!("{f}.Next()"),
-            Type::S64 => format!("int64({f}.Next())"),
-            Type::F32 => format!("math.Float32frombits(uint32({f}.Next()))"),
-            Type::F64 => format!("math.Float64frombits({f}.Next())"),
-            Type::String => format!("cabi.LiftFlatString(m, {f})"),
+        self.code(Codec::LiftFlat, ty, f, "")
+    }
+
+    /// The code of codec `c` for a value of type `ty`: statements that write `val` (for
+    /// [`Codec::writes`]) or an expression that reads the value. `place` is the
+    /// address in memory `m`, or the flat values.
+    fn code(&mut self, c: Codec, ty: &Type, place: &str, val: &str) -> Result<String, Unsupported> {
+        let id = match ty {
+            Type::Bool => {
+                return Ok(match c {
+                    Codec::Store => format!("cabi.PutBool(m, {place}, {val})\n"),
+                    Codec::Load => format!("cabi.GetBool(m, {place})"),
+                    Codec::LowerFlat => format!("{place}.PushBool({val})\n"),
+                    Codec::LiftFlat => format!("{place}.Next() != 0"),
+                });
+            }
+            Type::String => {
+                let op = c.cabi("String");
+                return Ok(if c.writes() { format!("{op}(m, {place}, {val})\n") } else { format!("{op}(m, {place})") });
+            }
             Type::ErrorContext => return Err(Unsupported("error contexts are not supported".into())),
-            Type::Id(id) => {
-                let id = self.origin(*id);
-                let kind = self.resolve.types[id].kind.clone();
-                match (&kind, self.names.get(&id).cloned()) {
-                    (TypeDefKind::Record(_) | TypeDefKind::Variant(_), Some(name)) => format!("liftFlat{name}(m, {f})"),
-                    (TypeDefKind::Enum(_) | TypeDefKind::Flags(_), Some(name)) => format!("{name}({f}.Next())"),
-                    (TypeDefKind::Type(t), _) => self.lift_flat(t, f)?,
-                    (TypeDefKind::List(t), _) => {
-                        let g = self.load_fn(Some(t))?;
-                        format!("cabi.LiftFlatList({f}, {}, {g})", self.size(t))
-                    }
-                    (TypeDefKind::Option(t), _) => {
-                        let width = self.flat_count(t);
-                        let g = self.lift_flat_fn(Some(t))?;
-                        format!("cabi.LiftFlatOption({f}, {width}, {g})")
-                    }
-                    (TypeDefKind::Result(r), _) => {
-                        let (ok, err) = (r.ok, r.err);
-                        let width = self.payload_width(&[ok.as_ref(), err.as_ref()]);
-                        let ok_type = self.go_type_or_unit(ok.as_ref())?;
-                        let err_type = self.go_type_or_unit(err.as_ref())?;
-                        let ok_fn = self.lift_flat_fn(ok.as_ref())?;
-                        let err_fn = self.lift_flat_fn(err.as_ref())?;
-                        format!("cabi.LiftFlatResult[{ok_type}, {err_type}]({f}, {width}, {ok_fn}, {err_fn})")
-                    }
-                    (TypeDefKind::Tuple(t), _) => {
-                        let types = t.types.clone();
-                        let go = self.go_type(ty)?;
-                        let elems = types.iter().map(|t| self.lift_flat(t, f)).collect::<Result<Vec<_>, _>>()?;
-                        format!("{go}{{{}}}", elems.join(", "))
-                    }
-                    (other, _) => {
-                        return Err(Unsupported(format!("the Go bindings do not support {}", kind_name(other))));
-                    }
+            Type::Id(id) => self.origin(*id),
+            scalar => return Ok(Scalar::of(scalar).code(c, place, val)),
+        };
+        let kind = self.resolve.types[id].kind.clone();
+        let name = self.names.get(&id).cloned();
+        Ok(match (&kind, name) {
+            (TypeDefKind::Record(_) | TypeDefKind::Variant(_), Some(name)) => {
+                let prefix = c.prefix();
+                if c.writes() {
+                    format!("{prefix}{name}(m, {place}, {val})\n")
+                } else {
+                    format!("{prefix}{name}(m, {place})")
                 }
             }
+            (TypeDefKind::Enum(e), Some(name)) => Scalar::named(&name, int_type(e.tag())).code(c, place, val),
+            (TypeDefKind::Flags(f), Some(name)) => Scalar::named(&name, flags_type(f.flags.len())).code(c, place, val),
+            (TypeDefKind::Type(t), _) => self.code(c, t, place, val)?,
+            (TypeDefKind::List(t), _) => {
+                let op = c.cabi("List");
+                let (size, align) = (self.size(t), self.align(t));
+                // A list's elements are in memory, wherever the list itself is.
+                let element = self.closure(c.in_memory_form(), Some(t))?;
+                match c {
+                    Codec::Store | Codec::LowerFlat => format!("{op}(m, {place}, {val}, {size}, {align}, {element})\n"),
+                    Codec::Load => format!("{op}(m, {place}, {size}, {element})"),
+                    Codec::LiftFlat => format!("{op}({place}, {size}, {element})"),
+                }
+            }
+            (TypeDefKind::Option(t), _) => {
+                let head = self.variant_head(c, place, &[None, Some(t)]);
+                let payload = self.closure(c, Some(t))?;
+                let op = c.cabi("Option");
+                if c.writes() {
+                    format!("{op}({head}, {val}, {payload})\n")
+                } else {
+                    format!("{op}({head}, {payload})")
+                }
+            }
+            (TypeDefKind::Result(r), _) => {
+                let (ok, err) = (r.ok, r.err);
+                let head = self.variant_head(c, place, &[ok.as_ref(), err.as_ref()]);
+                let types = format!("{}, {}", self.go_type_or_unit(ok.as_ref())?, self.go_type_or_unit(err.as_ref())?);
+                let (ok, err) = (self.closure(c, ok.as_ref())?, self.closure(c, err.as_ref())?);
+                let op = c.cabi("Result");
+                if c.writes() {
+                    format!("{op}[{types}]({head}, {val}, {ok}, {err})\n")
+                } else {
+                    format!("{op}[{types}]({head}, {ok}, {err})")
+                }
+            }
+            (TypeDefKind::Tuple(t), _) => {
+                let types = t.types.clone();
+                let go = self.go_type(ty)?;
+                let homogeneous = go.starts_with('[');
+                let offsets = self.offsets(&types);
+                let mut parts = Vec::new();
+                for (i, (t, off)) in types.iter().zip(offsets).enumerate() {
+                    let place = if c.in_memory() { offset(place, off) } else { place.to_string() };
+                    let elem = if homogeneous { format!("{val}[{i}]") } else { format!("{val}.F{i}") };
+                    parts.push(self.code(c, t, &place, &elem)?);
+                }
+                if c.writes() { parts.concat() } else { format!("{go}{{{}}}", parts.join(", ")) }
+            }
+            (other, _) => return Err(Unsupported(format!("the Go bindings do not support {}", kind_name(other)))),
         })
+    }
+
+    /// The arguments of an option's or result's codec before the value: the memory, the
+    /// place and the payload's offset, or the flat values and the payload's width.
+    fn variant_head(&self, c: Codec, place: &str, cases: &[Option<&Type>]) -> String {
+        if c.in_memory() {
+            format!("m, {place}, {}", self.payload_offset(Int::U8, cases))
+        } else {
+            format!("{place}, {}", self.payload_width(cases))
+        }
+    }
+
+    /// `nil` for no type, or a function literal of codec `c` for a value of `ty`.
+    fn closure(&mut self, c: Codec, ty: Option<&Type>) -> Result<String, Unsupported> {
+        let Some(t) = ty else { return Ok("nil".into()) };
+        let go = self.go_type(t)?;
+        let (param, place) = (c.param(), c.place());
+        if c.writes() {
+            let body = self.code(c, t, place, "v")?;
+            Ok(format!("func({param}, v {go}) {{\n{}}}", indent(&body, 1)))
+        } else {
+            let expr = self.code(c, t, place, "")?;
+            Ok(format!("func({param}) {go} {{\n\treturn {}\n}}", continued(&expr, 1)))
+        }
     }
 
     // ---- functions --------------------------------------------------------------
@@ -1059,15 +855,19 @@ impl<'a> Generator<'a> {
             sig.params.iter().enumerate().map(|(i, t)| from_bits(*t, &format!("args[{i}]"))).collect();
         let call = format!("wasmimport{name}({})", args.join(", "));
         match (&f.function.result, sig.results.first()) {
+            // What the arguments and the result area were allocated in stays reachable
+            // until the result is read.
             (Some(t), _) if sig.retptr => {
-                let _ = writeln!(out, "\t{call}\n\truntime.KeepAlive(m)");
                 let expr = continued(&self.load(t, "ret")?, 1);
-                let _ = writeln!(out, "\treturn {expr}");
+                let _ = writeln!(out, "\t{call}\n\tresult := {expr}\n\truntime.KeepAlive(m)\n\treturn result");
             }
             (Some(t), Some(core)) => {
-                let _ = writeln!(out, "\tresult := cabi.NewFlat({})\n\truntime.KeepAlive(m)", to_bits(*core, &call));
-                let expr = continued(&self.lift_flat(t, "result")?, 1);
-                let _ = writeln!(out, "\treturn {expr}");
+                let expr = continued(&self.lift_flat(t, "flat")?, 1);
+                let _ = writeln!(
+                    out,
+                    "\tflat := cabi.NewFlat({})\n\tresult := {expr}\n\truntime.KeepAlive(m)\n\treturn result",
+                    to_bits(*core, &call)
+                );
             }
             _ => {
                 let _ = writeln!(out, "\t{call}\n\truntime.KeepAlive(m)");
@@ -1075,6 +875,164 @@ impl<'a> Generator<'a> {
         }
         let _ = writeln!(out, "}}");
         Ok(())
+    }
+}
+
+/// The four ways a value crosses the canonical ABI.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Codec {
+    /// Statements that write a value at an address.
+    Store,
+    /// An expression that reads the value at an address.
+    Load,
+    /// Statements that append a value's flat values.
+    LowerFlat,
+    /// An expression that reads a value from flat values.
+    LiftFlat,
+}
+
+impl Codec {
+    const ALL: [Codec; 4] = [Codec::Store, Codec::Load, Codec::LowerFlat, Codec::LiftFlat];
+
+    fn writes(self) -> bool {
+        matches!(self, Codec::Store | Codec::LowerFlat)
+    }
+
+    fn in_memory(self) -> bool {
+        matches!(self, Codec::Store | Codec::Load)
+    }
+
+    /// The memory codec of the same direction: a list's elements are in memory.
+    fn in_memory_form(self) -> Codec {
+        if self.writes() { Codec::Store } else { Codec::Load }
+    }
+
+    /// The prefix of the generated functions of a named type.
+    fn prefix(self) -> &'static str {
+        match self {
+            Codec::Store => "store",
+            Codec::Load => "load",
+            Codec::LowerFlat => "lowerFlat",
+            Codec::LiftFlat => "liftFlat",
+        }
+    }
+
+    /// The `cabi` function of this codec for a compound (`List`, `Option`...).
+    fn cabi(self, what: &str) -> String {
+        let verb = match self {
+            Codec::Store => "Put",
+            Codec::Load => "Get",
+            Codec::LowerFlat => "LowerFlat",
+            Codec::LiftFlat => "LiftFlat",
+        };
+        format!("cabi.{verb}{what}")
+    }
+
+    /// The parameter a generated function or literal takes the place by.
+    fn param(self) -> &'static str {
+        if self.in_memory() { "at uint32" } else { "f *cabi.Flat" }
+    }
+
+    fn place(self) -> &'static str {
+        if self.in_memory() { "at" } else { "f" }
+    }
+}
+
+/// Ends a generated codec function: a reader returns what it read.
+fn function_footer(out: &mut String, c: Codec) {
+    if !c.writes() {
+        out.push_str("\treturn v\n");
+    }
+    out.push_str("}\n");
+}
+
+/// A value that crosses as one integer: its Go type and the unsigned integer type it is
+/// stored as (floats as their bits).
+struct Scalar {
+    go: String,
+    unsigned: &'static str,
+    float: bool,
+}
+
+impl Scalar {
+    fn of(ty: &Type) -> Scalar {
+        let (go, unsigned, float) = match ty {
+            Type::U8 => ("uint8", "uint8", false),
+            Type::S8 => ("int8", "uint8", false),
+            Type::U16 => ("uint16", "uint16", false),
+            Type::S16 => ("int16", "uint16", false),
+            Type::S32 => ("int32", "uint32", false),
+            Type::Char => ("rune", "uint32", false),
+            Type::U64 => ("uint64", "uint64", false),
+            Type::S64 => ("int64", "uint64", false),
+            Type::F32 => ("float32", "uint32", true),
+            Type::F64 => ("float64", "uint64", true),
+            // u32; bool, string and the compounds never get here.
+            _ => ("uint32", "uint32", false),
+        };
+        Scalar { go: go.into(), unsigned, float }
+    }
+
+    /// An enum or flags type `name` stored as `unsigned`.
+    fn named(name: &str, unsigned: &'static str) -> Scalar {
+        Scalar { go: name.into(), unsigned, float: false }
+    }
+
+    fn bits(&self) -> &'static str {
+        match self.unsigned {
+            "uint8" => "8",
+            "uint16" => "16",
+            "uint64" => "64",
+            _ => "32",
+        }
+    }
+
+    /// `v` as its unsigned integer.
+    fn go_to_unsigned(&self, v: &str) -> String {
+        if self.float {
+            format!("math.Float{}bits({v})", self.bits())
+        } else if self.go == self.unsigned {
+            v.to_string()
+        } else {
+            format!("{}({v})", self.unsigned)
+        }
+    }
+
+    /// The value of the unsigned integer `x`.
+    fn unsigned_to_go(&self, x: &str) -> String {
+        if self.float {
+            format!("math.Float{}frombits({x})", self.bits())
+        } else if self.go == self.unsigned {
+            x.to_string()
+        } else {
+            format!("{}({x})", self.go)
+        }
+    }
+
+    fn code(&self, c: Codec, place: &str, val: &str) -> String {
+        let bits = self.bits();
+        match c {
+            Codec::Store => format!("cabi.PutU{bits}(m, {place}, {})\n", self.go_to_unsigned(val)),
+            Codec::Load => self.unsigned_to_go(&format!("cabi.GetU{bits}(m, {place})")),
+            // Small signed integers are sign-extended to 32 bits, as the canonical ABI
+            // lowers them.
+            Codec::LowerFlat if matches!(self.go.as_str(), "int8" | "int16") => {
+                format!("{place}.Push(uint64(uint32(int32({val}))))\n")
+            }
+            Codec::LowerFlat if bits == "64" => format!("{place}.Push({})\n", self.go_to_unsigned(val)),
+            Codec::LowerFlat => format!("{place}.Push(uint64({}))\n", self.go_to_unsigned(val)),
+            Codec::LiftFlat if bits == "64" => self.unsigned_to_go(&format!("{place}.Next()")),
+            Codec::LiftFlat => self.unsigned_to_go(&format!("{}({place}.Next())", self.unsigned)),
+        }
+    }
+}
+
+/// The integer type of a flags value with `n` members.
+fn flags_type(n: usize) -> &'static str {
+    match n {
+        0..=8 => "uint8",
+        9..=16 => "uint16",
+        _ => "uint32",
     }
 }
 
@@ -1135,20 +1093,6 @@ fn int_type(i: Int) -> &'static str {
         Int::U32 => "uint32",
         Int::U64 => "uint64",
     }
-}
-
-fn tag_functions(i: Int) -> (&'static str, &'static str) {
-    match i {
-        Int::U8 => ("PutU8", "GetU8"),
-        Int::U16 => ("PutU16", "GetU16"),
-        Int::U32 => ("PutU32", "GetU32"),
-        Int::U64 => ("PutU64", "GetU64"),
-    }
-}
-
-/// A discriminant (or enum value) converted to the integer type it is stored as.
-fn cast_tag(i: Int, v: &str) -> String {
-    format!("{}({v})", int_type(i))
 }
 
 fn kind_name(kind: &TypeDefKind) -> &'static str {

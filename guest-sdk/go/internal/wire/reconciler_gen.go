@@ -227,7 +227,7 @@ func loadLabelRequirement(m cabi.Memory, at uint32) LabelRequirement {
 
 func lowerFlatLabelRequirement(m cabi.Memory, f *cabi.Flat, v LabelRequirement) {
 	cabi.LowerFlatString(m, f, v.Key)
-	f.Push(uint64(v.Operator))
+	f.Push(uint64(uint8(v.Operator)))
 	cabi.LowerFlatList(m, f, v.Values, 8, 4, func(at uint32, v string) {
 		cabi.PutString(m, at, v)
 	})
@@ -236,7 +236,7 @@ func lowerFlatLabelRequirement(m cabi.Memory, f *cabi.Flat, v LabelRequirement) 
 func liftFlatLabelRequirement(m cabi.Memory, f *cabi.Flat) LabelRequirement {
 	var v LabelRequirement
 	v.Key = cabi.LiftFlatString(m, f)
-	v.Operator = LabelOperator(f.Next())
+	v.Operator = LabelOperator(uint8(f.Next()))
 	v.Values = cabi.LiftFlatList(f, 8, func(at uint32) string {
 		return cabi.GetString(m, at)
 	})
@@ -471,14 +471,14 @@ func loadEvent(m cabi.Memory, at uint32) Event {
 }
 
 func lowerFlatEvent(m cabi.Memory, f *cabi.Flat, v Event) {
-	f.Push(uint64(v.Type))
+	f.Push(uint64(uint8(v.Type)))
 	cabi.LowerFlatString(m, f, v.Reason)
 	cabi.LowerFlatString(m, f, v.Message)
 }
 
 func liftFlatEvent(m cabi.Memory, f *cabi.Flat) Event {
 	var v Event
-	v.Type = EventType(f.Next())
+	v.Type = EventType(uint8(f.Next()))
 	v.Reason = cabi.LiftFlatString(m, f)
 	v.Message = cabi.LiftFlatString(m, f)
 	return v

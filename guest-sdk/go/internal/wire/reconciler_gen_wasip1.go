@@ -17,7 +17,7 @@ func wasmimportLogLog(p0 uint32, p1 uint32, p2 uint32, p3 uint32, p4 uint32)
 func LogLog(level Level, message string, fields [][2]string) {
 	m := &cabi.LinearMemory{}
 	f := &cabi.Flat{}
-	f.Push(uint64(level))
+	f.Push(uint64(uint8(level)))
 	cabi.LowerFlatString(m, f, message)
 	cabi.LowerFlatList(m, f, fields, 16, 4, func(at uint32, v [2]string) {
 		cabi.PutString(m, at, v[0])

@@ -81,16 +81,16 @@ func liftFlatScalars(m cabi.Memory, f *cabi.Flat) Scalars {
 	var v Scalars
 	v.B = f.Next() != 0
 	v.U8 = uint8(f.Next())
-	v.S8 = int8(f.Next())
+	v.S8 = int8(uint8(f.Next()))
 	v.U16 = uint16(f.Next())
-	v.S16 = int16(f.Next())
+	v.S16 = int16(uint16(f.Next()))
 	v.U32 = uint32(f.Next())
-	v.S32 = int32(f.Next())
+	v.S32 = int32(uint32(f.Next()))
 	v.U64 = f.Next()
 	v.S64 = int64(f.Next())
 	v.F32 = math.Float32frombits(uint32(f.Next()))
 	v.F64 = math.Float64frombits(f.Next())
-	v.C = rune(f.Next())
+	v.C = rune(uint32(f.Next()))
 	v.S = cabi.LiftFlatString(m, f)
 	return v
 }
@@ -346,8 +346,8 @@ func loadEverything(m cabi.Memory, at uint32) Everything {
 
 func lowerFlatEverything(m cabi.Memory, f *cabi.Flat, v Everything) {
 	lowerFlatScalars(m, f, v.Scalars)
-	f.Push(uint64(v.Color))
-	f.Push(uint64(v.Access))
+	f.Push(uint64(uint8(v.Color)))
+	f.Push(uint64(uint8(v.Access)))
 	cabi.LowerFlatList(m, f, v.Values, 72, 8, func(at uint32, v Value) {
 		storeValue(m, at, v)
 	})
@@ -368,7 +368,7 @@ func lowerFlatEverything(m cabi.Memory, f *cabi.Flat, v Everything) {
 	cabi.LowerFlatResult[string, Color](f, 2, v.Outcome, func(f *cabi.Flat, v string) {
 		cabi.LowerFlatString(m, f, v)
 	}, func(f *cabi.Flat, v Color) {
-		f.Push(uint64(v))
+		f.Push(uint64(uint8(v)))
 	})
 	cabi.LowerFlatResult[uint32, struct{}](f, 1, v.OnlyOk, func(f *cabi.Flat, v uint32) {
 		f.Push(uint64(v))
@@ -392,8 +392,8 @@ func lowerFlatEverything(m cabi.Memory, f *cabi.Flat, v Everything) {
 func liftFlatEverything(m cabi.Memory, f *cabi.Flat) Everything {
 	var v Everything
 	v.Scalars = liftFlatScalars(m, f)
-	v.Color = Color(f.Next())
-	v.Access = Access(f.Next())
+	v.Color = Color(uint8(f.Next()))
+	v.Access = Access(uint8(f.Next()))
 	v.Values = cabi.LiftFlatList(f, 72, func(at uint32) Value {
 		return loadValue(m, at)
 	})
@@ -411,7 +411,7 @@ func liftFlatEverything(m cabi.Memory, f *cabi.Flat) Everything {
 	v.Outcome = cabi.LiftFlatResult[string, Color](f, 2, func(f *cabi.Flat) string {
 		return cabi.LiftFlatString(m, f)
 	}, func(f *cabi.Flat) Color {
-		return Color(f.Next())
+		return Color(uint8(f.Next()))
 	})
 	v.OnlyOk = cabi.LiftFlatResult[uint32, struct{}](f, 1, func(f *cabi.Flat) uint32 {
 		return uint32(f.Next())
@@ -549,11 +549,11 @@ func CallEchoEchoValue(m cabi.Memory, v_ Value) Value {
 
 // exportEchoEchoColor is the canonical ABI entry of the export `kubewasm:shapes/echo@0.1.0#echo-color`.
 func exportEchoEchoColor(m cabi.Memory, args *cabi.Flat) *cabi.Flat {
-	c := Color(args.Next())
+	c := Color(uint8(args.Next()))
 	m.Lifted()
 	result := Exports.Echo.EchoColor(c)
 	f := &cabi.Flat{}
-	f.Push(uint64(result))
+	f.Push(uint64(uint8(result)))
 	return f
 }
 
@@ -561,9 +561,9 @@ func exportEchoEchoColor(m cabi.Memory, args *cabi.Flat) *cabi.Flat {
 // the result lifted from it.
 func CallEchoEchoColor(m cabi.Memory, c Color) Color {
 	f := &cabi.Flat{}
-	f.Push(uint64(c))
+	f.Push(uint64(uint8(c)))
 	results := exportEchoEchoColor(m, f)
-	return Color(results.Next())
+	return Color(uint8(results.Next()))
 }
 
 // exportEchoMany is the canonical ABI entry of the export `kubewasm:shapes/echo@0.1.0#many`.

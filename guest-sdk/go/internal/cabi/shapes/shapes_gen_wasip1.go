@@ -12,21 +12,28 @@ import (
 )
 
 //go:wasmimport kubewasm:shapes/log@0.1.0 write
-func wasmimportLogWrite(p0 uint32, p1 uint32, p2 uint32, p3 uint32, p4 uint32)
+func wasmimportLogWrite(p0 uint32, p1 uint32, p2 uint32, p3 uint32, p4 uint64, p5 uint32)
 
 // LogWrite calls the import `write` of `kubewasm:shapes/log@0.1.0`.
-func LogWrite(level LogLevel, message string, fields [][2]string) {
+func LogWrite(level LogLevel, message *string, count uint64) cabi.Result[uint32, string] {
 	m := &cabi.LinearMemory{}
 	f := &cabi.Flat{}
-	f.Push(uint64(level))
-	cabi.LowerFlatString(m, f, message)
-	cabi.LowerFlatList(m, f, fields, 16, 4, func(at uint32, v [2]string) {
-		cabi.PutString(m, at, v[0])
-		cabi.PutString(m, at+8, v[1])
+	f.Push(uint64(uint8(level)))
+	cabi.LowerFlatOption(f, 2, message, func(f *cabi.Flat, v string) {
+		cabi.LowerFlatString(m, f, v)
 	})
+	f.Push(count)
+	ret := m.Alloc(12, 4)
+	f.Push(uint64(ret))
 	args := f.Values()
-	wasmimportLogWrite(uint32(args[0]), uint32(args[1]), uint32(args[2]), uint32(args[3]), uint32(args[4]))
+	wasmimportLogWrite(uint32(args[0]), uint32(args[1]), uint32(args[2]), uint32(args[3]), args[4], uint32(args[5]))
+	result := cabi.GetResult[uint32, string](m, ret, 4, func(at uint32) uint32 {
+		return cabi.GetU32(m, at)
+	}, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
 	runtime.KeepAlive(m)
+	return result
 }
 
 //go:wasmexport ping
