@@ -199,6 +199,21 @@ def request_from_wit(r: Any) -> Request:
     return Request(**fields)
 
 
+def request_to_wit(r: Request) -> Any:
+    """The contract's record of ``r``, as the host sends it (for :mod:`kubewasm.testing`):
+    the inverse of :func:`request_from_wit`."""
+    wit, _ = _wit()
+    fields = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
+    fields["now"] = fields.pop("now_rfc3339")
+    fields.update(
+        parent=json.dumps(r.parent),
+        children=[json.dumps(c) for c in r.children],
+        related=[json.dumps(o) for o in r.related],
+        config=json.dumps(r.config),
+    )
+    return wit.Request(**fields)
+
+
 def to_json(what: str, value: Any) -> str:
     """JSON text of ``value``, keys sorted (as Go's unstructured objects and k8s-openapi
     write them), so that a render does not depend on the order a dict was built in."""
