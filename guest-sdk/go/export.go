@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"kubewasm.dev/sdk/internal/cabi"
+	"kubewasm.dev/sdk/internal/fields"
 	"kubewasm.dev/sdk/internal/wire"
 )
 
@@ -141,7 +142,9 @@ func requestFromWire(r wire.Request) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := &Request{Parent: parent, Finalizing: r.Finalizing, NowRFC3339: r.Now}
+	// The fields that reach the plugin as they were sent; the others are parsed below.
+	req := &Request{Parent: parent, NowRFC3339: r.Now}
+	fields.Copy(req, r)
 	for _, text := range r.Children {
 		child, err := parseObject("child", text)
 		if err != nil {

@@ -16,6 +16,7 @@ import (
 
 	"kubewasm.dev/sdk"
 	"kubewasm.dev/sdk/internal/cabi"
+	"kubewasm.dev/sdk/internal/fields"
 	"kubewasm.dev/sdk/internal/logsink"
 	"kubewasm.dev/sdk/internal/wire"
 )
@@ -167,7 +168,9 @@ func Reconcile(plugin kubewasm.Reconciler, in Input) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := wire.Request{Finalizing: in.Finalizing, Now: in.Now}
+	// The fields sent as they are; the objects and the settings are encoded below.
+	var req wire.Request
+	fields.Copy(&req, in)
 	if req.Now == "" {
 		req.Now = Now
 	}
