@@ -25,14 +25,15 @@ pub trait Lower<W> {
 }
 
 /// Lifts a value from the type its WIT record field has; `what` names the field in the
-/// error.
+/// error. It reads the record in place, which is dropped whole afterwards, as a hand-written
+/// conversion would: a plugin near its memory cap keeps the heap it had.
 pub trait Lift<W>: Sized {
     /// [`Infallible`] for values without JSON text, [`NotJson`] otherwise.
     type Error: Located;
     /// # Errors
     ///
     /// [`NotJson`] when JSON text in `wire` does not parse.
-    fn lift(wire: W, what: &str) -> Result<Self, Self::Error>;
+    fn lift(wire: &W, what: &str) -> Result<Self, Self::Error>;
 }
 
 /// An error that can say which element of a list it came from.
@@ -89,8 +90,8 @@ macro_rules! same {
         }
         impl Lift<$t> for $t {
             type Error = Infallible;
-            fn lift(wire: $t, _: &str) -> Result<Self, Infallible> {
-                Ok(wire)
+            fn lift(wire: &$t, _: &str) -> Result<Self, Infallible> {
+                Ok(wire.clone())
             }
         }
     )*};
@@ -105,8 +106,8 @@ impl<W, T: Lower<W>> Lower<Vec<W>> for Vec<T> {
 
 impl<W, T: Lift<W>> Lift<Vec<W>> for Vec<T> {
     type Error = T::Error;
-    fn lift(wire: Vec<W>, what: &str) -> Result<Self, T::Error> {
-        wire.into_iter().enumerate().map(|(i, w)| T::lift(w, what).map_err(|e| e.at(i))).collect()
+    fn lift(wire: &Vec<W>, what: &str) -> Result<Self, T::Error> {
+        wire.iter().enumerate().map(|(i, w)| T::lift(w, what).map_err(|e| e.at(i))).collect()
     }
 }
 
@@ -118,8 +119,8 @@ impl<W, T: Lower<W>> Lower<Option<W>> for Option<T> {
 
 impl<W, T: Lift<W>> Lift<Option<W>> for Option<T> {
     type Error = T::Error;
-    fn lift(wire: Option<W>, what: &str) -> Result<Self, T::Error> {
-        wire.map(|w| T::lift(w, what)).transpose()
+    fn lift(wire: &Option<W>, what: &str) -> Result<Self, T::Error> {
+        wire.as_ref().map(|w| T::lift(w, what)).transpose()
     }
 }
 
@@ -132,8 +133,8 @@ impl Lower<String> for Value {
 
 impl Lift<String> for Value {
     type Error = NotJson;
-    fn lift(wire: String, what: &str) -> Result<Self, NotJson> {
-        serde_json::from_str(&wire).map_err(|source| NotJson { what: what.to_string(), source })
+    fn lift(wire: &String, what: &str) -> Result<Self, NotJson> {
+        serde_json::from_str(wire).map_err(|source| NotJson { what: what.to_string(), source })
     }
 }
 
@@ -145,7 +146,7 @@ impl Lower<String> for Object {
 
 impl Lift<String> for Object {
     type Error = NotJson;
-    fn lift(wire: String, what: &str) -> Result<Self, NotJson> {
+    fn lift(wire: &String, what: &str) -> Result<Self, NotJson> {
         Value::lift(wire, what).map(Object::new)
     }
 }
@@ -159,8 +160,8 @@ impl Lower<Vec<(String, String)>> for BTreeMap<String, String> {
 
 impl Lift<Vec<(String, String)>> for BTreeMap<String, String> {
     type Error = Infallible;
-    fn lift(wire: Vec<(String, String)>, _: &str) -> Result<Self, Infallible> {
-        Ok(wire.into_iter().collect())
+    fn lift(wire: &Vec<(String, String)>, _: &str) -> Result<Self, Infallible> {
+        Ok(wire.iter().cloned().collect())
     }
 }
 
@@ -173,8 +174,8 @@ impl Lower<u64> for Duration {
 
 impl Lift<u64> for Duration {
     type Error = Infallible;
-    fn lift(wire: u64, _: &str) -> Result<Self, Infallible> {
-        Ok(Duration::from_millis(wire))
+    fn lift(wire: &u64, _: &str) -> Result<Self, Infallible> {
+        Ok(Duration::from_millis(*wire))
     }
 }
 
@@ -246,7 +247,7 @@ macro_rules! __wit_table {
         }
         impl $crate::wit::Lift<__wit::$theirs> for $crate::$ours {
             type Error = ::std::convert::Infallible;
-            fn lift(wire: __wit::$theirs, _: &str) -> ::std::result::Result<Self, Self::Error> {
+            fn lift(wire: &__wit::$theirs, _: &str) -> ::std::result::Result<Self, Self::Error> {
                 Ok(match wire {
                     $(__wit::$theirs::$case => $crate::$ours::$case,)*
                 })
@@ -268,7 +269,7 @@ macro_rules! __wit_table {
         }
         impl $crate::wit::Lift<__wit::$theirs> for $crate::$ours {
             type Error = ::std::convert::Infallible;
-            fn lift(wire: __wit::$theirs, _: &str) -> ::std::result::Result<Self, Self::Error> {
+            fn lift(wire: &__wit::$theirs, _: &str) -> ::std::result::Result<Self, Self::Error> {
                 Ok(match wire {
                     $(__wit::$theirs::$case $(($payload))? =>
                         $crate::$ours::$case $(($crate::wit::Lift::lift($payload, stringify!($payload))?))?,)*
@@ -292,8 +293,8 @@ macro_rules! __wit_record {
         }
         impl $crate::wit::Lift<__wit::$theirs> for $crate::$ours {
             type Error = $crate::__wit_error!($mode);
-            fn lift(wire: __wit::$theirs, _: &str) -> ::std::result::Result<Self, Self::Error> {
-                Ok($crate::$ours { $($field: $crate::wit::Lift::lift(wire.$wire, $what)?,)* })
+            fn lift(wire: &__wit::$theirs, _: &str) -> ::std::result::Result<Self, Self::Error> {
+                Ok($crate::$ours { $($field: $crate::wit::Lift::lift(&wire.$wire, $what)?,)* })
             }
         }
         impl ::std::convert::From<&$crate::$ours> for __wit::$theirs {
@@ -343,7 +344,7 @@ macro_rules! __wit_lift_impl {
     (plain $ours:ident $theirs:ident) => {
         impl ::std::convert::From<__wit::$theirs> for $crate::$ours {
             fn from(wire: __wit::$theirs) -> Self {
-                match $crate::wit::Lift::lift(wire, "") {
+                match $crate::wit::Lift::lift(&wire, "") {
                     Ok(value) => value,
                     Err(never) => match never {},
                 }
@@ -354,7 +355,7 @@ macro_rules! __wit_lift_impl {
         impl ::std::convert::TryFrom<__wit::$theirs> for $crate::$ours {
             type Error = $crate::wit::NotJson;
             fn try_from(wire: __wit::$theirs) -> ::std::result::Result<Self, Self::Error> {
-                $crate::wit::Lift::lift(wire, "")
+                $crate::wit::Lift::lift(&wire, "")
             }
         }
     };
