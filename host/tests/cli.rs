@@ -830,7 +830,7 @@ async fn a_standby_takes_over_when_the_leader_is_killed() {
     let client = cluster.client();
     let engine = kubewasm::plugin::Engine::new().expect("engine");
     let demo = std::sync::Arc::new(kubewasm::plugin::Plugin::load(&engine, &plugin("demo-application")).expect("load"));
-    kubewasm::host::install_crds(&client, &[demo]).await.expect("CRDs");
+    kubewasm::runtime::install_crds(&client, &[demo]).await.expect("CRDs");
     let dir = target_dir().join("cli-test-inputs").join("leader-plugins");
     let _ = std::fs::remove_dir_all(&dir);
     std::fs::create_dir_all(&dir).expect("plugin dir");

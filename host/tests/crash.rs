@@ -146,7 +146,7 @@ async fn create_parent(cluster: &DevCluster) {
 /// after its k-th write and started again. Returns the end state and the host's writes.
 async fn run(crds: &[Arc<kubewasm::plugin::Plugin>], crash_after: Option<u64>) -> (Outcome, u64) {
     let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
-    kubewasm::host::install_crds(&cluster.client(), crds).await.expect("CRDs");
+    kubewasm::runtime::install_crds(&cluster.client(), crds).await.expect("CRDs");
     let mut host = Host::start(&cluster).ready().await;
     let before = quiet(&cluster, Duration::from_millis(500)).await;
     if let Some(k) = crash_after {

@@ -19,6 +19,10 @@
 //! # Ok(()) }
 //! ```
 //!
+//! Reading the code: `server` holds the layers every request passes and its routes,
+//! `pipeline` the stages of a write, `kinds` and `crd` the strategies that say what differs
+//! between kinds; the README's "Layers" section draws the whole.
+//!
 //! Where it differs from a real API server (each is a place where a test could pass here and
 //! fail on a cluster):
 //! - no controllers besides garbage collection, namespace and CRD cleanup: Deployments get no
@@ -44,35 +48,55 @@
 // Accessors like `DevCluster::url` have nothing to add beyond their name.
 #![allow(clippy::must_use_candidate)]
 
+// The value types: they import nothing of the server.
 mod allocator;
-mod apply;
 mod builtins;
-mod compare;
-mod crd;
-mod decode;
-mod discovery;
-mod events;
-mod faults;
-mod gc;
-mod kinds;
-mod kubeconfig;
-mod metadata;
 mod names;
 mod object;
-mod openapi;
+mod printers;
+mod request_info;
+mod resource;
+mod status;
+mod user;
+
+// Mechanisms over objects and the upstream data, the same for every kind.
+mod apply;
+mod compare;
+mod decode;
+mod kubeconfig;
+mod metadata;
 mod patch;
-mod persist;
-mod present;
 mod protobuf;
-mod reviews;
-mod schema;
 mod selectors;
+
+// Storage: objects, versions, history and indexes.
+mod store;
+
+// What differs between kinds, and the kinds.
+mod admission;
+mod crd;
+mod kinds;
+mod strategy;
+
+// The served resources and the state one lock guards.
+mod cluster;
+mod discovery;
+mod openapi;
+mod registry;
+
+// Requests: reads, the write pipeline, how answers are rendered.
+mod pipeline;
+mod present;
+mod read;
+mod request;
+mod table;
+
+// What runs beside requests, and the HTTP server.
+mod faults;
+mod gc;
+mod persist;
 mod server;
 mod state;
-mod status;
-mod store;
-mod table;
-mod verbs;
 mod watch;
 
 use std::path::{Path, PathBuf};
@@ -80,14 +104,13 @@ use std::sync::Arc;
 use std::sync::atomic::Ordering;
 use std::time::Duration;
 
-use serde_json::json;
 use tokio::task::JoinHandle;
 
+use self::cluster::Cluster;
 pub use self::compare::comparable;
 pub use self::faults::{ErrorFault, Faults, FaultsError, StaleReads, WatchFaults};
 use self::state::Shared;
 pub use self::store::Lifecycle;
-use self::store::Store;
 
 /// How to start a [`DevCluster`]. `Options::default()` is an ephemeral, in-memory server on a
 /// free port with its kubeconfig in the temporary directory.
@@ -162,13 +185,13 @@ impl DevCluster {
     /// [`Error`] when the port cannot be bound, or the data directory or kubeconfig
     /// cannot be used.
     pub async fn start(opts: Options) -> Result<DevCluster, Error> {
-        let mut store = Store::new(opts.watch_history);
+        let mut cluster = Cluster::new(opts.watch_history);
         if let Some(dir) = &opts.data_dir {
             let fail = |source| Error::DataDir { path: dir.clone(), source };
             std::fs::create_dir_all(dir).map_err(fail)?;
-            persist::load(dir, &mut store).map_err(fail)?;
+            persist::load(dir, &mut cluster).map_err(fail)?;
         }
-        bootstrap(&mut store);
+        bootstrap(&mut cluster);
 
         let port = opts.port.unwrap_or(0);
         let listener =
@@ -178,13 +201,13 @@ impl DevCluster {
 
         let (stop, stopped) = tokio::sync::watch::channel(false);
         let shared = Arc::new(Shared::new(
-            store,
+            cluster,
             opts.bookmark_interval,
             stopped.clone(),
             address.to_string(),
             faults::Injector::new(opts.faults.clone()),
         ));
-        let router = axum::Router::new().fallback(server::handle).with_state(shared.clone());
+        let router = server::router(shared.clone());
         let mut on_stop = stopped.clone();
         let serve = axum::serve(listener, router).with_graceful_shutdown(async move {
             let _ = on_stop.changed().await;
@@ -194,7 +217,7 @@ impl DevCluster {
                 tracing::warn!(error = %e, "the embedded API server stopped");
             }
         })];
-        tasks.push(tokio::spawn(server::run_gc(shared.clone())));
+        tasks.push(tokio::spawn(gc::run(shared.clone())));
         if let Some(dir) = &opts.data_dir {
             tasks.push(tokio::spawn(persist::run(shared.clone(), dir.clone())));
         }
@@ -268,7 +291,7 @@ impl DevCluster {
     /// `resource[.group]/[namespace/]name` (`deployments.apps/default/web`): a controller
     /// that creates a child twice, or deletes what it should keep, shows here.
     pub fn lifecycles(&self) -> std::collections::BTreeMap<String, Lifecycle> {
-        self.shared.lock().lifecycles().clone()
+        self.shared.lock().store.lifecycles().clone()
     }
 
     /// How many faults have been injected since the server started.
@@ -291,44 +314,18 @@ impl DevCluster {
     }
 }
 
-/// Creates what a new cluster has before anyone writes (or what a data directory lacks of it):
-/// the namespaces `default`, `kube-system`, `kube-public` and `kube-node-lease`, and the
-/// `kubernetes` Service in `default`.
-fn bootstrap(store: &mut Store) {
-    let manager = verbs::WriteOptions { manager: "kube-apiserver".into(), ..verbs::WriteOptions::default() };
-    let target = |rt: std::sync::Arc<discovery::ResourceType>, namespace: Option<&str>| verbs::Target {
-        rt,
-        version: "v1".into(),
-        namespace: namespace.map(String::from),
-        name: None,
-        subresource: None,
-        events_v1: false,
-    };
-    if let Some(rt) = store.registry.find("", "v1", "namespaces") {
-        for name in ["default", "kube-system", "kube-public", "kube-node-lease"] {
-            if store.get(&(String::new(), "namespaces".into()), "", name).is_none() {
-                let body = json!({ "apiVersion": "v1", "kind": "Namespace", "metadata": { "name": name } });
-                let _ = verbs::create(store, &target(rt.clone(), None), body, &manager);
-            }
+/// Creates what a new cluster has before anyone writes (or what a data directory lacks of it),
+/// as the kinds list it (`kinds::initial_objects`).
+fn bootstrap(cluster: &mut Cluster) {
+    let manager = request::WriteOptions { manager: "kube-apiserver".into(), ..request::WriteOptions::default() };
+    for initial in kinds::initial_objects() {
+        let Some(rt) = cluster.registry.find(initial.group, initial.version, initial.plural) else {
+            continue;
+        };
+        let name = object::name(&initial.object).to_string();
+        let target = request::Target::stored(rt, initial.namespace.unwrap_or_default(), &name);
+        if read::existing(&cluster.store, &target).is_err() {
+            let _ = pipeline::create(cluster, &request::Target { name: None, ..target }, initial.object, &manager);
         }
-    }
-    if let Some(rt) = store.registry.find("", "v1", "services")
-        && store.get(&(String::new(), "services".into()), "default", "kubernetes").is_none()
-    {
-        let body = json!({
-            "apiVersion": "v1",
-            "kind": "Service",
-            "metadata": {
-                "name": "kubernetes",
-                "labels": { "component": "apiserver", "provider": "kubernetes" },
-            },
-            "spec": {
-                "type": "ClusterIP",
-                "clusterIP": "10.96.0.1",
-                "ports": [{ "name": "https", "port": 443, "protocol": "TCP", "targetPort": 6443 }],
-                "sessionAffinity": "None",
-            },
-        });
-        let _ = verbs::create(store, &target(rt, Some("default")), body, &manager);
     }
 }

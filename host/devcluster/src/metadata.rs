@@ -2,6 +2,7 @@
 
 use serde_json::Value;
 
+use super::names::is_dns_subdomain;
 use super::status::Cause;
 
 const NAME_RULE: &str = "name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName',  or 'my.name',  or '123-abc', regex used for validation is '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]')";
@@ -15,17 +16,6 @@ fn is_name_part(s: &str) -> bool {
         && bytes.iter().all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.'))
         && bytes[0].is_ascii_alphanumeric()
         && bytes[bytes.len() - 1].is_ascii_alphanumeric()
-}
-
-fn is_dns_subdomain(s: &str) -> bool {
-    s.len() <= 253
-        && s.split('.').all(|p| {
-            !p.is_empty()
-                && p.len() <= 63
-                && p.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
-                && !p.starts_with('-')
-                && !p.ends_with('-')
-        })
 }
 
 /// Why `key` is not a qualified name (`prefix/name` or `name`), if it is not.

@@ -1,7 +1,17 @@
 //! The rules for object names, and the names the server generates.
 
-use super::kinds::NameRule;
 use super::status::Cause;
+
+/// Which name rule `metadata.name` follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum NameRule {
+    /// An RFC 1123 subdomain: most kinds.
+    Subdomain,
+    /// An RFC 1123 label: namespaces and services (their names become DNS labels).
+    Label,
+    /// Any name usable as a path segment: RBAC kinds.
+    PathSegment,
+}
 
 /// Checks `metadata.name` with the rule the real server applies to this kind.
 pub(crate) fn check_name(rule: NameRule, name: &str) -> Option<Cause> {
@@ -40,7 +50,8 @@ fn is_dns_label(s: &str) -> bool {
         && !s.ends_with('-')
 }
 
-fn is_dns_subdomain(s: &str) -> bool {
+/// An RFC 1123 subdomain: dot-separated labels, at most 253 characters.
+pub(crate) fn is_dns_subdomain(s: &str) -> bool {
     s.len() <= 253 && s.split('.').all(is_dns_label)
 }
 

@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use sha2::Digest as _;
 
 use super::builtins;
-use super::discovery::Registry;
+use super::registry::Registry;
 
 /// The definitions reachable from `roots` (through `$ref`), their references rewritten to `prefix`.
 fn reachable(roots: impl IntoIterator<Item = String>, prefix: &str) -> Map<String, Value> {
@@ -44,14 +44,15 @@ fn rewrite_refs(schema: &mut Value, prefix: &str, names: &mut Vec<String>) {
     }
 }
 
-/// The name a custom resource's schema has in the documents (`com.example.v1.Foo`).
-fn crd_schema_name(group: &str, version: &str, kind: &str) -> String {
+/// The name a resource's own schema (a custom resource's) has in the documents
+/// (`com.example.v1.Foo`).
+fn schema_name(group: &str, version: &str, kind: &str) -> String {
     let reversed: Vec<&str> = group.split('.').rev().collect();
     format!("{}.{version}.{kind}", reversed.join("."))
 }
 
-/// A custom resource's schema with its group-version-kind, as the documents list it.
-fn crd_schema(schema: &Value, gvk: &Value) -> Value {
+/// A resource's own schema with its group-version-kind, as the documents list it.
+fn with_gvk(schema: &Value, gvk: &Value) -> Value {
     let mut schema = schema.clone();
     if let Some(map) = schema.as_object_mut() {
         map.insert("x-kubernetes-group-version-kind".into(), json!([gvk]));
@@ -62,11 +63,11 @@ fn crd_schema(schema: &Value, gvk: &Value) -> Value {
 /// `/openapi/v2`: one Swagger document with every definition (built-in and custom).
 pub(crate) fn v2(registry: &Registry) -> Value {
     let mut definitions = reachable(builtins::definitions().keys().cloned(), "#/definitions/");
-    for rt in registry.all().filter(|rt| !rt.builtin) {
+    for rt in registry.all() {
         for v in &rt.versions {
             if let Some(schema) = &v.schema {
                 let gvk = json!({ "group": rt.group, "version": v.name, "kind": rt.kind });
-                definitions.insert(crd_schema_name(&rt.group, &v.name, &rt.kind), crd_schema(schema, &gvk));
+                definitions.insert(schema_name(&rt.group, &v.name, &rt.kind), with_gvk(schema, &gvk));
             }
         }
     }
@@ -148,7 +149,7 @@ pub(crate) fn document(registry: &Registry, group: &str, version: &str) -> Optio
             "patch": operation(&format!("patch{}", rt.kind)),
         }));
         if let Some(schema) = &v.schema {
-            schemas.insert(crd_schema_name(&rt.group, version, &rt.kind), crd_schema(schema, &gvk));
+            schemas.insert(schema_name(&rt.group, version, &rt.kind), with_gvk(schema, &gvk));
         }
         if let Some(name) = builtins::definition_name(&rt.group, version, &rt.kind) {
             roots.push(name.to_string());

@@ -6,10 +6,10 @@ use std::time::Duration;
 
 use serde_json::Value;
 
-use super::crd;
-use super::object;
+use super::cluster::Cluster;
+use super::resource::GroupResource;
 use super::state::Shared;
-use super::store::{GroupResource, Store};
+use super::store::Store;
 
 const FILE: &str = "store.json";
 
@@ -55,9 +55,10 @@ fn snapshot(store: &Store) -> Snapshot {
     Snapshot { resource_version: store.current_rv(), objects }
 }
 
-/// Loads a snapshot written by an earlier run, registering its CRDs. A missing file is an
-/// empty store; an unreadable one is an error (nothing is overwritten).
-pub(crate) fn load(dir: &Path, store: &mut Store) -> std::io::Result<bool> {
+/// Loads a snapshot written by an earlier run (what its objects serve, a CRD's resource, is
+/// served again). A missing file is an empty store; an unreadable one is an error (nothing is
+/// overwritten).
+pub(crate) fn load(dir: &Path, cluster: &mut Cluster) -> std::io::Result<bool> {
     let path = dir.join(FILE);
     let text = match std::fs::read(&path) {
         Ok(t) => t,
@@ -74,12 +75,9 @@ pub(crate) fn load(dir: &Path, store: &mut Store) -> std::io::Result<bool> {
         let Some(obj) = entry.get("object").cloned() else {
             continue;
         };
-        if group == "apiextensions.k8s.io" && resource == "customresourcedefinitions" {
-            store.registry.register_crd(object::name(&obj), crd::resource_type(&obj));
-        }
         objects.push(((group, resource), obj));
     }
-    store.restore(rv, objects);
+    cluster.restore(rv, objects);
     Ok(true)
 }
 
@@ -92,11 +90,12 @@ fn write(path: &Path, snap: &Snapshot) -> std::io::Result<()> {
 /// Writes a snapshot now if the store changed since `written_rv`; returns the version written.
 pub(crate) fn flush(shared: &Shared, dir: &Path, written_rv: u64) -> u64 {
     let (rv, snap) = {
-        let store = shared.lock();
+        let cluster = shared.lock();
+        let store = &cluster.store;
         if store.current_rv() == written_rv {
             return written_rv;
         }
-        (store.current_rv(), snapshot(&store))
+        (store.current_rv(), snapshot(store))
     };
     match write(&dir.join(FILE), &snap) {
         Ok(()) => rv,
@@ -109,7 +108,7 @@ pub(crate) fn flush(shared: &Shared, dir: &Path, written_rv: u64) -> u64 {
 
 /// Writes a snapshot after each burst of changes until shutdown, then a last one.
 pub(crate) async fn run(shared: Arc<Shared>, dir: PathBuf) {
-    let mut written = shared.lock().current_rv();
+    let mut written = shared.lock().store.current_rv();
     let mut shutdown = shared.shutdown.clone();
     loop {
         tokio::select! {

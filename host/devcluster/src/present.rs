@@ -2,8 +2,9 @@
 
 use serde_json::{Value, json};
 
-use super::table::{self, Include};
-use super::verbs::{Listed, Target};
+use super::read::Listed;
+use super::request::Target;
+use super::table::{self, Include, metadata_only};
 
 /// How objects are rendered, from the `Accept` header.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -18,17 +19,12 @@ pub(crate) fn present_one(t: &Target, obj: &Value, how: Presentation) -> Value {
     match how {
         Presentation::Full => obj.clone(),
         Presentation::Table(include) => table::table(
-            &t.rt,
-            &t.version,
+            t.strategy(),
             std::slice::from_ref(obj),
             &json!({ "resourceVersion": obj.pointer("/metadata/resourceVersion").cloned().unwrap_or_default() }),
             include,
         ),
-        Presentation::Metadata => json!({
-            "kind": "PartialObjectMetadata",
-            "apiVersion": "meta.k8s.io/v1",
-            "metadata": obj.get("metadata").cloned().unwrap_or_default(),
-        }),
+        Presentation::Metadata => metadata_only(obj),
     }
 }
 
@@ -36,12 +32,12 @@ pub(crate) fn present_one(t: &Target, obj: &Value, how: Presentation) -> Value {
 pub(crate) fn present_list(t: &Target, list: &Listed, how: Presentation) -> Value {
     match how {
         Presentation::Full => list.render(),
-        Presentation::Table(include) => table::table(&t.rt, &t.version, &list.presented(), &list.metadata, include),
+        Presentation::Table(include) => table::table(t.strategy(), &list.presented(), &list.metadata, include),
         Presentation::Metadata => json!({
             "kind": "PartialObjectMetadataList",
             "apiVersion": "meta.k8s.io/v1",
             "metadata": list.metadata,
-            "items": list.items.iter().map(|o| present_one(t, o, Presentation::Metadata)).collect::<Vec<_>>(),
+            "items": list.items.iter().map(|o| metadata_only(o)).collect::<Vec<_>>(),
         }),
     }
 }

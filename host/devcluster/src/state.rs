@@ -1,17 +1,17 @@
 //! The state the request handlers and the background tasks share.
 
 use std::sync::atomic::AtomicU64;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
 use tokio::sync::{Notify, watch};
 
-use super::faults::Injector;
-use super::store::Store;
+use super::cluster::Cluster;
+use super::faults::{Injector, Versions};
 
 /// State shared by the request handlers and the background tasks.
 pub(crate) struct Shared {
-    store: Mutex<Store>,
+    cluster: Mutex<Cluster>,
     pub writes: AtomicU64,
     pub gc: Notify,
     pub persist: Notify,
@@ -19,31 +19,41 @@ pub(crate) struct Shared {
     pub shutdown: watch::Receiver<bool>,
     pub address: String,
     /// Faults injected on purpose (none unless configured).
-    pub faults: Injector,
+    pub faults: Arc<Injector>,
 }
 
 impl Shared {
     pub(crate) fn new(
-        store: Store,
+        cluster: Cluster,
         bookmark_interval: Duration,
         shutdown: watch::Receiver<bool>,
         address: String,
         faults: Injector,
     ) -> Shared {
         Shared {
-            store: Mutex::new(store),
+            cluster: Mutex::new(cluster),
             writes: AtomicU64::new(0),
             gc: Notify::new(),
             persist: Notify::new(),
             bookmark_interval,
             shutdown,
             address,
-            faults,
+            faults: Arc::new(faults),
         }
     }
 
-    /// The store; a handler that panicked while holding it does not make it unusable.
-    pub(crate) fn lock(&self) -> MutexGuard<'_, Store> {
-        self.store.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    /// The cluster; a handler that panicked while holding it does not make it unusable.
+    pub(crate) fn lock(&self) -> MutexGuard<'_, Cluster> {
+        self.cluster.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+impl Versions for Shared {
+    fn current(&self) -> u64 {
+        self.lock().store.current_rv()
+    }
+
+    fn oldest(&self) -> u64 {
+        self.lock().store.oldest_watchable()
     }
 }

@@ -1,8 +1,10 @@
 //! `Status` error objects: the code, reason, message and details a real API server answers with.
 
+use axum::http::{HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
 use serde_json::{Value, json};
 
-use super::discovery::ResourceType;
+use super::resource::ResourceType;
 
 /// One failed field check of an `Invalid` (422) answer (`details.causes[]`).
 #[derive(Debug, Clone, PartialEq)]
@@ -182,6 +184,22 @@ impl ApiError {
             status["details"] = details.clone();
         }
         status
+    }
+}
+
+impl IntoResponse for ApiError {
+    /// The `Status` as JSON, with `code` as the HTTP status; a 429 (or a 504 with a retry delay)
+    /// says when to come back in `Retry-After`, as the real server does.
+    fn into_response(self) -> Response {
+        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+        let body = serde_json::to_vec(&self.to_status()).unwrap_or_default();
+        let mut response = (code, [(header::CONTENT_TYPE, "application/json")], body).into_response();
+        if let Some(seconds) = self.details.as_ref().and_then(|d| d.get("retryAfterSeconds")).and_then(Value::as_u64)
+            && let Ok(value) = HeaderValue::from_str(&seconds.to_string())
+        {
+            response.headers_mut().insert(header::RETRY_AFTER, value);
+        }
+        response
     }
 }
 

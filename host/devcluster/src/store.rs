@@ -1,4 +1,7 @@
-//! Stored objects, the global resourceVersion counter, and the watch history every write feeds.
+//! Stored objects, the global resourceVersion counter, the watch history every write feeds,
+//! and the indexes kept on every write (owners for garbage collection, objects a cleanup
+//! controller works on, numbers held of shared ranges). It knows objects and versions, never
+//! a kind: what to index of an object comes with the write ([`Keys`]).
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::ops::Bound;
@@ -7,17 +10,10 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio::sync::broadcast;
 
-use super::allocator::Allocations;
-use super::discovery::Registry;
-use super::kinds;
+use super::allocator::{Allocations, Range};
 use super::object;
 use super::object::FOREGROUND;
-
-/// Identifies a kind of stored object independent of version: `(group, plural)`.
-pub(crate) type GroupResource = (String, String);
-
-/// `(namespace, name)`; the namespace is empty for cluster-scoped objects.
-pub(crate) type ObjectKey = (String, String);
+use super::resource::{GroupResource, Location, ObjectKey};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum EventType {
@@ -38,9 +34,6 @@ pub(crate) struct Change {
     pub old: Option<Arc<Value>>,
 }
 
-/// Where an object is stored: its resource and key.
-pub(crate) type Location = (GroupResource, ObjectKey);
-
 /// What garbage collection needs to know, kept up to date on every write so a collection pass
 /// only looks at the objects a change concerns (see `gc.rs`).
 #[derive(Debug, Default)]
@@ -51,8 +44,8 @@ struct GcIndex {
     dependents: HashMap<String, BTreeSet<Location>>,
     /// The uids of objects being deleted in the foreground (they wait for their dependents).
     foreground: HashSet<String>,
-    /// Namespaces and CRDs being deleted: the namespace and CRD cleanup controllers look at
-    /// them on every pass until they are gone.
+    /// Objects being deleted that a cleanup controller empties first (a namespace, a CRD):
+    /// garbage collection looks at them on every pass until they are gone.
     sweeping: BTreeSet<Location>,
     /// Objects garbage collection has to look at again.
     queue: BTreeSet<Location>,
@@ -67,22 +60,27 @@ pub(crate) fn in_foreground_deletion(obj: &Value) -> bool {
     object::is_deleting(obj) && object::has_finalizer(obj, FOREGROUND)
 }
 
-/// Whether a cleanup controller has work on `obj` (a namespace or CRD being deleted).
-fn swept(gr: &GroupResource, obj: &Value) -> bool {
-    object::is_deleting(obj) && kinds::strategy(&gr.0, &gr.1).swept_while_deleting(obj)
+/// What the store indexes of an object besides its owners, given with each write by the layer
+/// that knows the object's kind (from its strategy).
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub(crate) struct Keys {
+    /// The object is being deleted and a cleanup controller empties it first.
+    pub sweep: bool,
+    /// The numbers of shared ranges the object holds (a Service's cluster IP and node ports).
+    pub holds: Vec<(&'static Range, u32)>,
 }
 
 impl GcIndex {
     /// Indexes `new`, just stored at `loc` in place of `old`, and queues what the write may
     /// concern. Writes that change neither ownerReferences nor a deletion queue nothing.
-    /// `swept`: a cleanup controller has work on `new` (its kind's strategy says so).
-    fn write(&mut self, loc: &Location, old: Option<&Value>, new: &Value, swept: bool) {
+    /// `sweep`: a cleanup controller has work on `new`.
+    fn write(&mut self, loc: &Location, old: Option<&Value>, new: &Value, sweep: bool) {
         let uid = object::uid(new);
         if let Some(old) = old
             && object::uid(old) != uid
         {
             self.forget(loc, old);
-            return self.write(loc, None, new, swept);
+            return self.write(loc, None, new, sweep);
         }
         if old.is_none() {
             self.uids.insert(uid.to_string(), loc.clone());
@@ -108,7 +106,7 @@ impl GcIndex {
         } else {
             self.foreground.remove(uid);
         }
-        if swept {
+        if sweep {
             self.sweeping.insert(loc.clone());
         } else {
             self.sweeping.remove(loc);
@@ -177,9 +175,10 @@ pub(crate) struct Store {
     /// The resourceVersion of the last change, for reads that wait for a version.
     last_rv: tokio::sync::watch::Sender<u64>,
     gc: GcIndex,
-    /// What the objects of each kind hold of its shared ranges (see `allocator`).
+    /// What the objects of each resource hold of its shared ranges (see `allocator`).
     allocations: HashMap<GroupResource, Allocations>,
-    pub registry: Registry,
+    /// What each object holding numbers holds, released when it changes or goes.
+    holdings: HashMap<Location, Vec<(&'static Range, u32)>>,
     /// How often each object was created and removed, for tests that look for duplicate
     /// creates and unexpected deletes (the oracles of fault-injection runs).
     lifecycles: BTreeMap<String, Lifecycle>,
@@ -209,7 +208,7 @@ impl Store {
             last_rv: tokio::sync::watch::Sender::new(0),
             gc: GcIndex::default(),
             allocations: HashMap::new(),
-            registry: Registry::new(),
+            holdings: HashMap::new(),
             lifecycles: BTreeMap::new(),
         }
     }
@@ -345,7 +344,7 @@ impl Store {
         std::mem::take(&mut self.gc.queue).into_iter().collect()
     }
 
-    /// The namespaces and CRDs being deleted, for their cleanup controllers.
+    /// The objects being deleted that a cleanup controller empties first.
     pub(crate) fn sweeping(&self) -> Vec<Location> {
         self.gc.sweeping.iter().cloned().collect()
     }
@@ -365,17 +364,17 @@ impl Store {
         self.objects.iter().flat_map(|(gr, objs)| objs.values().map(move |o| (gr, o)))
     }
 
-    /// Stores `obj` (created or replaced) under a new resourceVersion and tells the watchers.
-    pub(crate) fn put(&mut self, gr: &GroupResource, mut obj: Value) -> Arc<Value> {
+    /// Stores `obj` (created or replaced) under a new resourceVersion, indexes it with `keys`,
+    /// and tells the watchers.
+    pub(crate) fn put(&mut self, gr: &GroupResource, mut obj: Value, keys: Keys) -> Arc<Value> {
         self.rv += 1;
         object::set_meta(&mut obj, "resourceVersion", json!(self.rv.to_string()));
         let key = (object::namespace(&obj).to_string(), object::name(&obj).to_string());
         let obj = Arc::new(obj);
         let loc = (gr.clone(), key.clone());
         let old = self.objects.entry(gr.clone()).or_default().insert(key, obj.clone());
-        let swept = swept(gr, &obj);
-        self.gc.write(&loc, old.as_deref(), &obj, swept);
-        self.allocate(gr, old.as_deref(), Some(&obj));
+        self.gc.write(&loc, old.as_deref(), &obj, keys.sweep);
+        self.hold(&loc, keys.holds);
         if old.is_none() {
             self.lifecycles.entry(lifecycle_key(gr, &loc.1.0, &loc.1.1)).or_default().created += 1;
         }
@@ -389,8 +388,9 @@ impl Store {
         let key = (ns.to_string(), name.to_string());
         let old = self.objects.get_mut(gr)?.remove(&key)?;
         self.lifecycles.entry(lifecycle_key(gr, ns, name)).or_default().removed += 1;
-        self.gc.forget(&(gr.clone(), key), &old);
-        self.allocate(gr, Some(&old), None);
+        let loc = (gr.clone(), key);
+        self.gc.forget(&loc, &old);
+        self.hold(&loc, Vec::new());
         self.rv += 1;
         let mut last = (*old).clone();
         object::set_meta(&mut last, "resourceVersion", json!(self.rv.to_string()));
@@ -411,20 +411,23 @@ impl Store {
         self.allocations.get(gr).unwrap_or(&NONE)
     }
 
-    /// Moves what `old` held of the kind's ranges to `new` (either may be absent).
-    fn allocate(&mut self, gr: &GroupResource, old: Option<&Value>, new: Option<&Value>) {
-        let strategy = kinds::strategy(&gr.0, &gr.1);
-        let released = old.map(|o| strategy.allocated(o)).unwrap_or_default();
-        let taken = new.map(|n| strategy.allocated(n)).unwrap_or_default();
-        if released == taken {
+    /// Records that the object at `loc` holds `holds` now, releasing what it held before.
+    fn hold(&mut self, loc: &Location, holds: Vec<(&'static Range, u32)>) {
+        let released = self.holdings.get(loc).cloned().unwrap_or_default();
+        if released == holds {
             return;
         }
-        let allocations = self.allocations.entry(gr.clone()).or_default();
+        let allocations = self.allocations.entry(loc.0.clone()).or_default();
         for (range, n) in released {
             allocations.release(range, n);
         }
-        for (range, n) in taken {
-            allocations.take(range, n);
+        for (range, n) in &holds {
+            allocations.take(range, *n);
+        }
+        if holds.is_empty() {
+            self.holdings.remove(loc);
+        } else {
+            self.holdings.insert(loc.clone(), holds);
         }
     }
 
@@ -467,13 +470,12 @@ impl Store {
     }
 
     /// Restores a snapshot: objects are inserted without events, the counter continues from `rv`.
-    pub(crate) fn restore(&mut self, rv: u64, objects: Vec<(GroupResource, Value)>) {
-        for (gr, obj) in objects {
-            let key = (object::namespace(&obj).to_string(), object::name(&obj).to_string());
-            let swept = swept(&gr, &obj);
-            self.gc.write(&(gr.clone(), key.clone()), None, &obj, swept);
-            self.allocate(&gr, None, Some(&obj));
-            self.objects.entry(gr).or_default().insert(key, Arc::new(obj));
+    pub(crate) fn restore(&mut self, rv: u64, objects: Vec<(GroupResource, Value, Keys)>) {
+        for (gr, obj, keys) in objects {
+            let loc = (gr, (object::namespace(&obj).to_string(), object::name(&obj).to_string()));
+            self.gc.write(&loc, None, &obj, keys.sweep);
+            self.hold(&loc, keys.holds);
+            self.objects.entry(loc.0).or_default().insert(loc.1, Arc::new(obj));
         }
         self.rv = rv;
         self.oldest_watchable = rv;

@@ -1,20 +1,21 @@
-//! Watches: JSON event streams from a resourceVersion, bookmarks, and 410 Gone.
+//! Watches: JSON event streams from a resourceVersion, bookmarks, and 410 Gone; the faults
+//! in force are applied to the frames on their way out (`faults::watch_stream`).
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use axum::body::Body;
 use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
-use super::events;
-use super::faults::EventFate;
+use super::faults::Frame;
 use super::present::{Presentation, present_one};
+use super::read::{as_addressed, present};
+use super::request::{Filter, Target};
+use super::resource::GroupResource;
 use super::state::Shared;
 use super::status::ApiError;
 use super::store::{Change, EventType};
-use super::verbs::{Filter, Target, present};
 
 /// What a `?watch=true` request asked for.
 pub(crate) struct WatchRequest {
@@ -34,22 +35,24 @@ fn line(kind: &str, object: &Value) -> Bytes {
     Bytes::from(bytes)
 }
 
-/// Starts a watch and returns the streaming body; errors that precede the stream are returned.
-#[allow(clippy::too_many_lines)] // one watch: what it sends first, then its stream
-pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, ApiError> {
+/// How many frames a watch renders ahead of what its client has read.
+const AHEAD: usize = 64;
+
+/// Starts a watch and returns its frames (for the faults' adapter, then the client); errors
+/// that precede the stream are returned.
+pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Receiver<Frame>, ApiError> {
     let WatchRequest { target, filter, resource_version, send_initial_events, bookmarks, timeout, presentation } = req;
     let gr = target.gr();
-    let render = move |t: &Target, obj: &Value| {
-        let shown = present(&t.rt, &t.version, obj);
-        present_one(t, &if t.events_v1 { events::to_v1(&shown) } else { shown }, presentation)
-    };
-    let mut first: Vec<Bytes> = Vec::new();
+    let render =
+        move |t: &Target, obj: &Value| present_one(t, &as_addressed(t, present(&t.rt, &t.version, obj)), presentation);
+    let (tx, frames) = mpsc::channel::<Frame>(AHEAD);
     let mut initial_end = false;
     // Under the lock, only what to send is taken (shared pointers); it is rendered after.
     let mut initial = Vec::new();
     let mut past = Vec::new();
     let (mut rx, start_rv) = {
-        let mut store = shared.lock();
+        let mut cluster = shared.lock();
+        let store = &mut cluster.store;
         let rv = resource_version.as_deref().unwrap_or("");
         if rv.is_empty() || rv == "0" {
             if send_initial_events != Some(false) {
@@ -60,18 +63,19 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
         } else {
             let from: u64 =
                 rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?;
-            let resumable = if shared.faults.watch_gone() { None } else { store.changes_since(&gr, from) };
-            if let Some((changes, rx)) = resumable {
+            if let Some((changes, rx)) = store.changes_since(&gr, from) {
                 past = changes;
                 (rx, store.current_rv().max(from))
             } else {
                 let gone =
                     ApiError::expired(format!("too old resource version: {from} ({})", store.oldest_watchable()));
-                first.push(line("ERROR", &gone.to_status()));
-                return Ok(body_from(first, None));
+                // The channel has room: the one frame is sent at once, and the stream ends.
+                let _ = tx.try_send(Frame::Error(line("ERROR", &gone.to_status())));
+                return Ok(frames);
             }
         }
     };
+    let mut first: Vec<Bytes> = Vec::new();
     for obj in initial.iter().filter(|o| filter.matches(o)) {
         first.push(line("ADDED", &render(&target, obj)));
     }
@@ -93,29 +97,13 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
             )
         }
     };
-    let end_bookmark = initial_end.then(|| bookmark(start_rv, true));
-    let (tx, out) = mpsc::channel::<Bytes>(64);
+    first.extend(initial_end.then(|| bookmark(start_rv, true)));
     let interval = shared.bookmark_interval;
     let mut shutdown = shared.shutdown.clone();
-    let mut outage = shared.faults.epoch.subscribe();
-    let shared = shared.clone();
     tokio::spawn(async move {
-        let mut stalled = false;
-        for bytes in first.into_iter().chain(end_bookmark) {
-            match shared.faults.before_event() {
-                EventFate::Cut => return,
-                EventFate::Stall => {
-                    stalled = true;
-                    break;
-                }
-                EventFate::Send(delay) => {
-                    if !delay.is_zero() {
-                        tokio::time::sleep(delay).await;
-                    }
-                    if tx.send(bytes).await.is_err() {
-                        return;
-                    }
-                }
+        for bytes in first {
+            if tx.send(Frame::Event(bytes)).await.is_err() {
+                return;
             }
         }
         let deadline = tokio::time::sleep(timeout);
@@ -125,65 +113,40 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<Body, Api
         let mut last_rv = start_rv;
         loop {
             tokio::select! {
-                received = rx.recv(), if !stalled => match received {
+                received = rx.recv() => match received {
                     Ok(change) if change.rv <= start_rv => {}
                     Ok(change) => {
                         last_rv = last_rv.max(change.rv);
-                        if let Some((kind, obj)) = event_for(&gr, &filter, &change) {
-                            match shared.faults.before_event() {
-                                EventFate::Cut => return,
-                                // Half-open: connected and silent until the watch's time is up.
-                                EventFate::Stall => stalled = true,
-                                EventFate::Send(delay) => {
-                                    if !delay.is_zero() {
-                                        tokio::time::sleep(delay).await;
-                                    }
-                                    if tx.send(line(kind, &render(&target, obj))).await.is_err() {
-                                        return;
-                                    }
-                                }
-                            }
+                        if let Some((kind, obj)) = event_for(&gr, &filter, &change)
+                            && tx.send(Frame::Event(line(kind, &render(&target, obj)))).await.is_err()
+                        {
+                            return;
                         }
                     }
                     Err(broadcast::error::RecvError::Lagged(_)) => {
                         let gone = ApiError::expired("the watch fell behind the event stream; start a new watch");
-                        let _ = tx.send(line("ERROR", &gone.to_status())).await;
+                        let _ = tx.send(Frame::Error(line("ERROR", &gone.to_status()))).await;
                         return;
                     }
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
-                _ = ticker.tick(), if bookmarks && !stalled && !shared.faults.drop_bookmarks() => {
-                    if tx.send(bookmark(last_rv, false)).await.is_err() {
+                _ = ticker.tick(), if bookmarks => {
+                    if tx.send(Frame::Bookmark(bookmark(last_rv, false))).await.is_err() {
                         return;
                     }
                 }
                 () = &mut deadline => return,
                 _ = shutdown.changed() => return,
-                _ = outage.changed() => return,
                 () = tx.closed() => return,
             }
         }
     });
-    Ok(body_from(Vec::new(), Some(out)))
-}
-
-fn body_from(first: Vec<Bytes>, rest: Option<mpsc::Receiver<Bytes>>) -> Body {
-    let head = futures_util::stream::iter(first.into_iter().map(Ok::<Bytes, std::convert::Infallible>));
-    let tail = futures_util::stream::unfold(rest, |rest| async move {
-        let mut rx = rest?;
-        let next = rx.recv().await?;
-        Some((Ok(next), Some(rx)))
-    });
-    Body::from_stream(futures_util::StreamExt::chain(head, tail))
+    Ok(frames)
 }
 
 /// The event a filtered watch sees for a change: selectors turn "started matching" into ADDED
 /// and "stopped matching" into DELETED, as the real watch cache does.
-fn event_for<'a>(
-    gr: &super::store::GroupResource,
-    filter: &Filter,
-    change: &'a Change,
-) -> Option<(&'static str, &'a Value)> {
+fn event_for<'a>(gr: &GroupResource, filter: &Filter, change: &'a Change) -> Option<(&'static str, &'a Value)> {
     if change.resource != *gr {
         return None;
     }

@@ -1,246 +1,258 @@
-//! `apps/v1`: Deployments, `ReplicaSets`, `StatefulSets` and `DaemonSets`.
+//! `apps/v1`: Deployments, `ReplicaSets`, `StatefulSets` and `DaemonSets`, one [`Workload`]
+//! strategy each: what they share (generation, a selector that matches the pod template and
+//! never changes, valid containers) once, what each adds (status, defaults, printer) beside it.
 
 use serde_json::{Value, json};
 
-use super::pods::{containers, template};
-use super::{
-    Columns, Strategy, age, age_column, column, container_cells, container_columns, default_at, doc, ensure_object,
-    format_labels, format_selector, int, name, name_column,
+use super::pods::{containers, replica_columns, template};
+use super::{default_at, ensure_object};
+use crate::printers::{
+    Columns, age, age_column, column, container_cells, container_columns, doc, format_labels, format_selector, int,
+    name, name_column,
 };
 use crate::selectors::LabelSelector;
 use crate::status::Cause;
+use crate::strategy::Strategy;
 
-pub(crate) struct Deployments;
-
-impl Strategy for Deployments {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({}))
-    }
-
-    fn defaults(&self, obj: &mut Value) {
-        default_at(obj, "/spec", "replicas", json!(1));
-        if ensure_object(obj, "/spec/strategy").is_some() {
-            default_at(obj, "/spec/strategy", "type", json!("RollingUpdate"));
-            if obj.pointer("/spec/strategy/type").and_then(Value::as_str) == Some("RollingUpdate")
-                && let Some(rolling) = ensure_object(obj, "/spec/strategy/rollingUpdate")
-            {
-                rolling.entry("maxUnavailable").or_insert(json!("25%"));
-                rolling.entry("maxSurge").or_insert(json!("25%"));
-            }
-        }
-        default_at(obj, "/spec", "revisionHistoryLimit", json!(10));
-        default_at(obj, "/spec", "progressDeadlineSeconds", json!(600));
-        template(obj, "/spec/template");
-    }
-
-    fn validate(&self, obj: &Value) -> Vec<Cause> {
-        workload(obj, "deployment")
-    }
-
-    fn columns(&self) -> Option<Columns> {
-        let [containers, images] = container_columns();
-        Some(Columns {
-            defs: vec![
-                name_column(),
-                column("Ready", "string", "Number of the pod with ready state", 0),
-                column("Up-to-date", "string", &doc("io.k8s.api.apps.v1.DeploymentStatus", "updatedReplicas"), 0),
-                column("Available", "string", &doc("io.k8s.api.apps.v1.DeploymentStatus", "availableReplicas"), 0),
-                age_column(),
-                containers,
-                images,
-                column("Selector", "string", &doc("io.k8s.api.apps.v1.DeploymentSpec", "selector"), 1),
-            ],
-            cells: Box::new(|o| {
-                let [names, images] = container_cells(o.pointer("/spec/template/spec"));
-                vec![
-                    name(o),
-                    json!(format!("{}/{}", int(o, "/status/readyReplicas"), int(o, "/spec/replicas"))),
-                    json!(int(o, "/status/updatedReplicas")),
-                    json!(int(o, "/status/availableReplicas")),
-                    age(o),
-                    names,
-                    images,
-                    json!(selector_string(o.pointer("/spec/selector"))),
-                ]
-            }),
-        })
-    }
+/// The strategy of an `apps/v1` workload.
+pub(crate) struct Workload {
+    /// How validation messages name the kind.
+    noun: &'static str,
+    /// The status a new object starts with.
+    status: fn() -> Value,
+    /// The kind's `SetDefaults`.
+    defaults: fn(&mut Value),
+    columns: fn() -> Columns,
+    selectable_fields: &'static [&'static str],
 }
 
-pub(crate) struct ReplicaSets;
+impl Strategy for Workload {
+    fn tracks_generation(&self) -> bool {
+        true
+    }
 
-impl Strategy for ReplicaSets {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({ "replicas": 0 }))
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = (self.status)();
     }
 
     fn defaults(&self, obj: &mut Value) {
-        default_at(obj, "/spec", "replicas", json!(1));
-        template(obj, "/spec/template");
+        (self.defaults)(obj);
     }
 
     fn validate(&self, obj: &Value) -> Vec<Cause> {
-        // The real message names deployments for replica sets too.
-        workload(obj, "deployment")
+        workload(obj, self.noun)
+    }
+
+    /// A workload's selector may not change (`ValidateDeploymentUpdate` and its siblings).
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<Cause> {
+        match new.pointer("/spec/selector") {
+            Some(selector) if Some(selector) != old.pointer("/spec/selector") => vec![Cause::new(
+                "FieldValueInvalid",
+                "spec.selector",
+                format!("Invalid value: {selector}: field is immutable"),
+            )],
+            _ => Vec::new(),
+        }
     }
 
     fn selectable_fields(&self) -> &'static [&'static str] {
-        &["status.replicas"]
+        self.selectable_fields
     }
 
-    fn columns(&self) -> Option<Columns> {
-        let [containers, images] = container_columns();
-        Some(Columns {
-            defs: vec![
-                name_column(),
-                column("Desired", "integer", &doc("io.k8s.api.apps.v1.ReplicaSetSpec", "replicas"), 0),
-                column("Current", "integer", &doc("io.k8s.api.apps.v1.ReplicaSetStatus", "replicas"), 0),
-                column("Ready", "integer", &doc("io.k8s.api.apps.v1.ReplicaSetStatus", "readyReplicas"), 0),
-                age_column(),
-                containers,
-                images,
-                column("Selector", "string", &doc("io.k8s.api.apps.v1.ReplicaSetSpec", "selector"), 1),
-            ],
-            cells: Box::new(|o| {
-                let [names, images] = container_cells(o.pointer("/spec/template/spec"));
-                vec![
-                    name(o),
-                    json!(int(o, "/spec/replicas")),
-                    json!(int(o, "/status/replicas")),
-                    json!(int(o, "/status/readyReplicas")),
-                    age(o),
-                    names,
-                    images,
-                    json!(format_selector(o.pointer("/spec/selector"))),
-                ]
-            }),
-        })
+    fn columns(&self) -> Columns {
+        (self.columns)()
     }
 }
 
-pub(crate) struct StatefulSets;
+pub(crate) const DEPLOYMENTS: Workload = Workload {
+    noun: "deployment",
+    status: || json!({}),
+    defaults: deployment_defaults,
+    columns: deployment_columns,
+    selectable_fields: &[],
+};
 
-impl Strategy for StatefulSets {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({ "availableReplicas": 0, "replicas": 0 }))
-    }
-
-    /// `SetDefaults_StatefulSet`, with the feature gates of a default 1.33 server.
-    fn defaults(&self, obj: &mut Value) {
-        default_at(obj, "/spec", "podManagementPolicy", json!("OrderedReady"));
-        if let Some(strategy) = ensure_object(obj, "/spec/updateStrategy")
-            && !strategy.contains_key("type")
-        {
-            strategy.insert("type".into(), json!("RollingUpdate"));
-            strategy.entry("rollingUpdate").or_insert(json!({}));
-        }
-        if obj.pointer("/spec/updateStrategy/type").and_then(Value::as_str) == Some("RollingUpdate") {
-            default_at(obj, "/spec/updateStrategy/rollingUpdate", "partition", json!(0));
-        }
-        if let Some(policy) = ensure_object(obj, "/spec/persistentVolumeClaimRetentionPolicy") {
-            policy.entry("whenDeleted").or_insert(json!("Retain"));
-            policy.entry("whenScaled").or_insert(json!("Retain"));
-        }
+pub(crate) const REPLICA_SETS: Workload = Workload {
+    // The real message names deployments for replica sets too.
+    noun: "deployment",
+    status: || json!({ "replicas": 0 }),
+    defaults: |obj| {
         default_at(obj, "/spec", "replicas", json!(1));
-        default_at(obj, "/spec", "revisionHistoryLimit", json!(10));
         template(obj, "/spec/template");
-        for claim in obj.pointer_mut("/spec/volumeClaimTemplates").and_then(Value::as_array_mut).into_iter().flatten() {
-            super::storage::claim_template(claim);
-        }
-    }
+    },
+    columns: || {
+        replica_columns("io.k8s.api.apps.v1.ReplicaSetSpec", "io.k8s.api.apps.v1.ReplicaSetStatus", format_selector)
+    },
+    selectable_fields: &["status.replicas"],
+};
 
-    fn validate(&self, obj: &Value) -> Vec<Cause> {
-        workload(obj, "statefulset")
-    }
+pub(crate) const STATEFUL_SETS: Workload = Workload {
+    noun: "statefulset",
+    status: || json!({ "availableReplicas": 0, "replicas": 0 }),
+    defaults: stateful_set_defaults,
+    columns: stateful_set_columns,
+    selectable_fields: &[],
+};
 
-    fn columns(&self) -> Option<Columns> {
-        let [containers, images] = container_columns();
-        Some(Columns {
-            defs: vec![
-                name_column(),
-                column("Ready", "string", "Number of the pod with ready state", 0),
-                age_column(),
-                containers,
-                images,
-            ],
-            cells: Box::new(|o| {
-                let [names, images] = container_cells(o.pointer("/spec/template/spec"));
-                vec![
-                    name(o),
-                    json!(format!("{}/{}", int(o, "/status/readyReplicas"), int(o, "/spec/replicas"))),
-                    age(o),
-                    names,
-                    images,
-                ]
-            }),
-        })
-    }
-}
-
-pub(crate) struct DaemonSets;
-
-impl Strategy for DaemonSets {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({
+pub(crate) const DAEMON_SETS: Workload = Workload {
+    noun: "daemonset",
+    status: || {
+        json!({
             "currentNumberScheduled": 0,
             "desiredNumberScheduled": 0,
             "numberMisscheduled": 0,
             "numberReady": 0,
-        }))
-    }
-
-    fn defaults(&self, obj: &mut Value) {
-        if ensure_object(obj, "/spec/updateStrategy").is_some() {
-            default_at(obj, "/spec/updateStrategy", "type", json!("RollingUpdate"));
-            if obj.pointer("/spec/updateStrategy/type").and_then(Value::as_str) == Some("RollingUpdate")
-                && let Some(rolling) = ensure_object(obj, "/spec/updateStrategy/rollingUpdate")
-            {
-                rolling.entry("maxUnavailable").or_insert(json!(1));
-                rolling.entry("maxSurge").or_insert(json!(0));
-            }
-        }
-        default_at(obj, "/spec", "revisionHistoryLimit", json!(10));
-        template(obj, "/spec/template");
-    }
-
-    fn validate(&self, obj: &Value) -> Vec<Cause> {
-        workload(obj, "daemonset")
-    }
-
-    fn columns(&self) -> Option<Columns> {
-        let status = |f: &str| doc("io.k8s.api.apps.v1.DaemonSetStatus", f);
-        let [containers, images] = container_columns();
-        Some(Columns {
-            defs: vec![
-                name_column(),
-                column("Desired", "integer", &status("desiredNumberScheduled"), 0),
-                column("Current", "integer", &status("currentNumberScheduled"), 0),
-                column("Ready", "integer", &status("numberReady"), 0),
-                column("Up-to-date", "integer", &status("updatedNumberScheduled"), 0),
-                column("Available", "integer", &status("numberAvailable"), 0),
-                column("Node Selector", "string", &doc("io.k8s.api.core.v1.PodSpec", "nodeSelector"), 0),
-                age_column(),
-                containers,
-                images,
-                column("Selector", "string", &doc("io.k8s.api.apps.v1.DaemonSetSpec", "selector"), 1),
-            ],
-            cells: Box::new(|o| {
-                let [names, images] = container_cells(o.pointer("/spec/template/spec"));
-                vec![
-                    name(o),
-                    json!(int(o, "/status/desiredNumberScheduled")),
-                    json!(int(o, "/status/currentNumberScheduled")),
-                    json!(int(o, "/status/numberReady")),
-                    json!(int(o, "/status/updatedNumberScheduled")),
-                    json!(int(o, "/status/numberAvailable")),
-                    json!(format_labels(o.pointer("/spec/template/spec/nodeSelector"))),
-                    age(o),
-                    names,
-                    images,
-                    json!(format_selector(o.pointer("/spec/selector"))),
-                ]
-            }),
         })
+    },
+    defaults: daemon_set_defaults,
+    columns: daemon_set_columns,
+    selectable_fields: &[],
+};
+
+/// `SetDefaults_Deployment`.
+fn deployment_defaults(obj: &mut Value) {
+    default_at(obj, "/spec", "replicas", json!(1));
+    if ensure_object(obj, "/spec/strategy").is_some() {
+        default_at(obj, "/spec/strategy", "type", json!("RollingUpdate"));
+        if obj.pointer("/spec/strategy/type").and_then(Value::as_str) == Some("RollingUpdate")
+            && let Some(rolling) = ensure_object(obj, "/spec/strategy/rollingUpdate")
+        {
+            rolling.entry("maxUnavailable").or_insert(json!("25%"));
+            rolling.entry("maxSurge").or_insert(json!("25%"));
+        }
+    }
+    default_at(obj, "/spec", "revisionHistoryLimit", json!(10));
+    default_at(obj, "/spec", "progressDeadlineSeconds", json!(600));
+    template(obj, "/spec/template");
+}
+
+/// The printer of `kubectl get deployments`.
+fn deployment_columns() -> Columns {
+    let [containers, images] = container_columns();
+    Columns {
+        defs: vec![
+            name_column(),
+            column("Ready", "string", "Number of the pod with ready state", 0),
+            column("Up-to-date", "string", &doc("io.k8s.api.apps.v1.DeploymentStatus", "updatedReplicas"), 0),
+            column("Available", "string", &doc("io.k8s.api.apps.v1.DeploymentStatus", "availableReplicas"), 0),
+            age_column(),
+            containers,
+            images,
+            column("Selector", "string", &doc("io.k8s.api.apps.v1.DeploymentSpec", "selector"), 1),
+        ],
+        cells: Box::new(|o| {
+            let [names, images] = container_cells(o.pointer("/spec/template/spec"));
+            vec![
+                name(o),
+                json!(format!("{}/{}", int(o, "/status/readyReplicas"), int(o, "/spec/replicas"))),
+                json!(int(o, "/status/updatedReplicas")),
+                json!(int(o, "/status/availableReplicas")),
+                age(o),
+                names,
+                images,
+                json!(selector_string(o.pointer("/spec/selector"))),
+            ]
+        }),
+    }
+}
+
+/// `SetDefaults_StatefulSet`, with the feature gates of a default 1.33 server.
+fn stateful_set_defaults(obj: &mut Value) {
+    default_at(obj, "/spec", "podManagementPolicy", json!("OrderedReady"));
+    if let Some(strategy) = ensure_object(obj, "/spec/updateStrategy")
+        && !strategy.contains_key("type")
+    {
+        strategy.insert("type".into(), json!("RollingUpdate"));
+        strategy.entry("rollingUpdate").or_insert(json!({}));
+    }
+    if obj.pointer("/spec/updateStrategy/type").and_then(Value::as_str) == Some("RollingUpdate") {
+        default_at(obj, "/spec/updateStrategy/rollingUpdate", "partition", json!(0));
+    }
+    if let Some(policy) = ensure_object(obj, "/spec/persistentVolumeClaimRetentionPolicy") {
+        policy.entry("whenDeleted").or_insert(json!("Retain"));
+        policy.entry("whenScaled").or_insert(json!("Retain"));
+    }
+    default_at(obj, "/spec", "replicas", json!(1));
+    default_at(obj, "/spec", "revisionHistoryLimit", json!(10));
+    template(obj, "/spec/template");
+    for claim in obj.pointer_mut("/spec/volumeClaimTemplates").and_then(Value::as_array_mut).into_iter().flatten() {
+        super::storage::claim_template(claim);
+    }
+}
+
+/// The printer of `kubectl get statefulsets`.
+fn stateful_set_columns() -> Columns {
+    let [containers, images] = container_columns();
+    Columns {
+        defs: vec![
+            name_column(),
+            column("Ready", "string", "Number of the pod with ready state", 0),
+            age_column(),
+            containers,
+            images,
+        ],
+        cells: Box::new(|o| {
+            let [names, images] = container_cells(o.pointer("/spec/template/spec"));
+            vec![
+                name(o),
+                json!(format!("{}/{}", int(o, "/status/readyReplicas"), int(o, "/spec/replicas"))),
+                age(o),
+                names,
+                images,
+            ]
+        }),
+    }
+}
+
+/// `SetDefaults_DaemonSet`.
+fn daemon_set_defaults(obj: &mut Value) {
+    if ensure_object(obj, "/spec/updateStrategy").is_some() {
+        default_at(obj, "/spec/updateStrategy", "type", json!("RollingUpdate"));
+        if obj.pointer("/spec/updateStrategy/type").and_then(Value::as_str) == Some("RollingUpdate")
+            && let Some(rolling) = ensure_object(obj, "/spec/updateStrategy/rollingUpdate")
+        {
+            rolling.entry("maxUnavailable").or_insert(json!(1));
+            rolling.entry("maxSurge").or_insert(json!(0));
+        }
+    }
+    default_at(obj, "/spec", "revisionHistoryLimit", json!(10));
+    template(obj, "/spec/template");
+}
+
+/// The printer of `kubectl get daemonsets`.
+fn daemon_set_columns() -> Columns {
+    let status = |f: &str| doc("io.k8s.api.apps.v1.DaemonSetStatus", f);
+    let [containers, images] = container_columns();
+    Columns {
+        defs: vec![
+            name_column(),
+            column("Desired", "integer", &status("desiredNumberScheduled"), 0),
+            column("Current", "integer", &status("currentNumberScheduled"), 0),
+            column("Ready", "integer", &status("numberReady"), 0),
+            column("Up-to-date", "integer", &status("updatedNumberScheduled"), 0),
+            column("Available", "integer", &status("numberAvailable"), 0),
+            column("Node Selector", "string", &doc("io.k8s.api.core.v1.PodSpec", "nodeSelector"), 0),
+            age_column(),
+            containers,
+            images,
+            column("Selector", "string", &doc("io.k8s.api.apps.v1.DaemonSetSpec", "selector"), 1),
+        ],
+        cells: Box::new(|o| {
+            let [names, images] = container_cells(o.pointer("/spec/template/spec"));
+            vec![
+                name(o),
+                json!(int(o, "/status/desiredNumberScheduled")),
+                json!(int(o, "/status/currentNumberScheduled")),
+                json!(int(o, "/status/numberReady")),
+                json!(int(o, "/status/updatedNumberScheduled")),
+                json!(int(o, "/status/numberAvailable")),
+                json!(format_labels(o.pointer("/spec/template/spec/nodeSelector"))),
+                age(o),
+                names,
+                images,
+                json!(format_selector(o.pointer("/spec/selector"))),
+            ]
+        }),
     }
 }
 

@@ -2,13 +2,19 @@
 
 use serde_json::{Value, json};
 
-use super::{Columns, Strategy, age, age_column, column, default_at, int, name, name_column};
+use super::default_at;
+use crate::printers::{Columns, age, age_column, column, int, name, name_column};
+use crate::strategy::Strategy;
 
 pub(crate) struct HorizontalPodAutoscalers;
 
 impl Strategy for HorizontalPodAutoscalers {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({ "desiredReplicas": 0 }))
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({ "desiredReplicas": 0 });
     }
 
     /// `SetDefaults_HorizontalPodAutoscaler` of `autoscaling/v2`: one replica at least, and
@@ -30,12 +36,16 @@ impl Strategy for HorizontalPodAutoscalers {
 pub(crate) struct PodDisruptionBudgets;
 
 impl Strategy for PodDisruptionBudgets {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({ "currentHealthy": 0, "desiredHealthy": 0, "disruptionsAllowed": 0, "expectedPods": 0 }))
+    fn tracks_generation(&self) -> bool {
+        true
     }
 
-    fn columns(&self) -> Option<Columns> {
-        Some(Columns {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({ "currentHealthy": 0, "desiredHealthy": 0, "disruptionsAllowed": 0, "expectedPods": 0 });
+    }
+
+    fn columns(&self) -> Columns {
+        Columns {
             defs: vec![
                 name_column(),
                 column("Min Available", "string", "The minimum number of pods that must be available.", 0),
@@ -62,6 +72,6 @@ impl Strategy for PodDisruptionBudgets {
                     age(o),
                 ]
             }),
-        })
+        }
     }
 }

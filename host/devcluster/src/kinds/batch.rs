@@ -3,18 +3,24 @@
 use serde_json::{Value, json};
 
 use super::pods::{containers, template};
-use super::{
-    Columns, Strategy, age, age_column, column, container_cells, container_columns, default_at, doc, format_selector,
-    int, name, name_column, text,
-};
+use super::{default_at, ensure_object};
 use crate::object;
+use crate::printers::{
+    Columns, age, age_column, column, condition_true, container_cells, container_columns, doc, duration_between,
+    format_selector, int, name, name_column, since, text, text_or,
+};
 use crate::status::Cause;
+use crate::strategy::Strategy;
 
 pub(crate) struct Jobs;
 
 impl Strategy for Jobs {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({}))
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({});
     }
 
     /// `SetDefaults_Job`, with the feature gates of a default 1.33 server.
@@ -49,7 +55,7 @@ impl Strategy for Jobs {
             return;
         }
         let (job, uid) = (object::name(obj).to_string(), object::uid(obj).to_string());
-        if let Some(labels) = super::ensure_object(obj, "/spec/template/metadata")
+        if let Some(labels) = ensure_object(obj, "/spec/template/metadata")
             .and_then(|meta| {
                 meta.entry("labels").or_insert_with(|| json!({}));
                 meta.get_mut("labels")
@@ -63,7 +69,7 @@ impl Strategy for Jobs {
                 labels.insert(key.into(), json!(uid));
             }
         }
-        if let Some(selector) = super::ensure_object(obj, "/spec/selector") {
+        if let Some(selector) = ensure_object(obj, "/spec/selector") {
             let labels = selector.entry("matchLabels").or_insert_with(|| json!({}));
             if let Some(labels) = labels.as_object_mut() {
                 labels.entry("batch.kubernetes.io/controller-uid").or_insert(json!(uid));
@@ -77,9 +83,9 @@ impl Strategy for Jobs {
         causes
     }
 
-    fn columns(&self) -> Option<Columns> {
+    fn columns(&self) -> Columns {
         let [containers, images] = container_columns();
-        Some(Columns {
+        Columns {
             defs: vec![
                 name_column(),
                 column("Status", "string", "Status of the job.", 0),
@@ -103,8 +109,8 @@ impl Strategy for Jobs {
                 let end = text(o, "/status/completionTime");
                 let duration = match (start.is_empty(), end.is_empty()) {
                     (true, _) => String::new(),
-                    (false, true) => crate::table::age(start),
-                    (false, false) => crate::table::duration_between(start, end),
+                    (false, true) => since(start),
+                    (false, false) => duration_between(start, end),
                 };
                 let [names, images] = container_cells(o.pointer("/spec/template/spec"));
                 vec![
@@ -118,7 +124,7 @@ impl Strategy for Jobs {
                     json!(format_selector(o.pointer("/spec/selector"))),
                 ]
             }),
-        })
+        }
     }
 }
 
@@ -137,12 +143,7 @@ fn job_template(spec: Option<&Value>, path: &str, causes: &mut Vec<Cause>) {
 
 /// The Job's `Status` column: its first true terminal or notable condition.
 fn job_status(job: &Value) -> &'static str {
-    let has = |kind: &str| {
-        job.pointer("/status/conditions").and_then(Value::as_array).into_iter().flatten().any(|c| {
-            c.get("type").and_then(Value::as_str) == Some(kind)
-                && c.get("status").and_then(Value::as_str) == Some("True")
-        })
-    };
+    let has = |kind: &str| condition_true(job, kind);
     if has("Complete") {
         "Complete"
     } else if has("Failed") {
@@ -161,8 +162,12 @@ fn job_status(job: &Value) -> &'static str {
 pub(crate) struct CronJobs;
 
 impl Strategy for CronJobs {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({}))
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({});
     }
 
     /// `SetDefaults_CronJob`; the job template gets pod template defaults only (Job
@@ -188,11 +193,11 @@ impl Strategy for CronJobs {
         causes
     }
 
-    fn columns(&self) -> Option<Columns> {
+    fn columns(&self) -> Columns {
         let spec = |f: &str| doc("io.k8s.api.batch.v1.CronJobSpec", f);
         let status = |f: &str| doc("io.k8s.api.batch.v1.CronJobStatus", f);
         let [containers, images] = container_columns();
-        Some(Columns {
+        Columns {
             defs: vec![
                 name_column(),
                 column("Schedule", "string", &spec("schedule"), 0),
@@ -208,12 +213,9 @@ impl Strategy for CronJobs {
             cells: Box::new(|o| {
                 let last = match text(o, "/status/lastScheduleTime") {
                     "" => "<none>".to_string(),
-                    t => crate::table::age(t),
+                    t => since(t),
                 };
-                let zone = match text(o, "/spec/timeZone") {
-                    "" => "<none>",
-                    z => z,
-                };
+                let zone = text_or(o, "/spec/timeZone", "<none>");
                 let suspend = match o.pointer("/spec/suspend").and_then(Value::as_bool) {
                     Some(true) => "True",
                     Some(false) => "False",
@@ -234,6 +236,6 @@ impl Strategy for CronJobs {
                     json!(format_selector(o.pointer("/spec/jobTemplate/spec/selector"))),
                 ]
             }),
-        })
+        }
     }
 }

@@ -2,19 +2,15 @@
 
 use serde_json::{Value, json};
 
-use super::{Columns, Strategy, age, age_column, column, doc, name, name_column, text};
+use crate::printers::{Columns, age, age_column, column, doc, name, name_column, text};
+use crate::strategy::Strategy;
 
 pub(crate) struct ConfigMaps;
 
 impl Strategy for ConfigMaps {
-    fn columns(&self) -> Option<Columns> {
-        Some(Columns {
-            defs: vec![
-                name_column(),
-                column("Data", "integer", &doc("io.k8s.api.core.v1.ConfigMap", "data"), 0),
-                age_column(),
-            ],
-            cells: Box::new(|o| vec![name(o), json!(entries(o, "data") + entries(o, "binaryData")), age(o)]),
+    fn columns(&self) -> Columns {
+        Columns::one(column("Data", "integer", &doc("io.k8s.api.core.v1.ConfigMap", "data"), 0), |o| {
+            json!(entries(o, "data") + entries(o, "binaryData"))
         })
     }
 }
@@ -45,8 +41,8 @@ impl Strategy for Secrets {
         &["type"]
     }
 
-    fn columns(&self) -> Option<Columns> {
-        Some(Columns {
+    fn columns(&self) -> Columns {
+        Columns {
             defs: vec![
                 name_column(),
                 column("Type", "string", &doc("io.k8s.api.core.v1.Secret", "type"), 0),
@@ -54,7 +50,7 @@ impl Strategy for Secrets {
                 age_column(),
             ],
             cells: Box::new(|o| vec![name(o), json!(text(o, "/type")), json!(entries(o, "data")), age(o)]),
-        })
+        }
     }
 }
 

@@ -2,19 +2,14 @@
 
 use serde_json::json;
 
-use super::{Columns, Strategy, age, age_column, column, doc, name, name_column, text};
+use crate::printers::{Columns, column, doc, text};
+use crate::strategy::Strategy;
 
 pub(crate) struct Leases;
 
 impl Strategy for Leases {
-    fn columns(&self) -> Option<Columns> {
-        Some(Columns {
-            defs: vec![
-                name_column(),
-                column("Holder", "string", &doc("io.k8s.api.coordination.v1.LeaseSpec", "holderIdentity"), 0),
-                age_column(),
-            ],
-            cells: Box::new(|o| vec![name(o), json!(text(o, "/spec/holderIdentity")), age(o)]),
-        })
+    fn columns(&self) -> Columns {
+        let holder = column("Holder", "string", &doc("io.k8s.api.coordination.v1.LeaseSpec", "holderIdentity"), 0);
+        Columns::one(holder, |o| json!(text(o, "/spec/holderIdentity")))
     }
 }

@@ -1,15 +1,27 @@
-//! Namespaces, Nodes, `ServiceAccounts` and Endpoints.
+//! Namespaces (with their lifecycle: admission, deletion by the namespace controller),
+//! Nodes, `ServiceAccounts` and Endpoints.
 
 use serde_json::{Value, json};
 
-use super::{Columns, NameRule, Strategy, age, age_column, column, doc, name, name_column, text};
+use crate::admission::{Attributes, Lookup, Mutating, Operation};
+use crate::names::NameRule;
 use crate::object;
+use crate::printers::{Columns, age, age_column, column, doc, name, name_column, text, text_or};
+use crate::status::ApiError;
+use crate::strategy::{Contents, Finish, Holds, Strategy};
+
+/// Where namespaces are stored.
+const NAMESPACES: (&str, &str) = ("", "namespaces");
 
 pub(crate) struct Namespaces;
 
 impl Strategy for Namespaces {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({ "phase": "Active" }))
+    fn returns_deleted(&self) -> bool {
+        true
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({ "phase": "Active" });
     }
 
     /// The `kubernetes.io/metadata.name` label and the `kubernetes` finalizer.
@@ -32,29 +44,50 @@ impl Strategy for Namespaces {
         &["status.phase"]
     }
 
-    fn columns(&self) -> Option<Columns> {
-        Some(Columns {
-            defs: vec![name_column(), column("Status", "string", "The status of the namespace", 0), age_column()],
-            cells: Box::new(|o| vec![name(o), json!(text(o, "/status/phase")), age(o)]),
-        })
+    fn columns(&self) -> Columns {
+        Columns::one(column("Status", "string", "The status of the namespace", 0), |o| json!(text(o, "/status/phase")))
     }
 
-    fn deleted_by_controller(&self) -> bool {
-        true
+    /// The namespace controller empties a terminating namespace, then removes it.
+    fn terminating_status(&self) -> Option<Value> {
+        Some(json!({ "phase": "Terminating" }))
     }
 
-    fn swept_while_deleting(&self, _obj: &Value) -> bool {
-        true
+    fn contents(&self, obj: &Value) -> Option<Contents> {
+        Some(Contents { holds: Holds::Namespace(object::name(obj).to_string()), then: Finish::Remove })
+    }
+}
+
+/// The `NamespaceLifecycle` admission plugin: nothing is created in a namespace that does not
+/// exist or is being deleted.
+pub(crate) struct NamespaceLifecycle;
+
+impl Mutating for NamespaceLifecycle {
+    fn admit(&self, a: &Attributes<'_>, _obj: &mut Value, lookup: &dyn Lookup) -> Result<(), ApiError> {
+        if a.operation != Operation::Create || !a.resource.namespaced {
+            return Ok(());
+        }
+        let gr = (NAMESPACES.0.to_string(), NAMESPACES.1.to_string());
+        match lookup.object(&gr, "", a.namespace) {
+            None => Err(ApiError::not_found(NAMESPACES.0, NAMESPACES.1, a.namespace)),
+            Some(ns) if object::is_deleting(&ns) => Err(ApiError::forbidden(
+                &a.resource.group,
+                &a.resource.plural,
+                a.name,
+                &format!("unable to create new content in namespace {} because it is being terminated", a.namespace),
+            )),
+            Some(_) => Ok(()),
+        }
     }
 }
 
 pub(crate) struct Nodes;
 
 impl Strategy for Nodes {
-    fn columns(&self) -> Option<Columns> {
+    fn columns(&self) -> Columns {
         let info = |f: &str| doc("io.k8s.api.core.v1.NodeSystemInfo", f);
         let addresses = doc("io.k8s.api.core.v1.NodeStatus", "addresses");
-        Some(Columns {
+        Columns {
             defs: vec![
                 name_column(),
                 column("Status", "string", "The status of the node", 0),
@@ -99,10 +132,7 @@ impl Strategy for Nodes {
                         .unwrap_or("<none>")
                         .to_string()
                 };
-                let or_unknown = |p: &str| match text(o, p) {
-                    "" => "<unknown>".to_string(),
-                    s => s.to_string(),
-                };
+                let or_unknown = |p: &str| text_or(o, p, "<unknown>");
                 vec![
                     name(o),
                     json!(status),
@@ -116,23 +146,20 @@ impl Strategy for Nodes {
                     json!(or_unknown("/status/nodeInfo/containerRuntimeVersion")),
                 ]
             }),
-        })
+        }
     }
 }
 
 pub(crate) struct ServiceAccounts;
 
 impl Strategy for ServiceAccounts {
-    fn columns(&self) -> Option<Columns> {
-        Some(Columns {
-            defs: vec![
-                name_column(),
-                column("Secrets", "string", &doc("io.k8s.api.core.v1.ServiceAccount", "secrets"), 0),
-                age_column(),
-            ],
-            cells: Box::new(|o| {
-                vec![name(o), json!(o.get("secrets").and_then(Value::as_array).map_or(0, Vec::len)), age(o)]
-            }),
+    fn returns_deleted(&self) -> bool {
+        true
+    }
+
+    fn columns(&self) -> Columns {
+        Columns::one(column("Secrets", "string", &doc("io.k8s.api.core.v1.ServiceAccount", "secrets"), 0), |o| {
+            json!(o.get("secrets").and_then(Value::as_array).map_or(0, Vec::len))
         })
     }
 }
@@ -140,14 +167,9 @@ impl Strategy for ServiceAccounts {
 pub(crate) struct Endpoints;
 
 impl Strategy for Endpoints {
-    fn columns(&self) -> Option<Columns> {
-        Some(Columns {
-            defs: vec![
-                name_column(),
-                column("Endpoints", "string", &doc("io.k8s.api.core.v1.Endpoints", "subsets"), 0),
-                age_column(),
-            ],
-            cells: Box::new(|o| vec![name(o), json!(endpoints(o)), age(o)]),
+    fn columns(&self) -> Columns {
+        Columns::one(column("Endpoints", "string", &doc("io.k8s.api.core.v1.Endpoints", "subsets"), 0), |o| {
+            json!(endpoints(o))
         })
     }
 }

@@ -2,17 +2,24 @@
 
 use serde_json::{Value, json};
 
-use super::{Columns, Strategy, age, age_column, column, doc, format_selector, name, name_column, text};
+use crate::printers::{
+    Columns, age, age_column, column, doc, format_selector, load_balancer_addresses, name, name_column, text_or,
+};
+use crate::strategy::Strategy;
 
 pub(crate) struct Ingresses;
 
 impl Strategy for Ingresses {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({ "loadBalancer": {} }))
+    fn tracks_generation(&self) -> bool {
+        true
     }
 
-    fn columns(&self) -> Option<Columns> {
-        Some(Columns {
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({ "loadBalancer": {} });
+    }
+
+    fn columns(&self) -> Columns {
+        Columns {
             defs: vec![
                 name_column(),
                 column(
@@ -32,21 +39,18 @@ impl Strategy for Ingresses {
                 age_column(),
             ],
             cells: Box::new(|o| {
-                let class = match text(o, "/spec/ingressClassName") {
-                    "" => "<none>",
-                    c => c,
-                };
+                let class = text_or(o, "/spec/ingressClassName", "<none>");
                 let tls = o.pointer("/spec/tls").and_then(Value::as_array).is_some_and(|t| !t.is_empty());
                 vec![
                     name(o),
                     json!(class),
                     json!(hosts(o)),
-                    json!(addresses(o)),
+                    json!(load_balancer_addresses(o).join(",")),
                     json!(if tls { "80, 443" } else { "80" }),
                     age(o),
                 ]
             }),
-        })
+        }
     }
 }
 
@@ -65,29 +69,13 @@ fn hosts(ingress: &Value) -> String {
     }
 }
 
-/// The load balancer's IPs or host names, sorted, clipped to 16 bytes as kubectl's
-/// narrow output does.
-fn addresses(ingress: &Value) -> String {
-    let mut all: Vec<&str> = ingress
-        .pointer("/status/loadBalancer/ingress")
-        .and_then(Value::as_array)
-        .into_iter()
-        .flatten()
-        .filter_map(|i| {
-            i.get("ip")
-                .and_then(Value::as_str)
-                .filter(|s| !s.is_empty())
-                .or_else(|| i.get("hostname").and_then(Value::as_str))
-        })
-        .collect();
-    all.sort_unstable();
-    all.dedup();
-    all.join(",")
-}
-
 pub(crate) struct NetworkPolicies;
 
 impl Strategy for NetworkPolicies {
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
     /// `SetDefaults_NetworkPolicy` and `SetDefaults_NetworkPolicyPort`.
     fn defaults(&self, obj: &mut Value) {
         let Some(spec) = obj.get_mut("spec").and_then(Value::as_object_mut) else {
@@ -109,14 +97,9 @@ impl Strategy for NetworkPolicies {
         }
     }
 
-    fn columns(&self) -> Option<Columns> {
-        Some(Columns {
-            defs: vec![
-                name_column(),
-                column("Pod-Selector", "string", &doc("io.k8s.api.networking.v1.NetworkPolicySpec", "podSelector"), 0),
-                age_column(),
-            ],
-            cells: Box::new(|o| vec![name(o), json!(format_selector(o.pointer("/spec/podSelector"))), age(o)]),
-        })
+    fn columns(&self) -> Columns {
+        let pod_selector =
+            column("Pod-Selector", "string", &doc("io.k8s.api.networking.v1.NetworkPolicySpec", "podSelector"), 0);
+        Columns::one(pod_selector, |o| json!(format_selector(o.pointer("/spec/podSelector"))))
     }
 }

@@ -3,18 +3,23 @@
 
 use serde_json::{Value, json};
 
-use super::{
-    Columns, Strategy, age, age_column, column, container_cells, container_columns, doc, format_labels, int, name,
-    name_column, text,
-};
 use crate::object;
+use crate::printers::{
+    Columns, age, age_column, column, condition_true, container_cells, container_columns, doc, format_labels, int,
+    name, name_column, text,
+};
 use crate::status::Cause;
+use crate::strategy::Strategy;
 
 pub(crate) struct Pods;
 
 impl Strategy for Pods {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({ "phase": "Pending", "qosClass": "BestEffort" }))
+    fn returns_deleted(&self) -> bool {
+        true
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({ "phase": "Pending", "qosClass": "BestEffort" });
     }
 
     fn defaults(&self, obj: &mut Value) {
@@ -46,7 +51,7 @@ impl Strategy for Pods {
         ]
     }
 
-    fn columns(&self) -> Option<Columns> {
+    fn columns(&self) -> Columns {
         let defs = vec![
             name_column(),
             column("Ready", "string", "The aggregate readiness state of this pod for accepting traffic.", 0),
@@ -63,7 +68,7 @@ impl Strategy for Pods {
             column("Nominated Node", "string", &doc("io.k8s.api.core.v1.PodStatus", "nominatedNodeName"), 1),
             column("Readiness Gates", "string", &doc("io.k8s.api.core.v1.PodSpec", "readinessGates"), 1),
         ];
-        Some(Columns {
+        Columns {
             defs,
             cells: Box::new(|o| {
                 let total = o.pointer("/spec/containers").and_then(Value::as_array).map_or(0, Vec::len);
@@ -91,15 +96,7 @@ impl Strategy for Pods {
                     .flatten()
                     .filter_map(|g| g.get("conditionType").and_then(Value::as_str))
                     .collect();
-                let met = gates
-                    .iter()
-                    .filter(|gate| {
-                        o.pointer("/status/conditions").and_then(Value::as_array).into_iter().flatten().any(|c| {
-                            c.get("type").and_then(Value::as_str) == Some(**gate)
-                                && c.get("status").and_then(Value::as_str) == Some("True")
-                        })
-                    })
-                    .count();
+                let met = gates.iter().filter(|gate| condition_true(o, gate)).count();
                 vec![
                     name(o),
                     json!(format!("{ready}/{total}")),
@@ -112,7 +109,7 @@ impl Strategy for Pods {
                     json!(if gates.is_empty() { "<none>".to_string() } else { format!("{met}/{}", gates.len()) }),
                 ]
             }),
-        })
+        }
     }
 }
 
@@ -123,8 +120,8 @@ impl Strategy for PodTemplates {
         template(obj, "/template");
     }
 
-    fn columns(&self) -> Option<Columns> {
-        Some(Columns {
+    fn columns(&self) -> Columns {
+        Columns {
             defs: vec![
                 name_column(),
                 column("Containers", "string", "Names of each container in the template.", 0),
@@ -135,15 +132,19 @@ impl Strategy for PodTemplates {
                 let [names, images] = container_cells(o.pointer("/template/spec"));
                 vec![name(o), names, images, json!(format_labels(o.pointer("/template/metadata/labels")))]
             }),
-        })
+        }
     }
 }
 
 pub(crate) struct ReplicationControllers;
 
 impl Strategy for ReplicationControllers {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({ "replicas": 0 }))
+    fn tracks_generation(&self) -> bool {
+        true
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({ "replicas": 0 });
     }
 
     fn defaults(&self, obj: &mut Value) {
@@ -165,33 +166,44 @@ impl Strategy for ReplicationControllers {
         template(obj, "/spec/template");
     }
 
-    fn columns(&self) -> Option<Columns> {
-        let [containers, images] = container_columns();
-        Some(Columns {
-            defs: vec![
-                name_column(),
-                column("Desired", "integer", &doc("io.k8s.api.core.v1.ReplicationControllerSpec", "replicas"), 0),
-                column("Current", "integer", &doc("io.k8s.api.core.v1.ReplicationControllerStatus", "replicas"), 0),
-                column("Ready", "integer", &doc("io.k8s.api.core.v1.ReplicationControllerStatus", "readyReplicas"), 0),
-                age_column(),
-                containers,
+    fn columns(&self) -> Columns {
+        replica_columns(
+            "io.k8s.api.core.v1.ReplicationControllerSpec",
+            "io.k8s.api.core.v1.ReplicationControllerStatus",
+            format_labels,
+        )
+    }
+}
+
+/// The printer of a controller that keeps a number of replicas of a pod template (replica sets
+/// and replication controllers): its spec and status definitions give the descriptions,
+/// `selector` prints the selector.
+pub(crate) fn replica_columns(spec: &str, status: &str, selector: fn(Option<&Value>) -> String) -> Columns {
+    let [containers, images] = container_columns();
+    Columns {
+        defs: vec![
+            name_column(),
+            column("Desired", "integer", &doc(spec, "replicas"), 0),
+            column("Current", "integer", &doc(status, "replicas"), 0),
+            column("Ready", "integer", &doc(status, "readyReplicas"), 0),
+            age_column(),
+            containers,
+            images,
+            column("Selector", "string", &doc(spec, "selector"), 1),
+        ],
+        cells: Box::new(move |o| {
+            let [names, images] = container_cells(o.pointer("/spec/template/spec"));
+            vec![
+                name(o),
+                json!(int(o, "/spec/replicas")),
+                json!(int(o, "/status/replicas")),
+                json!(int(o, "/status/readyReplicas")),
+                age(o),
+                names,
                 images,
-                column("Selector", "string", &doc("io.k8s.api.core.v1.ReplicationControllerSpec", "selector"), 1),
-            ],
-            cells: Box::new(|o| {
-                let [names, images] = container_cells(o.pointer("/spec/template/spec"));
-                vec![
-                    name(o),
-                    json!(int(o, "/spec/replicas")),
-                    json!(int(o, "/status/replicas")),
-                    json!(int(o, "/status/readyReplicas")),
-                    age(o),
-                    names,
-                    images,
-                    json!(format_labels(o.pointer("/spec/selector"))),
-                ]
-            }),
-        })
+                json!(selector(o.pointer("/spec/selector"))),
+            ]
+        }),
     }
 }
 

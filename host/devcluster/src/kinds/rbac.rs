@@ -3,8 +3,9 @@
 
 use serde_json::{Value, json};
 
-use super::{Columns, NameRule, Strategy, age, age_column, column, doc, name, name_column, text};
-use crate::object;
+use crate::names::NameRule;
+use crate::printers::{Columns, age, age_column, column, doc, name, name_column, text};
+use crate::strategy::Strategy;
 
 pub(crate) struct Roles;
 
@@ -13,8 +14,8 @@ impl Strategy for Roles {
         NameRule::PathSegment
     }
 
-    fn columns(&self) -> Option<Columns> {
-        Some(created_at())
+    fn columns(&self) -> Columns {
+        Columns::created_at()
     }
 }
 
@@ -25,8 +26,8 @@ impl Strategy for Bindings {
         NameRule::PathSegment
     }
 
-    fn columns(&self) -> Option<Columns> {
-        Some(Columns {
+    fn columns(&self) -> Columns {
+        Columns {
             defs: vec![
                 name_column(),
                 column("Role", "string", &doc("io.k8s.api.rbac.v1.RoleBinding", "roleRef"), 0),
@@ -61,7 +62,7 @@ impl Strategy for Bindings {
                     json!(subjects("ServiceAccount")),
                 ]
             }),
-        })
+        }
     }
 }
 
@@ -71,21 +72,5 @@ pub(crate) struct Other;
 impl Strategy for Other {
     fn name_rule(&self) -> NameRule {
         NameRule::PathSegment
-    }
-}
-
-/// Name and creation time as a date, as roles and CRDs print.
-pub(crate) fn created_at() -> Columns {
-    Columns {
-        defs: vec![
-            name_column(),
-            column(
-                "Created At",
-                "date",
-                "CreationTimestamp is a timestamp representing the server time when this object was created.",
-                0,
-            ),
-        ],
-        cells: Box::new(|o| vec![name(o), json!(object::meta_str(o, "creationTimestamp"))]),
     }
 }

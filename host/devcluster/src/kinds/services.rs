@@ -3,17 +3,24 @@
 
 use serde_json::{Value, json};
 
-use super::{
-    Columns, NameRule, Strategy, age, age_column, column, default_at, doc, format_labels, name, name_column, text,
-};
+use super::default_at;
 use crate::allocator::{Allocations, Range};
+use crate::names::NameRule;
+use crate::printers::{
+    Columns, age, age_column, column, doc, format_labels, load_balancer_addresses, name, name_column, text,
+};
 use crate::status::Cause;
+use crate::strategy::Strategy;
 
 pub(crate) struct Services;
 
 impl Strategy for Services {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({ "loadBalancer": {} }))
+    fn returns_deleted(&self) -> bool {
+        true
+    }
+
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({ "loadBalancer": {} });
     }
 
     fn defaults(&self, obj: &mut Value) {
@@ -54,9 +61,9 @@ impl Strategy for Services {
         NameRule::Label
     }
 
-    fn columns(&self) -> Option<Columns> {
+    fn columns(&self) -> Columns {
         let spec = |f: &str| doc("io.k8s.api.core.v1.ServiceSpec", f);
-        Some(Columns {
+        Columns {
             defs: vec![
                 name_column(),
                 column("Type", "string", &spec("type"), 0),
@@ -82,7 +89,7 @@ impl Strategy for Services {
                     json!(format_labels(o.pointer("/spec/selector"))),
                 ]
             }),
-        })
+        }
     }
 
     fn allocated(&self, obj: &Value) -> Vec<(&'static Range, u32)> {
@@ -146,20 +153,7 @@ fn external_ip(svc: &Value) -> String {
         "ClusterIP" | "NodePort" if !external.is_empty() => external.join(","),
         "ClusterIP" | "NodePort" => "<none>".to_string(),
         "LoadBalancer" => {
-            let mut ips: Vec<&str> = svc
-                .pointer("/status/loadBalancer/ingress")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten()
-                .filter_map(|i| {
-                    i.get("ip")
-                        .and_then(Value::as_str)
-                        .filter(|s| !s.is_empty())
-                        .or_else(|| i.get("hostname").and_then(Value::as_str))
-                })
-                .collect();
-            ips.sort_unstable();
-            ips.dedup();
+            let mut ips = load_balancer_addresses(svc);
             ips.extend(external);
             if ips.is_empty() { "<pending>".to_string() } else { ips.join(",") }
         }

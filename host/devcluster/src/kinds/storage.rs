@@ -2,26 +2,25 @@
 
 use serde_json::{Value, json};
 
-use super::{Columns, Strategy, age, age_column, column, default_at, doc, name, name_column, text};
+use super::{default_at, ensure_object};
 use crate::object;
+use crate::printers::{Columns, age, age_column, column, doc, name, name_column, text};
+use crate::strategy::Strategy;
 
 pub(crate) struct Claims;
 
 impl Strategy for Claims {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({ "phase": "Pending" }))
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({ "phase": "Pending" });
     }
 
     /// `SetDefaults_PersistentVolumeClaim` and `SetDefaults_PersistentVolumeClaimSpec`.
     fn defaults(&self, obj: &mut Value) {
-        default_at(obj, "/spec", "volumeMode", json!("Filesystem"));
-        if let Some(status) = super::ensure_object(obj, "/status") {
-            status.entry("phase").or_insert(json!("Pending"));
-        }
+        mode_and_phase(obj);
     }
 
-    fn columns(&self) -> Option<Columns> {
-        Some(Columns {
+    fn columns(&self) -> Columns {
+        Columns {
             defs: vec![
                 name_column(),
                 column("Status", "string", &doc("io.k8s.api.core.v1.PersistentVolumeClaimStatus", "phase"), 0),
@@ -58,7 +57,7 @@ impl Strategy for Claims {
                     json!(or_unset(text(o, "/spec/volumeMode"))),
                 ]
             }),
-        })
+        }
     }
 }
 
@@ -75,22 +74,19 @@ pub(crate) fn claim_template(claim: &mut Value) {
 pub(crate) struct Volumes;
 
 impl Strategy for Volumes {
-    fn initial_status(&self, _obj: &Value) -> Option<Value> {
-        Some(json!({ "phase": "Pending" }))
+    fn prepare_for_create(&self, obj: &mut Value) {
+        obj["status"] = json!({ "phase": "Pending" });
     }
 
     fn defaults(&self, obj: &mut Value) {
         default_at(obj, "/spec", "persistentVolumeReclaimPolicy", json!("Retain"));
-        default_at(obj, "/spec", "volumeMode", json!("Filesystem"));
-        if let Some(status) = super::ensure_object(obj, "/status") {
-            status.entry("phase").or_insert(json!("Pending"));
-        }
+        mode_and_phase(obj);
     }
 
-    fn columns(&self) -> Option<Columns> {
+    fn columns(&self) -> Columns {
         let spec = |f: &str| doc("io.k8s.api.core.v1.PersistentVolumeSpec", f);
         let status = |f: &str| doc("io.k8s.api.core.v1.PersistentVolumeStatus", f);
-        Some(Columns {
+        Columns {
             defs: vec![
                 name_column(),
                 column("Capacity", "string", &spec("capacity"), 0),
@@ -124,7 +120,15 @@ impl Strategy for Volumes {
                     json!(or_unset(text(o, "/spec/volumeMode"))),
                 ]
             }),
-        })
+        }
+    }
+}
+
+/// The defaults claims and volumes share: a filesystem, and the `Pending` phase.
+fn mode_and_phase(obj: &mut Value) {
+    default_at(obj, "/spec", "volumeMode", json!("Filesystem"));
+    if let Some(status) = ensure_object(obj, "/status") {
+        status.entry("phase").or_insert(json!("Pending"));
     }
 }
 

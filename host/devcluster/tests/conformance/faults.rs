@@ -35,15 +35,26 @@ fn config_map(name: &str) -> String {
 
 /// A client that does not retry, to see each injected answer.
 fn once(dc: &DevCluster) -> kube::Client {
-    let mut config = kube::Config::new(dc.url().parse().unwrap());
+    once_at(&dc.url())
+}
+
+/// A client of the server at `url` that does not retry.
+fn once_at(url: &str) -> kube::Client {
+    let mut config = kube::Config::new(url.parse().unwrap());
     config.default_retry = false;
     kube::Client::try_from(config).unwrap()
 }
 
 /// The JSON lines of a watch, until it ends or `within` passes.
 async fn watch_lines(dc: &DevCluster, path: &str, within: Duration) -> (Vec<Value>, bool) {
+    lines_of(&once(dc), path, within).await
+}
+
+/// The JSON lines `client` reads of the watch at `path`, until it ends or `within` passes, and
+/// whether it ended by itself.
+async fn lines_of(client: &kube::Client, path: &str, within: Duration) -> (Vec<Value>, bool) {
     let req = http::Request::builder().uri(path).body(Vec::new()).unwrap();
-    let resp = once(dc).send(req.map(kube::client::Body::from)).await.unwrap();
+    let resp = client.send(req.map(kube::client::Body::from)).await.unwrap();
     let mut body = http_body_util::BodyStream::new(resp.into_body());
     let mut text = String::new();
     let ended = tokio::time::timeout(within, async {
@@ -169,23 +180,7 @@ struct DevClusterUrl(String);
 impl DevClusterUrl {
     /// The events of a watch within 1.5 s, and whether the stream ended by itself.
     async fn watch(&self, path: &str) -> (Vec<Value>, bool) {
-        let mut config = kube::Config::new(self.0.parse().unwrap());
-        config.default_retry = false;
-        let client = kube::Client::try_from(config).unwrap();
-        let req = http::Request::builder().uri(path).body(Vec::new()).unwrap();
-        let resp = client.send(req.map(kube::client::Body::from)).await.unwrap();
-        let mut body = http_body_util::BodyStream::new(resp.into_body());
-        let mut text = String::new();
-        let ended = tokio::time::timeout(Duration::from_millis(1500), async {
-            while let Some(Ok(frame)) = body.next().await {
-                if let Ok(data) = frame.into_data() {
-                    text.push_str(&String::from_utf8_lossy(&data));
-                }
-            }
-        })
-        .await
-        .is_ok();
-        (text.lines().filter_map(|l| serde_json::from_str(l).ok()).collect(), ended)
+        lines_of(&once_at(&self.0), path, Duration::from_millis(1500)).await
     }
 }
 

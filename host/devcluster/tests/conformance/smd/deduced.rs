@@ -2,167 +2,40 @@
 //! vendors): each test is one upstream case, named after it.
 
 use super::harness::Scenario;
+use super::leaf;
 
 /// `TestDeduced`.
 mod test_deduced {
     use super::*;
 
-    /// `TestDeduced`, case "leaf_apply_twice".
+    /// `TestDeduced`, case "leaf_apply_twice": `TestUpdateLeaf`'s "apply_twice", deduced.
     #[tokio::test]
     async fn leaf_apply_twice() {
-        Scenario::deduced()
-            .apply(
-                "default",
-                "v1",
-                r#"
-                numeric: 1
-                string: "string"
-            "#,
-            )
-            .apply(
-                "default",
-                "v1",
-                r#"
-                numeric: 2
-                string: "string"
-                bool: false
-            "#,
-            )
-            .object(
-                r#"
-                numeric: 2
-                string: "string"
-                bool: false
-            "#,
-            )
-            .managed("default", "v1", &[r#".numeric"#, r#".string"#, r#".bool"#])
-            .run()
-            .await;
+        leaf::cases::apply_twice(Scenario::deduced()).run().await;
     }
 
-    /// `TestDeduced`, case "leaf_apply_update_apply_no_conflict".
+    /// `TestDeduced`, case "leaf_apply_update_apply_no_conflict": `TestUpdateLeaf`'s "apply_update_apply_no_conflict", deduced.
     #[tokio::test]
     async fn leaf_apply_update_apply_no_conflict() {
-        Scenario::deduced()
-            .apply(
-                "default",
-                "v1",
-                r#"
-                numeric: 1
-                string: "string"
-            "#,
-            )
-            .update(
-                "controller",
-                "v1",
-                r#"
-                numeric: 1
-                string: "string"
-                bool: true
-            "#,
-            )
-            .apply(
-                "default",
-                "v1",
-                r#"
-                numeric: 2
-                string: "string"
-            "#,
-            )
-            .object(
-                r#"
-                numeric: 2
-                string: "string"
-                bool: true
-            "#,
-            )
-            .managed("default", "v1", &[r#".numeric"#, r#".string"#])
-            .managed("controller", "v1", &[r#".bool"#])
-            .run()
-            .await;
+        leaf::cases::apply_update_apply_no_conflict(Scenario::deduced()).run().await;
     }
 
-    /// `TestDeduced`, case "leaf_apply_update_apply_with_conflict".
+    /// `TestDeduced`, case "leaf_apply_update_apply_with_conflict": `TestUpdateLeaf`'s "apply_update_apply_with_conflict", deduced.
     #[tokio::test]
     async fn leaf_apply_update_apply_with_conflict() {
-        Scenario::deduced()
-            .apply(
-                "default",
-                "v1",
-                r#"
-                numeric: 1
-                string: "string"
-            "#,
-            )
-            .update(
-                "controller",
-                "v1",
-                r#"
-                numeric: 1
-                string: "controller string"
-                bool: true
-            "#,
-            )
-            .apply(
-                "default",
-                "v1",
-                r#"
-                numeric: 2
-                string: "user string"
-            "#,
-            )
-            .conflicts(&[("controller", r#".string"#)])
-            .force_apply(
-                "default",
-                "v1",
-                r#"
-                numeric: 2
-                string: "user string"
-            "#,
-            )
-            .object(
-                r#"
-                numeric: 2
-                string: "user string"
-                bool: true
-            "#,
-            )
-            .managed("default", "v1", &[r#".numeric"#, r#".string"#])
-            .managed("controller", "v1", &[r#".bool"#])
-            .run()
-            .await;
+        leaf::cases::apply_update_apply_with_conflict(Scenario::deduced()).run().await;
     }
 
-    /// `TestDeduced`, case "leaf_apply_twice_remove".
+    /// `TestDeduced`, case "leaf_apply_twice_remove": `TestUpdateLeaf`'s "apply_twice_remove", deduced.
     #[tokio::test]
     async fn leaf_apply_twice_remove() {
-        Scenario::deduced()
-            .apply(
-                "default",
-                "v1",
-                r#"
-                numeric: 1
-                string: "string"
-                bool: false
-            "#,
-            )
-            .apply("default", "v1", r#"string: "new string""#)
-            .object(r#"string: "new string""#)
-            .managed("default", "v1", &[r#".string"#])
-            .run()
-            .await;
+        leaf::cases::apply_twice_remove(Scenario::deduced()).run().await;
     }
 
-    /// `TestDeduced`, case "leaf_update_remove_empty_set".
+    /// `TestDeduced`, case "leaf_update_remove_empty_set": `TestUpdateLeaf`'s "update_remove_empty_set", deduced.
     #[tokio::test]
     async fn leaf_update_remove_empty_set() {
-        Scenario::deduced()
-            .apply("default", "v1", r#"string: "string""#)
-            .update("controller", "v1", r#"string: "new string""#)
-            .object(r#"string: "new string""#)
-            .managed("controller", "v1", &[r#".string"#])
-            .run()
-            .await;
+        leaf::cases::update_remove_empty_set(Scenario::deduced()).run().await;
     }
 
     /// `TestDeduced`, case "apply_twice_list_is_atomic".
@@ -250,15 +123,10 @@ mod test_deduced {
             .await;
     }
 
-    /// `TestDeduced`, case "leaf_apply_remove_empty_set".
+    /// `TestDeduced`, case "leaf_apply_remove_empty_set": `TestUpdateLeaf`'s "apply_remove_empty_set", deduced.
     #[tokio::test]
     async fn leaf_apply_remove_empty_set() {
-        Scenario::deduced()
-            .apply("default", "v1", r#"string: "string""#)
-            .apply("default", "v1", r#""#)
-            .no_managers()
-            .run()
-            .await;
+        leaf::cases::apply_remove_empty_set(Scenario::deduced()).run().await;
     }
 
     /// `TestDeduced`, case "apply_update_apply_nested".

@@ -4,7 +4,7 @@
 use super::harness::Scenario;
 
 /// The upstream `associativeListParser` schema, in structured-merge-diff's schema language.
-const ASSOCIATIVE_LIST_PARSER: &str = r#"
+pub(super) const ASSOCIATIVE_LIST_PARSER: &str = r#"
     types:
     - name: type
       map:

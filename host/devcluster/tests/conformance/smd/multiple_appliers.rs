@@ -2,33 +2,8 @@
 //! vendors): each test is one upstream case, named after it.
 
 use super::harness::Scenario;
-
-/// The upstream `associativeListParser` schema, in structured-merge-diff's schema language.
-const ASSOCIATIVE_LIST_PARSER: &str = r#"
-    types:
-    - name: type
-      map:
-        fields:
-          - name: list
-            type:
-              namedType: associativeList
-    - name: associativeList
-      list:
-        elementType:
-          namedType: myElement
-        elementRelationship: associative
-        keys:
-        - name
-    - name: myElement
-      map:
-        fields:
-        - name: name
-          type:
-            scalar: string
-        - name: value
-          type:
-            scalar: numeric
-"#;
+use super::key::ASSOCIATIVE_LIST_PARSER;
+use super::nested::NESTED_TYPE_PARSER;
 
 /// The upstream `atomicMapParser` schema, in structured-merge-diff's schema language.
 const ATOMIC_MAP_PARSER: &str = r#"
@@ -49,94 +24,6 @@ const ATOMIC_MAP_PARSER: &str = r#"
             type:
               scalar: string
         elementRelationship: atomic
-"#;
-
-/// The upstream `nestedTypeParser` schema, in structured-merge-diff's schema language.
-const NESTED_TYPE_PARSER: &str = r#"
-    types:
-    - name: type
-      map:
-        fields:
-          - name: listOfLists
-            type:
-              namedType: listOfLists
-          - name: listOfMaps
-            type:
-              namedType: listOfMaps
-          - name: mapOfLists
-            type:
-              namedType: mapOfLists
-          - name: mapOfMaps
-            type:
-              namedType: mapOfMaps
-          - name: mapOfMapsRecursive
-            type:
-              namedType: mapOfMapsRecursive
-          - name: struct
-            type:
-              namedType: struct
-    - name: struct
-      map:
-        fields:
-        - name: name
-          type:
-            scalar: string
-        - name: value
-          type:
-            scalar: numeric
-    - name: listOfLists
-      list:
-        elementType:
-          map:
-            fields:
-            - name: name
-              type:
-                scalar: string
-            - name: value
-              type:
-                namedType: list
-        elementRelationship: associative
-        keys:
-        - name
-    - name: list
-      list:
-        elementType:
-          scalar: string
-        elementRelationship: associative
-    - name: listOfMaps
-      list:
-        elementType:
-          map:
-            fields:
-            - name: name
-              type:
-                scalar: string
-            - name: value
-              type:
-                namedType: map
-        elementRelationship: associative
-        keys:
-        - name
-    - name: map
-      map:
-        elementType:
-          scalar: string
-        elementRelationship: associative
-    - name: mapOfLists
-      map:
-        elementType:
-          namedType: list
-        elementRelationship: associative
-    - name: mapOfMaps
-      map:
-        elementType:
-          namedType: map
-        elementRelationship: associative
-    - name: mapOfMapsRecursive
-      map:
-        elementType:
-          namedType: mapOfMapsRecursive
-        elementRelationship: associative
 "#;
 
 /// The upstream `structMultiversionParser` schema, in structured-merge-diff's schema language.
@@ -224,6 +111,39 @@ const STRUCT_MULTIVERSION_PARSER: &str = r#"
             type:
               scalar: string
 "#;
+
+/// The case "updater_claims_field", which `TestMultipleAppliersFieldUnsetting` and
+/// `TestMultipleAppliersFieldRenameConversions` share (versions v1-v1-v1).
+fn updater_claims_field() -> Scenario {
+    Scenario::new(STRUCT_MULTIVERSION_PARSER, "v1")
+        .apply(
+            "applier",
+            "v1",
+            r#"
+            struct:
+              name: a
+              scalarField_v1: a
+        "#,
+        )
+        .update(
+            "updater",
+            "v1",
+            r#"
+            struct:
+              name: a
+              scalarField_v1: b
+        "#,
+        )
+        .object(
+            r#"
+            struct:
+              name: a
+              scalarField_v1: b
+        "#,
+        )
+        .managed("updater", "v1", &[r#".struct.scalarField_v1"#])
+        .managed("applier", "v1", &[r#".struct.name"#])
+}
 
 /// `TestMultipleAppliersFieldUnsetting`.
 mod test_multiple_appliers_field_unsetting {
@@ -349,36 +269,7 @@ mod test_multiple_appliers_field_unsetting {
     /// `TestMultipleAppliersFieldUnsetting`, case "updater_claims_field" (versions v1-v1-v1; the other 26 version triples need conversion).
     #[tokio::test]
     async fn updater_claims_field() {
-        Scenario::new(STRUCT_MULTIVERSION_PARSER, "v1")
-            .apply(
-                "applier",
-                "v1",
-                r#"
-                struct:
-                  name: a
-                  scalarField_v1: a
-            "#,
-            )
-            .update(
-                "updater",
-                "v1",
-                r#"
-                struct:
-                  name: a
-                  scalarField_v1: b
-            "#,
-            )
-            .object(
-                r#"
-                struct:
-                  name: a
-                  scalarField_v1: b
-            "#,
-            )
-            .managed("updater", "v1", &[r#".struct.scalarField_v1"#])
-            .managed("applier", "v1", &[r#".struct.name"#])
-            .run()
-            .await;
+        super::updater_claims_field().run().await;
     }
 
     /// `TestMultipleAppliersFieldUnsetting`, case "unset_complex_sole_owner" (versions v1-v1-v1; the other 26 version triples need conversion).
@@ -462,41 +353,10 @@ mod test_multiple_appliers_field_unsetting {
 
 /// `TestMultipleAppliersFieldRenameConversions`.
 mod test_multiple_appliers_field_rename_conversions {
-    use super::*;
-
     /// `TestMultipleAppliersFieldRenameConversions`, case "updater_claims_field" (versions v1-v1-v1; the other 26 version triples need conversion).
     #[tokio::test]
     async fn updater_claims_field() {
-        Scenario::new(STRUCT_MULTIVERSION_PARSER, "v1")
-            .apply(
-                "applier",
-                "v1",
-                r#"
-                struct:
-                  name: a
-                  scalarField_v1: a
-            "#,
-            )
-            .update(
-                "updater",
-                "v1",
-                r#"
-                struct:
-                  name: a
-                  scalarField_v1: b
-            "#,
-            )
-            .object(
-                r#"
-                struct:
-                  name: a
-                  scalarField_v1: b
-            "#,
-            )
-            .managed("updater", "v1", &[r#".struct.scalarField_v1"#])
-            .managed("applier", "v1", &[r#".struct.name"#])
-            .run()
-            .await;
+        super::updater_claims_field().run().await;
     }
 }
 
@@ -670,9 +530,9 @@ mod test_multiple_appliers_set {
 mod test_multiple_appliers_nested_type {
     use super::*;
 
-    /// `TestMultipleAppliersNestedType`, case "remove_one_keep_one_with_two_sub_items".
-    #[tokio::test]
-    async fn remove_one_keep_one_with_two_sub_items() {
+    /// The cases "remove_one_keep_one_with_two_sub_items" and
+    /// "remove_one_keep_one_with_sub_item", which upstream spells alike.
+    fn remove_one_keep_one_with_sub_items() -> Scenario {
         Scenario::new(NESTED_TYPE_PARSER, "type")
             .apply(
                 "apply-one",
@@ -722,8 +582,79 @@ mod test_multiple_appliers_nested_type {
                     r#".listOfLists[name="b"].value[="d"]"#,
                 ],
             )
-            .run()
-            .await;
+    }
+
+    /// The cases "remove_one_with_dangling_subitem_keep_one" and
+    /// "remove_one_with_managed_subitem_keep_one", which upstream spells alike.
+    fn remove_one_with_subitem_keep_one() -> Scenario {
+        Scenario::new(NESTED_TYPE_PARSER, "type")
+            .apply(
+                "apply-one",
+                "v1",
+                r#"
+                listOfLists:
+                - name: a
+                - name: b
+                  value:
+                  - c
+            "#,
+            )
+            .apply(
+                "apply-two",
+                "v2",
+                r#"
+                listOfLists:
+                - name: a
+                  value:
+                  - b
+            "#,
+            )
+            .update(
+                "controller",
+                "v2",
+                r#"
+                listOfLists:
+                - name: a
+                  value:
+                  - b
+                - name: b
+                  value:
+                  - c
+                  - d
+            "#,
+            )
+            .apply(
+                "apply-one",
+                "v3",
+                r#"
+                listOfLists:
+                - name: a
+            "#,
+            )
+            .object(
+                r#"
+                listOfLists:
+                - name: a
+                  value:
+                  - b
+            "#,
+            )
+            .managed("apply-one", "v3", &[r#".listOfLists[name="a"]"#, r#".listOfLists[name="a"].name"#])
+            .managed(
+                "apply-two",
+                "v2",
+                &[
+                    r#".listOfLists[name="a"]"#,
+                    r#".listOfLists[name="a"].name"#,
+                    r#".listOfLists[name="a"].value[="b"]"#,
+                ],
+            )
+    }
+
+    /// `TestMultipleAppliersNestedType`, case "remove_one_keep_one_with_two_sub_items".
+    #[tokio::test]
+    async fn remove_one_keep_one_with_two_sub_items() {
+        remove_one_keep_one_with_sub_items().run().await;
     }
 
     /// `TestMultipleAppliersNestedType`, case "remove_one_keep_one_with_dangling_subitem".
@@ -800,195 +731,19 @@ mod test_multiple_appliers_nested_type {
     /// `TestMultipleAppliersNestedType`, case "remove_one_with_dangling_subitem_keep_one".
     #[tokio::test]
     async fn remove_one_with_dangling_subitem_keep_one() {
-        Scenario::new(NESTED_TYPE_PARSER, "type")
-            .apply(
-                "apply-one",
-                "v1",
-                r#"
-                listOfLists:
-                - name: a
-                - name: b
-                  value:
-                  - c
-            "#,
-            )
-            .apply(
-                "apply-two",
-                "v2",
-                r#"
-                listOfLists:
-                - name: a
-                  value:
-                  - b
-            "#,
-            )
-            .update(
-                "controller",
-                "v2",
-                r#"
-                listOfLists:
-                - name: a
-                  value:
-                  - b
-                - name: b
-                  value:
-                  - c
-                  - d
-            "#,
-            )
-            .apply(
-                "apply-one",
-                "v3",
-                r#"
-                listOfLists:
-                - name: a
-            "#,
-            )
-            .object(
-                r#"
-                listOfLists:
-                - name: a
-                  value:
-                  - b
-            "#,
-            )
-            .managed("apply-one", "v3", &[r#".listOfLists[name="a"]"#, r#".listOfLists[name="a"].name"#])
-            .managed(
-                "apply-two",
-                "v2",
-                &[
-                    r#".listOfLists[name="a"]"#,
-                    r#".listOfLists[name="a"].name"#,
-                    r#".listOfLists[name="a"].value[="b"]"#,
-                ],
-            )
-            .run()
-            .await;
+        remove_one_with_subitem_keep_one().run().await;
     }
 
     /// `TestMultipleAppliersNestedType`, case "remove_one_with_managed_subitem_keep_one".
     #[tokio::test]
     async fn remove_one_with_managed_subitem_keep_one() {
-        Scenario::new(NESTED_TYPE_PARSER, "type")
-            .apply(
-                "apply-one",
-                "v1",
-                r#"
-                listOfLists:
-                - name: a
-                - name: b
-                  value:
-                  - c
-            "#,
-            )
-            .apply(
-                "apply-two",
-                "v2",
-                r#"
-                listOfLists:
-                - name: a
-                  value:
-                  - b
-            "#,
-            )
-            .update(
-                "controller",
-                "v2",
-                r#"
-                listOfLists:
-                - name: a
-                  value:
-                  - b
-                - name: b
-                  value:
-                  - c
-                  - d
-            "#,
-            )
-            .apply(
-                "apply-one",
-                "v3",
-                r#"
-                listOfLists:
-                - name: a
-            "#,
-            )
-            .object(
-                r#"
-                listOfLists:
-                - name: a
-                  value:
-                  - b
-            "#,
-            )
-            .managed("apply-one", "v3", &[r#".listOfLists[name="a"]"#, r#".listOfLists[name="a"].name"#])
-            .managed(
-                "apply-two",
-                "v2",
-                &[
-                    r#".listOfLists[name="a"]"#,
-                    r#".listOfLists[name="a"].name"#,
-                    r#".listOfLists[name="a"].value[="b"]"#,
-                ],
-            )
-            .run()
-            .await;
+        remove_one_with_subitem_keep_one().run().await;
     }
 
     /// `TestMultipleAppliersNestedType`, case "remove_one_keep_one_with_sub_item".
     #[tokio::test]
     async fn remove_one_keep_one_with_sub_item() {
-        Scenario::new(NESTED_TYPE_PARSER, "type")
-            .apply(
-                "apply-one",
-                "v1",
-                r#"
-                listOfLists:
-                - name: a
-                - name: b
-                  value:
-                  - c
-            "#,
-            )
-            .apply(
-                "apply-two",
-                "v2",
-                r#"
-                listOfLists:
-                - name: b
-                  value:
-                  - d
-            "#,
-            )
-            .apply(
-                "apply-one",
-                "v3",
-                r#"
-                listOfLists:
-                - name: a
-            "#,
-            )
-            .object(
-                r#"
-                listOfLists:
-                - name: a
-                - name: b
-                  value:
-                  - d
-            "#,
-            )
-            .managed("apply-one", "v3", &[r#".listOfLists[name="a"]"#, r#".listOfLists[name="a"].name"#])
-            .managed(
-                "apply-two",
-                "v2",
-                &[
-                    r#".listOfLists[name="b"]"#,
-                    r#".listOfLists[name="b"].name"#,
-                    r#".listOfLists[name="b"].value[="d"]"#,
-                ],
-            )
-            .run()
-            .await;
+        remove_one_keep_one_with_sub_items().run().await;
     }
 
     /// `TestMultipleAppliersNestedType`, case "multiple_appliers_recursive_map".

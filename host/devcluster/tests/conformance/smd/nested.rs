@@ -4,7 +4,7 @@
 use super::harness::Scenario;
 
 /// The upstream `nestedTypeParser` schema, in structured-merge-diff's schema language.
-const NESTED_TYPE_PARSER: &str = r#"
+pub(super) const NESTED_TYPE_PARSER: &str = r#"
     types:
     - name: type
       map:

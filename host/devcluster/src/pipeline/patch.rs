@@ -1,0 +1,149 @@
+//! PATCH: the four patch types, each computing the new object from the stored one (as the
+//! client sees it) and entering the write sequence with it; server-side apply merges by field
+//! ownership first.
+
+use serde_json::{Value, json};
+
+use super::{Ownership, scale, stages, write};
+use crate::apply::{self, Request};
+use crate::cluster::Cluster;
+use crate::object;
+use crate::patch::{self as patches, PatchFailure};
+use crate::read::{self, existing, present};
+use crate::request::{Target, WriteOptions};
+use crate::status::ApiError;
+
+/// The patch types, by `Content-Type`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PatchType {
+    Json,
+    Merge,
+    Strategic,
+    Apply,
+}
+
+const PATCH_TYPES: [(&str, PatchType); 4] = [
+    ("application/json-patch+json", PatchType::Json),
+    ("application/merge-patch+json", PatchType::Merge),
+    ("application/strategic-merge-patch+json", PatchType::Strategic),
+    ("application/apply-patch+yaml", PatchType::Apply),
+];
+
+/// The patch type of `content_type`, where `t` accepts it: strategic merge patch needs the
+/// upstream definition of a built-in.
+fn patch_type(t: &Target, content_type: &str) -> Result<PatchType, ApiError> {
+    let accepted: Vec<(&str, PatchType)> =
+        PATCH_TYPES.into_iter().filter(|(_, p)| *p != PatchType::Strategic || t.definition().is_some()).collect();
+    accepted.iter().find(|(c, _)| *c == content_type).map(|(_, p)| *p).ok_or_else(|| {
+        ApiError::unsupported_media_type(content_type, &accepted.iter().map(|(c, _)| *c).collect::<Vec<_>>())
+    })
+}
+
+pub(crate) fn patch(
+    cluster: &mut Cluster,
+    t: &Target,
+    body: &[u8],
+    content_type: &str,
+    opts: &WriteOptions,
+) -> Result<(u16, Value), ApiError> {
+    let kind = patch_type(t, content_type)?;
+    if opts.force && kind != PatchType::Apply {
+        return Err(ApiError::bad_request("force is only supported for apply patches"));
+    }
+    if kind == PatchType::Apply {
+        return server_side_apply(cluster, t, body, opts);
+    }
+    let patch_doc: Value =
+        serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
+    if t.subresource.as_deref() == Some("scale") {
+        let patched = apply_patch(kind, &read::scale(&cluster.store, t)?, &patch_doc, None)?;
+        return scale::update(cluster, t, &patched, opts);
+    }
+    let old = existing(&cluster.store, t)?;
+    let base = present(&t.rt, &t.version, &old);
+    let patched = match &t.view {
+        None => apply_patch(kind, &base, &patch_doc, t.shape())?,
+        Some((view, version)) => {
+            // A view is patched as the client sees it, and stored converted back.
+            let strategy = view.strategy(version);
+            let shape = view.version(version).and_then(|v| v.shape());
+            strategy.convert_to_stored(&apply_patch(kind, &strategy.convert_from_stored(&base), &patch_doc, shape)?)
+        }
+    };
+    write(cluster, t, Some(&old), patched, opts, &Ownership::Update(&opts.manager))
+}
+
+/// `patch_doc` applied to `base` as a patch of type `kind` (not apply); `shape` gives a
+/// strategic merge its list keys and patch strategies.
+fn apply_patch(kind: PatchType, base: &Value, patch_doc: &Value, shape: Option<&Value>) -> Result<Value, ApiError> {
+    match kind {
+        PatchType::Json => patches::json_patch(base, patch_doc).map_err(|e| match e {
+            PatchFailure::Malformed(m) => ApiError::bad_request(m),
+            PatchFailure::Unappliable(m) => ApiError::unprocessable(m),
+        }),
+        PatchType::Strategic if shape.is_some() => {
+            patches::strategic_merge(base, patch_doc, shape).map_err(ApiError::bad_request)
+        }
+        _ => patches::merge_patch(base, patch_doc).map_err(ApiError::bad_request),
+    }
+}
+
+/// Server-side apply: the configuration merged into the live object by field ownership, or
+/// refused with the conflicts; a view's configuration is converted to the stored form first.
+fn server_side_apply(
+    cluster: &mut Cluster,
+    t: &Target,
+    body: &[u8],
+    opts: &WriteOptions,
+) -> Result<(u16, Value), ApiError> {
+    if !opts.explicit_manager {
+        return Err(ApiError::bad_request(
+            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
+        ));
+    }
+    let config: Value =
+        serde_yaml_ng::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
+    let mut config = match &t.view {
+        Some((view, version)) => view.strategy(version).convert_to_stored(&config),
+        None => config,
+    };
+    if !config.is_object() {
+        return Err(ApiError::bad_request("apply configuration must be an object"));
+    }
+    let api_version = t.rt.api_version(&t.version);
+    let given_version = config.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let given_kind = config.get("kind").and_then(Value::as_str).unwrap_or_default();
+    if given_version.is_empty() || given_kind.is_empty() {
+        return Err(ApiError::bad_request("invalid object type: apiVersion and kind must be set"));
+    }
+    if given_version != api_version || given_kind != t.rt.kind {
+        return Err(ApiError::bad_request(format!(
+            "the API version in the data ({given_version}) or kind ({given_kind}) does not match the expected ({api_version}, {})",
+            t.rt.kind
+        )));
+    }
+    let config_name = object::name(&config);
+    if !config_name.is_empty() && config_name != t.name() {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({config_name}) does not match the name on the URL ({})",
+            t.name()
+        )));
+    }
+    let old = cluster.store.get(&t.gr(), t.ns(), t.name());
+    if old.is_none() && t.subresource.is_some() {
+        return Err(ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()));
+    }
+    let live = old.as_deref().map(|o| present(&t.rt, &t.version, o));
+    let unknown = t.strategy().prune(&mut config);
+    stages::check_unknown(t, opts, &unknown)?;
+    let req = Request { manager: &opts.manager, api_version: &api_version, scope: t.scope(), schema: t.shape() };
+    let mut merged = match apply::apply(live.as_ref(), &config, &req, opts.force) {
+        Ok(Ok(merged)) => merged,
+        Ok(Err(conflicts)) => return Err(ApiError::apply_conflict(conflicts.message, &conflicts.causes)),
+        Err(e) => return Err(ApiError::unprocessable(format!("failed to create typed patch object: {e}"))),
+    };
+    if old.is_none() {
+        object::set_meta(&mut merged, "name", json!(t.name()));
+    }
+    write(cluster, t, old.as_ref(), merged, opts, &Ownership::Applied)
+}

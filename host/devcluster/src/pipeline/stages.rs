@@ -1,0 +1,356 @@
+//! The stages of the write pipeline, each one step of the real API server's order (see the
+//! module documentation of `pipeline`).
+
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::admission::{Attributes, Operation};
+use crate::apply::{self, Request};
+use crate::cluster::Cluster;
+use crate::decode;
+use crate::metadata;
+use crate::names;
+use crate::object;
+use crate::read::present;
+use crate::request::{FieldValidation, Target, WriteOptions};
+use crate::resource::ResourceType;
+use crate::status::{ApiError, Cause};
+use crate::store::Store;
+
+/// Refuses a body that is not an object of the addressed type, and gives it the type's
+/// `apiVersion` and `kind` and the URL's namespace.
+pub(super) fn check_body(t: &Target, mut new: Value) -> Result<Value, ApiError> {
+    let rt = &t.rt;
+    if !new.is_object() {
+        return Err(ApiError::bad_request("the request body must be a JSON object"));
+    }
+    check_type(rt, &t.version, &new)?;
+    new["apiVersion"] = json!(rt.api_version(&t.version));
+    new["kind"] = json!(rt.kind);
+    if new.get("metadata").is_some_and(|m| !m.is_object() && !m.is_null()) {
+        return Err(ApiError::bad_request("metadata must be an object"));
+    }
+    let body_ns = object::namespace(&new).to_string();
+    if rt.namespaced {
+        if !body_ns.is_empty() && body_ns != t.ns() {
+            return Err(ApiError::bad_request(
+                "the namespace of the provided object does not match the namespace sent on the request",
+            ));
+        }
+        object::set_meta(&mut new, "namespace", json!(t.ns()));
+    } else {
+        object::remove_meta(&mut new, "namespace");
+    }
+    Ok(new)
+}
+
+/// Refuses a body whose `apiVersion`/`kind` name another type.
+fn check_type(rt: &ResourceType, version: &str, obj: &Value) -> Result<(), ApiError> {
+    let given_version = obj.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    let given_kind = obj.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let version_ok = given_version.is_empty()
+        || given_version == rt.api_version(version)
+        || rt.versions.iter().any(|v| rt.api_version(&v.name) == given_version);
+    if !version_ok || (!given_kind.is_empty() && given_kind != rt.kind) {
+        return Err(ApiError::bad_request(format!(
+            "the object provided is unrecognized (must be of type {}): {given_kind} in version {given_version:?}",
+            rt.kind
+        )));
+    }
+    Ok(())
+}
+
+/// A new object's name: the one given, or one generated from `generateName`.
+pub(super) fn name(t: &Target, new: &mut Value) -> Result<(), ApiError> {
+    if !object::name(new).is_empty() {
+        return Ok(());
+    }
+    let prefix = object::meta_str(new, "generateName").to_string();
+    if prefix.is_empty() {
+        return Err(ApiError::invalid(
+            &t.rt,
+            "",
+            &[Cause::new("FieldValueRequired", "metadata.name", "Required value: name or generateName is required")],
+        ));
+    }
+    object::set_meta(new, "name", json!(names::generated_name(&prefix)));
+    Ok(())
+}
+
+fn attributes<'a>(t: &'a Target, operation: Operation, name: &'a str) -> Attributes<'a> {
+    Attributes { operation, resource: &t.rt, namespace: t.ns(), name }
+}
+
+/// The mutating steps of admission.
+pub(super) fn admit(cluster: &Cluster, t: &Target, operation: Operation, new: &mut Value) -> Result<(), ApiError> {
+    let name = object::name(new).to_string();
+    cluster.admission.admit(&attributes(t, operation, &name), new, cluster)
+}
+
+/// The validating steps of admission, once the object is valid.
+pub(super) fn admit_validated(
+    cluster: &Cluster,
+    t: &Target,
+    operation: Operation,
+    new: &Value,
+) -> Result<(), ApiError> {
+    cluster.admission.validate(&attributes(t, operation, object::name(new)), new, cluster)
+}
+
+/// `BeforeCreate`: the name's rule, no object stored under it, the fields only the server
+/// sets, and the kind's `prepare_for_create`.
+pub(super) fn before_create(store: &Store, t: &Target, new: &mut Value) -> Result<(), ApiError> {
+    let rt = &t.rt;
+    let name = object::name(new).to_string();
+    if let Some(cause) = names::check_name(t.strategy().name_rule(), &name) {
+        return Err(ApiError::invalid(rt, &name, &[cause]));
+    }
+    if store.get(&t.gr(), t.ns(), &name).is_some() {
+        return Err(ApiError::already_exists(&rt.group, &rt.plural, &name));
+    }
+    for field in ["uid", "resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds", "selfLink", "generation"]
+    {
+        object::remove_meta(new, field);
+    }
+    object::set_meta(new, "uid", json!(uuid::Uuid::new_v4().to_string()));
+    object::set_meta(new, "creationTimestamp", json!(object::now()));
+    if t.strategy().tracks_generation() {
+        object::set_meta(new, "generation", json!(1));
+    }
+    t.strategy().prepare_for_create(new);
+    Ok(())
+}
+
+/// `BeforeUpdate`: name, resourceVersion and uid preconditions, the status kept or taken from
+/// the status endpoint, the fields only the server sets carried over from `old`, and no new
+/// finalizer on an object being deleted.
+pub(super) fn before_update(t: &Target, old: &Value, new: &mut Value) -> Result<(), ApiError> {
+    let rt = &t.rt;
+    let name = t.name();
+    let body_name = object::name(new);
+    if !body_name.is_empty() && body_name != name {
+        return Err(ApiError::bad_request(format!(
+            "the name of the object ({body_name}) does not match the name on the URL ({name})"
+        )));
+    }
+    object::set_meta(new, "name", json!(name));
+    let body_rv = object::meta_str(new, "resourceVersion");
+    if !body_rv.is_empty() && body_rv != object::meta_str(old, "resourceVersion") {
+        return Err(ApiError::modified(&rt.group, &rt.plural, name));
+    }
+    // BeforeUpdate keeps a uid the body gives, and ValidateObjectMetaUpdate refuses a
+    // changed one: what an apply carrying a made-up uid gets on an existing object (and
+    // on a missing one, a create, the server's own uid).
+    let body_uid = object::uid(new);
+    if !body_uid.is_empty() && body_uid != object::uid(old) {
+        return Err(ApiError::invalid(
+            rt,
+            name,
+            &[Cause::new(
+                "FieldValueInvalid",
+                "metadata.uid",
+                format!("Invalid value: \"{body_uid}\": field is immutable"),
+            )],
+        ));
+    }
+    if t.subresource.as_deref() == Some("status") {
+        let status = new.get("status").cloned();
+        let managed = new.get("metadata").and_then(|m| m.get("managedFields")).cloned();
+        *new = present(rt, &t.version, old);
+        set_status(new, status);
+        if let Some(m) = managed {
+            object::set_meta(new, "managedFields", m);
+        }
+    } else if t.status_separate() {
+        set_status(new, old.get("status").cloned());
+    }
+    for field in ["uid", "creationTimestamp", "deletionTimestamp", "deletionGracePeriodSeconds", "generation"] {
+        match old.get("metadata").and_then(|m| m.get(field)) {
+            Some(v) => object::set_meta(new, field, v.clone()),
+            None => object::remove_meta(new, field),
+        }
+    }
+    object::remove_meta(new, "resourceVersion");
+    if object::is_deleting(old) {
+        let before = object::finalizers(old);
+        let added: Vec<String> = object::finalizers(new).into_iter().filter(|f| !before.contains(f)).collect();
+        if !added.is_empty() {
+            return Err(ApiError::invalid(
+                rt,
+                name,
+                &[Cause::new(
+                    "FieldForbidden",
+                    "metadata.finalizers",
+                    format!(
+                        "Forbidden: no new finalizers can be added if the object is being deleted, found new finalizers {added:?}"
+                    ),
+                )],
+            ));
+        }
+    }
+    Ok(())
+}
+
+/// Sets (or, for `None`, removes) an object's `status`.
+fn set_status(obj: &mut Value, status: Option<Value>) {
+    match status {
+        Some(s) => obj["status"] = s,
+        None => {
+            if let Some(map) = obj.as_object_mut() {
+                map.remove("status");
+            }
+        }
+    }
+}
+
+/// Labels, annotations, finalizers and owner references, as every kind checks them.
+pub(super) fn validate_metadata(t: &Target, new: &Value) -> Result<(), ApiError> {
+    let causes = metadata::validate(new);
+    if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&t.rt, object::name(new), &causes)) }
+}
+
+/// Reads the object as its type (the codec of the real server): a built-in by its upstream
+/// definition, fields the version's schema lacks pruned; unknown fields are dropped, warned
+/// about or refused, as `fieldValidation` asks.
+pub(super) fn decode(t: &Target, mut new: Value, opts: &WriteOptions) -> Result<Value, ApiError> {
+    let mut unknown = Vec::new();
+    if let Some(definition) = t.definition() {
+        let decoded = decode::decode(&t.rt.kind, definition, &new).map_err(|e| {
+            ApiError::bad_request(format!(
+                "{kind} in version {version:?} cannot be handled as a {kind}: {e}",
+                kind = t.rt.kind,
+                version = t.version
+            ))
+        })?;
+        unknown = decoded.unknown;
+        new = decoded.object;
+    }
+    unknown.extend(t.strategy().prune(&mut new));
+    check_unknown(t, opts, &unknown)?;
+    Ok(new)
+}
+
+/// Field validation of unknown fields: a 400 (Strict) or warnings (Warn), worded like the real server.
+pub(super) fn check_unknown(t: &Target, opts: &WriteOptions, unknown: &[String]) -> Result<(), ApiError> {
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    match opts.validation {
+        FieldValidation::Ignore => return Ok(()),
+        FieldValidation::Warn => {
+            opts.warnings.borrow_mut().extend(unknown.iter().map(|u| format!("unknown field {u:?}")));
+            return Ok(());
+        }
+        FieldValidation::Strict => {}
+    }
+    let listed: Vec<String> = unknown.iter().map(|u| format!("unknown field {u:?}")).collect();
+    Err(ApiError::bad_request(format!(
+        "{kind} in version {version:?} cannot be handled as a {kind}: strict decoding error: {}",
+        listed.join(", "),
+        kind = t.rt.kind,
+        version = t.version,
+    )))
+}
+
+/// The kind's defaults, and on create what the server generates once they are set.
+pub(super) fn defaults(t: &Target, operation: Operation, new: &mut Value) {
+    t.strategy().defaults(new);
+    if operation == Operation::Create {
+        t.strategy().generate(new);
+    }
+}
+
+/// The kind's validation, and on update what an update may not change.
+pub(super) fn validate(t: &Target, old: Option<&Arc<Value>>, new: &Value) -> Result<(), ApiError> {
+    let mut causes = t.strategy().validate(new);
+    if let Some(old) = old {
+        causes.extend(t.strategy().validate_update(old, new));
+    }
+    if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&t.rt, object::name(new), &causes)) }
+}
+
+/// What the object is given of the numbers its kind's objects share.
+pub(super) fn allocate(
+    cluster: &Cluster,
+    t: &Target,
+    old: Option<&Arc<Value>>,
+    new: &mut Value,
+) -> Result<(), ApiError> {
+    let taken = cluster.store.allocations(&t.gr());
+    t.strategy()
+        .allocate(taken, old.map(|o| &**o), new)
+        .map_err(|cause| ApiError::invalid(&t.rt, object::name(new), &[cause]))
+}
+
+/// Bumps `metadata.generation` when anything but metadata (and status, when it is a
+/// subresource) changed, for kinds that keep it.
+pub(super) fn track_generation(t: &Target, old: Option<&Arc<Value>>, new: &mut Value) {
+    if let Some(old) = old
+        && t.strategy().tracks_generation()
+        && spec_changed(old, new, t.status_separate())
+    {
+        object::set_meta(new, "generation", json!(object::generation(old) + 1));
+    }
+}
+
+/// Whether anything but metadata (and status, when served separately) differs.
+fn spec_changed(old: &Value, new: &Value, status_separate: bool) -> bool {
+    let strip = |v: &Value| {
+        let mut m = v.as_object().cloned().unwrap_or_default();
+        m.remove("metadata");
+        m.remove("apiVersion");
+        m.remove("kind");
+        if status_separate {
+            m.remove("status");
+        }
+        m
+    };
+    strip(old) != strip(new)
+}
+
+/// `managedFields` of an ordinary write: `manager` owns what it changed.
+pub(super) fn record_managers(t: &Target, old: Option<&Arc<Value>>, new: &mut Value, manager: &str) {
+    let old_view = old.map(|o| present(&t.rt, &t.version, o));
+    let api_version = t.rt.api_version(&t.version);
+    let req = Request { manager, api_version: &api_version, scope: t.scope(), schema: t.shape() };
+    apply::record_update(old_view.as_ref(), new, &req);
+}
+
+/// Stores the object and runs the kind's after-commit hook; an update that changes nothing
+/// stores nothing, an update that leaves a deleted object without finalizers removes it, and a
+/// dry run stops short of both.
+pub(super) fn commit(
+    cluster: &mut Cluster,
+    t: &Target,
+    old: Option<&Arc<Value>>,
+    mut new: Value,
+    opts: &WriteOptions,
+) -> (u16, Value) {
+    let rt = &t.rt;
+    if let Some(old) = old {
+        if object::without_volatile(&present(rt, &t.version, old)) == object::without_volatile(&new)
+            && old.pointer("/metadata/managedFields") == new.pointer("/metadata/managedFields")
+        {
+            return (200, present(rt, &t.version, old));
+        }
+        if object::is_deleting(&new) && object::finalizers(&new).is_empty() {
+            if opts.dry_run {
+                return (200, new);
+            }
+            let name = object::name(&new).to_string();
+            let gone = cluster.remove(&t.gr(), t.ns(), &name).unwrap_or_else(|| Arc::new(new.clone()));
+            return (200, present(rt, &t.version, &gone));
+        }
+    }
+    let code = if old.is_some() { 200 } else { 201 };
+    if opts.dry_run {
+        if let Some(old) = old {
+            object::set_meta(&mut new, "resourceVersion", json!(object::meta_str(old, "resourceVersion")));
+        }
+        return (code, new);
+    }
+    let stored = cluster.put(&t.gr(), new);
+    cluster.apply(t.strategy().after_write(&stored));
+    (code, present(rt, &t.version, &stored))
+}

@@ -1,0 +1,189 @@
+//! Reads of stored objects: get (now or at an older version), list with selectors and paging,
+//! the `scale` subresource's view, and each object as the client asked for it (its version,
+//! and the resource it addressed when that is a view of the stored one).
+
+use std::sync::Arc;
+
+use base64::Engine as _;
+use serde_json::{Value, json};
+
+use super::object;
+use super::request::{Filter, Paging, Target};
+use super::resource::ResourceType;
+use super::selectors::LabelSelector;
+use super::status::ApiError;
+use super::store::Store;
+
+/// The object as the client asked for it (the requested version of a custom resource).
+pub(crate) fn present(rt: &ResourceType, version: &str, obj: &Value) -> Value {
+    let mut out = obj.clone();
+    if let Some(map) = out.as_object_mut() {
+        map.insert("apiVersion".into(), json!(rt.api_version(version)));
+        map.insert("kind".into(), json!(rt.kind));
+    }
+    out
+}
+
+/// An answer about the stored resource as the resource the client addressed shows it, when
+/// that is a view (an object, or a list of them; a `Status` is left as it is).
+pub(crate) fn as_addressed(t: &Target, answer: Value) -> Value {
+    let Some((view, version)) = &t.view else {
+        return answer;
+    };
+    let strategy = view.strategy(version);
+    let kind = answer.get("kind").and_then(Value::as_str).unwrap_or_default();
+    if kind == t.rt.kind {
+        return strategy.convert_from_stored(&answer);
+    }
+    if kind != format!("{}List", t.rt.kind) {
+        return answer;
+    }
+    let mut list = answer;
+    list["apiVersion"] = json!(view.api_version(version));
+    if let Some(items) = list.get_mut("items").and_then(Value::as_array_mut) {
+        for item in items.iter_mut() {
+            *item = strategy.convert_from_stored(item);
+        }
+    }
+    list
+}
+
+/// The stored object `t` names.
+pub(crate) fn existing(store: &Store, t: &Target) -> Result<Arc<Value>, ApiError> {
+    store.get(&t.gr(), t.ns(), t.name()).ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()))
+}
+
+pub(crate) fn get(store: &Store, t: &Target) -> Result<Value, ApiError> {
+    let obj = existing(store, t)?;
+    Ok(present(&t.rt, &t.version, &obj))
+}
+
+/// One object as it was at resourceVersion `at` (which the history must reach back to).
+pub(crate) fn get_at(store: &Store, t: &Target, at: u64) -> Result<Value, ApiError> {
+    let item = store.get_at(&t.gr(), t.ns(), t.name(), at);
+    let item = item.ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()))?;
+    Ok(present(&t.rt, &t.version, &item))
+}
+
+/// A list of the matching objects (`ConfigMapList`...), with `continue` when `limit` cut it.
+/// The items are the stored objects, shared: rendering them is left to the caller, after
+/// the store's lock is released.
+pub(crate) fn list(store: &Store, t: &Target, filter: &Filter, paging: &Paging) -> Result<Listed, ApiError> {
+    let (rv, start) = match &paging.continue_token {
+        Some(token) => {
+            let (rv, ns, name) = decode_continue(token)?;
+            (rv, Some((ns, name)))
+        }
+        None => (paging.exact.unwrap_or_else(|| store.current_rv()), None),
+    };
+    let mut objects = store.list_at(&t.gr(), t.namespace.as_deref(), rv, start.as_ref()).ok_or_else(|| {
+        ApiError::expired(if start.is_some() {
+            "The provided continue parameter is too old to display a consistent list result. You can start a new list without the continue parameter."
+        } else {
+            "The resourceVersion for the provided list is too old."
+        })
+    })?;
+    let limit = paging.limit.filter(|l| *l > 0).unwrap_or(usize::MAX);
+    let mut items: Vec<Arc<Value>> = Vec::new();
+    let mut more = false;
+    for obj in objects.by_ref() {
+        if !filter.matches(obj) {
+            continue;
+        }
+        if items.len() == limit {
+            more = true;
+            break;
+        }
+        items.push(obj.clone());
+    }
+    let mut metadata = json!({ "resourceVersion": rv.to_string() });
+    if more && let Some(last) = items.last() {
+        metadata["continue"] = json!(encode_continue(rv, object::namespace(last), object::name(last)));
+        // As the real server: counted only without selectors, where it costs no matching.
+        if filter.labels.is_empty() && filter.fields.is_empty() {
+            metadata["remainingItemCount"] = json!(1 + objects.count());
+        }
+    }
+    Ok(Listed { target: t.clone(), metadata, items })
+}
+
+/// A list read from the store, not yet rendered: its objects are shared with the store.
+pub(crate) struct Listed {
+    target: Target,
+    /// The list's `metadata` (`resourceVersion`, `continue`, `remainingItemCount`).
+    pub metadata: Value,
+    pub items: Vec<Arc<Value>>,
+}
+
+impl Listed {
+    /// The items in the requested version.
+    pub(crate) fn presented(&self) -> Vec<Value> {
+        let t = &self.target;
+        self.items.iter().map(|o| present(&t.rt, &t.version, o)).collect()
+    }
+
+    /// The whole list (`ConfigMapList`...).
+    pub(crate) fn render(&self) -> Value {
+        let t = &self.target;
+        list_of(t, &self.presented(), &self.metadata)
+    }
+}
+
+/// A list of `items` of `t`'s resource (`ConfigMapList`...).
+pub(crate) fn list_of(t: &Target, items: &[Value], metadata: &Value) -> Value {
+    json!({
+        "apiVersion": t.rt.api_version(&t.version),
+        "kind": format!("{}List", t.rt.kind),
+        "metadata": metadata,
+        "items": items,
+    })
+}
+
+fn encode_continue(rv: u64, ns: &str, name: &str) -> String {
+    let token = json!({ "v": "meta.k8s.io/v1", "rv": rv, "namespace": ns, "start": name });
+    base64::engine::general_purpose::URL_SAFE.encode(token.to_string())
+}
+
+/// The snapshot version and the last key (namespace, name) of a continue token.
+fn decode_continue(token: &str) -> Result<(u64, String, String), ApiError> {
+    let bad = |why: &str| ApiError::bad_request(format!("continue key is not valid: {why}"));
+    let bytes = base64::engine::general_purpose::URL_SAFE.decode(token).map_err(|e| bad(&e.to_string()))?;
+    let value: Value = serde_json::from_slice(&bytes).map_err(|e| bad(&e.to_string()))?;
+    let field = |f: &str| value.get(f).and_then(Value::as_str).map(String::from).ok_or_else(|| bad("incomplete token"));
+    let rv = value.get("rv").and_then(Value::as_u64).ok_or_else(|| bad("no resource version"))?;
+    Ok((rv, field("namespace")?, field("start")?))
+}
+
+fn read_path<'a>(obj: &'a Value, dotted: &str) -> Option<&'a Value> {
+    dotted.trim_start_matches('.').split('.').try_fold(obj, |cur, part| cur.get(part))
+}
+
+/// The `autoscaling/v1` `Scale` view of an object with a scale subresource.
+pub(crate) fn scale(store: &Store, t: &Target) -> Result<Value, ApiError> {
+    let obj = existing(store, t)?;
+    let paths = t.rt.version(&t.version).and_then(|v| v.scale.clone()).ok_or_else(ApiError::no_route)?;
+    let replicas = read_path(&obj, &paths.spec_replicas).and_then(Value::as_i64).unwrap_or(0);
+    let status_replicas = read_path(&obj, &paths.status_replicas).and_then(Value::as_i64).unwrap_or(0);
+    let selector = paths.label_selector.as_deref().and_then(|p| read_path(&obj, p)).map(|s| match s {
+        Value::String(s) => s.clone(),
+        other => LabelSelector::from_object(other).map(|l| l.to_text()).unwrap_or_default(),
+    });
+    let mut status = json!({ "replicas": status_replicas });
+    if let Some(selector) = selector {
+        status["selector"] = json!(selector);
+    }
+    let meta = obj.get("metadata").cloned().unwrap_or_default();
+    let mut scale_meta = json!({});
+    for field in ["name", "namespace", "uid", "resourceVersion", "creationTimestamp"] {
+        if let Some(v) = meta.get(field) {
+            scale_meta[field] = v.clone();
+        }
+    }
+    Ok(json!({
+        "kind": "Scale",
+        "apiVersion": "autoscaling/v1",
+        "metadata": scale_meta,
+        "spec": { "replicas": replicas },
+        "status": status,
+    }))
+}

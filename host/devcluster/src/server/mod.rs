@@ -1,0 +1,219 @@
+//! The HTTP server: the layers every request passes, in order (reading it, authentication and
+//! authorization, faults), then the handler, which routes discovery and `OpenAPI` paths to
+//! their documents and resource paths to the verbs (`resource`).
+
+mod auth;
+mod params;
+mod resource;
+
+use std::panic::AssertUnwindSafe;
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::time::Duration;
+
+use axum::Router;
+use axum::body::Body;
+use axum::extract::{Request, State};
+use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
+use axum::middleware::{self, Next};
+use axum::response::{IntoResponse, Response};
+use serde_json::{Value, json};
+
+use super::discovery;
+use super::faults::{self, FaultLayer, StaleRead};
+use super::openapi;
+use super::request_info::RequestInfo;
+use super::state::Shared;
+use super::status::ApiError;
+use super::user::User;
+
+/// The largest request body accepted, as in the real server.
+const MAX_BODY: usize = 3 * 1024 * 1024;
+
+/// Every path, through the layers to the handler.
+pub(crate) fn router(shared: Arc<Shared>) -> Router {
+    let faults = FaultLayer { injector: shared.faults.clone(), versions: shared.clone() };
+    // The last layer added runs first.
+    Router::new()
+        .fallback(handle)
+        .layer(middleware::from_fn_with_state(faults, faults::layer))
+        .layer(middleware::from_fn(auth::layer))
+        .layer(middleware::from_fn_with_state(shared.clone(), read_request))
+        .with_state(shared)
+}
+
+/// The first layer: what the request is about (its [`RequestInfo`], for the layers after),
+/// its body read whole (at most [`MAX_BODY`]), and writes counted, refused ones included.
+async fn read_request(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
+    let (mut parts, body) = req.into_parts();
+    let watch_param = form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
+        .any(|(k, v)| k == "watch" && matches!(v.as_ref(), "true" | "1"));
+    let info = RequestInfo::parse(&parts.method, parts.uri.path(), watch_param);
+    if info.mutating {
+        shared.writes.fetch_add(1, Ordering::SeqCst);
+    }
+    let Ok(body) = axum::body::to_bytes(body, MAX_BODY).await else {
+        return ApiError::too_large(MAX_BODY).into_response();
+    };
+    parts.extensions.insert(info);
+    next.run(Request::from_parts(parts, Body::from(body))).await
+}
+
+/// The handler for every path, behind the layers.
+async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
+    let (parts, body) = req.into_parts();
+    let Ok(body) = axum::body::to_bytes(body, MAX_BODY).await else {
+        return ApiError::too_large(MAX_BODY).into_response();
+    };
+    let call = Call {
+        method: parts.method.clone(),
+        path: parts.uri.path().to_string(),
+        query: form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes()).into_owned().collect(),
+        info: parts
+            .extensions
+            .get::<RequestInfo>()
+            .cloned()
+            .unwrap_or_else(|| RequestInfo::parse(&parts.method, parts.uri.path(), false)),
+        user: parts.extensions.get::<User>().cloned().unwrap_or_else(User::admin),
+        stale: parts.extensions.get::<StaleRead>().map(|s| s.0),
+        headers: parts.headers,
+        body,
+    };
+    if call.method == Method::GET
+        && let Err(e) = wait_for_version(&shared, &call).await
+    {
+        return e.into_response();
+    }
+    let mutating = call.info.mutating;
+    let outcome = {
+        let shared = shared.clone();
+        std::panic::catch_unwind(AssertUnwindSafe(move || route(&shared, &call)))
+    };
+    let response = match outcome {
+        Ok(Ok(reply)) => reply.into_response(),
+        Ok(Err(e)) => e.into_response(),
+        Err(_) => ApiError::internal("the server hit an internal error while serving this request").into_response(),
+    };
+    if mutating {
+        if shared.lock().store.gc_pending() {
+            shared.gc.notify_one();
+        }
+        shared.persist.notify_one();
+    }
+    response
+}
+
+/// A read at a resourceVersion the store has not reached yet waits for it up to 3 s, as the
+/// real server's watch cache does, then is refused with 504 and `ResourceVersionTooLarge`.
+async fn wait_for_version(shared: &Shared, call: &Call) -> Result<(), ApiError> {
+    let Some(wanted) = call.param("resourceVersion").and_then(|rv| rv.parse::<u64>().ok()) else {
+        return Ok(());
+    };
+    let mut last = shared.lock().store.last_rv();
+    if let Ok(Ok(_)) = tokio::time::timeout(Duration::from_secs(3), last.wait_for(|rv| *rv >= wanted)).await {
+        return Ok(());
+    }
+    let current = shared.lock().store.current_rv();
+    if current >= wanted { Ok(()) } else { Err(ApiError::resource_version_too_large(wanted, current)) }
+}
+
+/// A request as the handler reads it.
+struct Call {
+    method: Method,
+    path: String,
+    query: Vec<(String, String)>,
+    headers: HeaderMap,
+    body: bytes::Bytes,
+    info: RequestInfo,
+    /// Who makes it (authentication's answer).
+    user: User,
+    /// The older resourceVersion a read is to be served at (an injected stale read).
+    stale: Option<u64>,
+}
+
+impl Call {
+    fn param(&self, name: &str) -> Option<&str> {
+        self.query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str())
+    }
+
+    fn header(&self, name: header::HeaderName) -> &str {
+        self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
+    }
+
+    fn flag(&self, name: &str) -> bool {
+        matches!(self.param(name), Some("true" | "1"))
+    }
+}
+
+/// What the handler answers.
+enum Reply {
+    Json(u16, Value),
+    /// A write's answer with `Warning` headers.
+    Warned(u16, Value, Vec<String>),
+    Text(&'static str),
+    /// A watch.
+    Stream(Body),
+}
+
+impl IntoResponse for Reply {
+    fn into_response(self) -> Response {
+        let json = |code: u16, value: &Value| {
+            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
+            let body = serde_json::to_vec(value).unwrap_or_default();
+            (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
+        };
+        match self {
+            Reply::Json(code, value) => json(code, &value),
+            Reply::Warned(code, value, warnings) => {
+                let mut response = json(code, &value);
+                for warning in warnings {
+                    let text = format!("299 - {}", Value::String(warning));
+                    if let Ok(header) = HeaderValue::from_str(&text) {
+                        response.headers_mut().append(header::WARNING, header);
+                    }
+                }
+                response
+            }
+            Reply::Text(text) => (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response(),
+            Reply::Stream(body) => {
+                let headers =
+                    [(header::CONTENT_TYPE, "application/json"), (header::CACHE_CONTROL, "no-cache, private")];
+                (StatusCode::OK, headers, body).into_response()
+            }
+        }
+    }
+}
+
+fn route(shared: &Arc<Shared>, call: &Call) -> Result<Reply, ApiError> {
+    let segs: Vec<&str> = call.path.split('/').filter(|s| !s.is_empty()).collect();
+    let get_only = |reply: Option<Value>| -> Result<Reply, ApiError> {
+        if call.method != Method::GET {
+            return Err(ApiError::method_not_allowed());
+        }
+        reply.map(|v| Reply::Json(200, v)).ok_or_else(ApiError::no_route)
+    };
+    match segs.as_slice() {
+        [] => get_only(Some(
+            json!({ "paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"] }),
+        )),
+        ["version"] => get_only(Some(discovery::version_info())),
+        ["healthz" | "livez" | "readyz"] => Ok(Reply::Text("ok")),
+        ["api"] => get_only(Some(discovery::core_versions(&shared.address))),
+        ["api", version] => get_only(discovery::resource_list(&shared.lock().registry, "", version)),
+        ["apis"] => get_only(Some(discovery::group_list(&shared.lock().registry))),
+        ["apis", group] => get_only(discovery::group(&shared.lock().registry, group)),
+        ["apis", group, version] => get_only(discovery::resource_list(&shared.lock().registry, group, version)),
+        // Served as JSON only: a client that accepts nothing else (the protobuf form) is told so.
+        ["openapi", "v2"] if !params::accepts_json(call) => Err(ApiError::not_acceptable(&["application/json"])),
+        ["openapi", "v2"] => get_only(Some(openapi::v2(&shared.lock().registry))),
+        ["openapi", "v3"] => get_only(Some(openapi::root(&shared.lock().registry))),
+        ["openapi", "v3", "api", version] => get_only(openapi::document(&shared.lock().registry, "", version)),
+        ["openapi", "v3", "apis", group, version] => {
+            get_only(openapi::document(&shared.lock().registry, group, version))
+        }
+        _ => match &call.info.resource {
+            Some(path) => resource::serve(shared, call, path),
+            None => Err(ApiError::no_route()),
+        },
+    }
+}

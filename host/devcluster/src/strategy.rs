@@ -1,0 +1,239 @@
+//! What differs between resources, asked at named points of the request pipeline as
+//! kube-apiserver's registry asks a resource's strategy: the [`Strategy`] every kind
+//! implements (built-ins in `kinds/`, CRDs and custom resources in `crd/`), what its hooks
+//! hand back to the server, and [`Resource`], a served type with the strategy of each version.
+//! Nothing here names a kind; the pipeline, the store and the server know kinds only through it.
+
+use std::ops::Deref;
+use std::sync::Arc;
+
+use serde_json::Value;
+
+use super::allocator::{Allocations, Range};
+use super::names::NameRule;
+use super::printers::Columns;
+use super::resource::{GroupResource, ResourceType};
+use super::status::Cause;
+use super::user::User;
+
+/// The kind-specific behaviour of a resource version. Every method has the behaviour of a kind
+/// that adds nothing, so a strategy states only what its kind does. Grouped as the pipeline
+/// asks: options of the resource, then create and update, deletion, and the resources that are
+/// not stored as themselves.
+pub(crate) trait Strategy: Send + Sync {
+    // Options of the resource (the generic registry `Store`'s fields in kube-apiserver).
+
+    /// Whether `metadata.generation` is kept: 1 on create, bumped by every change outside
+    /// metadata (and status, when it is a subresource).
+    fn tracks_generation(&self) -> bool {
+        false
+    }
+
+    /// Whether DELETE answers with the deleted object rather than a `Status`
+    /// (`ReturnDeletedObject`).
+    fn returns_deleted(&self) -> bool {
+        false
+    }
+
+    fn name_rule(&self) -> NameRule {
+        NameRule::Subdomain
+    }
+
+    /// Fields a field selector may use besides `metadata.name` and `metadata.namespace`.
+    fn selectable_fields(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// Server-side table columns (the `TableConvertor`).
+    fn columns(&self) -> Columns {
+        Columns::name_and_age()
+    }
+
+    // Create and update, in the order the pipeline asks.
+
+    /// `PrepareForCreate`: what a new object starts with whatever the client sent (its status:
+    /// a create may not set status).
+    fn prepare_for_create(&self, _obj: &mut Value) {}
+
+    /// Removes the fields the version's schema does not know (a custom resource's structural
+    /// pruning) and returns their paths, for `fieldValidation`. Built-ins are decoded by their
+    /// upstream definition before this.
+    fn prune(&self, _obj: &mut Value) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// The kind's `SetDefaults`, applied on every write (so fields a manager stops applying come
+    /// back as defaults), before validation.
+    fn defaults(&self, _obj: &mut Value) {}
+
+    /// What the server generates for a new object once defaults are applied and its uid is
+    /// known (a Job's selector and labels).
+    fn generate(&self, _obj: &mut Value) {}
+
+    /// The kind's validation, with the real server's field paths and messages.
+    fn validate(&self, _obj: &Value) -> Vec<Cause> {
+        Vec::new()
+    }
+
+    /// What an update may not change (`ValidateUpdate` beyond `validate`): immutable fields.
+    fn validate_update(&self, _old: &Value, _new: &Value) -> Vec<Cause> {
+        Vec::new()
+    }
+
+    /// The numbers of ranges shared by the kind that `obj` holds (a Service's cluster IP and
+    /// node ports). The store indexes them on every write, so [`Strategy::allocate`] looks them
+    /// up instead of scanning the kind.
+    fn allocated(&self, _obj: &Value) -> Vec<(&'static Range, u32)> {
+        Vec::new()
+    }
+
+    /// Gives a written object what is allocated among all objects of its kind; `taken` is what
+    /// the stored objects hold, `old` (the object as stored) among them.
+    fn allocate(&self, _taken: &Allocations, _old: Option<&Value>, _obj: &mut Value) -> Result<(), Cause> {
+        Ok(())
+    }
+
+    /// `Canonicalize`: the last change before storage, once the object is valid (a CRD's
+    /// `Established` status).
+    fn canonicalize(&self, _obj: &mut Value) {}
+
+    /// `AfterCreate`/`AfterUpdate`: what the server does once a create or update of `obj` is
+    /// stored (a CRD serves its custom resource).
+    fn after_write(&self, _obj: &Value) -> Vec<Effect> {
+        Vec::new()
+    }
+
+    // Deletion.
+
+    /// The status of an object that a DELETE only marks terminating, leaving its removal to a
+    /// controller once its contents are gone (a namespace); `None`: deleted as usual
+    /// (finalizers, propagation policy).
+    fn terminating_status(&self) -> Option<Value> {
+        None
+    }
+
+    /// What `obj`, being deleted, holds that is deleted before it goes (a namespace's objects,
+    /// a CRD's custom resources), and how it goes then; `None` while it holds nothing.
+    fn contents(&self, _obj: &Value) -> Option<Contents> {
+        None
+    }
+
+    /// `AfterDelete`: what the server does once `gone` is removed for good (a CRD takes its
+    /// custom resources with it).
+    fn after_delete(&self, _gone: &Value) -> Vec<Effect> {
+        Vec::new()
+    }
+
+    // Resources that are not stored as themselves.
+
+    /// The resource whose objects this one shows, converted (`events.k8s.io` Events are core
+    /// Events): it is served by reading and writing that resource's objects.
+    fn stored_as(&self) -> Option<StoredAs> {
+        None
+    }
+
+    /// A stored object (of [`Strategy::stored_as`]) as this resource shows it.
+    fn convert_from_stored(&self, stored: &Value) -> Value {
+        stored.clone()
+    }
+
+    /// An object of this resource in its stored form.
+    fn convert_to_stored(&self, obj: &Value) -> Value {
+        obj.clone()
+    }
+
+    /// A field selector of this resource in the field names of the stored form.
+    fn stored_field_selector(&self, selector: &str) -> String {
+        selector.to_string()
+    }
+
+    /// For a resource that is answered, never stored (the access reviews): the `status` of the
+    /// answer to a create of `review` by `user`.
+    fn answer(&self, _review: &Value, _user: &User) -> Option<Value> {
+        None
+    }
+}
+
+/// A resource stored as another: its group, version and plural.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct StoredAs {
+    pub group: &'static str,
+    pub version: &'static str,
+    pub plural: &'static str,
+}
+
+/// What a deleted object holds (see [`Strategy::contents`]), as the namespace controller and
+/// the CRD finalizer of kube-apiserver empty it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Contents {
+    pub holds: Holds,
+    pub then: Finish,
+}
+
+/// Where the objects held are.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Holds {
+    /// Every namespaced object in the namespace of this name.
+    Namespace(String),
+    /// Every object of this resource.
+    Objects(GroupResource),
+}
+
+/// How the holder goes once what it holds is gone.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Finish {
+    /// It is removed, whatever finalizers it lists.
+    Remove,
+    /// This finalizer is lifted; it goes once no other is left.
+    LiftFinalizer(&'static str),
+}
+
+/// What an after-commit hook asks of the server: the hook only says what, the server does it
+/// under the same lock as the write (`Cluster::apply`).
+pub(crate) enum Effect {
+    /// Serve this resource, in place of what its defining object served before.
+    Serve(Arc<Resource>),
+    /// Stop serving what the object of this name defined, and remove its objects.
+    Unserve(String),
+}
+
+/// A served resource: its type, the strategy of each version, and what defines it.
+pub(crate) struct Resource {
+    ty: ResourceType,
+    /// The strategy of each version, in the order of `ty.versions`.
+    strategies: Vec<Box<dyn Strategy>>,
+    /// The name of the object that defines this resource (a CRD's); `None` for a built-in.
+    pub defined_by: Option<String>,
+}
+
+impl Resource {
+    /// A resource with one strategy per version of `ty`, in the same order.
+    pub(crate) fn new(ty: ResourceType, strategies: Vec<Box<dyn Strategy>>, defined_by: Option<String>) -> Resource {
+        Resource { ty, strategies, defined_by }
+    }
+
+    /// The strategy of `version`; the storage version's for a version the resource lacks.
+    pub(crate) fn strategy(&self, version: &str) -> &dyn Strategy {
+        let i = self.ty.versions.iter().position(|v| v.name == version).unwrap_or(0);
+        self.strategies.get(i).map_or(&Plain, |s| &**s)
+    }
+
+    /// The storage version's strategy: what does not depend on the version a request names
+    /// (deletion, indexing, after-commit hooks).
+    pub(crate) fn storage(&self) -> &dyn Strategy {
+        self.strategies.first().map_or(&Plain, |s| &**s)
+    }
+}
+
+impl Deref for Resource {
+    type Target = ResourceType;
+
+    fn deref(&self) -> &ResourceType {
+        &self.ty
+    }
+}
+
+/// A kind that adds nothing to the generic pipeline.
+pub(crate) struct Plain;
+
+impl Strategy for Plain {}
