@@ -696,8 +696,7 @@ impl<'a> Generator<'a> {
         );
         if sig.indirect_params {
             let types: Vec<Type> = params.iter().map(|(_, _, t)| *t).collect();
-            let offsets: Vec<usize> =
-                self.sizes.field_offsets(types.iter()).iter().map(|(o, _)| o.size_wasm32()).collect();
+            let offsets = self.offsets(&types);
             let _ = writeln!(out, "\tparams := uint32(args.Next())");
             for ((n, _, t), off) in params.iter().zip(offsets) {
                 let expr = self.load(t, &offset("params", off))?;
@@ -752,21 +751,7 @@ impl<'a> Generator<'a> {
             list.join(", ")
         );
         let _ = writeln!(out, "\tf := &cabi.Flat{{}}");
-        if sig.indirect_params {
-            let types: Vec<Type> = params.iter().map(|(_, _, t)| *t).collect();
-            let info = self.sizes.record(types.iter());
-            let offsets: Vec<usize> =
-                self.sizes.field_offsets(types.iter()).iter().map(|(o, _)| o.size_wasm32()).collect();
-            let _ = writeln!(out, "\tparams := m.Alloc({}, {})", info.size.size_wasm32(), info.align.align_wasm32());
-            for ((n, _, t), off) in params.iter().zip(offsets) {
-                out.push_str(&indent(&self.store(t, &offset("params", off), n)?, 1));
-            }
-            let _ = writeln!(out, "\tf.Push(uint64(params))");
-        } else {
-            for (n, _, t) in &params {
-                out.push_str(&indent(&self.lower_flat(t, n)?, 1));
-            }
-        }
+        self.lower_arguments(out, &params, sig.indirect_params)?;
         match &f.function.result {
             None => {
                 let _ = writeln!(out, "\texport{name}(m, f)");
@@ -781,6 +766,30 @@ impl<'a> Generator<'a> {
             }
         }
         let _ = writeln!(out, "}}");
+        Ok(())
+    }
+
+    /// Statements that lower a call's arguments into the flat values `f`: each flat, or,
+    /// when they are `indirect`, all of them in memory `m` and their address.
+    fn lower_arguments(
+        &mut self,
+        out: &mut String,
+        params: &[(String, String, Type)],
+        indirect: bool,
+    ) -> Result<(), Unsupported> {
+        if indirect {
+            let types: Vec<Type> = params.iter().map(|(_, _, t)| *t).collect();
+            let info = self.sizes.record(types.iter());
+            let _ = writeln!(out, "\tparams := m.Alloc({}, {})", info.size.size_wasm32(), info.align.align_wasm32());
+            for ((n, _, t), off) in params.iter().zip(self.offsets(&types)) {
+                out.push_str(&indent(&self.store(t, &offset("params", off), n)?, 1));
+            }
+            let _ = writeln!(out, "\tf.Push(uint64(params))");
+        } else {
+            for (n, _, t) in params {
+                out.push_str(&indent(&self.lower_flat(t, n)?, 1));
+            }
+        }
         Ok(())
     }
 
@@ -832,21 +841,7 @@ impl<'a> Generator<'a> {
         let go_sig = self.signature(f)?;
         let _ = writeln!(out, "\n// {name} calls the import `{field}` of `{module}`.\nfunc {name}{go_sig} {{");
         let _ = writeln!(out, "\tm := &cabi.LinearMemory{{}}\n\tf := &cabi.Flat{{}}");
-        if sig.indirect_params {
-            let types: Vec<Type> = params.iter().map(|(_, _, t)| *t).collect();
-            let info = self.sizes.record(types.iter());
-            let offsets: Vec<usize> =
-                self.sizes.field_offsets(types.iter()).iter().map(|(o, _)| o.size_wasm32()).collect();
-            let _ = writeln!(out, "\tparams := m.Alloc({}, {})", info.size.size_wasm32(), info.align.align_wasm32());
-            for ((n, _, t), off) in params.iter().zip(offsets) {
-                out.push_str(&indent(&self.store(t, &offset("params", off), n)?, 1));
-            }
-            let _ = writeln!(out, "\tf.Push(uint64(params))");
-        } else {
-            for (n, _, t) in &params {
-                out.push_str(&indent(&self.lower_flat(t, n)?, 1));
-            }
-        }
+        self.lower_arguments(out, &params, sig.indirect_params)?;
         if let (true, Some(t)) = (sig.retptr, &f.function.result) {
             let _ = writeln!(out, "\tret := m.Alloc({}, {})\n\tf.Push(uint64(ret))", self.size(t), self.align(t));
         }
