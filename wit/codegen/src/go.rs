@@ -336,15 +336,8 @@ impl<'a> Generator<'a> {
                 let _ = writeln!(out, "type {name} struct {{");
                 write_aligned(out, "\t", &fields);
                 let _ = writeln!(out, "}}");
-                let _ = writeln!(out, "\n// The cases of {name}, its Tag.\nconst (");
-                for (i, c) in v.cases.iter().enumerate() {
-                    if i == 0 {
-                        let _ = writeln!(out, "\t{name}{} {tag} = iota", upper_camel(&c.name));
-                    } else {
-                        let _ = writeln!(out, "\t{name}{}", upper_camel(&c.name));
-                    }
-                }
-                let _ = writeln!(out, ")");
+                let names = v.cases.iter().map(|c| c.name.as_str());
+                write_constants(out, &format!("The cases of {name}, its Tag."), name, names, &format!("{tag} = iota"));
                 let cases: Vec<(String, String, Option<Type>)> = v
                     .cases
                     .iter()
@@ -354,34 +347,14 @@ impl<'a> Generator<'a> {
             }
             TypeDefKind::Enum(e) => {
                 let tag = int_type(e.tag());
-                let _ = writeln!(out, "type {name} {tag}\n\n// The cases of {name}.\nconst (");
-                for (i, c) in e.cases.iter().enumerate() {
-                    if i == 0 {
-                        let _ = writeln!(out, "\t{name}{} {name} = iota", upper_camel(&c.name));
-                    } else {
-                        let _ = writeln!(out, "\t{name}{}", upper_camel(&c.name));
-                    }
-                }
-                let _ = writeln!(out, ")");
+                let _ = writeln!(out, "type {name} {tag}");
+                let names = e.cases.iter().map(|c| c.name.as_str());
+                write_constants(out, &format!("The cases of {name}."), name, names, &format!("{name} = iota"));
             }
             TypeDefKind::Flags(f) => {
-                let repr = match f.flags.len() {
-                    0..=8 => "uint8",
-                    9..=16 => "uint16",
-                    _ => "uint32",
-                };
-                let _ = writeln!(out, "type {name} {repr}");
-                if !f.flags.is_empty() {
-                    let _ = writeln!(out, "\n// The members of {name}.\nconst (");
-                    for (i, flag) in f.flags.iter().enumerate() {
-                        if i == 0 {
-                            let _ = writeln!(out, "\t{name}{} {name} = 1 << iota", upper_camel(&flag.name));
-                        } else {
-                            let _ = writeln!(out, "\t{name}{}", upper_camel(&flag.name));
-                        }
-                    }
-                    let _ = writeln!(out, ")");
-                }
+                let _ = writeln!(out, "type {name} {}", flags_type(f.flags.len()));
+                let names = f.flags.iter().map(|f| f.name.as_str());
+                write_constants(out, &format!("The members of {name}."), name, names, &format!("{name} = 1 << iota"));
             }
             TypeDefKind::Type(t) => {
                 let target = self.go_type(&t)?;
@@ -1127,6 +1100,24 @@ fn indent(text: &str, depth: usize) -> String {
 fn continued(text: &str, depth: usize) -> String {
     let tabs = "\t".repeat(depth);
     text.replace('\n', &format!("\n{tabs}"))
+}
+
+/// A `const` block of `prefix` + each name in Go, the first typed and valued by `first`
+/// (`Color = iota`); nothing for no names.
+fn write_constants<'n>(out: &mut String, doc: &str, prefix: &str, names: impl Iterator<Item = &'n str>, first: &str) {
+    let mut names = names.peekable();
+    if names.peek().is_none() {
+        return;
+    }
+    let _ = writeln!(out, "\n// {doc}\nconst (");
+    for (i, n) in names.enumerate() {
+        if i == 0 {
+            let _ = writeln!(out, "\t{prefix}{} {first}", upper_camel(n));
+        } else {
+            let _ = writeln!(out, "\t{prefix}{}", upper_camel(n));
+        }
+    }
+    let _ = writeln!(out, ")");
 }
 
 /// Lines `name type` with the types in one column, as gofmt aligns them.
