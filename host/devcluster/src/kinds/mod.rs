@@ -19,6 +19,7 @@ mod config;
 mod coordination;
 mod core;
 mod events;
+mod go_value;
 mod networking;
 mod pods;
 mod rbac;
@@ -51,6 +52,8 @@ pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
         ("batch", "cronjobs") => Box::new(batch::CronJobs),
         ("networking.k8s.io", "ingresses") => Box::new(networking::Ingresses),
         ("networking.k8s.io", "networkpolicies") => Box::new(networking::NetworkPolicies),
+        ("networking.k8s.io", "ingressclasses") => Box::new(networking::IngressClasses),
+        ("storage.k8s.io", "storageclasses") => Box::new(storage::StorageClasses),
         ("autoscaling", "horizontalpodautoscalers") => Box::new(autoscaling::HorizontalPodAutoscalers),
         ("policy", "poddisruptionbudgets") => Box::new(autoscaling::PodDisruptionBudgets),
         ("coordination.k8s.io", "leases") => Box::new(coordination::Leases),

@@ -15,6 +15,7 @@ mod kubectl;
 mod patch;
 mod persistence;
 mod smd;
+mod update_validation;
 mod watch;
 
 use std::path::PathBuf;
