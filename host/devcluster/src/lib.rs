@@ -61,6 +61,7 @@ mod user;
 
 // Mechanisms over objects and the upstream data, the same for every kind.
 mod apply;
+mod cel;
 mod compare;
 mod decode;
 mod kubeconfig;

@@ -80,6 +80,13 @@ pub(crate) trait Strategy: Send + Sync {
         Vec::new()
     }
 
+    /// Checks that run on create and update alike and see the object as stored on an update
+    /// (`old`, in the version written): a custom resource's CEL rules, whose transition rules
+    /// and ratcheting compare with it.
+    fn validate_rules(&self, _old: Option<&Value>, _new: &Value) -> Vec<Cause> {
+        Vec::new()
+    }
+
     /// The numbers of ranges shared by the kind that `obj` holds (a Service's cluster IP and
     /// node ports). The store indexes them on every write, so [`Strategy::allocate`] looks them
     /// up instead of scanning the kind.

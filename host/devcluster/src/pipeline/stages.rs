@@ -261,12 +261,15 @@ pub(super) fn defaults(t: &Target, operation: Operation, new: &mut Value) {
     }
 }
 
-/// The kind's validation, and on update what an update may not change.
+/// The kind's validation, on update what an update may not change, and the rules that
+/// compare with the stored object.
 pub(super) fn validate(t: &Target, old: Option<&Arc<Value>>, new: &Value) -> Result<(), ApiError> {
     let mut causes = t.strategy().validate(new);
     if let Some(old) = old {
         causes.extend(t.strategy().validate_update(old, new));
     }
+    let old_view = old.map(|o| present(&t.rt, &t.version, o));
+    causes.extend(t.strategy().validate_rules(old_view.as_ref(), new));
     if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&t.rt, object::name(new), &causes)) }
 }
 

@@ -4,6 +4,7 @@
 mod apply;
 mod bad_input;
 mod builtins;
+mod cel;
 mod concurrency;
 mod crd_validation;
 mod crud;
