@@ -22,6 +22,7 @@ mod events;
 mod go_value;
 mod networking;
 mod pods;
+mod policies;
 mod rbac;
 mod reviews;
 mod services;
@@ -64,12 +65,10 @@ pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
         ("authorization.k8s.io", "selfsubjectrulesreviews") => Box::new(reviews::RulesReviews),
         ("authentication.k8s.io", "selfsubjectreviews") => Box::new(reviews::SelfSubjectReviews),
         ("authorization.k8s.io", _) => Box::new(reviews::AccessReviews),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => Box::new(policies::Policies),
         (
             "admissionregistration.k8s.io",
-            "mutatingwebhookconfigurations"
-            | "validatingadmissionpolicies"
-            | "validatingadmissionpolicybindings"
-            | "validatingwebhookconfigurations",
+            "mutatingwebhookconfigurations" | "validatingadmissionpolicybindings" | "validatingwebhookconfigurations",
         )
         | ("flowcontrol.apiserver.k8s.io", "flowschemas" | "prioritylevelconfigurations") => Box::new(Generational),
         _ => Box::new(Plain),
@@ -104,7 +103,7 @@ pub(crate) fn serves(r: &builtins::Resource) -> bool {
 
 /// The admission plugins of the built-in kinds.
 pub(crate) fn admission() -> Admission {
-    Admission::new(vec![Box::new(core::NamespaceLifecycle)], Vec::new())
+    Admission::new(vec![Box::new(core::NamespaceLifecycle)], vec![Box::new(policies::ValidatingPolicies)])
 }
 
 /// An object a new cluster has before anyone writes.

@@ -78,24 +78,45 @@ pub(super) fn name(t: &Target, new: &mut Value) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn attributes<'a>(t: &'a Target, operation: Operation, name: &'a str) -> Attributes<'a> {
-    Attributes { operation, resource: &t.rt, namespace: t.ns(), name }
+/// What admission knows of a write to `t` of the object `name`.
+fn attributes<'a>(t: &'a Target, name: &'a str, old: Option<&'a Value>, opts: &'a WriteOptions) -> Attributes<'a> {
+    Attributes {
+        operation: if old.is_some() { Operation::Update } else { Operation::Create },
+        resource: &t.rt,
+        version: &t.version,
+        subresource: t.subresource.as_deref(),
+        namespace: t.ns(),
+        name,
+        old,
+        user: &opts.user,
+        dry_run: opts.dry_run,
+        warnings: &opts.warnings,
+    }
 }
 
 /// The mutating steps of admission.
-pub(super) fn admit(cluster: &Cluster, t: &Target, operation: Operation, new: &mut Value) -> Result<(), ApiError> {
+pub(super) fn admit(
+    cluster: &Cluster,
+    t: &Target,
+    old: Option<&Arc<Value>>,
+    new: &mut Value,
+    opts: &WriteOptions,
+) -> Result<(), ApiError> {
     let name = object::name(new).to_string();
-    cluster.admission.admit(&attributes(t, operation, &name), new, cluster)
+    let old = old.map(|o| present(&t.rt, &t.version, o));
+    cluster.admission.admit(&attributes(t, &name, old.as_ref(), opts), new, cluster)
 }
 
 /// The validating steps of admission, once the object is valid.
 pub(super) fn admit_validated(
     cluster: &Cluster,
     t: &Target,
-    operation: Operation,
+    old: Option<&Arc<Value>>,
     new: &Value,
+    opts: &WriteOptions,
 ) -> Result<(), ApiError> {
-    cluster.admission.validate(&attributes(t, operation, object::name(new)), new, cluster)
+    let old = old.map(|o| present(&t.rt, &t.version, o));
+    cluster.admission.validate(&attributes(t, object::name(new), old.as_ref(), opts), new, cluster)
 }
 
 /// `BeforeCreate`: the name's rule, no object stored under it, the fields only the server

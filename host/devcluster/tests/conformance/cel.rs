@@ -208,3 +208,163 @@ async fn rules_of_a_crd_derived_by_kube_rs_are_enforced() {
     );
     dc.shutdown().await;
 }
+
+fn policy_resource(kind: &str, plural: &str) -> ApiResource {
+    ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("admissionregistration.k8s.io", "v1", kind), plural)
+}
+
+/// Creates a policy and its binding.
+async fn bind(dc: &DevCluster, policy: Value, binding: Value) {
+    for (obj, ar) in [
+        (policy, policy_resource("ValidatingAdmissionPolicy", "validatingadmissionpolicies")),
+        (binding, policy_resource("ValidatingAdmissionPolicyBinding", "validatingadmissionpolicybindings")),
+    ] {
+        let api: Api<DynamicObject> = Api::all_with(dc.client(), &ar);
+        let obj: DynamicObject = serde_json::from_value(obj).expect("a policy object");
+        api.create(&PostParams::default(), &obj).await.expect("the policy object is created");
+    }
+}
+
+fn max_replicas_policy(spec_extra: Value) -> Value {
+    let mut policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "max-replicas"},
+        "spec": {"failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": ["apps"], "apiVersions": ["v1"],
+                "operations": ["CREATE", "UPDATE"], "resources": ["deployments"]}]},
+            "validations": [{"expression": "object.spec.replicas <= 5"}]},
+    });
+    if let (Some(spec), Some(extra)) = (policy["spec"].as_object_mut(), spec_extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    policy
+}
+
+fn binding(actions: &[&str], extra: Value) -> Value {
+    let mut binding = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicyBinding",
+        "metadata": {"name": "max-replicas-binding"},
+        "spec": {"policyName": "max-replicas", "validationActions": actions},
+    });
+    if let (Some(spec), Some(extra)) = (binding["spec"].as_object_mut(), extra.as_object()) {
+        spec.extend(extra.clone());
+    }
+    binding
+}
+
+fn deployment(name: &str, replicas: i64) -> k8s_openapi::api::apps::v1::Deployment {
+    serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name, "labels": {"app": name}},
+        "spec": {"replicas": replicas, "selector": {"matchLabels": {"app": name}},
+            "template": {"metadata": {"labels": {"app": name}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}},
+    }))
+    .expect("a Deployment")
+}
+
+#[tokio::test]
+async fn a_bound_policy_denies_what_fails_its_validation() {
+    let dc = start().await;
+    bind(&dc, max_replicas_policy(json!({})), binding(&["Deny"], json!({}))).await;
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(dc.client(), "default");
+    let status = api_error(deployments.create(&PostParams::default(), &deployment("web", 6)).await.unwrap_err());
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        status.message,
+        "deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding' denied request: failed expression: object.spec.replicas <= 5"
+    );
+    deployments.create(&PostParams::default(), &deployment("web", 3)).await.expect("within the policy");
+    let patch = json!({"spec": {"replicas": 9}});
+    let status = api_error(deployments.patch("web", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap_err());
+    assert_eq!(status.code, 422, "updates are checked too");
+    // Other resources are not matched.
+    let cms: Api<DynamicObject> = Api::namespaced_with(
+        dc.client(),
+        "default",
+        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "ConfigMap"), "configmaps"),
+    );
+    let cm: DynamicObject =
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}})).unwrap();
+    cms.create(&PostParams::default(), &cm).await.expect("a ConfigMap is not matched");
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn params_variables_conditions_and_message_expressions() {
+    let dc = start().await;
+    let policy = max_replicas_policy(json!({
+        "paramKind": {"apiVersion": "v1", "kind": "ConfigMap"},
+        "matchConditions": [{"name": "not-exempt", "expression": "!('exempt' in object.metadata.labels)"}],
+        "variables": [{"name": "limit", "expression": "int(params.data.max)"}],
+        "validations": [{"expression": "object.spec.replicas <= variables.limit", "reason": "Forbidden",
+            "messageExpression": "'replicas ' + string(object.spec.replicas) + ' exceed ' + string(variables.limit)"}],
+    }));
+    let limits: Api<DynamicObject> = Api::namespaced_with(
+        dc.client(),
+        "default",
+        &ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("", "v1", "ConfigMap"), "configmaps"),
+    );
+    let limit: DynamicObject = serde_json::from_value(
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "limits"}, "data": {"max": "2"}}),
+    )
+    .unwrap();
+    limits.create(&PostParams::default(), &limit).await.unwrap();
+    bind(&dc, policy, binding(&["Deny"], json!({"paramRef": {"name": "limits", "parameterNotFoundAction": "Deny"}})))
+        .await;
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(dc.client(), "default");
+    let status = api_error(deployments.create(&PostParams::default(), &deployment("web", 3)).await.unwrap_err());
+    assert_eq!((status.code, status.reason.as_str()), (403, "Forbidden"));
+    assert!(status.message.ends_with("denied request: replicas 3 exceed 2"), "{}", status.message);
+    let mut exempt = deployment("exempt", 3);
+    exempt.metadata.labels.get_or_insert_default().insert("exempt".into(), "yes".into());
+    deployments.create(&PostParams::default(), &exempt).await.expect("a match condition exempts it");
+    // In a namespace without the params, the binding denies.
+    let namespaces: Api<k8s_openapi::api::core::v1::Namespace> = Api::all(dc.client());
+    namespaces
+        .create(&PostParams::default(), &serde_json::from_value(json!({"metadata": {"name": "other"}})).unwrap())
+        .await
+        .unwrap();
+    let other: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(dc.client(), "other");
+    let status = api_error(other.create(&PostParams::default(), &deployment("web", 1)).await.unwrap_err());
+    assert!(
+        status.message.ends_with("no params found for policy binding with `Deny` parameterNotFoundAction"),
+        "{}",
+        status.message
+    );
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_warn_binding_lets_the_request_through_with_a_warning_kubectl_prints() {
+    let dc = start().await;
+    bind(&dc, max_replicas_policy(json!({})), binding(&["Warn"], json!({}))).await;
+    let out = kubectl(&dc, &["create", "deployment", "web", "--image=nginx", "--replicas=6"]).await;
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("Warning: Validation failed for ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding': failed expression: object.spec.replicas <= 5"),
+        "{err}"
+    );
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn kubectl_shows_a_policy_denial_and_a_policy_that_does_not_compile_is_refused() {
+    let dc = start().await;
+    let policies: Api<DynamicObject> =
+        Api::all_with(dc.client(), &policy_resource("ValidatingAdmissionPolicy", "validatingadmissionpolicies"));
+    let bad: DynamicObject = serde_json::from_value(max_replicas_policy(
+        json!({"validations": [{"expression": "object.spec.replicas <="}]}),
+    ))
+    .unwrap();
+    let status = api_error(policies.create(&PostParams::default(), &bad).await.unwrap_err());
+    assert_eq!(status.details.unwrap().causes[0].field, "spec.validations[0].expression");
+    bind(&dc, max_replicas_policy(json!({})), binding(&["Deny"], json!({}))).await;
+    let out = kubectl(&dc, &["create", "deployment", "web", "--image=nginx", "--replicas=6"]).await;
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success());
+    assert!(
+        err.contains("deployments.apps \"web\" is forbidden: ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding' denied request: failed expression: object.spec.replicas <= 5"),
+        "{err}"
+    );
+    dc.shutdown().await;
+}
