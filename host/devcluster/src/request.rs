@@ -87,7 +87,7 @@ impl Target {
     /// server's own controllers).
     pub(crate) fn stored(rt: Arc<Resource>, namespace: &str, name: &str) -> Target {
         Target {
-            version: rt.versions.first().map(|v| v.name.clone()).unwrap_or_default(),
+            version: rt.storage_version().to_string(),
             namespace: Some(namespace.to_string()).filter(|n| !n.is_empty()),
             name: Some(name.to_string()),
             subresource: None,

@@ -228,7 +228,7 @@ impl Resource {
     /// The storage version's strategy: what does not depend on the version a request names
     /// (deletion, indexing, after-commit hooks).
     pub(crate) fn storage(&self) -> &dyn Strategy {
-        self.strategies.first().map_or(&Plain, |s| &**s)
+        self.strategy(self.ty.storage_version())
     }
 }
 

@@ -29,6 +29,7 @@ pub(super) fn resource(crd: &Value) -> Resource {
                 schema: v.pointer("/schema/openAPIV3Schema").cloned(),
                 definition: None,
                 status: v.pointer("/subresources/status").is_some(),
+                storage: v.get("storage").and_then(Value::as_bool) == Some(true),
                 scale: v.pointer("/subresources/scale").map(|s| ScalePaths {
                     spec_replicas: str_at(s, &["specReplicasPath"]).to_string(),
                     status_replicas: str_at(s, &["statusReplicasPath"]).to_string(),

@@ -12,7 +12,7 @@ use crate::decode;
 use crate::metadata;
 use crate::names;
 use crate::object;
-use crate::read::present;
+use crate::read::{convert, present};
 use crate::request::{FieldValidation, Target, WriteOptions};
 use crate::resource::ResourceType;
 use crate::status::{ApiError, Cause};
@@ -374,7 +374,8 @@ pub(super) fn commit(
         }
         return (code, new);
     }
-    let stored = cluster.put(&t.gr(), new);
+    // Stored in the storage version, pruned by its schema (`status.storedVersions` lists it).
+    let stored = cluster.put(&t.gr(), convert(rt, rt.storage_version(), &new));
     cluster.apply(t.strategy().after_write(&stored));
     (code, present(rt, &t.version, &stored))
 }

@@ -7,6 +7,7 @@ mod builtins;
 mod cel;
 mod concurrency;
 mod crd_validation;
+mod crd_versions;
 mod crud;
 mod defaults;
 mod delete_gc;
