@@ -65,6 +65,10 @@ pub(super) fn resource(crd: &Value) -> Resource {
     Resource::new(ty, strategies, Some(object::name(crd).to_string()))
 }
 
+/// The schema errors that keep CEL rules from running (`hasBlockingErr`).
+const BLOCKING: [&str; 5] =
+    ["FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong", "FieldValueTooMany", "FieldValueTypeInvalid"];
+
 /// One version of a custom resource, as its CRD defines it.
 struct CustomResource {
     /// The `openAPIV3Schema`.
@@ -111,13 +115,6 @@ impl Strategy for CustomResource {
         if self.rules.is_empty() {
             return Vec::new();
         }
-        const BLOCKING: [&str; 5] = [
-            "FieldValueNotSupported",
-            "FieldValueRequired",
-            "FieldValueTooLong",
-            "FieldValueTooMany",
-            "FieldValueTypeInvalid",
-        ];
         if self.validate(new).iter().any(|c| BLOCKING.contains(&c.reason)) {
             return vec![Cause::new(
                 "FieldValueInvalid",

@@ -419,7 +419,7 @@ mod tests {
 
     use super::*;
 
-    fn schema(rules: Value) -> Value {
+    fn schema(rules: &Value) -> Value {
         json!({"type": "object", "properties": {"spec": {"type": "object", "x-kubernetes-validations": rules,
             "properties": {"replicas": {"type": "integer"}, "maxReplicas": {"type": "integer"}, "name": {"type": "string"},
                 "x-y": {"type": "string"}}}}})
@@ -433,7 +433,7 @@ mod tests {
     fn a_failing_rule_prints_the_schema_type_and_its_message() {
         let rules = Rules::compile(
             &schema(
-                json!([{"rule": "self.replicas <= self.maxReplicas", "message": "replicas must be <= maxReplicas"}]),
+                &json!([{"rule": "self.replicas <= self.maxReplicas", "message": "replicas must be <= maxReplicas"}]),
             ),
             "",
         )
@@ -460,7 +460,7 @@ mod tests {
     #[test]
     fn transition_rules_see_the_old_value_and_escaped_names() {
         let rules = Rules::compile(
-            &schema(json!([{"rule": "self.name == oldSelf.name", "message": "name is immutable", "fieldPath": ".name"},
+            &schema(&json!([{"rule": "self.name == oldSelf.name", "message": "name is immutable", "fieldPath": ".name"},
                 {"rule": "!has(self.x__dash__y) || self.x__dash__y != 'bad'", "reason": "FieldValueForbidden", "messageExpression": "'x-y is ' + self.x__dash__y"}])),
             "",
         )
@@ -476,7 +476,7 @@ mod tests {
     #[test]
     fn bad_rules_refuse_the_crd() {
         let err = Rules::compile(
-            &schema(json!([{"rule": "self.replicas >"}, {"rule": "self.a", "optionalOldSelf": true}])),
+            &schema(&json!([{"rule": "self.replicas >"}, {"rule": "self.a", "optionalOldSelf": true}])),
             "s",
         )
         .err()

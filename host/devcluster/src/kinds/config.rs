@@ -49,7 +49,7 @@ impl Strategy for Secrets {
     fn validate_update(&self, old: &Value, new: &Value) -> Vec<Cause> {
         let mut causes = Vec::new();
         if old.get("type") != new.get("type") {
-            causes.push(immutable("type", scalar(new.get("type"))));
+            causes.push(immutable("type", &scalar(new.get("type"))));
         }
         causes.extend(immutable_data(old, new, &["data"]));
         causes

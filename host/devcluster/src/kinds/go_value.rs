@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::status::Cause;
 
 /// `ValidateImmutableField`: `field` may not change; `shown` is the new value as printed.
-pub(crate) fn immutable(field: &str, shown: String) -> Cause {
+pub(crate) fn immutable(field: &str, shown: &str) -> Cause {
     Cause::new("FieldValueInvalid", field, format!("Invalid value: {shown}: field is immutable"))
 }
 
@@ -25,7 +25,7 @@ pub(crate) fn check_immutable(
     let (before, after) =
         (old.pointer(pointer).filter(|v| !v.is_null()), new.pointer(pointer).filter(|v| !v.is_null()));
     if before != after {
-        causes.push(immutable(field, show(after)));
+        causes.push(immutable(field, &show(after)));
     }
 }
 
