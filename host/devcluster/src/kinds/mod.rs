@@ -19,8 +19,10 @@ mod config;
 mod coordination;
 mod core;
 mod events;
+mod go_value;
 mod networking;
 mod pods;
+mod policies;
 mod rbac;
 mod reviews;
 mod services;
@@ -51,6 +53,8 @@ pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
         ("batch", "cronjobs") => Box::new(batch::CronJobs),
         ("networking.k8s.io", "ingresses") => Box::new(networking::Ingresses),
         ("networking.k8s.io", "networkpolicies") => Box::new(networking::NetworkPolicies),
+        ("networking.k8s.io", "ingressclasses") => Box::new(networking::IngressClasses),
+        ("storage.k8s.io", "storageclasses") => Box::new(storage::StorageClasses),
         ("autoscaling", "horizontalpodautoscalers") => Box::new(autoscaling::HorizontalPodAutoscalers),
         ("policy", "poddisruptionbudgets") => Box::new(autoscaling::PodDisruptionBudgets),
         ("coordination.k8s.io", "leases") => Box::new(coordination::Leases),
@@ -61,12 +65,10 @@ pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
         ("authorization.k8s.io", "selfsubjectrulesreviews") => Box::new(reviews::RulesReviews),
         ("authentication.k8s.io", "selfsubjectreviews") => Box::new(reviews::SelfSubjectReviews),
         ("authorization.k8s.io", _) => Box::new(reviews::AccessReviews),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => Box::new(policies::Policies),
         (
             "admissionregistration.k8s.io",
-            "mutatingwebhookconfigurations"
-            | "validatingadmissionpolicies"
-            | "validatingadmissionpolicybindings"
-            | "validatingwebhookconfigurations",
+            "mutatingwebhookconfigurations" | "validatingadmissionpolicybindings" | "validatingwebhookconfigurations",
         )
         | ("flowcontrol.apiserver.k8s.io", "flowschemas" | "prioritylevelconfigurations") => Box::new(Generational),
         _ => Box::new(Plain),
@@ -101,7 +103,7 @@ pub(crate) fn serves(r: &builtins::Resource) -> bool {
 
 /// The admission plugins of the built-in kinds.
 pub(crate) fn admission() -> Admission {
-    Admission::new(vec![Box::new(core::NamespaceLifecycle)], Vec::new())
+    Admission::new(vec![Box::new(core::NamespaceLifecycle)], vec![Box::new(policies::ValidatingPolicies)])
 }
 
 /// An object a new cluster has before anyone writes.

@@ -4,8 +4,10 @@
 mod apply;
 mod bad_input;
 mod builtins;
+mod cel;
 mod concurrency;
 mod crd_validation;
+mod crd_versions;
 mod crud;
 mod defaults;
 mod delete_gc;
@@ -15,6 +17,7 @@ mod kubectl;
 mod patch;
 mod persistence;
 mod smd;
+mod update_validation;
 mod watch;
 
 use std::path::PathBuf;
