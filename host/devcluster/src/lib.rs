@@ -4,7 +4,8 @@
 //! [`DevCluster::start`] serves the Kubernetes HTTP API on loopback from memory, so the real
 //! `kube` client and the real `kubectl` work against it unchanged: discovery of every stable
 //! built-in kind of its Kubernetes version (from the upstream definitions in `data/`), CRDs
-//! registered at run time with schema validation, `/openapi/v2` and `/openapi/v3`,
+//! registered at run time with schema validation and CEL rules, `ValidatingAdmissionPolicies`,
+//! `/openapi/v2` and `/openapi/v3`,
 //! get/list/watch, create/update/patch (merge, JSON, strategic, server-side apply), delete with
 //! finalizers and garbage collection. It is not a scheduler or a kubelet: nothing runs Pods.
 //!
@@ -37,11 +38,16 @@
 //!   written for you;
 //! - built-ins are decoded by their upstream definitions (types, unknown fields) and checked by a
 //!   few rules of the real validation (names, selectors, containers, ports, a Job's restart
-//!   policy), not all of it; defaults are those of the common kinds (`src/kinds`), not of
-//!   every field (no probe or volume source defaults, no HPA `behavior` defaults), and pod
-//!   templates lack the `creationTimestamp: null` a real server prints;
-//!   CRD schemas are enforced except CEL (`x-kubernetes-validations`) rules and the rarer
-//!   string `format`s, and versions convert with the `None` strategy only;
+//!   policy) and by the update rules of the common kinds (immutable selectors, a `StatefulSet`'s
+//!   spec, a Job's template, a Service's cluster IP, immutable `ConfigMaps` and Secrets, a
+//!   binding's roleRef, a Pod's spec), not all of it; messages upstream ends with a diff stop
+//!   before it; defaults are those of the common kinds (`src/kinds`), not of every field (no
+//!   probe or volume source defaults, no HPA `behavior` defaults), and pod templates lack the
+//!   `creationTimestamp: null` a real server prints;
+//!   CRD schemas are enforced except the rarer string `format`s; CEL rules and admission
+//!   policies run without a type checker or cost limits (the `cel` crate has neither), and
+//!   policies skip DELETE, `authorizer` and `Audit`; CRD versions convert with the `None`
+//!   strategy only (objects pruned by each version's schema), not by a conversion webhook;
 //! - `managedFields` of ordinary updates to built-ins can differ in `.` entries, because the real
 //!   server compares against Go zero values (`tests/conformance/smd/README.md` lists the
 //!   structured-merge-diff scenarios that run here and those that cannot);
@@ -74,6 +80,7 @@ mod user;
 
 // Mechanisms over objects and the upstream data, the same for every kind.
 mod apply;
+mod cel;
 mod compare;
 mod decode;
 mod kubeconfig;

@@ -82,6 +82,13 @@ pub(crate) trait Strategy: Send + Sync {
         Vec::new()
     }
 
+    /// Checks that run on create and update alike and see the object as stored on an update
+    /// (`old`, in the version written): a custom resource's CEL rules, whose transition rules
+    /// and ratcheting compare with it.
+    fn validate_rules(&self, _old: Option<&Value>, _new: &Value) -> Vec<Cause> {
+        Vec::new()
+    }
+
     /// The numbers of ranges shared by the kind that `obj` holds (a Service's cluster IP and
     /// node ports). The store indexes them on every write, so [`Strategy::allocate`] looks them
     /// up instead of scanning the kind.
@@ -294,7 +301,7 @@ impl Resource {
     /// The storage version's strategy: what does not depend on the version a request names
     /// (deletion, indexing, after-commit hooks).
     pub(crate) fn storage(&self) -> &dyn Strategy {
-        self.strategies.first().map_or(&Plain, |s| &**s)
+        self.strategy(self.ty.storage_version())
     }
 }
 

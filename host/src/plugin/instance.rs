@@ -3,7 +3,7 @@
 
 use serde_json::Value;
 
-use super::contract::{self, MalformedAnswer, bindings, wit};
+use super::contract::{MalformedAnswer, bindings, wit};
 use super::engine::Engine;
 use super::pool::{Permit, PoolSlots};
 use super::sandbox::failure::CallError;
@@ -70,7 +70,7 @@ impl<'a> Instance<'a> {
         let queries = self.call("related", |store, instance| {
             instance.kubewasm_reconciler_reconciler().call_related(store, &parent)
         })?;
-        let queries: Vec<Query> = queries.into_iter().map(contract::query_from_wit).collect();
+        let queries: Vec<Query> = queries.into_iter().map(Query::from).collect();
         if let Some(q) = queries.iter().find(|q| !self.related.contains(&q.kind)) {
             return Err(CallError::Malformed {
                 plugin: self.label.to_string(),
@@ -87,22 +87,15 @@ impl<'a> Instance<'a> {
     ///
     /// A [`CallError`] saying what went wrong.
     pub fn reconcile(&mut self, request: &Request) -> Result<Response, CallError> {
-        let texts = |objects: &[kubewasm_contract::Object]| objects.iter().map(|o| o.json().to_string()).collect();
-        let wire = wit::Request {
-            parent: request.parent().json().to_string(),
-            children: texts(request.children()),
-            related: texts(request.related()),
-            finalizing: request.finalizing(),
-            now: request.now_rfc3339().to_string(),
-            config: request.config().to_string(),
-        };
+        let wire = wit::Request::from(request);
         let answer = self.call("reconcile", |store, instance| {
             instance.kubewasm_reconciler_reconciler().call_reconcile(store, &wire)
         })?;
         let plugin = || self.label.to_string();
         match answer {
-            Ok(response) => contract::response_from_wit(response)
-                .map_err(|source| CallError::Malformed { plugin: plugin(), source }),
+            Ok(response) => {
+                Response::try_from(response).map_err(|e| CallError::Malformed { plugin: plugin(), source: e.into() })
+            }
             Err(e) => Err(CallError::Plugin { plugin: plugin(), message: e.message, retryable: e.retryable }),
         }
     }

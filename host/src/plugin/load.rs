@@ -8,7 +8,7 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use super::contract::{self, CONTRACT_VERSION, EXPORT_PREFIX, bindings};
+use super::contract::{CONTRACT_VERSION, EXPORT_PREFIX, bindings};
 use super::engine::Engine;
 use super::instance::Instance;
 use super::pool::PoolSlots;
@@ -118,7 +118,7 @@ pub(crate) fn load(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Loaded
         .call("describe", |store, instance| instance.kubewasm_reconciler_reconciler().call_describe(store))
         .map_err(|source| LoadError::Describe { origin: origin.clone(), source })?;
     drop(instance);
-    let manifest = contract::manifest_from_wit(manifest);
+    let manifest = Manifest::from(manifest);
     manifest.check().map_err(|source| LoadError::InvalidManifest { origin: origin.clone(), source })?;
     let crds = parse_crds(&manifest.crds, &origin)?;
     Ok(Loaded { hash, cached, pre, slots, manifest, crds })

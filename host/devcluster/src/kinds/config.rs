@@ -4,14 +4,21 @@
 use serde_json::{Value, json};
 
 use super::core::active_namespaces;
+use super::go_value::{immutable, scalar};
 use crate::printers::{Columns, age, age_column, column, doc, name, name_column, text};
 use crate::resource::GroupResource;
+use crate::status::Cause;
 use crate::store::Store;
 use crate::strategy::{Controller, How, Strategy, Write};
 
 pub(crate) struct ConfigMaps;
 
 impl Strategy for ConfigMaps {
+    /// `ValidateConfigMapUpdate`: an immutable `ConfigMap` keeps its data.
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<Cause> {
+        immutable_data(old, new, &["data", "binaryData"])
+    }
+
     fn columns(&self) -> Columns {
         Columns::one(column("Data", "integer", &doc("io.k8s.api.core.v1.ConfigMap", "data"), 0), |o| {
             json!(entries(o, "data") + entries(o, "binaryData"))
@@ -41,6 +48,17 @@ impl Strategy for Secrets {
         }
     }
 
+    /// `ValidateSecretUpdate`: the type never changes, and an immutable Secret keeps its data
+    /// (`stringData` is folded into `data` by then).
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        if old.get("type") != new.get("type") {
+            causes.push(immutable("type", &scalar(new.get("type"))));
+        }
+        causes.extend(immutable_data(old, new, &["data"]));
+        causes
+    }
+
     fn selectable_fields(&self) -> &'static [&'static str] {
         &["type"]
     }
@@ -56,6 +74,28 @@ impl Strategy for Secrets {
             cells: Box::new(|o| vec![name(o), json!(text(o, "/type")), json!(entries(o, "data")), age(o)]),
         }
     }
+}
+
+/// Once `immutable` is set, it stays set and `fields` keep their contents (an empty map and
+/// none are the same, as Go's `reflect.DeepEqual` of decoded maps is not: the real server
+/// compares the decoded objects, where both are empty maps).
+fn immutable_data(old: &Value, new: &Value, fields: &[&str]) -> Vec<Cause> {
+    if old.get("immutable").and_then(Value::as_bool) != Some(true) {
+        return Vec::new();
+    }
+    let forbidden =
+        |field: &str| Cause::new("FieldValueForbidden", field, "Forbidden: field is immutable when `immutable` is set");
+    let mut causes = Vec::new();
+    if new.get("immutable").and_then(Value::as_bool) != Some(true) {
+        causes.push(forbidden("immutable"));
+    }
+    let contents = |obj: &Value, field: &str| obj.get(field).and_then(Value::as_object).cloned().unwrap_or_default();
+    for field in fields {
+        if contents(old, field) != contents(new, field) {
+            causes.push(forbidden(field));
+        }
+    }
+    causes
 }
 
 fn entries(obj: &Value, field: &str) -> usize {

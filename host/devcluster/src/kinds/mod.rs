@@ -19,8 +19,10 @@ mod config;
 mod coordination;
 mod core;
 mod events;
+mod go_value;
 mod networking;
 mod pods;
+mod policies;
 mod rbac;
 mod reviews;
 mod serviceaccounts;
@@ -55,6 +57,8 @@ pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
         ("batch", "cronjobs") => Box::new(batch::CronJobs),
         ("networking.k8s.io", "ingresses") => Box::new(networking::Ingresses),
         ("networking.k8s.io", "networkpolicies") => Box::new(networking::NetworkPolicies),
+        ("networking.k8s.io", "ingressclasses") => Box::new(networking::IngressClasses),
+        ("storage.k8s.io", "storageclasses") => Box::new(storage::StorageClasses),
         ("autoscaling", "horizontalpodautoscalers") => Box::new(autoscaling::HorizontalPodAutoscalers),
         ("policy", "poddisruptionbudgets") => Box::new(autoscaling::PodDisruptionBudgets),
         ("coordination.k8s.io", "leases") => Box::new(coordination::Leases),
@@ -63,12 +67,10 @@ pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
         ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings") => Box::new(rbac::Bindings),
         ("rbac.authorization.k8s.io", _) => Box::new(rbac::Other),
         (group, plural) if reviews::REVIEWS.contains(&(group, plural)) => reviews::strategy(plural),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => Box::new(policies::Policies),
         (
             "admissionregistration.k8s.io",
-            "mutatingwebhookconfigurations"
-            | "validatingadmissionpolicies"
-            | "validatingadmissionpolicybindings"
-            | "validatingwebhookconfigurations",
+            "mutatingwebhookconfigurations" | "validatingadmissionpolicybindings" | "validatingwebhookconfigurations",
         )
         | ("flowcontrol.apiserver.k8s.io", "flowschemas" | "prioritylevelconfigurations") => Box::new(Generational),
         _ => Box::new(Plain),
@@ -103,7 +105,7 @@ pub(crate) fn serves(r: &builtins::Resource) -> bool {
 
 /// The admission plugins of the built-in kinds.
 pub(crate) fn admission() -> Admission {
-    Admission::new(vec![Box::new(core::NamespaceLifecycle)], Vec::new())
+    Admission::new(vec![Box::new(core::NamespaceLifecycle)], vec![Box::new(policies::ValidatingPolicies)])
 }
 
 /// The controllers of kube-controller-manager the server runs itself (beside garbage

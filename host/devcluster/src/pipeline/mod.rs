@@ -112,7 +112,7 @@ fn write(
     if operation == Operation::Create {
         stages::name(t, &mut new)?;
     }
-    stages::admit(cluster, t, operation, &mut new)?;
+    stages::admit(cluster, t, old, &mut new, opts)?;
     match old {
         None => stages::before_create(&cluster.store, t, &mut new)?,
         Some(old) => stages::before_update(t, old, &mut new)?,
@@ -122,7 +122,7 @@ fn write(
     stages::defaults(t, operation, &mut new);
     stages::validate(t, old, &new)?;
     stages::allocate(cluster, t, old, &mut new)?;
-    stages::admit_validated(cluster, t, operation, &new)?;
+    stages::admit_validated(cluster, t, old, &new, opts)?;
     t.strategy().canonicalize(&mut new);
     stages::track_generation(t, old, &mut new);
     if let Ownership::Update(manager) = ownership {

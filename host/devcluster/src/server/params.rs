@@ -106,6 +106,7 @@ pub(super) fn write_options(call: &Call) -> Result<WriteOptions, ApiError> {
         force: false,
         validation,
         warnings: std::cell::RefCell::default(),
+        user: call.user.clone(),
     })
 }
 

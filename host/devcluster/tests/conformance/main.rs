@@ -6,8 +6,10 @@ mod authorization;
 mod bad_input;
 mod bootstrap;
 mod builtins;
+mod cel;
 mod concurrency;
 mod crd_validation;
+mod crd_versions;
 mod crud;
 mod defaults;
 mod delete_gc;
@@ -19,6 +21,7 @@ mod patch;
 mod persistence;
 mod smd;
 mod tokens;
+mod update_validation;
 mod watch;
 
 use std::path::PathBuf;

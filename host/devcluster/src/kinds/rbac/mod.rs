@@ -12,8 +12,10 @@ pub(super) use self::bootstrap::objects as bootstrap_objects;
 
 use serde_json::{Value, json};
 
+use super::go_value::role_ref;
 use crate::names::NameRule;
 use crate::printers::{Columns, age, age_column, column, doc, name, name_column, text};
+use crate::status::Cause;
 use crate::strategy::Strategy;
 
 pub(crate) struct Roles;
@@ -33,6 +35,19 @@ pub(crate) struct Bindings;
 impl Strategy for Bindings {
     fn name_rule(&self) -> NameRule {
         NameRule::PathSegment
+    }
+
+    /// `ValidateRoleBindingUpdate` and `ValidateClusterRoleBindingUpdate`: a binding keeps
+    /// its role; its subjects may change.
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<Cause> {
+        if old.get("roleRef") == new.get("roleRef") {
+            return Vec::new();
+        }
+        vec![Cause::new(
+            "FieldValueInvalid",
+            "roleRef",
+            format!("Invalid value: {}: cannot change roleRef", role_ref(new.get("roleRef"))),
+        )]
     }
 
     fn columns(&self) -> Columns {

@@ -4,7 +4,8 @@
 //! native tests pass is not refused by the host.
 //!
 //! [`view`] says what a plugin is shown of the cluster, for the host's controllers,
-//! `kubewasm render` and the SDK's tests alike.
+//! `kubewasm render` and the SDK's tests alike; [`wit`] converts these types from and to
+//! the WIT records each side's bindings generate, in one table.
 
 #![warn(clippy::pedantic)]
 // Accessors like `Object::name` have nothing to add beyond their name.
@@ -18,6 +19,7 @@ mod request;
 mod response;
 mod validate;
 pub mod view;
+pub mod wit;
 
 pub use kind::KindRef;
 pub use manifest::{Limits, Manifest, ManifestError};

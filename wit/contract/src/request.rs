@@ -8,14 +8,23 @@ use serde_json::Value;
 use crate::{Error, Object};
 
 /// Everything a plugin needs to decide, for one parent.
+///
+/// The fields are the contract's `request` record; a plugin reads them through the
+/// methods, which parse and filter.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Request {
-    pub(crate) parent: Object,
-    pub(crate) children: Vec<Object>,
-    pub(crate) related: Vec<Object>,
-    pub(crate) finalizing: bool,
-    pub(crate) now: String,
-    pub(crate) config: Value,
+    /// The object being reconciled.
+    pub parent: Object,
+    /// Children that exist now and are controlled by the parent, all kinds.
+    pub children: Vec<Object>,
+    /// Objects selected by the plugin's related queries.
+    pub related: Vec<Object>,
+    /// True when the parent is being deleted and waits on this plugin's finalizer.
+    pub finalizing: bool,
+    /// The host's current time, RFC 3339.
+    pub now: String,
+    /// The plugin's settings from the operator's configuration (`null` if none).
+    pub config: Value,
 }
 
 impl Request {
