@@ -55,8 +55,8 @@
 //!   `protobuf`); answers are always JSON, and `/openapi/v2` is served as JSON only;
 //! - authentication knows client certificates of its own CA and its own service-account tokens
 //!   (no static, bootstrap, OIDC or webhook tokens); authorization is `system:masters` and
-//!   RBAC, without the Node authorizer and without the escalation checks of RBAC writes; the
-//!   default roles and bindings are created when missing, not reconciled;
+//!   RBAC (with its escalation checks), without the Node authorizer; the default roles and
+//!   bindings are created when missing, not reconciled;
 //! - no admission webhooks; no aggregated discovery; `autoscaling/v1`
 //!   `HorizontalPodAutoscaler`s are not served (only `v2`); subresources other than `status`,
 //!   `scale` and `serviceaccounts/token` (logs, exec, eviction, binding, ephemeral containers)

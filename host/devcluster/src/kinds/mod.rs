@@ -105,7 +105,10 @@ pub(crate) fn serves(r: &builtins::Resource) -> bool {
 
 /// The admission plugins of the built-in kinds.
 pub(crate) fn admission() -> Admission {
-    Admission::new(vec![Box::new(core::NamespaceLifecycle)], vec![Box::new(policies::ValidatingPolicies)])
+    Admission::new(
+        vec![Box::new(core::NamespaceLifecycle)],
+        vec![Box::new(rbac::Escalation), Box::new(policies::ValidatingPolicies)],
+    )
 }
 
 /// The controllers of kube-controller-manager the server runs itself (beside garbage

@@ -330,3 +330,79 @@ async fn access_reviews_answer_as_the_authorizer_decides() {
     assert!(selves.create(&PostParams::default(), &path).await.unwrap().status.unwrap().allowed);
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn rbac_writes_grant_only_what_their_writer_holds() {
+    let dc = start().await;
+    bind(&dc, "default", "alice-admin", "admin", "alice").await;
+    let alice_config = dc.kubeconfig_for_user("alice", None).unwrap();
+    let alice = DevCluster::client_from(&alice_config).await.unwrap();
+    let post = |path: &str, body: Value| {
+        let client = alice.clone();
+        let req = http::Request::post(path)
+            .header("content-type", "application/json")
+            .body(body.to_string().into_bytes())
+            .unwrap()
+            .map(kube::client::Body::from);
+        async move {
+            let resp = client.send(req).await.unwrap();
+            let code = resp.status().as_u16();
+            let bytes = http_body_util::BodyExt::collect(resp.into_body()).await.unwrap().to_bytes();
+            (code, serde_json::from_slice::<Value>(&bytes).unwrap())
+        }
+    };
+    let roles = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/roles";
+    let role = |name: &str, resource: &str| json!({ "metadata": { "name": name }, "rules": [{ "apiGroups": [""], "resources": [resource], "verbs": ["get"] }] });
+    assert_eq!(post(roles, role("pod-reader", "pods")).await.0, 201, "alice holds get pods");
+    let (code, status) = post(roles, role("node-reader", "nodes")).await;
+    assert_eq!(code, 403);
+    assert_eq!(
+        status["message"],
+        "roles.rbac.authorization.k8s.io \"node-reader\" is forbidden: user \"alice\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n{APIGroups:[\"\"], Resources:[\"nodes\"], Verbs:[\"get\"]}"
+    );
+
+    let bindings = "/apis/rbac.authorization.k8s.io/v1/namespaces/default/rolebindings";
+    let binding = |name: &str, role: &str| {
+        json!({
+            "metadata": { "name": name },
+            "roleRef": { "apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": role },
+            "subjects": [{ "apiGroup": "rbac.authorization.k8s.io", "kind": "User", "name": "bob" }],
+        })
+    };
+    assert_eq!(post(bindings, binding("bob-view", "view")).await.0, 201, "alice holds all of view");
+    let (code, status) = post(bindings, binding("bob-admin", "cluster-admin")).await;
+    assert_eq!(code, 403);
+    let message = status["message"].as_str().unwrap();
+    assert!(
+        message.starts_with("rolebindings.rbac.authorization.k8s.io \"bob-admin\" is forbidden: user \"alice\" (groups=[\"system:authenticated\"]) is attempting to grant RBAC permissions not currently held:\n"),
+        "{message}"
+    );
+
+    let out =
+        kubectl_with(&dc, &alice_config, &["create", "role", "node-lister", "--verb=list", "--resource=nodes"]).await;
+    assert!(
+        stderr(&out).contains(r#"roles.rbac.authorization.k8s.io "node-lister" is forbidden: user "alice" (groups=["system:authenticated"]) is attempting to grant RBAC permissions not currently held"#),
+        "{}",
+        stderr(&out)
+    );
+
+    // The escalate verb lets a user grant what they do not hold; bind, to bind a role.
+    let (code, _) = raw(
+        &dc,
+        "POST",
+        "/apis/rbac.authorization.k8s.io/v1/clusterroles",
+        "application/json",
+        &json!({
+            "metadata": { "name": "escalate-and-bind" },
+            "rules": [{ "apiGroups": ["rbac.authorization.k8s.io"], "resources": ["roles", "clusterroles"], "verbs": ["escalate", "bind"] }],
+        })
+        .to_string(),
+    )
+    .await;
+    assert_eq!(code, 201);
+    bind(&dc, "default", "alice-escalates", "escalate-and-bind", "alice").await;
+    assert_eq!(post(roles, role("node-reader", "nodes")).await.0, 201);
+    assert_eq!(post(bindings, binding("bob-admin", "cluster-admin")).await.0, 201);
+
+    dc.shutdown().await;
+}

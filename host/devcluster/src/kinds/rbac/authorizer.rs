@@ -10,6 +10,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::access::{Attributes, Decision};
+use crate::admission::Lookup;
 use crate::resource::GroupResource;
 use crate::status::go_quote;
 use crate::store::Store;
@@ -21,13 +22,40 @@ pub(super) fn resource(plural: &str) -> GroupResource {
     (GROUP.to_string(), plural.to_string())
 }
 
+/// Where roles and bindings are read: the store, for a request's authorization, or admission's
+/// view of it, for the escalation check of an RBAC write.
+pub(crate) trait Policies {
+    fn get(&self, resource: &GroupResource, namespace: &str, name: &str) -> Option<Arc<Value>>;
+    fn list(&self, resource: &GroupResource, namespace: Option<&str>) -> Vec<Arc<Value>>;
+}
+
+impl Policies for Store {
+    fn get(&self, resource: &GroupResource, namespace: &str, name: &str) -> Option<Arc<Value>> {
+        Store::get(self, resource, namespace, name)
+    }
+
+    fn list(&self, resource: &GroupResource, namespace: Option<&str>) -> Vec<Arc<Value>> {
+        Store::list(self, resource, namespace)
+    }
+}
+
+impl Policies for dyn Lookup + '_ {
+    fn get(&self, resource: &GroupResource, namespace: &str, name: &str) -> Option<Arc<Value>> {
+        self.object(resource, namespace, name)
+    }
+
+    fn list(&self, resource: &GroupResource, namespace: Option<&str>) -> Vec<Arc<Value>> {
+        self.objects(resource, namespace)
+    }
+}
+
 /// Whether `user` may do what `attributes` say, and why.
-pub(crate) fn authorize(store: &Store, user: &User, attributes: &Attributes) -> Decision {
+pub(crate) fn authorize<P: Policies + ?Sized>(policies: &P, user: &User, attributes: &Attributes) -> Decision {
     if user.in_group(MASTERS) {
         return Decision::Allow(String::new());
     }
     let mut allowed_by = None;
-    let errors = visit_rules(store, user, &attributes.namespace, &mut |source, rule| {
+    let errors = visit_rules(policies, user, &attributes.namespace, &mut |source, rule| {
         if rule_allows(attributes, rule) {
             allowed_by = Some(source.to_string());
             return false;
@@ -44,13 +72,13 @@ pub(crate) fn authorize(store: &Store, user: &User, attributes: &Attributes) -> 
 /// The rules `user` holds in `namespace` (every namespace's, for cluster bindings): a
 /// `SelfSubjectRulesReview`'s answer, the privileged group's grant first. The errors are those
 /// of bindings whose role is missing.
-pub(crate) fn rules_for(store: &Store, user: &User, namespace: &str) -> (Vec<Value>, Vec<String>) {
+pub(crate) fn rules_for<P: Policies + ?Sized>(policies: &P, user: &User, namespace: &str) -> (Vec<Value>, Vec<String>) {
     let mut rules = Vec::new();
     if user.in_group(MASTERS) {
         rules.push(json!({ "verbs": ["*"], "apiGroups": ["*"], "resources": ["*"] }));
         rules.push(json!({ "verbs": ["*"], "nonResourceURLs": ["*"] }));
     }
-    let errors = visit_rules(store, user, namespace, &mut |_, rule| {
+    let errors = visit_rules(policies, user, namespace, &mut |_, rule| {
         rules.push(rule.clone());
         true
     });
@@ -68,14 +96,14 @@ pub(crate) fn aggregate(errors: &[String]) -> String {
 /// Calls `visitor` with each rule that applies to `user` in `namespace` and the binding it comes
 /// from, cluster role bindings first, until the visitor answers `false`. Returns the errors met
 /// on the way (a binding to a role that does not exist).
-fn visit_rules(
-    store: &Store,
+fn visit_rules<P: Policies + ?Sized>(
+    policies: &P,
     user: &User,
     namespace: &str,
     visitor: &mut dyn FnMut(&str, &Value) -> bool,
 ) -> Vec<String> {
     let mut errors = Vec::new();
-    for binding in store.list(&resource("clusterrolebindings"), None) {
+    for binding in policies.list(&resource("clusterrolebindings"), None) {
         let Some(subject) = applying_subject(&binding, user, "") else {
             continue;
         };
@@ -86,7 +114,7 @@ fn visit_rules(
             go_quote(text(&binding, "/roleRef/name")),
             describe_subject(subject, "")
         );
-        match role_rules(store, &binding, "") {
+        match role_rules(policies, &binding, "") {
             Ok(role) => {
                 for rule in rules_of(&role) {
                     if !visitor(&source, rule) {
@@ -100,7 +128,7 @@ fn visit_rules(
     if namespace.is_empty() {
         return errors;
     }
-    for binding in store.list(&resource("rolebindings"), Some(namespace)) {
+    for binding in policies.list(&resource("rolebindings"), Some(namespace)) {
         let Some(subject) = applying_subject(&binding, user, namespace) else {
             continue;
         };
@@ -111,7 +139,7 @@ fn visit_rules(
             go_quote(text(&binding, "/roleRef/name")),
             describe_subject(subject, namespace)
         );
-        match role_rules(store, &binding, namespace) {
+        match role_rules(policies, &binding, namespace) {
             Ok(role) => {
                 for rule in rules_of(&role) {
                     if !visitor(&source, rule) {
@@ -125,16 +153,20 @@ fn visit_rules(
     errors
 }
 
-fn rules_of(role: &Value) -> &[Value] {
+pub(super) fn rules_of(role: &Value) -> &[Value] {
     role.get("rules").and_then(Value::as_array).map_or(&[], Vec::as_slice)
 }
 
 /// The role a binding refers to (`GetRoleReferenceRules`).
-fn role_rules(store: &Store, binding: &Value, namespace: &str) -> Result<Arc<Value>, String> {
+pub(super) fn role_rules<P: Policies + ?Sized>(
+    policies: &P,
+    binding: &Value,
+    namespace: &str,
+) -> Result<Arc<Value>, String> {
     let name = text(binding, "/roleRef/name");
     let (found, singular) = match text(binding, "/roleRef/kind") {
-        "ClusterRole" => (store.get(&resource("clusterroles"), "", name), "clusterrole"),
-        "Role" => (store.get(&resource("roles"), namespace, name), "role"),
+        "ClusterRole" => (policies.get(&resource("clusterroles"), "", name), "clusterrole"),
+        "Role" => (policies.get(&resource("roles"), namespace, name), "role"),
         other => return Err(format!("unsupported role reference kind: {}", go_quote(other))),
     };
     found.ok_or_else(|| format!("{singular}.{GROUP} {} not found", go_quote(name)))
@@ -207,7 +239,7 @@ pub(crate) fn rule_allows(a: &Attributes, rule: &Value) -> bool {
         && (names.is_empty() || names.contains(&a.name.as_str()))
 }
 
-fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
+pub(super) fn text<'a>(obj: &'a Value, pointer: &str) -> &'a str {
     obj.pointer(pointer).and_then(Value::as_str).unwrap_or_default()
 }
 
