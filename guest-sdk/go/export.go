@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"time"
 
+	"kubewasm.dev/sdk/internal/cabi"
+	"kubewasm.dev/sdk/internal/fields"
 	"kubewasm.dev/sdk/internal/wire"
 )
 
@@ -33,11 +35,11 @@ var exported Reconciler
 // main.
 func Export(plugin Reconciler) { exported = plugin }
 
+// The contract's exports (package wire lowers and lifts them) run the exported plugin.
 func init() {
-	wire.Exports.Use = func(plugin any) { exported, _ = plugin.(Reconciler) }
-	wire.Exports.Describe = exportDescribe
-	wire.Exports.Related = exportRelated
-	wire.Exports.Reconcile = exportReconcile
+	wire.Exports.Reconciler.Describe = func() wire.Manifest { return manifestToWire(plugin().Describe()) }
+	wire.Exports.Reconciler.Related = related
+	wire.Exports.Reconciler.Reconcile = reconcile
 }
 
 func plugin() Reconciler {
@@ -49,16 +51,10 @@ func plugin() Reconciler {
 
 // ---- describe ------------------------------------------------------------------
 
-func exportDescribe(m wire.Memory) uint32 {
-	at := m.Alloc(wire.ManifestSize, 4)
-	wire.PutManifest(m, at, manifestToWire(plugin().Describe()))
-	return at
-}
+func kindToWire(k KindRef) wire.KindRef { return wire.KindRef(k) }
 
-func kindToWire(k KindRef) wire.Kind { return wire.Kind(k) }
-
-func kindsToWire(ks []KindRef) []wire.Kind {
-	out := make([]wire.Kind, len(ks))
+func kindsToWire(ks []KindRef) []wire.KindRef {
+	out := make([]wire.KindRef, len(ks))
 	for i, k := range ks {
 		out[i] = kindToWire(k)
 	}
@@ -67,58 +63,49 @@ func kindsToWire(ks []KindRef) []wire.Kind {
 
 func manifestToWire(m Manifest) wire.Manifest {
 	return wire.Manifest{
-		Name:       m.Name,
-		Parent:     kindToWire(m.Parent),
-		Children:   kindsToWire(m.Children),
-		Related:    kindsToWire(m.Related),
-		Finalizer:  m.Finalizer,
-		CRDs:       m.CRDs,
-		DeadlineMs: m.Limits.DeadlineMs,
-		MemoryMiB:  m.Limits.MemoryMiB,
+		Name:      m.Name,
+		Parent:    kindToWire(m.Parent),
+		Children:  kindsToWire(m.Children),
+		Related:   kindsToWire(m.Related),
+		Finalizer: m.Finalizer,
+		Crds:      m.CRDs,
+		Limits:    wire.Limits{DeadlineMs: m.Limits.DeadlineMs, MemoryMib: m.Limits.MemoryMiB},
 	}
 }
 
 // ---- related -------------------------------------------------------------------
 
-func exportRelated(m wire.Memory, ptr, n uint32) uint32 {
+func related(text string) []wire.Query {
 	var queries []wire.Query
 	if querier, ok := plugin().(RelatedQuerier); ok {
 		// A parent that is not a JSON object cannot match anything; the host never sends one.
-		parent, _ := ParseJSON(wire.String(m, ptr, n))
+		parent, _ := ParseJSON(text)
 		for _, q := range querier.Related(Object(asMap(parent))) {
 			queries = append(queries, queryToWire(q))
 		}
 	}
-	at := m.Alloc(8, 4)
-	wire.PutQueries(m, at, queries)
-	return at
+	return queries
 }
 
 func queryToWire(q Query) wire.Query {
-	out := wire.Query{Kind: kindToWire(q.Kind), Selector: uint8(q.Selector.which), Names: q.Selector.names}
+	selector := wire.Selector{Tag: uint8(q.Selector.which), Names: q.Selector.names}
+	for _, r := range q.Selector.requirements {
+		selector.Labels = append(selector.Labels, wire.LabelRequirement{Key: r.Key, Operator: wire.LabelOperator(r.Operator), Values: r.Values})
+	}
+	out := wire.Query{Kind: kindToWire(q.Kind), Selector: selector}
 	if q.Namespace != "" {
 		ns := q.Namespace
 		out.Namespace = &ns
-	}
-	for _, r := range q.Selector.requirements {
-		out.Requirements = append(out.Requirements, wire.Requirement{Key: r.Key, Operator: uint8(r.Operator), Values: r.Values})
 	}
 	return out
 }
 
 // ---- reconcile -----------------------------------------------------------------
 
-func exportReconcile(m wire.Memory, params [11]uint32) uint32 {
-	result := reconcileWire(wire.RequestFromParams(m, params))
-	at := m.Alloc(wire.ResultSize, wire.ResultAlign)
-	wire.PutResult(m, at, result)
-	return at
-}
-
-func reconcileWire(r wire.Request) wire.Result {
-	fail := func(err error) wire.Result {
+func reconcile(r wire.Request) cabi.Result[wire.Response, wire.ReconcileError] {
+	fail := func(err error) cabi.Result[wire.Response, wire.ReconcileError] {
 		e := AsError(err)
-		return wire.Result{Err: &wire.ReconcileError{Message: e.Message, Retryable: e.Retryable}}
+		return cabi.Result[wire.Response, wire.ReconcileError]{Err: &wire.ReconcileError{Message: e.Message, Retryable: e.Retryable}}
 	}
 	req, err := requestFromWire(r)
 	if err != nil {
@@ -135,7 +122,7 @@ func reconcileWire(r wire.Request) wire.Result {
 	if err != nil {
 		return fail(err)
 	}
-	return wire.Result{Ok: out}
+	return cabi.Result[wire.Response, wire.ReconcileError]{Ok: out}
 }
 
 func parseObject(what, text string) (Object, error) {
@@ -155,7 +142,9 @@ func requestFromWire(r wire.Request) (*Request, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := &Request{Parent: parent, Finalizing: r.Finalizing, NowRFC3339: r.Now}
+	// The fields that reach the plugin as they were sent; the others are parsed below.
+	req := &Request{Parent: parent, NowRFC3339: r.Now}
+	fields.Copy(req, r)
 	for _, text := range r.Children {
 		child, err := parseObject("child", text)
 		if err != nil {
@@ -213,12 +202,12 @@ func responseToWire(r *Response) (wire.Response, error) {
 		out.RequeueAfterMs = &ms
 	}
 	for i, e := range r.Events {
-		var t uint8
+		var t wire.EventType
 		switch e.Type {
 		case Normal:
-			t = 0
+			t = wire.EventTypeNormal
 		case Warning:
-			t = 1
+			t = wire.EventTypeWarning
 		default:
 			return out, Permanent("event #%d: type must be kubewasm.Normal or kubewasm.Warning, found %q", i, e.Type)
 		}

@@ -1,7 +1,7 @@
 package kubewasm_test
 
 // The host's checks, ported to Go, against the table of cases the Rust contract crate
-// is tested with (guest-sdk/contract/tests/validate_cases.json).
+// is tested with (wit/contract/tests/validate_cases.json).
 
 import (
 	"encoding/json"
@@ -40,7 +40,7 @@ func expand(v any) any {
 }
 
 func table(t *testing.T) map[string]any {
-	text, err := os.ReadFile("../contract/tests/validate_cases.json")
+	text, err := os.ReadFile("../../wit/contract/tests/validate_cases.json")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -49,20 +49,6 @@ func table(t *testing.T) map[string]any {
 		t.Fatal(err)
 	}
 	return expand(v).(map[string]any)
-}
-
-func kind(v any) kubewasm.KindRef {
-	m := v.(map[string]any)
-	return kubewasm.KindRef{Group: m["group"].(string), Version: m["version"].(string), Kind: m["kind"].(string),
-		Plural: m["plural"].(string), Namespaced: m["namespaced"].(bool)}
-}
-
-func kinds(v any) []kubewasm.KindRef {
-	var out []kubewasm.KindRef
-	for _, k := range asList(v) {
-		out = append(out, kind(k))
-	}
-	return out
 }
 
 func asList(v any) []any {
@@ -75,24 +61,18 @@ func asMap(v any) map[string]any {
 	return m
 }
 
-func limit(v any) *uint32 {
-	n, ok := v.(json.Number)
-	if !ok {
-		return nil
+// manifest decodes a case's manifest: its names are those of kubewasm.Manifest's fields
+// (encoding/json matches them whatever their case).
+func manifest(t *testing.T, v any) kubewasm.Manifest {
+	var m kubewasm.Manifest
+	text, err := kubewasm.ToJSON(v)
+	if err == nil {
+		err = json.Unmarshal([]byte(text), &m)
 	}
-	i, _ := n.Int64()
-	return kubewasm.Uint32(uint32(i))
-}
-
-func manifest(v any) kubewasm.Manifest {
-	m := asMap(v)
-	finalizer, _ := m["finalizer"].(bool)
-	limits := asMap(m["limits"])
-	return kubewasm.Manifest{
-		Name: m["name"].(string), Parent: kind(m["parent"]),
-		Children: kinds(m["children"]), Related: kinds(m["related"]), Finalizer: finalizer,
-		Limits: kubewasm.Limits{DeadlineMs: limit(limits["deadlineMs"]), MemoryMiB: limit(limits["memoryMib"])},
+	if err != nil {
+		t.Fatalf("manifest %v: %v", v, err)
 	}
+	return m
 }
 
 func strs(v any) map[string]string {
@@ -175,7 +155,7 @@ func TestManifestsAreCheckedAsTheCasesSay(t *testing.T) {
 	for _, c := range asList(table(t)["manifests"]) {
 		c := asMap(c)
 		t.Run(c["name"].(string), func(t *testing.T) {
-			err := manifest(c["manifest"]).Check()
+			err := manifest(t, c["manifest"]).Check()
 			want, _ := c["error"].(string)
 			got := ""
 			if err != nil {
@@ -206,7 +186,7 @@ func TestResponsesAreValidatedAsTheCasesSay(t *testing.T) {
 			if given, ok := c["parent"]; ok {
 				parent = given
 			}
-			man := manifest(m)
+			man := manifest(t, m)
 			accepted, err := kubewasm.Validate(man, parent, response(c["response"]))
 			if want, ok := c["accepted"]; ok {
 				if err != nil {

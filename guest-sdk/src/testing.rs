@@ -29,18 +29,11 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::bindings::kubewasm::reconciler::types as wit;
-use crate::{Error, Event, EventType, Manifest, Object, Query, Reconciler, Response, export};
+use crate::{Error, Event, EventType, Manifest, Object, Query, Reconciler, Request, Response, export};
 
 /// The input of one reconcile, built the way the host builds it.
 #[derive(Clone, Debug)]
-pub struct TestRequest {
-    parent: Value,
-    children: Vec<Value>,
-    related: Vec<Value>,
-    finalizing: bool,
-    now: String,
-    config: Value,
-}
+pub struct TestRequest(Request);
 
 impl TestRequest {
     /// A request for `parent` (any `Serialize`: a `json!` value, a k8s-openapi object).
@@ -49,59 +42,41 @@ impl TestRequest {
     ///
     /// When `parent` does not serialize to JSON (a bug in the test).
     pub fn new(parent: impl Serialize) -> Self {
-        Self {
-            parent: to_json(parent),
-            children: Vec::new(),
-            related: Vec::new(),
-            finalizing: false,
-            now: "2026-01-01T00:00:00Z".into(),
-            config: Value::Null,
-        }
+        Self(Request::new(to_json(parent), Vec::new(), Vec::new(), false, "2026-01-01T00:00:00Z".into(), Value::Null))
     }
 
     /// An observed child (the host only sends children the parent controls).
     #[must_use]
     pub fn child(mut self, object: impl Serialize) -> Self {
-        self.children.push(to_json(object));
+        self.0.children.push(Object::new(to_json(object)));
         self
     }
 
     /// An object the plugin's related queries selected.
     #[must_use]
     pub fn related(mut self, object: impl Serialize) -> Self {
-        self.related.push(to_json(object));
+        self.0.related.push(Object::new(to_json(object)));
         self
     }
 
     /// The parent is being deleted and waits on the plugin's finalizer.
     #[must_use]
     pub fn finalizing(mut self) -> Self {
-        self.finalizing = true;
+        self.0.finalizing = true;
         self
     }
 
     #[must_use]
     pub fn now(mut self, rfc3339: &str) -> Self {
-        self.now = rfc3339.into();
+        self.0.now = rfc3339.into();
         self
     }
 
     /// The plugin's settings.
     #[must_use]
     pub fn config(mut self, config: impl Serialize) -> Self {
-        self.config = to_json(config);
+        self.0.config = to_json(config);
         self
-    }
-
-    fn into_wit(self) -> wit::Request {
-        wit::Request {
-            parent: self.parent.to_string(),
-            children: self.children.iter().map(Value::to_string).collect(),
-            related: self.related.iter().map(Value::to_string).collect(),
-            finalizing: self.finalizing,
-            now: self.now,
-            config: self.config.to_string(),
-        }
     }
 }
 
@@ -196,33 +171,13 @@ pub fn related<R: Reconciler>(parent: impl Serialize) -> Vec<Query> {
 /// itself is one the host would not load.
 pub fn reconcile<R: Reconciler>(request: TestRequest) -> Result<Outcome, Error> {
     let manifest = describe::<R>();
-    let parent = request.parent.clone();
+    let TestRequest(request) = request;
     crate::log::native::CAPTURED.with(|c| c.borrow_mut().clear());
-    let result = export::reconcile::<R>(request.into_wit());
+    let result = export::reconcile::<R>(wit::Request::from(&request));
     let logs = crate::log::native::CAPTURED.with(|c| std::mem::take(&mut *c.borrow_mut()));
-    let answer = result.map_err(|e| Error { message: e.message, retryable: e.retryable })?;
-    let json = |t: &str| serde_json::from_str::<Value>(t).expect("plugin answered JSON");
-    let response = Response {
-        children: answer.children.iter().map(|t| json(t)).collect(),
-        status: answer.status.as_deref().map(json),
-        labels: answer.labels.into_iter().collect(),
-        annotations: answer.annotations.into_iter().collect(),
-        requeue_after: answer.requeue_after_ms.map(Duration::from_millis),
-        events: answer
-            .events
-            .into_iter()
-            .map(|e| Event {
-                type_: match e.type_ {
-                    wit::EventType::Normal => EventType::Normal,
-                    wit::EventType::Warning => EventType::Warning,
-                },
-                reason: e.reason,
-                message: e.message,
-            })
-            .collect(),
-        finalized: answer.finalized,
-    };
-    let response = kubewasm_contract::validate(&manifest, &parent, response)
+    let answer = result.map_err(Error::from)?;
+    let response = Response::try_from(answer).unwrap_or_else(|e| panic!("the host would refuse this answer: {e}"));
+    let response = kubewasm_contract::validate(&manifest, request.parent.json(), response)
         .unwrap_or_else(|refusal| panic!("the host would refuse this answer: {refusal}"));
     Ok(Outcome {
         children: response.children.into_iter().map(Object::new).collect(),

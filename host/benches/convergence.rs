@@ -33,9 +33,9 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::discovery::ApiResource;
 use kubewasm::controller::{self as host_controller, Controller};
-use kubewasm::host;
+use kubewasm::coordination::shard::{Joined, Member};
 use kubewasm::plugin::{Engine, Plugin};
-use kubewasm::shard::{Joined, Member};
+use kubewasm::runtime;
 use kubewasm_devcluster::{self as devcluster, DevCluster};
 use native::Native;
 use serde_json::json;
@@ -222,7 +222,7 @@ async fn measure<C: UnderTest>(cluster: &DevCluster, n: usize, controller: C, re
 
 async fn cluster_with_crd(plugin: &Arc<Plugin>) -> DevCluster {
     let cluster = DevCluster::start(devcluster::Options::default()).await.expect("API server starts");
-    host::install_crds(&cluster.client(), std::slice::from_ref(plugin)).await.expect("CRD installs");
+    runtime::install_crds(&cluster.client(), std::slice::from_ref(plugin)).await.expect("CRD installs");
     cluster
 }
 

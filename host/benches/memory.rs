@@ -141,7 +141,7 @@ async fn measure(
     start: impl FnOnce(&Path) -> (Vec<Child>, Option<u64>),
 ) -> Side {
     let cluster = DevCluster::start(devcluster::Options::default()).await.expect("API server starts");
-    kubewasm::host::install_crds(&cluster.client(), plugins).await.expect("CRDs install");
+    kubewasm::runtime::install_crds(&cluster.client(), plugins).await.expect("CRDs install");
     let (mut children, compiling_kib) = start(cluster.kubeconfig_path());
     // Ready and idle: caches listed, nothing to reconcile.
     tokio::time::sleep(Duration::from_secs(3)).await;

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::discovery::ApiResource;
 use kubewasm::controller::Options;
-use kubewasm::host::{DirOptions, Host};
 use kubewasm::plugin::{Engine, EngineOptions, Plugin};
+use kubewasm::runtime::{self, Runtime};
 use kubewasm_devcluster::{self as devcluster, DevCluster};
 use serde_json::json;
 
@@ -67,8 +67,8 @@ async fn reload_latency() {
     let engine =
         Engine::with_options(&EngineOptions { pooling: true, cache_dir: Some(cache.clone()) }).expect("engine");
     let options =
-        DirOptions { install_crds: true, controller: Options { debounce: Duration::ZERO, ..Options::default() } };
-    let host = Host::from_dir(&client, &engine, &dir, options).await.expect("host");
+        runtime::Options { install_crds: true, controller: Options { debounce: Duration::ZERO, ..Options::default() } };
+    let host = Runtime::from_dir(&client, &engine, &dir, options).await.expect("host");
     let watcher = tokio::spawn(host.watch(std::future::pending(), |_| {}));
 
     let apps = ApiResource {

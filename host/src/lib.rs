@@ -1,25 +1,30 @@
 //! kubewasm: Kubernetes controllers whose reconcile logic is a sandboxed WebAssembly
 //! component.
 //!
-//! Start with [`plugin::Plugin`]: it loads a component, checks it against the
-//! contract in `wit/`, and runs one reconcile in a fresh sandbox.
+//! Where to start: a [`Plugin`] is a component loaded by an [`Engine`], whose calls run
+//! in a fresh sandbox; a [`Controller`] runs one plugin against a cluster; a [`Runtime`]
+//! runs the plugins of a directory and follows its changes; [`run::run`] is the whole
+//! of `kubewasm run`.
+//!
+//! The modules are layers, and imports go down only: [`run`] (the long-running host)
+//! stands on [`runtime`] (the plugins and their runners), which stands on
+//! [`controller`] (one plugin as a Kubernetes controller), which stands on [`plugin`]
+//! (a component, its engine and its sandbox); [`coordination`] (several replicas),
+//! [`metrics`], [`health`] and [`logging`] serve them from the side.
 
 #![warn(clippy::pedantic)]
 // Accessors like `Plugin::manifest` have nothing to add beyond their name.
 #![allow(clippy::must_use_candidate)]
 
-pub mod componentize;
 pub mod controller;
-mod controllers;
+pub mod coordination;
 pub mod health;
-pub mod host;
-pub mod leader;
 pub mod logging;
 pub mod metrics;
 pub mod plugin;
-pub mod rbac;
-mod reload;
-pub mod render;
 pub mod run;
-pub mod scaffold;
-pub mod shard;
+pub mod runtime;
+
+pub use controller::Controller;
+pub use plugin::{Engine, Plugin};
+pub use runtime::Runtime;

@@ -10,7 +10,7 @@
 //! use kubewasm::run::{self, Options};
 //!
 //! let options = Options::new("/plugins");
-//! run::run(&engine, &client, &options, run::shutdown_signal(), |_host| {}).await
+//! run::run(&engine, &client, &options, run::shutdown_signal(), |_runtime| {}).await
 //! # }
 //! ```
 
@@ -23,12 +23,13 @@ use kube::Client;
 use tracing::{error, info};
 
 use crate::controller;
+use crate::coordination::leader::Leadership;
+use crate::coordination::shard::{Joined, Shard};
+use crate::coordination::{self, ReplicaMode};
 use crate::health::{self, Health};
-use crate::host::{self, DirOptions, Host};
-use crate::leader::{self, Elector};
 use crate::metrics::Metrics;
 use crate::plugin::Engine;
-use crate::shard::{self, Member};
+use crate::runtime::{self, Runtime};
 
 /// How long the host waits for every controller's first list before it reports ready
 /// anyway (not ready: `/readyz` stays 503).
@@ -44,53 +45,15 @@ pub struct Options {
     /// Install (server-side apply) the CRDs each plugin defines, as `kubewasm dev` does;
     /// in production the CRDs are deployed with the host's manifests.
     pub install_crds: bool,
-    /// Reconcile only while holding this Lease.
-    pub leader: Option<LeaderElection>,
-    /// Split the parents with the other replicas of this group.
-    pub sharding: Option<Sharding>,
+    /// Whether this replica reconciles alone, only while it leads, or its share.
+    pub replicas: ReplicaMode,
 }
 
 impl Options {
     /// The plugins of `dir`, no health server, no CRDs installed, every parent
     /// reconciled by this replica.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into(), health_addr: None, install_crds: false, leader: None, sharding: None }
-    }
-}
-
-/// Replicas that split the parents between them (see [`crate::shard`]): each holds
-/// its own Lease, and reconciles the parents a hash of their uid assigns it.
-#[derive(Clone, Debug)]
-pub struct Sharding {
-    pub lease_namespace: String,
-    /// The group's name: its members' Leases carry it as a label, and their names
-    /// start with it.
-    pub group: String,
-    /// How long a member's Lease holds without renewal; the others take its parents
-    /// over after it, plus two retry periods.
-    pub lease_duration: Duration,
-    /// This replica's name: unique per process.
-    pub identity: String,
-}
-
-/// Leader election among the replicas sharing one Lease.
-#[derive(Clone, Debug)]
-pub struct LeaderElection {
-    pub lease_namespace: String,
-    pub lease_name: String,
-    /// How long a Lease holds without renewal; a standby takes over within it.
-    pub lease_duration: Duration,
-    /// This replica's name in the Lease: unique per process.
-    pub identity: String,
-}
-
-impl LeaderElection {
-    /// The hostname and process id: unique enough outside a Pod (where the Pod's
-    /// name is the identity).
-    pub fn default_identity() -> String {
-        let host =
-            std::fs::read_to_string("/etc/hostname").map_or_else(|_| "kubewasm".into(), |h| h.trim().to_string());
-        format!("{host}-{}", std::process::id())
+        Self { dir: dir.into(), health_addr: None, install_crds: false, replicas: ReplicaMode::Single }
     }
 }
 
@@ -102,10 +65,7 @@ pub enum Error {
     #[error(transparent)]
     Health(#[from] health::Error),
     #[error(transparent)]
-    Host(#[from] host::Error),
-    /// Leader election and sharding were both asked for; a replica does one or the other.
-    #[error("leader election and sharding exclude each other")]
-    LeaderAndSharding,
+    Runtime(#[from] runtime::Error),
     /// The election task ended before this replica ever led.
     #[error("leader election for lease {lease} stopped")]
     ElectionStopped { lease: String },
@@ -116,11 +76,11 @@ pub enum Error {
     /// The Lease could not be released on the way out; a standby takes over once it
     /// expires.
     #[error("releasing the leader lease {lease}: {source}")]
-    Release { lease: String, source: leader::Error },
+    Release { lease: String, source: coordination::Error },
     /// This replica's shard Lease could not be deleted on the way out; the others take
     /// its parents over once it expires.
     #[error("leaving the shard group: {0}")]
-    Leave(#[source] shard::Error),
+    Leave(#[source] coordination::Error),
 }
 
 /// Runs the plugins of `options.dir` against `client` until `shutdown` resolves (or,
@@ -135,19 +95,16 @@ pub enum Error {
 ///
 /// # Errors
 ///
-/// An [`Error`]; a bad plugin file is not one (it is reported in [`Host::status`]).
+/// An [`Error`]; a bad plugin file is not one (it is reported in [`Runtime::status`]).
 pub async fn run(
     engine: &Engine,
     client: &Client,
     options: &Options,
     shutdown: impl Future<Output = ()>,
-    mut on_change: impl FnMut(&Host),
+    mut on_change: impl FnMut(&Runtime),
 ) -> Result<(), Error> {
     if !options.dir.is_dir() {
         return Err(Error::NotADirectory(options.dir.clone()));
-    }
-    if options.leader.is_some() && options.sharding.is_some() {
-        return Err(Error::LeaderAndSharding);
     }
     let health = Health::new();
     let metrics = Metrics::new();
@@ -169,51 +126,55 @@ async fn lead_and_serve(
     health: &Health,
     metrics: Metrics,
     shutdown: impl Future<Output = ()>,
-    on_change: &mut impl FnMut(&Host),
+    on_change: &mut impl FnMut(&Runtime),
 ) -> Result<(), Error> {
     tokio::pin!(shutdown);
-    let leadership = options.leader.as_ref().map(|l| {
-        info!(identity = %l.identity, lease = %l.lease_name, namespace = %l.lease_namespace, "standing for leader");
-        Elector::new(client.clone(), &l.lease_namespace, &l.lease_name, l.identity.clone(), l.lease_duration).spawn()
-    });
-    let lease = || options.leader.as_ref().map(|l| l.lease_name.clone()).unwrap_or_default();
-    if let Some(leadership) = &leadership {
-        health.set_ready(true);
-        let mut leading = leadership.subscribe();
-        tokio::select! {
-            () = &mut shutdown => return Ok(()),
-            acquired = leading.wait_for(|l| *l) => {
-                if acquired.is_err() {
-                    return Err(Error::ElectionStopped { lease: lease() });
+    let (role, shard) = match &options.replicas {
+        ReplicaMode::Single => (Role::Single, Shard::whole()),
+        ReplicaMode::LeaderElected(election) => {
+            let (identity, lease, namespace) = (&election.identity, &election.lease_name, &election.lease_namespace);
+            info!(%identity, %lease, %namespace, "standing for leader");
+            let leadership = election.elector(client).spawn();
+            // A standby is ready at once: it serves, it just does not reconcile.
+            health.set_ready(true);
+            let mut leading = leadership.subscribe();
+            tokio::select! {
+                () = &mut shutdown => return Ok(()),
+                acquired = leading.wait_for(|l| *l) => {
+                    if acquired.is_err() {
+                        return Err(Error::ElectionStopped { lease: lease.clone() });
+                    }
                 }
             }
+            info!("leading: starting controllers");
+            (Role::Leader { leadership, lease: lease.clone() }, Shard::whole())
         }
-        info!("leading: starting controllers");
-    }
+        ReplicaMode::Sharded(sharding) => {
+            let (identity, group, namespace) = (&sharding.identity, &sharding.group, &sharding.lease_namespace);
+            info!(%identity, %group, %namespace, "joining the shard group");
+            let (shard, joined) = sharding.member(client).spawn();
+            (Role::Member(joined), shard)
+        }
+    };
 
-    let membership = options.sharding.as_ref().map(|s| {
-        info!(identity = %s.identity, group = %s.group, namespace = %s.lease_namespace, "joining the shard group");
-        Member::new(client.clone(), &s.lease_namespace, &s.group, s.identity.clone(), s.lease_duration).spawn()
-    });
-    let shard = membership.as_ref().map(|(shard, _)| shard.clone()).unwrap_or_default();
-    let dir_options = DirOptions {
+    let runtime_options = runtime::Options {
         install_crds: options.install_crds,
         controller: controller::Options { metrics, shard, ..controller::Options::default() },
     };
-    let host = Host::from_dir(client, engine, &options.dir, dir_options).await?;
-    on_change(&host);
-    let synced = host.wait_synced(SYNC_LIMIT).await;
+    let runtime = Runtime::from_dir(client, engine, &options.dir, runtime_options).await?;
+    on_change(&runtime);
+    let synced = runtime.wait_synced(SYNC_LIMIT).await;
     if !synced {
         error!("caches not synced within {SYNC_LIMIT:?}: not ready");
     }
     health.set_ready(synced);
 
     let lost = async {
-        match &leadership {
-            Some(l) => {
-                let _ = l.subscribe().wait_for(|leading| !leading).await;
+        match &role {
+            Role::Leader { leadership, .. } => {
+                let _ = leadership.subscribe().wait_for(|leading| !leading).await;
             }
-            None => std::future::pending().await,
+            Role::Single | Role::Member(_) => std::future::pending().await,
         }
     };
     let mut lost_lease = false;
@@ -224,17 +185,22 @@ async fn lead_and_serve(
         }
         health.set_ready(false);
     };
-    host.watch(stop, on_change).await?;
-    if let Some((_, joined)) = membership {
-        joined.leave().await.map_err(Error::Leave)?;
-    }
-    if let Some(leadership) = leadership {
-        if lost_lease {
-            return Err(Error::LostLease { lease: lease() });
+    runtime.watch(stop, on_change).await?;
+    match role {
+        Role::Single => Ok(()),
+        Role::Member(joined) => joined.leave().await.map_err(Error::Leave),
+        Role::Leader { lease, .. } if lost_lease => Err(Error::LostLease { lease }),
+        Role::Leader { leadership, lease } => {
+            leadership.release().await.map_err(|source| Error::Release { lease, source })
         }
-        leadership.release().await.map_err(|source| Error::Release { lease: lease(), source })?;
     }
-    Ok(())
+}
+
+/// What this replica takes part in while it runs, and leaves on the way out.
+enum Role {
+    Single,
+    Leader { leadership: Leadership, lease: String },
+    Member(Joined),
 }
 
 /// Ctrl-C or SIGTERM. Listens for SIGTERM from the moment it is called, not from its
@@ -262,9 +228,9 @@ pub fn shutdown_signal() -> impl Future<Output = ()> {
 
 /// One line per plugin file: what runs, and why a file is not in use. `kubewasm dev`
 /// prints it whenever it changes.
-pub fn plugin_table(host: &Host) -> String {
+pub fn plugin_table(runtime: &Runtime) -> String {
     use std::fmt::Write;
-    let status = host.status();
+    let status = runtime.status();
     let mut table = String::new();
     if status.is_empty() {
         table.push_str("no plugins yet: drop NAME.wasm files into the plugin directory\n");

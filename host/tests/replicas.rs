@@ -50,7 +50,9 @@ struct Replica {
 }
 
 impl Replica {
-    fn start(cluster: &DevCluster, name: &'static str) -> Replica {
+    /// `kubewasm run --shard` as `name`, with the kubeconfig at `kubeconfig` (the host's
+    /// service account).
+    fn start(kubeconfig: &std::path::Path, name: &'static str) -> Replica {
         let dir = target_dir().join("replicas-test-plugins");
         std::fs::create_dir_all(&dir).expect("plugin dir");
         std::fs::copy(target_dir().join("plugins").join("demo-application.wasm"), dir.join("demo-application.wasm"))
@@ -65,10 +67,10 @@ impl Replica {
             .arg(&dir)
             .arg("--cache-dir")
             .arg(target_dir().join("replicas-test-cache"))
-            .env("KUBECONFIG", cluster.kubeconfig_path())
+            .env("KUBECONFIG", kubeconfig)
             .env(
                 "RUST_LOG",
-                "warn,kubewasm::shard=info,kubewasm::controller=info,kubewasm::controller::reconcile=debug",
+                "warn,kubewasm::coordination=info,kubewasm::controller=info,kubewasm::controller::reconcile=debug",
             )
             .stdout(Stdio::null())
             .stderr(std::fs::File::create(&log).expect("log file"))
@@ -167,17 +169,25 @@ async fn views_agree(cluster: &DevCluster, members: &[&str]) {
     }
 }
 
-/// Who reconciled each parent after `since`.
-fn reconciled_after(replicas: &[&Replica], since: Timestamp) -> BTreeMap<String, BTreeSet<&'static str>> {
-    let mut by = BTreeMap::<String, BTreeSet<&'static str>>::new();
-    for replica in replicas {
-        for (parent, start, _) in replica.reconciles() {
-            if start > since {
-                by.entry(parent).or_default().insert(replica.name);
+/// Who reconciled each parent after `since`, read once every parent's reconcile has
+/// logged its end (or after 10 s): a reconcile logs its `reconciled` line after its last
+/// write, so a moment after its Deployment shows the change.
+async fn reconciled_after(replicas: &[&Replica], since: Timestamp) -> BTreeMap<String, BTreeSet<&'static str>> {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut by = BTreeMap::<String, BTreeSet<&'static str>>::new();
+        for replica in replicas {
+            for (parent, start, _) in replica.reconciles() {
+                if start > since {
+                    by.entry(parent).or_default().insert(replica.name);
+                }
             }
         }
+        if by.len() == PARENTS || Instant::now() >= deadline {
+            return by;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
-    by
 }
 
 fn assert_each_by_exactly_one(by: &BTreeMap<String, BTreeSet<&'static str>>, replicas: &[&Replica]) {
@@ -218,7 +228,10 @@ async fn three_replicas_split_the_parents_take_over_from_a_killed_one_and_share_
     let engine = kubewasm::plugin::Engine::new().expect("engine");
     let demo = target_dir().join("plugins").join("demo-application.wasm");
     let demo = Arc::new(kubewasm::plugin::Plugin::load(&engine, &demo).expect("demo-application loads"));
-    kubewasm::host::install_crds(&cluster.client(), &[demo]).await.expect("CRDs");
+    kubewasm::runtime::install_crds(&cluster.client(), &[demo]).await.expect("CRDs");
+    let kubewasm = std::path::Path::new(env!("CARGO_BIN_EXE_kubewasm"));
+    let demo = target_dir().join("plugins").join("demo-application.wasm");
+    let kubeconfig = kubewasm_tests::host_kubeconfig_file(&cluster, kubewasm, &[demo]).await;
     let parents = demo_applications(&cluster);
     for i in 0..PARENTS {
         let parent = json!({
@@ -230,29 +243,29 @@ async fn three_replicas_split_the_parents_take_over_from_a_killed_one_and_share_
     }
 
     // Two replicas split the parents.
-    let a = Replica::start(&cluster, "host-a");
-    let b = Replica::start(&cluster, "host-b");
+    let a = Replica::start(&kubeconfig, "host-a");
+    let b = Replica::start(&kubeconfig, "host-b");
     let (a, b) = (a.ready().await, b.ready().await);
     views_agree(&cluster, &["host-a", "host-b"]).await;
     let since = Timestamp::now();
     let took = scale_all(&cluster, 2, Duration::from_secs(30)).await;
     eprintln!("two replicas: every parent scaled in {took:?}");
-    assert_each_by_exactly_one(&reconciled_after(&[&a, &b], since), &[&a, &b]);
+    assert_each_by_exactly_one(&reconciled_after(&[&a, &b], since).await, &[&a, &b]);
 
     // A third joins and takes its share from both.
-    let mut c = Replica::start(&cluster, "host-c").ready().await;
+    let mut c = Replica::start(&kubeconfig, "host-c").ready().await;
     views_agree(&cluster, &["host-a", "host-b", "host-c"]).await;
     let since = Timestamp::now();
     let took = scale_all(&cluster, 3, Duration::from_secs(30)).await;
     eprintln!("three replicas: every parent scaled in {took:?}");
-    assert_each_by_exactly_one(&reconciled_after(&[&a, &b, &c], since), &[&a, &b, &c]);
+    assert_each_by_exactly_one(&reconciled_after(&[&a, &b, &c], since).await, &[&a, &b, &c]);
 
     // The third is killed: its Lease stays until it expires, then a and b take its parents.
     c.kill();
     let since = Timestamp::now();
     let took = scale_all(&cluster, 4, Duration::from_secs(LEASE_SECONDS * 5)).await;
     eprintln!("after a replica was killed: every parent scaled in {took:?} (lease duration {LEASE_SECONDS} s)");
-    assert_each_by_exactly_one(&reconciled_after(&[&a, &b], since), &[&a, &b]);
+    assert_each_by_exactly_one(&reconciled_after(&[&a, &b], since).await, &[&a, &b]);
 
     assert_never_two_at_once(&[&a, &b, &c]);
     drop((a, b, c));

@@ -15,6 +15,8 @@ import (
 	"time"
 
 	"kubewasm.dev/sdk"
+	"kubewasm.dev/sdk/internal/cabi"
+	"kubewasm.dev/sdk/internal/fields"
 	"kubewasm.dev/sdk/internal/logsink"
 	"kubewasm.dev/sdk/internal/wire"
 )
@@ -93,15 +95,14 @@ func (o *Outcome) Warnings() []kubewasm.Event {
 // Describe is the plugin's manifest, through the export code, checked as the host
 // checks it at load; a *HostWouldRefuse when the host would not load the plugin.
 func Describe(plugin kubewasm.Reconciler) (kubewasm.Manifest, error) {
-	wire.Exports.Use(plugin)
-	m := &wire.Arena{}
-	w := wire.GetManifest(m, wire.Exports.Describe(m))
+	kubewasm.Export(plugin)
+	w := wire.CallReconcilerDescribe(&cabi.Arena{})
 	man := kubewasm.Manifest{
 		Name:      w.Name,
 		Parent:    kubewasm.KindRef(w.Parent),
 		Finalizer: w.Finalizer,
-		CRDs:      w.CRDs,
-		Limits:    kubewasm.Limits{DeadlineMs: w.DeadlineMs, MemoryMiB: w.MemoryMiB},
+		CRDs:      w.Crds,
+		Limits:    kubewasm.Limits{DeadlineMs: w.Limits.DeadlineMs, MemoryMiB: w.Limits.MemoryMib},
 	}
 	for _, k := range w.Children {
 		man.Children = append(man.Children, kubewasm.KindRef(k))
@@ -122,21 +123,19 @@ func Related(plugin kubewasm.Reconciler, parent any) ([]kubewasm.Query, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parent: %w", err)
 	}
-	wire.Exports.Use(plugin)
-	m := &wire.Arena{}
-	ptr, n := wire.NewString(m, text)
+	kubewasm.Export(plugin)
 	var out []kubewasm.Query
-	for _, q := range wire.GetQueries(m, wire.Exports.Related(m, ptr, n)) {
+	for _, q := range wire.CallReconcilerRelated(&cabi.Arena{}, text) {
 		query := kubewasm.Query{Kind: kubewasm.KindRef(q.Kind)}
 		if q.Namespace != nil {
 			query.Namespace = *q.Namespace
 		}
-		switch q.Selector {
-		case wire.SelectNames:
-			query.Selector = kubewasm.Names(q.Names...)
-		case wire.SelectLabels:
+		switch q.Selector.Tag {
+		case wire.SelectorNames:
+			query.Selector = kubewasm.Names(q.Selector.Names...)
+		case wire.SelectorLabels:
 			var reqs []kubewasm.Requirement
-			for _, r := range q.Requirements {
+			for _, r := range q.Selector.Labels {
 				reqs = append(reqs, kubewasm.Requirement{Key: r.Key, Operator: kubewasm.LabelOperator(r.Operator), Values: r.Values})
 			}
 			query.Selector = kubewasm.Requirements(reqs...)
@@ -169,7 +168,9 @@ func Reconcile(plugin kubewasm.Reconciler, in Input) (*Outcome, error) {
 	if err != nil {
 		return nil, err
 	}
-	req := wire.Request{Finalizing: in.Finalizing, Now: in.Now}
+	// The fields sent as they are; the objects and the settings are encoded below.
+	var req wire.Request
+	fields.Copy(&req, in)
 	if req.Now == "" {
 		req.Now = Now
 	}
@@ -186,9 +187,8 @@ func Reconcile(plugin kubewasm.Reconciler, in Input) (*Outcome, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 
-	m := &wire.Arena{}
 	logsink.Take()
-	result := wire.GetResult(m, wire.Exports.Reconcile(m, wire.RequestParams(m, req)))
+	result := wire.CallReconcilerReconcile(&cabi.Arena{}, req)
 	logs := logsink.Take()
 	if result.Err != nil {
 		return nil, &kubewasm.Error{Message: result.Err.Message, Retryable: result.Err.Retryable}
@@ -214,7 +214,7 @@ func Reconcile(plugin kubewasm.Reconciler, in Input) (*Outcome, error) {
 	}
 	for _, e := range answer.Events {
 		t := kubewasm.Normal
-		if e.Type == 1 {
+		if e.Type == wire.EventTypeWarning {
 			t = kubewasm.Warning
 		}
 		resp.Events = append(resp.Events, kubewasm.Event{Type: t, Reason: e.Reason, Message: e.Message})

@@ -174,13 +174,15 @@ function object(what, text) {
   return new KubeObject(value);
 }
 
-export function requestFromWit(r) {
+/** The request as a plugin sees it: the objects and the settings parsed from JSON, the
+ * time as `nowRfc3339`, every other field of the contract's record as it was sent. */
+export function requestFromWit({ now, ...r }) {
   return new Request({
+    ...r,
     parent: object('parent', r.parent),
     children: r.children.map((t) => object('child', t)),
     related: r.related.map((t) => object('related object', t)),
-    finalizing: r.finalizing,
-    nowRfc3339: r.now,
+    nowRfc3339: now,
     config: parse('config', r.config),
   });
 }

@@ -4,6 +4,7 @@
 // generated from wit/ by `jco guest-types` into ./wit (`npm run wit-types`).
 
 import type * as wit from 'kubewasm:reconciler/reconciler@0.1.0';
+import type * as contract from 'kubewasm:reconciler/types@0.1.0';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: any };
@@ -22,13 +23,8 @@ export class KindRef {
   toString(): string;
 }
 
-export namespace kinds {
-  const ConfigMap: KindRef, Secret: KindRef, Service: KindRef, ServiceAccount: KindRef, Pod: KindRef;
-  const PersistentVolumeClaim: KindRef, Namespace: KindRef, Deployment: KindRef, StatefulSet: KindRef;
-  const DaemonSet: KindRef, Job: KindRef, CronJob: KindRef, Ingress: KindRef, NetworkPolicy: KindRef;
-  const Role: KindRef, RoleBinding: KindRef, ClusterRole: KindRef, ClusterRoleBinding: KindRef;
-  const HorizontalPodAutoscaler: KindRef, PodDisruptionBudget: KindRef;
-}
+/** The built-in kinds by name (generated from the API server's data). */
+export * as kinds from './builtin-kinds.js';
 
 export namespace log {
   type Level = 'trace' | 'debug' | 'info' | 'warn' | 'error';
@@ -162,7 +158,12 @@ export class Query {
   matches(obj: unknown): boolean;
 }
 
-/** Everything a plugin needs to decide, for one parent. */
+/** The fields of the contract's request that reach a plugin as they were sent. */
+export type RequestFields = Omit<contract.Request, 'parent' | 'children' | 'related' | 'finalizing' | 'now' | 'config'>;
+
+/** Everything a plugin needs to decide, for one parent: every field of the contract's
+ * request, the objects and the settings parsed from JSON, the time as `nowRfc3339`. */
+export interface Request extends RequestFields {}
 export class Request {
   parent: KubeObject;
   children: KubeObject[];

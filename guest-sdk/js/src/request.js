@@ -1,8 +1,11 @@
 // What the host hands a plugin for one parent.
 
-/** Everything a plugin needs to decide, for one parent. */
+/** Everything a plugin needs to decide, for one parent: every field of the contract's
+ * request, the objects and the settings parsed from JSON, the time as `nowRfc3339`. */
 export class Request {
-  constructor({ parent, children = [], related = [], finalizing = false, nowRfc3339 = '1970-01-01T00:00:00Z', config = null }) {
+  constructor({ parent, children = [], related = [], finalizing = false, nowRfc3339 = '1970-01-01T00:00:00Z', config = null, ...fields }) {
+    // The contract's other fields, as they were sent.
+    Object.assign(this, fields);
     /** The object being reconciled (a `KubeObject`). */
     this.parent = parent;
     /** Children that exist now and are controlled by the parent, all kinds. */

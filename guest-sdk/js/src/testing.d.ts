@@ -1,5 +1,5 @@
 import { AssertionError } from 'node:assert';
-import type { Event, Exported, JsonObject, KubeObject, KindRef, Manifest, Query } from './index.js';
+import type { Event, Exported, JsonObject, KubeObject, KindRef, Manifest, Query, RequestFields } from './index.js';
 
 export const NOW: string;
 
@@ -28,5 +28,5 @@ export function related(reconciler: Exported, parent: JsonObject): Query[];
 export function reconcile(
   reconciler: Exported,
   parent: JsonObject,
-  options?: { children?: JsonObject[]; related?: JsonObject[]; finalizing?: boolean; now?: string; config?: unknown },
+  options?: { children?: JsonObject[]; related?: JsonObject[]; finalizing?: boolean; now?: string; config?: unknown } & Partial<RequestFields>,
 ): Outcome;

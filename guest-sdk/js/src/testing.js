@@ -81,14 +81,16 @@ export function related(reconciler, parent) {
  * the host does before it writes anything.
  *
  * `children` are observed children (the host only sends those the parent controls),
- * `related` what the plugin's queries selected. Throws the plugin's own error as the host
+ * `related` what the plugin's queries selected; any other field of the contract's request
+ * goes by its name. Throws the plugin's own error as the host
  * would receive it (a `RetryableError` or `PermanentError`), and `HostWouldRefuse` when
  * the host would refuse the answer, listing every problem as the host's `ResponseRefused`
  * event does.
  */
-export function reconcile(reconciler, parent, { children = [], related = [], finalizing = false, now = NOW, config = null } = {}) {
+export function reconcile(reconciler, parent, { children = [], related = [], finalizing = false, now = NOW, config = null, ...fields } = {}) {
   const manifest = describe(reconciler);
   const request = {
+    ...fields,
     parent: JSON.stringify(parent),
     children: children.map((c) => JSON.stringify(c)),
     related: related.map((r) => JSON.stringify(r)),

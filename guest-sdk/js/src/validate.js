@@ -1,9 +1,9 @@
 // The host's check of a plugin's answer, before anything is written: a refused answer
 // writes nothing at all.
 //
-// A port of `kubewasm_contract::validate` (guest-sdk/contract/src/validate.rs), kept in
+// A port of `kubewasm_contract::validate` (wit/contract/src/validate.rs), kept in
 // step with it by a table of cases every implementation reads
-// (guest-sdk/contract/tests/validate_cases.json): same verdict, same messages.
+// (wit/contract/tests/validate_cases.json): same verdict, same messages.
 
 import { byteLength, compareUtf8, debug, isDnsSubdomain, isLabelValue, isQualifiedName } from './names.js';
 import { isPlainObject } from './kinds.js';

@@ -1,5 +1,5 @@
 // The host's checks, ported to JavaScript, against the table of cases the Rust contract
-// crate is tested with (guest-sdk/contract/tests/validate_cases.json).
+// crate is tested with (wit/contract/tests/validate_cases.json).
 
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -7,7 +7,7 @@ import { test } from 'node:test';
 
 import { Event, KindRef, Manifest, ManifestError, Refusal, Response, validate } from '@kubewasm/sdk';
 
-const CASES = new URL('../../contract/tests/validate_cases.json', import.meta.url);
+const CASES = new URL('../../../wit/contract/tests/validate_cases.json', import.meta.url);
 
 /** Replaces each `{"$repeat": [[text, n], ...]}` with the string it stands for. */
 function expand(value) {

@@ -27,7 +27,7 @@ answer is checked with the host's own rules.
 from . import kinds, log
 from .errors import Error, PermanentError, RetryableError
 from .export import plugin
-from .kinds import KindRef
+from .kind import KindRef
 from .manifest import Limits, Manifest, ManifestError
 from .objects import Object
 from .query import LabelOperator, Query, Requirement, Selector

@@ -10,13 +10,14 @@ the same generated WIT records, so tests exercise the path a WebAssembly call ta
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sys
 from datetime import timedelta
 from typing import Any, TypeVar
 
 from .errors import Error, PermanentError
-from .kinds import KindRef
+from .kind import KindRef
 from .manifest import Manifest
 from .objects import Object
 from .query import LabelOperator, Query
@@ -185,14 +186,32 @@ def _object(what: str, text: str) -> Object:
 
 
 def request_from_wit(r: Any) -> Request:
-    return Request(
+    """The request as a plugin sees it: the objects and the settings parsed from JSON, the
+    time as ``now_rfc3339``, every other field of the contract's record as it was sent."""
+    fields = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
+    fields["now_rfc3339"] = fields.pop("now")
+    fields.update(
         parent=_object("parent", r.parent),
         children=[_object("child", t) for t in r.children],
         related=[_object("related object", t) for t in r.related],
-        finalizing=r.finalizing,
-        now_rfc3339=r.now,
         config=_parse("config", r.config),
     )
+    return Request(**fields)
+
+
+def request_to_wit(r: Request) -> Any:
+    """The contract's record of ``r``, as the host sends it (for :mod:`kubewasm.testing`):
+    the inverse of :func:`request_from_wit`."""
+    wit, _ = _wit()
+    fields = {f.name: getattr(r, f.name) for f in dataclasses.fields(r)}
+    fields["now"] = fields.pop("now_rfc3339")
+    fields.update(
+        parent=json.dumps(r.parent),
+        children=[json.dumps(c) for c in r.children],
+        related=[json.dumps(o) for o in r.related],
+        config=json.dumps(r.config),
+    )
+    return wit.Request(**fields)
 
 
 def to_json(what: str, value: Any) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from ._names import debug, is_dns_label
-from .kinds import KindRef
+from .kind import KindRef
 
 _U32 = 2**32 - 1
 

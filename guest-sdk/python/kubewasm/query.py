@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Any, Iterable, Mapping, Optional
 
-from .kinds import KindRef
+from .kind import KindRef
 
 
 class LabelOperator(Enum):

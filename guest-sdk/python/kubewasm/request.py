@@ -6,7 +6,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, Optional
 
-from .kinds import KindRef
+from .kind import KindRef
 from .objects import Object
 
 _ANY: Any = object()

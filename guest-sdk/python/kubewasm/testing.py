@@ -25,10 +25,11 @@ from typing import Any, Optional, Sequence
 from . import export, log
 from ._paths import WIT, WORLD
 from .errors import PermanentError, RetryableError
-from .kinds import KindRef
+from .kind import KindRef
 from .manifest import Manifest, ManifestError
 from .objects import Object
 from .query import Query
+from .request import Request
 from .response import Event, EventType, Response
 from .validate import Refusal, validate
 
@@ -136,27 +137,31 @@ def reconcile(
     finalizing: bool = False,
     now: str = NOW,
     config: Any = None,
+    **fields: Any,
 ) -> Outcome:
     """Run one reconcile of ``plugin`` natively, through the export glue, and check the
     answer exactly as the host does before it writes anything.
 
     ``children`` are observed children (the host only sends those the parent controls),
-    ``related`` what the plugin's queries selected. Raises the plugin's own
+    ``related`` what the plugin's queries selected; any other field of
+    :class:`~kubewasm.Request` goes by its name in ``fields``. Raises the plugin's own
     :class:`~kubewasm.Error` as the host would receive it, and
     :class:`HostWouldRefuse` when the host would refuse the answer, listing every
     problem as the host's ``ResponseRefused`` event does.
     """
     manifest = describe(plugin)
     from componentize_py_types import Err
-    from wit_world.imports import types as wit
 
-    request = wit.Request(
-        parent=json.dumps(parent),
-        children=[json.dumps(c) for c in children],
-        related=[json.dumps(r) for r in related],
-        finalizing=finalizing,
-        now=now,
-        config=json.dumps(config),
+    request = export.request_to_wit(
+        Request(
+            parent=Object(parent),
+            children=[Object(c) for c in children],
+            related=[Object(r) for r in related],
+            finalizing=finalizing,
+            now_rfc3339=now,
+            config=config,
+            **fields,
+        )
     )
     log._captured.clear()
     try:

@@ -1,5 +1,5 @@
 """The host's checks, ported to Python, against the table of cases the Rust contract
-crate is tested with (guest-sdk/contract/tests/validate_cases.json)."""
+crate is tested with (wit/contract/tests/validate_cases.json)."""
 
 import json
 from datetime import timedelta
@@ -9,7 +9,7 @@ import pytest
 
 from kubewasm import Event, EventType, KindRef, Limits, Manifest, ManifestError, Refusal, Response, validate
 
-CASES = Path(__file__).resolve().parents[2] / "contract" / "tests" / "validate_cases.json"
+CASES = Path(__file__).resolve().parents[3] / "wit" / "contract" / "tests" / "validate_cases.json"
 
 
 def expand(value):

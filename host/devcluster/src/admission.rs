@@ -2,9 +2,10 @@
 //! storage, as kube-apiserver's admission chain: mutating steps first (they may change the
 //! object, before it is validated), validating steps after the kind's own validation (they
 //! may only refuse). The built-in plugins live with what they are about (`kinds::admission`,
-//! `crd::admission`); admission webhooks and CEL admission policies are steps of this chain
-//! too, and are not implemented.
+//! `crd::admission`, the CEL admission policies in `kinds::policies`); admission webhooks
+//! would be steps of this chain too, and are not implemented.
 
+use std::cell::RefCell;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -12,6 +13,7 @@ use serde_json::Value;
 use super::resource::GroupResource;
 use super::status::ApiError;
 use super::strategy::Resource;
+use super::user::User;
 
 /// Which write a step sees.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -25,9 +27,20 @@ pub(crate) struct Attributes<'a> {
     pub operation: Operation,
     /// The resource written (for a view, the resource it is stored as).
     pub resource: &'a Resource,
+    /// The version the request addressed.
+    pub version: &'a str,
+    /// The subresource written (`status`), if any.
+    pub subresource: Option<&'a str>,
     /// The namespace of the object; empty for cluster-scoped resources.
     pub namespace: &'a str,
     pub name: &'a str,
+    /// The object as stored, on an update (in the version addressed).
+    pub old: Option<&'a Value>,
+    /// Who makes the request.
+    pub user: &'a User,
+    pub dry_run: bool,
+    /// Warnings for the answer's `Warning` headers.
+    pub warnings: &'a RefCell<Vec<String>>,
 }
 
 /// What a step may read of the server: stored objects and served resources, never a write
@@ -37,6 +50,12 @@ pub(crate) trait Lookup {
 
     /// The resource served at `group` and `plural`, in any version.
     fn served(&self, group: &str, plural: &str) -> Option<Arc<Resource>>;
+
+    /// Every stored object of `resource` (in `namespace`, when given).
+    fn objects(&self, resource: &GroupResource, namespace: Option<&str>) -> Vec<Arc<Value>>;
+
+    /// The resource of `kind` served in `api_version` (`group/version`, or `v1`).
+    fn kind(&self, api_version: &str, kind: &str) -> Option<Arc<Resource>>;
 }
 
 /// A step that may change the object, or refuse the write.

@@ -106,4 +106,21 @@ impl Lookup for Cluster {
     fn served(&self, group: &str, plural: &str) -> Option<Arc<Resource>> {
         self.registry.by_resource(group, plural)
     }
+
+    fn objects(&self, resource: &GroupResource, namespace: Option<&str>) -> Vec<Arc<Value>> {
+        self.store.list(resource, namespace)
+    }
+
+    fn kind(&self, api_version: &str, kind: &str) -> Option<Arc<Resource>> {
+        let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
+        self.registry
+            .all()
+            .find(|r| {
+                r.group == group
+                    && r.kind == kind
+                    && r.version(version).is_some()
+                    && r.strategy(version).stored_as().is_none()
+            })
+            .cloned()
+    }
 }

@@ -9,17 +9,31 @@ use serde_json::{Value, json};
 
 use super::object;
 use super::request::{Filter, Paging, Target};
-use super::resource::ResourceType;
 use super::selectors::LabelSelector;
 use super::status::ApiError;
 use super::store::Store;
+use super::strategy::Resource;
 
-/// The object as the client asked for it (the requested version of a custom resource).
-pub(crate) fn present(rt: &ResourceType, version: &str, obj: &Value) -> Value {
+/// The object as the client asked for it: converted to the requested version (the `None`
+/// strategy of a CRD: only `apiVersion` changes), then pruned by that version's schema, as
+/// apiextensions-apiserver prunes after every conversion (a field only another version knows
+/// does not survive a read in this one).
+pub(crate) fn present(rt: &Resource, version: &str, obj: &Value) -> Value {
+    let mut out = convert(rt, version, obj);
+    if let Some(map) = out.as_object_mut() {
+        map.insert("kind".into(), json!(rt.kind));
+    }
+    out
+}
+
+/// An object converted to `version` of its resource and pruned by that version's schema.
+pub(crate) fn convert(rt: &Resource, version: &str, obj: &Value) -> Value {
     let mut out = obj.clone();
     if let Some(map) = out.as_object_mut() {
         map.insert("apiVersion".into(), json!(rt.api_version(version)));
-        map.insert("kind".into(), json!(rt.kind));
+    }
+    if obj.get("apiVersion").and_then(Value::as_str) != Some(rt.api_version(version).as_str()) {
+        rt.strategy(version).prune(&mut out);
     }
     out
 }

@@ -79,6 +79,7 @@ fn builtins() -> Vec<Resource> {
                     schema: None,
                     definition: builtins::definition(&r.group, &r.version, &r.kind),
                     status: sub("status"),
+                    storage: true,
                     scale: sub("scale").then(|| ScalePaths {
                         spec_replicas: ".spec.replicas".into(),
                         status_replicas: ".status.replicas".into(),

@@ -10,6 +10,7 @@ use super::object;
 use super::resource::{GroupResource, Version};
 use super::selectors::{FieldSelector, LabelSelector};
 use super::strategy::{Resource, Strategy};
+use super::user::User;
 
 /// The resource, version, namespace and name a request addresses.
 #[derive(Clone)]
@@ -86,7 +87,7 @@ impl Target {
     /// server's own controllers).
     pub(crate) fn stored(rt: Arc<Resource>, namespace: &str, name: &str) -> Target {
         Target {
-            version: rt.versions.first().map(|v| v.name.clone()).unwrap_or_default(),
+            version: rt.storage_version().to_string(),
             namespace: Some(namespace.to_string()).filter(|n| !n.is_empty()),
             name: Some(name.to_string()),
             subresource: None,
@@ -97,7 +98,7 @@ impl Target {
 }
 
 /// Options common to writes.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone)]
 pub(crate) struct WriteOptions {
     pub dry_run: bool,
     /// `fieldManager`, or the user agent's product name when the request names none.
@@ -108,6 +109,21 @@ pub(crate) struct WriteOptions {
     pub validation: FieldValidation,
     /// Warnings for the response's `Warning` headers (unknown fields dropped under `Warn`).
     pub warnings: std::cell::RefCell<Vec<String>>,
+    /// Who writes (admission policies see it).
+    pub user: User,
+}
+
+impl Default for WriteOptions {
+    fn default() -> WriteOptions {
+        WriteOptions {
+            dry_run: false,
+            manager: String::new(),
+            force: false,
+            validation: FieldValidation::default(),
+            warnings: std::cell::RefCell::default(),
+            user: User::admin(),
+        }
+    }
 }
 
 /// The `fieldValidation` of a write.

@@ -40,6 +40,8 @@ pub(crate) struct Version {
     /// The upstream `OpenAPI` definition of a built-in kind; `None` for custom resources.
     pub definition: Option<&'static Value>,
     pub status: bool,
+    /// Whether objects are stored in this version (one version of a resource is).
+    pub storage: bool,
     pub scale: Option<ScalePaths>,
     /// Every subresource served, `status` and `scale` included.
     pub subresources: Vec<Subresource>,
@@ -57,7 +59,7 @@ impl Version {
 #[derive(Debug, Clone)]
 pub(crate) struct ResourceType {
     pub group: String,
-    /// Served versions, the preferred (storage) one first.
+    /// Served versions, the preferred one first (discovery's order).
     pub versions: Vec<Version>,
     pub kind: String,
     pub plural: String,
@@ -72,6 +74,11 @@ pub(crate) struct ResourceType {
 impl ResourceType {
     pub(crate) fn version(&self, name: &str) -> Option<&Version> {
         self.versions.iter().find(|v| v.name == name)
+    }
+
+    /// The version objects are stored in: the one marked so, or the preferred one.
+    pub(crate) fn storage_version(&self) -> &str {
+        self.versions.iter().find(|v| v.storage).or(self.versions.first()).map_or("", |v| v.name.as_str())
     }
 
     pub(crate) fn api_version(&self, version: &str) -> String {

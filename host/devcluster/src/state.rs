@@ -8,6 +8,8 @@ use tokio::sync::{Notify, watch};
 
 use super::cluster::Cluster;
 use super::faults::{Injector, Versions};
+use super::pki::Pki;
+use super::tokens::Signer;
 
 /// State shared by the request handlers and the background tasks.
 pub(crate) struct Shared {
@@ -22,6 +24,17 @@ pub(crate) struct Shared {
     pub faults: Arc<Injector>,
     /// Whether the `WatchList` feature is on (`Options::watch_list`).
     pub watch_list: bool,
+    pub credentials: Credentials,
+}
+
+/// What authentication reads: the CA client certificates must come from, the key
+/// service-account tokens are signed with, and whether the server speaks plain HTTP (then a
+/// request without credentials is the administrator's, as on kube-apiserver's old insecure
+/// port).
+pub(crate) struct Credentials {
+    pub pki: Pki,
+    pub signer: Signer,
+    pub plain_http: bool,
 }
 
 impl Shared {
@@ -32,6 +45,7 @@ impl Shared {
         address: String,
         faults: Injector,
         watch_list: bool,
+        credentials: Credentials,
     ) -> Shared {
         Shared {
             cluster: Mutex::new(cluster),
@@ -43,6 +57,7 @@ impl Shared {
             address,
             faults: Arc::new(faults),
             watch_list,
+            credentials,
         }
     }
 

@@ -57,6 +57,28 @@ impl ApiError {
             .with_details(name_details(group, resource, name))
     }
 
+    /// 403 from authorization (`apierrors.NewForbidden`): `message` says who cannot do what;
+    /// the resource (of `group`) and `name` are those of the request, both empty for a path.
+    pub(crate) fn forbidden_access(group: &str, resource: &str, name: &str, message: &str) -> ApiError {
+        let text = match (resource.is_empty() && group.is_empty(), name.is_empty()) {
+            (true, _) => format!("forbidden: {message}"),
+            (false, true) => format!("{} is forbidden: {message}", qualified(group, resource)),
+            (false, false) => format!("{} {} is forbidden: {message}", qualified(group, resource), go_quote(name)),
+        };
+        let mut details = serde_json::Map::new();
+        for (key, value) in [("name", name), ("group", group), ("kind", resource)] {
+            if !value.is_empty() {
+                details.insert(key.into(), json!(value));
+            }
+        }
+        ApiError::new(403, "Forbidden", text).with_details(Value::Object(details))
+    }
+
+    /// 401: credentials were given and are not valid (`apierrors.NewUnauthorized`).
+    pub(crate) fn unauthorized() -> ApiError {
+        ApiError::new(401, "Unauthorized", "Unauthorized")
+    }
+
     /// The answer for a path no resource is served at.
     pub(crate) fn no_route() -> ApiError {
         ApiError::new(404, "NotFound", "the server could not find the requested resource").with_details(json!({}))
@@ -93,17 +115,18 @@ impl ApiError {
 
     /// 422 with one cause per failed field check, worded like the real server.
     pub(crate) fn invalid(rt: &ResourceType, name: &str, causes: &[Cause]) -> ApiError {
-        ApiError::invalid_named(&rt.group, &rt.kind, name, causes)
+        ApiError::invalid_kind(&rt.group, &rt.kind, name, causes)
     }
 
     /// 422 for request options that fail their checks (`CreateOptions`, `ListOptions`...,
     /// of the group `meta.k8s.io`), as `errors.NewInvalid` words it for them.
     pub(crate) fn invalid_options(kind: &str, causes: &[Cause]) -> ApiError {
-        ApiError::invalid_named("meta.k8s.io", kind, "", causes)
+        ApiError::invalid_kind("meta.k8s.io", kind, "", causes)
     }
 
-    /// `errors.NewInvalid`: `<Kind>.<group> "<name>" is invalid: <causes>`.
-    pub(crate) fn invalid_named(group: &str, kind: &str, name: &str, causes: &[Cause]) -> ApiError {
+    /// `errors.NewInvalid`: `<Kind>.<group> "<name>" is invalid: <causes>`, also for a kind
+    /// that is not a served resource's (a `TokenRequest`, a review).
+    pub(crate) fn invalid_kind(group: &str, kind: &str, name: &str, causes: &[Cause]) -> ApiError {
         let qualified = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
         let mut lines: Vec<String> = Vec::new();
         for line in causes.iter().map(Cause::line) {

@@ -15,6 +15,8 @@ use super::printers::Columns;
 use super::resource::{GroupResource, ResourceType};
 use super::selectors::SelectableFields;
 use super::status::{ApiError, Cause};
+use super::store::Store;
+use super::tokens::Signer;
 use super::user::User;
 
 /// The kind-specific behaviour of a resource version. Every method has the behaviour of a kind
@@ -88,6 +90,13 @@ pub(crate) trait Strategy: Send + Sync {
         Vec::new()
     }
 
+    /// Checks that run on create and update alike and see the object as stored on an update
+    /// (`old`, in the version written): a custom resource's CEL rules, whose transition rules
+    /// and ratcheting compare with it.
+    fn validate_rules(&self, _old: Option<&Value>, _new: &Value) -> Vec<Cause> {
+        Vec::new()
+    }
+
     /// The numbers of ranges shared by the kind that `obj` holds (a Service's cluster IP and
     /// node ports). The store indexes them on every write, so [`Strategy::allocate`] looks them
     /// up instead of scanning the kind.
@@ -150,9 +159,22 @@ pub(crate) trait Strategy: Send + Sync {
         obj.clone()
     }
 
-    /// For a resource that is answered, never stored (the access reviews): the `status` of the
-    /// answer to a create of `review` by `user`.
-    fn answer(&self, _review: &Value, _user: &User) -> Option<Value> {
+    /// For a resource that is answered, never stored (the access and token reviews): the
+    /// `status` of the answer to a create of `review`, or why the review is refused.
+    fn answer(&self, _review: &Value, _context: &Answering<'_>) -> Option<Result<Value, ApiError>> {
+        None
+    }
+
+    /// For a subresource whose create is answered, storing nothing (`serviceaccounts/token`):
+    /// the answer to a create of `request` at the subresource `name` of `parent`; `None` for
+    /// another subresource.
+    fn answer_subresource(
+        &self,
+        _name: &str,
+        _parent: &Value,
+        _request: &Value,
+        _context: &Answering<'_>,
+    ) -> Option<Result<Value, ApiError>> {
         None
     }
 
@@ -194,6 +216,49 @@ pub(crate) trait Strategy: Send + Sync {
     fn connect(&self, _stream: &Action<'_>, _obj: &Value, _objects: &dyn Objects) -> Option<Result<(), ApiError>> {
         None
     }
+}
+
+/// What a resource that is answered rather than stored may read: who asks, the stored objects
+/// (the roles and bindings an access review evaluates, the service account a token names) and
+/// the key tokens are signed with.
+pub(crate) struct Answering<'a> {
+    pub user: &'a User,
+    pub store: &'a Store,
+    pub signer: &'a Signer,
+    /// The namespace of the request's path; empty for cluster-scoped paths.
+    pub namespace: &'a str,
+}
+
+/// One of the controllers a bare cluster cannot do without, though kube-controller-manager runs
+/// them (a namespace's `default` service account, its root CA `ConfigMap`, aggregated cluster
+/// roles): level-based, it says what brings the store where it should be, whatever changed.
+pub(crate) trait Controller: Send + Sync {
+    /// The resources whose changes may give it work.
+    fn watches(&self) -> Vec<GroupResource>;
+
+    /// The writes that bring `store` where the controller wants it; none once it is there.
+    fn reconcile(&self, store: &Store) -> Vec<Write>;
+}
+
+/// A write a controller asks for, under its field manager.
+#[derive(Debug, Clone)]
+pub(crate) struct Write {
+    pub resource: GroupResource,
+    pub namespace: String,
+    pub name: String,
+    pub manager: &'static str,
+    pub how: How,
+}
+
+/// How a controller's write is made.
+#[derive(Debug, Clone)]
+pub(crate) enum How {
+    /// Created when absent (refused quietly when it exists or its namespace is going).
+    Create(Value),
+    /// Replaced (the stored object, changed).
+    Update(Value),
+    /// Applied with server-side apply, forcing conflicts.
+    Apply(Value),
 }
 
 /// A request to a subresource that acts (`Strategy::act`) or streams (`Strategy::connect`).
@@ -297,7 +362,7 @@ impl Resource {
     /// The storage version's strategy: what does not depend on the version a request names
     /// (deletion, indexing, after-commit hooks).
     pub(crate) fn storage(&self) -> &dyn Strategy {
-        self.strategies.first().map_or(&Plain, |s| &**s)
+        self.strategy(self.ty.storage_version())
     }
 }
 

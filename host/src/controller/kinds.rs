@@ -5,7 +5,7 @@ use kube::core::GroupVersionKind;
 use kube::discovery::{self, ApiResource, Scope};
 use kube::error::DiscoveryError;
 
-use super::Error;
+use super::error::Error;
 use crate::plugin::KindRef;
 
 /// The served resource for `kind`, checked against what the plugin declared.

@@ -1,4 +1,6 @@
-//! What a plugin's work queue holds: parents triggered and not yet started.
+//! The bookkeeping of a plugin's work queue, all of it: what is queued (parents
+//! triggered and not yet started), when a reconcile runs again (its requeue, or the
+//! backoff after a failure), and the `Action` kube-runtime's scheduler acts on.
 //! kube-runtime's scheduler keeps its queue to itself, so the controller counts at
 //! the edges it sees: triggers in (watch events, resyncs, requeues), reconciles
 //! started out. Like the scheduler, it keeps one entry per parent, due at the
@@ -11,23 +13,27 @@ use std::time::{Duration, Instant};
 use futures::{Stream, StreamExt};
 use kube::api::DynamicObject;
 use kube::discovery::ApiResource;
+use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 use kube::runtime::watcher;
 
+use super::backoff::Backoff;
 use crate::metrics::QueueDepth;
 
 type Key = ObjectRef<DynamicObject>;
 
-pub(crate) struct Pending {
+/// One plugin's queue of parents.
+pub(crate) struct Queue {
     due: Mutex<HashMap<Key, Instant>>,
     /// The parent cache: the scheduler drops a parent deleted before its turn.
     parents: Store<DynamicObject>,
     resource: ApiResource,
+    backoff: Backoff<Key>,
 }
 
-impl Pending {
+impl Queue {
     pub(crate) fn new(parents: Store<DynamicObject>, resource: ApiResource) -> Self {
-        Self { due: Mutex::default(), parents, resource }
+        Self { due: Mutex::default(), parents, resource, backoff: Backoff::new() }
     }
 
     /// The key of a parent object.
@@ -42,7 +48,7 @@ impl Pending {
     /// `parent` is to be reconciled after `delay`, or sooner if it already was. A
     /// parent no longer cached (its deletion just seen) leaves the queue instead, so
     /// the queue never outgrows the cache.
-    pub(crate) fn after(&self, parent: Key, delay: Duration) {
+    fn after(&self, parent: Key, delay: Duration) {
         if self.parents.get(&parent).is_none() {
             self.due().remove(&parent);
             return;
@@ -52,12 +58,12 @@ impl Pending {
     }
 
     /// `parent` is to be reconciled now.
-    pub(crate) fn now(&self, parent: Key) {
+    fn now(&self, parent: Key) {
         self.after(parent, Duration::ZERO);
     }
 
     /// Every cached parent is to be reconciled now (a resync).
-    pub(crate) fn all(&self) {
+    fn all(&self) {
         let parents = self.parents.state();
         let now = Instant::now();
         let mut due = self.due();
@@ -107,9 +113,32 @@ impl Pending {
     pub(crate) fn started(&self, parent: &Key) {
         self.due().remove(parent);
     }
+
+    /// `parent`'s reconcile succeeded: its backoff is forgotten, and it is queued again
+    /// after `requeue` (`None`: only when something changes).
+    pub(crate) fn succeeded(&self, parent: Key, requeue: Option<Duration>) -> Action {
+        self.backoff.succeed(&parent);
+        match requeue {
+            Some(delay) => {
+                self.after(parent, delay);
+                Action::requeue(delay)
+            }
+            None => Action::await_change(),
+        }
+    }
+
+    /// `parent`'s reconcile failed: it is queued again after its backoff, the longest
+    /// at once when retrying cannot help (a change to the parent, a child or a related
+    /// object reconciles it at once anyway).
+    pub(crate) fn failed(&self, parent: Key, retryable: bool) -> Action {
+        let delay =
+            if retryable { self.backoff.fail(parent.clone()) } else { self.backoff.fail_permanently(parent.clone()) };
+        self.after(parent, delay);
+        Action::requeue(delay)
+    }
 }
 
-impl QueueDepth for Pending {
+impl QueueDepth for Queue {
     fn depth(&self) -> usize {
         let now = Instant::now();
         let due = self.due();
@@ -139,15 +168,15 @@ mod tests {
     }
 
     /// A queue over a parent cache holding `names`, and the cache's writer.
-    fn cached(names: &[&str]) -> (Pending, Writer<DynamicObject>) {
+    fn cached(names: &[&str]) -> (Queue, Writer<DynamicObject>) {
         let mut writer = Writer::new(resource());
         for name in names {
             writer.apply_watcher_event(&watcher::Event::Apply(parent(name)));
         }
-        (Pending::new(writer.as_reader(), resource()), writer)
+        (Queue::new(writer.as_reader(), resource()), writer)
     }
 
-    fn pending(names: &[&str]) -> Pending {
+    fn pending(names: &[&str]) -> Queue {
         cached(names).0
     }
 

@@ -5,17 +5,13 @@ use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
 
-use wasmtime::component::{Component, HasSelf, Linker};
+use wasmtime::component::{Component, Linker};
 use wasmtime::{Enabled, InstanceAllocationStrategy, PoolingAllocationConfig};
 
-use super::contract::bindings;
 use super::pool::{Budget, PoolSlots};
-use super::sandbox::CallState;
-
-/// How often the deadline clock ticks: the granularity of every call's deadline.
-pub(crate) const EPOCH_TICK: Duration = Duration::from_millis(10);
+use super::sandbox::limits::EPOCH_TICK;
+use super::sandbox::{self, CallState};
 
 /// Bytes of each pooled memory reset in place rather than given back to the kernel:
 /// a Rust plugin's stack (1 MiB at the bottom of its memory), data and the start of
@@ -42,9 +38,8 @@ pub struct EngineOptions {
 
 /// Compiles and runs plugins. Create one per process and share it (it is cheap to
 /// clone): it owns the compiler configuration, the instance allocator, the linker
-/// offering the contract's imports and a deny-all WASI (and `wasi:http`, every request denied), and a background thread
-/// that advances the epoch every [`EPOCH_TICK`] so that runaway calls are
-/// interrupted.
+/// offering the sandbox's capabilities, and a background thread that advances the
+/// epoch every 10 ms so that runaway calls are interrupted.
 #[derive(Clone)]
 pub struct Engine(Arc<Inner>);
 
@@ -115,12 +110,7 @@ impl Engine {
             wasmtime::Engine::new(&config)?
         };
 
-        let mut linker = Linker::new(&wasmtime);
-        wasmtime_wasi::p2::add_to_linker_sync(&mut linker)?;
-        // Denies every request (sandbox::NoNetwork); linked so that components importing
-        // it (JavaScript built with jco's defaults, for `fetch`) load.
-        wasmtime_wasi_http::p2::add_only_http_to_linker_sync(&mut linker)?;
-        bindings::Plugin::add_to_linker::<_, HasSelf<CallState>>(&mut linker, |s| s)?;
+        let linker = sandbox::linker(&wasmtime)?;
 
         let stop = Arc::new(AtomicBool::new(false));
         let (ticker, flag) = (wasmtime.clone(), stop.clone());

@@ -18,7 +18,7 @@ use std::time::Duration;
 use serde::Deserialize;
 use serde_json::Value;
 
-use super::sandbox::Limits;
+use super::sandbox::limits::Limits;
 
 /// What an operator set for one plugin.
 #[derive(Clone, Debug, PartialEq)]

@@ -186,46 +186,22 @@ async fn a_deployment_someone_else_made_is_left_alone_with_a_warning(plugin: &st
     env.stop().await;
 }
 
-/// One `#[tokio::test]` per behaviour and plugin.
+/// One `#[tokio::test]` per behaviour and plugin: a module per language, each running
+/// plugins/PLUGIN.
 macro_rules! for_each_plugin {
     ($($test:ident),* $(,)?) => {
-        /// The Rust plugin, plugins/demo-application.
-        mod rust {
+        for_each_plugin!(@language rust, "demo-application", "The Rust plugin.", $($test),*);
+        for_each_plugin!(@language python, "demo-application-python", "Its Python port.", $($test),*);
+        for_each_plugin!(@language js, "demo-application-js", "Its JavaScript port.", $($test),*);
+        for_each_plugin!(@language ts, "demo-application-ts", "Its TypeScript port.", $($test),*);
+        for_each_plugin!(@language go, "demo-application-go", "Its Go port.", $($test),*);
+    };
+    (@language $module:ident, $plugin:literal, $doc:literal, $($test:ident),*) => {
+        #[doc = $doc]
+        mod $module {
             $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn $test() {
-                super::$test("demo-application").await;
-            })*
-        }
-
-        /// Its Python port, plugins/demo-application-python.
-        mod python {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $test() {
-                super::$test("demo-application-python").await;
-            })*
-        }
-
-        /// Its JavaScript port, plugins/demo-application-js.
-        mod js {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $test() {
-                super::$test("demo-application-js").await;
-            })*
-        }
-
-        /// Its TypeScript port, plugins/demo-application-ts.
-        mod ts {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $test() {
-                super::$test("demo-application-ts").await;
-            })*
-        }
-
-        /// Its Go port, plugins/demo-application-go.
-        mod go {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $test() {
-                super::$test("demo-application-go").await;
+                super::$test($plugin).await;
             })*
         }
     };

@@ -5,18 +5,13 @@ use std::time::Duration;
 use kube::ResourceExt;
 use serde_json::json;
 
-use crate::harness::{Env, configmaps, resource, wait_for, wait_gone};
+use crate::harness::{Env, configmaps, gate, gates, wait_for, wait_gone};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deletion_waits_until_the_plugin_finalizes() {
     let env = Env::start(&["gate"]).await;
-    let gates = resource("test.kubewasm.io", "v1", "Gate", "gates");
-    env.create(
-        &gates,
-        json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Gate",
-        "metadata": {"name": "g", "namespace": "default"}, "spec": {"open": false}}),
-    )
-    .await;
+    let gates = gates();
+    env.create(&gates, gate("g", false)).await;
     wait_for(&env, &gates, "g", "the finalizer on the Gate", |g| {
         g["metadata"]["finalizers"] == json!(["kubewasm.io/gate"])
     })

@@ -11,10 +11,10 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::discovery::ApiResource;
 use kubewasm::controller::Options;
-use kubewasm::host::{self, Host};
 use kubewasm::plugin::{Engine, Plugin};
+use kubewasm::runtime::{self, Runtime};
 use kubewasm_devcluster::{self as devcluster, DevCluster};
-use serde_json::Value;
+use serde_json::{Value, json};
 
 /// How long a test waits for the host to converge before it fails.
 const PATIENCE: Duration = Duration::from_secs(20);
@@ -71,10 +71,13 @@ pub struct Cluster {
     pub client: Client,
 }
 
-/// A cluster with the named plugins' CRDs installed and their controllers running.
+/// A cluster with the named plugins' CRDs installed and their controllers running, the host
+/// as the service account `kubewasm rbac` makes for those plugins, with exactly that RBAC.
 pub struct Env {
     base: Cluster,
-    pub host: Host,
+    pub host: Runtime,
+    /// The host's client: the service account's, not the administrator's.
+    pub host_client: Client,
 }
 
 impl std::ops::Deref for Env {
@@ -97,14 +100,19 @@ impl Env {
         .await
     }
 
-    /// Like [`Env::start`], with each plugin's controller options.
+    /// Like [`Env::start`], with each plugin's controller options. The CRDs are installed by
+    /// the administrator, as on a cluster before the host runs.
     pub async fn start_with_options(plugins: Vec<(&str, Options)>) -> Env {
         let base = Cluster::start().await;
         let loaded: Vec<Arc<Plugin>> = plugins.iter().map(|(name, _)| plugin(name)).collect();
-        host::install_crds(&base.client, &loaded).await.expect("CRDs install");
+        runtime::install_crds(&base.client, &loaded).await.expect("CRDs install");
+        let paths: Vec<PathBuf> = plugins.iter().map(|(name, _)| wasm_path(name)).collect();
+        let kubeconfig =
+            kubewasm_tests::host_kubeconfig(&base.cluster, &kubewasm_tests::kubewasm_binary(), &paths).await;
+        let host_client = DevCluster::client_from(&kubeconfig).await.expect("the host's client");
         let with_options = loaded.into_iter().zip(plugins).map(|(p, (_, options))| (p, options)).collect();
-        let host = Host::start(&base.client, with_options).await;
-        Env { base, host }
+        let host = Runtime::start(&host_client, with_options).await;
+        Env { base, host, host_client }
     }
 
     pub async fn stop(self) {
@@ -169,7 +177,7 @@ pub fn samples(text: &str) -> impl Iterator<Item = (&str, f64)> {
 
 /// The sum of every series of the metric `name` in `host`'s metrics, across its
 /// controllers.
-pub fn metric_sum(host: &Host, name: &str) -> f64 {
+pub fn metric_sum(host: &Runtime, name: &str) -> f64 {
     host.plugins()
         .filter_map(|p| host.controller(p))
         .map(|c| {
@@ -245,4 +253,27 @@ pub fn pods() -> ApiResource {
 
 pub fn configmaps() -> ApiResource {
     resource("", "v1", "ConfigMap", "configmaps")
+}
+
+pub fn gates() -> ApiResource {
+    resource("test.kubewasm.io", "v1", "Gate", "gates")
+}
+
+/// A Pod in `default` labelled `app: APP`.
+pub fn pod(name: &str, app: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "namespace": "default", "labels": {"app": app}},
+           "spec": {"containers": [{"name": "app", "image": "nginx"}]}})
+}
+
+/// A Service in `default` selecting the Pods `selector` matches.
+pub fn service(name: &str, selector: Value) -> Value {
+    json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
+           "spec": {"selector": selector, "ports": [{"port": 80}]}})
+}
+
+/// A `Gate` (the `gate` fixture) in `default`: its finalizer holds its deletion while
+/// it is not `open`.
+pub fn gate(name: &str, open: bool) -> Value {
+    json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Gate", "metadata": {"name": name, "namespace": "default"},
+           "spec": {"open": open}})
 }

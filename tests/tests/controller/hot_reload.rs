@@ -5,13 +5,15 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use kubewasm::host::{DirOptions, Host, PluginStatus};
 use kubewasm::metrics::Metrics;
 use kubewasm::plugin::{Engine, EngineOptions, Plugin};
+use kubewasm::runtime::{self, PluginStatus, Runtime};
 use serde_json::json;
 use tokio::sync::oneshot;
 
-use crate::harness::{Cluster, deployments, eventually, quick, resource, samples, services, wait_for, wasm_path};
+use crate::harness::{
+    Cluster, deployments, eventually, gate, gates, quick, resource, samples, services, wait_for, wasm_path,
+};
 
 /// A cluster and a host following a plugin directory in the background, as
 /// `kubewasm dev` runs it; the test sees the host's status after each rescan.
@@ -55,9 +57,9 @@ impl DirEnv {
         }
         let base = Cluster::start().await;
         let engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: None }).expect("engine");
-        let options = DirOptions { install_crds, controller: quick() };
+        let options = runtime::Options { install_crds, controller: quick() };
         let metrics = options.controller.metrics.clone();
-        let host = Host::from_dir(&base.client, &engine, &dir, options).await.expect("host");
+        let host = Runtime::from_dir(&base.client, &engine, &dir, options).await.expect("host");
         let seen = Arc::new(Mutex::new((host.status(), host.compiles())));
         let record = seen.clone();
         let (stop, stopped) = oneshot::channel::<()>();
@@ -274,15 +276,9 @@ async fn a_plugin_whose_kind_is_not_served_yet_starts_once_it_is() {
     assert_eq!(waiting.error, None, "waiting is not an error");
 
     let plugin = Plugin::load(&Engine::new().expect("engine"), &wasm_path("gate")).expect("gate loads");
-    kubewasm::host::install_crds(&env.client, &[Arc::new(plugin)]).await.expect("CRD installed");
+    kubewasm::runtime::install_crds(&env.client, &[Arc::new(plugin)]).await.expect("CRD installed");
     eventually("the controller to start", || async { env.status("gate.wasm").filter(|s| s.running) }).await;
-    let gates = resource("test.kubewasm.io", "v1", "Gate", "gates");
-    env.create(
-        &gates,
-        json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Gate",
-        "metadata": {"name": "late", "namespace": "default"}, "spec": {"open": true}}),
-    )
-    .await;
+    env.create(&gates(), gate("late", true)).await;
     let configmaps = resource("", "v1", "ConfigMap", "configmaps");
     wait_for(&env, &configmaps, "late-gate", "the Gate's ConfigMap", |_| true).await;
     env.stop().await;

@@ -9,6 +9,17 @@ fn misbehave(name: &str) -> serde_json::Value {
     json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Misbehave", "metadata": {"name": name, "namespace": "default"}})
 }
 
+fn misbehaves() -> kube::discovery::ApiResource {
+    resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves")
+}
+
+/// The `misbehave` fixture running in `mode`, and its parent `m`.
+async fn misbehaving(mode: &str) -> Env {
+    let env = Env::start_with(vec![("misbehave", json!({"mode": mode}))]).await;
+    env.create(&misbehaves(), misbehave("m")).await;
+    env
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_failing_plugin_does_not_stop_its_neighbour() {
     // A retryable error: the failing parent keeps being retried while its neighbour converges
@@ -16,7 +27,7 @@ async fn a_failing_plugin_does_not_stop_its_neighbour() {
     let env =
         Env::start_with(vec![("misbehave", json!({"mode": "retryable-error"})), ("demo-application", json!(null))])
             .await;
-    env.create(&resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves"), misbehave("m")).await;
+    env.create(&misbehaves(), misbehave("m")).await;
     env.create(
         &resource("paas.cmft.com", "v1beta1", "DemoApplication", "demoapplications"),
         json!({
@@ -43,8 +54,7 @@ async fn a_failing_plugin_does_not_stop_its_neighbour() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_response_writes_nothing() {
-    let env = Env::start_with(vec![("misbehave", json!({"mode": "foreign-kind"}))]).await;
-    env.create(&resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves"), misbehave("m")).await;
+    let env = misbehaving("foreign-kind").await;
     let events = eventually("a ResponseRefused warning", || async {
         let events = env.events("m", "ResponseRefused").await;
         (!events.is_empty()).then_some(events)
@@ -61,8 +71,7 @@ async fn a_refused_response_writes_nothing() {
 /// changed in it, and costs no write once settled.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_kept_child_is_neither_pruned_nor_rewritten() {
-    let env = Env::start_with(vec![("misbehave", json!({"mode": "keep"}))]).await;
-    env.create(&resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves"), misbehave("m")).await;
+    let env = misbehaving("keep").await;
     wait_for(&env, &deployments(), "m", "the Deployment built once", |_| true).await;
 
     // Someone else scales it, as an autoscaler would: the plugin keeps it as it is.
@@ -95,9 +104,7 @@ async fn a_kept_child_is_neither_pruned_nor_rewritten() {
 /// uid says so), and the parent gets a Warning saying the edit was not written.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_edited_child_with_its_uid_is_kept_and_the_mistake_is_reported() {
-    let env = Env::start_with(vec![("misbehave", json!({"mode": "keep-edited"}))]).await;
-    let misbehaves = resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves");
-    env.create(&misbehaves, misbehave("m")).await;
+    let env = misbehaving("keep-edited").await;
     let built = wait_for(&env, &deployments(), "m", "the Deployment built once", |_| true).await;
     let events = eventually("a KeptChildChanged warning", || async {
         let events = env.events("m", "KeptChildChanged").await;
@@ -115,15 +122,13 @@ async fn an_edited_child_with_its_uid_is_kept_and_the_mistake_is_reported() {
 /// gets a fresh one: the fixture counts the calls its instance served.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn each_reconcile_has_one_fresh_instance_for_both_calls() {
-    let env = Env::start_with(vec![("misbehave", json!({"mode": "count-calls"}))]).await;
-    let misbehaves = resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves");
-    env.create(&misbehaves, misbehave("m")).await;
-    wait_for(&env, &misbehaves, "m", "the status", |m| m["status"]["callsInInstance"] == 2).await;
+    let env = misbehaving("count-calls").await;
+    wait_for(&env, &misbehaves(), "m", "the status", |m| m["status"]["callsInInstance"] == 2).await;
     let controller = env.host.controller("misbehave").expect("controller");
     let reconciles = controller.reconciles();
     env.host.resync();
     eventually("the parent reconciled again", || async { (controller.reconciles() > reconciles).then_some(()) }).await;
-    let again = env.get(&misbehaves, "m").await.expect("the parent");
+    let again = env.get(&misbehaves(), "m").await.expect("the parent");
     assert_eq!(again.data["status"]["callsInInstance"], 2, "a fresh instance again, not the previous one");
     env.stop().await;
 }
@@ -138,12 +143,11 @@ fn a_reused_pool_slot_starts_from_the_plugin_s_initial_state() {
     let parent = json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Misbehave",
                         "metadata": {"name": "m", "namespace": "default", "uid": "u-1"}});
     for _ in 0..50 {
-        let reconciled = plugin
-            .reconcile_with(parent.clone(), |parent, _| {
-                let config = json!({"mode": "count-calls"});
-                Request::new(parent, vec![], vec![], false, "2026-01-01T00:00:00Z".into(), config)
-            })
-            .expect("reconcile");
-        assert_eq!(reconciled.response.status, Some(json!({"callsInInstance": 2})));
+        let mut instance = plugin.instance();
+        instance.related(&parent).expect("related");
+        let config = json!({"mode": "count-calls"});
+        let request = Request::new(parent.clone(), vec![], vec![], false, "2026-01-01T00:00:00Z".into(), config);
+        let response = instance.reconcile(&request).expect("reconcile");
+        assert_eq!(response.status, Some(json!({"callsInInstance": 2})));
     }
 }

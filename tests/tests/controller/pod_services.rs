@@ -3,14 +3,9 @@
 
 use serde_json::{Value, json};
 
-use crate::harness::{Env, pods, services, wait_for};
+use crate::harness::{Env, pod, pods, service, services, wait_for};
 
 const ANNOTATION: &str = "kubewasm.io/services";
-
-fn service(name: &str, selector: Value) -> Value {
-    json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": name, "namespace": "default"},
-           "spec": {"selector": selector, "ports": [{"port": 80}]}})
-}
 
 fn annotation(pod: &Value) -> Option<&str> {
     pod["metadata"]["annotations"][ANNOTATION].as_str()
@@ -19,13 +14,7 @@ fn annotation(pod: &Value) -> Option<&str> {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_annotation_follows_services_and_pod_labels() {
     let env = Env::start(&["pod-services"]).await;
-    env.create(
-        &pods(),
-        json!({"apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "web-0", "namespace": "default", "labels": {"app": "web"}},
-        "spec": {"containers": [{"name": "web", "image": "nginx"}]}}),
-    )
-    .await;
+    env.create(&pods(), pod("web-0", "web")).await;
     let reconciled = || env.host.controller("pod-services").expect("controller").reconciles();
     crate::harness::eventually("the Pod reconciled once", || async { (reconciled() > 0).then_some(()) }).await;
     let pod = env.get(&pods(), "web-0").await.expect("pod");

@@ -7,8 +7,9 @@ use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::api::{Api, Patch, PatchParams};
+use kubewasm::coordination::{LeaderElection, ReplicaMode};
 use kubewasm::plugin::Engine;
-use kubewasm::run::{self, LeaderElection, Options};
+use kubewasm::run::{self, Options};
 use serde_json::json;
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
@@ -56,13 +57,13 @@ fn start(cluster: &Cluster, options: Options) -> (oneshot::Sender<()>, JoinHandl
     (stop, host)
 }
 
-fn leader(identity: &str) -> LeaderElection {
-    LeaderElection {
+fn leader(identity: &str) -> ReplicaMode {
+    ReplicaMode::LeaderElected(LeaderElection {
         lease_namespace: "default".into(),
         lease_name: LEASE.into(),
         lease_duration: Duration::from_secs(2),
         identity: identity.into(),
-    }
+    })
 }
 
 async fn create_demo(cluster: &Cluster, name: &str) {
@@ -89,7 +90,7 @@ async fn the_host_leads_installs_crds_reconciles_and_stops_cleanly() {
     let options = Options {
         health_addr: Some(health),
         install_crds: true,
-        leader: Some(leader("host-a")),
+        replicas: leader("host-a"),
         ..Options::new(dir.path())
     };
     let (stop, host) = start(&cluster, options);
@@ -115,7 +116,7 @@ async fn the_host_leads_installs_crds_reconciles_and_stops_cleanly() {
 async fn a_host_whose_lease_is_taken_stops_with_an_error() {
     let cluster = Cluster::start().await;
     let dir = plugin_dir();
-    let options = Options { install_crds: true, leader: Some(leader("host-a")), ..Options::new(dir.path()) };
+    let options = Options { install_crds: true, replicas: leader("host-a"), ..Options::new(dir.path()) };
     let (_stop, host) = start(&cluster, options);
     eventually("host-a holds the lease", || async { (holder(&cluster).await? == "host-a").then_some(()) }).await;
 

@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use serde_json::json;
 
-use crate::harness::{Env, deployments, eventually, metric_sum, pods, resource, services, wait_for};
+use crate::harness::{Env, deployments, eventually, metric_sum, pod, pods, resource, service, services, wait_for};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_resync_of_converged_parents_makes_no_writes() {
@@ -27,19 +27,8 @@ async fn a_resync_of_converged_parents_makes_no_writes() {
         )
         .await;
     }
-    env.create(
-        &services(),
-        json!({"apiVersion": "v1", "kind": "Service", "metadata": {"name": "sel", "namespace": "default"},
-        "spec": {"selector": {"app": "app-0"}, "ports": [{"port": 80}]}}),
-    )
-    .await;
-    env.create(
-        &pods(),
-        json!({"apiVersion": "v1", "kind": "Pod",
-        "metadata": {"name": "p", "namespace": "default", "labels": {"app": "app-0"}},
-        "spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
-    )
-    .await;
+    env.create(&services(), service("sel", json!({"app": "app-0"}))).await;
+    env.create(&pods(), pod("p", "app-0")).await;
     for i in 0..3 {
         wait_for(&env, &services(), &format!("app-{i}"), "demo Services", |_| true).await;
         wait_for(&env, &deployments(), &format!("nginx-{i}"), "foo Deployments", |_| true).await;

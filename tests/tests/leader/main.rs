@@ -1,4 +1,4 @@
-//! Leader election (`kubewasm::leader`) against the embedded API server: two candidates
+//! Leader election (`kubewasm::coordination::leader`) against the embedded API server: two candidates
 //! on one Lease, exactly one leads, and the standby takes over when the leader stops
 //! or steps aside. Sharding, where every replica reconciles a part, is in `shard`.
 
@@ -9,7 +9,7 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Client;
 use kube::api::{Api, Patch, PatchParams};
-use kubewasm::leader::{Elector, Leadership};
+use kubewasm::coordination::leader::{Elector, Leadership};
 use kubewasm_devcluster::{DevCluster, Options};
 use serde_json::json;
 use tokio::sync::watch;

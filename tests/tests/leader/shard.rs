@@ -1,4 +1,4 @@
-//! Sharding (`kubewasm::shard`) against the embedded API server: members of one group
+//! Sharding (`kubewasm::coordination::shard`) against the embedded API server: members of one group
 //! split the parents, never two at once, take over from a member that crashes or
 //! leaves, and give a newcomer its share.
 
@@ -7,7 +7,7 @@ use std::time::Duration;
 use k8s_openapi::api::coordination::v1::Lease;
 use kube::Client;
 use kube::api::{Api, ListParams};
-use kubewasm::shard::{GROUP_LABEL, Joined, Member, Shard, owner};
+use kubewasm::coordination::shard::{GROUP_LABEL, Joined, Member, Shard, owner};
 use tokio::sync::watch;
 use tokio::time::Instant;
 

@@ -6,6 +6,7 @@ use std::cmp::Ordering;
 use serde_json::{Value, json};
 
 use super::schema;
+use super::validations::Rules;
 use super::{str_at, strings_at};
 use crate::encode;
 use crate::object;
@@ -47,6 +48,7 @@ pub(super) fn resource(crd: &Value) -> Resource {
                 schema: v.pointer("/schema/openAPIV3Schema").cloned(),
                 definition: None,
                 status: v.pointer("/subresources/status").is_some(),
+                storage: v.get("storage").and_then(Value::as_bool) == Some(true),
                 scale: v.pointer("/subresources/scale").map(|s| ScalePaths {
                     spec_replicas: str_at(s, &["specReplicasPath"]).to_string(),
                     status_replicas: str_at(s, &["statusReplicasPath"]).to_string(),
@@ -62,6 +64,7 @@ pub(super) fn resource(crd: &Value) -> Resource {
                 selectable.push(str_at(field, &["jsonPath"]).trim_start_matches('.').to_string());
             }
             let strategy = CustomResource {
+                rules: version.schema.as_ref().map(Rules::compile_lenient).unwrap_or_default(),
                 schema: version.schema.clone(),
                 columns: v.get("additionalPrinterColumns").and_then(Value::as_array).cloned().unwrap_or_default(),
                 status: version.status,
@@ -91,10 +94,16 @@ pub(super) fn resource(crd: &Value) -> Resource {
     Resource::new(ty, strategies, Some(object::name(crd).to_string()))
 }
 
+/// The schema errors that keep CEL rules from running (`hasBlockingErr`).
+const BLOCKING: [&str; 5] =
+    ["FieldValueNotSupported", "FieldValueRequired", "FieldValueTooLong", "FieldValueTooMany", "FieldValueTypeInvalid"];
+
 /// One version of a custom resource, as its CRD defines it.
 struct CustomResource {
     /// The `openAPIV3Schema`.
     schema: Option<Value>,
+    /// Its `x-kubernetes-validations`.
+    rules: Rules,
     /// `additionalPrinterColumns`.
     columns: Vec<Value>,
     /// Whether `status` is a subresource.
@@ -134,6 +143,22 @@ impl Strategy for CustomResource {
 
     fn selectable_fields(&self) -> SelectableFields {
         SelectableFields { labels: self.selectable.clone(), refusal: Refusal::Unsupported, value: field_value }
+    }
+
+    /// The CEL rules, unless the schema found an error that keeps them from running
+    /// (`hasBlockingErr` of the real custom resource strategy): then one cause says so.
+    fn validate_rules(&self, old: Option<&Value>, new: &Value) -> Vec<Cause> {
+        if self.rules.is_empty() {
+            return Vec::new();
+        }
+        if self.validate(new).iter().any(|c| BLOCKING.contains(&c.reason)) {
+            return vec![Cause::new(
+                "FieldValueInvalid",
+                "<nil>",
+                "Invalid value: \"null\": some validation rules were not checked because the object was invalid; correct the existing errors to complete validation",
+            )];
+        }
+        self.rules.validate(new, old)
     }
 
     /// The `additionalPrinterColumns` after the name (the CRD's table convertor), or an `Age`

@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::validations::Rules;
 use super::{DEFINITIONS, custom, str_at};
 use crate::object;
 use crate::printers::Columns;
@@ -41,12 +42,6 @@ impl Strategy for Definitions {
 
     /// A stored CRD serves its resource (in place of what it served before).
     fn after_write(&self, obj: &Value) -> Vec<Effect> {
-        if obj.to_string().contains("\"x-kubernetes-validations\"") {
-            tracing::warn!(
-                crd = %object::name(obj),
-                "x-kubernetes-validations (CEL) rules are not enforced by the embedded API server"
-            );
-        }
         vec![Effect::Serve(Arc::new(custom::resource(obj)))]
     }
 
@@ -120,6 +115,13 @@ fn validate(crd: &Value) -> Vec<Cause> {
                     "Invalid value: \"array\": must have exactly one version marked as storage version, found {storage}"
                 ),
             ));
+        }
+    }
+    for (i, version) in versions.iter().enumerate() {
+        if let Some(schema) = version.pointer("/schema/openAPIV3Schema")
+            && let Err(bad) = Rules::compile(schema, &format!("spec.versions[{i}].schema.openAPIV3Schema"))
+        {
+            causes.extend(bad);
         }
     }
     causes

@@ -9,6 +9,7 @@ mod admission;
 mod custom;
 mod definition;
 mod schema;
+mod validations;
 
 use serde_json::Value;
 

@@ -4,6 +4,7 @@
 
 use serde_json::{Value, json};
 
+use super::go_value::{check_immutable, label_selector};
 use super::pods::{containers, replica_columns, template};
 use super::{default_at, ensure_object};
 use crate::printers::{
@@ -23,6 +24,8 @@ pub(crate) struct Workload {
     /// The kind's `SetDefaults`.
     defaults: fn(&mut Value),
     columns: fn() -> Columns,
+    /// What an update may not change (`ValidateDeploymentUpdate` and its siblings).
+    update: fn(&Value, &Value) -> Vec<Cause>,
 }
 
 impl Strategy for Workload {
@@ -42,16 +45,8 @@ impl Strategy for Workload {
         workload(obj, self.noun)
     }
 
-    /// A workload's selector may not change (`ValidateDeploymentUpdate` and its siblings).
     fn validate_update(&self, old: &Value, new: &Value) -> Vec<Cause> {
-        match new.pointer("/spec/selector") {
-            Some(selector) if Some(selector) != old.pointer("/spec/selector") => vec![Cause::new(
-                "FieldValueInvalid",
-                "spec.selector",
-                format!("Invalid value: {selector}: field is immutable"),
-            )],
-            _ => Vec::new(),
-        }
+        (self.update)(old, new)
     }
 
     fn columns(&self) -> Columns {
@@ -59,8 +54,13 @@ impl Strategy for Workload {
     }
 }
 
-pub(crate) const DEPLOYMENTS: Workload =
-    Workload { noun: "deployment", status: || json!({}), defaults: deployment_defaults, columns: deployment_columns };
+pub(crate) const DEPLOYMENTS: Workload = Workload {
+    noun: "deployment",
+    status: || json!({}),
+    defaults: deployment_defaults,
+    columns: deployment_columns,
+    update: selector_immutable,
+};
 
 pub(crate) const REPLICA_SETS: Workload = Workload {
     // The real message names deployments for replica sets too.
@@ -73,6 +73,7 @@ pub(crate) const REPLICA_SETS: Workload = Workload {
     columns: || {
         replica_columns("io.k8s.api.apps.v1.ReplicaSetSpec", "io.k8s.api.apps.v1.ReplicaSetStatus", format_selector)
     },
+    update: selector_immutable,
 };
 
 pub(crate) const STATEFUL_SETS: Workload = Workload {
@@ -80,6 +81,7 @@ pub(crate) const STATEFUL_SETS: Workload = Workload {
     status: || json!({ "availableReplicas": 0, "replicas": 0 }),
     defaults: stateful_set_defaults,
     columns: stateful_set_columns,
+    update: stateful_set_update,
 };
 
 pub(crate) const DAEMON_SETS: Workload = Workload {
@@ -94,7 +96,44 @@ pub(crate) const DAEMON_SETS: Workload = Workload {
     },
     defaults: daemon_set_defaults,
     columns: daemon_set_columns,
+    update: selector_immutable,
 };
+
+/// The selector of a Deployment, `ReplicaSet` or `DaemonSet` may not change (their registry
+/// strategies' `ValidateUpdate`).
+fn selector_immutable(old: &Value, new: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    check_immutable(old, new, "/spec/selector", "spec.selector", label_selector, &mut causes);
+    causes
+}
+
+/// `ValidateStatefulSetUpdate`: besides the fields listed in its message, nothing of a
+/// `StatefulSet`'s spec may change (its selector, `serviceName`, `volumeClaimTemplates`,
+/// `podManagementPolicy`, `revisionHistoryLimit`). Both objects are defaulted, so a field an
+/// update leaves out is no change when its default is what is stored.
+fn stateful_set_update(old: &Value, new: &Value) -> Vec<Cause> {
+    const MUTABLE: [&str; 6] = [
+        "replicas",
+        "template",
+        "updateStrategy",
+        "minReadySeconds",
+        "ordinals",
+        "persistentVolumeClaimRetentionPolicy",
+    ];
+    let rest = |obj: &Value| {
+        let mut spec = obj.get("spec").and_then(Value::as_object).cloned().unwrap_or_default();
+        spec.retain(|k, v| !MUTABLE.contains(&k.as_str()) && !v.is_null());
+        spec
+    };
+    if rest(old) == rest(new) {
+        return Vec::new();
+    }
+    vec![Cause::new(
+        "FieldValueForbidden",
+        "spec",
+        "Forbidden: updates to statefulset spec for fields other than 'replicas', 'ordinals', 'template', 'updateStrategy', 'persistentVolumeClaimRetentionPolicy' and 'minReadySeconds' are forbidden",
+    )]
+}
 
 /// `SetDefaults_Deployment`.
 fn deployment_defaults(obj: &mut Value) {

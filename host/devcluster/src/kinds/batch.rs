@@ -2,6 +2,7 @@
 
 use serde_json::{Value, json};
 
+use super::go_value::{abridged, check_immutable, label_selector, scalar};
 use super::pods::{containers, template};
 use super::{default_at, ensure_object};
 use crate::object;
@@ -84,6 +85,39 @@ impl Strategy for Jobs {
         causes
     }
 
+    /// `ValidateJobSpecUpdate`: the selector, the pod template (but for the scheduling
+    /// directives of a suspended Job that never started), the completions (but in tandem with
+    /// the parallelism of an Indexed Job) and the failure and success policies are fixed.
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        completions_update(old, new, &mut causes);
+        check_immutable(old, new, "/spec/selector", "spec.selector", label_selector, &mut causes);
+        let mut old_template = old.pointer("/spec/template").cloned().unwrap_or_default();
+        if mutable_scheduling(old) {
+            let new_template = new.pointer("/spec/template").cloned().unwrap_or_default();
+            scheduling_directives_from(&new_template, &mut old_template);
+        }
+        let old_view = json!({ "spec": { "template": old_template } });
+        check_immutable(
+            &old_view,
+            new,
+            "/spec/template",
+            "spec.template",
+            abridged("core.PodTemplateSpec"),
+            &mut causes,
+        );
+        for (field, show) in [
+            ("completionMode", scalar as fn(Option<&Value>) -> String),
+            ("podFailurePolicy", |v| abridged("batch.PodFailurePolicy")(v)),
+            ("backoffLimitPerIndex", scalar),
+            ("managedBy", scalar),
+            ("successPolicy", |v| abridged("batch.SuccessPolicy")(v)),
+        ] {
+            check_immutable(old, new, &format!("/spec/{field}"), &format!("spec.{field}"), show, &mut causes);
+        }
+        causes
+    }
+
     /// `batch/v1`'s field label conversion: `status.successful` is the count of succeeded pods.
     fn selectable_fields(&self) -> SelectableFields {
         SelectableFields::new(
@@ -138,6 +172,89 @@ impl Strategy for Jobs {
                 ]
             }),
         }
+    }
+}
+
+/// `AllowMutableSchedulingDirectives` (the Job strategy's `validationOptionsForJob`): a Job
+/// suspended that never started may change where its pods will run.
+fn mutable_scheduling(old: &Value) -> bool {
+    old.pointer("/spec/suspend").and_then(Value::as_bool) == Some(true) && old.pointer("/status/startTime").is_none()
+}
+
+/// `validatePodTemplateUpdate`: what a suspended Job that never started may change of its pod
+/// template (labels, annotations, node selector, tolerations, scheduling gates and node
+/// affinity), copied into the old template before the two are compared.
+fn scheduling_directives_from(new: &Value, old: &mut Value) {
+    let (Some(old_map), Some(new_map)) = (old.as_object_mut(), new.as_object()) else {
+        return;
+    };
+    let old_meta = old_map.entry("metadata").or_insert_with(|| json!({}));
+    for field in ["labels", "annotations"] {
+        copy_field(new_map.get("metadata"), old_meta, field);
+    }
+    let old_spec = old_map.entry("spec").or_insert_with(|| json!({}));
+    let new_spec = new_map.get("spec");
+    for field in ["nodeSelector", "tolerations", "schedulingGates"] {
+        copy_field(new_spec, old_spec, field);
+    }
+    let new_affinity = new_spec.and_then(|s| s.get("affinity")).filter(|a| !a.is_null());
+    let Some(old_spec) = old_spec.as_object_mut() else {
+        return;
+    };
+    match (new_affinity, old_spec.get_mut("affinity").filter(|a| !a.is_null())) {
+        (None, Some(old_affinity)) => {
+            if let Some(a) = old_affinity.as_object_mut() {
+                a.remove("nodeAffinity");
+            }
+            if old_affinity.as_object().is_some_and(serde_json::Map::is_empty) {
+                old_spec.remove("affinity");
+            }
+        }
+        (Some(new_affinity), None) => {
+            let mut affinity = json!({});
+            copy_field(Some(new_affinity), &mut affinity, "nodeAffinity");
+            old_spec.insert("affinity".into(), affinity);
+        }
+        (Some(new_affinity), Some(old_affinity)) => copy_field(Some(new_affinity), old_affinity, "nodeAffinity"),
+        (None, None) => {}
+    }
+}
+
+/// Sets `field` of `to` to what `from` holds (removed when `from` lacks it).
+fn copy_field(from: Option<&Value>, to: &mut Value, field: &str) {
+    let Some(to) = to.as_object_mut() else {
+        return;
+    };
+    match from.and_then(|f| f.get(field)) {
+        Some(v) => {
+            to.insert(field.into(), v.clone());
+        }
+        None => {
+            to.remove(field);
+        }
+    }
+}
+
+/// `validateCompletions`: fixed, except that an Indexed Job (`ElasticIndexedJob`) may change
+/// them to its new parallelism.
+fn completions_update(old: &Value, new: &Value, causes: &mut Vec<Cause>) {
+    let indexed = new.pointer("/spec/completionMode").and_then(Value::as_str) == Some("Indexed");
+    if !indexed {
+        check_immutable(old, new, "/spec/completions", "spec.completions", scalar, causes);
+        return;
+    }
+    let completions = new.pointer("/spec/completions").filter(|c| !c.is_null());
+    if completions == old.pointer("/spec/completions") {
+        return;
+    }
+    if let Some(completions) = completions
+        && Some(completions) != new.pointer("/spec/parallelism")
+    {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            "spec.completions",
+            format!("Invalid value: {completions}: can only be modified in tandem with spec.parallelism"),
+        ));
     }
 }
 

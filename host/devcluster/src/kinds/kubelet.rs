@@ -120,7 +120,7 @@ fn log_options<'a>(pod: &str, param: &impl Fn(&str) -> Option<&'a str>) -> Resul
         (Some(seconds), None) if seconds < 1 => causes.push(invalid("sinceSeconds", seconds, "must be greater than 0")),
         _ => {}
     }
-    if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid_named("", "PodLogOptions", pod, &causes)) }
+    if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid_kind("", "PodLogOptions", pod, &causes)) }
 }
 
 fn invalid(field: &str, value: i64, detail: &str) -> Cause {

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::admission::Admission;
 use super::builtins;
 use super::crd;
-use super::strategy::{Plain, Strategy};
+use super::strategy::{Controller, Plain, Strategy};
 
 mod apps;
 mod autoscaling;
@@ -21,13 +21,19 @@ mod coordination;
 mod core;
 mod events;
 mod eviction;
+mod go_value;
 mod kubelet;
 mod networking;
 mod pods;
+mod policies;
 mod rbac;
 mod reviews;
+mod serviceaccounts;
 mod services;
 mod storage;
+
+pub(crate) use self::rbac::authorize;
+pub(crate) use self::serviceaccounts::authenticate as authenticate_token;
 
 /// The strategy of a built-in resource.
 pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
@@ -38,7 +44,7 @@ pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
         ("", "services") => Box::new(services::Services),
         ("", "namespaces") => Box::new(core::Namespaces),
         ("", "nodes") => Box::new(core::Nodes),
-        ("", "serviceaccounts") => Box::new(core::ServiceAccounts),
+        ("", "serviceaccounts") => Box::new(serviceaccounts::ServiceAccounts),
         ("", "endpoints") => Box::new(core::Endpoints),
         ("", "componentstatuses") => Box::new(core::ComponentStatuses),
         ("", "configmaps") => Box::new(config::ConfigMaps),
@@ -55,6 +61,8 @@ pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
         ("batch", "cronjobs") => Box::new(batch::CronJobs),
         ("networking.k8s.io", "ingresses") => Box::new(networking::Ingresses),
         ("networking.k8s.io", "networkpolicies") => Box::new(networking::NetworkPolicies),
+        ("networking.k8s.io", "ingressclasses") => Box::new(networking::IngressClasses),
+        ("storage.k8s.io", "storageclasses") => Box::new(storage::StorageClasses),
         ("autoscaling", "horizontalpodautoscalers") => Box::new(autoscaling::HorizontalPodAutoscalers),
         ("policy", "poddisruptionbudgets") => Box::new(autoscaling::PodDisruptionBudgets),
         ("coordination.k8s.io", "leases") => Box::new(coordination::Leases),
@@ -63,15 +71,11 @@ pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
         ("rbac.authorization.k8s.io", "roles" | "clusterroles") => Box::new(rbac::Roles),
         ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings") => Box::new(rbac::Bindings),
         ("rbac.authorization.k8s.io", _) => Box::new(rbac::Other),
-        ("authorization.k8s.io", "selfsubjectrulesreviews") => Box::new(reviews::RulesReviews),
-        ("authentication.k8s.io", "selfsubjectreviews") => Box::new(reviews::SelfSubjectReviews),
-        ("authorization.k8s.io", _) => Box::new(reviews::AccessReviews),
+        (group, plural) if reviews::REVIEWS.contains(&(group, plural)) => reviews::strategy(plural),
+        ("admissionregistration.k8s.io", "validatingadmissionpolicies") => Box::new(policies::Policies),
         (
             "admissionregistration.k8s.io",
-            "mutatingwebhookconfigurations"
-            | "validatingadmissionpolicies"
-            | "validatingadmissionpolicybindings"
-            | "validatingwebhookconfigurations",
+            "mutatingwebhookconfigurations" | "validatingadmissionpolicybindings" | "validatingwebhookconfigurations",
         )
         | ("flowcontrol.apiserver.k8s.io", "flowschemas" | "prioritylevelconfigurations") => Box::new(Generational),
         _ => Box::new(Plain),
@@ -89,10 +93,10 @@ impl Strategy for Generational {
 }
 
 /// Whether a built-in resource of the upstream data is served. Not served: the virtual
-/// resources that are only created and never stored (bindings, token reviews) except the
-/// reviews answered by `reviews` (in `v1`), and `autoscaling/v1` `HorizontalPodAutoscaler`,
-/// whose conversion to and from `v2` is not implemented. `componentstatuses` are made on each
-/// read (`core::ComponentStatuses`).
+/// resources that are only created and never stored (bindings) except the reviews answered
+/// by `reviews` (in `v1`), and `autoscaling/v1` `HorizontalPodAutoscaler`, whose conversion to
+/// and from `v2` is not implemented. `componentstatuses` are made on each read
+/// (`core::ComponentStatuses`).
 pub(crate) fn serves(r: &builtins::Resource) -> bool {
     let verbs = |v: &str| r.verbs.iter().any(|x| x == v);
     if reviews::REVIEWS.contains(&(r.group.as_str(), r.plural.as_str())) {
@@ -106,7 +110,22 @@ pub(crate) fn serves(r: &builtins::Resource) -> bool {
 
 /// The admission plugins of the built-in kinds.
 pub(crate) fn admission() -> Admission {
-    Admission::new(vec![Box::new(core::NamespaceLifecycle)], Vec::new())
+    Admission::new(
+        vec![Box::new(core::NamespaceLifecycle)],
+        vec![Box::new(rbac::Escalation), Box::new(policies::ValidatingPolicies)],
+    )
+}
+
+/// The controllers of kube-controller-manager the server runs itself (beside garbage
+/// collection): aggregated cluster roles and, with `namespaces`, a `default` service account
+/// and the CA `ca` (PEM) in every namespace.
+pub(crate) fn controllers(ca: &str, namespaces: bool) -> Vec<Box<dyn Controller>> {
+    let mut controllers: Vec<Box<dyn Controller>> = vec![Box::new(rbac::Aggregation)];
+    if namespaces {
+        controllers.push(Box::new(serviceaccounts::DefaultServiceAccounts));
+        controllers.push(Box::new(config::RootCaPublisher { ca: ca.to_string() }));
+    }
+    controllers
 }
 
 /// An object a new cluster has before anyone writes.
@@ -114,14 +133,15 @@ pub(crate) struct Initial {
     pub group: &'static str,
     pub version: &'static str,
     pub plural: &'static str,
-    pub namespace: Option<&'static str>,
+    pub namespace: Option<String>,
     pub object: Value,
 }
 
 /// What a new cluster holds (and what a data directory that lacks it gets): the namespaces
-/// `default`, `kube-system`, `kube-public` and `kube-node-lease`, and the `kubernetes`
-/// Service in `default`.
-pub(crate) fn initial_objects() -> Vec<Initial> {
+/// `default`, `kube-system`, `kube-public` and `kube-node-lease`, the `kubernetes` Service in
+/// `default` with its Endpoints and `EndpointSlice` (the server on loopback at `port`), and the
+/// default roles and bindings.
+pub(crate) fn initial_objects(port: u16) -> Vec<Initial> {
     let namespaces = ["default", "kube-system", "kube-public", "kube-node-lease"].map(|name| Initial {
         group: "",
         version: "v1",
@@ -133,7 +153,7 @@ pub(crate) fn initial_objects() -> Vec<Initial> {
         group: "",
         version: "v1",
         plural: "services",
-        namespace: Some("default"),
+        namespace: Some("default".into()),
         object: json!({
             "apiVersion": "v1",
             "kind": "Service",
@@ -149,7 +169,36 @@ pub(crate) fn initial_objects() -> Vec<Initial> {
             },
         }),
     };
-    namespaces.into_iter().chain([service]).collect()
+    let endpoints = Initial {
+        group: "",
+        version: "v1",
+        plural: "endpoints",
+        namespace: Some("default".into()),
+        object: json!({
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": { "name": "kubernetes", "labels": { "endpointslice.kubernetes.io/skip-mirror": "true" } },
+            "subsets": [{
+                "addresses": [{ "ip": "127.0.0.1" }],
+                "ports": [{ "name": "https", "port": port, "protocol": "TCP" }],
+            }],
+        }),
+    };
+    let slice = Initial {
+        group: "discovery.k8s.io",
+        version: "v1",
+        plural: "endpointslices",
+        namespace: Some("default".into()),
+        object: json!({
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": { "name": "kubernetes", "labels": { "kubernetes.io/service-name": "kubernetes" } },
+            "addressType": "IPv4",
+            "endpoints": [{ "addresses": ["127.0.0.1"], "conditions": { "ready": true } }],
+            "ports": [{ "name": "https", "port": port, "protocol": "TCP" }],
+        }),
+    };
+    namespaces.into_iter().chain([service, endpoints, slice]).chain(rbac::bootstrap_objects()).collect()
 }
 
 // Helpers the strategies share.

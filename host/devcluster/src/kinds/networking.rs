@@ -2,9 +2,11 @@
 
 use serde_json::{Value, json};
 
+use super::go_value::{check_immutable, scalar};
 use crate::printers::{
     Columns, age, age_column, column, doc, format_selector, load_balancer_addresses, name, name_column, text_or,
 };
+use crate::status::Cause;
 use crate::strategy::Strategy;
 
 pub(crate) struct Ingresses;
@@ -66,6 +68,17 @@ fn hosts(ingress: &Value) -> String {
         format!("{} + {} more...", list.join(","), rules.len() - 3)
     } else {
         list.join(",")
+    }
+}
+
+pub(crate) struct IngressClasses;
+
+impl Strategy for IngressClasses {
+    /// `ValidateIngressClassUpdate`: a class keeps its controller.
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        check_immutable(old, new, "/spec/controller", "spec.controller", scalar, &mut causes);
+        causes
     }
 }
 

@@ -40,6 +40,13 @@ impl Strategy for Pods {
         causes
     }
 
+    /// `ValidatePodUpdate`: a pod's spec is fixed but for its images, its active deadline, new
+    /// tolerations, a grace period of 1 where it was negative, and scheduling gates removed.
+    /// The real message goes on with a diff of the specs.
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<Cause> {
+        pod_update(old.get("spec"), new.get("spec"))
+    }
+
     /// The subresources kube-apiserver serves for pods itself; `resize` and `proxy` are not
     /// served.
     fn subresources(&self) -> &'static [&'static str] {
@@ -159,6 +166,67 @@ impl Strategy for Pods {
             }),
         }
     }
+}
+
+/// The fields of a pod's spec an update may change, as `ValidatePodUpdate` lists them.
+const UPDATABLE: &str = "`spec.containers[*].image`,`spec.initContainers[*].image`,`spec.activeDeadlineSeconds`,`spec.tolerations` (only additions to existing tolerations),`spec.terminationGracePeriodSeconds` (allow it to be set to 1 if it was previously negative)";
+
+/// The new spec with what an update may change taken from the old one (upstream's
+/// `mungedPodSpec`), compared with the old spec.
+fn pod_update(old: Option<&Value>, new: Option<&Value>) -> Vec<Cause> {
+    let (Some(old), Some(new)) = (old, new) else {
+        return Vec::new();
+    };
+    let mut causes = Vec::new();
+    let mut munged = new.clone();
+    for list in ["containers", "initContainers"] {
+        let old_list = old.get(list).and_then(Value::as_array).cloned().unwrap_or_default();
+        for (container, before) in
+            munged.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten().zip(&old_list)
+        {
+            if let (Some(c), Some(image)) = (container.as_object_mut(), before.get("image")) {
+                c.insert("image".into(), image.clone());
+            }
+        }
+    }
+    let old_tolerations = old.get("tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
+    let new_tolerations = new.get("tolerations").and_then(Value::as_array).cloned().unwrap_or_default();
+    if old_tolerations.iter().any(|t| !new_tolerations.contains(t)) {
+        causes.push(Cause::new(
+            "FieldValueForbidden",
+            "spec.tolerations",
+            "Forbidden: existing toleration can not be modified except its tolerationSeconds",
+        ));
+    }
+    let old_gates = old.get("schedulingGates").and_then(Value::as_array).cloned().unwrap_or_default();
+    let new_gates = new.get("schedulingGates").and_then(Value::as_array).cloned().unwrap_or_default();
+    let gates_removed_only = new_gates.iter().all(|g| old_gates.contains(g));
+    if let Some(m) = munged.as_object_mut() {
+        for field in ["activeDeadlineSeconds", "tolerations"] {
+            match old.get(field) {
+                Some(v) => m.insert(field.into(), v.clone()),
+                None => m.remove(field),
+            };
+        }
+        if gates_removed_only {
+            match old.get("schedulingGates") {
+                Some(v) => m.insert("schedulingGates".into(), v.clone()),
+                None => m.remove("schedulingGates"),
+            };
+        }
+        let grace = |s: &Value| s.get("terminationGracePeriodSeconds").and_then(Value::as_i64);
+        if grace(old).is_some_and(|g| g < 0) && grace(new) == Some(1) {
+            m.insert("terminationGracePeriodSeconds".into(), json!(grace(old)));
+        }
+    }
+    if &munged != old {
+        causes.push(Cause::new(
+            "FieldValueForbidden",
+            "spec",
+            format!("Forbidden: pod updates may not change fields other than {UPDATABLE}"),
+        ));
+    }
+    causes
 }
 
 pub(crate) struct PodTemplates;
@@ -285,7 +353,7 @@ fn bind(action: &Action<'_>, objects: &mut dyn Objects) -> Result<Value, ApiErro
         causes.push(Cause::new("FieldValueRequired", "target.name", "Required value"));
     }
     if !causes.is_empty() {
-        return Err(ApiError::invalid_named("", "Binding", name, &causes));
+        return Err(ApiError::invalid_kind("", "Binding", name, &causes));
     }
     let pods = (String::new(), "pods".to_string());
     let pod = objects.get(&pods, action.namespace, name).ok_or_else(|| ApiError::not_found("", "pods", name))?;

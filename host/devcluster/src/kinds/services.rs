@@ -4,6 +4,7 @@
 use serde_json::{Value, json};
 
 use super::default_at;
+use super::go_value::{scalar, strings};
 use crate::allocator::{Allocations, Range};
 use crate::names::NameRule;
 use crate::printers::{
@@ -56,6 +57,12 @@ impl Strategy for Services {
             }
         }
         causes
+    }
+
+    /// `ValidateServiceUpdate`: an allocated cluster IP, the primary IP family and a load
+    /// balancer class stay as they are.
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<Cause> {
+        service_update(old, new)
     }
 
     fn name_rule(&self) -> NameRule {
@@ -111,6 +118,61 @@ impl Strategy for Services {
     fn allocate(&self, taken: &Allocations, old: Option<&Value>, obj: &mut Value) -> Result<(), Cause> {
         allocate(taken, old, obj)
     }
+}
+
+/// `validateUpgradeDowngradeClusterIPs` and its neighbours. What an update leaves out is kept
+/// (the service storage's `patchAllocatedValues` copies it before validation), so only a value
+/// given, and different, is a change; a `clusterIP` changed alone moves `clusterIPs[0]` with it.
+fn service_update(old: &Value, new: &Value) -> Vec<Cause> {
+    let mut causes = Vec::new();
+    let kind = |o: &Value| text(o, "/spec/type").to_string();
+    let ips = |o: &Value| -> Vec<String> {
+        let listed: Vec<String> = o
+            .pointer("/spec/clusterIPs")
+            .and_then(Value::as_array)
+            .map(|l| l.iter().filter_map(Value::as_str).map(String::from).collect())
+            .unwrap_or_default();
+        let single = text(o, "/spec/clusterIP");
+        match listed.split_first() {
+            Some((first, rest)) if !single.is_empty() && single != first => {
+                std::iter::once(single.to_string()).chain(rest.iter().cloned()).collect()
+            }
+            None if !single.is_empty() => vec![single.to_string()],
+            _ => listed,
+        }
+    };
+    let (old_ips, new_ips) = (ips(old), ips(new));
+    let external = kind(old) == "ExternalName" || kind(new) == "ExternalName";
+    let headless = old_ips.first().is_some_and(|ip| ip == "None") && new_ips.first().is_some_and(|ip| ip == "None");
+    if !external && !headless && !new_ips.is_empty() && !old_ips.is_empty() && new_ips[0] != old_ips[0] {
+        let shown: Vec<Value> = new_ips.iter().map(|ip| json!(ip)).collect();
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            "spec.clusterIPs[0]",
+            format!("Invalid value: {}: may not change once set", strings(Some(&Value::Array(shown)))),
+        ));
+    }
+    if let (Some(before), Some(after)) = (
+        old.pointer("/spec/ipFamilies/0").and_then(Value::as_str),
+        new.pointer("/spec/ipFamilies/0").and_then(Value::as_str),
+    ) && before != after
+        && !external
+    {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            "spec.ipFamilies[0]",
+            format!("Invalid value: {after:?}: may not change once set"),
+        ));
+    }
+    let class = |o: &Value| o.pointer("/spec/loadBalancerClass").and_then(Value::as_str).map(String::from);
+    if kind(old) == "LoadBalancer" && kind(new) == "LoadBalancer" && class(old) != class(new) {
+        causes.push(Cause::new(
+            "FieldValueInvalid",
+            "spec.loadBalancerClass",
+            format!("Invalid value: {}: may not change once set", scalar(new.pointer("/spec/loadBalancerClass"))),
+        ));
+    }
+    causes
 }
 
 /// The cluster IPs handed out, `10.96.0.10` to `10.96.253.231` by their number (`10.96.x.y` is

@@ -2,9 +2,11 @@
 
 use serde_json::{Value, json};
 
+use super::go_value::{check_immutable, scalar};
 use super::{default_at, ensure_object};
 use crate::object;
 use crate::printers::{Columns, age, age_column, column, doc, name, name_column, text};
+use crate::status::Cause;
 use crate::strategy::Strategy;
 
 pub(crate) struct Claims;
@@ -17,6 +19,42 @@ impl Strategy for Claims {
     /// `SetDefaults_PersistentVolumeClaim` and `SetDefaults_PersistentVolumeClaimSpec`.
     fn defaults(&self, obj: &mut Value) {
         mode_and_phase(obj);
+    }
+
+    /// `ValidatePersistentVolumeClaimUpdate`: a claim's spec is fixed once created, but for
+    /// its `volumeName` while unset, and its requested storage and volume attributes class
+    /// once bound. Nothing binds claims here, so an unbound claim keeps its whole spec, as on
+    /// a cluster without a provisioner. The real message goes on with a diff of the specs.
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<Cause> {
+        let mut old_spec = old.get("spec").cloned().unwrap_or_else(|| json!({}));
+        let mut new_spec = new.get("spec").cloned().unwrap_or_else(|| json!({}));
+        if text(old, "/spec/volumeName").is_empty() {
+            copy(&new_spec, &mut old_spec, "/volumeName");
+        }
+        if text(new, "/status/phase") == "Bound" {
+            copy(&old_spec, &mut new_spec, "/resources/requests/storage");
+            copy(&old_spec, &mut new_spec, "/volumeAttributesClassName");
+        }
+        let mut causes = Vec::new();
+        let class = "/metadata/annotations/volume.beta.kubernetes.io~1storage-class";
+        if let Some(before) = old.pointer(class)
+            && Some(before) != new.pointer(class)
+        {
+            let after = new.pointer(class).and_then(Value::as_str).unwrap_or_default();
+            causes.push(Cause::new(
+                "FieldValueInvalid",
+                "metadata.annotations[volume.beta.kubernetes.io/storage-class]",
+                format!("Invalid value: {after:?}: field is immutable"),
+            ));
+        }
+        if old_spec != new_spec {
+            causes.push(Cause::new(
+                "FieldValueForbidden",
+                "spec",
+                "Forbidden: spec is immutable after creation except resources.requests and volumeAttributesClassName for bound claims",
+            ));
+        }
+        causes
     }
 
     fn columns(&self) -> Columns {
@@ -121,6 +159,70 @@ impl Strategy for Volumes {
                 ]
             }),
         }
+    }
+}
+
+/// Sets the value at `pointer` of `to` to what `from` holds there (removed when it holds none).
+fn copy(from: &Value, to: &mut Value, pointer: &str) {
+    let Some((parent, key)) = pointer.rsplit_once('/') else {
+        return;
+    };
+    let key = key.to_string();
+    match from.pointer(pointer).cloned() {
+        Some(v) => {
+            if let Some(map) = ensure_object_at(to, parent) {
+                map.insert(key, v);
+            }
+        }
+        None => {
+            if let Some(map) = to.pointer_mut(parent).and_then(Value::as_object_mut) {
+                map.remove(&key);
+            }
+        }
+    }
+}
+
+/// The object at `pointer` of `v` (`""` is `v` itself), created empty where absent.
+fn ensure_object_at<'a>(v: &'a mut Value, pointer: &str) -> Option<&'a mut serde_json::Map<String, Value>> {
+    if pointer.is_empty() {
+        return v.as_object_mut();
+    }
+    ensure_object(v, pointer)
+}
+
+pub(crate) struct StorageClasses;
+
+impl Strategy for StorageClasses {
+    /// `SetDefaults_StorageClass`.
+    fn defaults(&self, obj: &mut Value) {
+        if let Some(map) = obj.as_object_mut() {
+            map.entry("reclaimPolicy").or_insert(json!("Delete"));
+            map.entry("volumeBindingMode").or_insert(json!("Immediate"));
+        }
+    }
+
+    /// `ValidateStorageClassUpdate`: a class keeps its provisioner and how it provisions.
+    fn validate_update(&self, old: &Value, new: &Value) -> Vec<Cause> {
+        let mut causes = Vec::new();
+        let parameters = |o: &Value| o.get("parameters").and_then(Value::as_object).cloned().unwrap_or_default();
+        if parameters(old) != parameters(new) {
+            causes.push(Cause::new(
+                "FieldValueForbidden",
+                "parameters",
+                "Forbidden: updates to parameters are forbidden.",
+            ));
+        }
+        for field in ["provisioner", "reclaimPolicy"] {
+            if old.get(field) != new.get(field) {
+                causes.push(Cause::new(
+                    "FieldValueForbidden",
+                    field,
+                    format!("Forbidden: updates to {field} are forbidden."),
+                ));
+            }
+        }
+        check_immutable(old, new, "/volumeBindingMode", "volumeBindingMode", scalar, &mut causes);
+        causes
     }
 }
 

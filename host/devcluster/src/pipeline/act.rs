@@ -9,26 +9,39 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use super::delete::delete;
+use super::stages;
 use crate::cluster::Cluster;
 use crate::read::existing;
-use crate::request::{DeleteOptions, Target};
+use crate::request::{DeleteOptions, Target, WriteOptions};
 use crate::resource::GroupResource;
 use crate::status::ApiError;
-use crate::strategy::{Action, Objects};
+use crate::strategy::{Action, Answering, Objects};
+use crate::tokens::Signer;
 
-/// A create on the subresource `t` names: the kind's action, answered with 201 and its
-/// `Status` (whose `code` is 201 when the action gives none, as the create handler fills it).
+/// A create on the subresource `t` names, past admission as any create (a `CREATE` of the
+/// subresource, whose object is the body): the kind's answer (`serviceaccounts/token`), 201
+/// with what it made, or else its action, answered with 201 and its `Status` (whose `code` is
+/// 201 when the action gives none, as the create handler fills it). `signer` signs the tokens
+/// an answer hands out.
 pub(crate) fn act(
     cluster: &mut Cluster,
     t: &Target,
     body: &Value,
     query: &[(String, String)],
-    dry_run: bool,
+    opts: &WriteOptions,
+    signer: &Signer,
 ) -> Result<(u16, Value), ApiError> {
-    existing(&cluster.store, t)?;
-    let action = action(t, body, query, dry_run);
+    let parent = existing(&cluster.store, t)?;
+    let mut body = body.clone();
+    stages::admit_action(cluster, t, &mut body, opts)?;
     let strategy = t.rt.storage();
-    let mut objects = Acting { cluster, dry_run };
+    let subresource = t.subresource.as_deref().unwrap_or_default();
+    let context = Answering { user: &opts.user, store: &cluster.store, signer, namespace: t.ns() };
+    if let Some(answer) = strategy.answer_subresource(subresource, &parent, &body, &context) {
+        return answer.map(|made| (201, made));
+    }
+    let action = action(t, &body, query, opts.dry_run);
+    let mut objects = Acting { cluster, dry_run: opts.dry_run };
     let mut answer = strategy.act(&action, &mut objects).ok_or_else(ApiError::method_not_allowed)??;
     if answer.get("code").is_none_or(|c| c.as_u64() == Some(0)) {
         answer["code"] = json!(201);

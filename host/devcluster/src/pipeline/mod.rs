@@ -40,7 +40,7 @@ use super::object;
 use super::read::existing;
 use super::request::{Target, WriteOptions};
 use super::status::ApiError;
-use super::user::User;
+use super::strategy::Answering;
 
 /// How a write records field ownership.
 enum Ownership<'a> {
@@ -83,10 +83,12 @@ pub(crate) fn update(
     write(cluster, t, Some(&old), body, opts, &Ownership::Update(&opts.manager))
 }
 
-/// A create by `user` of a resource that is answered, never stored (the reviews): `None` for
-/// others.
-pub(crate) fn answer(t: &Target, review: &Value, user: &User) -> Option<Value> {
-    let status = t.strategy().answer(review, user)?;
+/// A create of a resource that is answered, never stored (the reviews): `None` for others.
+pub(crate) fn answer(t: &Target, review: &Value, context: &Answering<'_>) -> Option<Result<Value, ApiError>> {
+    let status = match t.strategy().answer(review, context)? {
+        Ok(status) => status,
+        Err(refused) => return Some(Err(refused)),
+    };
     let mut review = review.clone();
     review["apiVersion"] = json!(t.rt.api_version(&t.version));
     review["kind"] = json!(t.rt.kind);
@@ -95,7 +97,7 @@ pub(crate) fn answer(t: &Target, review: &Value, user: &User) -> Option<Value> {
     }
     review["metadata"]["creationTimestamp"] = Value::Null;
     review["status"] = status;
-    Some(review)
+    Some(Ok(review))
 }
 
 /// The sequence create (`old` is `None`) and update share; see the module documentation.
@@ -112,7 +114,7 @@ fn write(
     if operation == Operation::Create {
         stages::name(t, &mut new)?;
     }
-    stages::admit(cluster, t, operation, &mut new)?;
+    stages::admit(cluster, t, old, &mut new, opts)?;
     match old {
         None => stages::before_create(&cluster.store, t, &mut new)?,
         Some(old) => stages::before_update(t, old, &mut new)?,
@@ -122,7 +124,7 @@ fn write(
     stages::defaults(t, operation, &mut new);
     stages::validate(t, old, &new)?;
     stages::allocate(cluster, t, old, &mut new)?;
-    stages::admit_validated(cluster, t, operation, &new)?;
+    stages::admit_validated(cluster, t, old, &new, opts)?;
     t.strategy().canonicalize(&mut new);
     stages::track_generation(t, old, &mut new);
     if let Ownership::Update(manager) = ownership {

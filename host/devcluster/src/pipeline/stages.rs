@@ -12,7 +12,7 @@ use crate::decode;
 use crate::metadata;
 use crate::names;
 use crate::object;
-use crate::read::present;
+use crate::read::{convert, present};
 use crate::request::{FieldValidation, Target, WriteOptions};
 use crate::resource::ResourceType;
 use crate::status::{ApiError, Cause};
@@ -78,24 +78,60 @@ pub(super) fn name(t: &Target, new: &mut Value) -> Result<(), ApiError> {
     Ok(())
 }
 
-fn attributes<'a>(t: &'a Target, operation: Operation, name: &'a str) -> Attributes<'a> {
-    Attributes { operation, resource: &t.rt, namespace: t.ns(), name }
+/// What admission knows of a write to `t` of the object `name`.
+fn attributes<'a>(t: &'a Target, name: &'a str, old: Option<&'a Value>, opts: &'a WriteOptions) -> Attributes<'a> {
+    Attributes {
+        operation: if old.is_some() { Operation::Update } else { Operation::Create },
+        resource: &t.rt,
+        version: &t.version,
+        subresource: t.subresource.as_deref(),
+        namespace: t.ns(),
+        name,
+        old,
+        user: &opts.user,
+        dry_run: opts.dry_run,
+        warnings: &opts.warnings,
+    }
 }
 
 /// The mutating steps of admission.
-pub(super) fn admit(cluster: &Cluster, t: &Target, operation: Operation, new: &mut Value) -> Result<(), ApiError> {
+pub(super) fn admit(
+    cluster: &Cluster,
+    t: &Target,
+    old: Option<&Arc<Value>>,
+    new: &mut Value,
+    opts: &WriteOptions,
+) -> Result<(), ApiError> {
     let name = object::name(new).to_string();
-    cluster.admission.admit(&attributes(t, operation, &name), new, cluster)
+    let old = old.map(|o| present(&t.rt, &t.version, o));
+    cluster.admission.admit(&attributes(t, &name, old.as_ref(), opts), new, cluster)
 }
 
 /// The validating steps of admission, once the object is valid.
 pub(super) fn admit_validated(
     cluster: &Cluster,
     t: &Target,
-    operation: Operation,
+    old: Option<&Arc<Value>>,
     new: &Value,
+    opts: &WriteOptions,
 ) -> Result<(), ApiError> {
-    cluster.admission.validate(&attributes(t, operation, object::name(new)), new, cluster)
+    let old = old.map(|o| present(&t.rt, &t.version, o));
+    cluster.admission.validate(&attributes(t, object::name(new), old.as_ref(), opts), new, cluster)
+}
+
+/// Admission of a create at a subresource that acts or answers rather than stores (a pod's
+/// `eviction`, `serviceaccounts/token`): every step, mutating then validating, sees a `CREATE`
+/// of the subresource whose object is the request's body, as kube-apiserver's create handler
+/// admits it.
+pub(super) fn admit_action(
+    cluster: &Cluster,
+    t: &Target,
+    body: &mut Value,
+    opts: &WriteOptions,
+) -> Result<(), ApiError> {
+    let attributes = attributes(t, t.name(), None, opts);
+    cluster.admission.admit(&attributes, body, cluster)?;
+    cluster.admission.validate(&attributes, body, cluster)
 }
 
 /// `BeforeCreate`: the name's rule, no object stored under it, the fields only the server
@@ -296,7 +332,8 @@ pub(super) fn defaults(t: &Target, operation: Operation, new: &mut Value) {
     }
 }
 
-/// The kind's validation, and on update what an update may not change.
+/// The kind's validation, on update what an update may not change, and the rules that
+/// compare with the stored object.
 pub(super) fn validate(t: &Target, old: Option<&Arc<Value>>, new: &Value) -> Result<(), ApiError> {
     let strategy = t.strategy();
     // A subresource that writes part of the object has checks of its own (its REST storage's
@@ -311,6 +348,8 @@ pub(super) fn validate(t: &Target, old: Option<&Arc<Value>>, new: &Value) -> Res
     if let Some(old) = old {
         causes.extend(strategy.validate_update(old, new));
     }
+    let old_view = old.map(|o| present(&t.rt, &t.version, o));
+    causes.extend(t.strategy().validate_rules(old_view.as_ref(), new));
     if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&t.rt, object::name(new), &causes)) }
 }
 
@@ -394,7 +433,8 @@ pub(super) fn commit(
         }
         return (code, new);
     }
-    let stored = cluster.put(&t.gr(), new);
+    // Stored in the storage version, pruned by its schema (`status.storedVersions` lists it).
+    let stored = cluster.put(&t.gr(), convert(rt, rt.storage_version(), &new));
     cluster.apply(t.strategy().after_write(&stored));
     (code, present(rt, &t.version, &stored))
 }

@@ -241,6 +241,7 @@ pub(super) fn write_options(call: &Call, patch: Option<PatchType>) -> Result<Wri
             _ => FieldValidation::Warn,
         },
         warnings: std::cell::RefCell::default(),
+        user: call.user.clone(),
     })
 }
 

@@ -24,6 +24,7 @@ use crate::resource::Subresource;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::state::Shared;
 use crate::status::ApiError;
+use crate::strategy::Answering;
 use crate::watch::{self, WatchRequest};
 
 /// Serves the request for the resource path `path`: the representation asked for is
@@ -137,18 +138,7 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentatio
             let listed = read::list(&shared.lock().store, target, &filter, &paging)?;
             Ok(Reply::Json(200, listed.render()))
         }
-        ("create", None) => {
-            if target.rt.namespaced && target.namespace.is_none() {
-                return Err(ApiError::method_not_allowed());
-            }
-            let opts = write_options(call, None)?;
-            let body = decode_body(call, target)?;
-            if let Some(answer) = pipeline::answer(target, &body, &call.user) {
-                return Ok(Reply::Json(201, answer));
-            }
-            let (code, obj) = pipeline::create(&mut shared.lock(), target, body, &opts)?;
-            Ok(Reply::Warned(code, obj, opts.warnings.take()))
-        }
+        ("create", None) => create(shared, call, target),
         ("update", Some(_)) => {
             let opts = write_options(call, None)?;
             let body = decode_body(call, target)?;
@@ -182,6 +172,29 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentatio
     }
 }
 
+/// A create of an object, or of a review, which is answered and never stored.
+fn create(shared: &Arc<Shared>, call: &Call, target: &Target) -> Result<Reply, ApiError> {
+    if target.rt.namespaced && target.namespace.is_none() {
+        return Err(ApiError::method_not_allowed());
+    }
+    let opts = write_options(call, None)?;
+    let body = decode_body(call, target)?;
+    let answered = {
+        let cluster = shared.lock();
+        pipeline::answer(target, &body, &answering(shared, &cluster, call, target))
+    };
+    if let Some(answer) = answered {
+        return Ok(Reply::Json(201, answer?));
+    }
+    let (code, obj) = pipeline::create(&mut shared.lock(), target, body, &opts)?;
+    Ok(Reply::Warned(code, obj, opts.warnings.take()))
+}
+
+/// What an answered resource may read for the request `call`.
+fn answering<'a>(shared: &'a Shared, cluster: &'a Cluster, call: &'a Call, target: &'a Target) -> Answering<'a> {
+    Answering { user: &call.user, store: &cluster.store, signer: &shared.credentials.signer, namespace: target.ns() }
+}
+
 /// Refuses a verb the resource (or subresource) addressed does not serve; the subresource
 /// served, when one is addressed.
 fn served<'a>(target: &'a Target, verb: &str) -> Result<Option<&'a Subresource>, ApiError> {
@@ -201,7 +214,8 @@ fn served<'a>(target: &'a Target, verb: &str) -> Result<Option<&'a Subresource>,
 }
 
 /// A stream from where the object runs (a get or create of a connect subresource), or a
-/// create that acts on the object; `None` for the other requests to a subresource.
+/// create that acts on the object or is answered (`serviceaccounts/token`); `None` for the
+/// other requests to a subresource.
 fn stream_or_act(
     shared: &Arc<Shared>,
     call: &Call,
@@ -221,9 +235,11 @@ fn stream_or_act(
         let api_version =
             if sub.group.is_empty() { sub.version.clone() } else { format!("{}/{}", sub.group, sub.version) };
         let body = decode_as(call, &api_version, &sub.kind)?;
-        pipeline::act(&mut shared.lock(), target, &body, &call.query, opts.dry_run)
+        let (code, answer) =
+            pipeline::act(&mut shared.lock(), target, &body, &call.query, &opts, &shared.credentials.signer)?;
+        Ok(Reply::Warned(code, answer, opts.warnings.take()))
     });
-    Some(acted.map(|(code, answer)| Reply::Json(code, answer)))
+    Some(acted)
 }
 
 /// A read of a resource whose objects are made on each read (`Strategy::computed`): never

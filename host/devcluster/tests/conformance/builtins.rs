@@ -122,20 +122,21 @@ async fn service_ports_are_keyed_by_port_and_protocol_for_every_applier() {
 #[tokio::test]
 async fn topology_spread_constraints_are_keyed_by_topology_key_and_when_unsatisfiable() {
     // A field-name guess keys them by topologyKey alone and merges the two; the upstream
-    // definition keys them by both fields, so both stay.
+    // definition keys them by both fields, so both stay. (In a pod template: a Pod's spec may
+    // not change after creation.)
     let dc = start().await;
-    let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(dc.client(), "default");
-    let pod = |when: &str| {
+    let templates: Api<k8s_openapi::api::core::v1::PodTemplate> = Api::namespaced(dc.client(), "default");
+    let template = |when: &str| {
         Patch::Apply(json!({
-            "apiVersion": "v1", "kind": "Pod", "metadata": { "name": "p" },
-            "spec": { "containers": [{ "name": "c", "image": "nginx" }], "topologySpreadConstraints": [
+            "apiVersion": "v1", "kind": "PodTemplate", "metadata": { "name": "p" },
+            "template": { "spec": { "containers": [{ "name": "c", "image": "nginx" }], "topologySpreadConstraints": [
                 { "maxSkew": 1, "topologyKey": "zone", "whenUnsatisfiable": when, "labelSelector": { "matchLabels": { "a": "b" } } }
-            ] },
+            ] } },
         }))
     };
-    pods.patch("p", &PatchParams::apply("first"), &pod("DoNotSchedule")).await.unwrap();
-    let both = pods.patch("p", &PatchParams::apply("second"), &pod("ScheduleAnyway")).await.unwrap();
-    let constraints = both.spec.unwrap().topology_spread_constraints.unwrap();
+    templates.patch("p", &PatchParams::apply("first"), &template("DoNotSchedule")).await.unwrap();
+    let both = templates.patch("p", &PatchParams::apply("second"), &template("ScheduleAnyway")).await.unwrap();
+    let constraints = both.template.unwrap().spec.unwrap().topology_spread_constraints.unwrap();
     let when: Vec<&str> = constraints.iter().map(|c| c.when_unsatisfiable.as_str()).collect();
     assert_eq!(when, ["DoNotSchedule", "ScheduleAnyway"]);
     dc.shutdown().await;
@@ -192,7 +193,7 @@ async fn verbs_a_resource_does_not_serve_are_refused() {
 }
 
 #[tokio::test]
-async fn access_reviews_allow_everything_as_a_server_without_authorization() {
+async fn access_reviews_allow_the_administrator_everything() {
     use k8s_openapi::api::authorization::v1::{
         ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
     };

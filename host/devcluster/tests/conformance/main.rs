@@ -2,10 +2,14 @@
 //! through the real `kube` client and, in `kubectl`, through the real kubectl.
 
 mod apply;
+mod authorization;
 mod bad_input;
+mod bootstrap;
 mod builtins;
+mod cel;
 mod concurrency;
 mod crd_validation;
+mod crd_versions;
 mod crud;
 mod defaults;
 mod delete_gc;
@@ -13,6 +17,7 @@ mod discovery;
 mod encoding;
 mod faults;
 mod field_selectors;
+mod https;
 mod kubectl;
 mod patch;
 mod persistence;
@@ -21,6 +26,8 @@ mod representations;
 mod smd;
 mod subresources;
 mod tables;
+mod tokens;
+mod update_validation;
 mod watch;
 
 use std::path::PathBuf;
@@ -47,6 +54,14 @@ fn watchdog() {
 pub async fn start() -> DevCluster {
     watchdog();
     DevCluster::start(Options::default()).await.expect("the server starts")
+}
+
+/// A fresh in-memory server whose namespaces hold only what a test puts there: no
+/// `kube-root-ca.crt` or `default` service account, for tests that count the objects of a
+/// namespace (a real cluster has those two in every namespace).
+pub async fn start_empty() -> DevCluster {
+    watchdog();
+    DevCluster::start(Options { namespace_controllers: false, ..Options::default() }).await.expect("the server starts")
 }
 
 pub fn fixture(name: &str) -> PathBuf {

@@ -9,7 +9,7 @@ use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, W
 use serde_json::{Value, json};
 
 use super::kubectl::{Streaming, kubectl, ok};
-use super::{exchange, start};
+use super::{exchange, start, start_empty};
 
 const METADATA: &str = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
 const METADATA_LIST: &str = "application/json;as=PartialObjectMetadataList;g=meta.k8s.io;v=v1";
@@ -126,7 +126,7 @@ async fn representations_that_do_not_fit_are_406() {
 
 #[tokio::test]
 async fn a_collection_delete_answers_a_metadata_list_and_a_table_watch_sends_headers_once() {
-    let dc = start().await;
+    let dc = start_empty().await;
     let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
     for name in ["a", "b"] {
         cms.create(&PostParams::default(), &serde_json::from_value(json!({ "metadata": { "name": name } })).unwrap())

@@ -15,7 +15,7 @@ use super::{api_error, exchange, raw, start};
 /// A client that does not retry a 429 as kube's default client does: the refusal is what the
 /// tests look at.
 fn without_retries(dc: &kubewasm_devcluster::DevCluster) -> kube::Client {
-    let mut config = kube::Config::new(dc.url().parse().unwrap());
+    let mut config = dc.config();
     config.default_retry = false;
     kube::Client::try_from(config).unwrap()
 }

@@ -1,0 +1,188 @@
+//! One offline reconcile on objects read from YAML files: what `kubewasm render`
+//! prints and what golden tests compare.
+//!
+//! The plugin sees exactly what the host would hand it ([`kubewasm::plugin::view`], the
+//! function the controllers use): only the observed objects its parent controls, only
+//! the related objects its queries select, and no `managedFields`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use kubewasm::plugin::{CallError, Plugin, Refusal, Request, Response, validate, view};
+
+/// Why a render failed; each variant names what to fix.
+#[derive(Debug, thiserror::Error)]
+pub enum RenderError {
+    /// The file cannot be read.
+    #[error("{}: {source}", file.display())]
+    Read { file: PathBuf, source: std::io::Error },
+    /// The file is not YAML or JSON; the message gives the line and column.
+    #[error("{}: {}", file.display(), located(source))]
+    Parse { file: PathBuf, source: serde_yaml_ng::Error },
+    /// The file parses but does not hold what the render needs.
+    #[error("{}: {message}", file.display())]
+    Input { file: PathBuf, message: String },
+    #[error(transparent)]
+    Call(#[from] CallError),
+    #[error(transparent)]
+    Refused(#[from] Refusal),
+}
+
+/// The files of one render.
+#[derive(Clone, Debug, Default)]
+pub struct Inputs {
+    pub parent: PathBuf,
+    pub observed: Option<PathBuf>,
+    pub related: Option<PathBuf>,
+    pub config: Option<PathBuf>,
+}
+
+/// A validated decision, and notes on inputs the host would not have passed.
+#[derive(Clone, Debug)]
+pub struct Rendered {
+    pub parent: Value,
+    pub response: Response,
+    pub notes: Vec<String>,
+}
+
+/// Reads the inputs, calls the plugin as the host would, and validates the answer.
+///
+/// # Errors
+///
+/// A [`RenderError`]: an input file that does not parse (with its line), a failed
+/// call, or a refused response.
+pub fn render(plugin: &Plugin, inputs: &Inputs, now: &str) -> Result<Rendered, RenderError> {
+    let manifest = plugin.manifest();
+    let mut parents = read_objects(&inputs.parent)?;
+    if parents.len() != 1 {
+        return Err(RenderError::Input {
+            file: inputs.parent.clone(),
+            message: format!("expected exactly one parent object, found {}", parents.len()),
+        });
+    }
+    let parent = view::shown(parents.remove(0));
+    if !manifest.parent.matches(&parent) {
+        return Err(RenderError::Input {
+            file: inputs.parent.clone(),
+            message: format!("the parent must be a {}, this plugin's parent kind", manifest.parent),
+        });
+    }
+    let observed = optional_objects(inputs.observed.as_deref())?;
+    let related = optional_objects(inputs.related.as_deref())?;
+    let config = match &inputs.config {
+        Some(file) => read_document(file)?,
+        None => Value::Null,
+    };
+    // One instance for both calls, as the controllers do.
+    let mut instance = plugin.instance();
+    let queries = instance.related(&parent)?;
+    let shown = view::select(manifest, &parent, &queries, observed, related);
+    let request = Request::new(parent, shown.children, shown.related, false, now.into(), config);
+    let response = instance.reconcile(&request)?;
+    let response = validate(manifest, request.parent().json(), response)?;
+    Ok(Rendered { parent: request.parent().json().clone(), response, notes: shown.left_out })
+}
+
+impl Rendered {
+    /// The decision as a YAML stream: the parent with its new status, labels and
+    /// annotations; each desired child; then a `Result` with events and requeue, if any.
+    ///
+    /// # Errors
+    ///
+    /// Only if serialization fails, which JSON values never do.
+    pub fn to_yaml(&self) -> Result<String, serde_yaml_ng::Error> {
+        let r = &self.response;
+        let meta = &self.parent["metadata"];
+        let mut parent = json!({
+            "apiVersion": self.parent["apiVersion"],
+            "kind": self.parent["kind"],
+            "metadata": {"name": meta["name"]},
+        });
+        if let Some(ns) = meta.get("namespace") {
+            parent["metadata"]["namespace"] = ns.clone();
+        }
+        if !r.labels.is_empty() {
+            parent["metadata"]["labels"] = json!(r.labels);
+        }
+        if !r.annotations.is_empty() {
+            parent["metadata"]["annotations"] = json!(r.annotations);
+        }
+        if let Some(status) = &r.status {
+            parent["status"] = status.clone();
+        }
+        let mut documents = vec![parent];
+        documents.extend(r.children.iter().cloned());
+        if !r.events.is_empty() || r.requeue_after.is_some() || r.finalized {
+            let mut result = json!({"apiVersion": "render.kubewasm.io/v1alpha1", "kind": "Result"});
+            if !r.events.is_empty() {
+                result["events"] = json!(r.events);
+            }
+            if let Some(after) = r.requeue_after {
+                result["requeueAfter"] = json!(format!("{}ms", after.as_millis()));
+            }
+            if r.finalized {
+                result["finalized"] = json!(true);
+            }
+            documents.push(result);
+        }
+        let mut out = String::new();
+        for doc in documents {
+            out.push_str("---\n");
+            out.push_str(&serde_yaml_ng::to_string(&doc)?);
+        }
+        Ok(out)
+    }
+}
+
+/// Every object in a YAML (or JSON) file: several `---` documents and `kind: List`
+/// objects are flattened; empty documents are skipped.
+///
+/// # Errors
+///
+/// A [`RenderError`] naming the file and, for syntax errors, the line and column.
+pub fn read_objects(file: &Path) -> Result<Vec<Value>, RenderError> {
+    let text = read_text(file)?;
+    let mut objects = Vec::new();
+    for document in serde_yaml_ng::Deserializer::from_str(&text) {
+        let value: Value = serde::Deserialize::deserialize(document).map_err(|source| parse_error(file, source))?;
+        match value {
+            Value::Null => {}
+            Value::Object(ref o) if o.get("kind").and_then(Value::as_str).is_some_and(|k| k.ends_with("List")) => {
+                objects.extend(o.get("items").and_then(Value::as_array).cloned().unwrap_or_default());
+            }
+            Value::Object(_) => objects.push(value),
+            other => {
+                return Err(RenderError::Input {
+                    file: file.to_path_buf(),
+                    message: format!("expected Kubernetes objects, found {other}"),
+                });
+            }
+        }
+    }
+    Ok(objects)
+}
+
+fn optional_objects(file: Option<&Path>) -> Result<Vec<Value>, RenderError> {
+    file.map_or_else(|| Ok(Vec::new()), read_objects)
+}
+
+fn read_document(file: &Path) -> Result<Value, RenderError> {
+    serde_yaml_ng::from_str(&read_text(file)?).map_err(|source| parse_error(file, source))
+}
+
+fn read_text(file: &Path) -> Result<String, RenderError> {
+    std::fs::read_to_string(file).map_err(|source| RenderError::Read { file: file.to_path_buf(), source })
+}
+
+fn parse_error(file: &Path, source: serde_yaml_ng::Error) -> RenderError {
+    RenderError::Parse { file: file.to_path_buf(), source }
+}
+
+/// A YAML error with its line and column first, where the parser knows them.
+fn located(e: &serde_yaml_ng::Error) -> String {
+    match e.location() {
+        Some(l) => format!("line {} column {}: {e}", l.line(), l.column()),
+        None => e.to_string(),
+    }
+}

@@ -1,0 +1,46 @@
+//! What every reconcile of one plugin shares: the plugin version it runs, the caches,
+//! the related queries, the queue, the writer and the options.
+
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, PoisonError, RwLock};
+
+use serde_json::Value;
+
+use super::cache::Caches;
+use super::options::Options;
+use super::queue::Queue;
+use super::related::RelatedIndex;
+use super::write::Writer;
+use crate::plugin::Plugin;
+
+/// The plugin version and settings a reconcile runs with; swapped as a whole, so a
+/// reconcile in flight finishes with the version it started with.
+#[derive(Clone)]
+pub(crate) struct Current {
+    pub(crate) plugin: Arc<Plugin>,
+    pub(crate) config: Value,
+}
+
+/// What every reconcile of one plugin shares.
+pub(crate) struct Context {
+    pub(crate) current: RwLock<Current>,
+    pub(crate) caches: Caches,
+    pub(crate) related: Arc<RelatedIndex>,
+    pub(crate) queue: Arc<Queue>,
+    pub(crate) writer: Writer,
+    pub(crate) options: Options,
+    /// Reconciles finished so far, successful or not.
+    pub(crate) reconciles: Arc<AtomicU64>,
+}
+
+impl Context {
+    /// The plugin version and settings a reconcile starting now runs with.
+    pub(crate) fn current(&self) -> Current {
+        self.current.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Hands reconciles that start from now on a new version or new settings.
+    pub(crate) fn swap(&self, current: Current) {
+        *self.current.write().unwrap_or_else(PoisonError::into_inner) = current;
+    }
+}

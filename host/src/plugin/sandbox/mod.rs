@@ -1,0 +1,103 @@
+//! One call's sandbox: a fresh store composed of one piece per capability, as Spin
+//! composes its factors. Each capability is a module with its per-call state and what
+//! it links: [`limits`] (deadline, memory, pool slots), [`wasi`] (files, environment and
+//! sockets denied, fixed clocks, stderr captured), [`http`] (every request denied),
+//! [`logging`] (the contract's `log` import) and [`failure`] (what went wrong, in words).
+//! A new capability is a new module here, one field of [`CallState`] and one line of
+//! [`linker`].
+
+pub(crate) mod failure;
+pub(crate) mod http;
+pub(crate) mod limits;
+pub(crate) mod logging;
+pub(crate) mod wasi;
+
+use wasmtime::component::{HasSelf, Linker, ResourceTable};
+use wasmtime::{ResourceLimiter, Store};
+use wasmtime_wasi::{WasiCtxView, WasiView};
+use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
+
+use super::contract::bindings;
+use super::pool::PoolSlots;
+use failure::{CallError, Evidence};
+use http::Http;
+use limits::{Limiter, Limits};
+use logging::PluginLog;
+use wasi::Wasi;
+
+/// The store's data for one call: each capability's state.
+pub(crate) struct CallState {
+    wasi: Wasi,
+    http: Http,
+    /// The resources WASI and `wasi:http` hand the guest.
+    table: ResourceTable,
+    limiter: Limiter,
+    log: PluginLog,
+    plugin: String,
+}
+
+impl WasiView for CallState {
+    fn ctx(&mut self) -> WasiCtxView<'_> {
+        self.wasi.view(&mut self.table)
+    }
+}
+
+impl WasiHttpView for CallState {
+    fn http(&mut self) -> WasiHttpCtxView<'_> {
+        self.http.view(&mut self.table)
+    }
+}
+
+/// What every store of an engine can call: each capability's imports and the
+/// contract's own (`log`). Built once per engine.
+pub(crate) fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<CallState>> {
+    let mut linker = Linker::new(engine);
+    wasi::add_to_linker(&mut linker)?;
+    http::add_to_linker(&mut linker)?;
+    bindings::Plugin::add_to_linker::<_, HasSelf<PluginLog>>(&mut linker, |state: &mut CallState| &mut state.log)?;
+    Ok(linker)
+}
+
+/// A fresh store for one call of `plugin`, with `limits` in force, in which no more
+/// than `slots` core instances, memories and tables can be created.
+pub(crate) fn new_store(engine: &wasmtime::Engine, plugin: &str, limits: Limits, slots: PoolSlots) -> Store<CallState> {
+    let state = CallState {
+        wasi: Wasi::new(),
+        http: Http::denied(plugin),
+        table: ResourceTable::new(),
+        limiter: Limiter::new(limits, slots),
+        log: PluginLog::new(plugin, limits.log_lines),
+        plugin: plugin.to_string(),
+    };
+    let mut store = Store::new(engine, state);
+    store.limiter(|state| &mut state.limiter as &mut dyn ResourceLimiter);
+    rearm(&mut store, limits);
+    store
+}
+
+/// Gives the next call in `store` the whole deadline and log budget of `limits`:
+/// the calls of one reconcile share an instance, not their limits.
+pub(crate) fn rearm(store: &mut Store<CallState>, limits: Limits) {
+    store.set_epoch_deadline(limits.deadline_ticks());
+    store.data_mut().log.rearm(limits.log_lines);
+}
+
+impl CallState {
+    /// Log lines the plugin emitted beyond its budget in this call.
+    pub(crate) fn logs_dropped(&self) -> u32 {
+        self.log.dropped()
+    }
+
+    /// Why the call `call` failed with `error`, from what it left in this store.
+    pub(crate) fn failure(&self, error: &wasmtime::Error, call: &'static str, limits: Limits) -> CallError {
+        let stderr = self.wasi.stderr();
+        let evidence = Evidence {
+            plugin: &self.plugin,
+            call,
+            deadline: limits.deadline,
+            memory_exceeded_mib: self.limiter.exceeded_mib(),
+            stderr: &stderr,
+        };
+        failure::classify(error, &evidence)
+    }
+}

@@ -1,0 +1,448 @@
+//! The runtime: the plugins a host runs, each with its runner (a controller), started
+//! and stopped independently; with a plugin directory, kept in step with its files.
+//!
+//! `directory` reads the files, [`Runtime`] loads them and asks `reload` (a pure
+//! function) what a new version or new settings do to what runs, and `runners` starts,
+//! swaps and stops the controllers; `crds` installs the plugins' CRDs for `kubewasm dev`.
+
+mod crds;
+mod directory;
+mod reload;
+mod runners;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use kube::Client;
+use tracing::{error, info};
+
+use crate::controller::{self, Controller};
+use crate::metrics::{Metrics, Outcome};
+use crate::plugin::{self, Engine, LoadError, Plugin, Settings, SettingsError};
+use reload::{Decision, Version};
+use runners::Runners;
+
+pub use crds::{CrdError, install_crds};
+
+/// Why the runtime could not follow its plugin directory. A plugin that fails to load,
+/// or whose CRDs are refused, is no error of the runtime: it is reported and skipped.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// The plugin directory cannot be read or watched.
+    #[error("{}: {source}", dir.display())]
+    PluginDir { dir: PathBuf, source: std::io::Error },
+}
+
+/// The `.wasm` files of `dir` the host would run, in name order.
+///
+/// # Errors
+///
+/// When `dir` cannot be read.
+pub fn plugin_files(dir: &Path) -> Result<Vec<PathBuf>, Error> {
+    let entries = directory::scan(dir).map_err(|source| Error::PluginDir { dir: dir.to_path_buf(), source })?;
+    Ok(entries.into_values().map(|e| e.wasm).collect())
+}
+
+/// Loads the plugins of `dir` ([`plugin_files`]). A file that fails to load is
+/// reported and skipped: one bad plugin never stops the others.
+///
+/// # Errors
+///
+/// Only when `dir` itself cannot be read.
+pub fn load_dir(engine: &Engine, dir: &Path) -> Result<(Vec<Arc<Plugin>>, Vec<LoadError>), Error> {
+    let (mut plugins, mut failures) = (Vec::new(), Vec::new());
+    for file in plugin_files(dir)? {
+        match Plugin::load(engine, &file) {
+            Ok(plugin) => plugins.push(Arc::new(plugin)),
+            Err(e) => failures.push(e),
+        }
+    }
+    Ok((plugins, failures))
+}
+
+/// How long a changed file must hold still before it is read.
+const SETTLE: Duration = Duration::from_millis(100);
+/// Quiet period folding a burst of file events into one rescan.
+const QUIET: Duration = Duration::from_millis(200);
+
+/// How the runtime treats its plugins.
+#[derive(Clone, Debug, Default)]
+pub struct Options {
+    /// Install (server-side apply) the CRDs each plugin defines: `kubewasm dev`.
+    pub install_crds: bool,
+    /// Settings every controller starts from; `NAME.toml` overrides per plugin.
+    pub controller: controller::Options,
+}
+
+/// What the host shows of one plugin file.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct PluginStatus {
+    /// The `.wasm` file.
+    pub file: String,
+    /// The plugin's name, once a version of it loaded.
+    pub name: Option<String>,
+    /// The running version (SHA-256 of the file it came from).
+    pub hash: Option<String>,
+    pub running: bool,
+    /// The kind the plugin waits for: not served by the API server yet.
+    pub waiting_for: Option<String>,
+    /// Why the newest version of the file (or its settings) is not in use.
+    pub error: Option<String>,
+}
+
+/// One plugin file as the host runs it.
+struct Slot {
+    wasm: PathBuf,
+    /// Hashes of the `.wasm` and settings bytes last read (empty: no settings
+    /// file), good or bad, so an unchanged bad file is not reported again at every
+    /// rescan.
+    seen: Option<(String, String)>,
+    /// The last good version and the settings in force.
+    plugin: Option<Arc<Plugin>>,
+    settings: Settings,
+    error: Option<String>,
+}
+
+/// How often the host looks again for the kinds a waiting plugin needs.
+const WAIT_RETRY: Duration = Duration::from_secs(2);
+
+/// The running plugins, one controller each, started and stopped independently; with
+/// a directory, kept in step with its files.
+pub struct Runtime {
+    client: Client,
+    runners: Runners,
+    /// The plugin directory the runtime follows, if it was started from one.
+    directory: Option<Directory>,
+    options: Options,
+}
+
+/// A plugin directory and what the host has made of its files.
+struct Directory {
+    path: PathBuf,
+    engine: Engine,
+    slots: BTreeMap<String, Slot>,
+    compiles: u64,
+    failures: u64,
+}
+
+impl Directory {
+    /// Compiles (or takes from the cache) the component in `bytes`, read from `file`.
+    async fn load(&mut self, file: &Path, bytes: Vec<u8>, metrics: &Metrics) -> Result<Arc<Plugin>, LoadError> {
+        let engine = self.engine.clone();
+        let origin = file.display().to_string();
+        self.compiles += 1;
+        let loaded = tokio::task::spawn_blocking(move || Plugin::from_bytes(&engine, &bytes, &origin)).await;
+        let loaded = match loaded {
+            Ok(loaded) => loaded.map(Arc::new),
+            Err(source) => Err(LoadError::Interrupted { origin: file.display().to_string(), source }),
+        };
+        let outcome = if loaded.is_ok() { Outcome::Success } else { Outcome::Error };
+        metrics.reloaded(&file.display().to_string(), outcome);
+        loaded
+    }
+}
+
+impl Runtime {
+    /// Starts a controller for each plugin. A plugin whose controller cannot start
+    /// (its kinds are not served, say) is reported and skipped.
+    pub async fn start(client: &Client, plugins: Vec<(Arc<Plugin>, controller::Options)>) -> Self {
+        let mut runners = Runners::new(client);
+        for (plugin, options) in plugins {
+            runners.start(plugin, options).await;
+        }
+        Self { client: client.clone(), runners, directory: None, options: Options::default() }
+    }
+
+    /// Loads the plugins of `dir` and starts their controllers; then
+    /// [`Runtime::watch`] keeps them in step with the directory.
+    ///
+    /// # Errors
+    ///
+    /// Only when `dir` cannot be read; a bad plugin file is reported in
+    /// [`Runtime::status`] and skipped.
+    pub async fn from_dir(client: &Client, engine: &Engine, dir: &Path, options: Options) -> Result<Self, Error> {
+        let directory = Directory {
+            path: dir.to_path_buf(),
+            engine: engine.clone(),
+            slots: BTreeMap::new(),
+            compiles: 0,
+            failures: 0,
+        };
+        let mut runtime =
+            Self { client: client.clone(), runners: Runners::new(client), directory: Some(directory), options };
+        runtime.rescan().await?;
+        Ok(runtime)
+    }
+
+    /// Follows the plugin directory until `shutdown` resolves, then stops every
+    /// controller. `on_change` is called after each rescan (`kubewasm dev` prints
+    /// the status).
+    ///
+    /// # Errors
+    ///
+    /// When the directory cannot be watched.
+    pub async fn watch(
+        mut self,
+        shutdown: impl Future<Output = ()>,
+        mut on_change: impl FnMut(&Runtime),
+    ) -> Result<(), Error> {
+        let Some(dir) = self.directory.as_ref().map(|d| d.path.clone()) else { return Ok(()) };
+        let (_watcher, mut changes) = directory::watch(&dir, QUIET)
+            .map_err(|e| Error::PluginDir { dir: dir.clone(), source: std::io::Error::other(e) })?;
+        // What changed between the first scan and the watch would go unnoticed.
+        self.rescan().await?;
+        on_change(&self);
+        tokio::pin!(shutdown);
+        let mut retry = tokio::time::interval(WAIT_RETRY);
+        retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        loop {
+            tokio::select! {
+                () = &mut shutdown => break,
+                _ = retry.tick(), if self.runners.any_waiting() => {
+                    if self.runners.start_waiting().await {
+                        on_change(&self);
+                    }
+                }
+                change = changes.recv() => {
+                    if change.is_none() { break }
+                    if let Err(e) = self.rescan().await {
+                        error!(error = %e, "plugin directory unreadable");
+                    }
+                    on_change(&self);
+                }
+            }
+        }
+        self.stop().await;
+        Ok(())
+    }
+
+    /// Brings the running plugins in step with the directory: loads new and
+    /// changed files, applies changed settings, stops the plugins whose file is
+    /// gone. A file that fails never replaces the version that runs.
+    ///
+    /// # Errors
+    ///
+    /// When the directory cannot be read.
+    pub async fn rescan(&mut self) -> Result<(), Error> {
+        let Some(dir) = self.directory.as_ref().map(|d| d.path.clone()) else { return Ok(()) };
+        let entries = directory::scan(&dir).map_err(|source| Error::PluginDir { dir: dir.clone(), source })?;
+        let Some(directory) = self.directory.as_mut() else { return Ok(()) };
+        let gone: Vec<String> = directory.slots.keys().filter(|stem| !entries.contains_key(*stem)).cloned().collect();
+        for stem in gone {
+            if let Some(slot) = self.directory.as_mut().and_then(|d| d.slots.remove(&stem))
+                && let Some(name) = slot.plugin.map(|p| p.manifest().name.clone())
+            {
+                self.runners.stop(&name).await;
+                info!(file = %slot.wasm.display(), "plugin removed; its children stay");
+            }
+        }
+        for (stem, entry) in entries {
+            self.sync_entry(stem, entry).await;
+        }
+        Ok(())
+    }
+
+    async fn sync_entry(&mut self, stem: String, entry: directory::Entry) {
+        let Some(dir) = self.directory.as_mut() else { return };
+        let Some(wasm) = directory::read_settled(&entry.wasm, SETTLE).await else { return };
+        let settings_text = match &entry.settings {
+            Some(path) => match directory::read_settled(path, SETTLE).await {
+                Some(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
+                None => return,
+            },
+            None => None,
+        };
+        let wasm_hash = plugin::digest(&wasm);
+        let settings_hash = settings_text.as_deref().map(|t| plugin::digest(t.as_bytes())).unwrap_or_default();
+        let slot = dir.slots.entry(stem).or_insert_with(|| Slot {
+            wasm: entry.wasm.clone(),
+            seen: None,
+            plugin: None,
+            settings: Settings::default(),
+            error: None,
+        });
+        let (seen_wasm, seen_settings) = slot.seen.as_ref().map(|(w, s)| (w.as_str(), s.as_str())).unzip();
+        let wasm_changed = seen_wasm != Some(wasm_hash.as_str());
+        let settings_changed = seen_settings != Some(settings_hash.as_str());
+        if !wasm_changed && !settings_changed {
+            return;
+        }
+        slot.seen = Some((wasm_hash, settings_hash));
+        let mut errors = Vec::new();
+
+        let mut plugin = slot.plugin.clone();
+        let mut fresh = false;
+        if wasm_changed {
+            let metrics = &self.options.controller.metrics;
+            match dir.load(&entry.wasm, wasm, metrics).await {
+                Ok(loaded) => {
+                    plugin = Some(loaded);
+                    fresh = true;
+                }
+                Err(e) => errors.push(e.to_string()),
+            }
+        }
+        let slot = dir.slots.get_mut(&entry.stem).expect("slot inserted above");
+        let mut settings = slot.settings.clone();
+        if settings_changed {
+            match settings_text.as_deref().map(Settings::parse) {
+                None => {
+                    settings = Settings::default();
+                    fresh = true;
+                }
+                Some(Ok(parsed)) => {
+                    settings = parsed;
+                    fresh = true;
+                }
+                Some(Err(source)) => {
+                    let file = entry.settings.clone().unwrap_or_else(|| entry.wasm.clone());
+                    errors.push(SettingsError::Invalid { file, source }.to_string());
+                }
+            }
+        }
+        if let Some(new) = &plugin {
+            let name = &new.manifest().name;
+            let taken = dir.slots.iter().any(|(stem, other)| {
+                *stem != entry.stem && other.plugin.as_ref().is_some_and(|p| p.manifest().name == *name)
+            });
+            if taken {
+                errors.push(format!(
+                    "{}: a plugin named {name} is already loaded from another file",
+                    entry.wasm.display()
+                ));
+                plugin = dir.slots[&entry.stem].plugin.clone();
+                fresh = false;
+            }
+        }
+
+        let slot = dir.slots.get_mut(&entry.stem).expect("slot inserted above");
+        if errors.is_empty() {
+            slot.error = None;
+        } else {
+            dir.failures += 1;
+            for e in &errors {
+                error!("plugin not updated, the running version stays: {e}");
+            }
+            slot.error = Some(errors.join("; "));
+        }
+        let next = plugin.filter(|_| fresh);
+        let running = slot.plugin.as_ref().filter(|p| self.runners.running(&p.manifest().name));
+        let decision = reload::decide(
+            running.map(|p| Version { manifest: p.manifest(), settings: &slot.settings }),
+            next.as_ref().map(|p| Version { manifest: p.manifest(), settings: &settings }),
+        );
+        let Some(plugin) = next.filter(|_| decision != Decision::Keep) else { return };
+        let previous = slot.plugin.replace(plugin.clone());
+        slot.settings = settings.clone();
+        self.apply(decision, previous, plugin, settings).await;
+    }
+
+    /// Carries out `decision` for `plugin` with `settings`; `previous` is the version
+    /// the file held before.
+    async fn apply(
+        &mut self,
+        decision: Decision,
+        previous: Option<Arc<Plugin>>,
+        plugin: Arc<Plugin>,
+        settings: Settings,
+    ) {
+        let name = plugin.manifest().name.clone();
+        if let Some(prev) = &previous
+            && prev.manifest().name != name
+        {
+            self.runners.stop(&prev.manifest().name).await;
+        }
+        if decision == Decision::Stop {
+            if self.runners.running(&name) {
+                self.runners.stop(&name).await;
+                info!(plugin = %name, "plugin disabled; its children stay");
+            }
+            return;
+        }
+        let limited = Arc::new(Plugin::clone(&plugin).with_limits(settings.lower(crate::plugin::Limits::default())));
+        // Every new version's CRDs, before it reconciles: a field it adds would be pruned.
+        if self.options.install_crds
+            && let Err(e) = install_crds(&self.client, std::slice::from_ref(&plugin)).await
+        {
+            error!(error = %e, "CRDs not installed");
+        }
+        if decision == Decision::Swap && self.runners.swap(limited.clone(), &settings.config) {
+            return;
+        }
+        self.runners.stop(&name).await;
+        let options = controller::Options {
+            config: settings.config,
+            namespace: settings.namespace,
+            ..self.options.controller.clone()
+        };
+        self.runners.start(limited, options).await;
+    }
+
+    /// Waits until every running controller's caches are synced, for at most
+    /// `limit` in all; false if one is not. Readiness means this.
+    pub async fn wait_synced(&self, limit: Duration) -> bool {
+        self.runners.wait_synced(limit).await
+    }
+
+    /// Where reloads are counted; controllers started from the directory share it.
+    pub fn metrics(&self) -> &Metrics {
+        &self.options.controller.metrics
+    }
+
+    /// Every plugin file and how it runs.
+    pub fn status(&self) -> Vec<PluginStatus> {
+        let Some(dir) = &self.directory else { return Vec::new() };
+        dir.slots
+            .values()
+            .map(|slot| {
+                let name = slot.plugin.as_ref().map(|p| p.manifest().name.clone());
+                PluginStatus {
+                    file: slot.wasm.display().to_string(),
+                    running: name.as_ref().is_some_and(|n| self.runners.running(n)),
+                    waiting_for: name.as_ref().and_then(|n| self.runners.waiting_for(n)).map(str::to_string),
+                    hash: slot.plugin.as_ref().map(|p| p.hash().to_string()),
+                    name,
+                    error: slot.error.clone(),
+                }
+            })
+            .collect()
+    }
+
+    /// Plugin files compiled (or loaded from the cache) so far.
+    pub fn compiles(&self) -> u64 {
+        self.directory.as_ref().map_or(0, |d| d.compiles)
+    }
+
+    /// Plugin files and settings refused so far.
+    pub fn failures(&self) -> u64 {
+        self.directory.as_ref().map_or(0, |d| d.failures)
+    }
+
+    /// The running controller of plugin `name`.
+    pub fn controller(&self, name: &str) -> Option<&Controller> {
+        self.runners.get(name)
+    }
+
+    /// Tries again to start each plugin that waits for a kind; true when one started.
+    pub async fn start_waiting(&mut self) -> bool {
+        self.runners.start_waiting().await
+    }
+
+    /// Names of the plugins whose controllers run.
+    pub fn plugins(&self) -> impl Iterator<Item = &str> {
+        self.runners.names()
+    }
+
+    /// Reconciles every parent of every plugin now.
+    pub fn resync(&self) {
+        self.runners.resync();
+    }
+
+    /// Stops every controller; reconciles in flight finish first.
+    pub async fn stop(self) {
+        self.runners.stop_all().await;
+    }
+}
