@@ -8,7 +8,6 @@ import "kubewasm.dev/sdk"
 
 // The built-in kinds, as manifests and queries name them.
 var (
-	ComponentStatus                  = kubewasm.ClusterScoped("", "v1", "ComponentStatus", "componentstatuses")
 	ConfigMap                        = kubewasm.Namespaced("", "v1", "ConfigMap", "configmaps")
 	Endpoints                        = kubewasm.Namespaced("", "v1", "Endpoints", "endpoints")
 	Event                            = kubewasm.Namespaced("", "v1", "Event", "events")

@@ -3,7 +3,6 @@
 
 import type { KindRef } from './index.js';
 
-export const ComponentStatus: KindRef;
 export const ConfigMap: KindRef;
 export const Endpoints: KindRef;
 export const Event: KindRef;

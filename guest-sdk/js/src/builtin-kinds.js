@@ -5,7 +5,6 @@
 
 import { KindRef } from './kinds.js';
 
-export const ComponentStatus = new KindRef('', 'v1', 'ComponentStatus', 'componentstatuses', false);
 export const ConfigMap = new KindRef('', 'v1', 'ConfigMap', 'configmaps', true);
 export const Endpoints = new KindRef('', 'v1', 'Endpoints', 'endpoints', true);
 export const Event = new KindRef('', 'v1', 'Event', 'events', true);

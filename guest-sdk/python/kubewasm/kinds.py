@@ -7,7 +7,6 @@ Every kind the API server serves with ``list`` and ``watch``, in its preferred v
 
 from .kind import KindRef
 
-ComponentStatus = KindRef("", "v1", "ComponentStatus", "componentstatuses", False)
 ConfigMap = KindRef("", "v1", "ConfigMap", "configmaps", True)
 Endpoints = KindRef("", "v1", "Endpoints", "endpoints", True)
 Event = KindRef("", "v1", "Event", "events", True)
