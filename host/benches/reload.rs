@@ -64,8 +64,8 @@ async fn reload_latency() {
 
     let cluster = DevCluster::start(devcluster::Options::default()).await.expect("API server");
     let client = cluster.client();
-    let engine =
-        Engine::with_options(&EngineOptions { pooling: true, cache_dir: Some(cache.clone()) }).expect("engine");
+    let engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: Some(cache.clone()), tiered: true })
+        .expect("engine");
     let options =
         runtime::Options { install_crds: true, controller: Options { debounce: Duration::ZERO, ..Options::default() } };
     let host = Runtime::from_dir(&client, &engine, &dir, options).await.expect("host");
@@ -127,7 +127,7 @@ fn resident_bytes() -> u64 {
 }
 
 fn memory_of_ten_plugins() {
-    let engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: None }).expect("engine");
+    let engine = Engine::with_options(&EngineOptions { pooling: true, ..EngineOptions::default() }).expect("engine");
     let names = [
         ("plugins", "demo-application"),
         ("plugins", "foo"),

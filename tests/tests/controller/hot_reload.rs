@@ -56,7 +56,8 @@ impl DirEnv {
             std::fs::write(dir.join(file), text).expect("write settings");
         }
         let base = Cluster::start().await;
-        let engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: None }).expect("engine");
+        let engine = Engine::with_options(&EngineOptions { pooling: true, tiered: true, ..EngineOptions::default() })
+            .expect("engine");
         let options = runtime::Options { install_crds, controller: quick() };
         let metrics = options.controller.metrics.clone();
         let host = Runtime::from_dir(&base.client, &engine, &dir, options).await.expect("host");
@@ -254,7 +255,7 @@ async fn a_plugin_that_panics_in_describe_is_refused_and_the_others_run() {
 fn a_restart_loads_compiled_plugins_from_the_cache() {
     let cache = std::env::temp_dir().join(format!("kubewasm-cache-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&cache);
-    let options = EngineOptions { pooling: false, cache_dir: Some(cache.clone()) };
+    let options = EngineOptions { cache_dir: Some(cache.clone()), ..EngineOptions::default() };
     let first = Plugin::load(&Engine::with_options(&options).expect("engine"), &wasm_path("foo")).expect("load");
     assert!(!first.from_cache(), "nothing cached yet");
     let again = Plugin::load(&Engine::with_options(&options).expect("engine"), &wasm_path("foo")).expect("load");

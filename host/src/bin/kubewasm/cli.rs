@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use kubewasm::coordination::{self, LeaderElection, ReplicaMode, Sharding};
+use kubewasm::plugin::EngineOptions;
 
 /// Kubernetes controllers whose reconcile logic is a sandboxed WebAssembly component.
 #[derive(Debug, Parser)]
@@ -199,11 +200,11 @@ pub struct HostArgs {
 }
 
 impl HostArgs {
-    pub fn cache_dir(&self) -> Option<PathBuf> {
-        if self.no_cache {
-            return None;
-        }
-        self.cache_dir.clone().or_else(default_cache_dir)
+    /// A long-running host's engine: pooled instances, the cache, and a new plugin
+    /// version running on baseline code while its optimised code is compiled.
+    pub fn engine_options(&self) -> EngineOptions {
+        let cache_dir = if self.no_cache { None } else { self.cache_dir.clone().or_else(default_cache_dir) };
+        EngineOptions { pooling: true, cache_dir, tiered: true }
     }
 }
 

@@ -70,14 +70,14 @@ fn run(cli: Cli) -> Result<()> {
                 devcluster::Options { data_dir, port, kubeconfig_path: kubeconfig, ..devcluster::Options::default() };
             let options = run::Options { health_addr, install_crds: true, ..run::Options::new(dir) };
             let runtime = tokio_runtime()?;
-            let engine = engine(&EngineOptions { pooling: true, cache_dir: host.cache_dir() })?;
+            let engine = engine(&host.engine_options())?;
             runtime.block_on(dev(&engine, &options, cluster, faults))?;
         }
         Command::Run { dir, health_addr, host, leader } => {
             let options =
                 run::Options { health_addr: Some(health_addr), replicas: leader.mode(), ..run::Options::new(dir) };
             let runtime = tokio_runtime()?;
-            let engine = engine(&EngineOptions { pooling: true, cache_dir: host.cache_dir() })?;
+            let engine = engine(&host.engine_options())?;
             runtime.block_on(async {
                 let shutdown = run::shutdown_signal();
                 let client = kube::Client::try_default().await.context("no cluster: set KUBECONFIG or run in a Pod")?;
@@ -160,7 +160,7 @@ fn run(cli: Cli) -> Result<()> {
 
 /// The engine options of the one-shot commands: no pooling, the default cache.
 fn one_shot() -> EngineOptions {
-    EngineOptions { pooling: false, cache_dir: cli::default_cache_dir() }
+    EngineOptions { cache_dir: cli::default_cache_dir(), ..EngineOptions::default() }
 }
 
 fn tokio_runtime() -> Result<tokio::runtime::Runtime> {
