@@ -1,6 +1,7 @@
 # The two commands of the README, and the plugin build they share.
 #   make dev   build the example plugins and run them with `kubewasm dev` on the
-#              embedded API server (KUBECONFIG=target/dev/kubeconfig for kubectl)
+#              embedded API server (KUBECONFIG=target/dev/kubeconfig for kubectl);
+#              WATCH=plugins/NAME rebuilds those plugins from source as they change
 #   make test  build the plugins (Rust, Python, JavaScript, TypeScript, Go), then run every
 #              test of the workspace
 #   make python-plugins  the Python SDK's and plugins' pytest suites, and the Python
@@ -170,9 +171,11 @@ generate: $(JS_SDK)/node_modules/.installed
 	$(CARGO) run -p kubewasm-codegen
 	cd $(JS_SDK) && $(NPM) run wit-types
 
+# WATCH=plugins/demo-application (or several, space-separated): built from source by
+# `kubewasm dev` whenever they change.
 dev: plugins
 	$(CARGO) build -p kubewasm
-	$(KUBEWASM) dev --plugins $(PLUGIN_DIR) --data-dir $(TARGET_DIR)/dev
+	$(KUBEWASM) dev --plugins $(PLUGIN_DIR) --data-dir $(TARGET_DIR)/dev $(if $(WATCH),--watch $(WATCH))
 
 demo: plugins
 	$(CARGO) build -p kubewasm
