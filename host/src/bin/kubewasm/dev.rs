@@ -71,6 +71,7 @@ pub async fn dev(
     };
     let result = run::run(engine, &cluster.client(), options, shutdown, on_change).await;
     followers.iter().for_each(tokio::task::JoinHandle::abort);
+    let _ = std::fs::remove_dir_all(build::scratch_root());
     cluster.shutdown().await;
     Ok(result?)
 }

@@ -159,7 +159,7 @@ pub async fn follow(
 ) -> Result<(), Error> {
     let (_watcher, mut changes) =
         sources::watch(&project.dir).map_err(|source| Error::Watch { dir: project.dir.clone(), source })?;
-    let scratch = std::env::temp_dir().join(format!("kubewasm-dev-{}", std::process::id())).join(&project.name);
+    let scratch = scratch_root().join(&project.name);
     let mut built = None;
     loop {
         // A burst of saves is one build; a save that changed nothing, none.
@@ -191,6 +191,12 @@ pub async fn follow(
             }
         }
     }
+}
+
+/// Where the tools write their output before it is installed, one directory per
+/// project: removed by `kubewasm dev` on its way out.
+pub fn scratch_root() -> PathBuf {
+    std::env::temp_dir().join(format!("kubewasm-dev-{}", std::process::id()))
 }
 
 /// Puts `bytes` in place as `dir/NAME.wasm` by renaming a file written beside it, so
