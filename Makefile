@@ -194,7 +194,7 @@ chaos: plugins
 bench: plugins
 	$(CARGO) bench -p kubewasm --bench reconcile
 
-bench-reload: plugins
+bench-reload: plugins python-plugins
 	$(CARGO) bench -p kubewasm --bench reload
 
 bench-convergence: plugins
