@@ -21,6 +21,8 @@
 #              (KUBEWASM_BENCH_PLUGINS=1 for one; KUBEWASM_BENCH_PARENTS=N[,N...] per plugin)
 #   make bench-languages  the DemoApplication plugin in every language: size, compile,
 #              cached load, one call, memory
+#   make bench-devloop  `kubewasm dev --watch` per language: a saved one-line change to
+#              the kube client seeing its effect
 
 CARGO ?= cargo
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
@@ -32,7 +34,7 @@ FIXTURES := misbehave future-contract gate bad-describe demo-relabel stack
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
-.PHONY: wasm-target plugins python-plugins js-plugins js-wit-types-current go-plugins generate dev demo test chaos bench bench-reload bench-convergence bench-memory bench-languages
+.PHONY: wasm-target plugins python-plugins js-plugins js-wit-types-current go-plugins generate dev demo test chaos bench bench-reload bench-convergence bench-memory bench-languages bench-devloop
 
 # rustup adds rust-toolchain.toml's targets only when it installs the toolchain, so a
 # machine that already had Rust lacks wasm32-wasip2: add it (a no-op once present).
@@ -213,3 +215,6 @@ bench-memory: wasm-target
 
 bench-languages: plugins python-plugins js-plugins go-plugins
 	$(CARGO) bench -p kubewasm --bench languages
+
+bench-devloop: plugins python-plugins js-plugins go-plugins
+	$(CARGO) bench -p kubewasm --bench devloop
