@@ -1,6 +1,7 @@
 # The two commands of the README, and the plugin build they share.
 #   make dev   build the example plugins and run them with `kubewasm dev` on the
-#              embedded API server (KUBECONFIG=target/dev/kubeconfig for kubectl)
+#              embedded API server (KUBECONFIG=target/dev/kubeconfig for kubectl);
+#              WATCH=plugins/NAME rebuilds those plugins from source as they change
 #   make test  build the plugins (Rust, Python, JavaScript, TypeScript, Go), then run every
 #              test of the workspace
 #   make python-plugins  the Python SDK's and plugins' pytest suites, and the Python
@@ -20,6 +21,8 @@
 #              (KUBEWASM_BENCH_PLUGINS=1 for one; KUBEWASM_BENCH_PARENTS=N[,N...] per plugin)
 #   make bench-languages  the DemoApplication plugin in every language: size, compile,
 #              cached load, one call, memory
+#   make bench-devloop  `kubewasm dev --watch` per language: a saved one-line change to
+#              the kube client seeing its effect
 
 CARGO ?= cargo
 TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
@@ -31,7 +34,7 @@ FIXTURES := misbehave future-contract gate bad-describe demo-relabel stack
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
-.PHONY: wasm-target plugins python-plugins js-plugins js-wit-types-current go-plugins generate dev demo test chaos bench bench-reload bench-convergence bench-memory bench-languages
+.PHONY: wasm-target plugins python-plugins js-plugins js-wit-types-current go-plugins generate dev demo test chaos bench bench-reload bench-convergence bench-memory bench-languages bench-devloop
 
 # rustup adds rust-toolchain.toml's targets only when it installs the toolchain, so a
 # machine that already had Rust lacks wasm32-wasip2: add it (a no-op once present).
@@ -170,9 +173,11 @@ generate: $(JS_SDK)/node_modules/.installed
 	$(CARGO) run -p kubewasm-codegen
 	cd $(JS_SDK) && $(NPM) run wit-types
 
+# WATCH=plugins/demo-application (or several, space-separated): built from source by
+# `kubewasm dev` whenever they change.
 dev: plugins
 	$(CARGO) build -p kubewasm
-	$(KUBEWASM) dev --plugins $(PLUGIN_DIR) --data-dir $(TARGET_DIR)/dev
+	$(KUBEWASM) dev --plugins $(PLUGIN_DIR) --data-dir $(TARGET_DIR)/dev $(if $(WATCH),--watch $(WATCH))
 
 demo: plugins
 	$(CARGO) build -p kubewasm
@@ -191,7 +196,7 @@ chaos: plugins
 bench: plugins
 	$(CARGO) bench -p kubewasm --bench reconcile
 
-bench-reload: plugins
+bench-reload: plugins python-plugins
 	$(CARGO) bench -p kubewasm --bench reload
 
 bench-convergence: plugins
@@ -210,3 +215,6 @@ bench-memory: wasm-target
 
 bench-languages: plugins python-plugins js-plugins go-plugins
 	$(CARGO) bench -p kubewasm --bench languages
+
+bench-devloop: plugins python-plugins js-plugins go-plugins
+	$(CARGO) bench -p kubewasm --bench devloop

@@ -50,7 +50,12 @@ fn median(mut call: impl FnMut()) -> Duration {
 }
 
 fn pooled(cache: &Path) -> Engine {
-    Engine::with_options(&EngineOptions { pooling: true, cache_dir: Some(cache.to_path_buf()) }).expect("engine")
+    Engine::with_options(&EngineOptions {
+        pooling: true,
+        cache_dir: Some(cache.to_path_buf()),
+        ..EngineOptions::default()
+    })
+    .expect("engine")
 }
 
 /// Resident memory of this process, in KiB.

@@ -61,7 +61,8 @@ async fn call_webhook(client: &Client<HttpConnector, Full<bytes::Bytes>>, addr: 
 fn reconcile(c: &mut Criterion) {
     let engine = Engine::new().expect("engine");
     let plugin = Plugin::load(&engine, &support::demo_application_wasm()).expect("demo-application loads");
-    let pooled_engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: None }).expect("engine");
+    let pooled_engine =
+        Engine::with_options(&EngineOptions { pooling: true, ..EngineOptions::default() }).expect("engine");
     let pooled = Plugin::load(&pooled_engine, &support::demo_application_wasm()).expect("demo-application loads");
     let runtime = tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build().expect("runtime");
     let (addr, client) = webhook(&runtime);

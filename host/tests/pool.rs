@@ -23,7 +23,11 @@ fn built(path: &str, make: &str) -> PathBuf {
 
 fn pooled(size: PoolSlots) -> Engine {
     // Compiled once for the tests of this file: the Python component takes seconds.
-    let options = EngineOptions { pooling: true, cache_dir: Some(target_dir().join("pool-test-cache")) };
+    let options = EngineOptions {
+        pooling: true,
+        cache_dir: Some(target_dir().join("pool-test-cache")),
+        ..EngineOptions::default()
+    };
     let engine = Engine::with_pool(&options, size).expect("engine");
     assert_eq!(engine.pool_size(), Some(size), "this machine cannot reserve a pool");
     engine

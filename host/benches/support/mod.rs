@@ -5,12 +5,16 @@ use std::path::PathBuf;
 /// `<target>/<folder>/<name>.wasm`, as `make plugins` leaves it (`folder`: `plugins`
 /// for the examples, `fixtures` for the test fixtures).
 pub fn wasm(folder: &str, name: &str) -> PathBuf {
+    built(folder, name).unwrap_or_else(|| panic!("{folder}/{name}.wasm is missing: run `make plugins` first"))
+}
+
+/// `<target>/<folder>/<name>.wasm` if it was built.
+pub fn built(folder: &str, name: &str) -> Option<PathBuf> {
     let exe = std::env::current_exe().expect("bench binary path");
     // <target>/<profile>/deps/<bench binary>
     let target = exe.ancestors().nth(3).expect("target directory");
     let path = target.join(folder).join(format!("{name}.wasm"));
-    assert!(path.exists(), "{} is missing: run `make plugins` first", path.display());
-    path
+    path.exists().then_some(path)
 }
 
 /// `KUBEWASM_BENCH_PLUGIN` when set (a copy kept apart from a target directory that

@@ -1,10 +1,12 @@
 //! One fresh instance of a plugin: the calls of one reconcile (`related`, then
 //! `reconcile`) run in it, each with the whole of the plugin's limits.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::contract::{MalformedAnswer, bindings, wit};
-use super::engine::Engine;
+use super::engine::{Code, Engine};
 use super::pool::{Permit, PoolSlots};
 use super::sandbox::failure::CallError;
 use super::sandbox::limits::Limits;
@@ -18,7 +20,8 @@ use kubewasm_contract::{KindRef, Query, Request, Response};
 /// the component is instantiated at the first call (tens of microseconds). Create one
 /// per reconcile: nothing a plugin does in it survives to the next.
 pub struct Instance<'a> {
-    pre: &'a bindings::PluginPre<CallState>,
+    /// The code this instance runs, kept even if the plugin's code is replaced meanwhile.
+    code: Arc<Code>,
     /// The plugin's name (its file before it described itself), in errors and logs.
     label: &'a str,
     /// The kinds `related` may ask for.
@@ -32,24 +35,26 @@ pub struct Instance<'a> {
 }
 
 impl<'a> Instance<'a> {
-    /// Waits, when the engine pools instances, until the pool has `slots` free.
+    /// Waits, when the engine of `code`'s tier pools instances, until the pool has
+    /// `slots` free.
     pub(crate) fn new(
         engine: &Engine,
-        pre: &'a bindings::PluginPre<CallState>,
+        code: Arc<Code>,
         slots: PoolSlots,
         label: &'a str,
         related: &'a [KindRef],
         limits: Limits,
     ) -> Self {
-        let permit = engine.budget().map(|budget| budget.take(slots));
-        let store = sandbox::new_store(engine.wasmtime(), label, limits, slots);
-        Self { pre, label, related, limits, store, exports: None, _permit: permit }
+        let compiler = engine.compiler(code.tier);
+        let permit = compiler.budget().map(|budget| budget.take(slots));
+        let store = sandbox::new_store(compiler.wasmtime(), label, limits, slots);
+        Self { code, label, related, limits, store, exports: None, _permit: permit }
     }
 
     /// Instantiates the component now rather than at the first call.
     pub(crate) fn instantiate(&mut self) -> wasmtime::Result<()> {
         if self.exports.is_none() {
-            self.exports = Some(self.pre.instantiate(&mut self.store)?);
+            self.exports = Some(self.code.pre.instantiate(&mut self.store)?);
         }
         Ok(())
     }
@@ -110,7 +115,7 @@ impl<'a> Instance<'a> {
         sandbox::rearm(&mut self.store, self.limits);
         let result = match &self.exports {
             Some(exports) => f(&mut self.store, exports),
-            None => self.pre.instantiate(&mut self.store).and_then(|exports| {
+            None => self.code.pre.instantiate(&mut self.store).and_then(|exports| {
                 let result = f(&mut self.store, &exports);
                 self.exports = Some(exports);
                 result

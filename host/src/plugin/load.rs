@@ -1,18 +1,20 @@
 //! Loading a plugin: check the bytes and the contract version, compile, link, count
-//! what an instance takes from the pool, and describe (the load's self-test).
+//! what an instance takes from the pool, and describe (the load's self-test); and, for
+//! code of the baseline compiler, the optimised code that replaces it.
 
 use std::fmt::Write as _;
 use std::path::PathBuf;
+use std::sync::{Arc, PoisonError, RwLock, Weak};
+use std::time::Instant;
 
 use serde_json::Value;
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use super::contract::{CONTRACT_VERSION, EXPORT_PREFIX, bindings};
-use super::engine::Engine;
+use super::contract::{CONTRACT_VERSION, EXPORT_PREFIX};
+use super::engine::{Code, Compiled, Engine, Tier, WeakEngine};
 use super::instance::Instance;
 use super::pool::PoolSlots;
-use super::sandbox::CallState;
 use super::sandbox::failure::{self, CallError};
 use super::sandbox::limits::Limits;
 use kubewasm_contract::{Manifest, ManifestError};
@@ -71,7 +73,8 @@ pub(crate) struct Loaded {
     pub(crate) hash: String,
     /// Whether the compiled code came from the engine's cache.
     pub(crate) cached: bool,
-    pub(crate) pre: bindings::PluginPre<CallState>,
+    /// The code calls run: the baseline compiler's until [`optimize`] replaces it.
+    code: RwLock<Arc<Code>>,
     /// What each call's instance takes from the engine's pool.
     pub(crate) slots: PoolSlots,
     pub(crate) manifest: Manifest,
@@ -79,30 +82,50 @@ pub(crate) struct Loaded {
     pub(crate) crds: Vec<Value>,
 }
 
+impl Loaded {
+    /// The code a call starting now runs; a call keeps it to the end even if it is
+    /// replaced meanwhile.
+    pub(crate) fn code(&self) -> Arc<Code> {
+        self.code.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+}
+
 /// Compiles, links and describes the component in `bytes`; `origin` names it in errors.
-/// Compiling takes tens to hundreds of milliseconds: run it off the async runtime.
+/// Compiling takes tens to hundreds of milliseconds (seconds for an interpreter's
+/// component): run it off the async runtime.
 pub(crate) fn load(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Loaded, LoadError> {
     let origin = origin.to_string();
     check_header(bytes).map_err(|why| LoadError::NotAComponent { origin: origin.clone(), why })?;
     let hash = digest(bytes);
-    let (component, cached) =
+    let Compiled { component, tier, cached } =
         engine.compile(bytes, &hash).map_err(|source| LoadError::Compile { origin: origin.clone(), source })?;
     check_contract(engine, &component, &origin)?;
-    let link = |source: wasmtime::Error| LoadError::Link { origin: origin.clone(), source };
-    let instance_pre = engine.linker().instantiate_pre(&component).map_err(link)?;
-    let pre = bindings::PluginPre::new(instance_pre).map_err(link)?;
-
-    // The core instances the component's sections ask for, then one more each time
-    // the store's limit stops the instantiation: wasmtime adds adapter modules
-    // between nested components. The instance that fits answers `describe`.
-    let describe_limits = Limits::default();
-    let mut slots =
+    let code =
+        Arc::new(engine.link(&component, tier).map_err(|source| LoadError::Link { origin: origin.clone(), source })?);
+    let slots =
         PoolSlots::of(bytes, &component).map_err(|why| LoadError::Unpoolable { origin: origin.clone(), why })?;
+    let (manifest, slots) = describe(engine, &code, slots, &origin)?;
+    manifest.check().map_err(|source| LoadError::InvalidManifest { origin: origin.clone(), source })?;
+    let crds = parse_crds(&manifest.crds, &origin)?;
+    Ok(Loaded { hash, cached, code: RwLock::new(code), slots, manifest, crds })
+}
+
+/// The manifest `code` describes itself with, and what one instance of it takes from
+/// the pool: `slots` counted from the component's sections, then one more core
+/// instance each time the store's limit stops the instantiation (wasmtime adds adapter
+/// modules between nested components). The instance that fits answers `describe`.
+fn describe(
+    engine: &Engine,
+    code: &Arc<Code>,
+    mut slots: PoolSlots,
+    origin: &str,
+) -> Result<(Manifest, PoolSlots), LoadError> {
+    let describe_limits = Limits::default();
     let mut instance = loop {
         if let Some((what, need, have)) = engine.pool_size().and_then(|pool| slots.excess_over(pool)) {
-            return Err(LoadError::TooLargeForPool { origin, what, need, have });
+            return Err(LoadError::TooLargeForPool { origin: origin.into(), what, need, have });
         }
-        let mut instance = Instance::new(engine, &pre, slots, &origin, &[], describe_limits);
+        let mut instance = Instance::new(engine, code.clone(), slots, origin, &[], describe_limits);
         match instance.instantiate() {
             Ok(()) => break instance,
             Err(e) if failure::is_instance_limit(&e) => slots.core_instances += 1,
@@ -110,18 +133,45 @@ pub(crate) fn load(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Loaded
             // counts what the failed instantiation created).
             Err(_) => {
                 drop(instance);
-                break Instance::new(engine, &pre, slots, &origin, &[], describe_limits);
+                break Instance::new(engine, code.clone(), slots, origin, &[], describe_limits);
             }
         }
     };
     let manifest = instance
         .call("describe", |store, instance| instance.kubewasm_reconciler_reconciler().call_describe(store))
-        .map_err(|source| LoadError::Describe { origin: origin.clone(), source })?;
-    drop(instance);
-    let manifest = Manifest::from(manifest);
-    manifest.check().map_err(|source| LoadError::InvalidManifest { origin: origin.clone(), source })?;
-    let crds = parse_crds(&manifest.crds, &origin)?;
-    Ok(Loaded { hash, cached, pre, slots, manifest, crds })
+        .map_err(|source| LoadError::Describe { origin: origin.into(), source })?;
+    Ok((Manifest::from(manifest), slots))
+}
+
+/// Replaces the baseline code of `loaded` (compiled from `bytes`) with the optimising
+/// compiler's, once that describes itself as the baseline code did; the optimised code
+/// is cached either way. Calls in flight finish on the code they started with. Does
+/// nothing when the version was dropped (a newer one replaced it) or the engine is
+/// gone before its turn: a background job, run by [`Plugin::from_bytes`](super::Plugin::from_bytes).
+pub(crate) fn optimize(engine: &WeakEngine, loaded: &Weak<Loaded>, bytes: &[u8], origin: &str) {
+    let Some(engine) = engine.upgrade() else { return };
+    let Some(hash) = loaded.upgrade().map(|l| l.hash.clone()) else { return };
+    let started = Instant::now();
+    let compiled = engine
+        .compile_optimized(bytes, &hash)
+        .and_then(|component| engine.link(&component, Tier::Optimized))
+        .map(Arc::new);
+    let Some(loaded) = loaded.upgrade() else { return };
+    let result = match compiled {
+        Ok(code) => describe(&engine, &code, loaded.slots, origin).map(|(manifest, _)| (code, manifest)),
+        Err(source) => Err(LoadError::Compile { origin: origin.into(), source }),
+    };
+    match result {
+        Ok((code, manifest)) if manifest == loaded.manifest => {
+            *loaded.code.write().unwrap_or_else(PoisonError::into_inner) = code;
+            tracing::debug!(plugin = %manifest.name, elapsed = ?started.elapsed(), "optimised code in place");
+        }
+        Ok((_, manifest)) => tracing::warn!(
+            plugin = %manifest.name,
+            "the optimised code describes the plugin otherwise than the baseline code; the baseline code stays"
+        ),
+        Err(e) => tracing::warn!("optimising failed, the baseline code stays: {e}"),
+    }
 }
 
 /// SHA-256 of `bytes`, hex: how plugin versions (and applied children) are named.

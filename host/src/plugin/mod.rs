@@ -2,9 +2,11 @@
 //! its calls in a fresh sandbox.
 //!
 //! Costs, from most to least expensive: an [`Engine`] is created once per process; a
-//! [`Plugin`] once per `.wasm` file (it compiles the component, ~100 ms); an
-//! [`Instance`] once per reconcile (~50 µs), so nothing a plugin does survives to the
-//! next one.
+//! [`Plugin`] once per `.wasm` file (it compiles the component: about a second per MiB
+//! with the optimising compiler, a tenth of that with a tiered engine's baseline
+//! compiler, whose code the optimised code replaces later; milliseconds from the
+//! cache); an [`Instance`] once per reconcile (~50 µs), so nothing a plugin does
+//! survives to the next one.
 //!
 //! Inside, imports go one way: [`Plugin`] (here) loads with `load` and calls through
 //! [`Instance`]; both stand on the [`Engine`], which links the `sandbox`'s capabilities;
@@ -24,7 +26,7 @@ use std::sync::Arc;
 use serde_json::Value;
 
 pub use contract::{CONTRACT_VERSION, MalformedAnswer};
-pub use engine::{Engine, EngineOptions};
+pub use engine::{Engine, EngineOptions, Tier};
 pub use instance::Instance;
 pub use load::{LoadError, digest};
 pub use pool::PoolSlots;
@@ -72,17 +74,29 @@ impl Plugin {
 
     /// Loads a plugin from its bytes; `origin` names it in errors and logs.
     ///
-    /// This compiles the component (tens to hundreds of milliseconds): run it off the
-    /// async runtime.
+    /// This compiles the component (tens to hundreds of milliseconds; with a tiered
+    /// engine, the baseline compiler's code, optimised later in the background): run
+    /// it off the async runtime.
     ///
     /// # Errors
     ///
     /// A [`LoadError`] naming `origin`.
     pub fn from_bytes(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Self, LoadError> {
-        let loaded = load::load(engine, bytes, origin)?;
+        let plugin = Self::compiled(engine, bytes, origin)?;
+        if plugin.tier() == Tier::Baseline {
+            let (weak_engine, weak_loaded) = (engine.downgrade(), Arc::downgrade(&plugin.loaded));
+            let (bytes, origin) = (bytes.to_vec(), origin.to_string());
+            engine.in_background(move || load::optimize(&weak_engine, &weak_loaded, &bytes, &origin));
+        }
+        Ok(plugin)
+    }
+
+    /// [`Plugin::from_bytes`] without asking for the optimised code.
+    fn compiled(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Self, LoadError> {
+        let loaded = Arc::new(load::load(engine, bytes, origin)?);
         let declared = &loaded.manifest.limits;
         let limits = Limits::default().lowered_to(declared.deadline(), declared.memory_bytes());
-        Ok(Self { engine: engine.clone(), origin: origin.to_string(), loaded: Arc::new(loaded), limits })
+        Ok(Self { engine: engine.clone(), origin: origin.to_string(), loaded, limits })
     }
 
     /// What each call's instance takes from the engine's instance pool; calls wait
@@ -117,6 +131,13 @@ impl Plugin {
         self.loaded.cached
     }
 
+    /// Which compiler's code calls starting now run: on a tiered engine, the baseline
+    /// compiler's until the optimised code, compiled in the background, takes its place
+    /// in this plugin and every clone of it.
+    pub fn tier(&self) -> Tier {
+        self.loaded.code().tier
+    }
+
     /// The limits each call runs under.
     pub fn limits(&self) -> Limits {
         self.limits
@@ -134,7 +155,14 @@ impl Plugin {
     /// instance for both halves the instantiation cost).
     pub fn instance(&self) -> Instance<'_> {
         let manifest = &self.loaded.manifest;
-        Instance::new(&self.engine, &self.loaded.pre, self.loaded.slots, &manifest.name, &manifest.related, self.limits)
+        Instance::new(
+            &self.engine,
+            self.loaded.code(),
+            self.loaded.slots,
+            &manifest.name,
+            &manifest.related,
+            self.limits,
+        )
     }
 
     /// The related objects the plugin wants for `parent`, in a fresh instance; see
@@ -154,5 +182,101 @@ impl Plugin {
     /// A [`CallError`] saying what went wrong.
     pub fn reconcile(&self, request: &Request) -> Result<Response, CallError> {
         self.instance().reconcile(request)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A test fixture as `make plugins` builds it.
+    fn fixture(name: &str) -> Vec<u8> {
+        let exe = std::env::current_exe().expect("test binary path");
+        // <target>/<profile>/deps/<test binary>
+        let path = exe.ancestors().nth(3).expect("target directory").join("fixtures").join(format!("{name}.wasm"));
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}: run `make plugins` first", path.display()))
+    }
+
+    fn tiered(cache_dir: Option<std::path::PathBuf>) -> Engine {
+        Engine::with_options(&EngineOptions { pooling: true, cache_dir, tiered: true }).expect("engine")
+    }
+
+    /// The misbehave fixture on baseline code, its optimised code not asked for.
+    fn misbehave_on_baseline(engine: &Engine) -> (Plugin, Vec<u8>) {
+        let bytes = fixture("misbehave");
+        let plugin = Plugin::compiled(engine, &bytes, "misbehave.wasm").expect("loads");
+        assert_eq!(plugin.tier(), Tier::Baseline, "a component the cache lacks runs on baseline code first");
+        (plugin, bytes)
+    }
+
+    fn request(mode: &str) -> Request {
+        let parent = json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Misbehave",
+                            "metadata": {"name": "m", "namespace": "default", "uid": "u-1"}});
+        Request::new(parent, vec![], vec![], false, "2026-01-01T00:00:00Z".into(), json!({"mode": mode}))
+    }
+
+    #[test]
+    fn baseline_code_is_stopped_at_the_deadline() {
+        let engine = tiered(None);
+        let (plugin, _) = misbehave_on_baseline(&engine);
+        let plugin =
+            plugin.with_limits(Limits { deadline: std::time::Duration::from_millis(200), ..Limits::default() });
+        let started = std::time::Instant::now();
+        match plugin.reconcile(&request("loop")) {
+            Err(CallError::Timeout { deadline, .. }) => assert_eq!(deadline, std::time::Duration::from_millis(200)),
+            other => panic!("expected the deadline to stop the loop, got {other:?}"),
+        }
+        assert!(started.elapsed() < std::time::Duration::from_secs(30), "stopped, not run to the end");
+    }
+
+    #[test]
+    fn baseline_code_is_stopped_at_the_memory_cap() {
+        let engine = tiered(None);
+        let (plugin, _) = misbehave_on_baseline(&engine);
+        let plugin = plugin.with_limits(Limits { memory_bytes: 32 << 20, ..Limits::default() });
+        match plugin.reconcile(&request("allocate")) {
+            Err(CallError::OutOfMemory { limit_mib, .. }) => assert_eq!(limit_mib, 32),
+            other => panic!("expected the memory cap to stop the allocation, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn optimised_code_replaces_the_baseline_in_every_clone_and_answers_alike() {
+        let cache = std::env::temp_dir().join(format!("kubewasm-tier-cache-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&cache);
+        let engine = tiered(Some(cache.clone()));
+        let (plugin, bytes) = misbehave_on_baseline(&engine);
+        let held = plugin.clone().with_limits(Limits::default());
+        let before = plugin.reconcile(&request("behave")).expect("baseline answers");
+        let mut in_flight = plugin.instance();
+
+        load::optimize(&engine.downgrade(), &Arc::downgrade(&plugin.loaded), &bytes, "misbehave.wasm");
+        assert_eq!(plugin.tier(), Tier::Optimized);
+        assert_eq!(held.tier(), Tier::Optimized, "a clone (as a controller holds one) runs the optimised code too");
+        assert_eq!(plugin.reconcile(&request("behave")).expect("optimised answers"), before, "the same answer");
+        assert_eq!(
+            in_flight.reconcile(&request("behave")).expect("in flight"),
+            before,
+            "a call in flight keeps its code"
+        );
+
+        let restarted = Plugin::from_bytes(&tiered(Some(cache.clone())), &bytes, "misbehave.wasm").expect("loads");
+        assert!(restarted.from_cache(), "the optimised code was cached");
+        assert_eq!(restarted.tier(), Tier::Optimized, "cached code needs no baseline");
+        std::fs::remove_dir_all(&cache).expect("clean up");
+    }
+
+    #[test]
+    fn a_version_dropped_before_its_turn_is_not_optimised() {
+        let cache = std::env::temp_dir().join(format!("kubewasm-tier-dropped-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&cache);
+        let engine = tiered(Some(cache.clone()));
+        let (plugin, bytes) = misbehave_on_baseline(&engine);
+        let weak = Arc::downgrade(&plugin.loaded);
+        drop(plugin);
+        load::optimize(&engine.downgrade(), &weak, &bytes, "misbehave.wasm");
+        assert_eq!(std::fs::read_dir(&cache).expect("cache").count(), 0, "nothing compiled for a replaced version");
+        std::fs::remove_dir_all(&cache).expect("clean up");
     }
 }

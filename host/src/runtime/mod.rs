@@ -10,7 +10,7 @@ mod directory;
 mod reload;
 mod runners;
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -22,6 +22,7 @@ use tracing::{error, info};
 use crate::controller::{self, Controller};
 use crate::metrics::{Metrics, Outcome};
 use crate::plugin::{self, Engine, LoadError, Plugin, Settings, SettingsError};
+use directory::{Stamp, Writes};
 use reload::{Decision, Version};
 use runners::Runners;
 
@@ -63,11 +64,6 @@ pub fn load_dir(engine: &Engine, dir: &Path) -> Result<(Vec<Arc<Plugin>>, Vec<Lo
     Ok((plugins, failures))
 }
 
-/// How long a changed file must hold still before it is read.
-const SETTLE: Duration = Duration::from_millis(100);
-/// Quiet period folding a burst of file events into one rescan.
-const QUIET: Duration = Duration::from_millis(200);
-
 /// How the runtime treats its plugins.
 #[derive(Clone, Debug, Default)]
 pub struct Options {
@@ -96,6 +92,9 @@ pub struct PluginStatus {
 /// One plugin file as the host runs it.
 struct Slot {
     wasm: PathBuf,
+    /// Stamps of the `.wasm` and settings files last read, so that a rescan reads only
+    /// the files that changed.
+    stamps: Option<(Stamp, Option<Stamp>)>,
     /// Hashes of the `.wasm` and settings bytes last read (empty: no settings
     /// file), good or bad, so an unchanged bad file is not reported again at every
     /// rescan.
@@ -104,6 +103,33 @@ struct Slot {
     plugin: Option<Arc<Plugin>>,
     settings: Settings,
     error: Option<String>,
+}
+
+/// One plugin's files as read.
+struct Files {
+    wasm: Vec<u8>,
+    wasm_stamp: Stamp,
+    settings_text: Option<String>,
+    stamps: (Stamp, Option<Stamp>),
+}
+
+impl Files {
+    /// Reads `entry`'s files unless their stamps are `last`'s (or `forced`); `None`
+    /// when there is nothing to read now: unchanged, gone since the scan (the next
+    /// event says so), or created and not yet written (its writer's close brings it).
+    async fn read(entry: &directory::Entry, last: Option<(Stamp, Option<Stamp>)>, forced: bool) -> Option<Files> {
+        let wasm_stamp = Stamp::of(&entry.wasm)?;
+        let stamps = (wasm_stamp, entry.settings.as_deref().and_then(Stamp::of));
+        if wasm_stamp.is_empty() || (!forced && last == Some(stamps)) {
+            return None;
+        }
+        let wasm = tokio::fs::read(&entry.wasm).await.ok()?;
+        let settings_text = match &entry.settings {
+            Some(path) => Some(String::from_utf8_lossy(&tokio::fs::read(path).await.ok()?).into_owned()),
+            None => None,
+        };
+        Some(Files { wasm, wasm_stamp, settings_text, stamps })
+    }
 }
 
 /// How often the host looks again for the kinds a waiting plugin needs.
@@ -130,18 +156,15 @@ struct Directory {
 
 impl Directory {
     /// Compiles (or takes from the cache) the component in `bytes`, read from `file`.
-    async fn load(&mut self, file: &Path, bytes: Vec<u8>, metrics: &Metrics) -> Result<Arc<Plugin>, LoadError> {
+    async fn load(&mut self, file: &Path, bytes: Vec<u8>) -> Result<Arc<Plugin>, LoadError> {
         let engine = self.engine.clone();
         let origin = file.display().to_string();
         self.compiles += 1;
         let loaded = tokio::task::spawn_blocking(move || Plugin::from_bytes(&engine, &bytes, &origin)).await;
-        let loaded = match loaded {
+        match loaded {
             Ok(loaded) => loaded.map(Arc::new),
             Err(source) => Err(LoadError::Interrupted { origin: file.display().to_string(), source }),
-        };
-        let outcome = if loaded.is_ok() { Outcome::Success } else { Outcome::Error };
-        metrics.reloaded(&file.display().to_string(), outcome);
-        loaded
+        }
     }
 }
 
@@ -181,6 +204,9 @@ impl Runtime {
     /// controller. `on_change` is called after each rescan (`kubewasm dev` prints
     /// the status).
     ///
+    /// A file is read as soon as its writer is done with it (closed, renamed into
+    /// place, hard-linked), with no fixed wait; see `directory`.
+    ///
     /// # Errors
     ///
     /// When the directory cannot be watched.
@@ -190,30 +216,42 @@ impl Runtime {
         mut on_change: impl FnMut(&Runtime),
     ) -> Result<(), Error> {
         let Some(dir) = self.directory.as_ref().map(|d| d.path.clone()) else { return Ok(()) };
-        let (_watcher, mut changes) = directory::watch(&dir, QUIET)
+        let (_watcher, mut events) = directory::watch(&dir)
             .map_err(|e| Error::PluginDir { dir: dir.clone(), source: std::io::Error::other(e) })?;
+        let mut writes = Writes::default();
         // What changed between the first scan and the watch would go unnoticed.
-        self.rescan().await?;
+        self.sync(&writes, &HashSet::new()).await?;
         on_change(&self);
         tokio::pin!(shutdown);
         let mut retry = tokio::time::interval(WAIT_RETRY);
         retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
-            tokio::select! {
+            let backstop = writes.backstop();
+            let touched: HashSet<PathBuf> = tokio::select! {
                 () = &mut shutdown => break,
                 _ = retry.tick(), if self.runners.any_waiting() => {
                     if self.runners.start_waiting().await {
                         on_change(&self);
                     }
+                    continue;
                 }
-                change = changes.recv() => {
-                    if change.is_none() { break }
-                    if let Err(e) = self.rescan().await {
-                        error!(error = %e, "plugin directory unreadable");
+                () = tokio::time::sleep_until(backstop.unwrap_or_else(tokio::time::Instant::now)), if backstop.is_some() => {
+                    writes.expire(tokio::time::Instant::now()).into_iter().collect()
+                }
+                event = events.recv() => {
+                    let Some(event) = event else { break };
+                    let mut touched: HashSet<PathBuf> = writes.note(event).into_iter().collect();
+                    // The rest of a burst already here (a copy is several events): one rescan.
+                    while let Ok(event) = events.try_recv() {
+                        touched.extend(writes.note(event));
                     }
-                    on_change(&self);
+                    touched
                 }
+            };
+            if let Err(e) = self.sync(&writes, &touched).await {
+                error!(error = %e, "plugin directory unreadable");
             }
+            on_change(&self);
         }
         self.stop().await;
         Ok(())
@@ -227,6 +265,12 @@ impl Runtime {
     ///
     /// When the directory cannot be read.
     pub async fn rescan(&mut self) -> Result<(), Error> {
+        self.sync(&Writes::default(), &HashSet::new()).await
+    }
+
+    /// [`Runtime::rescan`], leaving alone the files a writer holds open (`writes`)
+    /// and reading again those events named (`touched`) even if they look unchanged.
+    async fn sync(&mut self, writes: &Writes, touched: &HashSet<PathBuf>) -> Result<(), Error> {
         let Some(dir) = self.directory.as_ref().map(|d| d.path.clone()) else { return Ok(()) };
         let entries = directory::scan(&dir).map_err(|source| Error::PluginDir { dir: dir.clone(), source })?;
         let Some(directory) = self.directory.as_mut() else { return Ok(()) };
@@ -240,30 +284,36 @@ impl Runtime {
             }
         }
         for (stem, entry) in entries {
-            self.sync_entry(stem, entry).await;
+            let files = std::iter::once(&entry.wasm).chain(&entry.settings);
+            // A file a writer holds open is read once the writer is done with it.
+            if files.clone().any(|f| writes.writing(f)) {
+                continue;
+            }
+            let forced = files.clone().any(|f| touched.contains(f));
+            self.sync_entry(stem, entry, forced).await;
         }
         Ok(())
     }
 
-    async fn sync_entry(&mut self, stem: String, entry: directory::Entry) {
+    /// Reads `entry`'s files if they changed (or `forced`), and carries out what the
+    /// new version or settings mean for its controller.
+    async fn sync_entry(&mut self, stem: String, entry: directory::Entry, forced: bool) {
         let Some(dir) = self.directory.as_mut() else { return };
-        let Some(wasm) = directory::read_settled(&entry.wasm, SETTLE).await else { return };
-        let settings_text = match &entry.settings {
-            Some(path) => match directory::read_settled(path, SETTLE).await {
-                Some(bytes) => Some(String::from_utf8_lossy(&bytes).into_owned()),
-                None => return,
-            },
-            None => None,
+        let last = dir.slots.get(&stem).and_then(|slot| slot.stamps);
+        let Some(Files { wasm, wasm_stamp, settings_text, stamps }) = Files::read(&entry, last, forced).await else {
+            return;
         };
-        let wasm_hash = plugin::digest(&wasm);
-        let settings_hash = settings_text.as_deref().map(|t| plugin::digest(t.as_bytes())).unwrap_or_default();
         let slot = dir.slots.entry(stem).or_insert_with(|| Slot {
             wasm: entry.wasm.clone(),
+            stamps: None,
             seen: None,
             plugin: None,
             settings: Settings::default(),
             error: None,
         });
+        slot.stamps = Some(stamps);
+        let wasm_hash = plugin::digest(&wasm);
+        let settings_hash = settings_text.as_deref().map(|t| plugin::digest(t.as_bytes())).unwrap_or_default();
         let (seen_wasm, seen_settings) = slot.seen.as_ref().map(|(w, s)| (w.as_str(), s.as_str())).unzip();
         let wasm_changed = seen_wasm != Some(wasm_hash.as_str());
         let settings_changed = seen_settings != Some(settings_hash.as_str());
@@ -276,14 +326,22 @@ impl Runtime {
         let mut plugin = slot.plugin.clone();
         let mut fresh = false;
         if wasm_changed {
-            let metrics = &self.options.controller.metrics;
-            match dir.load(&entry.wasm, wasm, metrics).await {
+            match dir.load(&entry.wasm, wasm).await {
                 Ok(loaded) => {
                     plugin = Some(loaded);
                     fresh = true;
                 }
+                // Read while its writer was still at it (the file changed since): the
+                // writer's close reads it again. Nothing to report.
+                Err(_) if Stamp::of(&entry.wasm) != Some(wasm_stamp) => {
+                    let slot = dir.slots.get_mut(&entry.stem).expect("slot inserted above");
+                    (slot.stamps, slot.seen) = (None, None);
+                    return;
+                }
                 Err(e) => errors.push(e.to_string()),
             }
+            let outcome = if fresh { Outcome::Success } else { Outcome::Error };
+            self.options.controller.metrics.reloaded(&entry.wasm.display().to_string(), outcome);
         }
         let slot = dir.slots.get_mut(&entry.stem).expect("slot inserted above");
         let mut settings = slot.settings.clone();

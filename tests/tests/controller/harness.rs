@@ -193,17 +193,27 @@ pub fn metric_sum(host: &Runtime, name: &str) -> f64 {
 }
 
 /// Polls `check` until it returns `Some`, or fails the test naming `what`.
-pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
+    eventually_within(what, PATIENCE, check).await
+}
+
+/// [`eventually`] with a patience of its own, for what a busy machine may hold back
+/// long (work on a low-priority thread).
+pub async fn eventually_within<T, F, Fut>(what: &str, patience: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + patience;
     loop {
         if let Some(value) = check().await {
             return value;
         }
-        assert!(tokio::time::Instant::now() < deadline, "timed out after {PATIENCE:?} waiting for: {what}");
+        assert!(tokio::time::Instant::now() < deadline, "timed out after {patience:?} waiting for: {what}");
         tokio::time::sleep(Duration::from_millis(50)).await;
     }
 }

@@ -6,13 +6,14 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use kubewasm::metrics::Metrics;
-use kubewasm::plugin::{Engine, EngineOptions, Plugin};
+use kubewasm::plugin::{Engine, EngineOptions, Plugin, Tier};
 use kubewasm::runtime::{self, PluginStatus, Runtime};
 use serde_json::json;
 use tokio::sync::oneshot;
 
 use crate::harness::{
-    Cluster, deployments, eventually, gate, gates, quick, resource, samples, services, wait_for, wasm_path,
+    Cluster, deployments, eventually, eventually_within, gate, gates, quick, resource, samples, services, wait_for,
+    wasm_path,
 };
 
 /// A cluster and a host following a plugin directory in the background, as
@@ -20,10 +21,29 @@ use crate::harness::{
 struct DirEnv {
     base: Cluster,
     dir: PathBuf,
-    seen: Arc<Mutex<(Vec<PluginStatus>, u64)>>,
+    seen: Arc<Mutex<Seen>>,
     metrics: Metrics,
     stop: oneshot::Sender<()>,
     task: tokio::task::JoinHandle<()>,
+}
+
+/// What the host showed after its last rescan, and every error it ever showed.
+#[derive(Default)]
+struct Seen {
+    status: Vec<PluginStatus>,
+    compiles: u64,
+    errors: Vec<String>,
+    /// The plugin each running controller runs, as it held it then.
+    running: Vec<Arc<Plugin>>,
+}
+
+impl Seen {
+    fn record(&mut self, host: &Runtime) {
+        self.status = host.status();
+        self.compiles = host.compiles();
+        self.errors.extend(self.status.iter().filter_map(|s| s.error.clone()));
+        self.running = host.plugins().filter_map(|name| host.controller(name)).map(|c| c.plugin()).collect();
+    }
 }
 
 impl std::ops::Deref for DirEnv {
@@ -56,18 +76,20 @@ impl DirEnv {
             std::fs::write(dir.join(file), text).expect("write settings");
         }
         let base = Cluster::start().await;
-        let engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: None }).expect("engine");
+        let engine = Engine::with_options(&EngineOptions { pooling: true, tiered: true, ..EngineOptions::default() })
+            .expect("engine");
         let options = runtime::Options { install_crds, controller: quick() };
         let metrics = options.controller.metrics.clone();
         let host = Runtime::from_dir(&base.client, &engine, &dir, options).await.expect("host");
-        let seen = Arc::new(Mutex::new((host.status(), host.compiles())));
+        let seen = Arc::new(Mutex::new(Seen::default()));
+        seen.lock().expect("seen").record(&host);
         let record = seen.clone();
         let (stop, stopped) = oneshot::channel::<()>();
         let task = tokio::spawn(async move {
             let shutdown = async {
                 let _ = stopped.await;
             };
-            host.watch(shutdown, move |h| *record.lock().expect("status") = (h.status(), h.compiles()))
+            host.watch(shutdown, move |h| record.lock().expect("status").record(h))
                 .await
                 .expect("the directory is watched");
         });
@@ -76,7 +98,7 @@ impl DirEnv {
 
     fn status(&self, file: &str) -> Option<PluginStatus> {
         let path = self.dir.join(file).display().to_string();
-        self.seen.lock().expect("status").0.iter().find(|s| s.file == path).cloned()
+        self.seen.lock().expect("status").status.iter().find(|s| s.file == path).cloned()
     }
 
     /// The value of one series of the host's metrics (`name{labels}`), 0 if absent.
@@ -92,7 +114,17 @@ impl DirEnv {
     }
 
     fn compiles(&self) -> u64 {
-        self.seen.lock().expect("status").1
+        self.seen.lock().expect("status").compiles
+    }
+
+    /// Every error the host has shown since it started.
+    fn errors_shown(&self) -> Vec<String> {
+        self.seen.lock().expect("status").errors.clone()
+    }
+
+    /// The plugin the controller of `name` runs.
+    fn running(&self, name: &str) -> Option<Arc<Plugin>> {
+        self.seen.lock().expect("status").running.iter().find(|p| p.manifest().name == name).cloned()
     }
 
     async fn until(&self, what: &str, check: impl Fn(&DirEnv) -> bool) {
@@ -181,6 +213,80 @@ async fn a_new_version_takes_over_and_a_corrupt_one_never_does() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_file_still_being_written_is_not_loaded_until_its_writer_closes_it() {
+    use std::io::Write as _;
+    let env = DirEnv::start("partial", &[("demo-application", "demo-application.wasm")]).await;
+    env.create(&demo_applications(), demo_app("web", 1)).await;
+    wait_for(&env, &deployments(), "web", "the Deployment", |_| true).await;
+    let v1 = env.status("demo-application.wasm").and_then(|s| s.hash);
+
+    // A slow copy: half the new version written, the file still open.
+    let v2 = read(&wasm_path("demo-relabel"));
+    let mut file = std::fs::File::create(env.dir.join("demo-application.wasm")).expect("open for writing");
+    file.write_all(&v2[..v2.len() / 2]).expect("first half");
+    file.flush().expect("flush");
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let status = env.status("demo-application.wasm").expect("status");
+    assert_eq!(
+        (status.hash, status.error, status.running),
+        (v1, None, true),
+        "half a file is neither loaded nor an error"
+    );
+
+    file.write_all(&v2[v2.len() / 2..]).expect("second half");
+    drop(file);
+    wait_for(&env, &deployments(), "web", "the new version, once the file is whole", |d| {
+        d["metadata"]["labels"]["kubewasm.io/version"] == "v2"
+    })
+    .await;
+    assert_eq!(env.errors_shown(), Vec::<String>::new(), "no error was ever shown for the half-written file");
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_optimised_code_replaces_the_baseline_without_a_visible_change() {
+    let env = DirEnv::start("tiers", &[("demo-application", "demo-application.wasm")]).await;
+    let plugin = env.running("demo-application").expect("the controller's plugin");
+    assert_eq!(plugin.tier(), Tier::Baseline, "a component the cache lacks starts on baseline code");
+    env.create(&demo_applications(), demo_app("web", 2)).await;
+    wait_for(&env, &deployments(), "web", "the Deployment", |_| true).await;
+    let reconciles = r#"kubewasm_reconciles_total{plugin="demo-application",result="success"}"#;
+    let counts = || (env.cluster.write_requests(), env.series(reconciles));
+    // Converged on baseline code (the optimising compile of a 1 MiB component takes
+    // seconds on its low-priority thread): nothing more is written.
+    let converged = eventually("the cluster converged", || async {
+        let before = counts();
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        (counts() == before).then_some(before)
+    })
+    .await;
+    assert_eq!(plugin.tier(), Tier::Baseline, "converged before the optimised code was ready");
+    let status = env.status("demo-application.wasm").expect("status");
+    let deployment = env.get(&deployments(), "web").await.expect("the Deployment");
+
+    // The optimising compile runs on one thread at nice 10: on a machine whose cores
+    // are busy with other work it gets a small share of one, and may take minutes.
+    eventually_within("the optimised code in place", Duration::from_secs(600), || async {
+        (plugin.tier() == Tier::Optimized).then_some(())
+    })
+    .await;
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    // Invisible: no restart, no reconcile, no write; the same version shown.
+    assert_eq!(counts(), converged, "nothing reconciled or written");
+    assert_eq!(env.status("demo-application.wasm"), Some(status), "the same version, running");
+    let unchanged = env.get(&deployments(), "web").await.expect("the Deployment");
+    assert_eq!(unchanged.metadata.resource_version, deployment.metadata.resource_version);
+    let running = env.running("demo-application").expect("plugin");
+    assert_eq!(running.hash(), plugin.hash(), "the same version");
+    assert_eq!(running.tier(), Tier::Optimized, "the controller's copy runs the optimised code");
+
+    // The optimised code acts as the baseline code did.
+    env.merge(&demo_applications(), "web", json!({"spec": {"replica": 5}})).await;
+    wait_for(&env, &deployments(), "web", "replicas 5 from the optimised code", |d| d["spec"]["replicas"] == 5).await;
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_added_plugin_starts_and_a_removed_one_stops_leaving_its_children() {
     let env = DirEnv::start("add-remove", &[("demo-application", "demo-application.wasm")]).await;
     env.put("foo.wasm", &read(&wasm_path("foo")));
@@ -254,7 +360,7 @@ async fn a_plugin_that_panics_in_describe_is_refused_and_the_others_run() {
 fn a_restart_loads_compiled_plugins_from_the_cache() {
     let cache = std::env::temp_dir().join(format!("kubewasm-cache-test-{}", std::process::id()));
     let _ = std::fs::remove_dir_all(&cache);
-    let options = EngineOptions { pooling: false, cache_dir: Some(cache.clone()) };
+    let options = EngineOptions { cache_dir: Some(cache.clone()), ..EngineOptions::default() };
     let first = Plugin::load(&Engine::with_options(&options).expect("engine"), &wasm_path("foo")).expect("load");
     assert!(!first.from_cache(), "nothing cached yet");
     let again = Plugin::load(&Engine::with_options(&options).expect("engine"), &wasm_path("foo")).expect("load");

@@ -138,7 +138,8 @@ async fn each_reconcile_has_one_fresh_instance_for_both_calls() {
 #[test]
 fn a_reused_pool_slot_starts_from_the_plugin_s_initial_state() {
     use kubewasm::plugin::{Engine, EngineOptions, Plugin, Request};
-    let engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: None }).expect("pooled engine");
+    let engine =
+        Engine::with_options(&EngineOptions { pooling: true, ..EngineOptions::default() }).expect("pooled engine");
     let plugin = Plugin::load(&engine, &crate::harness::wasm_path("misbehave")).expect("misbehave loads");
     let parent = json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Misbehave",
                         "metadata": {"name": "m", "namespace": "default", "uid": "u-1"}});

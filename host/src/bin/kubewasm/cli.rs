@@ -9,6 +9,7 @@ use std::time::Duration;
 
 use clap::{Parser, Subcommand, ValueEnum};
 use kubewasm::coordination::{self, LeaderElection, ReplicaMode, Sharding};
+use kubewasm::plugin::EngineOptions;
 
 /// Kubernetes controllers whose reconcile logic is a sandboxed WebAssembly component.
 #[derive(Debug, Parser)]
@@ -32,11 +33,21 @@ pub enum LogFormat {
 pub enum Command {
     #[cfg(feature = "dev")]
     /// Development: an embedded API server on loopback, the plugins' CRDs installed,
-    /// and a controller per plugin. Prints the `export KUBECONFIG=...` line for kubectl.
+    /// and a controller per plugin, each new build taking over at once. Plugin projects
+    /// (given with --watch, or directories in DIR) are built from source whenever they
+    /// change. Prints the `export KUBECONFIG=...` line for kubectl.
     Dev {
-        /// The plugin directory: every `*.wasm` in it.
+        /// The plugin directory: every `*.wasm` in it; plugin projects in its
+        /// directories are built into it as with --watch.
         #[arg(long = "plugins", value_name = "DIR")]
         dir: PathBuf,
+        /// Plugin projects to build into DIR (as PROJECT.wasm, after the directory's
+        /// name) now and whenever their sources change: a Rust crate (cargo, profile
+        /// plugin-dev), a Python project (app.py, componentize-py), an npm package
+        /// (the JavaScript SDK's build) or a Go module (go build, then componentize).
+        /// A build that fails is shown and leaves the running version in place.
+        #[arg(long, value_name = "PROJECT", num_args = 1..)]
+        watch: Vec<PathBuf>,
         /// Keep the cluster's objects here across restarts (and its kubeconfig).
         #[arg(long)]
         data_dir: Option<PathBuf>,
@@ -204,11 +215,11 @@ pub struct HostArgs {
 }
 
 impl HostArgs {
-    pub fn cache_dir(&self) -> Option<PathBuf> {
-        if self.no_cache {
-            return None;
-        }
-        self.cache_dir.clone().or_else(default_cache_dir)
+    /// A long-running host's engine: pooled instances, the cache, and a new plugin
+    /// version running on baseline code while its optimised code is compiled.
+    pub fn engine_options(&self) -> EngineOptions {
+        let cache_dir = if self.no_cache { None } else { self.cache_dir.clone().or_else(default_cache_dir) };
+        EngineOptions { pooling: true, cache_dir, tiered: true }
     }
 }
 

@@ -7,8 +7,12 @@
 #![warn(clippy::pedantic)]
 #![allow(clippy::must_use_candidate)]
 
+#[cfg(feature = "dev")]
+mod build;
 mod cli;
 mod componentize;
+#[cfg(feature = "dev")]
+mod dev;
 mod rbac;
 mod render;
 mod scaffold;
@@ -22,7 +26,7 @@ use kubewasm::logging;
 use kubewasm::plugin::{CONTRACT_VERSION, Engine, EngineOptions, Plugin};
 use kubewasm::{run, runtime};
 #[cfg(feature = "dev")]
-use kubewasm_devcluster::{self as devcluster, DevCluster};
+use kubewasm_devcluster as devcluster;
 use serde_json::{Value, json};
 
 use cli::{Cli, Command};
@@ -64,8 +68,14 @@ fn report(e: &anyhow::Error) -> String {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         #[cfg(feature = "dev")]
-        Command::Dev { dir, data_dir, kubeconfig, port, health_addr, faults, insecure_http, host } => {
+        Command::Dev { dir, watch, data_dir, kubeconfig, port, health_addr, faults, insecure_http, host } => {
             let faults = faults.as_deref().map(devcluster::Faults::read).transpose()?;
+            let mut projects = watch.iter().map(|p| build::Project::at(p)).collect::<Result<Vec<_>, _>>()?;
+            for found in build::Project::found_in(&dir) {
+                if !projects.iter().any(|p| p.dir == found.dir) {
+                    projects.push(found);
+                }
+            }
             let cluster = devcluster::Options {
                 data_dir,
                 port,
@@ -75,14 +85,14 @@ fn run(cli: Cli) -> Result<()> {
             };
             let options = run::Options { health_addr, install_crds: true, ..run::Options::new(dir) };
             let runtime = tokio_runtime()?;
-            let engine = engine(&EngineOptions { pooling: true, cache_dir: host.cache_dir() })?;
-            runtime.block_on(dev(&engine, &options, cluster, faults))?;
+            let engine = engine(&host.engine_options())?;
+            runtime.block_on(dev::dev(&engine, &options, cluster, faults, projects))?;
         }
         Command::Run { dir, health_addr, host, leader } => {
             let options =
                 run::Options { health_addr: Some(health_addr), replicas: leader.mode(), ..run::Options::new(dir) };
             let runtime = tokio_runtime()?;
-            let engine = engine(&EngineOptions { pooling: true, cache_dir: host.cache_dir() })?;
+            let engine = engine(&host.engine_options())?;
             runtime.block_on(async {
                 let shutdown = run::shutdown_signal();
                 let client = kube::Client::try_default().await.context("no cluster: set KUBECONFIG or run in a Pod")?;
@@ -165,7 +175,7 @@ fn run(cli: Cli) -> Result<()> {
 
 /// The engine options of the one-shot commands: no pooling, the default cache.
 fn one_shot() -> EngineOptions {
-    EngineOptions { pooling: false, cache_dir: cli::default_cache_dir() }
+    EngineOptions { cache_dir: cli::default_cache_dir(), ..EngineOptions::default() }
 }
 
 fn tokio_runtime() -> Result<tokio::runtime::Runtime> {
@@ -175,44 +185,6 @@ fn tokio_runtime() -> Result<tokio::runtime::Runtime> {
 /// One-shot commands need no pooling; a long-running host wants it.
 fn engine(options: &EngineOptions) -> Result<Engine> {
     Engine::with_options(options).map_err(|e| anyhow::anyhow!("cannot start the WebAssembly engine: {e:#}"))
-}
-
-/// The embedded API server, then the host on it; `faults` start once the plugins are
-/// loaded: they are for the controllers, not for installing CRDs.
-#[cfg(feature = "dev")]
-async fn dev(
-    engine: &Engine,
-    options: &run::Options,
-    cluster: devcluster::Options,
-    mut faults: Option<devcluster::Faults>,
-) -> Result<()> {
-    // Before anything slow: a SIGTERM during start-up must stop the process promptly.
-    let shutdown = run::shutdown_signal();
-    let cluster = DevCluster::start(cluster).await?;
-    println!("export KUBECONFIG={}", cluster.kubeconfig_path().display());
-    eprintln!(
-        "embedded API server on {}; try: kubectl --kubeconfig {} get crds",
-        cluster.url(),
-        cluster.kubeconfig_path().display()
-    );
-    eprintln!("watching {} for changes; Ctrl-C stops", options.dir.display());
-    // The table is printed when it differs from the last one: a rescan that changed
-    // nothing prints nothing.
-    let mut last_table = None;
-    let on_change = |runtime: &kubewasm::runtime::Runtime| {
-        let table = run::plugin_table(runtime);
-        if last_table.as_ref() != Some(&table) {
-            eprint!("{table}");
-            last_table = Some(table);
-        }
-        if let Some(faults) = faults.take() {
-            eprintln!("injecting the faults of the --faults file from now on");
-            cluster.set_faults(Some(faults));
-        }
-    };
-    let result = run::run(engine, &cluster.client(), options, shutdown, on_change).await;
-    cluster.shutdown().await;
-    Ok(result?)
 }
 
 /// The manifest as `kubewasm describe` shows it: CRDs by name, not in full.

@@ -471,7 +471,9 @@ pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Lang
         write(&path).map_err(|source| Error::Write { path: path.clone(), source })?;
         files.push(path);
     }
-    let next_steps = match language {
+    let watch =
+        format!("kubewasm dev --plugins PLUGIN_DIR --watch {}   # rebuilt and live at every save", dir.display());
+    let mut next_steps = match language {
         Language::Rust => vec![
             format!("cd {} && cargo test", dir.display()),
             "cargo build --profile plugin --target wasm32-wasip2".into(),
@@ -497,6 +499,7 @@ pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Lang
             format!("kubewasm render {name}.wasm --parent examples/parent.yaml"),
         ],
     };
+    next_steps.push(watch);
     Ok(Created { kind: format!("{}.{}/{}", names.kind, names.group, names.version), files, next_steps })
 }
 

@@ -1,0 +1,147 @@
+//! `kubewasm dev`: the embedded API server, the host on it following the plugin
+//! directory, the plugin projects built from source into that directory (`--watch`,
+//! and projects found in it), and the table of what runs and how each build went,
+//! printed whenever it changes.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use anyhow::Result;
+use kubewasm::plugin::Engine;
+use kubewasm::run;
+use kubewasm_devcluster::{self as devcluster, DevCluster};
+use tokio::sync::Semaphore;
+use tracing::{error, info};
+
+use crate::build::{self, Project, State};
+
+/// The embedded API server, then the host on it, with `projects` built into the plugin
+/// directory as they change; `faults` start once the plugins are loaded: they are for
+/// the controllers, not for installing CRDs.
+pub async fn dev(
+    engine: &Engine,
+    options: &run::Options,
+    cluster: devcluster::Options,
+    mut faults: Option<devcluster::Faults>,
+    projects: Vec<Project>,
+) -> Result<()> {
+    // Before anything slow: a SIGTERM during start-up must stop the process promptly.
+    let shutdown = run::shutdown_signal();
+    let cluster = DevCluster::start(cluster).await?;
+    println!("export KUBECONFIG={}", cluster.kubeconfig_path().display());
+    eprintln!(
+        "embedded API server on {}; try: kubectl --kubeconfig {} get crds",
+        cluster.url(),
+        cluster.kubeconfig_path().display()
+    );
+    eprintln!("watching {} for changes; Ctrl-C stops", options.dir.display());
+    let table = Arc::new(Mutex::new(Table::default()));
+    // One build at a time: the machine's cores go to it, and cargo locks its target
+    // directory anyway.
+    let builds = Arc::new(Semaphore::new(1));
+    let followers: Vec<_> = projects
+        .into_iter()
+        .map(|project| {
+            eprintln!(
+                "building {} ({}) into {}.wasm as it changes",
+                project.dir.display(),
+                project.language,
+                project.name
+            );
+            let table = table.clone();
+            let report = move |project: &Project, state: State, failure: Option<&build::Error>| {
+                log(project, &state, failure);
+                lock(&table).set_build(project, state);
+            };
+            let follow = build::follow(project, options.dir.clone(), builds.clone(), report);
+            tokio::spawn(async move {
+                if let Err(e) = follow.await {
+                    error!("{e}");
+                }
+            })
+        })
+        .collect();
+    let on_change = |runtime: &kubewasm::runtime::Runtime| {
+        lock(&table).set_plugins(run::plugin_table(runtime));
+        if let Some(faults) = faults.take() {
+            eprintln!("injecting the faults of the --faults file from now on");
+            cluster.set_faults(Some(faults));
+        }
+    };
+    let result = run::run(engine, &cluster.client(), options, shutdown, on_change).await;
+    followers.iter().for_each(tokio::task::JoinHandle::abort);
+    let _ = std::fs::remove_dir_all(build::scratch_root());
+    cluster.shutdown().await;
+    Ok(result?)
+}
+
+fn lock(table: &Mutex<Table>) -> std::sync::MutexGuard<'_, Table> {
+    table.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// A build's end in the log: the whole of a failure's output.
+fn log(project: &Project, state: &State, failure: Option<&build::Error>) {
+    let dir = project.dir.display();
+    match state {
+        State::Building => info!(project = %dir, "building"),
+        State::Built { took } => info!(project = %dir, ?took, "built"),
+        State::Failed(summary) => {
+            error!(project = %dir, "build failed, the running version stays: {summary}");
+            if let Some(output) = failure.map(build::Error::output).filter(|o| o != summary) {
+                eprintln!("{output}");
+            }
+        }
+    }
+}
+
+/// What `kubewasm dev` shows: the host's plugin table, then one line per project it
+/// builds; printed when it differs from what was printed last.
+#[derive(Default)]
+struct Table {
+    plugins: String,
+    builds: BTreeMap<PathBuf, (String, State)>,
+    printed: Option<String>,
+}
+
+impl Table {
+    fn set_plugins(&mut self, plugins: String) {
+        self.plugins = plugins;
+        self.print();
+    }
+
+    fn set_build(&mut self, project: &Project, state: State) {
+        self.builds.insert(project.dir.clone(), (project.name.clone(), state));
+        self.print();
+    }
+
+    fn render(&self) -> String {
+        let mut table = self.plugins.clone();
+        for (dir, (name, state)) in &self.builds {
+            let line = match state {
+                State::Building => format!("  {name:<20} {:<8} {:<12}  {}", "building", "", dir.display()),
+                State::Built { took } => {
+                    let took = format!("{:.1} s", took.as_secs_f64());
+                    format!("  {name:<20} {:<8} {took:<12}  {}", "built", dir.display())
+                }
+                State::Failed(summary) => {
+                    format!(
+                        "  {name:<20} {:<8} {:<12}  BUILD ERROR {summary} (the running version stays)",
+                        "failed", ""
+                    )
+                }
+            };
+            table.push_str(&line);
+            table.push('\n');
+        }
+        table
+    }
+
+    fn print(&mut self) {
+        let table = self.render();
+        if self.printed.as_ref() != Some(&table) {
+            eprint!("{table}");
+            self.printed = Some(table);
+        }
+    }
+}

