@@ -66,8 +66,11 @@ async fn reload_latency() {
     let client = cluster.client();
     let engine =
         Engine::with_options(&EngineOptions { pooling: true, cache_dir: Some(cache.clone()) }).expect("engine");
-    let options =
-        runtime::Options { install_crds: true, controller: Options { debounce: Duration::ZERO, ..Options::default() } };
+    let options = runtime::Options {
+        install_crds: true,
+        controller: Options { debounce: Duration::ZERO, ..Options::default() },
+        ..runtime::Options::default()
+    };
     let host = Runtime::from_dir(&client, &engine, &dir, options).await.expect("host");
     let watcher = tokio::spawn(host.watch(std::future::pending(), |_| {}));
 

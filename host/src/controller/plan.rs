@@ -15,8 +15,8 @@ use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 
 use super::cache::controller_uid;
-use super::events::Event;
 use super::finalizer::{self, Phase};
+use crate::events::Event;
 use crate::plugin::view::APPLIED_HASH;
 use crate::plugin::{KindRef, Manifest, Response};
 

@@ -3,13 +3,17 @@
 //! limits. The component may be built against any contract version the host runs; each
 //! call is made through that version's bindings.
 
+use std::sync::Arc;
+
 use serde_json::Value;
 
 use super::contract::{MalformedAnswer, Version, bindings, bindings_0_1_0, wit, wit_0_1_0};
 use super::engine::Engine;
 use super::pool::{Permit, PoolSlots};
 use super::sandbox::failure::CallError;
+use super::sandbox::http::Egress;
 use super::sandbox::limits::Limits;
+use super::sandbox::logging::Redact;
 use super::sandbox::{self, CallState};
 use kubewasm_contract::{KindRef, Manifest, ObjectEvent, Query, Request, Response};
 
@@ -67,6 +71,8 @@ pub struct Instance<'a> {
     limits: Limits,
     store: wasmtime::Store<CallState>,
     exports: Option<Exports>,
+    /// Values never shown in what the plugin writes.
+    redact: Redact,
     /// Given back after the store (declared after it, so dropped after it) has freed
     /// the pool's slots.
     _permit: Option<Permit>,
@@ -81,10 +87,18 @@ impl<'a> Instance<'a> {
         label: &'a str,
         related: &'a [KindRef],
         limits: Limits,
+        egress: Arc<Egress>,
     ) -> Self {
         let permit = engine.budget().map(|budget| budget.take(slots));
-        let store = sandbox::new_store(engine.wasmtime(), label, limits, slots);
-        Self { pre, label, related, limits, store, exports: None, _permit: permit }
+        let store = sandbox::new_store(engine.wasmtime(), label, limits, slots, egress);
+        Self { pre, label, related, limits, store, exports: None, redact: Redact::default(), _permit: permit }
+    }
+
+    /// Never shows `values` (the plugin's Secret values, in its config) in what the
+    /// plugin writes: its log lines, its errors, its events.
+    pub fn hide(&mut self, values: Vec<String>) {
+        self.redact = Redact::new(values);
+        self.store.data_mut().hide(self.redact.clone());
     }
 
     /// Instantiates the component now rather than at the first call.
@@ -143,13 +157,14 @@ impl<'a> Instance<'a> {
     /// A [`CallError`] saying what went wrong.
     pub fn reconcile(&mut self, request: &Request) -> Result<Response, CallError> {
         let plugin = self.label.to_string();
+        let redact = self.redact.clone();
         let answer = self.call("reconcile", |store, exports| match exports {
             Exports::Current(e) => {
                 let wire = wit::Request::from(request);
                 e.kubewasm_reconciler_reconciler().call_reconcile(store, &wire).map(|answer| {
                     answer.map(Response::try_from).map_err(|e| CallError::Plugin {
                         plugin: plugin.clone(),
-                        message: e.message,
+                        message: redact.apply(&e.message),
                         retryable: e.retryable,
                     })
                 })
@@ -159,13 +174,17 @@ impl<'a> Instance<'a> {
                 e.kubewasm_reconciler_reconciler().call_reconcile(store, &wire).map(|answer| {
                     answer.map(Response::try_from).map_err(|e| CallError::Plugin {
                         plugin: plugin.clone(),
-                        message: e.message,
+                        message: redact.apply(&e.message),
                         retryable: e.retryable,
                     })
                 })
             }
         })?;
-        answer?.map_err(|e| CallError::Malformed { plugin, source: e.into() })
+        let mut response = answer?.map_err(|e| CallError::Malformed { plugin, source: e.into() })?;
+        for event in &mut response.events {
+            event.message = self.redact.apply(&event.message);
+        }
+        Ok(response)
     }
 
     /// Hands the plugin's handler one change of a watched object.
@@ -187,7 +206,7 @@ impl<'a> Instance<'a> {
                 retryable: false,
             })),
         })?;
-        answer.map_err(|e| CallError::Plugin { plugin, message: e.message, retryable: e.retryable })
+        answer.map_err(|e| CallError::Plugin { plugin, message: self.redact.apply(&e.message), retryable: e.retryable })
     }
 
     /// Calls an export through `f`, `name` naming it in errors, instantiating first if
@@ -210,6 +229,6 @@ impl<'a> Instance<'a> {
         if dropped > 0 {
             tracing::warn!(plugin = %self.label, dropped, "plugin exceeded its log budget for one {name} call");
         }
-        result.map_err(|e| self.store.data().failure(&e, name, self.limits))
+        result.map_err(|e| self.store.data().failure(&e, name, self.limits).redacted(&self.redact))
     }
 }

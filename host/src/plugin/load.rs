@@ -13,6 +13,7 @@ use super::engine::Engine;
 use super::instance::{Instance, Pre};
 use super::pool::PoolSlots;
 use super::sandbox::failure::{self, CallError};
+use super::sandbox::http::{Egress, allow};
 use super::sandbox::limits::Limits;
 use kubewasm_contract::{Manifest, ManifestError};
 
@@ -97,13 +98,14 @@ pub(crate) fn load(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Loaded
     // the store's limit stops the instantiation: wasmtime adds adapter modules
     // between nested components. The instance that fits answers `describe`.
     let describe_limits = Limits::default();
+    let no_network = std::sync::Arc::new(Egress::denied(&origin));
     let mut slots =
         PoolSlots::of(bytes, &component).map_err(|why| LoadError::Unpoolable { origin: origin.clone(), why })?;
     let mut instance = loop {
         if let Some((what, need, have)) = engine.pool_size().and_then(|pool| slots.excess_over(pool)) {
             return Err(LoadError::TooLargeForPool { origin, what, need, have });
         }
-        let mut instance = Instance::new(engine, &pre, slots, &origin, &[], describe_limits);
+        let mut instance = Instance::new(engine, &pre, slots, &origin, &[], describe_limits, no_network.clone());
         match instance.instantiate() {
             Ok(()) => break instance,
             Err(e) if failure::is_instance_limit(&e) => slots.core_instances += 1,
@@ -111,13 +113,17 @@ pub(crate) fn load(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Loaded
             // counts what the failed instantiation created).
             Err(_) => {
                 drop(instance);
-                break Instance::new(engine, &pre, slots, &origin, &[], describe_limits);
+                break Instance::new(engine, &pre, slots, &origin, &[], describe_limits, no_network.clone());
             }
         }
     };
     let manifest = instance.describe().map_err(|source| LoadError::Describe { origin: origin.clone(), source })?;
     drop(instance);
     manifest.check().map_err(|source| LoadError::InvalidManifest { origin: origin.clone(), source })?;
+    if let Err(e) = allow::parse_all(&manifest.outbound) {
+        let source = ManifestError(format!("outbound: {e}"));
+        return Err(LoadError::InvalidManifest { origin: origin.clone(), source });
+    }
     let crds = parse_crds(&manifest.crds, &origin)?;
     Ok(Loaded { hash, cached, pre, slots, manifest, crds })
 }

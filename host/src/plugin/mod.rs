@@ -29,13 +29,15 @@ pub use instance::Instance;
 pub use load::{LoadError, digest};
 pub use pool::PoolSlots;
 pub use sandbox::failure::CallError;
+pub use sandbox::http::allow::{Pattern, PatternError};
+pub use sandbox::http::{Canned, CannedError, Egress, EgressError, HttpSettings, Recorded, Transport};
 pub use sandbox::limits::Limits;
-pub use settings::{InvalidSettings, Settings, SettingsError};
+pub use settings::{EventSettings, InvalidSettings, Settings, SettingsError};
 // The contract's types and the check of an answer live in one crate the SDK shares, so
 // a plugin's native tests refuse exactly what the host refuses.
 pub use kubewasm_contract::{
     Change, Event, EventType, HttpError, HttpRequest, HttpResponse, KindRef, LabelOperator, Limits as DeclaredLimits,
-    Manifest, ObjectEvent, Query, Refusal, Request, Requirement, Response, Selector, Watch, validate, view,
+    Manifest, Object, ObjectEvent, Query, Refusal, Request, Requirement, Response, Selector, Watch, validate, view,
 };
 
 /// A compiled, linked and described plugin, ready to be called any number of times
@@ -47,6 +49,8 @@ pub struct Plugin {
     origin: String,
     loaded: Arc<load::Loaded>,
     limits: Limits,
+    /// Where its requests may go: nowhere until the operator grants something.
+    egress: Arc<sandbox::http::Egress>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -82,7 +86,8 @@ impl Plugin {
         let loaded = load::load(engine, bytes, origin)?;
         let declared = &loaded.manifest.limits;
         let limits = Limits::default().lowered_to(declared.deadline(), declared.memory_bytes());
-        Ok(Self { engine: engine.clone(), origin: origin.to_string(), loaded: Arc::new(loaded), limits })
+        let egress = Arc::new(sandbox::http::Egress::denied(&loaded.manifest.name));
+        Ok(Self { engine: engine.clone(), origin: origin.to_string(), loaded: Arc::new(loaded), limits, egress })
     }
 
     /// What each call's instance takes from the engine's instance pool; calls wait
@@ -134,12 +139,28 @@ impl Plugin {
         self
     }
 
+    /// The same plugin whose HTTP requests go through `egress` (built from its manifest's
+    /// `outbound` and the operator's grant).
+    #[must_use]
+    pub fn with_egress(mut self, egress: Arc<sandbox::http::Egress>) -> Self {
+        self.egress = egress;
+        self
+    }
+
     /// A fresh instance for the calls of one reconcile: `related`, then `reconcile`
     /// with the request built from its queries, each with the full limits (one
     /// instance for both halves the instantiation cost).
     pub fn instance(&self) -> Instance<'_> {
         let manifest = &self.loaded.manifest;
-        Instance::new(&self.engine, &self.loaded.pre, self.loaded.slots, &manifest.name, &manifest.related, self.limits)
+        Instance::new(
+            &self.engine,
+            &self.loaded.pre,
+            self.loaded.slots,
+            &manifest.name,
+            &manifest.related,
+            self.limits,
+            self.egress.clone(),
+        )
     }
 
     /// The related objects the plugin wants for `parent`, in a fresh instance; see

@@ -57,7 +57,7 @@ impl DirEnv {
         }
         let base = Cluster::start().await;
         let engine = Engine::with_options(&EngineOptions { pooling: true, cache_dir: None }).expect("engine");
-        let options = runtime::Options { install_crds, controller: quick() };
+        let options = runtime::Options { install_crds, controller: quick(), ..runtime::Options::default() };
         let metrics = options.controller.metrics.clone();
         let host = Runtime::from_dir(&base.client, &engine, &dir, options).await.expect("host");
         let seen = Arc::new(Mutex::new((host.status(), host.compiles())));

@@ -1,8 +1,9 @@
 //! What an event handler receives: one change of one watched object.
 
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use crate::{KindRef, Object};
+use crate::{Error, KindRef, Object};
 
 /// What happened to a watched object.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -61,6 +62,17 @@ pub struct ObjectEvent {
 }
 
 impl ObjectEvent {
+    /// The plugin's settings parsed into `T` (a `#[derive(Deserialize)]` struct).
+    ///
+    /// # Errors
+    ///
+    /// A permanent [`Error`] naming the field serde rejected: retrying will not help until
+    /// the settings change.
+    pub fn config<T: DeserializeOwned>(&self) -> Result<T, Error> {
+        serde_path_to_error::deserialize(&self.config)
+            .map_err(|e| Error::permanent(format!("settings: {}: {}", e.path(), e.inner())))
+    }
+
     /// The delivery id of `change` of the object with `uid` at `resource_version`.
     pub fn delivery_id(uid: &str, resource_version: &str, change: Change) -> String {
         format!("{uid}:{resource_version}:{change}")

@@ -87,3 +87,12 @@ impl fmt::Display for HttpError {
 }
 
 impl std::error::Error for HttpError {}
+
+impl From<HttpError> for crate::Error {
+    /// A timeout or a failure may pass: retryable. A denial, an oversized answer or a
+    /// spent budget will not until the grant or the plugin changes: permanent.
+    fn from(e: HttpError) -> Self {
+        let message = format!("HTTP request {e}");
+        if e.is_transient() { Self::retryable(message) } else { Self::permanent(message) }
+    }
+}
