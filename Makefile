@@ -26,6 +26,10 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 # Example plugins, copied to $(PLUGIN_DIR) as NAME.wasm: a ready plugin directory.
 PLUGINS := demo-application foo pod-services
 PLUGIN_DIR := $(TARGET_DIR)/plugins
+# Example plugins that do nothing without an operator's settings (the URLs they may
+# reach, a token): built beside the fixtures, not into the plugin directory `make dev`
+# runs and `deploy/rbac.yaml` is made from. Their README says how to run them.
+EXAMPLES := kubewatch dns-record
 # Test fixtures (host/tests/fixtures), copied to $(FIXTURE_DIR).
 FIXTURES := misbehave future-contract contract-0-1-0 gate bad-describe demo-relabel stack
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
@@ -41,10 +45,10 @@ wasm-target:
 	{ echo "the wasm32-wasip2 target is missing and rustup is not installed to add it" >&2; exit 1; }; fi
 
 plugins: wasm-target
-	$(CARGO) build --profile plugin --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS) $(FIXTURES))
+	$(CARGO) build --profile plugin --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS) $(EXAMPLES) $(FIXTURES))
 	mkdir -p $(PLUGIN_DIR) $(FIXTURE_DIR)
 	for p in $(PLUGINS); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(PLUGIN_DIR)/$$p.wasm; done
-	for p in $(FIXTURES); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(FIXTURE_DIR)/$$p.wasm; done
+	for p in $(EXAMPLES) $(FIXTURES); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(FIXTURE_DIR)/$$p.wasm; done
 
 # Python plugins (plugins/NAME with an app.py), built by the Python SDK's `python -m
 # kubewasm build` (componentize-py) to $(FIXTURE_DIR)/NAME.wasm: not to $(PLUGIN_DIR),
