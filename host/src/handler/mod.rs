@@ -154,9 +154,8 @@ impl Handler {
                 config = config.fields(fields);
             }
             let span = info_span!("watch", plugin = %name, kind = %watch.kind);
-            watches.push(tokio::spawn(
-                follow(api, config, resource.clone(), index, differ, seen_tx.clone()).instrument(span),
-            ));
+            let follow = follow(api, config, resource.clone(), index, differ, seen_tx.clone(), reporter(&name));
+            watches.push(tokio::spawn(follow.instrument(span)));
         }
         drop(seen_tx);
 
@@ -173,7 +172,7 @@ impl Handler {
             queue: Queue::new(options.queue_limit),
             ledger,
             store,
-            events: Events::new(client, format!("kubewasm.{name}")),
+            events: Events::new(client, reporter(&name)),
             listed: Vec::new(),
             synced: synced_tx,
             delivered: delivered.clone(),
@@ -229,7 +228,13 @@ impl Handler {
     }
 }
 
-/// Watches one kind and tells the dispatcher what changed.
+/// The `reportingController` of the Events a plugin's handler records.
+fn reporter(plugin: &str) -> String {
+    format!("kubewasm.{plugin}")
+}
+
+/// Watches one kind and tells the dispatcher what changed; `reporter`: the handler's
+/// own Events, which it is not told of.
 async fn follow(
     api: Api<DynamicObject>,
     config: watcher::Config,
@@ -237,6 +242,7 @@ async fn follow(
     index: usize,
     mut differ: Differ,
     seen: mpsc::UnboundedSender<Seen>,
+    reporter: String,
 ) {
     let types = kube::api::TypeMeta { api_version: resource.api_version.clone(), kind: resource.kind.clone() };
     let mut stream = watcher(api, config).default_backoff().boxed();
@@ -250,8 +256,15 @@ async fn follow(
         };
         let done = matches!(event, watcher::Event::InitDone);
         // The host's own bookkeeping is no plugin's business (and a handler told of its
-        // ledger's writes would be told of them forever).
-        let bookkeeping = |o: &DynamicObject| o.metadata.labels.as_ref().is_some_and(|l| l.contains_key(ledger::LABEL));
+        // ledger's writes, or of its own Warnings about events it dropped, would be told
+        // of them forever). An Event names its reporter in `reportingController`
+        // (events.k8s.io) or `reportingComponent` (core).
+        let bookkeeping = |o: &DynamicObject| {
+            o.metadata.labels.as_ref().is_some_and(|l| l.contains_key(ledger::LABEL))
+                || ["reportingController", "reportingComponent"]
+                    .iter()
+                    .any(|field| o.data[field].as_str() == Some(reporter.as_str()))
+        };
         if let watcher::Event::Apply(o) | watcher::Event::InitApply(o) | watcher::Event::Delete(o) = &event
             && bookkeeping(o)
         {

@@ -168,11 +168,8 @@ async fn changes_of_several_kinds_give_exactly_the_expected_notifications_in_ord
     let settings = settings(&receiver, &["configmap", "services"], &webhook(&receiver, "/hook"));
     // Objects that exist before the plugin is first loaded are not announced (kubewatch's
     // behaviour, and the host's unless `[events] initial` says otherwise).
-    let host = Host::start(plugin, "kubewatch", "").await;
+    let mut host = Host::stopped(plugin, "kubewatch", &settings).await;
     host.create(&configmaps(), configmap("before", "0")).await;
-    let mut host = host;
-    host.halt().await;
-    host.settings("kubewatch", &settings).await;
     host.run().await;
 
     host.create(&configmaps(), configmap("a", "1")).await;
@@ -304,6 +301,41 @@ async fn a_receiver_down_for_a_while_gets_everything_after(plugin: &str) {
     host.stop().await;
 }
 
+async fn past_the_queue_limit_the_oldest_are_dropped_with_a_warning_and_a_metric(plugin: &str) {
+    let receiver = Receiver::start().await;
+    let handlers = format!("[events]\nqueue-limit = 2\n\n{}", webhook(&receiver, "/hook"));
+    let host = Host::start(plugin, "kubewatch", &settings(&receiver, &["configmap"], &handlers)).await;
+    receiver.answer(503);
+    host.create(&configmaps(), configmap("a", "1")).await;
+    eventually("the first attempt", || async { (!receiver.received().is_empty()).then_some(()) }).await;
+    // The creation waits for a retry; four updates queue behind it, two more than the limit.
+    for v in 2..=5 {
+        host.merge(&configmaps(), "a", json!({"data": {"v": v.to_string()}})).await;
+    }
+    let warned = eventually("an EventsDropped warning", || async {
+        let events = host.events("EventsDropped").await;
+        (!events.is_empty()).then_some(events)
+    })
+    .await;
+    let note = warned[0].note.clone().unwrap_or_default();
+    assert!(note.contains("plugin kubewatch has more than 2 undelivered events: dropped"), "{note}");
+    assert_eq!(warned[0].regarding.as_ref().and_then(|r| r.name.as_deref()), Some("a"));
+
+    receiver.answer(200);
+    let dropped =
+        || host.metric("kubewasm_events_dropped_total", &[("plugin", "kubewatch"), ("reason", "queue_limit")]);
+    // Each of the five events is either delivered or counted as dropped: none is lost unsaid.
+    eventually("five events delivered or dropped", || async {
+        (notifications(&receiver, "/hook").len() + dropped() as usize == 5).then_some(())
+    })
+    .await;
+    stays("notifications", Duration::from_secs(1), || notifications(&receiver, "/hook").len()).await;
+    assert!(dropped() >= 2.0, "at least the two past the limit: {}", dropped());
+    let got = notifications(&receiver, "/hook");
+    assert_eq!(got.last().map(String::as_str), Some("Updated ConfigMap a"), "the newest is kept: {got:?}");
+    host.stop().await;
+}
+
 async fn a_url_not_granted_is_refused_and_never_sent(plugin: &str) {
     let granted = Receiver::start().await;
     let other = Receiver::start().await;
@@ -375,6 +407,7 @@ for_each_plugin!(
     a_watch_cut_and_resumed_replays_nothing,
     a_restarted_host_replays_nothing_and_announces_what_happened_while_it_was_down,
     a_receiver_down_for_a_while_gets_everything_after,
+    past_the_queue_limit_the_oldest_are_dropped_with_a_warning_and_a_metric,
     a_url_not_granted_is_refused_and_never_sent,
     a_rotated_secret_is_used_from_the_next_notification,
 );

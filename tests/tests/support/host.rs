@@ -49,15 +49,21 @@ impl Host {
     /// A fresh cluster; the component of plugin `plugin` copied into a plugin directory
     /// as `name.wasm`, with `settings` as `name.toml`; the host started on it.
     pub async fn start(plugin: &str, name: &str, settings: &str) -> Host {
+        let mut host = Host::stopped(plugin, name, settings).await;
+        host.run().await;
+        host
+    }
+
+    /// The same, but the host not started yet: the cluster may get objects before the
+    /// plugin is first loaded.
+    pub async fn stopped(plugin: &str, name: &str, settings: &str) -> Host {
         kubewasm_tests::watchdog();
         let cluster = DevCluster::start(devcluster::Options::default()).await.expect("API server starts");
         let client = cluster.client();
         let dir = tempfile::tempdir().expect("plugin directory");
         std::fs::copy(wasm_path(plugin), dir.path().join(format!("{name}.wasm"))).expect("copy the plugin");
         std::fs::write(dir.path().join(format!("{name}.toml")), settings).expect("write the settings");
-        let mut host = Host { cluster, client, engine: Engine::new().expect("engine"), dir, runtime: None };
-        host.run().await;
-        host
+        Host { cluster, client, engine: Engine::new().expect("engine"), dir, runtime: None }
     }
 
     /// Starts the host (again) on the plugin directory.
