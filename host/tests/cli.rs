@@ -210,6 +210,61 @@ fn pod_services_renders_its_expected_annotations() {
     golden("pod-services", &[("--related", "related.yaml")], "expected.yaml");
 }
 
+// ---- event handlers, offline ---------------------------------------------------
+
+/// `kubewasm render --event added` of kubewatch's example Pod with the settings `settings`
+/// and the canned answers of `examples/http.yaml`.
+fn render_kubewatch_event(settings: &Path) -> Output {
+    let examples = workspace().join("plugins/kubewatch/examples");
+    kubewasm(&[
+        "render",
+        path_str(&fixture("kubewatch")),
+        "--event",
+        "added",
+        "--object",
+        path_str(&examples.join("pod.yaml")),
+        "--settings",
+        path_str(settings),
+        "--http",
+        path_str(&examples.join("http.yaml")),
+        "--now",
+        "2026-01-01T00:00:00Z",
+    ])
+}
+
+#[test]
+fn an_event_renders_offline_with_the_requests_the_handler_made_answered_from_canned_responses() {
+    let examples = workspace().join("plugins/kubewatch/examples");
+    let out = render_kubewatch_event(&examples.join("kubewatch.toml"));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "render failed: {stderr}");
+    let actual = String::from_utf8(out.stdout).expect("utf-8 output");
+    let expected_path = examples.join("added.yaml");
+    if std::env::var_os("KUBEWASM_BLESS").is_some() {
+        std::fs::write(&expected_path, &actual).expect("write expected output");
+    }
+    let expected = std::fs::read_to_string(&expected_path)
+        .unwrap_or_else(|e| panic!("{}: {e} (KUBEWASM_BLESS=1 writes it)", expected_path.display()));
+    assert_eq!(actual, expected, "render of kubewatch's added Pod differs from {}", expected_path.display());
+}
+
+#[test]
+fn an_event_whose_request_is_not_granted_fails_the_render_naming_the_url_and_the_setting() {
+    let settings = std::fs::read_to_string(workspace().join("plugins/kubewatch/examples/kubewatch.toml"))
+        .expect("example settings")
+        .replace("allow = [\"https://hooks.example.com\"]", "allow = []");
+    let out = render_kubewatch_event(&write_temp("kubewatch.toml", settings.as_bytes()));
+    assert_fails_with(
+        &out,
+        &[
+            "https://hooks.example.com:443 is not granted to plugin kubewatch",
+            "to `allow` in the [http] section of kubewatch.toml",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("requests: []"), "no request was sent: {stdout}");
+}
+
 // ---- describe and crds ---------------------------------------------------------
 
 #[test]
