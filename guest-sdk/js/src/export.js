@@ -58,10 +58,14 @@ export function plugin(impl) {
 /**
  * The component's exports, one per WIT interface the contract's world exports
  * (`plugin-info`, `reconciler`, `handler`), of the value `plugin()` returned among
- * `module`'s exports: the build's entry exports them.
+ * `module`'s exports (or of its `reconciler`, the contract's records written without
+ * the SDK): the build's entry exports them.
  */
 export function componentExports(module) {
   const exported = Object.values(module).filter((value) => pluginOf(value) !== undefined);
+  // A module written against the contract's records, without the SDK, exports them as
+  // `reconciler` itself.
+  if (exported.length === 0 && typeof module.reconciler?.describe === 'function') exported.push(module.reconciler);
   if (exported.length !== 1) {
     const names = Object.keys(module).join(', ') || 'none';
     throw new TypeError(`the plugin module must export one value of plugin(...), e.g. \`export const reconciler = plugin({...})\`; it exports ${exported.length} (exports: ${names})`);
