@@ -71,7 +71,8 @@ python-plugins: $(PYTHON_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix
 	for p in $(PYTHON_PLUGINS); do (cd plugins/$$p && $(VENV_PYTHON) -m pytest -q -p no:cacheprovider) || exit 1; done
 
 # JavaScript and TypeScript plugins (plugins/NAME-js with an app.js, NAME-ts with an
-# app.ts: the DemoApplication ports, and kubewatch's and dns-record's in TypeScript), built by the JavaScript SDK's `kubewasm-js build` (jco, QuickJS) to
+# app.ts: the DemoApplication ports, and kubewatch's and dns-record's in TypeScript),
+# built by the JavaScript SDK's `kubewasm-js build` (jco, QuickJS) to
 # $(FIXTURE_DIR)/NAME.wasm, beside the Python ones. npm installs the SDK's pinned tools
 # at the versions of guest-sdk/js/package-lock.json from the npm registry; a plugin's own
 # install links the SDK. `npm install`, not `npm ci`: the lock lists only the native
@@ -81,7 +82,7 @@ python-plugins: $(PYTHON_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix
 NPM ?= npm
 NPM_CI := $(NPM) install --no-audit --no-fund --loglevel=error
 JS_SDK := guest-sdk/js
-JS_PLUGINS := demo-application-js demo-application-ts kubewatch-ts
+JS_PLUGINS := demo-application-js demo-application-ts kubewatch-ts dns-record-ts
 KUBEWASM_JS := node $(abspath $(JS_SDK))/bin/kubewasm-js.js
 SDK_JS := $(wildcard $(JS_SDK)/src/*.js $(JS_SDK)/bin/*.js) $(wildcard wit/*.wit)
 
