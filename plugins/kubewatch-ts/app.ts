@@ -52,8 +52,9 @@ export const kubewatch = plugin({
     if (slackwebhook) notifications.push(['slackwebhook', slack(slackwebhook, notice)]);
     if (msteams) notifications.push(['msteams', teams(msteams.webhookurl, notice)]);
     if (ce) notifications.push(['cloudevent', cloudevent(ce, notice)]);
-    // Every receiver is tried; the first failure decides whether the host retries (the
-    // ones that succeeded then get it again: at least once).
+    // Every receiver is tried. One that may take it later has the host retry, even when
+    // another refused it for good: a receiver that is down loses nothing (the ones that
+    // succeeded then get it again: at least once).
     let failure: ReconcileError | undefined;
     for (const [handler, notification] of notifications) {
       try {
@@ -61,7 +62,7 @@ export const kubewatch = plugin({
       } catch (e) {
         if (!(e instanceof ReconcileError)) throw e;
         log.warn('notification not delivered', { handler, error: e.message });
-        failure ??= e;
+        if (failure === undefined || (e.retryable && !failure.retryable)) failure = e;
       }
     }
     if (failure) throw failure;

@@ -80,6 +80,12 @@ test('a receiver that is down is retried after every other receiver got the chan
     () => testing.handle(kubewatch, 'added', pod(), { config: config(handlers), http: replies }),
     (e) => e instanceof RetryableError && e.message === 'webhook: the receiver answered 503',
   );
+  const refusedThenDown = [testing.reply({ url: WEBHOOK, status: 404 }), testing.reply({ url: 'https://teams.test/*', status: 502 })];
+  assert.throws(
+    () => testing.handle(kubewatch, 'added', pod(), { config: config(handlers), http: refusedThenDown }),
+    (e) => e instanceof RetryableError && e.message === 'msteams: the receiver answered 502',
+    'a receiver that is down gets the change later, though another refused it',
+  );
   const timeout = testing.reply({ url: WEBHOOK, error: { kind: 'timeout', reason: 'http://receiver.test:80: no response within 10s' } });
   assert.throws(
     () => testing.handle(kubewatch, 'added', pod(), { config: config({ webhook: { url: WEBHOOK } }), http: [timeout] }),
