@@ -39,6 +39,15 @@ export interface Handled {
   logs: Line[];
 }
 
+/** What the plugin's error, thrown by `reconcile` or `handle` as the host would receive
+ * it, carries: what the call sent and logged before it failed
+ * (`(e as RetryableError & Failure).requests`). */
+export interface Failure {
+  /** The HTTP requests the plugin sent, in order, as the host would receive them. */
+  requests: http.HttpRequest[];
+  logs: Line[];
+}
+
 /** A canned answer to one of the plugin's HTTP requests (see `reply`). */
 export interface Reply {
   status: number;

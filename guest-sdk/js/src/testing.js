@@ -6,11 +6,13 @@
 // refuse fails the test with the host's reasons. `handle(reconciler, 'added', object)`
 // delivers one change of a watched object to the plugin's handler the same way. Both
 // answer the plugin's HTTP requests from canned replies (`http: [reply({ status: 200 })]`),
-// in the order given, and record every request made (`requests`).
+// in the order given, and record every request made (`requests`). The plugin's error,
+// thrown as the host would receive it, carries what the call sent and logged before it
+// failed (`error.requests`, `error.logs`).
 
 import { AssertionError } from 'node:assert';
 
-import { PermanentError, RetryableError } from './errors.js';
+import { PermanentError, ReconcileError, RetryableError } from './errors.js';
 import { Change, deliveryIdOf } from './event.js';
 import * as glue from './export.js';
 import * as http from './http.js';
@@ -83,21 +85,26 @@ function withReplies(replies, call) {
   });
   try {
     return { result: call(), requests };
+  } catch (e) {
+    if (e instanceof ReconcileError) e.requests = requests;
+    throw e;
   } finally {
     http.useTransport(previous);
   }
 }
 
 /** Calls the export `call`; what the plugin logged is kept, and its error record becomes
- * the SDK's error, as the host would receive it. */
+ * the SDK's error, as the host would receive it, with those lines (`logs`). */
 function calling(call) {
   log.takeCaptured();
   try {
     return { value: call(), logs: log.takeCaptured() };
   } catch (e) {
-    log.takeCaptured();
+    const logs = log.takeCaptured();
     if (e !== null && typeof e === 'object' && !(e instanceof Error) && typeof e.message === 'string') {
-      throw e.retryable ? new RetryableError(e.message) : new PermanentError(e.message);
+      const error = e.retryable ? new RetryableError(e.message) : new PermanentError(e.message);
+      error.logs = logs;
+      throw error;
     }
     throw e;
   }
@@ -159,10 +166,10 @@ export function related(reconciler, parent) {
  *
  * `children` are observed children (the host only sends those the parent controls),
  * `related` what the plugin's queries selected; any other field of the contract's request
- * goes by its name. Throws the plugin's own error as the host
- * would receive it (a `RetryableError` or `PermanentError`), and `HostWouldRefuse` when
- * the host would refuse the answer, listing every problem as the host's `ResponseRefused`
- * event does.
+ * goes by its name. Throws the plugin's own error as the host would receive it (a
+ * `RetryableError` or `PermanentError`, with the call's `requests` and `logs`), and
+ * `HostWouldRefuse` when the host would refuse the answer, listing every problem as the
+ * host's `ResponseRefused` event does.
  */
 export function reconcile(reconciler, parent, { children = [], related = [], finalizing = false, now = NOW, config = null, http: http_ = [], ...fields } = {}) {
   const manifest = describe(reconciler);
@@ -207,7 +214,8 @@ export function reconcile(reconciler, parent, { children = [], related = [], fin
  * object no watch selects fails the test); `deliveryId` the host's
  * (`<uid>:<resourceVersion>:<change>`) unless given; any other field of the contract's
  * event goes by its name. `http` answers the plugin's HTTP requests (see `reply`). Throws
- * the plugin's own error as the host would receive it.
+ * the plugin's own error as the host would receive it, with the call's `requests` and
+ * `logs`.
  */
 export function handle(reconciler, change, object, { oldObject, kind, initial = false, finalStateUnknown = false, deliveryId, attempt = 1, now = NOW, config = null, http: http_ = [], ...fields } = {}) {
   const manifest = describe(reconciler);

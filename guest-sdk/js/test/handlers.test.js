@@ -74,6 +74,36 @@ test('a request no reply answers is denied; the host reasons reach the plugin', 
   );
 });
 
+/** What `call` threw. */
+const thrown = (call) => {
+  try {
+    call();
+  } catch (e) {
+    return e;
+  }
+  assert.fail('expected the call to throw');
+};
+
+test("a failed call's error carries what the call sent and logged before it failed", () => {
+  const down = thrown(() => handle('added', { http: [testing.reply({ status: 503 })] }));
+  assert.ok(down instanceof RetryableError);
+  assert.deepEqual(down.requests.map((r) => [r.method, r.url, r.json().pod]), [['POST', HOOK, 'web-0']]);
+  assert.deepEqual(down.logs.map((l) => [l.level, l.message]), [['info', 'notifying']]);
+  const fetching = plugin({
+    describe: () => new Manifest('fetching', new KindRef('x.io', 'v1', 'X', 'xs'), { outbound: [HOOK] }),
+    reconcile() {
+      log.warn('fetching');
+      http.fetch(HOOK);
+      throw new PermanentError('refused');
+    },
+  });
+  const parent = { apiVersion: 'x.io/v1', kind: 'X', metadata: { name: 'x', namespace: 'd', uid: 'u' } };
+  const refused = thrown(() => testing.reconcile(fetching, parent, { http: [testing.reply()] }));
+  assert.ok(refused instanceof PermanentError);
+  assert.deepEqual(refused.requests.map((r) => [r.method, r.url]), [['GET', HOOK]]);
+  assert.deepEqual(refused.logs.map((l) => l.message), ['fetching']);
+});
+
 test('a kind no watch selects is never delivered', () => {
   const deployment = { apiVersion: 'apps/v1', kind: 'Deployment', metadata: { name: 'd' } };
   assert.throws(() => testing.handle(notify, 'added', deployment), {

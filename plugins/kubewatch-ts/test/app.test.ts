@@ -78,7 +78,11 @@ test('a receiver that is down is retried after every other receiver got the chan
   const replies = [testing.reply({ url: WEBHOOK, status: 503 }), ok('https://teams.test/*')];
   assert.throws(
     () => testing.handle(kubewatch, 'added', pod(), { config: config(handlers), http: replies }),
-    (e) => e instanceof RetryableError && e.message === 'webhook: the receiver answered 503',
+    (e) => {
+      const failed = e as RetryableError & testing.Failure;
+      assert.deepEqual(failed.requests.map((r) => r.url), [WEBHOOK, 'https://teams.test/w'], 'Teams got the change');
+      return failed instanceof RetryableError && failed.message === 'webhook: the receiver answered 503';
+    },
   );
   const refusedThenDown = [testing.reply({ url: WEBHOOK, status: 404 }), testing.reply({ url: 'https://teams.test/*', status: 502 })];
   assert.throws(
