@@ -11,7 +11,9 @@ own validation: an answer the host would refuse fails the test with the host's r
 
 :func:`handle` delivers one change of a watched object to the plugin's handler the same
 way. Both answer the plugin's HTTP requests from canned :class:`Reply`s, in the order
-given, and record every request made (``Outcome.requests``, ``Handled.requests``):
+given, and record every request made (``Outcome.requests``, ``Handled.requests``).
+The plugin's error, raised as the host would receive it, carries what the call sent and
+logged before it failed (``error.requests``, ``error.logs``):
 
 >>> out = testing.handle(MyPlugin, "added", pod, http=[testing.Reply(200)])
 >>> out.requests[0].json()["text"]
@@ -28,11 +30,11 @@ import tempfile
 from dataclasses import dataclass, field
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 from . import export, http, log
 from ._paths import WIT, WORLD
-from .errors import PermanentError, RetryableError
+from .errors import Error, PermanentError, RetryableError
 from .event import Change, ObjectEvent, delivery_id_of
 from .kind import KindRef
 from .manifest import Manifest, ManifestError
@@ -120,6 +122,30 @@ class _Canned:
 
     def __exit__(self, *exc: Any) -> None:
         http.transport = self.previous
+
+
+def _calling(replies: Sequence[Reply], call: Callable[[], Any]) -> tuple[Any, list[http.Request], list[log.Line]]:
+    """Runs the export ``call`` with the plugin's requests answered from ``replies``: what
+    it returned, the requests it sent and the lines it logged. Its error record is raised
+    as the SDK's error the host would receive, carrying those requests and lines."""
+    from componentize_py_types import Err
+
+    canned = _Canned(replies)
+    failed: Optional[Error] = None
+    log._captured.clear()
+    try:
+        with canned:
+            value = call()
+    except Err as e:
+        failed = (RetryableError if e.value.retryable else PermanentError)(e.value.message)
+    finally:
+        logs = list(log._captured)
+        log._captured.clear()
+    if failed is not None:
+        failed.requests = canned.requests
+        failed.logs = logs
+        raise failed
+    return value, canned.requests, logs
 
 
 @dataclass
@@ -240,13 +266,11 @@ def reconcile(
     ``related`` what the plugin's queries selected; any other field of
     :class:`~kubewasm.Request` goes by its name in ``fields``. ``http`` answers the
     plugin's HTTP requests (see :class:`Reply`). Raises the plugin's own
-    :class:`~kubewasm.Error` as the host would receive it, and
-    :class:`HostWouldRefuse` when the host would refuse the answer, listing every
-    problem as the host's ``ResponseRefused`` event does.
+    :class:`~kubewasm.Error` as the host would receive it (with the call's ``requests``
+    and ``logs``), and :class:`HostWouldRefuse` when the host would refuse the answer,
+    listing every problem as the host's ``ResponseRefused`` event does.
     """
     manifest = describe(plugin)
-    from componentize_py_types import Err
-
     request = export.request_to_wit(
         Request(
             parent=Object(parent),
@@ -258,16 +282,7 @@ def reconcile(
             **fields,
         )
     )
-    log._captured.clear()
-    try:
-        with _Canned(http) as canned:
-            answer = export.reconcile(plugin(), request)
-    except Err as e:
-        error = RetryableError if e.value.retryable else PermanentError
-        raise error(e.value.message) from None
-    finally:
-        logs = list(log._captured)
-        log._captured.clear()
+    answer, requests, logs = _calling(http, lambda: export.reconcile(plugin(), request))
     response = Response(
         children=[json.loads(c) for c in answer.children],
         status=None if answer.status is None else json.loads(answer.status),
@@ -290,7 +305,7 @@ def reconcile(
         events=response.events,
         finalized=response.finalized,
         logs=logs,
-        requests=canned.requests,
+        requests=requests,
     )
 
 
@@ -319,11 +334,10 @@ def handle(
     test); ``delivery_id`` is the host's (``<uid>:<resourceVersion>:<change>``) unless
     given; any other field of :class:`~kubewasm.ObjectEvent` goes by its name in
     ``fields``. ``http`` answers the plugin's HTTP requests (see :class:`Reply`).
-    Raises the plugin's own :class:`~kubewasm.Error` as the host would receive it.
+    Raises the plugin's own :class:`~kubewasm.Error` as the host would receive it, with
+    the call's ``requests`` and ``logs``.
     """
     manifest = describe(plugin)
-    from componentize_py_types import Err
-
     change = Change(change) if isinstance(change, str) else change
     if kind is None:
         watched = [w.kind for w in manifest.watches]
@@ -349,17 +363,8 @@ def handle(
             **fields,
         )
     )
-    log._captured.clear()
-    try:
-        with _Canned(http) as canned:
-            export.handle(plugin(), event)
-    except Err as e:
-        error = RetryableError if e.value.retryable else PermanentError
-        raise error(e.value.message) from None
-    finally:
-        logs = list(log._captured)
-        log._captured.clear()
-    return Handled(requests=canned.requests, logs=logs)
+    _, requests, logs = _calling(http, lambda: export.handle(plugin(), event))
+    return Handled(requests=requests, logs=logs)
 
 
 __all__ = ["Handled", "HostWouldRefuse", "Outcome", "Reply", "bindings", "describe", "handle", "related", "reconcile"]

@@ -80,6 +80,29 @@ def test_a_response_with_an_error_status_is_retried_or_not_by_its_status():
         testing.handle(Notify, "added", POD, http=[Reply(404)])
 
 
+def test_a_failed_calls_error_carries_what_the_call_sent_and_logged():
+    with pytest.raises(kubewasm.RetryableError) as down:
+        testing.handle(Notify, "added", POD, http=[Reply(503, body="busy")])
+    assert [(r.method, r.url, r.json()["pod"]) for r in down.value.requests] == [("POST", HOOK, "web-0")]
+    assert down.value.logs == [(log.Level.INFO, "notifying", [("change", "added"), ("attempt", "1")])]
+
+    @kubewasm.plugin
+    class Fetching:
+        def describe(self):
+            return Manifest("fetching", KindRef("x.io", "v1", "X", "xs"), outbound=[HOOK])
+
+        def reconcile(self, request):
+            log.warn("fetching")
+            http.get(HOOK)
+            raise kubewasm.PermanentError("refused")
+
+    parent = {"apiVersion": "x.io/v1", "kind": "X", "metadata": {"name": "x", "namespace": "d", "uid": "u"}}
+    with pytest.raises(kubewasm.PermanentError) as refused:
+        testing.reconcile(Fetching, parent, http=[Reply()])
+    assert [(r.method, r.url) for r in refused.value.requests] == [("GET", HOOK)]
+    assert [message for _, message, _ in refused.value.logs] == ["fetching"]
+
+
 def test_a_request_no_reply_answers_is_denied():
     with pytest.raises(kubewasm.PermanentError, match=rf"HTTP request denied: POST {HOOK}: no canned reply"):
         testing.handle(Notify, "added", POD, http=[Reply(200, url="https://elsewhere.example.com/*")])
