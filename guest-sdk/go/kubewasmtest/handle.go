@@ -49,8 +49,9 @@ var changes = map[kubewasm.Change]wire.Change{kubewasm.Added: wire.ChangeAdded, 
 
 // Handle delivers one change of a watched object to plugin's handler natively, through
 // the export code, as the host does. The error is the plugin's own *kubewasm.Error as
-// the host would receive it, or a *HostWouldRefuse when the host would not load the
-// plugin or deliver this change.
+// the host would receive it (Handled then holds what the call sent and logged before
+// it failed), or a *HostWouldRefuse when the host would not load the plugin or deliver
+// this change.
 func Handle(plugin kubewasm.Handler, in Event) (*Handled, error) {
 	manifest, err := Describe(plugin)
 	if err != nil {
@@ -114,8 +115,9 @@ func Handle(plugin kubewasm.Handler, in Event) (*Handled, error) {
 	if err != nil {
 		return nil, err
 	}
+	handled := &Handled{Requests: requests, Logs: logs}
 	if result.Err != nil {
-		return nil, &kubewasm.Error{Message: result.Err.Message, Retryable: result.Err.Retryable}
+		return handled, &kubewasm.Error{Message: result.Err.Message, Retryable: result.Err.Retryable}
 	}
-	return &Handled{Requests: requests, Logs: logs}, nil
+	return handled, nil
 }

@@ -230,3 +230,28 @@ func TestAReconcileSendsRequestsToo(t *testing.T) {
 		t.Errorf("outside a harness: %v", err)
 	}
 }
+
+func TestAFailedCallStillReturnsWhatItSentAndLogged(t *testing.T) {
+	var seen []*kubewasm.ObjectEvent
+	out, err := kubewasmtest.Handle(notify{seen: &seen}, kubewasmtest.Event{Change: kubewasm.Added, Object: pod(),
+		HTTP: []kubewasmtest.Reply{{Status: 503, Body: "busy"}}})
+	var e *kubewasm.Error
+	if !errors.As(err, &e) || !e.Retryable {
+		t.Fatalf("error: %v", err)
+	}
+	if out == nil || len(out.Requests) != 1 || out.Requests[0].Method != "POST" || out.Requests[0].URL != hook {
+		t.Errorf("requests: %+v", out)
+	}
+	if out == nil || len(out.Logs) != 1 || out.Logs[0].Message != "notifying" {
+		t.Errorf("logs: %+v", out)
+	}
+
+	parent := map[string]any{"apiVersion": "x.io/v1", "kind": "X", "metadata": map[string]any{"name": "x", "namespace": "d"}}
+	outcome, err := kubewasmtest.Reconcile(reconciles{}, kubewasmtest.Input{Parent: parent})
+	if !errors.As(err, &e) || e.Retryable || !strings.HasPrefix(e.Message, "HTTP request denied: GET https://api.example.com/") {
+		t.Fatalf("error: %v", err)
+	}
+	if outcome == nil || len(outcome.Requests) != 1 || outcome.Requests[0].URL != "https://api.example.com/" || outcome.Children != nil {
+		t.Errorf("outcome: %+v", outcome)
+	}
+}

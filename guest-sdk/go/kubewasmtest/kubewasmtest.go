@@ -10,7 +10,8 @@
 //
 // [Handle] delivers one change of a watched object to the plugin's handler the same
 // way. Both answer the plugin's HTTP requests from canned [Reply]s, in the order given,
-// and record every request made (Requests):
+// and record every request made (Requests). With the plugin's error they still return
+// what the call sent and logged before it failed (Requests, Logs):
 //
 //	out, err := kubewasmtest.Handle(Notify{}, kubewasmtest.Event{Change: kubewasm.Added, Object: pod,
 //		HTTP: []kubewasmtest.Reply{{Status: 200}}})
@@ -186,9 +187,10 @@ func texts(what string, values []any) ([]string, error) {
 // Reconcile runs one reconcile of plugin natively, through the export code, and checks
 // the answer exactly as the host does before it writes anything.
 //
-// The error is the plugin's own *kubewasm.Error as the host would receive it, or a
-// *HostWouldRefuse when the host would refuse the answer, listing every problem as the
-// host's ResponseRefused event does.
+// The error is the plugin's own *kubewasm.Error as the host would receive it (the
+// Outcome then holds only the Requests and Logs of the call), or a *HostWouldRefuse
+// when the host would refuse the answer, listing every problem as the host's
+// ResponseRefused event does.
 func Reconcile(plugin kubewasm.Reconciler, in Input) (*Outcome, error) {
 	manifest, err := Describe(plugin)
 	if err != nil {
@@ -221,7 +223,7 @@ func Reconcile(plugin kubewasm.Reconciler, in Input) (*Outcome, error) {
 		return nil, err
 	}
 	if result.Err != nil {
-		return nil, &kubewasm.Error{Message: result.Err.Message, Retryable: result.Err.Retryable}
+		return &Outcome{Logs: logs, Requests: requests}, &kubewasm.Error{Message: result.Err.Message, Retryable: result.Err.Retryable}
 	}
 	answer := result.Ok
 	resp := &kubewasm.Response{Finalized: answer.Finalized}
