@@ -107,7 +107,8 @@ async fn the_finalizer_deletes_the_remote_record(plugin: &str) {
     wait_synced(&host, "gone", "True", "RecordSynced").await;
     let object = host.get(&dns_records(), "gone").await.expect("the DnsRecord");
     assert!(
-        object.metadata.finalizers.iter().flatten().any(|f| f == "kubewasm.io/dns-record"),
+        // Named after the plugin's manifest: each build's own.
+        object.metadata.finalizers.iter().flatten().any(|f| *f == format!("kubewasm.io/{plugin}")),
         "{:?}",
         object.metadata.finalizers
     );
@@ -161,6 +162,7 @@ async fn a_record_someone_else_owns_is_left_alone(plugin: &str) {
 macro_rules! for_each_plugin {
     ($($test:ident),* $(,)?) => {
         for_each_plugin!(@language rust, "dns-record", "The Rust plugin.", $($test),*);
+        for_each_plugin!(@language typescript, "dns-record-ts", "The TypeScript port (guest-sdk/js).", $($test),*);
     };
     (@language $module:ident, $plugin:literal, $doc:literal, $($test:ident),*) => {
         #[doc = $doc]
