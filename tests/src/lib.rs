@@ -1,5 +1,6 @@
 //! What the end-to-end test binaries share. The tests themselves live in `tests/`.
 
+use std::future::Future;
 use std::sync::Once;
 use std::time::Duration;
 
@@ -18,4 +19,46 @@ pub fn watchdog() {
             std::process::exit(101);
         });
     });
+}
+
+/// Polls `check` until it returns `Some`, or fails the test naming `what` once
+/// `patience` has passed.
+pub async fn eventually_within<T, F, Fut>(patience: Duration, what: &str, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Option<T>>,
+{
+    let deadline = tokio::time::Instant::now() + patience;
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out after {patience:?} waiting for: {what}");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+}
+
+/// One `#[tokio::test]` per behaviour and build of a plugin: a module per language, each
+/// test calling `super::TEST("PLUGIN")`, the name of the build's component.
+///
+/// ```ignore
+/// kubewasm_tests::for_each_plugin!(
+///     [(rust, "demo-application", "The Rust plugin."), (go, "demo-application-go", "Its Go port.")],
+///     (converges, survives_a_restart)
+/// );
+/// ```
+#[macro_export]
+macro_rules! for_each_plugin {
+    ([$(($module:ident, $plugin:literal, $doc:literal)),+ $(,)?], $tests:tt) => {
+        $($crate::for_each_plugin!(@language $module, $plugin, $doc, $tests);)+
+    };
+    (@language $module:ident, $plugin:literal, $doc:literal, ($($test:ident),* $(,)?)) => {
+        #[doc = $doc]
+        mod $module {
+            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn $test() {
+                super::$test($plugin).await;
+            })*
+        }
+    };
 }

@@ -185,19 +185,12 @@ pub fn metric_sum(host: &Runtime, name: &str) -> f64 {
 }
 
 /// Polls `check` until it returns `Some`, or fails the test naming `what`.
-pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out after {PATIENCE:?} waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    kubewasm_tests::eventually_within(PATIENCE, what, check).await
 }
 
 /// Waits until `check` holds for an object that may not exist yet.

@@ -2,7 +2,7 @@
 //! DnsRecords become records in a DNS HTTP API on loopback, through the host's outbound
 //! HTTP with the API's token from a Secret.
 //!
-//! Every test runs for each build of the plugin listed in [`for_each_plugin!`] (a module
+//! Every test runs for each build of the plugin listed at the end (`for_each_plugin!`, a module
 //! per language): a port in another language is one more line there.
 
 #[path = "../support/dns_api.rs"]
@@ -158,26 +158,12 @@ async fn a_record_someone_else_owns_is_left_alone(plugin: &str) {
     host.stop().await;
 }
 
-/// Each test, for each build of the plugin.
-macro_rules! for_each_plugin {
-    ($($test:ident),* $(,)?) => {
-        for_each_plugin!(@language rust, "dns-record", "The Rust plugin.", $($test),*);
-        for_each_plugin!(@language typescript, "dns-record-ts", "The TypeScript port (guest-sdk/js).", $($test),*);
-    };
-    (@language $module:ident, $plugin:literal, $doc:literal, $($test:ident),*) => {
-        #[doc = $doc]
-        mod $module {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $test() {
-                super::$test($plugin).await;
-            })*
-        }
-    };
-}
-
-for_each_plugin!(
-    a_record_converges_and_follows_its_spec,
-    the_finalizer_deletes_the_remote_record,
-    with_the_remote_down_the_status_says_so_and_no_duplicate_is_made,
-    a_record_someone_else_owns_is_left_alone,
+kubewasm_tests::for_each_plugin!(
+    [(rust, "dns-record", "The Rust plugin."), (typescript, "dns-record-ts", "The TypeScript port (guest-sdk/js)."),],
+    (
+        a_record_converges_and_follows_its_spec,
+        the_finalizer_deletes_the_remote_record,
+        with_the_remote_down_the_status_says_so_and_no_duplicate_is_made,
+        a_record_someone_else_owns_is_left_alone
+    )
 );

@@ -2,7 +2,7 @@
 //! reference) on the embedded API server, the real plugin component, and receivers on
 //! loopback that check what arrives.
 //!
-//! Every test runs for each build of the plugin listed in [`for_each_plugin!`] (a module
+//! Every test runs for each build of the plugin listed at the end (`for_each_plugin!`, a module
 //! per language): a port in another language is one more line there.
 
 #[path = "../support/host.rs"]
@@ -385,29 +385,16 @@ async fn a_rotated_secret_is_used_from_the_next_notification(plugin: &str) {
     host.stop().await;
 }
 
-/// Each test, for each build of the plugin.
-macro_rules! for_each_plugin {
-    ($($test:ident),* $(,)?) => {
-        for_each_plugin!(@language rust, "kubewatch", "The Rust plugin.", $($test),*);
-    };
-    (@language $module:ident, $plugin:literal, $doc:literal, $($test:ident),*) => {
-        #[doc = $doc]
-        mod $module {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $test() {
-                super::$test($plugin).await;
-            })*
-        }
-    };
-}
-
-for_each_plugin!(
-    each_handler_gets_kubewatchs_payload,
-    changes_of_several_kinds_give_exactly_the_expected_notifications_in_order,
-    a_watch_cut_and_resumed_replays_nothing,
-    a_restarted_host_replays_nothing_and_announces_what_happened_while_it_was_down,
-    a_receiver_down_for_a_while_gets_everything_after,
-    past_the_queue_limit_the_oldest_are_dropped_with_a_warning_and_a_metric,
-    a_url_not_granted_is_refused_and_never_sent,
-    a_rotated_secret_is_used_from_the_next_notification,
+kubewasm_tests::for_each_plugin!(
+    [(rust, "kubewatch", "The Rust plugin."),],
+    (
+        each_handler_gets_kubewatchs_payload,
+        changes_of_several_kinds_give_exactly_the_expected_notifications_in_order,
+        a_watch_cut_and_resumed_replays_nothing,
+        a_restarted_host_replays_nothing_and_announces_what_happened_while_it_was_down,
+        a_receiver_down_for_a_while_gets_everything_after,
+        past_the_queue_limit_the_oldest_are_dropped_with_a_warning_and_a_metric,
+        a_url_not_granted_is_refused_and_never_sent,
+        a_rotated_secret_is_used_from_the_next_notification
+    )
 );

@@ -158,19 +158,12 @@ impl Host {
 }
 
 /// Polls `check` until it returns `Some`, or fails the test naming `what`.
-pub async fn eventually<T, F, Fut>(what: &str, mut check: F) -> T
+pub async fn eventually<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = tokio::time::Instant::now() + PATIENCE;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out after {PATIENCE:?} waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    kubewasm_tests::eventually_within(PATIENCE, what, check).await
 }
 
 /// Waits `quiet` and asserts that `count` did not change meanwhile: nothing more arrives.
