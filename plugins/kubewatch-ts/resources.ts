@@ -25,7 +25,7 @@ export const RESOURCES: readonly (readonly [string, KindRef])[] = [
   ['secret', kind('', 'v1', 'Secret', 'secrets', true)],
   ['configmap', kind('', 'v1', 'ConfigMap', 'configmaps', true)],
   ['ingress', kind('networking.k8s.io', 'v1', 'Ingress', 'ingresses', true)],
-  ['hpa', kind('autoscaling', 'v1', 'HorizontalPodAutoscaler', 'horizontalpodautoscalers', true)],
+  ['hpa', kind('autoscaling', 'v2', 'HorizontalPodAutoscaler', 'horizontalpodautoscalers', true)],
   ['event', kind('events.k8s.io', 'v1', 'Event', 'events', true)],
   ['coreevent', kind('', 'v1', 'Event', 'events', true)],
 ];

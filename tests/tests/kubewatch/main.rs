@@ -318,12 +318,11 @@ async fn past_the_queue_limit_the_oldest_are_dropped_with_a_warning_and_a_metric
     })
     .await;
     let note = warned[0].note.clone().unwrap_or_default();
-    assert!(note.contains("plugin kubewatch has more than 2 undelivered events: dropped"), "{note}");
+    assert!(note.contains(&format!("plugin {plugin} has more than 2 undelivered events: dropped")), "{note}");
     assert_eq!(warned[0].regarding.as_ref().and_then(|r| r.name.as_deref()), Some("a"));
 
     receiver.answer(200);
-    let dropped =
-        || host.metric("kubewasm_events_dropped_total", &[("plugin", "kubewatch"), ("reason", "queue_limit")]);
+    let dropped = || host.metric("kubewasm_events_dropped_total", &[("plugin", plugin), ("reason", "queue_limit")]);
     // Each of the five events is either delivered or counted as dropped: none is lost unsaid.
     eventually("five events delivered or dropped", || async {
         (notifications(&receiver, "/hook").len() + dropped() as usize == 5).then_some(())
@@ -348,13 +347,11 @@ async fn a_url_not_granted_is_refused_and_never_sent(plugin: &str) {
     })
     .await;
     let note = events[0].note.clone().unwrap_or_default();
-    assert!(note.contains(&format!("{} is not granted to plugin kubewatch", other.origin())), "{note}");
+    assert!(note.contains(&format!("{} is not granted to plugin {plugin}:", other.origin())), "{note}");
     assert!(note.contains("[http]"), "names the setting: {note}");
     assert!(!note.contains("/hook"), "no path in what the host shows: {note}");
     assert!(other.received().is_empty(), "nothing reached the URL not granted");
-    assert!(
-        host.metric("kubewasm_plugin_http_requests_total", &[("plugin", "kubewatch"), ("status", "denied")]) >= 1.0
-    );
+    assert!(host.metric("kubewasm_plugin_http_requests_total", &[("plugin", plugin), ("status", "denied")]) >= 1.0);
     host.stop().await;
 }
 
@@ -386,7 +383,7 @@ async fn a_rotated_secret_is_used_from_the_next_notification(plugin: &str) {
 }
 
 kubewasm_tests::for_each_plugin!(
-    [(rust, "kubewatch", "The Rust plugin."),],
+    [(rust, "kubewatch", "The Rust plugin."), (typescript, "kubewatch-ts", "The TypeScript port (guest-sdk/js)."),],
     (
         each_handler_gets_kubewatchs_payload,
         changes_of_several_kinds_give_exactly_the_expected_notifications_in_order,
