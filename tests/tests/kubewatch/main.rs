@@ -209,6 +209,22 @@ fn cloudevent(receiver: &Receiver, path: &str) -> String {
     format!("[config.handler.cloudevent]\nurl = \"{}\"\n", receiver.url(path))
 }
 
+async fn objects_that_existed_before_the_plugin_are_announced_once_when_its_settings_ask(plugin: &str) {
+    let receiver = Receiver::start().await;
+    let handlers = format!("[events]\ninitial = true\n\n{}", webhook(&receiver, "/hook"));
+    let mut host = Host::stopped(plugin, "kubewatch", &settings(&receiver, &["configmap"], &handlers)).await;
+    host.create(&configmaps(), configmap("before", "0")).await;
+    host.run().await;
+    assert_eq!(wait_count(&receiver, "/hook", 1).await, ["Created ConfigMap before"]);
+
+    // Delivered once: a restarted host does not announce it again.
+    host.halt().await;
+    host.run().await;
+    stays("notifications", Duration::from_secs(1), || notifications(&receiver, "/hook").len()).await;
+    assert_eq!(notifications(&receiver, "/hook"), ["Created ConfigMap before"]);
+    host.stop().await;
+}
+
 async fn a_watch_cut_and_resumed_replays_nothing(plugin: &str) {
     let receiver = Receiver::start().await;
     let host =
@@ -387,6 +403,7 @@ kubewasm_tests::for_each_plugin!(
     (
         each_handler_gets_kubewatchs_payload,
         changes_of_several_kinds_give_exactly_the_expected_notifications_in_order,
+        objects_that_existed_before_the_plugin_are_announced_once_when_its_settings_ask,
         a_watch_cut_and_resumed_replays_nothing,
         a_restarted_host_replays_nothing_and_announces_what_happened_while_it_was_down,
         a_receiver_down_for_a_while_gets_everything_after,
