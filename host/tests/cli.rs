@@ -265,6 +265,45 @@ fn an_event_whose_request_is_not_granted_fails_the_render_naming_the_url_and_the
     assert!(stdout.contains("requests: []"), "no request was sent: {stdout}");
 }
 
+#[test]
+fn a_secret_named_by_the_settings_reaches_the_handler_and_is_never_printed() {
+    let settings = std::fs::read_to_string(workspace().join("plugins/kubewatch/examples/kubewatch.toml"))
+        .expect("example settings")
+        .replace(
+            "url = \"https://hooks.example.com/kubewatch\"",
+            "url = { secretKeyRef = { name = \"kubewatch\", key = \"webhook-url\" } }",
+        );
+    let secret = "https://hooks.example.com/services/T0/B0/s3cr3t";
+    let secrets = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: kubewatch, namespace: default}}\nstringData: {{webhook-url: \"{secret}\"}}\n"
+    );
+    let examples = workspace().join("plugins/kubewatch/examples");
+    let out = kubewasm(&[
+        "render",
+        path_str(&fixture("kubewatch")),
+        "--event",
+        "added",
+        "--object",
+        path_str(&examples.join("pod.yaml")),
+        "--settings",
+        path_str(&write_temp("kubewatch-secret.toml", settings.as_bytes())),
+        "--secrets",
+        path_str(&write_temp("kubewatch-secrets.yaml", secrets.as_bytes())),
+        "--http",
+        path_str(&examples.join("http.yaml")),
+    ]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "render failed: {stderr}");
+    // The request went to the Secret's URL (the canned answer matched it) ...
+    assert!(stdout.contains("accepted: true") && stdout.contains("status: 200"), "{stdout}");
+    // ... which is shown nowhere.
+    assert!(stdout.contains("url: '[secret]'"), "{stdout}");
+    assert!(
+        !stdout.contains("s3cr3t") && !stderr.contains("s3cr3t"),
+        "the Secret's value was printed: {stdout}{stderr}"
+    );
+}
+
 // ---- describe and crds ---------------------------------------------------------
 
 #[test]
