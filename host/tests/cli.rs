@@ -109,16 +109,21 @@ fn golden_of(plugin: &Path, name: &str, inputs: &[(&str, &str)], expected: &str)
     }
     args.extend(["--now".into(), "2026-01-01T00:00:00Z".into()]);
     let out = kubewasm(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_golden(&out, name, &examples.join(expected));
+}
+
+/// Asserts that a successful render printed what `expected_path` holds;
+/// `KUBEWASM_BLESS=1` rewrites the file instead.
+fn assert_golden(out: &Output, what: &str, expected_path: &Path) {
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "render {name} failed: {stderr}");
-    let actual = String::from_utf8(out.stdout).expect("utf-8 output");
-    let expected_path = examples.join(expected);
+    assert!(out.status.success(), "render {what} failed: {stderr}");
+    let actual = String::from_utf8(out.stdout.clone()).expect("utf-8 output");
     if std::env::var_os("KUBEWASM_BLESS").is_some() {
-        std::fs::write(&expected_path, &actual).expect("write expected output");
+        std::fs::write(expected_path, &actual).expect("write expected output");
     }
-    let expected = std::fs::read_to_string(&expected_path)
+    let expected = std::fs::read_to_string(expected_path)
         .unwrap_or_else(|e| panic!("{}: {e} (KUBEWASM_BLESS=1 writes it)", expected_path.display()));
-    assert_eq!(actual, expected, "render of {name} differs from {}", expected_path.display());
+    assert_eq!(actual, expected, "render of {what} differs from {}", expected_path.display());
 }
 
 #[test]
@@ -236,16 +241,7 @@ fn render_kubewatch_event(settings: &Path) -> Output {
 fn an_event_renders_offline_with_the_requests_the_handler_made_answered_from_canned_responses() {
     let examples = workspace().join("plugins/kubewatch/examples");
     let out = render_kubewatch_event(&examples.join("kubewatch.toml"));
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "render failed: {stderr}");
-    let actual = String::from_utf8(out.stdout).expect("utf-8 output");
-    let expected_path = examples.join("added.yaml");
-    if std::env::var_os("KUBEWASM_BLESS").is_some() {
-        std::fs::write(&expected_path, &actual).expect("write expected output");
-    }
-    let expected = std::fs::read_to_string(&expected_path)
-        .unwrap_or_else(|e| panic!("{}: {e} (KUBEWASM_BLESS=1 writes it)", expected_path.display()));
-    assert_eq!(actual, expected, "render of kubewatch's added Pod differs from {}", expected_path.display());
+    assert_golden(&out, "kubewatch's added Pod", &examples.join("added.yaml"));
 }
 
 #[test]

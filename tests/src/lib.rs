@@ -1,6 +1,7 @@
 //! What the end-to-end test binaries share. The tests themselves live in `tests/`.
 
 use std::future::Future;
+use std::path::PathBuf;
 use std::sync::Once;
 use std::time::Duration;
 
@@ -61,4 +62,33 @@ macro_rules! for_each_plugin {
             })*
         }
     };
+}
+
+/// The target directory of this test binary.
+fn target_dir() -> PathBuf {
+    let exe = std::env::current_exe().expect("test binary path");
+    // <target>/<profile>/deps/<test binary>
+    exe.ancestors().nth(3).expect("target directory").to_path_buf()
+}
+
+/// The built component of an example plugin or a fixture (`target/plugins` or
+/// `target/fixtures`); a missing one names the `make` target that builds it.
+pub fn wasm_path(name: &str) -> PathBuf {
+    let target = target_dir();
+    [target.join("plugins"), target.join("fixtures")]
+        .into_iter()
+        .map(|dir| dir.join(format!("{name}.wasm")))
+        .find(|p| p.exists())
+        .unwrap_or_else(|| {
+            let make = if name.ends_with("-python") {
+                "make python-plugins"
+            } else if name.ends_with("-js") || name.ends_with("-ts") {
+                "make js-plugins"
+            } else if name.ends_with("-go") {
+                "make go-plugins"
+            } else {
+                "make plugins"
+            };
+            panic!("{name}.wasm is missing under {}: run `{make}` first", target.display())
+        })
 }

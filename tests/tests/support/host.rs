@@ -3,7 +3,6 @@
 //! cluster stays), and the waiting that end-to-end tests need.
 
 use std::future::Future;
-use std::path::PathBuf;
 use std::time::Duration;
 
 use kube::Client;
@@ -17,24 +16,6 @@ use serde_json::Value;
 
 /// How long a test waits for something before it fails.
 pub const PATIENCE: Duration = Duration::from_secs(30);
-
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    // <target>/<profile>/deps/<test binary>
-    exe.ancestors().nth(3).expect("target directory").to_path_buf()
-}
-
-/// The built component of plugin `name` (`target/plugins` or `target/fixtures`).
-pub fn wasm_path(name: &str) -> PathBuf {
-    let target = target_dir();
-    [target.join("plugins"), target.join("fixtures")]
-        .into_iter()
-        .map(|dir| dir.join(format!("{name}.wasm")))
-        .find(|p| p.exists())
-        .unwrap_or_else(|| {
-            panic!("{name}.wasm is missing under {}: build the plugins first (make test)", target.display())
-        })
-}
 
 /// A cluster and a host running one plugin from a plugin directory.
 pub struct Host {
@@ -61,7 +42,8 @@ impl Host {
         let cluster = DevCluster::start(devcluster::Options::default()).await.expect("API server starts");
         let client = cluster.client();
         let dir = tempfile::tempdir().expect("plugin directory");
-        std::fs::copy(wasm_path(plugin), dir.path().join(format!("{name}.wasm"))).expect("copy the plugin");
+        std::fs::copy(kubewasm_tests::wasm_path(plugin), dir.path().join(format!("{name}.wasm")))
+            .expect("copy the plugin");
         std::fs::write(dir.path().join(format!("{name}.toml")), settings).expect("write the settings");
         Host { cluster, client, engine: Engine::new().expect("engine"), dir, runtime: None }
     }
