@@ -217,30 +217,21 @@ fn pod_services_renders_its_expected_annotations() {
 
 // ---- event handlers, offline ---------------------------------------------------
 
-/// `kubewasm render --event added` of kubewatch's example Pod with the settings `settings`
-/// and the canned answers of `examples/http.yaml`.
-fn render_kubewatch_event(settings: &Path) -> Output {
+/// `kubewasm render --event added` of kubewatch's example Pod with the settings `settings`,
+/// the canned answers of `examples/http.yaml`, and `more` arguments.
+fn render_kubewatch_event(settings: &Path, more: &[&str]) -> Output {
     let examples = workspace().join("plugins/kubewatch/examples");
-    kubewasm(&[
-        "render",
-        path_str(&fixture("kubewatch")),
-        "--event",
-        "added",
-        "--object",
-        path_str(&examples.join("pod.yaml")),
-        "--settings",
-        path_str(settings),
-        "--http",
-        path_str(&examples.join("http.yaml")),
-        "--now",
-        "2026-01-01T00:00:00Z",
-    ])
+    let (plugin, object, http) = (fixture("kubewatch"), examples.join("pod.yaml"), examples.join("http.yaml"));
+    let mut args = vec!["render", path_str(&plugin), "--event", "added", "--object", path_str(&object)];
+    args.extend(["--settings", path_str(settings), "--http", path_str(&http), "--now", "2026-01-01T00:00:00Z"]);
+    args.extend(more);
+    kubewasm(&args)
 }
 
 #[test]
 fn an_event_renders_offline_with_the_requests_the_handler_made_answered_from_canned_responses() {
     let examples = workspace().join("plugins/kubewatch/examples");
-    let out = render_kubewatch_event(&examples.join("kubewatch.toml"));
+    let out = render_kubewatch_event(&examples.join("kubewatch.toml"), &[]);
     assert_golden(&out, "kubewatch's added Pod", &examples.join("added.yaml"));
 }
 
@@ -249,7 +240,7 @@ fn an_event_whose_request_is_not_granted_fails_the_render_naming_the_url_and_the
     let settings = std::fs::read_to_string(workspace().join("plugins/kubewatch/examples/kubewatch.toml"))
         .expect("example settings")
         .replace("allow = [\"https://hooks.example.com\"]", "allow = []");
-    let out = render_kubewatch_event(&write_temp("kubewatch.toml", settings.as_bytes()));
+    let out = render_kubewatch_event(&write_temp("kubewatch.toml", settings.as_bytes()), &[]);
     assert_fails_with(
         &out,
         &[
@@ -273,21 +264,9 @@ fn a_secret_named_by_the_settings_reaches_the_handler_and_is_never_printed() {
     let secrets = format!(
         "apiVersion: v1\nkind: Secret\nmetadata: {{name: kubewatch, namespace: default}}\nstringData: {{webhook-url: \"{secret}\"}}\n"
     );
-    let examples = workspace().join("plugins/kubewatch/examples");
-    let out = kubewasm(&[
-        "render",
-        path_str(&fixture("kubewatch")),
-        "--event",
-        "added",
-        "--object",
-        path_str(&examples.join("pod.yaml")),
-        "--settings",
-        path_str(&write_temp("kubewatch-secret.toml", settings.as_bytes())),
-        "--secrets",
-        path_str(&write_temp("kubewatch-secrets.yaml", secrets.as_bytes())),
-        "--http",
-        path_str(&examples.join("http.yaml")),
-    ]);
+    let settings = write_temp("kubewatch-secret.toml", settings.as_bytes());
+    let secrets = write_temp("kubewatch-secrets.yaml", secrets.as_bytes());
+    let out = render_kubewatch_event(&settings, &["--secrets", path_str(&secrets)]);
     let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
     assert!(out.status.success(), "render failed: {stderr}");
     // The request went to the Secret's URL (the canned answer matched it) ...
