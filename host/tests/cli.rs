@@ -279,6 +279,17 @@ fn a_secret_named_by_the_settings_reaches_the_handler_and_is_never_printed() {
     );
 }
 
+#[test]
+fn a_handler_that_panics_fails_the_render_with_its_panic_message() {
+    let object = write_temp(
+        "panic-handler-configmap.yaml",
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default, uid: u-1, resourceVersion: \"3\"}\n",
+    );
+    let out =
+        kubewasm(&["render", path_str(&fixture("panic-handler")), "--event", "added", "--object", path_str(&object)]);
+    assert_fails_with(&out, &["panic-handler panicked in handle", "panic-handler was told to panic by u-1:3:added"]);
+}
+
 // ---- describe and crds ---------------------------------------------------------
 
 #[test]

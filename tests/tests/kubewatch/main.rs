@@ -398,6 +398,25 @@ async fn a_rotated_secret_is_used_from_the_next_notification(plugin: &str) {
     host.stop().await;
 }
 
+/// Not kubewatch's: a handler with a bug (`host/tests/fixtures/panic-handler`).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_handler_that_panics_is_reported_on_the_object_as_a_reconcile_that_panics() {
+    let host = Host::start("panic-handler", "panic-handler", "").await;
+    host.create(&configmaps(), configmap("a", "1")).await;
+    let failed = eventually("a PluginFailed warning", || async {
+        let events = host.events("PluginFailed").await;
+        (!events.is_empty()).then_some(events)
+    })
+    .await;
+    let note = failed[0].note.clone().unwrap_or_default();
+    assert!(note.contains("plugin panic-handler panicked in handle: panic-handler was told to panic by"), "{note}");
+    assert_eq!(failed[0].regarding.as_ref().and_then(|r| r.name.as_deref()), Some("a"));
+    assert!(
+        host.metric("kubewasm_plugin_call_failures_total", &[("plugin", "panic-handler"), ("failure", "panic")]) >= 1.0
+    );
+    host.stop().await;
+}
+
 kubewasm_tests::for_each_plugin!(
     [(rust, "kubewatch", "The Rust plugin."), (typescript, "kubewatch-ts", "The TypeScript port (guest-sdk/js)."),],
     (
