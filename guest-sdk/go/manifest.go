@@ -1,6 +1,9 @@
 package kubewasm
 
-import "fmt"
+import (
+	"fmt"
+	"strings"
+)
 
 // Limits are default sandbox limits; the operator's configuration may lower them,
 // never raise them. Nil leaves the host's default (1000 ms, 64 MiB).
@@ -14,14 +17,47 @@ type Limits struct {
 // Uint32 is a pointer to v, for [Limits].
 func Uint32(v uint32) *uint32 { return &v }
 
-// Manifest is what a plugin reconciles, owns and reads: returned by Describe.
+// Watch is a kind whose changes the plugin's Handle receives, object by object: every
+// object of Kind, or those the selectors (Kubernetes' text form) select.
+type Watch struct {
+	Kind KindRef
+	// LabelSelector selects objects by their labels (`app=web,tier notin (db)`); "" all.
+	LabelSelector string
+	// FieldSelector selects objects by their fields (`metadata.name=web`); "" all.
+	FieldSelector string
+}
+
+// Watching is a watch of every object of kind.
+func Watching(kind KindRef) Watch { return Watch{Kind: kind} }
+
+// Labels is w selecting only objects whose labels match selector.
+func (w Watch) Labels(selector string) Watch {
+	w.LabelSelector = selector
+	return w
+}
+
+// Fields is w selecting only objects whose fields match selector.
+func (w Watch) Fields(selector string) Watch {
+	w.FieldSelector = selector
+	return w
+}
+
+// Manifest is what a plugin reconciles, owns, reads, handles and reaches: returned by
+// Describe.
 //
-// Children is an allow-list: an answer holding any other kind is refused and nothing
-// is written. CRDs holds CustomResourceDefinitions as YAML or JSON text; embed them
-// with `//go:embed crd.yaml`: the component has no filesystem when it runs.
+// A reconciler names its Parent; an event handler its Watches (each change of an object
+// they select goes to Handle); a plugin may be both, and one that only handles events
+// leaves Parent zero. Children is an allow-list: an answer holding any other kind is
+// refused and nothing is written. Outbound lists the URLs the plugin needs to reach
+// (Spin's `allowed_outbound_hosts` syntax: `https://hooks.slack.com`,
+// `http://*.svc.cluster.local:8080`); the operator grants them, or fewer. CRDs holds
+// CustomResourceDefinitions as YAML or JSON text; embed them with `//go:embed crd.yaml`:
+// the component has no filesystem when it runs.
 type Manifest struct {
 	// Name is a DNS label; the host's field manager is `kubewasm.<name>`.
-	Name     string
+	Name string
+	// Parent is the kind the plugin reconciles; zero for a plugin that only handles
+	// events.
 	Parent   KindRef
 	Children []KindRef
 	Related  []KindRef
@@ -29,7 +65,14 @@ type Manifest struct {
 	Finalizer bool
 	CRDs      []string
 	Limits    Limits
+	// Watches are the kinds whose added, updated and deleted objects Handle receives.
+	Watches []Watch
+	// Outbound are the URLs the plugin needs to reach; the operator must grant them too.
+	Outbound []string
 }
+
+// HasParent says whether the plugin reconciles a kind.
+func (m Manifest) HasParent() bool { return m.Parent != KindRef{} }
 
 // FieldManager is the host's server-side apply field manager for this plugin.
 func (m Manifest) FieldManager() string { return "kubewasm." + m.Name }
@@ -47,20 +90,39 @@ func (m Manifest) Check() error {
 	if !isDNSLabel(m.Name) {
 		return &ManifestError{fmt.Sprintf("name %s must be a DNS label (lower-case letters, digits and '-', at most 63)", debug(m.Name))}
 	}
+	if !m.HasParent() {
+		if len(m.Watches) == 0 {
+			return &ManifestError{"a plugin needs a parent to reconcile or watches to handle, or both"}
+		}
+		if len(m.Children) > 0 || len(m.Related) > 0 || m.Finalizer {
+			return &ManifestError{"children, related and finalizer belong to a reconciler: they need a parent"}
+		}
+	}
 	type named struct {
 		where string
 		kind  KindRef
 	}
-	kinds := []named{{"parent", m.Parent}}
+	var kinds []named
+	if m.HasParent() {
+		kinds = append(kinds, named{"parent", m.Parent})
+	}
 	for _, k := range m.Children {
 		kinds = append(kinds, named{"children", k})
 	}
 	for _, k := range m.Related {
 		kinds = append(kinds, named{"related", k})
 	}
+	for _, w := range m.Watches {
+		kinds = append(kinds, named{"watches", w.Kind})
+	}
 	for _, k := range kinds {
 		if k.kind.Version == "" || k.kind.Kind == "" || k.kind.Plural == "" {
 			return &ManifestError{fmt.Sprintf("%s: %s needs a version, a kind and a plural", k.where, k.kind)}
+		}
+	}
+	for _, pattern := range m.Outbound {
+		if strings.TrimSpace(pattern) == "" {
+			return &ManifestError{fmt.Sprintf("outbound: %s is empty; give scheme://host[:port]", debug(pattern))}
 		}
 	}
 	zero := func(v *uint32) bool { return v != nil && *v == 0 }

@@ -1,9 +1,6 @@
 package kubewasm
 
-import (
-	"encoding/json"
-	"time"
-)
+import "time"
 
 // Request is everything a plugin needs to decide, for one parent.
 type Request struct {
@@ -27,19 +24,7 @@ type Request struct {
 
 // DecodeConfig decodes the plugin's settings into v (a pointer); no settings leave v
 // as it is.
-func (r *Request) DecodeConfig(v any) error {
-	if r.Config == nil {
-		return nil
-	}
-	text, err := json.Marshal(r.Config)
-	if err == nil {
-		err = json.Unmarshal(text, v)
-	}
-	if err != nil {
-		return Permanent("config: %v", err)
-	}
-	return nil
-}
+func (r *Request) DecodeConfig(v any) error { return decodeConfig(r.Config, v) }
 
 // ChildrenOf is the observed children of kind.
 func (r *Request) ChildrenOf(kind KindRef) []Object { return filter(r.Children, kind) }

@@ -1,14 +1,95 @@
-//! The glue between the WIT bindings and a [`Reconciler`]: decode the request, call
-//! the plugin, encode the answer, with the contract crate's one table of conversions.
-//! [`crate::export_reconciler!`] and [`crate::testing`] both call these functions, so
-//! native tests exercise the exact path a WebAssembly call takes.
+//! The glue between the WIT bindings and a [`Reconciler`] or a [`Handler`]: decode the
+//! input, call the plugin, encode the answer, with the contract crate's one table of
+//! conversions. The export macros ([`crate::export_reconciler!`],
+//! [`crate::export_handler!`], [`crate::export_plugin!`]) and [`crate::testing`] both call
+//! these functions, so native tests exercise the exact path a WebAssembly call takes.
+
+use std::marker::PhantomData;
 
 use serde_json::Value;
 
 use crate::bindings::kubewasm::reconciler::types as wit;
-use crate::{Error, Object, Reconciler, Request};
+use crate::{Error, Handler, Object, ObjectEvent, Reconciler, Request};
 
-kubewasm_contract::wit_conversions!(crate::bindings::kubewasm::reconciler::types);
+kubewasm_contract::wit_conversions!(crate::bindings::kubewasm::reconciler);
+
+/// The export `describe`.
+pub trait DescribeExport {
+    fn describe() -> wit::Manifest;
+}
+
+/// The exports `related` and `reconcile`.
+pub trait ReconcileExport {
+    fn related(parent: String) -> Vec<wit::Query>;
+    fn reconcile(request: wit::Request) -> Result<wit::Response, wit::ReconcileError>;
+}
+
+/// The export `handle`.
+pub trait HandleExport {
+    fn handle(event: wit::ObjectEvent) -> Result<(), wit::ReconcileError>;
+}
+
+/// A [`Reconciler`]'s exports.
+pub struct Reconciles<R>(PhantomData<R>);
+
+/// A [`Handler`]'s exports.
+pub struct Handles<H>(PhantomData<H>);
+
+/// The `related` and `reconcile` of a plugin that reconciles nothing: its manifest names
+/// no parent, so the host never calls them.
+pub struct NoReconciler;
+
+/// The `handle` of a plugin without a handler: its manifest declares no watches, so the
+/// host never calls it.
+pub struct NoHandler;
+
+impl<R: Reconciler> DescribeExport for Reconciles<R> {
+    fn describe() -> wit::Manifest {
+        describe::<R>()
+    }
+}
+
+impl<R: Reconciler> ReconcileExport for Reconciles<R> {
+    fn related(parent: String) -> Vec<wit::Query> {
+        related::<R>(parent)
+    }
+
+    fn reconcile(request: wit::Request) -> Result<wit::Response, wit::ReconcileError> {
+        reconcile::<R>(request)
+    }
+}
+
+impl<H: Handler> DescribeExport for Handles<H> {
+    fn describe() -> wit::Manifest {
+        wit::Manifest::from(&H::describe())
+    }
+}
+
+impl<H: Handler> HandleExport for Handles<H> {
+    fn handle(event: wit::ObjectEvent) -> Result<(), wit::ReconcileError> {
+        handle::<H>(event)
+    }
+}
+
+impl ReconcileExport for NoReconciler {
+    fn related(_: String) -> Vec<wit::Query> {
+        Vec::new()
+    }
+
+    fn reconcile(_: wit::Request) -> Result<wit::Response, wit::ReconcileError> {
+        Err(wit::ReconcileError::from(&Error::permanent(
+            "this plugin reconciles nothing: its manifest names no parent",
+        )))
+    }
+}
+
+impl HandleExport for NoHandler {
+    fn handle(_: wit::ObjectEvent) -> Result<(), wit::ReconcileError> {
+        Err(wit::ReconcileError::from(&Error::permanent(
+            "this plugin handles no events: its manifest declares no watches",
+        )))
+    }
+}
 
 pub fn describe<R: Reconciler>() -> wit::Manifest {
     wit::Manifest::from(&R::describe())
@@ -29,6 +110,12 @@ pub fn reconcile<R: Reconciler>(request: wit::Request) -> Result<wit::Response, 
     R::reconcile(&request).map(|r| wit::Response::from(&r)).map_err(fail)
 }
 
+pub fn handle<H: Handler>(event: wit::ObjectEvent) -> Result<(), wit::ReconcileError> {
+    let fail = |e: Error| wit::ReconcileError::from(&e);
+    let event = ObjectEvent::try_from(event).map_err(|e| fail(Error::permanent(e.to_string())))?;
+    H::handle(&event).map_err(fail)
+}
+
 #[cfg(test)]
 mod tests {
     use std::time::Duration;
@@ -36,7 +123,13 @@ mod tests {
     use serde_json::json;
 
     use super::wit;
-    use crate::{Event, KindRef, LabelOperator, Limits, Manifest, Query, Request, Requirement, Response, Selector};
+    use crate::bindings::kubewasm::reconciler::http as wit_http;
+    use crate::http::{HttpError, HttpRequest, HttpResponse};
+    use crate::{
+        Change, Event, KindRef, LabelOperator, Limits, Manifest, Object, ObjectEvent, Query, Request, Requirement,
+        Response, Selector, Watch,
+    };
+    use kubewasm_contract::wit::{Lift, Lower};
 
     #[test]
     fn every_field_survives_the_wit_records_both_ways() {
@@ -45,8 +138,12 @@ mod tests {
             .related(KindRef::namespaced("", "v1", "Service", "services"))
             .finalizer()
             .crd("kind: CustomResourceDefinition")
-            .limits(Limits { deadline_ms: Some(5), memory_mib: None });
+            .limits(Limits { deadline_ms: Some(5), memory_mib: None })
+            .watch(Watch::new(KindRef::namespaced("", "v1", "Pod", "pods")).labels("app=web").fields("metadata.name=a"))
+            .outbound("https://hooks.slack.com");
         assert_eq!(Manifest::from(wit::Manifest::from(&manifest)), manifest);
+        let handler = Manifest::handler("h").watch(Watch::new(KindRef::cluster("", "v1", "Node", "nodes")));
+        assert_eq!(Manifest::from(wit::Manifest::from(&handler)), handler);
 
         let selectors = [
             Selector::All,
@@ -72,6 +169,37 @@ mod tests {
             .event(Event::warning("Why", "because"))
             .finalized();
         assert_eq!(Response::try_from(wit::Response::from(&response)).unwrap(), response);
+
+        let event = ObjectEvent {
+            change: Change::Updated,
+            kind: KindRef::namespaced("", "v1", "Pod", "pods"),
+            object: Object::new(json!({"metadata": {"name": "new"}})),
+            old_object: Some(Object::new(json!({"metadata": {"name": "old"}}))),
+            initial: true,
+            final_state_unknown: true,
+            delivery_id: "u:1:updated".into(),
+            attempt: 3,
+            now: "now".into(),
+            config: json!({"k": "v"}),
+        };
+        assert_eq!(ObjectEvent::try_from(wit::ObjectEvent::from(&event)).unwrap(), event);
+
+        let request = HttpRequest {
+            method: "POST".into(),
+            url: "https://x/y".into(),
+            headers: vec![("a".into(), "1".into()), ("a".into(), "2".into())],
+            body: b"{}".to_vec(),
+            timeout_ms: Some(5),
+        };
+        assert_eq!(HttpRequest::from(wit_http::HttpRequest::from(&request)), request);
+        let response = HttpResponse { status: 418, headers: vec![("h".into(), "v".into())], body: vec![1, 2] };
+        assert_eq!(HttpResponse::from(wit_http::HttpResponse::from(&response)), response);
+        for error in
+            [HttpError::Denied("d".into()), HttpError::TooManyRequests("t".into()), HttpError::Failed("f".into())]
+        {
+            let wire: wit_http::HttpError = error.lower();
+            assert_eq!(HttpError::lift(&wire, "error"), Ok(error));
+        }
     }
 
     #[test]

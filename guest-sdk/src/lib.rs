@@ -1,9 +1,12 @@
-//! Write kubewasm reconciler plugins in Rust.
+//! Write kubewasm plugins in Rust.
 //!
-//! A plugin is one type implementing [`Reconciler`] and one [`export_reconciler!`] line.
-//! Build it with `cargo build --target wasm32-wasip2` and drop the `.wasm` file into the
-//! host's plugin directory. Test it natively with [`testing`]: the same decoding,
-//! reconcile and encoding code runs there as in the WebAssembly export.
+//! A plugin is a type implementing [`Reconciler`] (level-based: what should exist for a
+//! parent) or [`Handler`] (edge-based: each change of the objects it watches), and one
+//! export line: [`export_reconciler!`], [`export_handler!`], or [`export_plugin!`] for
+//! both. Build it with `cargo build --target wasm32-wasip2` and drop the `.wasm` file
+//! into the host's plugin directory. Reach the outside with [`http`], within what the
+//! operator grants. Test it natively with [`testing`]: the same decoding, call and
+//! encoding code runs there as in the WebAssembly export.
 //!
 //! ```no_run
 //! use kubewasm_sdk::prelude::*;
@@ -29,6 +32,29 @@
 //!
 //! kubewasm_sdk::export_reconciler!(Echo);
 //! ```
+//!
+//! An event handler:
+//!
+//! ```no_run
+//! use kubewasm_sdk::prelude::*;
+//! use kubewasm_sdk::k8s_openapi::api::core::v1::Pod;
+//!
+//! struct Notify;
+//!
+//! impl Handler for Notify {
+//!     fn describe() -> Manifest {
+//!         Manifest::handler("notify").watch(Watch::new(KindRef::of::<Pod>())).outbound("https://hooks.example.com")
+//!     }
+//!
+//!     fn handle(event: &ObjectEvent) -> Result<(), Error> {
+//!         let text = format!("{} {} {}", event.change, event.kind.kind, event.object.name());
+//!         let response = kubewasm_sdk::http::post("https://hooks.example.com/notify").body(text).send()?;
+//!         if response.is_success() { Ok(()) } else { Err(Error::retryable(format!("answered {}", response.status))) }
+//!     }
+//! }
+//!
+//! kubewasm_sdk::export_handler!(Notify);
+//! ```
 
 #![warn(clippy::pedantic)]
 // Accessors like `Object::name` have nothing to add beyond their name.
@@ -36,6 +62,7 @@
 
 #[doc(hidden)]
 pub mod export;
+pub mod http;
 pub mod log;
 #[cfg(not(target_arch = "wasm32"))]
 pub mod testing;
@@ -43,8 +70,8 @@ pub mod testing;
 // The contract's types are the host's own: one crate, so the host and the SDK agree on
 // every field and on which answers are valid.
 pub use kubewasm_contract::{
-    Error, Event, EventType, KindRef, LabelOperator, Limits, Manifest, Object, Query, Refusal, Request, Requirement,
-    Response, Selector,
+    Change, Error, Event, EventType, KindRef, LabelOperator, Limits, Manifest, Object, ObjectEvent, Query, Refusal,
+    Request, Requirement, Response, Selector, Watch,
 };
 
 pub use k8s_openapi;
@@ -52,10 +79,13 @@ pub use serde_json;
 
 /// The names a plugin needs, in one `use`.
 pub mod prelude {
-    pub use crate::{Error, Event, KindRef, Manifest, Object, Query, Reconciler, Request, Response, Selector};
+    pub use crate::{
+        Change, Error, Event, Handler, KindRef, Manifest, Object, ObjectEvent, Query, Reconciler, Request, Response,
+        Selector, Watch,
+    };
 }
 
-/// The decision logic of one plugin.
+/// The decision logic of a reconciler: what should exist for one parent.
 ///
 /// Every method is an associated function: the host runs each call in a fresh
 /// instance, so a plugin has no state to keep between calls.
@@ -79,6 +109,26 @@ pub trait Reconciler {
     fn reconcile(req: &Request) -> Result<Response, Error>;
 }
 
+/// The logic of an event handler: each change of the objects its manifest
+/// [`watch`](Manifest::watch)es, in order per object.
+///
+/// Every method is an associated function: each call runs in a fresh instance.
+pub trait Handler {
+    /// What the plugin watches (and reaches). Called once at load.
+    fn describe() -> Manifest;
+
+    /// Handle one change. The host delivers the object's next change only once this one
+    /// is accepted.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::retryable`]: the host delivers the same event again with backoff (its
+    /// [`ObjectEvent::attempt`] counting up, its delivery id unchanged), and the object's
+    /// later changes wait. [`Error::permanent`]: the host gives up on this event, records a
+    /// Warning on the object, and moves on.
+    fn handle(event: &ObjectEvent) -> Result<(), Error>;
+}
+
 /// Generated bindings of the `kubewasm:reconciler` world.
 #[doc(hidden)]
 #[allow(clippy::all, clippy::pedantic)] // generated code
@@ -92,7 +142,8 @@ pub mod bindings {
     });
 }
 
-/// Export a [`Reconciler`] as the plugin's implementation of the contract.
+/// Export a [`Reconciler`] as the plugin's implementation of the contract (its
+/// manifest names a parent and no watches).
 ///
 /// The export exists only in WebAssembly builds: a native build (`cargo test` of a
 /// `cdylib` plugin) has no component to export, and its unit tests go through
@@ -100,21 +151,63 @@ pub mod bindings {
 #[macro_export]
 macro_rules! export_reconciler {
     ($reconciler:ty) => {
+        $crate::__export!(
+            $crate::export::Reconciles<$reconciler>,
+            $crate::export::Reconciles<$reconciler>,
+            $crate::export::NoHandler
+        );
+    };
+}
+
+/// Export a [`Handler`] as the plugin's implementation of the contract (its manifest
+/// names watches and no parent).
+#[macro_export]
+macro_rules! export_handler {
+    ($handler:ty) => {
+        $crate::__export!(
+            $crate::export::Handles<$handler>,
+            $crate::export::NoReconciler,
+            $crate::export::Handles<$handler>
+        );
+    };
+}
+
+/// Export a plugin that reconciles and handles events; the [`Reconciler`]'s manifest,
+/// which names both the parent and the watches, is the plugin's.
+#[macro_export]
+macro_rules! export_plugin {
+    (reconciler: $reconciler:ty, handler: $handler:ty $(,)?) => {
+        $crate::__export!(
+            $crate::export::Reconciles<$reconciler>,
+            $crate::export::Reconciles<$reconciler>,
+            $crate::export::Handles<$handler>
+        );
+    };
+}
+
+/// The component's three exports, from the types of [`export`] that implement
+/// `DescribeExport`, `ReconcileExport` and `HandleExport`.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __export {
+    ($describe:ty, $reconciler:ty, $handler:ty) => {
         #[cfg(target_arch = "wasm32")]
         #[doc(hidden)]
         struct __KubewasmExport;
 
         #[cfg(target_arch = "wasm32")]
-        impl $crate::bindings::exports::kubewasm::reconciler::reconciler::Guest
-            for __KubewasmExport
-        {
+        impl $crate::bindings::exports::kubewasm::reconciler::plugin_info::Guest for __KubewasmExport {
             fn describe() -> $crate::bindings::kubewasm::reconciler::types::Manifest {
-                $crate::export::describe::<$reconciler>()
+                <$describe as $crate::export::DescribeExport>::describe()
             }
+        }
+
+        #[cfg(target_arch = "wasm32")]
+        impl $crate::bindings::exports::kubewasm::reconciler::reconciler::Guest for __KubewasmExport {
             fn related(
                 parent: ::std::string::String,
             ) -> ::std::vec::Vec<$crate::bindings::kubewasm::reconciler::types::Query> {
-                $crate::export::related::<$reconciler>(parent)
+                <$reconciler as $crate::export::ReconcileExport>::related(parent)
             }
             fn reconcile(
                 request: $crate::bindings::kubewasm::reconciler::types::Request,
@@ -122,7 +215,16 @@ macro_rules! export_reconciler {
                 $crate::bindings::kubewasm::reconciler::types::Response,
                 $crate::bindings::kubewasm::reconciler::types::ReconcileError,
             > {
-                $crate::export::reconcile::<$reconciler>(request)
+                <$reconciler as $crate::export::ReconcileExport>::reconcile(request)
+            }
+        }
+
+        #[cfg(target_arch = "wasm32")]
+        impl $crate::bindings::exports::kubewasm::reconciler::handler::Guest for __KubewasmExport {
+            fn handle(
+                event: $crate::bindings::kubewasm::reconciler::types::ObjectEvent,
+            ) -> ::std::result::Result<(), $crate::bindings::kubewasm::reconciler::types::ReconcileError> {
+                <$handler as $crate::export::HandleExport>::handle(event)
             }
         }
 

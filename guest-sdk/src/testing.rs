@@ -1,9 +1,11 @@
-//! Native unit tests of a plugin: `cargo test`, no WebAssembly, no host.
+//! Native unit tests of a plugin: `cargo test`, no WebAssembly, no host, no network.
 //!
 //! [`reconcile`] encodes the request exactly as the host does, runs the same export
 //! glue as the WebAssembly component, decodes the answer and checks it with the host's
 //! own validation (`kubewasm_contract::validate`): an answer the host would refuse
-//! fails the test.
+//! fails the test. [`handle`] does the same with one change of a watched object. The
+//! plugin's HTTP requests ([`crate::http`]) are answered from canned responses
+//! ([`Http`]) and recorded, for the test to check what was sent.
 //!
 //! ```
 //! # use kubewasm_sdk::prelude::*;
@@ -29,11 +31,15 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::bindings::kubewasm::reconciler::types as wit;
-use crate::{Error, Event, EventType, Manifest, Object, Query, Reconciler, Request, Response, export};
+use crate::http::{HttpError, HttpRequest, HttpResponse};
+use crate::{
+    Change, Error, Event, EventType, Handler, KindRef, Manifest, Object, ObjectEvent, Query, Reconciler, Request,
+    Response, export,
+};
 
 /// The input of one reconcile, built the way the host builds it.
 #[derive(Clone, Debug)]
-pub struct TestRequest(Request);
+pub struct TestRequest(Request, Http);
 
 impl TestRequest {
     /// A request for `parent` (any `Serialize`: a `json!` value, a k8s-openapi object).
@@ -42,7 +48,8 @@ impl TestRequest {
     ///
     /// When `parent` does not serialize to JSON (a bug in the test).
     pub fn new(parent: impl Serialize) -> Self {
-        Self(Request::new(to_json(parent), Vec::new(), Vec::new(), false, "2026-01-01T00:00:00Z".into(), Value::Null))
+        let request = Request::new(to_json(parent), Vec::new(), Vec::new(), false, NOW.into(), Value::Null);
+        Self(request, Http::new())
     }
 
     /// An observed child (the host only sends children the parent controls).
@@ -78,6 +85,87 @@ impl TestRequest {
         self.0.config = to_json(config);
         self
     }
+
+    /// Answers the plugin's HTTP requests with `http`.
+    #[must_use]
+    pub fn http(mut self, http: Http) -> Self {
+        self.1 = http;
+        self
+    }
+}
+
+/// The time test inputs carry unless they say otherwise.
+pub const NOW: &str = "2026-01-01T00:00:00Z";
+
+/// Canned answers to a plugin's HTTP requests: each request gets the first entry whose
+/// method and URL match (`*` in a URL stands for any text); a request no entry matches
+/// fails with [`HttpError::Denied`], as one the operator did not grant.
+#[derive(Clone, Debug, Default)]
+pub struct Http(Vec<(String, String, Result<HttpResponse, HttpError>)>);
+
+impl Http {
+    /// No request is answered.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Answers `method` requests (`*`: any) to URLs matching `url` with `response`.
+    #[must_use]
+    pub fn on(mut self, method: &str, url: &str, response: HttpResponse) -> Self {
+        self.0.push((method.to_string(), url.to_string(), Ok(response)));
+        self
+    }
+
+    /// Fails `method` requests to URLs matching `url` with `error` (a timeout, a denial...).
+    #[must_use]
+    pub fn fail(mut self, method: &str, url: &str, error: HttpError) -> Self {
+        self.0.push((method.to_string(), url.to_string(), Err(error)));
+        self
+    }
+
+    fn answer(&self, request: &HttpRequest) -> Result<HttpResponse, HttpError> {
+        self.0
+            .iter()
+            .find(|(method, url, _)| {
+                (method == "*" || method.eq_ignore_ascii_case(&request.method)) && glob(url, &request.url)
+            })
+            .map_or_else(
+                || {
+                    Err(HttpError::Denied(format!(
+                        "{} {}: no canned response in the test",
+                        request.method, request.url
+                    )))
+                },
+                |(_, _, answer)| answer.clone(),
+            )
+    }
+
+    /// Runs `f` with this answering the plugin's requests; returns what `f` returned
+    /// and every request it sent.
+    fn serve<T>(&self, f: impl FnOnce() -> T) -> (T, Vec<HttpRequest>) {
+        use crate::http::transport::{ANSWER, SENT};
+        let canned = self.clone();
+        ANSWER.with(|a| *a.borrow_mut() = Some(Box::new(move |request: &HttpRequest| canned.answer(request))));
+        SENT.with(|s| s.borrow_mut().clear());
+        let out = f();
+        ANSWER.with(|a| *a.borrow_mut() = None);
+        (out, SENT.with(|s| std::mem::take(&mut *s.borrow_mut())))
+    }
+}
+
+/// A response with `status` and `body`.
+pub fn respond(status: u16, body: &str) -> HttpResponse {
+    HttpResponse { status, headers: Vec::new(), body: body.as_bytes().to_vec() }
+}
+
+/// Whether `text` matches `pattern`, `*` standing for any text.
+fn glob(pattern: &str, text: &str) -> bool {
+    match pattern.split_once('*') {
+        None => pattern == text,
+        Some((head, tail)) => text
+            .strip_prefix(head)
+            .is_some_and(|rest| (0..=rest.len()).any(|i| rest.is_char_boundary(i) && glob(tail, &rest[i..]))),
+    }
 }
 
 fn to_json(value: impl Serialize) -> Value {
@@ -96,6 +184,8 @@ pub struct Outcome {
     pub finalized: bool,
     /// Lines the plugin logged during the call: level, message, fields.
     pub logs: Vec<crate::log::Line>,
+    /// The HTTP requests the plugin sent, in order.
+    pub requests: Vec<HttpRequest>,
 }
 
 impl Outcome {
@@ -171,9 +261,9 @@ pub fn related<R: Reconciler>(parent: impl Serialize) -> Vec<Query> {
 /// itself is one the host would not load.
 pub fn reconcile<R: Reconciler>(request: TestRequest) -> Result<Outcome, Error> {
     let manifest = describe::<R>();
-    let TestRequest(request) = request;
+    let TestRequest(request, http) = request;
     crate::log::native::CAPTURED.with(|c| c.borrow_mut().clear());
-    let result = export::reconcile::<R>(wit::Request::from(&request));
+    let (result, requests) = http.serve(|| export::reconcile::<R>(wit::Request::from(&request)));
     let logs = crate::log::native::CAPTURED.with(|c| std::mem::take(&mut *c.borrow_mut()));
     let answer = result.map_err(Error::from)?;
     let response = Response::try_from(answer).unwrap_or_else(|e| panic!("the host would refuse this answer: {e}"));
@@ -188,5 +278,162 @@ pub fn reconcile<R: Reconciler>(request: TestRequest) -> Result<Outcome, Error> 
         events: response.events,
         finalized: response.finalized,
         logs,
+        requests,
     })
+}
+
+/// One change of a watched object, built the way the host builds it.
+#[derive(Clone, Debug)]
+pub struct TestEvent {
+    change: Change,
+    object: Value,
+    old: Option<Value>,
+    initial: bool,
+    final_state_unknown: bool,
+    attempt: u32,
+    now: String,
+    config: Value,
+    http: Http,
+}
+
+impl TestEvent {
+    fn new(change: Change, object: impl Serialize, old: Option<Value>) -> Self {
+        Self {
+            change,
+            object: to_json(object),
+            old,
+            initial: false,
+            final_state_unknown: false,
+            attempt: 1,
+            now: NOW.into(),
+            config: Value::Null,
+            http: Http::new(),
+        }
+    }
+
+    /// `object` appeared.
+    pub fn added(object: impl Serialize) -> Self {
+        Self::new(Change::Added, object, None)
+    }
+
+    /// `old` became `new`.
+    pub fn updated(old: impl Serialize, new: impl Serialize) -> Self {
+        Self::new(Change::Updated, new, Some(to_json(old)))
+    }
+
+    /// `object` is gone (its last known state).
+    pub fn deleted(object: impl Serialize) -> Self {
+        Self::new(Change::Deleted, object, None)
+    }
+
+    /// It existed before the plugin was first loaded.
+    #[must_use]
+    pub fn initial(mut self) -> Self {
+        self.initial = true;
+        self
+    }
+
+    /// A deletion noticed by a relist or a restart.
+    #[must_use]
+    pub fn final_state_unknown(mut self) -> Self {
+        self.final_state_unknown = true;
+        self
+    }
+
+    /// The `n`th delivery of this event.
+    #[must_use]
+    pub fn attempt(mut self, n: u32) -> Self {
+        self.attempt = n;
+        self
+    }
+
+    #[must_use]
+    pub fn now(mut self, rfc3339: &str) -> Self {
+        self.now = rfc3339.into();
+        self
+    }
+
+    /// The plugin's settings.
+    #[must_use]
+    pub fn config(mut self, config: impl Serialize) -> Self {
+        self.config = to_json(config);
+        self
+    }
+
+    /// Answers the plugin's HTTP requests with `http`.
+    #[must_use]
+    pub fn http(mut self, http: Http) -> Self {
+        self.http = http;
+        self
+    }
+
+    /// The event as the host sends it, of `kind`, and the answers to its requests.
+    fn into_event(self, kind: KindRef) -> (ObjectEvent, Http) {
+        let meta = |field: &str| self.object["metadata"][field].as_str().unwrap_or_default().to_string();
+        let delivery_id = ObjectEvent::delivery_id(&meta("uid"), &meta("resourceVersion"), self.change);
+        let event = ObjectEvent {
+            change: self.change,
+            kind,
+            object: Object::new(self.object),
+            old_object: self.old.map(Object::new),
+            initial: self.initial,
+            final_state_unknown: self.final_state_unknown,
+            delivery_id,
+            attempt: self.attempt,
+            now: self.now,
+            config: self.config,
+        };
+        (event, self.http)
+    }
+}
+
+/// What a handler did with one event.
+#[derive(Clone, Debug)]
+pub struct Handled {
+    /// Its answer: accepted, or its error as the host receives it.
+    pub result: Result<(), Error>,
+    /// The HTTP requests it sent, in order.
+    pub requests: Vec<HttpRequest>,
+    /// Lines it logged: level, message, fields.
+    pub logs: Vec<crate::log::Line>,
+}
+
+/// The manifest of handler `H`, checked as the host checks it at load.
+///
+/// # Panics
+///
+/// When the host would refuse to load a plugin with this manifest.
+pub fn describe_handler<H: Handler>() -> Manifest {
+    let manifest = H::describe();
+    if let Err(e) = manifest.check() {
+        panic!("the host would refuse to load this plugin: {e}");
+    }
+    manifest
+}
+
+/// Hands one event to handler `H` natively, through the export glue, as the host does.
+///
+/// # Panics
+///
+/// When the manifest does not watch the object's kind (the host would never deliver
+/// the event), or is one the host would not load.
+pub fn handle<H: Handler>(event: TestEvent) -> Handled {
+    let manifest = describe_handler::<H>();
+    let (api_version, kind) = (event.object["apiVersion"].as_str(), event.object["kind"].as_str());
+    let Some(watch) = manifest
+        .watches
+        .iter()
+        .find(|w| Some(w.kind.api_version().as_str()) == api_version && Some(w.kind.kind.as_str()) == kind)
+    else {
+        panic!(
+            "the manifest watches no {} {}: the host would never deliver this event",
+            api_version.unwrap_or("?"),
+            kind.unwrap_or("?")
+        );
+    };
+    let (object_event, http) = event.into_event(watch.kind.clone());
+    crate::log::native::CAPTURED.with(|c| c.borrow_mut().clear());
+    let (result, requests) = http.serve(|| export::handle::<H>(wit::ObjectEvent::from(&object_event)));
+    let logs = crate::log::native::CAPTURED.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    Handled { result: result.map_err(Error::from), requests, logs }
 }

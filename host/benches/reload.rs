@@ -72,6 +72,7 @@ impl Bench {
         let options = runtime::Options {
             install_crds: true,
             controller: Options { debounce: Duration::ZERO, ..Options::default() },
+            ..runtime::Options::default()
         };
         let host = Runtime::from_dir(&client, &engine, &dir, options).await.expect("host");
         let shown = Arc::new(Mutex::new(Vec::new()));

@@ -18,12 +18,16 @@
 
 pub mod controller;
 pub mod coordination;
+pub mod discovery;
+pub(crate) mod events;
+pub mod handler;
 pub mod health;
 pub mod logging;
 pub mod metrics;
 pub mod plugin;
 pub mod run;
 pub mod runtime;
+pub mod secrets;
 
 pub use controller::Controller;
 pub use plugin::{Engine, Plugin};

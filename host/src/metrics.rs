@@ -1,6 +1,6 @@
 //! Prometheus metrics of the host, per plugin: reconciles, durations, sandbox
 //! failures, refused answers, writes and skipped writes, queue depth, reloads,
-//! versions.
+//! versions; events delivered, dropped and waiting; outbound HTTP requests.
 
 use std::collections::BTreeMap;
 use std::sync::{Arc, Mutex, PoisonError, Weak};
@@ -40,8 +40,8 @@ label_values!(
     Outcome { Success => "success", Error => "error" }
 );
 label_values!(
-    /// The two calls a reconcile makes into a plugin.
-    Call { Related => "related", Reconcile => "reconcile" }
+    /// The calls into a plugin: a reconcile's two, an event's one.
+    Call { Related => "related", Reconcile => "reconcile", Handle => "handle" }
 );
 label_values!(
     /// How a plugin call failed.
@@ -58,6 +58,48 @@ label_values!(
     /// What a write does.
     WriteKind { Apply => "apply", Prune => "prune", Status => "status", Metadata => "metadata", Finalizer => "finalizer" }
 );
+
+impl Failure {
+    /// How `error` failed.
+    pub(crate) fn of(error: &crate::plugin::CallError) -> Self {
+        use crate::plugin::CallError;
+        match error {
+            CallError::Timeout { .. } => Self::Timeout,
+            CallError::OutOfMemory { .. } => Self::OutOfMemory,
+            CallError::Panic { .. } => Self::Panic,
+            CallError::Trap { .. } => Self::Trap,
+            CallError::Plugin { .. } => Self::PluginError,
+            CallError::Malformed { .. } => Self::Malformed,
+        }
+    }
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct HttpLabels {
+    pub(crate) plugin: String,
+    /// `scheme://host:port`: bounded by what the operator granted, never a path.
+    pub(crate) host: String,
+    /// The status code, or why there is none (`denied`, `timeout`...).
+    pub(crate) status: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct HostLabels {
+    pub(crate) plugin: String,
+    pub(crate) host: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ChangeLabels {
+    pub(crate) plugin: String,
+    pub(crate) change: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct ReasonLabels {
+    pub(crate) plugin: String,
+    pub(crate) reason: String,
+}
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct ResultLabels {
@@ -118,6 +160,11 @@ struct Inner {
     pub(crate) skipped_writes: Family<WriteLabels, Counter>,
     pub(crate) reloads: Family<FileLabels, Counter>,
     pub(crate) versions: Family<VersionLabels, Gauge>,
+    pub(crate) http_requests: Family<HttpLabels, Counter>,
+    pub(crate) http_seconds: Histograms<HostLabels>,
+    pub(crate) events_delivered: Family<ChangeLabels, Counter>,
+    pub(crate) events_dropped: Family<ReasonLabels, Counter>,
+    pub(crate) events_waiting: Family<PluginLabel, Gauge>,
     queues: Arc<Queues>,
 }
 
@@ -185,6 +232,11 @@ impl Metrics {
             skipped_writes: Family::default(),
             reloads: Family::default(),
             versions: Family::default(),
+            http_requests: Family::default(),
+            http_seconds: Family::new_with_constructor(seconds),
+            events_delivered: Family::default(),
+            events_dropped: Family::default(),
+            events_waiting: Family::default(),
             queues: Arc::default(),
             registry: Registry::default(),
         };
@@ -231,6 +283,32 @@ impl Metrics {
             "plugin_version_info",
             "The version (sha256 of the .wasm) each plugin runs",
             inner.versions.clone(),
+        );
+        registry.register(
+            "plugin_http_requests",
+            "Outbound HTTP requests of plugins, by origin and status (or why none: denied, timeout...)",
+            inner.http_requests.clone(),
+        );
+        registry.register_with_unit(
+            "plugin_http_request_duration",
+            "Outbound HTTP requests of plugins, from sending to the last byte",
+            Unit::Seconds,
+            inner.http_seconds.clone(),
+        );
+        registry.register(
+            "events_delivered",
+            "Events a plugin's handler accepted, by change",
+            inner.events_delivered.clone(),
+        );
+        registry.register(
+            "events_dropped",
+            "Events never delivered: past the plugin's queue limit, or refused by its handler for good",
+            inner.events_dropped.clone(),
+        );
+        registry.register(
+            "events_waiting",
+            "Events waiting for a plugin's handler, in flight included",
+            inner.events_waiting.clone(),
         );
         registry.register_collector(Box::new(inner.queues.clone()));
         Self(Arc::new(Inner { registry, ..inner }))
@@ -316,6 +394,26 @@ impl Metrics {
         self.0.versions.get_or_create(&VersionLabels { plugin: plugin.into(), sha256: sha256.into() }).set(1);
     }
 
+    pub(crate) fn http_request(&self, plugin: &str, host: &str, status: &str, took: Duration) {
+        let labels = HttpLabels { plugin: plugin.into(), host: host.into(), status: status.into() };
+        self.0.http_requests.get_or_create(&labels).inc();
+        let labels = HostLabels { plugin: plugin.into(), host: host.into() };
+        self.0.http_seconds.get_or_create(&labels).observe(took.as_secs_f64());
+    }
+
+    pub(crate) fn event_delivered(&self, plugin: &str, change: &str) {
+        self.0.events_delivered.get_or_create(&ChangeLabels { plugin: plugin.into(), change: change.into() }).inc();
+    }
+
+    pub(crate) fn events_dropped(&self, plugin: &str, reason: &str) {
+        self.0.events_dropped.get_or_create(&ReasonLabels { plugin: plugin.into(), reason: reason.into() }).inc();
+    }
+
+    pub(crate) fn events_waiting(&self, plugin: &str, waiting: usize) {
+        let waiting = i64::try_from(waiting).unwrap_or(i64::MAX);
+        self.0.events_waiting.get_or_create(&PluginLabel { plugin: plugin.into() }).set(waiting);
+    }
+
     /// Forgets `plugin`'s version: it no longer runs.
     pub(crate) fn unloaded(&self, plugin: &str, sha256: &str) {
         self.0.versions.remove(&VersionLabels { plugin: plugin.into(), sha256: sha256.into() });
@@ -395,6 +493,10 @@ mod tests {
         m.skipped("foo", WriteKind::Apply);
         m.reloaded("foo.wasm", Outcome::Success);
         m.version("foo", "abc", None);
+        m.http_request("foo", "https://hooks.slack.com:443", "200", Duration::from_millis(30));
+        m.event_delivered("foo", "added");
+        m.events_dropped("foo", "queue_limit");
+        m.events_waiting("foo", 2);
         let queue: Arc<dyn QueueDepth> = Arc::new(Fixed(0));
         m.queue("foo", Arc::downgrade(&queue));
         let text = m.encode();

@@ -47,13 +47,22 @@ pub struct Options {
     pub install_crds: bool,
     /// Whether this replica reconciles alone, only while it leads, or its share.
     pub replicas: ReplicaMode,
+    /// The host's own namespace: the Secrets plugins' settings name are read there, and
+    /// the event handlers' ledgers kept.
+    pub namespace: String,
 }
 
 impl Options {
     /// The plugins of `dir`, no health server, no CRDs installed, every parent
     /// reconciled by this replica.
     pub fn new(dir: impl Into<PathBuf>) -> Self {
-        Self { dir: dir.into(), health_addr: None, install_crds: false, replicas: ReplicaMode::Single }
+        Self {
+            dir: dir.into(),
+            health_addr: None,
+            install_crds: false,
+            replicas: ReplicaMode::Single,
+            namespace: "default".into(),
+        }
     }
 }
 
@@ -160,6 +169,7 @@ async fn lead_and_serve(
     let runtime_options = runtime::Options {
         install_crds: options.install_crds,
         controller: controller::Options { metrics, shard, ..controller::Options::default() },
+        host_namespace: options.namespace.clone(),
     };
     let runtime = Runtime::from_dir(client, engine, &options.dir, runtime_options).await?;
     on_change(&runtime);

@@ -109,16 +109,21 @@ fn golden_of(plugin: &Path, name: &str, inputs: &[(&str, &str)], expected: &str)
     }
     args.extend(["--now".into(), "2026-01-01T00:00:00Z".into()]);
     let out = kubewasm(&args.iter().map(String::as_str).collect::<Vec<_>>());
+    assert_golden(&out, name, &examples.join(expected));
+}
+
+/// Asserts that a successful render printed what `expected_path` holds;
+/// `KUBEWASM_BLESS=1` rewrites the file instead.
+fn assert_golden(out: &Output, what: &str, expected_path: &Path) {
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "render {name} failed: {stderr}");
-    let actual = String::from_utf8(out.stdout).expect("utf-8 output");
-    let expected_path = examples.join(expected);
+    assert!(out.status.success(), "render {what} failed: {stderr}");
+    let actual = String::from_utf8(out.stdout.clone()).expect("utf-8 output");
     if std::env::var_os("KUBEWASM_BLESS").is_some() {
-        std::fs::write(&expected_path, &actual).expect("write expected output");
+        std::fs::write(expected_path, &actual).expect("write expected output");
     }
-    let expected = std::fs::read_to_string(&expected_path)
+    let expected = std::fs::read_to_string(expected_path)
         .unwrap_or_else(|e| panic!("{}: {e} (KUBEWASM_BLESS=1 writes it)", expected_path.display()));
-    assert_eq!(actual, expected, "render of {name} differs from {}", expected_path.display());
+    assert_eq!(actual, expected, "render of {what} differs from {}", expected_path.display());
 }
 
 #[test]
@@ -210,6 +215,81 @@ fn pod_services_renders_its_expected_annotations() {
     golden("pod-services", &[("--related", "related.yaml")], "expected.yaml");
 }
 
+// ---- event handlers, offline ---------------------------------------------------
+
+/// `kubewasm render --event added` of kubewatch's example Pod with the settings `settings`,
+/// the canned answers of `examples/http.yaml`, and `more` arguments.
+fn render_kubewatch_event(settings: &Path, more: &[&str]) -> Output {
+    let examples = workspace().join("plugins/kubewatch/examples");
+    let (plugin, object, http) = (fixture("kubewatch"), examples.join("pod.yaml"), examples.join("http.yaml"));
+    let mut args = vec!["render", path_str(&plugin), "--event", "added", "--object", path_str(&object)];
+    args.extend(["--settings", path_str(settings), "--http", path_str(&http), "--now", "2026-01-01T00:00:00Z"]);
+    args.extend(more);
+    kubewasm(&args)
+}
+
+#[test]
+fn an_event_renders_offline_with_the_requests_the_handler_made_answered_from_canned_responses() {
+    let examples = workspace().join("plugins/kubewatch/examples");
+    let out = render_kubewatch_event(&examples.join("kubewatch.toml"), &[]);
+    assert_golden(&out, "kubewatch's added Pod", &examples.join("added.yaml"));
+}
+
+#[test]
+fn an_event_whose_request_is_not_granted_fails_the_render_naming_the_url_and_the_setting() {
+    let settings = std::fs::read_to_string(workspace().join("plugins/kubewatch/examples/kubewatch.toml"))
+        .expect("example settings")
+        .replace("allow = [\"https://hooks.example.com\"]", "allow = []");
+    let out = render_kubewatch_event(&write_temp("kubewatch.toml", settings.as_bytes()), &[]);
+    assert_fails_with(
+        &out,
+        &[
+            "https://hooks.example.com:443 is not granted to plugin kubewatch",
+            "to `allow` in the [http] section of kubewatch.toml",
+        ],
+    );
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(stdout.contains("requests: []"), "no request was sent: {stdout}");
+}
+
+#[test]
+fn a_secret_named_by_the_settings_reaches_the_handler_and_is_never_printed() {
+    let settings = std::fs::read_to_string(workspace().join("plugins/kubewatch/examples/kubewatch.toml"))
+        .expect("example settings")
+        .replace(
+            "url = \"https://hooks.example.com/kubewatch\"",
+            "url = { secretKeyRef = { name = \"kubewatch\", key = \"webhook-url\" } }",
+        );
+    let secret = "https://hooks.example.com/services/T0/B0/s3cr3t";
+    let secrets = format!(
+        "apiVersion: v1\nkind: Secret\nmetadata: {{name: kubewatch, namespace: default}}\nstringData: {{webhook-url: \"{secret}\"}}\n"
+    );
+    let settings = write_temp("kubewatch-secret.toml", settings.as_bytes());
+    let secrets = write_temp("kubewatch-secrets.yaml", secrets.as_bytes());
+    let out = render_kubewatch_event(&settings, &["--secrets", path_str(&secrets)]);
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "render failed: {stderr}");
+    // The request went to the Secret's URL (the canned answer matched it) ...
+    assert!(stdout.contains("accepted: true") && stdout.contains("status: 200"), "{stdout}");
+    // ... which is shown nowhere.
+    assert!(stdout.contains("url: '[secret]'"), "{stdout}");
+    assert!(
+        !stdout.contains("s3cr3t") && !stderr.contains("s3cr3t"),
+        "the Secret's value was printed: {stdout}{stderr}"
+    );
+}
+
+#[test]
+fn a_handler_that_panics_fails_the_render_with_its_panic_message() {
+    let object = write_temp(
+        "panic-handler-configmap.yaml",
+        b"apiVersion: v1\nkind: ConfigMap\nmetadata: {name: a, namespace: default, uid: u-1, resourceVersion: \"3\"}\n",
+    );
+    let out =
+        kubewasm(&["render", path_str(&fixture("panic-handler")), "--event", "added", "--object", path_str(&object)]);
+    assert_fails_with(&out, &["panic-handler panicked in handle", "panic-handler was told to panic by u-1:3:added"]);
+}
+
 // ---- describe and crds ---------------------------------------------------------
 
 #[test]
@@ -218,7 +298,7 @@ fn describe_shows_the_manifest() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let manifest: serde_json::Value = serde_yaml_ng::from_slice(&out.stdout).expect("describe prints YAML");
     assert_eq!(manifest["name"], "foo");
-    assert_eq!(manifest["contract"], "kubewasm:reconciler@0.1.0");
+    assert_eq!(manifest["contract"], "kubewasm:reconciler@0.2.0");
     assert_eq!(manifest["parent"]["kind"], "Foo");
     assert_eq!(manifest["parent"]["group"], "samplecontroller.k8s.io");
     assert_eq!(manifest["children"][0]["kind"], "Deployment");
@@ -295,7 +375,31 @@ fn a_missing_file_is_named() {
 #[test]
 fn a_component_of_another_contract_version_is_refused() {
     let out = kubewasm(&["describe", path_str(&fixture("future-contract"))]);
-    assert_fails_with(&out, &["future-contract.wasm", "kubewasm:reconciler@0.2.0", "supports 0.1.0"]);
+    assert_fails_with(&out, &["future-contract.wasm", "kubewasm:reconciler@0.3.0", "supports 0.2.0 and 0.1.0"]);
+}
+
+#[test]
+fn a_component_built_against_contract_0_1_0_loads_and_renders_unchanged() {
+    let component = fixture("contract-0-1-0");
+    let out = kubewasm(&["describe", path_str(&component)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let manifest: serde_json::Value = serde_yaml_ng::from_slice(&out.stdout).expect("describe prints YAML");
+    assert_eq!(manifest["contract"], "kubewasm:reconciler@0.1.0");
+    assert_eq!(manifest["parent"]["kind"], "Greeting");
+    assert_eq!(manifest["crds"][0], "greetings.example.com");
+
+    let parent = workspace().join("host/tests/fixtures/contract-0-1-0/examples/parent.yaml");
+    let out =
+        kubewasm(&["render", path_str(&component), "--parent", path_str(&parent), "--now", "2026-01-01T00:00:00Z"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let documents: Vec<serde_json::Value> = serde_yaml_ng::Deserializer::from_str(&stdout)
+        .map(|d| serde::Deserialize::deserialize(d).expect("YAML document"))
+        .collect();
+    assert_eq!(documents[0]["status"]["children"], 0, "{stdout}");
+    assert_eq!(documents[1]["kind"], "ConfigMap", "{stdout}");
+    assert_eq!(documents[1]["metadata"]["namespace"], "default", "filled in from the parent: {stdout}");
+    assert_eq!(documents[1]["data"]["say"], "hello from 0.1.0", "{stdout}");
 }
 
 #[test]

@@ -7,6 +7,15 @@
 //
 //	out, err := kubewasmtest.Reconcile(Echo{}, kubewasmtest.Input{Parent: parent})
 //	cm := out.Child(kinds.ConfigMap, "hello")
+//
+// [Handle] delivers one change of a watched object to the plugin's handler the same
+// way. Both answer the plugin's HTTP requests from canned [Reply]s, in the order given,
+// and record every request made (Requests). With the plugin's error they still return
+// what the call sent and logged before it failed (Requests, Logs):
+//
+//	out, err := kubewasmtest.Handle(Notify{}, kubewasmtest.Event{Change: kubewasm.Added, Object: pod,
+//		HTTP: []kubewasmtest.Reply{{Status: 200}}})
+//	body := out.Requests[0].Body
 package kubewasmtest
 
 import (
@@ -42,6 +51,8 @@ type Input struct {
 	Now string
 	// Config is the plugin's settings (nil: none).
 	Config any
+	// HTTP answers the plugin's HTTP requests (see [Reply]).
+	HTTP []Reply
 }
 
 // Line is one logged line.
@@ -58,6 +69,9 @@ type Outcome struct {
 	Finalized    bool
 	// Logs are the lines the plugin logged during the call.
 	Logs []Line
+	// Requests are the HTTP requests the plugin sent, in order, as the host would
+	// receive them.
+	Requests []SentRequest
 }
 
 // ChildrenOf is the desired children of kind.
@@ -94,15 +108,18 @@ func (o *Outcome) Warnings() []kubewasm.Event {
 
 // Describe is the plugin's manifest, through the export code, checked as the host
 // checks it at load; a *HostWouldRefuse when the host would not load the plugin.
-func Describe(plugin kubewasm.Reconciler) (kubewasm.Manifest, error) {
+func Describe(plugin kubewasm.Plugin) (kubewasm.Manifest, error) {
 	kubewasm.Export(plugin)
-	w := wire.CallReconcilerDescribe(&cabi.Arena{})
+	w := wire.CallPluginInfoDescribe(&cabi.Arena{})
 	man := kubewasm.Manifest{
 		Name:      w.Name,
-		Parent:    kubewasm.KindRef(w.Parent),
 		Finalizer: w.Finalizer,
 		CRDs:      w.Crds,
 		Limits:    kubewasm.Limits{DeadlineMs: w.Limits.DeadlineMs, MemoryMiB: w.Limits.MemoryMib},
+		Outbound:  w.Outbound,
+	}
+	if w.Parent != nil {
+		man.Parent = kubewasm.KindRef(*w.Parent)
 	}
 	for _, k := range w.Children {
 		man.Children = append(man.Children, kubewasm.KindRef(k))
@@ -110,10 +127,20 @@ func Describe(plugin kubewasm.Reconciler) (kubewasm.Manifest, error) {
 	for _, k := range w.Related {
 		man.Related = append(man.Related, kubewasm.KindRef(k))
 	}
+	for _, watch := range w.Watches {
+		man.Watches = append(man.Watches, kubewasm.Watch{Kind: kubewasm.KindRef(watch.Kind), LabelSelector: deref(watch.LabelSelector), FieldSelector: deref(watch.FieldSelector)})
+	}
 	if err := man.Check(); err != nil {
 		return man, &HostWouldRefuse{"the host would refuse to load this plugin: " + err.Error()}
 	}
 	return man, nil
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // Related is the plugin's related queries for parent, through the export code, as the
@@ -160,9 +187,10 @@ func texts(what string, values []any) ([]string, error) {
 // Reconcile runs one reconcile of plugin natively, through the export code, and checks
 // the answer exactly as the host does before it writes anything.
 //
-// The error is the plugin's own *kubewasm.Error as the host would receive it, or a
-// *HostWouldRefuse when the host would refuse the answer, listing every problem as the
-// host's ResponseRefused event does.
+// The error is the plugin's own *kubewasm.Error as the host would receive it (the
+// Outcome then holds only the Requests and Logs of the call), or a *HostWouldRefuse
+// when the host would refuse the answer, listing every problem as the host's
+// ResponseRefused event does.
 func Reconcile(plugin kubewasm.Reconciler, in Input) (*Outcome, error) {
 	manifest, err := Describe(plugin)
 	if err != nil {
@@ -187,11 +215,15 @@ func Reconcile(plugin kubewasm.Reconciler, in Input) (*Outcome, error) {
 		return nil, fmt.Errorf("config: %w", err)
 	}
 
+	var result cabi.Result[wire.Response, wire.ReconcileError]
 	logsink.Take()
-	result := wire.CallReconcilerReconcile(&cabi.Arena{}, req)
+	requests, err := withReplies(in.HTTP, func() { result = wire.CallReconcilerReconcile(&cabi.Arena{}, req) })
 	logs := logsink.Take()
+	if err != nil {
+		return nil, err
+	}
 	if result.Err != nil {
-		return nil, &kubewasm.Error{Message: result.Err.Message, Retryable: result.Err.Retryable}
+		return &Outcome{Logs: logs, Requests: requests}, &kubewasm.Error{Message: result.Err.Message, Retryable: result.Err.Retryable}
 	}
 	answer := result.Ok
 	resp := &kubewasm.Response{Finalized: answer.Finalized}
@@ -231,6 +263,7 @@ func Reconcile(plugin kubewasm.Reconciler, in Input) (*Outcome, error) {
 		Events:       checked.Events,
 		Finalized:    checked.Finalized,
 		Logs:         logs,
+		Requests:     requests,
 	}
 	for _, c := range checked.Children {
 		out.Children = append(out.Children, kubewasm.Object(c.(map[string]any)))

@@ -5,7 +5,8 @@
 //
 // Engines, both through `jco componentize`: `quickjs` (the default: jco's QuickJS backend,
 // componentize-qjs; a component of about 2 MB) or `starlingmonkey` (jco's default engine,
-// componentize-js: about 12 MB, with `fetch`, which the host denies).
+// componentize-js: about 12 MB, with `fetch` over wasi:http, which the host serves within
+// the operator's grant, as it does the SDK's `http.fetch`).
 
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -30,15 +31,20 @@ function fail(message) {
   process.exit(1);
 }
 
-/** The wrapper the bundle starts from: the host's log and the engine's u64s, then the app. */
+/** The wrapper the bundle starts from: the host's log and HTTP, the engine's u64s, then
+ * the app's plugin. */
 function entry(app, engine) {
   return [
-    `import { log as hostLog } from 'kubewasm:reconciler/log@0.1.0';`,
+    `import { log as hostLog } from 'kubewasm:reconciler/log@0.2.0';`,
     `import { useHostLog } from ${JSON.stringify(join(SDK, 'src/log.js'))};`,
-    `import { useBigIntU64 } from ${JSON.stringify(join(SDK, 'src/export.js'))};`,
+    `import { componentExports, useBigIntU64 } from ${JSON.stringify(join(SDK, 'src/export.js'))};`,
+    `import { send as hostHttp } from 'kubewasm:reconciler/http@0.2.0';`,
+    `import { useTransport } from ${JSON.stringify(join(SDK, 'src/http.js'))};`,
+    `import * as app from ${JSON.stringify(app)};`,
     `useHostLog(hostLog);`,
+    `useTransport(hostHttp);`,
     engine === 'starlingmonkey' ? 'useBigIntU64();' : '',
-    `export { reconciler } from ${JSON.stringify(app)};`,
+    `export const { pluginInfo, reconciler, handler } = componentExports(app);`,
     '',
   ].join('\n');
 }

@@ -1,14 +1,16 @@
 // Export a plugin as the component's implementation of the contract.
 //
-// `export const reconciler = plugin({ describe, reconcile, related? })` is all a plugin
-// module needs: `reconciler` is the export the contract's `reconciler` interface is built
-// from. The functions below are the glue between the WIT records and the SDK's types:
-// decode the request, call the plugin, encode the answer. `@kubewasm/sdk/testing` calls
-// the same functions natively with the same records, so tests exercise the path a
-// WebAssembly call takes.
+// `export const reconciler = plugin({ describe, reconcile, related?, handle? })` is all a
+// plugin module needs: the build finds the value `plugin()` returned among the module's
+// exports (under any name) and exports the contract's interfaces from it. The functions
+// below are the glue between the WIT records and the SDK's types: decode the request (or
+// the event), call the plugin, encode the answer. `@kubewasm/sdk/testing` calls the same
+// functions natively with the same records, so tests exercise the path a WebAssembly call
+// takes.
 
 import { ReconcileError, PermanentError } from './errors.js';
-import { isPlainObject } from './kinds.js';
+import { ObjectEvent } from './event.js';
+import { KindRef, isPlainObject } from './kinds.js';
 import { Manifest } from './manifest.js';
 import { KubeObject } from './objects.js';
 import { LabelOperator, Query } from './query.js';
@@ -32,16 +34,16 @@ export function useBigIntU64() {
  * Exports `impl` as the plugin of the module: `export const reconciler = plugin(impl)`.
  *
  * `impl` is an object, or a class (instantiated for each call), with `describe()` returning
- * a `Manifest`, `reconcile(request)` returning a `Response`, and optionally
- * `related(parent)` returning a list of `Query` (default: none). Each call runs in a fresh
- * component instance: nothing survives between calls.
+ * a `Manifest`, and `reconcile(request)` returning a `Response` (a reconciler, which may
+ * have `related(parent)` returning a list of `Query`; default: none), or `handle(event)`
+ * taking an `ObjectEvent` (an event handler), or both; the manifest says which the host
+ * calls. Each call runs in a fresh component instance: nothing survives between calls.
  */
 export function plugin(impl) {
   const proto = typeof impl === 'function' ? impl.prototype : impl;
-  for (const method of ['describe', 'reconcile']) {
-    if (typeof proto?.[method] !== 'function') {
-      throw new TypeError(`a kubewasm plugin needs a method \`${method}\``);
-    }
+  if (typeof proto?.describe !== 'function') throw new TypeError('a kubewasm plugin needs a method `describe`');
+  if (typeof proto.reconcile !== 'function' && typeof proto.handle !== 'function') {
+    throw new TypeError('a kubewasm plugin needs a method `reconcile` or `handle` (or both)');
   }
   const fresh = () => (typeof impl === 'function' ? new impl() : impl);
   return {
@@ -49,6 +51,30 @@ export function plugin(impl) {
     describe: () => trapping(() => describe(fresh())),
     related: (parent) => trapping(() => related(fresh(), parent)),
     reconcile: (request) => reconcile(fresh(), request),
+    handle: (event) => handle(fresh(), event),
+  };
+}
+
+/**
+ * The component's exports, one per WIT interface the contract's world exports
+ * (`plugin-info`, `reconciler`, `handler`), of the value `plugin()` returned among
+ * `module`'s exports (or of its `reconciler`, the contract's records written without
+ * the SDK): the build's entry exports them.
+ */
+export function componentExports(module) {
+  const exported = Object.values(module).filter((value) => pluginOf(value) !== undefined);
+  // A module written against the contract's records, without the SDK, exports them as
+  // `reconciler` itself.
+  if (exported.length === 0 && typeof module.reconciler?.describe === 'function') exported.push(module.reconciler);
+  if (exported.length !== 1) {
+    const names = Object.keys(module).join(', ') || 'none';
+    throw new TypeError(`the plugin module must export one value of plugin(...), e.g. \`export const reconciler = plugin({...})\`; it exports ${exported.length} (exports: ${names})`);
+  }
+  const [p] = exported;
+  return {
+    pluginInfo: { describe: p.describe },
+    reconciler: { related: p.related, reconcile: p.reconcile },
+    handler: { handle: p.handle },
   };
 }
 
@@ -65,16 +91,18 @@ export function describe(p) {
   manifest.checkTypes();
   return {
     name: manifest.name,
-    parent: kindToWit(manifest.parent),
+    parent: manifest.parent === undefined ? undefined : kindToWit(manifest.parent),
     children: manifest.children.map(kindToWit),
     related: manifest.related.map(kindToWit),
     finalizer: Boolean(manifest.finalizer),
     crds: [...manifest.crds],
     limits: { deadlineMs: manifest.limits.deadlineMs ?? undefined, memoryMib: manifest.limits.memoryMib ?? undefined },
+    watches: manifest.watches.map((w) => ({ kind: kindToWit(w.kind), labelSelector: w.labelSelector, fieldSelector: w.fieldSelector })),
+    outbound: [...manifest.outbound],
   };
 }
 
-function kindToWit(k) {
+export function kindToWit(k) {
   return { group: k.group, version: k.version, kind: k.kind, plural: k.plural, namespaced: k.namespaced };
 }
 
@@ -88,7 +116,7 @@ const OPERATORS = {
 };
 
 export function related(p, parent) {
-  if (typeof p.related !== 'function') return [];
+  if (typeof p.related !== 'function' || typeof p.reconcile !== 'function') return [];
   let value;
   try {
     value = JSON.parse(parent);
@@ -124,10 +152,11 @@ function queryToWit(q) {
  * jco's StarlingMonkey glue makes it the call's error instead, with its message.
  */
 export function reconcile(p, request) {
+  if (typeof p.reconcile !== 'function') throw { message: 'this plugin reconciles nothing: its manifest names no parent', retryable: false };
   try {
     const response = p.reconcile(requestFromWit(request));
     if (typeof response?.then === 'function') {
-      throw new TypeError('reconcile returned a Promise: make it synchronous (a plugin has no I/O to wait for)');
+      throw new TypeError('reconcile returned a Promise: make it synchronous (http.fetch returns the response itself)');
     }
     if (!(response instanceof Response)) throw new TypeError(`reconcile returned ${typeName(response)}, not a Response`);
     return responseToWit(response);
@@ -135,6 +164,42 @@ export function reconcile(p, request) {
     if (e instanceof ReconcileError) throw { message: e.message, retryable: e.retryable };
     throw uncaught(e, 'reconcile');
   }
+}
+
+// ---- handle --------------------------------------------------------------------
+
+/**
+ * Hands the plugin one change of a watched object. A `ReconcileError` the plugin throws
+ * (or an event that is not JSON) is thrown as the contract's `reconcile-error` record;
+ * any other exception traps the call, as for `reconcile`.
+ */
+export function handle(p, event) {
+  if (typeof p.handle !== 'function') throw { message: 'this plugin handles no events: its manifest declares no watches', retryable: false };
+  try {
+    const result = p.handle(eventFromWit(event));
+    if (typeof result?.then === 'function') {
+      throw new TypeError('handle returned a Promise: make it synchronous (http.fetch returns the response itself)');
+    }
+    if (result !== undefined) throw new TypeError(`handle returned ${typeName(result)}; return nothing, or throw to fail`);
+  } catch (e) {
+    if (e instanceof ReconcileError) throw { message: e.message, retryable: e.retryable };
+    throw uncaught(e, 'handle');
+  }
+}
+
+/** The event as a plugin sees it: the objects and the settings parsed from JSON, the kind
+ * a `KindRef`, the time as `nowRfc3339`, every other field of the contract's record as it
+ * was sent. */
+export function eventFromWit({ now, ...e }) {
+  const k = e.kind;
+  return new ObjectEvent({
+    ...e,
+    kind: new KindRef(k.group, k.version, k.kind, k.plural, k.namespaced),
+    object: object('object', e.object),
+    oldObject: e.oldObject === undefined || e.oldObject === null ? undefined : object('old object', e.oldObject),
+    nowRfc3339: now,
+    config: parse('config', e.config),
+  });
 }
 
 /** Calls `f`; what it throws traps the call (see `uncaught`). */

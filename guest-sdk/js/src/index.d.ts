@@ -3,8 +3,10 @@
 // Types of @kubewasm/sdk. The contract's own records (what `plugin()` exports) are
 // generated from wit/ by `jco guest-types` into ./wit (`npm run wit-types`).
 
-import type * as wit from 'kubewasm:reconciler/reconciler@0.1.0';
-import type * as contract from 'kubewasm:reconciler/types@0.1.0';
+import type * as wit from 'kubewasm:reconciler/reconciler@0.2.0';
+import type * as info from 'kubewasm:reconciler/plugin-info@0.2.0';
+import type * as handler from 'kubewasm:reconciler/handler@0.2.0';
+import type * as contract from 'kubewasm:reconciler/types@0.2.0';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: any };
@@ -51,6 +53,49 @@ export class PermanentError extends ReconcileError {
   constructor(message: string);
 }
 
+/** What happened to a watched object. */
+export const Change: { readonly Added: 'added'; readonly Updated: 'updated'; readonly Deleted: 'deleted' };
+export type Change = (typeof Change)[keyof typeof Change];
+
+/** The fields of the contract's object event that reach a plugin as they were sent. */
+export type ObjectEventFields = Omit<contract.ObjectEvent, 'change' | 'kind' | 'object' | 'oldObject' | 'now' | 'config'>;
+
+/** One change of one watched object, as `handle` receives it: every field of the
+ * contract's record, the objects and the settings parsed from JSON, the time as
+ * `nowRfc3339`. Throw a `RetryableError` to have it delivered again with backoff (the
+ * object's later changes wait behind it), or a `PermanentError` to drop it. */
+export interface ObjectEvent extends ObjectEventFields {}
+export class ObjectEvent {
+  change: Change;
+  /** The object's kind, as the manifest's watch names it. */
+  kind: KindRef;
+  /** The object now (added, updated) or as last known (deleted). */
+  object: KubeObject;
+  /** Updated: the object before the change (after a host restart only its metadata). */
+  oldObject: KubeObject | undefined;
+  initial: boolean;
+  finalStateUnknown: boolean;
+  /** `<uid>:<resourceVersion>:<change>`: the same on every retry and after restarts. */
+  deliveryId: string;
+  /** 1 on the first delivery, counting up on retries. */
+  attempt: number;
+  nowRfc3339: string;
+  /** The plugin's settings (`null` if none), Secret references resolved. */
+  config: any;
+  /** The host's current time (the sandbox has no clock). */
+  readonly now: Date;
+}
+
+/** A kind whose changes the plugin's `handle` receives, object by object. */
+export class Watch {
+  constructor(kind: KindRef, selectors?: { labelSelector?: string; fieldSelector?: string });
+  readonly kind: KindRef;
+  /** Only objects whose labels match (`app=web,tier notin (db)`). */
+  readonly labelSelector: string | undefined;
+  /** Only objects whose fields match (`metadata.name=web`). */
+  readonly fieldSelector: string | undefined;
+}
+
 export interface Limits {
   /** CPU deadline for one call, in milliseconds (the host's default is 1000). */
   deadlineMs?: number;
@@ -60,20 +105,34 @@ export interface Limits {
 
 export class ManifestError extends Error {}
 
-/** What a plugin reconciles, owns and reads: returned by `describe`. */
+export interface ManifestOptions {
+  children?: KindRef[];
+  related?: KindRef[];
+  finalizer?: boolean;
+  crds?: string[];
+  limits?: Limits;
+  /** Kinds whose added, updated and deleted objects `handle` receives. */
+  watches?: Watch[];
+  /** URLs the plugin needs to reach (`https://hooks.slack.com`,
+   * `http://*.svc.cluster.local:8080`); the operator must grant them too. */
+  outbound?: string[];
+}
+
+/** What a plugin reconciles, owns, reads, handles and reaches: returned by `describe`. */
 export class Manifest {
-  constructor(
-    name: string,
-    parent: KindRef,
-    options?: { children?: KindRef[]; related?: KindRef[]; finalizer?: boolean; crds?: string[]; limits?: Limits },
-  );
+  constructor(name: string, parent: KindRef | undefined, options?: ManifestOptions);
+  /** A plugin that reconciles nothing: it handles the changes of the kinds it watches. */
+  static handler(name: string, options?: Pick<ManifestOptions, 'crds' | 'limits' | 'watches' | 'outbound'>): Manifest;
   name: string;
-  parent: KindRef;
+  /** The kind it reconciles; `undefined` for a plugin that only handles events. */
+  parent: KindRef | undefined;
   children: KindRef[];
   related: KindRef[];
   finalizer: boolean;
   crds: string[];
   limits: Limits;
+  watches: Watch[];
+  outbound: string[];
   readonly fieldManager: string;
   readonly finalizerName: string;
   /** What the host checks at load; throws a `ManifestError` naming the field. */
@@ -226,20 +285,106 @@ export class Refusal extends Error {
 /** The host's check of an answer (ported); throws a `Refusal` listing every problem. */
 export function validate(manifest: Manifest, parent: unknown, response: Response): Response;
 
-/** What a plugin implements. */
-export interface Reconciler {
+/** What a plugin implements: `describe`, and `reconcile` (a reconciler), or `handle` (an
+ * event handler), or both. */
+export interface Plugin {
   describe(): Manifest;
-  reconcile(request: Request): Response;
+  reconcile?(request: Request): Response;
   related?(parent: KubeObject): Query[];
+  /** Handles one change of a watched object; throw to fail it. */
+  handle?(event: ObjectEvent): void;
 }
 
-/** The contract's `reconciler` interface, as the component exports it. */
+/** A reconciler. */
+export interface Reconciler extends Plugin {
+  reconcile(request: Request): Response;
+}
+
+/** An event handler. */
+export interface Handler extends Plugin {
+  handle(event: ObjectEvent): void;
+}
+
+export namespace http {
+  /** A request that got no response: why, in the host's own words. Retryable for
+   * `timeout` and `failed`. */
+  class HttpRequestError extends ReconcileError {
+    readonly kind: 'denied' | 'timeout' | 'too-large' | 'too-many-requests' | 'failed';
+    /** The host's reason, naming the URL's origin (for a denied URL, the setting that
+     * would allow it). */
+    readonly reason: string;
+  }
+  const ERROR_KINDS: HttpRequestError['kind'][];
+  /** Header names (kept lower-case) and values: the fetch API's `Headers`. */
+  class Headers implements Iterable<[string, string]> {
+    constructor(init?: Headers | [string, string][] | Record<string, string>);
+    append(name: string, value: string): void;
+    set(name: string, value: string): void;
+    delete(name: string): void;
+    has(name: string): boolean;
+    /** The values of `name` joined with `, `, or `null`. */
+    get(name: string): string | null;
+    entries(): IterableIterator<[string, string]>;
+    keys(): IterableIterator<string>;
+    values(): IterableIterator<string>;
+    forEach(f: (value: string, name: string, headers: Headers) => void, thisArg?: unknown): void;
+    [Symbol.iterator](): IterableIterator<[string, string]>;
+  }
+  /** A response, whatever its status: the fetch API's `Response`, its body read at once
+   * (the body methods return the body itself, not a Promise). */
+  class HttpResponse {
+    readonly status: number;
+    readonly statusText: string;
+    /** Whether the status is 2xx. */
+    readonly ok: boolean;
+    readonly headers: Headers;
+    readonly url: string;
+    readonly redirected: boolean;
+    readonly bodyUsed: boolean;
+    bytes(): Uint8Array;
+    arrayBuffer(): ArrayBuffer;
+    text(): string;
+    /** The body parsed as JSON; a body that is not JSON is a permanent `ReconcileError`. */
+    json(): any;
+    clone(): HttpResponse;
+  }
+  /** A request as the host receives it: what `@kubewasm/sdk/testing` records. */
+  class HttpRequest {
+    readonly method: string;
+    readonly url: string;
+    readonly headers: [string, string][];
+    readonly body: Uint8Array;
+    readonly timeoutMs: number | undefined;
+    /** The first value of header `name` (any case). */
+    header(name: string): string | undefined;
+    text(): string;
+    json(): any;
+  }
+  interface FetchInit {
+    method?: string;
+    headers?: Headers | [string, string][] | Record<string, string>;
+    /** A string (sent as UTF-8, with a text `content-type` unless one is given), bytes. */
+    body?: string | Uint8Array | ArrayBuffer | ArrayBufferView | null;
+    /** The request's timeout, lowered to the host's own. */
+    timeoutMs?: number;
+  }
+  /** `fetch`, synchronously: QuickJS runs a call to its end without an event loop. Throws
+   * an `HttpRequestError` when the host has no response. */
+  function fetch(input: string | { href: string } | { url: string }, init?: FetchInit): HttpResponse;
+  /** Sends one request as it is; throws an `HttpRequestError` when there is no response. */
+  function send(request: { method?: string; url: string; headers?: [string, string][]; body?: Uint8Array; timeoutMs?: number }): HttpResponse;
+}
+export import HttpRequestError = http.HttpRequestError;
+
+/** The contract's `plugin-info`, `reconciler` and `handler` interfaces in one object; the
+ * build's entry exports each interface of it (`componentExports`). */
 export interface Exported {
-  describe: typeof wit.describe;
+  describe: typeof info.describe;
   related: typeof wit.related;
   reconcile: typeof wit.reconcile;
+  handle: typeof handler.handle;
 }
 
 /** Exports `impl` (an object, or a class instantiated for each call) as the plugin:
  * `export const reconciler = plugin(impl)`. */
-export function plugin(impl: Reconciler | (new () => Reconciler)): Exported;
+export function plugin(impl: Plugin | (new () => Plugin)): Exported;

@@ -24,8 +24,7 @@ export class Request {
   /** The host's current time (the same for the whole reconcile; the sandbox has no
    * clock). A hand-made test time that does not parse reads as the Unix epoch. */
   get now() {
-    const d = new Date(this.nowRfc3339);
-    return Number.isNaN(d.getTime()) ? new Date(0) : d;
+    return timeOf(this.nowRfc3339);
   }
 
   /** Observed children of `kind`. */
@@ -50,4 +49,10 @@ export class Request {
       (o) => kind.matches(o) && o.name === name && (namespace.length === 0 || o.namespace === (namespace[0] ?? undefined)),
     );
   }
+}
+
+/** The time `rfc3339` says; one that does not parse reads as the Unix epoch. */
+export function timeOf(rfc3339) {
+  const d = new Date(rfc3339);
+  return Number.isNaN(d.getTime()) ? new Date(0) : d;
 }

@@ -1,10 +1,17 @@
 import { AssertionError } from 'node:assert';
-import type { Event, Exported, JsonObject, KubeObject, KindRef, Manifest, Query, RequestFields } from './index.js';
+import type { Change, Event, Exported, JsonObject, KubeObject, KindRef, Manifest, ObjectEventFields, Query, RequestFields, http } from './index.js';
 
 export const NOW: string;
 
 /** The host would refuse this plugin's manifest or answer; the message says why. */
 export class HostWouldRefuse extends AssertionError {}
+
+/** A line the plugin logged during the call. */
+export interface Line {
+  level: string;
+  message: string;
+  fields: [string, string][];
+}
 
 /** What the plugin answered, decoded from the wire form and checked. */
 export class Outcome {
@@ -16,17 +23,56 @@ export class Outcome {
   events: Event[];
   finalized: boolean;
   /** Lines the plugin logged during the call. */
-  logs: { level: string; message: string; fields: [string, string][] }[];
+  logs: Line[];
+  /** The HTTP requests the plugin sent, in order, as the host would receive them. */
+  requests: http.HttpRequest[];
   childrenOf(kind: KindRef): KubeObject[];
   /** The desired child of `kind` named `name`; fails the test when absent. */
   child(kind: KindRef, name: string): KubeObject;
   warnings(): Event[];
 }
 
-export function describe(reconciler: Exported): Manifest;
-export function related(reconciler: Exported, parent: JsonObject): Query[];
+/** What an event handler did with one change. */
+export interface Handled {
+  /** The HTTP requests the plugin sent, in order, as the host would receive them. */
+  requests: http.HttpRequest[];
+  logs: Line[];
+}
+
+/** What the plugin's error, thrown by `reconcile` or `handle` as the host would receive
+ * it, carries: what the call sent and logged before it failed
+ * (`(e as RetryableError & Failure).requests`). */
+export interface Failure {
+  /** The HTTP requests the plugin sent, in order, as the host would receive them. */
+  requests: http.HttpRequest[];
+  logs: Line[];
+}
+
+/** A canned answer to one of the plugin's HTTP requests (see `reply`). */
+export interface Reply {
+  status: number;
+  headers: Record<string, string> | [string, string][];
+  body: unknown;
+  url: string;
+  method: string | undefined;
+  error: { kind: http.HttpRequestError['kind']; reason: string } | undefined;
+}
+
+/** A canned answer to the first request whose method and URL (`*` for any text) match,
+ * among those no earlier reply answered: a response, or the host's reason for none. */
+export function reply(options?: Partial<Reply>): Reply;
+
+export function describe(exported: Exported): Manifest;
+export function related(exported: Exported, parent: JsonObject): Query[];
 export function reconcile(
-  reconciler: Exported,
+  exported: Exported,
   parent: JsonObject,
-  options?: { children?: JsonObject[]; related?: JsonObject[]; finalizing?: boolean; now?: string; config?: unknown } & Partial<RequestFields>,
+  options?: { children?: JsonObject[]; related?: JsonObject[]; finalizing?: boolean; now?: string; config?: unknown; http?: Reply[] } & Partial<RequestFields>,
 ): Outcome;
+/** Delivers one change of a watched object to the plugin's handler, as the host does. */
+export function handle(
+  exported: Exported,
+  change: Change,
+  object: JsonObject,
+  options?: { oldObject?: JsonObject; kind?: KindRef; initial?: boolean; finalStateUnknown?: boolean; deliveryId?: string; attempt?: number; now?: string; config?: unknown; http?: Reply[] } & Partial<ObjectEventFields>,
+): Handled;

@@ -3,13 +3,21 @@
 // `reconcile(reconciler, parent, { children })` encodes the request as the host does,
 // runs the same export glue as the component with the same WIT records, decodes the
 // answer and checks it with a port of the host's own validation: an answer the host would
-// refuse fails the test with the host's reasons.
+// refuse fails the test with the host's reasons. `handle(reconciler, 'added', object)`
+// delivers one change of a watched object to the plugin's handler the same way. Both
+// answer the plugin's HTTP requests from canned replies (`http: [reply({ status: 200 })]`),
+// in the order given, and record every request made (`requests`). The plugin's error,
+// thrown as the host would receive it, carries what the call sent and logged before it
+// failed (`error.requests`, `error.logs`).
 
 import { AssertionError } from 'node:assert';
 
-import { PermanentError, RetryableError } from './errors.js';
+import { PermanentError, ReconcileError, RetryableError } from './errors.js';
+import { Change, deliveryIdOf } from './event.js';
 import * as glue from './export.js';
+import * as http from './http.js';
 import * as log from './log.js';
+import { encodeUtf8 } from './utf8.js';
 import { ManifestError } from './manifest.js';
 import { KubeObject } from './objects.js';
 import { Event, EventType, Response } from './response.js';
@@ -23,6 +31,82 @@ export class HostWouldRefuse extends AssertionError {
   constructor(message) {
     super({ message });
     this.name = 'HostWouldRefuse';
+  }
+}
+
+/**
+ * A canned answer to one of the plugin's HTTP requests: the first request whose method
+ * and URL match, among those no earlier reply answered. `url` is the URL, where `*`
+ * stands for any text (`https://hooks.slack.com/*`; default `*`), `method` any method
+ * when absent. The answer is a response (`status`, default 200; `headers`, an object or
+ * pairs; `body`, a string, a Uint8Array or any other value sent as JSON), or with
+ * `error: { kind, reason }` that reason of the host's for having none (`kind` one of
+ * `denied`, `timeout`, `too-large`, `too-many-requests`, `failed`).
+ */
+export function reply({ status = 200, headers = [], body = '', url = '*', method, error } = {}) {
+  if (error !== undefined && !http.ERROR_KINDS.includes(error.kind)) {
+    throw new TypeError(`reply: error.kind is one of ${http.ERROR_KINDS.join(', ')}, not ${JSON.stringify(error.kind)}`);
+  }
+  return { status, headers, body, url, method, error };
+}
+
+function matches(r, request) {
+  if (r.method !== undefined && r.method.toUpperCase() !== request.method.toUpperCase()) return false;
+  const pattern = r.url.split('*').map((part) => part.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')).join('.*');
+  return new RegExp(`^${pattern}$`, 's').test(request.url);
+}
+
+function answer(r) {
+  if (r.error !== undefined) {
+    const error = new Error(`HTTP request ${r.error.kind}: ${r.error.reason}`);
+    error.payload = { tag: r.error.kind, val: String(r.error.reason) };
+    throw error;
+  }
+  const body = typeof r.body === 'string' ? encodeUtf8(r.body) : r.body instanceof Uint8Array ? r.body : encodeUtf8(JSON.stringify(r.body));
+  const headers = Array.isArray(r.headers) ? r.headers : Object.entries(r.headers);
+  return { status: r.status, headers: headers.map(([k, v]) => [String(k).toLowerCase(), String(v)]), body };
+}
+
+/** Runs `call` with the host's `http.send` answered from `replies`: each request
+ * recorded, answered by the first unused reply that matches it, or denied. */
+function withReplies(replies, call) {
+  const unused = [...replies];
+  const requests = [];
+  const previous = http.useTransport((request) => {
+    requests.push(new http.HttpRequest(request));
+    const i = unused.findIndex((r) => matches(r, request));
+    if (i < 0) {
+      const message = `${request.method} ${request.url}: no canned reply for this request`;
+      const error = new Error(`denied: ${message}`);
+      error.payload = { tag: 'denied', val: message };
+      throw error;
+    }
+    return answer(unused.splice(i, 1)[0]);
+  });
+  try {
+    return { result: call(), requests };
+  } catch (e) {
+    if (e instanceof ReconcileError) e.requests = requests;
+    throw e;
+  } finally {
+    http.useTransport(previous);
+  }
+}
+
+/** Calls the export `call`; what the plugin logged is kept, and its error record becomes
+ * the SDK's error, as the host would receive it, with those lines (`logs`). */
+function calling(call) {
+  log.takeCaptured();
+  try {
+    return { value: call(), logs: log.takeCaptured() };
+  } catch (e) {
+    const logs = log.takeCaptured();
+    if (e !== null && typeof e === 'object' && !(e instanceof Error) && typeof e.message === 'string') {
+      const error = e.retryable ? new RetryableError(e.message) : new PermanentError(e.message);
+      error.logs = logs;
+      throw error;
+    }
+    throw e;
   }
 }
 
@@ -82,12 +166,12 @@ export function related(reconciler, parent) {
  *
  * `children` are observed children (the host only sends those the parent controls),
  * `related` what the plugin's queries selected; any other field of the contract's request
- * goes by its name. Throws the plugin's own error as the host
- * would receive it (a `RetryableError` or `PermanentError`), and `HostWouldRefuse` when
- * the host would refuse the answer, listing every problem as the host's `ResponseRefused`
- * event does.
+ * goes by its name. Throws the plugin's own error as the host would receive it (a
+ * `RetryableError` or `PermanentError`, with the call's `requests` and `logs`), and
+ * `HostWouldRefuse` when the host would refuse the answer, listing every problem as the
+ * host's `ResponseRefused` event does.
  */
-export function reconcile(reconciler, parent, { children = [], related = [], finalizing = false, now = NOW, config = null, ...fields } = {}) {
+export function reconcile(reconciler, parent, { children = [], related = [], finalizing = false, now = NOW, config = null, http: http_ = [], ...fields } = {}) {
   const manifest = describe(reconciler);
   const request = {
     ...fields,
@@ -98,19 +182,10 @@ export function reconcile(reconciler, parent, { children = [], related = [], fin
     now,
     config: JSON.stringify(config),
   };
-  log.takeCaptured();
-  let answer;
-  let logs;
-  try {
-    answer = reconciler.reconcile(request);
-  } catch (e) {
-    if (e !== null && typeof e === 'object' && !(e instanceof Error) && typeof e.message === 'string') {
-      throw e.retryable ? new RetryableError(e.message) : new PermanentError(e.message);
-    }
-    throw e;
-  } finally {
-    logs = log.takeCaptured();
-  }
+  const {
+    result: { value: answer, logs },
+    requests,
+  } = withReplies(http_, () => calling(() => reconciler.reconcile(request)));
   const response = new Response({
     children: answer.children.map((c) => JSON.parse(c)),
     status: answer.status === undefined ? undefined : JSON.parse(answer.status),
@@ -127,5 +202,46 @@ export function reconcile(reconciler, parent, { children = [], related = [], fin
     if (e instanceof Refusal) throw new HostWouldRefuse(`the host would refuse this answer: ${e.message}`);
     throw e;
   }
-  return new Outcome({ ...checked, children: checked.children.map((c) => new KubeObject(c)), logs });
+  return new Outcome({ ...checked, children: checked.children.map((c) => new KubeObject(c)), logs, requests });
+}
+
+/**
+ * Delivers one change of a watched object to the plugin's handler natively, through the
+ * export glue, as the host does, and returns `{ requests, logs }`.
+ *
+ * `change` is `'added'`, `'updated'` or `'deleted'`; `kind` is the manifest's watch that
+ * selects `object` unless given (the host delivers changes of watched kinds only, so an
+ * object no watch selects fails the test); `deliveryId` the host's
+ * (`<uid>:<resourceVersion>:<change>`) unless given; any other field of the contract's
+ * event goes by its name. `http` answers the plugin's HTTP requests (see `reply`). Throws
+ * the plugin's own error as the host would receive it, with the call's `requests` and
+ * `logs`.
+ */
+export function handle(reconciler, change, object, { oldObject, kind, initial = false, finalStateUnknown = false, deliveryId, attempt = 1, now = NOW, config = null, http: http_ = [], ...fields } = {}) {
+  const manifest = describe(reconciler);
+  if (!Object.values(Change).includes(change)) throw new TypeError(`change is 'added', 'updated' or 'deleted', not ${JSON.stringify(change)}`);
+  const watched = manifest.watches.map((w) => w.kind);
+  const of = kind ?? watched.find((k) => k.matches(object));
+  if (of === undefined) {
+    const shown = watched.map(String).join(', ') || 'nothing';
+    throw new HostWouldRefuse(`the host delivers changes of watched kinds only: the manifest watches ${shown}, not ${object?.apiVersion} ${object?.kind}`);
+  }
+  const event = {
+    ...fields,
+    change,
+    kind: glue.kindToWit(of),
+    object: JSON.stringify(object),
+    oldObject: oldObject === undefined ? undefined : JSON.stringify(oldObject),
+    initial,
+    finalStateUnknown,
+    deliveryId: deliveryId ?? deliveryIdOf(object, change),
+    attempt,
+    now,
+    config: JSON.stringify(config),
+  };
+  const {
+    result: { logs },
+    requests,
+  } = withReplies(http_, () => calling(() => reconciler.handle(event)));
+  return { requests, logs };
 }

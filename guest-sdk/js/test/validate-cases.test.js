@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
-import { Event, KindRef, Manifest, ManifestError, Refusal, Response, validate } from '@kubewasm/sdk';
+import { Event, KindRef, Manifest, ManifestError, Refusal, Response, Watch, validate } from '@kubewasm/sdk';
 
 const CASES = new URL('../../../wit/contract/tests/validate_cases.json', import.meta.url);
 
@@ -25,11 +25,13 @@ const TABLE = expand(JSON.parse(readFileSync(CASES, 'utf8')));
 const kind = (v) => new KindRef(v.group, v.version, v.kind, v.plural, v.namespaced);
 
 function manifest(v) {
-  return new Manifest(v.name, kind(v.parent), {
+  return new Manifest(v.name, v.parent && kind(v.parent), {
     children: (v.children ?? []).map(kind),
     related: (v.related ?? []).map(kind),
     finalizer: v.finalizer ?? false,
     limits: { deadlineMs: v.limits?.deadlineMs, memoryMib: v.limits?.memoryMib },
+    watches: (v.watches ?? []).map((w) => new Watch(kind(w.kind), { labelSelector: w.labelSelector, fieldSelector: w.fieldSelector })),
+    outbound: v.outbound ?? [],
   });
 }
 

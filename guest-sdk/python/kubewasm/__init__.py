@@ -1,13 +1,16 @@
-"""Write kubewasm reconciler plugins in Python.
+"""Write kubewasm plugins in Python.
 
-A plugin is one class with ``describe`` and ``reconcile`` under ``@kubewasm.plugin``.
+A plugin is one class with ``describe`` and ``reconcile`` (a reconciler), or ``handle``
+(an event handler), or both, under ``@kubewasm.plugin``; :mod:`kubewasm.http` sends the
+HTTP requests the operator granted.
+
 Build it with ``python -m kubewasm build app.py -o app.wasm`` and drop the ``.wasm`` file
 into the host's plugin directory. Test it natively with :mod:`kubewasm.testing`: the
 same decoding, reconcile and encoding code runs there as in the component, and the
 answer is checked with the host's own rules.
 
     import kubewasm
-    from kubewasm import Event, KindRef, Manifest, Request, Response, kinds
+    from kubewasm import KindRef, Manifest, ObjectEvent, Request, Response, Watch, http, kinds
 
     @kubewasm.plugin
     class Echo:
@@ -22,13 +25,22 @@ answer is checked with the host's own rules.
                           "metadata": parent.child_meta(parent.name), "data": {"said": said}}
             # The FULL desired set: a child the parent controls that is not returned is deleted.
             return Response().child(config_map)
+
+    @kubewasm.plugin
+    class Notify:
+        def describe(self) -> Manifest:
+            return Manifest.handler("notify", watches=[Watch(kinds.Pod)], outbound=["https://hooks.example.com"])
+
+        def handle(self, event: ObjectEvent) -> None:
+            http.post("https://hooks.example.com/pods", json={"pod": event.object.name, "change": event.change.value})
 """
 
-from . import kinds, log
+from . import http, kinds, log
 from .errors import Error, PermanentError, RetryableError
+from .event import Change, ObjectEvent
 from .export import plugin
 from .kind import KindRef
-from .manifest import Limits, Manifest, ManifestError
+from .manifest import Limits, Manifest, ManifestError, Watch
 from .objects import Object
 from .query import LabelOperator, Query, Requirement, Selector
 from .request import Request
@@ -36,6 +48,7 @@ from .response import Event, EventType, Response
 from .validate import Refusal, validate
 
 __all__ = [
+    "Change",
     "Error",
     "Event",
     "EventType",
@@ -45,6 +58,7 @@ __all__ = [
     "Manifest",
     "ManifestError",
     "Object",
+    "ObjectEvent",
     "PermanentError",
     "Query",
     "Refusal",
@@ -53,6 +67,8 @@ __all__ = [
     "Response",
     "RetryableError",
     "Selector",
+    "Watch",
+    "http",
     "kinds",
     "log",
     "plugin",

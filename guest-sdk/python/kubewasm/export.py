@@ -1,10 +1,11 @@
 """Export a plugin class as the component's implementation of the contract.
 
 ``@kubewasm.plugin`` on a class with ``describe`` and ``reconcile`` (and optionally
-``related``) is all a plugin module needs: it defines the module's ``Reconciler``, the
-class componentize-py exports for the WIT interface ``reconciler``. The functions below
+``related``), or ``handle``, or both, is all a plugin module needs: it defines the module's ``PluginInfo``,
+``Reconciler`` and ``Handler``, the classes componentize-py exports for the WIT
+interfaces ``plugin-info``, ``reconciler`` and ``handler``. The functions below
 are the glue between the WIT records and the SDK's types: decode the request, call the
-plugin, encode the answer. ``kubewasm.testing`` calls the same functions natively, with
+plugin, encode the answer (or the event, for ``handle``). ``kubewasm.testing`` calls the same functions natively, with
 the same generated WIT records, so tests exercise the path a WebAssembly call takes.
 """
 
@@ -17,6 +18,7 @@ from datetime import timedelta
 from typing import Any, TypeVar
 
 from .errors import Error, PermanentError
+from .event import Change, ObjectEvent
 from .kind import KindRef
 from .manifest import Manifest
 from .objects import Object
@@ -24,8 +26,8 @@ from .query import LabelOperator, Query
 from .request import Request
 from .response import EventType, Response
 
-EXPORT_NAME = "Reconciler"
-"""The module attribute componentize-py looks for: the WIT interface's name."""
+EXPORT_NAMES = ("PluginInfo", "Reconciler", "Handler")
+"""The module attributes componentize-py looks for: the WIT interfaces' names."""
 
 T = TypeVar("T", bound=type)
 
@@ -33,34 +35,43 @@ T = TypeVar("T", bound=type)
 def plugin(cls: T) -> T:
     """Export ``cls`` as the plugin of the module that defines it.
 
-    ``cls`` needs ``describe(self) -> Manifest`` and ``reconcile(self, request) ->
-    Response``, and may have ``related(self, parent) -> list[Query]`` (default: no
-    related objects). Each call gets a fresh instance, as the host runs each call in a
-    fresh component instance: nothing survives between calls.
+    ``cls`` needs ``describe(self) -> Manifest``, and ``reconcile(self, request) ->
+    Response`` (a reconciler, which may have ``related(self, parent) -> list[Query]``;
+    default: no related objects), or ``handle(self, event: ObjectEvent) -> None`` (an
+    event handler), or both; the manifest says which the host calls. Each call gets a
+    fresh instance, as the host runs each call in a fresh component instance: nothing
+    survives between calls.
     """
-    for method in ("describe", "reconcile"):
-        if not callable(getattr(cls, method, None)):
-            raise TypeError(f"{cls.__qualname__} needs a method `{method}` to be a kubewasm plugin")
+    if not callable(getattr(cls, "describe", None)):
+        raise TypeError(f"{cls.__qualname__} needs a method `describe` to be a kubewasm plugin")
+    if not any(callable(getattr(cls, m, None)) for m in ("reconcile", "handle")):
+        raise TypeError(f"{cls.__qualname__} needs a method `reconcile` or `handle` (or both) to be a kubewasm plugin")
     module = sys.modules[cls.__module__]
-    taken = getattr(module, EXPORT_NAME, None)
-    if cls.__name__ == EXPORT_NAME or (taken is not None and not getattr(taken, "_kubewasm_export", False)):
-        raise TypeError(
-            f"{module.__name__}: the name `{EXPORT_NAME}` is taken; @kubewasm.plugin defines it "
-            f"(componentize-py exports the class of that name), so name the plugin class otherwise"
-        )
-    setattr(module, EXPORT_NAME, export_class(cls))
+    for name in EXPORT_NAMES:
+        taken = getattr(module, name, None)
+        if cls.__name__ == name or (taken is not None and not getattr(taken, "_kubewasm_export", False)):
+            raise TypeError(
+                f"{module.__name__}: the name `{name}` is taken; @kubewasm.plugin defines it "
+                f"(componentize-py exports the class of that name), so name the plugin class otherwise"
+            )
+    for name, exported in export_classes(cls).items():
+        setattr(module, name, exported)
     return cls
 
 
-def export_class(cls: type) -> type:
-    """The class componentize-py exports for ``cls``."""
+def export_classes(cls: type) -> dict[str, type]:
+    """The classes componentize-py exports for ``cls``, by the names it looks for."""
 
-    class Reconciler:
+    class PluginInfo:
         _kubewasm_export = True
         plugin = cls
 
         def describe(self) -> Any:
             return describe(cls())
+
+    class Reconciler:
+        _kubewasm_export = True
+        plugin = cls
 
         def related(self, parent: str) -> Any:
             return related(cls(), parent)
@@ -68,8 +79,17 @@ def export_class(cls: type) -> type:
         def reconcile(self, request: Any) -> Any:
             return reconcile(cls(), request)
 
-    Reconciler.__qualname__ = f"{cls.__qualname__}.{EXPORT_NAME}"
-    return Reconciler
+    class Handler:
+        _kubewasm_export = True
+        plugin = cls
+
+        def handle(self, event: Any) -> Any:
+            return handle(cls(), event)
+
+    classes = {"PluginInfo": PluginInfo, "Reconciler": Reconciler, "Handler": Handler}
+    for name, exported in classes.items():
+        exported.__qualname__ = f"{cls.__qualname__}.{name}"
+    return classes
 
 
 def _wit() -> tuple[Any, type]:
@@ -96,12 +116,17 @@ def manifest_to_wit(m: Manifest) -> Any:
     wit, _ = _wit()
     return wit.Manifest(
         name=m.name,
-        parent=_kind(m.parent),
+        parent=None if m.parent is None else _kind(m.parent),
         children=[_kind(k) for k in m.children],
         related=[_kind(k) for k in m.related],
         finalizer=bool(m.finalizer),
         crds=list(m.crds),
         limits=wit.Limits(deadline_ms=m.limits.deadline_ms, memory_mib=m.limits.memory_mib),
+        watches=[
+            wit.Watch(kind=_kind(w.kind), label_selector=w.label_selector, field_selector=w.field_selector)
+            for w in m.watches
+        ],
+        outbound=list(m.outbound),
     )
 
 
@@ -114,7 +139,7 @@ def _kind(k: KindRef) -> Any:
 
 
 def related(plugin: Any, parent: str) -> list[Any]:
-    if not callable(getattr(plugin, "related", None)):
+    if not callable(getattr(plugin, "related", None)) or not callable(getattr(plugin, "reconcile", None)):
         return []
     try:
         value = json.loads(parent)
@@ -154,6 +179,65 @@ def query_to_wit(q: Query) -> Any:
     return wit.Query(kind=_kind(q.kind), namespace=q.namespace, selector=selector)
 
 
+# ---- handle --------------------------------------------------------------------
+
+
+def _fail(message: str) -> Any:
+    wit, err = _wit()
+    raise err(wit.ReconcileError(message=message, retryable=False))
+
+
+def handle(plugin: Any, event: Any) -> None:
+    """Hands the plugin one change of a watched object; raises ``Err(ReconcileError)`` for
+    an error the plugin raised (or an event that is not JSON). Any other exception
+    propagates: the call traps, and the host shows the traceback."""
+    wit, err = _wit()
+    if not callable(getattr(plugin, "handle", None)):
+        _fail("this plugin handles no events: its manifest declares no watches")
+    try:
+        result = plugin.handle(event_from_wit(event))
+        if result is not None:
+            raise TypeError(f"handle returned {type(result).__name__}; return nothing, or raise to fail")
+    except Error as e:
+        raise err(wit.ReconcileError(message=e.message, retryable=e.retryable)) from None
+
+
+def _kind_from_wit(k: Any) -> KindRef:
+    return KindRef(k.group, k.version, k.kind, k.plural, k.namespaced)
+
+
+def event_from_wit(e: Any) -> ObjectEvent:
+    """The event as a plugin sees it: the objects and the settings parsed from JSON, the
+    kind a :class:`KindRef`, the time as ``now_rfc3339``, every other field of the
+    contract's record as it was sent."""
+    fields = {f.name: getattr(e, f.name) for f in dataclasses.fields(e)}
+    fields["now_rfc3339"] = fields.pop("now")
+    fields.update(
+        change=Change[e.change.name],
+        kind=_kind_from_wit(e.kind),
+        object=_object("object", e.object),
+        old_object=None if e.old_object is None else _object("old object", e.old_object),
+        config=_parse("config", e.config),
+    )
+    return ObjectEvent(**fields)
+
+
+def event_to_wit(e: ObjectEvent) -> Any:
+    """The contract's record of ``e``, as the host sends it (for :mod:`kubewasm.testing`):
+    the inverse of :func:`event_from_wit`."""
+    wit, _ = _wit()
+    fields = {f.name: getattr(e, f.name) for f in dataclasses.fields(e)}
+    fields["now"] = fields.pop("now_rfc3339")
+    fields.update(
+        change=wit.Change[e.change.name],
+        kind=_kind(e.kind),
+        object=json.dumps(e.object),
+        old_object=None if e.old_object is None else json.dumps(e.old_object),
+        config=json.dumps(e.config),
+    )
+    return wit.ObjectEvent(**fields)
+
+
 # ---- reconcile -----------------------------------------------------------------
 
 
@@ -162,6 +246,8 @@ def reconcile(plugin: Any, request: Any) -> Any:
     the plugin raised (or a request or answer that is not JSON). Any other exception
     propagates: the call traps, and the host shows the traceback."""
     wit, err = _wit()
+    if not callable(getattr(plugin, "reconcile", None)):
+        _fail("this plugin reconciles nothing: its manifest names no parent")
     try:
         response = plugin.reconcile(request_from_wit(request))
         if not isinstance(response, Response):

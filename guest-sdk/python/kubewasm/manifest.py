@@ -1,8 +1,10 @@
-"""The plugin's self-description: parent, owned children, related kinds, CRDs, limits."""
+"""The plugin's self-description: parent, owned children, related kinds, CRDs, limits,
+the kinds whose changes it handles and the URLs it needs."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any, Optional
 
 from ._names import debug, is_dns_label
 from .kind import KindRef
@@ -24,26 +26,55 @@ class Limits:
     """Largest memory the plugin may grow to, in MiB (the host's default is 64)."""
 
 
+@dataclass(frozen=True)
+class Watch:
+    """A kind whose changes the plugin's ``handle`` receives, object by object: every
+    object of ``kind``, or those the selectors (Kubernetes' text form) select."""
+
+    kind: KindRef
+    label_selector: Optional[str] = None
+    """Only objects whose labels match, e.g. ``app=web,tier notin (db)``."""
+    field_selector: Optional[str] = None
+    """Only objects whose fields match, e.g. ``metadata.name=web``."""
+
+
 @dataclass
 class Manifest:
-    """What a plugin reconciles, owns and reads: returned by ``describe``.
+    """What a plugin reconciles, owns, reads, handles and reaches: returned by
+    ``describe``.
 
-    ``children`` is an allow-list: an answer holding any other kind is refused and
-    nothing is written. ``crds`` holds CustomResourceDefinitions as YAML or JSON text;
-    read them at import time (``CRD = Path(__file__).with_name("crd.yaml").read_text()``
-    at module level): the component is snapshotted after import and has no filesystem
-    when it runs.
+    A reconciler names its ``parent``; an event handler its ``watches`` (each change of
+    an object they select goes to ``handle``); a plugin may be both, and
+    :meth:`Manifest.handler` makes one that only handles events. ``children`` is an
+    allow-list: an answer holding any other kind is refused and nothing is written.
+    ``outbound`` lists the URLs the plugin needs to reach (Spin's
+    ``allowed_outbound_hosts`` syntax: ``https://hooks.slack.com``,
+    ``http://*.svc.cluster.local:8080``); the operator grants them, or fewer. ``crds``
+    holds CustomResourceDefinitions as YAML or JSON text; read them at import time
+    (``CRD = Path(__file__).with_name("crd.yaml").read_text()`` at module level): the
+    component is snapshotted after import and has no filesystem when it runs.
     """
 
     name: str
     """A DNS label; the host's field manager is ``kubewasm.<name>``."""
-    parent: KindRef
+    parent: Optional[KindRef] = None
+    """The kind it reconciles; ``None`` for a plugin that only handles events."""
     children: list[KindRef] = field(default_factory=list)
     related: list[KindRef] = field(default_factory=list)
     finalizer: bool = False
     """Ask for a last reconcile (``request.finalizing``) before the parent is deleted."""
     crds: list[str] = field(default_factory=list)
     limits: Limits = field(default_factory=Limits)
+    watches: list[Watch] = field(default_factory=list)
+    """Kinds whose added, updated and deleted objects ``handle`` receives."""
+    outbound: list[str] = field(default_factory=list)
+    """URLs the plugin needs to reach; the operator must grant them too."""
+
+    @classmethod
+    def handler(cls, name: str, **fields: Any) -> Manifest:
+        """A plugin named ``name`` that reconciles nothing: it handles the changes of the
+        kinds it ``watches``."""
+        return cls(name, None, **fields)
 
     @property
     def field_manager(self) -> str:
@@ -63,12 +94,21 @@ class Manifest:
             raise ManifestError(
                 f"name {debug(self.name)} must be a DNS label (lower-case letters, digits and '-', at most 63)"
             )
-        kinds = [("parent", self.parent)]
+        if self.parent is None:
+            if not self.watches:
+                raise ManifestError("a plugin needs a parent to reconcile or watches to handle, or both")
+            if self.children or self.related or self.finalizer:
+                raise ManifestError("children, related and finalizer belong to a reconciler: they need a parent")
+        kinds = [("parent", self.parent)] if self.parent is not None else []
         kinds += [("children", k) for k in self.children]
         kinds += [("related", k) for k in self.related]
+        kinds += [("watches", w.kind) for w in self.watches]
         for where, k in kinds:
             if not k.version or not k.kind or not k.plural:
                 raise ManifestError(f"{where}: {k} needs a version, a kind and a plural")
+        for pattern in self.outbound:
+            if not pattern.strip():
+                raise ManifestError(f"outbound: {debug(pattern)} is empty; give scheme://host[:port]")
         if self.limits.deadline_ms == 0 or self.limits.memory_mib == 0:
             raise ManifestError("limits: a deadline or memory limit of 0 leaves nothing to run")
 
@@ -77,12 +117,22 @@ class Manifest:
         WIT record needs, so a mistake is named here rather than trapping at the boundary."""
         if not isinstance(self.name, str):
             raise ManifestError(f"name: expected a string, found {self.name!r}")
-        if not isinstance(self.parent, KindRef):
-            raise ManifestError(f"parent: expected a KindRef, found {self.parent!r}")
+        if self.parent is not None and not isinstance(self.parent, KindRef):
+            raise ManifestError(f"parent: expected a KindRef or None, found {self.parent!r}")
         for where in ("children", "related"):
             for i, k in enumerate(getattr(self, where)):
                 if not isinstance(k, KindRef):
                     raise ManifestError(f"{where}[{i}]: expected a KindRef, found {k!r}")
+        for i, w in enumerate(self.watches):
+            if not isinstance(w, Watch) or not isinstance(w.kind, KindRef):
+                raise ManifestError(f"watches[{i}]: expected a Watch of a KindRef, found {w!r}")
+            for selector in ("label_selector", "field_selector"):
+                value = getattr(w, selector)
+                if value is not None and not isinstance(value, str):
+                    raise ManifestError(f"watches[{i}].{selector}: expected a string or None, found {value!r}")
+        for i, pattern in enumerate(self.outbound):
+            if not isinstance(pattern, str):
+                raise ManifestError(f"outbound[{i}]: expected a URL pattern (a string), found {pattern!r}")
         for i, crd in enumerate(self.crds):
             if not isinstance(crd, str):
                 raise ManifestError(f"crds[{i}]: expected YAML or JSON text, found {type(crd).__name__}")

@@ -35,10 +35,7 @@ class Request:
         """The host's current time (the same for the whole reconcile; the sandbox has no
         clock), timezone-aware. A hand-made test time that does not parse reads as the
         Unix epoch."""
-        try:
-            return datetime.fromisoformat(self.now_rfc3339.replace("Z", "+00:00"))
-        except ValueError:
-            return datetime.fromtimestamp(0, timezone.utc)
+        return time_of(self.now_rfc3339)
 
     def children_of(self, kind: KindRef) -> list[Object]:
         """Observed children of ``kind``."""
@@ -59,3 +56,12 @@ class Request:
             if kind.matches(o) and o.name == name and (namespace is _ANY or o.namespace == namespace):
                 return o
         return None
+
+
+def time_of(rfc3339: str) -> datetime:
+    """The time ``rfc3339`` says, timezone-aware; one that does not parse reads as the
+    Unix epoch."""
+    try:
+        return datetime.fromisoformat(rfc3339.replace("Z", "+00:00"))
+    except ValueError:
+        return datetime.fromtimestamp(0, timezone.utc)

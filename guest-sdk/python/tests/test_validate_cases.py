@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from kubewasm import Event, EventType, KindRef, Limits, Manifest, ManifestError, Refusal, Response, validate
+from kubewasm import Event, EventType, KindRef, Limits, Manifest, ManifestError, Refusal, Response, Watch, validate
 
 CASES = Path(__file__).resolve().parents[3] / "wit" / "contract" / "tests" / "validate_cases.json"
 
@@ -34,11 +34,13 @@ def manifest(v: dict) -> Manifest:
     limits = v.get("limits", {})
     return Manifest(
         name=v["name"],
-        parent=kind(v["parent"]),
+        parent=kind(v["parent"]) if "parent" in v else None,
         children=[kind(k) for k in v.get("children", [])],
         related=[kind(k) for k in v.get("related", [])],
         finalizer=v.get("finalizer", False),
         limits=Limits(deadline_ms=limits.get("deadlineMs"), memory_mib=limits.get("memoryMib")),
+        watches=[Watch(kind(w["kind"]), w.get("labelSelector"), w.get("fieldSelector")) for w in v.get("watches", [])],
+        outbound=list(v.get("outbound", [])),
     )
 
 

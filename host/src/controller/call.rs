@@ -15,7 +15,7 @@ use serde_json::Value;
 use super::context::Context;
 use super::error::Error;
 use crate::metrics::{Call, Failure};
-use crate::plugin::{CallError, Plugin, Query, Request, Response, view};
+use crate::plugin::{Plugin, Query, Request, Response, view};
 
 /// What one reconcile hands its plugin, but for the related objects its queries select.
 pub(crate) struct Inputs {
@@ -45,12 +45,14 @@ pub(crate) async fn call(
 fn in_one_instance(ctx: &Context, plugin: &Plugin, inputs: Inputs) -> Result<(Request, Response), Error> {
     let Inputs { key, parent, candidates, finalizing, now, config } = inputs;
     let (metrics, manifest) = (&ctx.options.metrics, plugin.manifest());
+    let resolved = ctx.options.secrets.resolve(&config)?;
     let started = Instant::now();
     let mut instance = plugin.instance();
+    instance.hide(resolved.hidden);
     let queries = instance.related(&parent);
     // A plugin without related kinds is not asked: no call to count, unless it failed.
     if !manifest.related.is_empty() || queries.is_err() {
-        metrics.called(&manifest.name, Call::Related, started.elapsed(), queries.as_ref().err().map(failure));
+        metrics.called(&manifest.name, Call::Related, started.elapsed(), queries.as_ref().err().map(Failure::of));
     }
     let queries = queries.map_err(Error::Call)?;
     // Known now, so that a change to a related object reconciles the parent again even
@@ -58,22 +60,11 @@ fn in_one_instance(ctx: &Context, plugin: &Plugin, inputs: Inputs) -> Result<(Re
     ctx.related.set(key, queries.clone());
     let related = select_related(ctx, &queries);
     let shown = view::select(manifest, &parent, &queries, candidates, related);
-    let request = Request::new(parent, shown.children, shown.related, finalizing, now, config);
+    let request = Request::new(parent, shown.children, shown.related, finalizing, now, resolved.config);
     let ready = Instant::now();
     let response = instance.reconcile(&request);
-    metrics.called(&manifest.name, Call::Reconcile, ready.elapsed(), response.as_ref().err().map(failure));
+    metrics.called(&manifest.name, Call::Reconcile, ready.elapsed(), response.as_ref().err().map(Failure::of));
     Ok((request, response.map_err(Error::Call)?))
-}
-
-fn failure(error: &CallError) -> Failure {
-    match error {
-        CallError::Timeout { .. } => Failure::Timeout,
-        CallError::OutOfMemory { .. } => Failure::OutOfMemory,
-        CallError::Panic { .. } => Failure::Panic,
-        CallError::Trap { .. } => Failure::Trap,
-        CallError::Plugin { .. } => Failure::PluginError,
-        CallError::Malformed { .. } => Failure::Malformed,
-    }
 }
 
 /// The cached objects the queries select, each once.

@@ -3,7 +3,9 @@
 
 use std::time::Duration;
 
+use crate::discovery::KindError;
 use crate::plugin::{CallError, Refusal};
+use crate::secrets::SecretError;
 
 /// Why a controller could not start or a reconcile failed.
 #[derive(Debug, thiserror::Error)]
@@ -41,6 +43,19 @@ pub enum Error {
     /// unreachable); the reconcile is retried.
     #[error("caches not synced within {0:?}")]
     NotSynced(Duration),
+    /// A Secret the plugin's settings name cannot be read (yet); the reconcile is retried.
+    #[error("the plugin's settings: {0}")]
+    Secret(#[from] SecretError),
+}
+
+impl From<KindError> for Error {
+    fn from(e: KindError) -> Self {
+        match e {
+            KindError::NotServed { kind } => Self::NotServed { kind },
+            KindError::Unknown { kind, message } => Self::UnknownKind { kind, message },
+            KindError::Discovery { kind, source } => Self::Discovery { kind, source },
+        }
+    }
 }
 
 impl Error {
@@ -67,6 +82,7 @@ impl Error {
             Self::Call(_) => "PluginFailed",
             Self::Refused(_) => "ResponseRefused",
             Self::Write { .. } => "WriteFailed",
+            Self::Secret(_) => "SettingsUnresolved",
             Self::UnknownKind { .. }
             | Self::Discovery { .. }
             | Self::NotServed { .. }

@@ -12,9 +12,7 @@ mod cache;
 mod call;
 mod context;
 mod error;
-mod events;
 mod finalizer;
-mod kinds;
 mod options;
 mod plan;
 mod queue;
@@ -35,6 +33,7 @@ use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
 use tracing::{Instrument, debug, info_span, warn};
 
+use crate::discovery;
 use crate::metrics::{Metrics, QueueDepth};
 use crate::plugin::{KindRef, Plugin};
 use cache::Caches;
@@ -71,10 +70,13 @@ impl Controller {
         let manifest = plugin.manifest().clone();
         let name = manifest.name.clone();
         let manager = manifest.field_manager();
+        let Some(parent) = manifest.parent.clone() else {
+            return Err(Error::Unsupported { plugin: name, message: "it declares no parent kind to reconcile".into() });
+        };
 
         let mut others: Vec<KindRef> = Vec::new();
         for kind in manifest.children.iter().chain(&manifest.related) {
-            if *kind == manifest.parent {
+            if *kind == parent {
                 return Err(Error::Unsupported {
                     plugin: name,
                     message: format!("{kind} is its parent kind; it cannot also be a child or related kind"),
@@ -85,14 +87,14 @@ impl Controller {
             }
         }
 
-        let parent_resource = kinds::resolve(&client, &manifest.parent).await?;
+        let parent_resource = discovery::resolve(&client, &parent).await?;
         let namespace = options.namespace.as_deref();
         let (parent_cache, parent_stream) =
-            cache::watch(&client, manifest.parent.clone(), parent_resource.clone(), namespace, Some(manager.clone()));
+            cache::watch(&client, parent, parent_resource.clone(), namespace, Some(manager.clone()));
         let mut caches = Vec::new();
         let mut streams = Vec::new();
         for kind in others {
-            let resource = kinds::resolve(&client, &kind).await?;
+            let resource = discovery::resolve(&client, &kind).await?;
             let (cache, stream) = cache::watch(&client, kind, resource, namespace, None);
             caches.push(cache);
             streams.push(stream);
@@ -134,6 +136,12 @@ impl Controller {
             rx.changed().await.ok().map(|()| ((), rx))
         });
         let resync = futures::stream::select(resync, gained);
+        // A Secret the settings name changed: every parent sees the new value.
+        let secrets = futures::stream::unfold(options.secrets.changes(), |rx| async move {
+            let mut rx = rx?;
+            rx.changed().await.ok().map(|()| ((), Some(rx)))
+        });
+        let resync = futures::stream::select(resync, secrets);
         let config = controller::Config::default().debounce(options.debounce).concurrency(options.concurrency);
         let span = info_span!("controller", plugin = %name);
         let run = kube_controller

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::coordination::shard::Shard;
 use crate::metrics::Metrics;
+use crate::secrets::Secrets;
 
 /// How long to wait before calling a finalizing plugin again when it has not said
 /// `finalized` and asked for no requeue.
@@ -23,8 +24,12 @@ pub struct Options {
     pub resync: Duration,
     /// Delay before calling a finalizing plugin again that has not finalized.
     pub finalizing_requeue: Duration,
-    /// The plugin's settings, handed to it as `config`.
+    /// The plugin's settings, handed to it as `config` (its Secret references resolved by
+    /// `secrets` at each call).
     pub config: Value,
+    /// The Secrets the settings name, followed: every parent is reconciled again when one
+    /// changes.
+    pub secrets: Secrets,
     /// Watch and reconcile in this namespace only (cluster-scoped kinds are
     /// watched cluster-wide regardless).
     pub namespace: Option<String>,
@@ -42,6 +47,7 @@ impl Default for Options {
             resync: Duration::from_mins(10),
             finalizing_requeue: FINALIZING_REQUEUE,
             config: Value::Null,
+            secrets: Secrets::none(),
             namespace: None,
             metrics: Metrics::default(),
             shard: Shard::whole(),

@@ -15,8 +15,8 @@ use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 
 use super::cache::controller_uid;
-use super::events::Event;
 use super::finalizer::{self, Phase};
+use crate::events::Event;
 use crate::plugin::view::APPLIED_HASH;
 use crate::plugin::{KindRef, Manifest, Response};
 
@@ -158,7 +158,7 @@ pub(crate) fn plan(
             match (observed.cached)(kind, namespace, &name) {
                 Some(cached) => {
                     let (action, warning) =
-                        compare(&manifest.parent.kind, kind, &name, Some(&cached), prepared, &parent_uid);
+                        compare(&observed.parent_resource.kind, kind, &name, Some(&cached), prepared, &parent_uid);
                     Child { kind: kind.clone(), name, action, warning }
                 }
                 None => Child { kind: kind.clone(), name, action: Action::Create(prepared), warning: None },

@@ -14,10 +14,10 @@ use tracing::{debug, warn};
 use super::call::{self, Inputs};
 use super::context::Context;
 use super::error::Error;
-use super::events::Event;
 use super::finalizer::Phase;
 use super::plan::{self, Observed, Requeue};
 use super::write::Written;
+use crate::events::Event;
 use crate::metrics::Outcome;
 use crate::plugin::{validate, view};
 

@@ -15,9 +15,9 @@ use serde_json::{Value, json};
 use tracing::{debug, info, warn};
 
 use super::error::Error;
-use super::events::{Event, Events};
 use super::finalizer::Change;
 use super::plan::{self, Action, Child, Metadata, Plan, Write};
+use crate::events::{Event, Events};
 use crate::metrics::{Metrics, WriteKind};
 use crate::plugin::KindRef;
 

@@ -17,7 +17,6 @@ use std::sync::{Arc, mpsc};
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Enabled, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy};
 
-use super::contract::bindings;
 use super::pool::{Budget, PoolSlots};
 use super::sandbox::limits::EPOCH_TICK;
 use super::sandbox::{self, CallState};
@@ -105,13 +104,6 @@ impl Compiler {
     pub(crate) fn budget(&self) -> Option<&Arc<Budget>> {
         self.budget.as_ref()
     }
-}
-
-/// A component compiled by one tier and linked against its sandbox: ready to be
-/// instantiated, once per call, in its tier's engine.
-pub(crate) struct Code {
-    pub(crate) tier: Tier,
-    pub(crate) pre: bindings::PluginPre<CallState>,
 }
 
 /// An [`Engine`] that does not keep it alive.
@@ -252,9 +244,12 @@ impl Engine {
     }
 
     /// Links `component`, compiled by `tier`, against that tier's sandbox.
-    pub(crate) fn link(&self, component: &Component, tier: Tier) -> wasmtime::Result<Code> {
-        let pre = self.compiler(tier).linker.instantiate_pre(component)?;
-        Ok(Code { tier, pre: bindings::PluginPre::new(pre)? })
+    pub(crate) fn instantiate_pre(
+        &self,
+        component: &Component,
+        tier: Tier,
+    ) -> wasmtime::Result<wasmtime::component::InstancePre<CallState>> {
+        self.compiler(tier).linker.instantiate_pre(component)
     }
 
     /// Runs `job` on the background thread, after the jobs before it; dropped unrun

@@ -1,24 +1,86 @@
 //! One fresh instance of a plugin: the calls of one reconcile (`related`, then
-//! `reconcile`) run in it, each with the whole of the plugin's limits.
+//! `reconcile`), or one event's `handle`, run in it, each with the whole of the plugin's
+//! limits. The component may be built against any contract version the host runs; each
+//! call is made through that version's bindings.
 
 use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::contract::{MalformedAnswer, bindings, wit};
-use super::engine::{Code, Engine};
+use super::contract::{MalformedAnswer, Version, bindings, bindings_0_1_0, wit, wit_0_1_0};
+use super::engine::{Engine, Tier};
 use super::pool::{Permit, PoolSlots};
 use super::sandbox::failure::CallError;
+use super::sandbox::http::Egress;
 use super::sandbox::limits::Limits;
+use super::sandbox::logging::Redact;
 use super::sandbox::{self, CallState};
-use kubewasm_contract::{KindRef, Query, Request, Response};
+use kubewasm_contract::{KindRef, Manifest, ObjectEvent, Query, Request, Response};
+
+/// A component, compiled and linked, ready to instantiate: through the bindings of the
+/// contract version it was built against.
+pub(crate) enum Pre {
+    Current(bindings::PluginPre<CallState>),
+    V0_1_0(bindings_0_1_0::PluginPre<CallState>),
+}
+
+impl Pre {
+    /// The bindings of `version` over `pre`; fails when the component lacks an export
+    /// of that version.
+    pub(crate) fn new(version: Version, pre: wasmtime::component::InstancePre<CallState>) -> wasmtime::Result<Self> {
+        Ok(match version {
+            Version::Current => Self::Current(bindings::PluginPre::new(pre)?),
+            Version::V0_1_0 => Self::V0_1_0(bindings_0_1_0::PluginPre::new(pre)?),
+        })
+    }
+
+    /// The contract version the component was built against.
+    pub(crate) fn version(&self) -> Version {
+        match self {
+            Self::Current(_) => Version::Current,
+            Self::V0_1_0(_) => Version::V0_1_0,
+        }
+    }
+
+    fn instantiate(&self, store: &mut wasmtime::Store<CallState>) -> wasmtime::Result<Exports> {
+        Ok(match self {
+            Self::Current(pre) => Exports::Current(pre.instantiate(store)?),
+            Self::V0_1_0(pre) => Exports::V0_1_0(pre.instantiate(store)?),
+        })
+    }
+}
+
+/// A component compiled by one tier and linked against its sandbox, through the bindings
+/// of its contract version: what each call's instance is made from, in that tier's engine.
+pub(crate) struct Code {
+    pub(crate) tier: Tier,
+    pub(crate) pre: Pre,
+}
+
+impl Code {
+    /// Links `component`, compiled by `tier`, for a component built against `version`.
+    pub(crate) fn link(
+        engine: &Engine,
+        component: &wasmtime::component::Component,
+        tier: Tier,
+        version: Version,
+    ) -> wasmtime::Result<Self> {
+        Ok(Self { tier, pre: Pre::new(version, engine.instantiate_pre(component, tier)?)? })
+    }
+}
+
+/// An instantiated component's exports, of its contract version.
+pub(crate) enum Exports {
+    Current(bindings::Plugin),
+    V0_1_0(bindings_0_1_0::Plugin),
+}
 
 /// One fresh sandbox of a plugin, from [`Plugin::instance`](super::Plugin::instance).
 ///
 /// Costs: creating it takes the plugin's slots of the engine's instance pool (waiting,
 /// when the pool is full, until they are free) and gives them back when it is dropped;
 /// the component is instantiated at the first call (tens of microseconds). Create one
-/// per reconcile: nothing a plugin does in it survives to the next.
+/// per reconcile or event: nothing a plugin does in it survives to the next.
 pub struct Instance<'a> {
     /// The code this instance runs, kept even if the plugin's code is replaced meanwhile.
     code: Arc<Code>,
@@ -28,7 +90,9 @@ pub struct Instance<'a> {
     related: &'a [KindRef],
     limits: Limits,
     store: wasmtime::Store<CallState>,
-    exports: Option<bindings::Plugin>,
+    exports: Option<Exports>,
+    /// Values never shown in what the plugin writes.
+    redact: Redact,
     /// Given back after the store (declared after it, so dropped after it) has freed
     /// the pool's slots.
     _permit: Option<Permit>,
@@ -44,11 +108,19 @@ impl<'a> Instance<'a> {
         label: &'a str,
         related: &'a [KindRef],
         limits: Limits,
+        egress: Arc<Egress>,
     ) -> Self {
         let compiler = engine.compiler(code.tier);
         let permit = compiler.budget().map(|budget| budget.take(slots));
-        let store = sandbox::new_store(compiler.wasmtime(), label, limits, slots);
-        Self { code, label, related, limits, store, exports: None, _permit: permit }
+        let store = sandbox::new_store(compiler.wasmtime(), label, limits, slots, egress);
+        Self { code, label, related, limits, store, exports: None, redact: Redact::default(), _permit: permit }
+    }
+
+    /// Never shows `values` (the plugin's Secret values, in its config) in what the
+    /// plugin writes: its log lines, its errors, its events.
+    pub fn hide(&mut self, values: Vec<String>) {
+        self.redact = Redact::new(values);
+        self.store.data_mut().hide(self.redact.clone());
     }
 
     /// Instantiates the component now rather than at the first call.
@@ -57,6 +129,14 @@ impl<'a> Instance<'a> {
             self.exports = Some(self.code.pre.instantiate(&mut self.store)?);
         }
         Ok(())
+    }
+
+    /// What the plugin says it is: the load's self-test.
+    pub(crate) fn describe(&mut self) -> Result<Manifest, CallError> {
+        self.call("describe", |store, exports| match exports {
+            Exports::Current(e) => e.kubewasm_reconciler_plugin_info().call_describe(store).map(Manifest::from),
+            Exports::V0_1_0(e) => e.kubewasm_reconciler_reconciler().call_describe(store).map(Manifest::from),
+        })
     }
 
     /// The related objects the plugin wants for `parent`; not asked (an empty list)
@@ -72,10 +152,16 @@ impl<'a> Instance<'a> {
             return Ok(Vec::new());
         }
         let parent = parent.to_string();
-        let queries = self.call("related", |store, instance| {
-            instance.kubewasm_reconciler_reconciler().call_related(store, &parent)
+        let queries: Vec<Query> = self.call("related", |store, exports| match exports {
+            Exports::Current(e) => e
+                .kubewasm_reconciler_reconciler()
+                .call_related(&mut *store, &parent)
+                .map(|qs| qs.into_iter().map(Query::from).collect()),
+            Exports::V0_1_0(e) => e
+                .kubewasm_reconciler_reconciler()
+                .call_related(&mut *store, &parent)
+                .map(|qs| qs.into_iter().map(Query::from).collect()),
         })?;
-        let queries: Vec<Query> = queries.into_iter().map(Query::from).collect();
         if let Some(q) = queries.iter().find(|q| !self.related.contains(&q.kind)) {
             return Err(CallError::Malformed {
                 plugin: self.label.to_string(),
@@ -92,25 +178,65 @@ impl<'a> Instance<'a> {
     ///
     /// A [`CallError`] saying what went wrong.
     pub fn reconcile(&mut self, request: &Request) -> Result<Response, CallError> {
-        let wire = wit::Request::from(request);
-        let answer = self.call("reconcile", |store, instance| {
-            instance.kubewasm_reconciler_reconciler().call_reconcile(store, &wire)
-        })?;
-        let plugin = || self.label.to_string();
-        match answer {
-            Ok(response) => {
-                Response::try_from(response).map_err(|e| CallError::Malformed { plugin: plugin(), source: e.into() })
+        let plugin = self.label.to_string();
+        let redact = self.redact.clone();
+        let answer = self.call("reconcile", |store, exports| match exports {
+            Exports::Current(e) => {
+                let wire = wit::Request::from(request);
+                e.kubewasm_reconciler_reconciler().call_reconcile(store, &wire).map(|answer| {
+                    answer.map(Response::try_from).map_err(|e| CallError::Plugin {
+                        plugin: plugin.clone(),
+                        message: redact.apply(&e.message),
+                        retryable: e.retryable,
+                    })
+                })
             }
-            Err(e) => Err(CallError::Plugin { plugin: plugin(), message: e.message, retryable: e.retryable }),
+            Exports::V0_1_0(e) => {
+                let wire = wit_0_1_0::Request::from(request);
+                e.kubewasm_reconciler_reconciler().call_reconcile(store, &wire).map(|answer| {
+                    answer.map(Response::try_from).map_err(|e| CallError::Plugin {
+                        plugin: plugin.clone(),
+                        message: redact.apply(&e.message),
+                        retryable: e.retryable,
+                    })
+                })
+            }
+        })?;
+        let mut response = answer?.map_err(|e| CallError::Malformed { plugin, source: e.into() })?;
+        for event in &mut response.events {
+            event.message = self.redact.apply(&event.message);
         }
+        Ok(response)
     }
 
-    /// Calls the export `name` through `f`, instantiating first if this is the first
-    /// call, with the whole deadline and log budget.
+    /// Hands the plugin's handler one change of a watched object.
+    ///
+    /// # Errors
+    ///
+    /// A [`CallError`] saying what went wrong; [`CallError::Plugin`] for the handler's
+    /// own error (retryable or not, as it says).
+    pub fn handle(&mut self, event: &ObjectEvent) -> Result<(), CallError> {
+        let plugin = self.label.to_string();
+        let answer = self.call("handle", |store, exports| match exports {
+            Exports::Current(e) => {
+                let wire = wit::ObjectEvent::from(event);
+                e.kubewasm_reconciler_handler().call_handle(store, &wire)
+            }
+            // Its manifest has no watches: nothing is delivered to it.
+            Exports::V0_1_0(_) => Ok(Err(wit::ReconcileError {
+                message: "built against contract 0.1.0, which has no handler".into(),
+                retryable: false,
+            })),
+        })?;
+        answer.map_err(|e| CallError::Plugin { plugin, message: self.redact.apply(&e.message), retryable: e.retryable })
+    }
+
+    /// Calls an export through `f`, `name` naming it in errors, instantiating first if
+    /// this is the first call, with the whole deadline and log budget.
     pub(crate) fn call<R>(
         &mut self,
         name: &'static str,
-        f: impl FnOnce(&mut wasmtime::Store<CallState>, &bindings::Plugin) -> wasmtime::Result<R>,
+        f: impl FnOnce(&mut wasmtime::Store<CallState>, &Exports) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         sandbox::rearm(&mut self.store, self.limits);
         let result = match &self.exports {
@@ -125,6 +251,6 @@ impl<'a> Instance<'a> {
         if dropped > 0 {
             tracing::warn!(plugin = %self.label, dropped, "plugin exceeded its log budget for one {name} call");
         }
-        result.map_err(|e| self.store.data().failure(&e, name, self.limits))
+        result.map_err(|e| self.store.data().failure(&e, name, self.limits).redacted(&self.redact))
     }
 }

@@ -11,11 +11,12 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use super::contract::{CONTRACT_VERSION, EXPORT_PREFIX};
-use super::engine::{Code, Compiled, Engine, Tier, WeakEngine};
-use super::instance::Instance;
+use super::contract::{PACKAGE, SUPPORTED_VERSIONS, Version};
+use super::engine::{Compiled, Engine, Tier, WeakEngine};
+use super::instance::{Code, Instance};
 use super::pool::PoolSlots;
 use super::sandbox::failure::{self, CallError};
+use super::sandbox::http::{Egress, allow};
 use super::sandbox::limits::Limits;
 use kubewasm_contract::{Manifest, ManifestError};
 
@@ -30,16 +31,17 @@ pub enum LoadError {
     /// WebAssembly the compiler refused (malformed, or a feature the host does not enable).
     #[error("{origin}: cannot be compiled: {source:#}")]
     Compile { origin: String, source: wasmtime::Error },
-    /// A component that does not export the reconciler interface at all.
+    /// A component that exports no interface of the contract at all.
     #[error(
-        "{origin}: not a kubewasm plugin: it does not export kubewasm:reconciler/reconciler (its exports: {exports})"
+        "{origin}: not a kubewasm plugin: it does not export kubewasm:reconciler/plugin-info (its exports: {exports})"
     )]
     NotAPlugin { origin: String, exports: String },
     /// A plugin built against another version of the contract.
     #[error(
-        "{origin}: built against contract kubewasm:reconciler@{found}, but this host supports {supported}; rebuild it with a matching kubewasm-sdk"
+        "{origin}: built against contract kubewasm:reconciler@{found}, but this host supports {}; rebuild it with a matching kubewasm-sdk",
+        supported.join(" and ")
     )]
-    ContractVersion { origin: String, found: String, supported: &'static str },
+    ContractVersion { origin: String, found: String, supported: &'static [&'static str] },
     /// One instance of the plugin needs more of the instance pool than it has: no call
     /// could ever run.
     #[error(
@@ -50,7 +52,8 @@ pub enum LoadError {
     /// What one instance needs of the pool cannot be counted.
     #[error("{origin}: cannot be pooled: {why}")]
     Unpoolable { origin: String, why: String },
-    /// The plugin imports something the host does not offer (a plugin may only log).
+    /// The plugin imports something the host does not offer (a plugin may log and send
+    /// HTTP requests, nothing else).
     #[error("{origin}: cannot be linked: {source:#}")]
     Link { origin: String, source: wasmtime::Error },
     /// `describe` failed: the load self-test.
@@ -99,13 +102,19 @@ pub(crate) fn load(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Loaded
     let hash = digest(bytes);
     let Compiled { component, tier, cached } =
         engine.compile(bytes, &hash).map_err(|source| LoadError::Compile { origin: origin.clone(), source })?;
-    check_contract(engine, &component, &origin)?;
-    let code =
-        Arc::new(engine.link(&component, tier).map_err(|source| LoadError::Link { origin: origin.clone(), source })?);
+    let version = check_contract(engine, &component, &origin)?;
+    let code = Arc::new(
+        Code::link(engine, &component, tier, version)
+            .map_err(|source| LoadError::Link { origin: origin.clone(), source })?,
+    );
     let slots =
         PoolSlots::of(bytes, &component).map_err(|why| LoadError::Unpoolable { origin: origin.clone(), why })?;
     let (manifest, slots) = describe(engine, &code, slots, &origin)?;
     manifest.check().map_err(|source| LoadError::InvalidManifest { origin: origin.clone(), source })?;
+    if let Err(e) = allow::parse_all(&manifest.outbound) {
+        let source = ManifestError(format!("outbound: {e}"));
+        return Err(LoadError::InvalidManifest { origin: origin.clone(), source });
+    }
     let crds = parse_crds(&manifest.crds, &origin)?;
     Ok(Loaded { hash, cached, code: RwLock::new(code), slots, manifest, crds })
 }
@@ -121,11 +130,12 @@ fn describe(
     origin: &str,
 ) -> Result<(Manifest, PoolSlots), LoadError> {
     let describe_limits = Limits::default();
+    let no_network = Arc::new(Egress::denied(origin));
     let mut instance = loop {
         if let Some((what, need, have)) = engine.pool_size().and_then(|pool| slots.excess_over(pool)) {
             return Err(LoadError::TooLargeForPool { origin: origin.into(), what, need, have });
         }
-        let mut instance = Instance::new(engine, code.clone(), slots, origin, &[], describe_limits);
+        let mut instance = Instance::new(engine, code.clone(), slots, origin, &[], describe_limits, no_network.clone());
         match instance.instantiate() {
             Ok(()) => break instance,
             Err(e) if failure::is_instance_limit(&e) => slots.core_instances += 1,
@@ -133,14 +143,12 @@ fn describe(
             // counts what the failed instantiation created).
             Err(_) => {
                 drop(instance);
-                break Instance::new(engine, code.clone(), slots, origin, &[], describe_limits);
+                break Instance::new(engine, code.clone(), slots, origin, &[], describe_limits, no_network);
             }
         }
     };
-    let manifest = instance
-        .call("describe", |store, instance| instance.kubewasm_reconciler_reconciler().call_describe(store))
-        .map_err(|source| LoadError::Describe { origin: origin.into(), source })?;
-    Ok((Manifest::from(manifest), slots))
+    let manifest = instance.describe().map_err(|source| LoadError::Describe { origin: origin.into(), source })?;
+    Ok((manifest, slots))
 }
 
 /// Replaces the baseline code of `loaded` (compiled from `bytes`) with the optimising
@@ -150,11 +158,11 @@ fn describe(
 /// gone before its turn: a background job, run by [`Plugin::from_bytes`](super::Plugin::from_bytes).
 pub(crate) fn optimize(engine: &WeakEngine, loaded: &Weak<Loaded>, bytes: &[u8], origin: &str) {
     let Some(engine) = engine.upgrade() else { return };
-    let Some(hash) = loaded.upgrade().map(|l| l.hash.clone()) else { return };
+    let Some((hash, version)) = loaded.upgrade().map(|l| (l.hash.clone(), l.code().pre.version())) else { return };
     let started = Instant::now();
     let compiled = engine
         .compile_optimized(bytes, &hash)
-        .and_then(|component| engine.link(&component, Tier::Optimized))
+        .and_then(|component| Code::link(&engine, &component, Tier::Optimized, version))
         .map(Arc::new);
     let Some(loaded) = loaded.upgrade() else { return };
     let result = match compiled {
@@ -213,14 +221,20 @@ fn check_header(bytes: &[u8]) -> Result<(), &'static str> {
     Ok(())
 }
 
-fn check_contract(engine: &Engine, component: &Component, origin: &str) -> Result<(), LoadError> {
+/// The contract version the component was built against, from its exports.
+fn check_contract(engine: &Engine, component: &Component, origin: &str) -> Result<Version, LoadError> {
     let ty = component.component_type();
     let exports: Vec<&str> = ty.exports(engine.wasmtime()).map(|(name, _)| name).collect();
-    match exports.iter().find_map(|name| name.strip_prefix(EXPORT_PREFIX)) {
-        Some(CONTRACT_VERSION) => Ok(()),
-        Some(found) => {
-            Err(LoadError::ContractVersion { origin: origin.into(), found: found.into(), supported: CONTRACT_VERSION })
-        }
+    if let Some(version) = Version::of_exports(&exports) {
+        return Ok(version);
+    }
+    let prefix = format!("{PACKAGE}/");
+    match exports.iter().find_map(|name| name.strip_prefix(&prefix)?.split_once('@')) {
+        Some((_, found)) => Err(LoadError::ContractVersion {
+            origin: origin.into(),
+            found: found.into(),
+            supported: SUPPORTED_VERSIONS,
+        }),
         None => Err(LoadError::NotAPlugin {
             origin: origin.into(),
             exports: if exports.is_empty() { "none".into() } else { exports.join(", ") },

@@ -25,19 +25,21 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use contract::{CONTRACT_VERSION, MalformedAnswer};
+pub use contract::{CONTRACT_VERSION, MalformedAnswer, SUPPORTED_VERSIONS, Version};
 pub use engine::{Engine, EngineOptions, Tier};
 pub use instance::Instance;
 pub use load::{LoadError, digest};
 pub use pool::PoolSlots;
 pub use sandbox::failure::CallError;
+pub use sandbox::http::allow::{Pattern, PatternError};
+pub use sandbox::http::{Canned, CannedError, Egress, EgressError, HttpSettings, Recorded, Transport};
 pub use sandbox::limits::Limits;
-pub use settings::{InvalidSettings, Settings, SettingsError};
+pub use settings::{EventSettings, InvalidSettings, Settings, SettingsError};
 // The contract's types and the check of an answer live in one crate the SDK shares, so
 // a plugin's native tests refuse exactly what the host refuses.
 pub use kubewasm_contract::{
-    Event, EventType, KindRef, LabelOperator, Limits as DeclaredLimits, Manifest, Query, Refusal, Request, Requirement,
-    Response, Selector, validate, view,
+    Change, Event, EventType, HttpError, HttpRequest, HttpResponse, KindRef, LabelOperator, Limits as DeclaredLimits,
+    Manifest, Object, ObjectEvent, Query, Refusal, Request, Requirement, Response, Selector, Watch, validate, view,
 };
 
 /// A compiled, linked and described plugin, ready to be called any number of times
@@ -49,6 +51,8 @@ pub struct Plugin {
     origin: String,
     loaded: Arc<load::Loaded>,
     limits: Limits,
+    /// Where its requests may go: nowhere until the operator grants something.
+    egress: Arc<sandbox::http::Egress>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -96,7 +100,8 @@ impl Plugin {
         let loaded = Arc::new(load::load(engine, bytes, origin)?);
         let declared = &loaded.manifest.limits;
         let limits = Limits::default().lowered_to(declared.deadline(), declared.memory_bytes());
-        Ok(Self { engine: engine.clone(), origin: origin.to_string(), loaded, limits })
+        let egress = Arc::new(sandbox::http::Egress::denied(&loaded.manifest.name));
+        Ok(Self { engine: engine.clone(), origin: origin.to_string(), loaded, limits, egress })
     }
 
     /// What each call's instance takes from the engine's instance pool; calls wait
@@ -125,6 +130,11 @@ impl Plugin {
         &self.loaded.hash
     }
 
+    /// The contract version the component was built against.
+    pub fn contract(&self) -> Version {
+        self.loaded.code().pre.version()
+    }
+
     /// Whether the compiled code came from the engine's cache rather than the
     /// compiler.
     pub fn from_cache(&self) -> bool {
@@ -150,6 +160,14 @@ impl Plugin {
         self
     }
 
+    /// The same plugin whose HTTP requests go through `egress` (built from its manifest's
+    /// `outbound` and the operator's grant).
+    #[must_use]
+    pub fn with_egress(mut self, egress: Arc<sandbox::http::Egress>) -> Self {
+        self.egress = egress;
+        self
+    }
+
     /// A fresh instance for the calls of one reconcile: `related`, then `reconcile`
     /// with the request built from its queries, each with the full limits (one
     /// instance for both halves the instantiation cost).
@@ -162,6 +180,7 @@ impl Plugin {
             &manifest.name,
             &manifest.related,
             self.limits,
+            self.egress.clone(),
         )
     }
 
@@ -182,6 +201,15 @@ impl Plugin {
     /// A [`CallError`] saying what went wrong.
     pub fn reconcile(&self, request: &Request) -> Result<Response, CallError> {
         self.instance().reconcile(request)
+    }
+
+    /// One event, in a fresh instance; see [`Instance::handle`].
+    ///
+    /// # Errors
+    ///
+    /// A [`CallError`] saying what went wrong.
+    pub fn handle(&self, event: &ObjectEvent) -> Result<(), CallError> {
+        self.instance().handle(event)
     }
 }
 

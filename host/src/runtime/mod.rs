@@ -20,11 +20,13 @@ use kube::Client;
 use tracing::{error, info};
 
 use crate::controller::{self, Controller};
+use crate::handler::{self, Handler};
 use crate::metrics::{Metrics, Outcome};
-use crate::plugin::{self, Engine, LoadError, Plugin, Settings, SettingsError};
+use crate::plugin::{self, Egress, Engine, LoadError, Plugin, Settings, SettingsError, Transport};
+use crate::secrets::Secrets;
 use directory::{Stamp, Writes};
 use reload::{Decision, Version};
-use runners::Runners;
+use runners::{Launch, Runners};
 
 pub use crds::{CrdError, install_crds};
 
@@ -65,12 +67,21 @@ pub fn load_dir(engine: &Engine, dir: &Path) -> Result<(Vec<Arc<Plugin>>, Vec<Lo
 }
 
 /// How the runtime treats its plugins.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Debug)]
 pub struct Options {
     /// Install (server-side apply) the CRDs each plugin defines: `kubewasm dev`.
     pub install_crds: bool,
     /// Settings every controller starts from; `NAME.toml` overrides per plugin.
     pub controller: controller::Options,
+    /// The host's own namespace: where the Secrets that settings name are read and the
+    /// event handlers' ledgers are kept.
+    pub host_namespace: String,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self { install_crds: false, controller: controller::Options::default(), host_namespace: "default".into() }
+    }
 }
 
 /// What the host shows of one plugin file.
@@ -174,7 +185,14 @@ impl Runtime {
     pub async fn start(client: &Client, plugins: Vec<(Arc<Plugin>, controller::Options)>) -> Self {
         let mut runners = Runners::new(client);
         for (plugin, options) in plugins {
-            runners.start(plugin, options).await;
+            let handler = handler::Options {
+                namespace: options.namespace.clone(),
+                config: options.config.clone(),
+                metrics: options.metrics.clone(),
+                secrets: options.secrets.clone(),
+                ..handler::Options::default()
+            };
+            runners.start(plugin, Launch { controller: options, handler }).await;
         }
         Self { client: client.clone(), runners, directory: None, options: Options::default() }
     }
@@ -420,7 +438,18 @@ impl Runtime {
             }
             return;
         }
-        let limited = Arc::new(Plugin::clone(&plugin).with_limits(settings.lower(crate::plugin::Limits::default())));
+        let metrics = self.options.controller.metrics.clone();
+        let egress = Egress::new(&name, &plugin.manifest().outbound, &settings.http, Transport::Network, Some(metrics))
+            // Both lists were checked when the plugin and its settings were read.
+            .unwrap_or_else(|e| {
+                error!(plugin = %name, error = %e, "outbound HTTP denied");
+                Egress::denied(&name)
+            });
+        let limited = Arc::new(
+            Plugin::clone(&plugin)
+                .with_limits(settings.lower(crate::plugin::Limits::default()))
+                .with_egress(Arc::new(egress)),
+        );
         // Every new version's CRDs, before it reconciles: a field it adds would be pruned.
         if self.options.install_crds
             && let Err(e) = install_crds(&self.client, std::slice::from_ref(&plugin)).await
@@ -431,12 +460,29 @@ impl Runtime {
             return;
         }
         self.runners.stop(&name).await;
-        let options = controller::Options {
+        let host_namespace = &self.options.host_namespace;
+        let secrets = Secrets::follow(&self.client, host_namespace, &settings.config).unwrap_or_else(|e| {
+            // Checked when the settings were read.
+            error!(plugin = %name, error = %e, "Secret references not followed");
+            Secrets::none()
+        });
+        let handler = handler::Options {
+            namespace: settings.namespace.clone(),
+            config: settings.config.clone(),
+            initial: settings.events.initial,
+            queue_limit: settings.events.queue_limit,
+            ledger_namespace: host_namespace.clone(),
+            metrics: self.options.controller.metrics.clone(),
+            secrets: secrets.clone(),
+            ..handler::Options::default()
+        };
+        let controller = controller::Options {
             config: settings.config,
             namespace: settings.namespace,
+            secrets,
             ..self.options.controller.clone()
         };
-        self.runners.start(limited, options).await;
+        self.runners.start(limited, Launch { controller, handler }).await;
     }
 
     /// Waits until every running controller's caches are synced, for at most
@@ -482,6 +528,11 @@ impl Runtime {
     /// The running controller of plugin `name`.
     pub fn controller(&self, name: &str) -> Option<&Controller> {
         self.runners.get(name)
+    }
+
+    /// The running event handler of plugin `name`.
+    pub fn handler(&self, name: &str) -> Option<&Handler> {
+        self.runners.handler(name)
     }
 
     /// Tries again to start each plugin that waits for a kind; true when one started.

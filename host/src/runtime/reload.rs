@@ -10,7 +10,7 @@ pub(crate) struct Version<'a> {
     pub settings: &'a Settings,
 }
 
-/// What to do with a plugin's controller.
+/// What to do with a plugin's controller and event handler.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum Decision {
     /// Nothing new to apply (nothing loaded, or what was loaded was refused).
@@ -35,12 +35,19 @@ pub(crate) fn decide(running: Option<Version<'_>>, next: Option<Version<'_>>) ->
     match running {
         Some(running)
             if running.manifest.same_contract(next.manifest)
-                && running.settings.namespace == next.settings.namespace =>
+                && running.settings.namespace == next.settings.namespace
+                && running.settings.events == next.settings.events
+                && secret_refs(running.settings) == secret_refs(next.settings) =>
         {
             Decision::Swap
         }
         _ => Decision::Restart,
     }
+}
+
+/// The Secrets the settings name: a change restarts what follows them.
+fn secret_refs(settings: &Settings) -> Vec<crate::secrets::SecretRef> {
+    crate::secrets::refs(&settings.config).unwrap_or_default()
 }
 
 #[cfg(test)]

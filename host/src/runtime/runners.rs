@@ -1,7 +1,6 @@
-//! The runners of the plugins: one controller per plugin, each started, swapped and
-//! stopped on its own; a plugin whose kinds are not served yet waits here until they
-//! are. Other kinds of runner (an event handler fed by informers) belong beside the
-//! controllers here.
+//! The runners of the plugins: per plugin, a controller when its manifest names a parent
+//! and an event handler when it names watches, started, swapped and stopped together; a
+//! plugin whose kinds are not served yet waits here until they are.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -12,62 +11,124 @@ use serde_json::Value;
 use tracing::{error, info};
 
 use crate::controller::{self, Controller};
+use crate::discovery::KindError;
+use crate::handler::{self, Handler};
 use crate::plugin::Plugin;
+
+/// How to start one plugin's runners.
+#[derive(Clone, Debug)]
+pub(crate) struct Launch {
+    pub(crate) controller: controller::Options,
+    pub(crate) handler: handler::Options,
+}
 
 /// A plugin whose kinds are not all served yet, with what to start it with.
 struct Waiting {
     plugin: Arc<Plugin>,
-    options: controller::Options,
+    launch: Launch,
     kind: String,
 }
 
-/// Running controllers by plugin name, and the plugins waiting for their kinds.
+/// Running controllers and event handlers by plugin name, and the plugins waiting for
+/// their kinds.
 pub(crate) struct Runners {
     client: Client,
     running: BTreeMap<String, Controller>,
+    handlers: BTreeMap<String, Handler>,
     waiting: BTreeMap<String, Waiting>,
+}
+
+/// Why a plugin's runners did not start.
+enum Refused {
+    NotServed(String),
+    Other(String),
 }
 
 impl Runners {
     pub(crate) fn new(client: &Client) -> Self {
-        Self { client: client.clone(), running: BTreeMap::new(), waiting: BTreeMap::new() }
+        Self { client: client.clone(), running: BTreeMap::new(), handlers: BTreeMap::new(), waiting: BTreeMap::new() }
     }
 
-    /// Starts `plugin`'s controller; if its kinds are not served yet, it waits for
+    /// Starts `plugin`'s controller and event handler, as its manifest asks; if one of
+    /// its kinds is not served yet, neither runs and it waits for
     /// [`Runners::start_waiting`]. Another failure is logged.
-    pub(crate) async fn start(&mut self, plugin: Arc<Plugin>, options: controller::Options) {
+    pub(crate) async fn start(&mut self, plugin: Arc<Plugin>, launch: Launch) {
         let name = plugin.manifest().name.clone();
         let version = short(plugin.hash()).to_string();
-        let metrics = options.metrics.clone();
+        let metrics = launch.controller.metrics.clone();
         let hash = plugin.hash().to_string();
-        match Controller::start(self.client.clone(), plugin.clone(), options.clone()).await {
-            Ok(c) => {
+        match self.start_both(&plugin, &launch).await {
+            Ok(()) => {
                 metrics.version(&name, &hash, None);
-                info!(plugin = %name, %version, "controller started");
+                info!(plugin = %name, %version, "plugin started");
                 self.waiting.remove(&name);
-                self.running.insert(name, c);
             }
-            Err(controller::Error::NotServed { kind }) => {
+            Err(Refused::NotServed(kind)) => {
                 if self.waiting.get(&name).is_none_or(|w| w.kind != kind) {
                     info!(plugin = %name, "waiting for {kind}: not served by the API server yet; starts when it is");
                 }
-                self.waiting.insert(name, Waiting { plugin, options, kind });
+                self.waiting.insert(name, Waiting { plugin, launch, kind });
             }
-            Err(e) => {
+            Err(Refused::Other(e)) => {
                 self.waiting.remove(&name);
-                error!(plugin = %name, error = %e, "controller not started");
+                error!(plugin = %name, error = %e, "plugin not started");
             }
         }
     }
 
-    /// Hands a new version (and config) to the running controller of its name; false
-    /// when none runs.
+    async fn start_both(&mut self, plugin: &Arc<Plugin>, launch: &Launch) -> Result<(), Refused> {
+        let manifest = plugin.manifest();
+        let name = manifest.name.clone();
+        if !manifest.watches.is_empty() {
+            let handler = Handler::start(self.client.clone(), plugin.clone(), launch.handler.clone()).await;
+            match handler {
+                Ok(h) => {
+                    self.handlers.insert(name.clone(), h);
+                }
+                Err(handler::Error::Kind(KindError::NotServed { kind })) => return Err(Refused::NotServed(kind)),
+                Err(e) => return Err(Refused::Other(e.to_string())),
+            }
+        }
+        if manifest.parent.is_some() {
+            match Controller::start(self.client.clone(), plugin.clone(), launch.controller.clone()).await {
+                Ok(c) => {
+                    self.running.insert(name, c);
+                }
+                Err(e) => {
+                    // Both or neither.
+                    if let Some(h) = self.handlers.remove(&name) {
+                        h.stop().await;
+                    }
+                    return Err(match e {
+                        controller::Error::NotServed { kind } => Refused::NotServed(kind),
+                        e => Refused::Other(e.to_string()),
+                    });
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Hands a new version (and config) to the running controller and handler of its
+    /// name; false when none runs.
     pub(crate) fn swap(&self, plugin: Arc<Plugin>, config: &Value) -> bool {
         let name = plugin.manifest().name.clone();
-        let Some(running) = self.running.get(&name) else { return false };
-        running.metrics().version(&name, plugin.hash(), Some(running.plugin().hash()));
+        let (controller, handler) = (self.running.get(&name), self.handlers.get(&name));
+        let previous = match (controller, handler) {
+            (Some(c), _) => c.plugin(),
+            (None, Some(h)) => h.plugin(),
+            (None, None) => return false,
+        };
+        let metrics = controller
+            .map_or_else(|| handler.map(|h| h.metrics().clone()).unwrap_or_default(), |c| c.metrics().clone());
+        metrics.version(&name, plugin.hash(), Some(previous.hash()));
         let version = short(plugin.hash()).to_string();
-        running.update(plugin, config.clone());
+        if let Some(c) = controller {
+            c.update(plugin.clone(), config.clone());
+        }
+        if let Some(h) = handler {
+            h.update(plugin, config.clone());
+        }
         info!(plugin = %name, %version, "plugin updated in place; every parent is reconciled again");
         true
     }
@@ -76,17 +137,17 @@ impl Runners {
     pub(crate) async fn start_waiting(&mut self) -> bool {
         let waiting: Vec<Waiting> = std::mem::take(&mut self.waiting).into_values().collect();
         let mut started = false;
-        for Waiting { plugin, options, kind } in waiting {
+        for Waiting { plugin, launch, kind } in waiting {
             let name = plugin.manifest().name.clone();
             // Keep the last kind reported, so the line is not repeated while nothing changes.
-            self.waiting.insert(name.clone(), Waiting { plugin: plugin.clone(), options: options.clone(), kind });
-            self.start(plugin, options).await;
-            started |= self.running.contains_key(&name);
+            self.waiting.insert(name.clone(), Waiting { plugin: plugin.clone(), launch: launch.clone(), kind });
+            self.start(plugin, launch).await;
+            started |= self.running(&name);
         }
         started
     }
 
-    /// Stops plugin `name`'s controller (or its wait); its children stay.
+    /// Stops plugin `name`'s runners (or its wait); its children stay.
     pub(crate) async fn stop(&mut self, name: &str) {
         self.waiting.remove(name);
         if let Some(c) = self.running.remove(name) {
@@ -94,26 +155,40 @@ impl Runners {
             c.stop().await;
             info!(plugin = %name, "controller stopped");
         }
+        if let Some(h) = self.handlers.remove(name) {
+            h.metrics().unloaded(name, h.plugin().hash());
+            h.stop().await;
+            info!(plugin = %name, "event handler stopped");
+        }
     }
 
-    /// Stops every controller; reconciles in flight finish first.
+    /// Stops every runner; reconciles and deliveries in flight finish first.
     pub(crate) async fn stop_all(self) {
         for (name, c) in self.running {
             c.stop().await;
             info!(plugin = %name, "controller stopped");
         }
+        for (name, h) in self.handlers {
+            h.stop().await;
+            info!(plugin = %name, "event handler stopped");
+        }
     }
 
     pub(crate) fn running(&self, name: &str) -> bool {
-        self.running.contains_key(name)
+        self.running.contains_key(name) || self.handlers.contains_key(name)
     }
 
     pub(crate) fn get(&self, name: &str) -> Option<&Controller> {
         self.running.get(name)
     }
 
+    pub(crate) fn handler(&self, name: &str) -> Option<&Handler> {
+        self.handlers.get(name)
+    }
+
     pub(crate) fn names(&self) -> impl Iterator<Item = &str> {
-        self.running.keys().map(String::as_str)
+        let handlers_only = self.handlers.keys().filter(|n| !self.running.contains_key(*n));
+        self.running.keys().chain(handlers_only).map(String::as_str)
     }
 
     /// The kind plugin `name` waits for, if it waits.
@@ -125,13 +200,18 @@ impl Runners {
         !self.waiting.is_empty()
     }
 
-    /// Waits until every running controller's caches are synced, for at most `limit`
-    /// in all; false if one is not.
+    /// Waits until every running controller's caches and every handler's watches are
+    /// synced, for at most `limit` in all; false if one is not.
     pub(crate) async fn wait_synced(&self, limit: Duration) -> bool {
         let deadline = tokio::time::Instant::now() + limit;
+        let left = || deadline.saturating_duration_since(tokio::time::Instant::now());
         for c in self.running.values() {
-            let left = deadline.saturating_duration_since(tokio::time::Instant::now());
-            if !c.wait_synced(left).await {
+            if !c.wait_synced(left()).await {
+                return false;
+            }
+        }
+        for h in self.handlers.values() {
+            if !h.wait_synced(left()).await {
                 return false;
             }
         }

@@ -77,7 +77,7 @@ test('a port of the wrong type is a permanent error naming it', () => {
 test('the manifest declares the parent, the children and the Rust plugin CRD', () => {
   const manifest = testing.describe(reconciler);
   assert.equal(manifest.name, 'demo-application-ts');
-  assert.equal(manifest.parent.plural, 'demoapplications');
+  assert.equal(manifest.parent?.plural, 'demoapplications');
   assert.deepEqual(manifest.children, [kinds.Deployment, kinds.Service]);
   assert.ok(manifest.crds[0].includes('name: demoapplications.paas.cmft.com'));
 });

@@ -186,33 +186,21 @@ async fn a_deployment_someone_else_made_is_left_alone_with_a_warning(plugin: &st
     env.stop().await;
 }
 
-/// One `#[tokio::test]` per behaviour and plugin: a module per language, each running
-/// plugins/PLUGIN.
-macro_rules! for_each_plugin {
-    ($($test:ident),* $(,)?) => {
-        for_each_plugin!(@language rust, "demo-application", "The Rust plugin.", $($test),*);
-        for_each_plugin!(@language python, "demo-application-python", "Its Python port.", $($test),*);
-        for_each_plugin!(@language js, "demo-application-js", "Its JavaScript port.", $($test),*);
-        for_each_plugin!(@language ts, "demo-application-ts", "Its TypeScript port.", $($test),*);
-        for_each_plugin!(@language go, "demo-application-go", "Its Go port.", $($test),*);
-    };
-    (@language $module:ident, $plugin:literal, $doc:literal, $($test:ident),*) => {
-        #[doc = $doc]
-        mod $module {
-            $(#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-            async fn $test() {
-                super::$test($plugin).await;
-            })*
-        }
-    };
-}
-
-for_each_plugin!(
-    children_appear_as_specified_and_follow_spec_changes,
-    children_edited_or_deleted_by_hand_are_restored,
-    children_are_collected_with_their_parent,
-    a_child_no_longer_desired_is_pruned,
-    status_reports_the_deployments_available_replicas,
-    a_plugin_without_related_kinds_is_not_asked_for_related_queries,
-    a_deployment_someone_else_made_is_left_alone_with_a_warning,
+kubewasm_tests::for_each_plugin!(
+    [
+        (rust, "demo-application", "The Rust plugin."),
+        (python, "demo-application-python", "Its Python port."),
+        (js, "demo-application-js", "Its JavaScript port."),
+        (ts, "demo-application-ts", "Its TypeScript port."),
+        (go, "demo-application-go", "Its Go port."),
+    ],
+    (
+        children_appear_as_specified_and_follow_spec_changes,
+        children_edited_or_deleted_by_hand_are_restored,
+        children_are_collected_with_their_parent,
+        a_child_no_longer_desired_is_pruned,
+        status_reports_the_deployments_available_replicas,
+        a_plugin_without_related_kinds_is_not_asked_for_related_queries,
+        a_deployment_someone_else_made_is_left_alone_with_a_warning
+    )
 );

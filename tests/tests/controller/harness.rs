@@ -19,31 +19,9 @@ use serde_json::{Value, json};
 /// How long a test waits for the host to converge before it fails.
 const PATIENCE: Duration = Duration::from_secs(20);
 
-fn target_dir() -> PathBuf {
-    let exe = std::env::current_exe().expect("test binary path");
-    // <target>/<profile>/deps/<test binary>
-    exe.ancestors().nth(3).expect("target directory").to_path_buf()
-}
-
 /// The built component of an example plugin or a fixture.
 pub fn wasm_path(name: &str) -> PathBuf {
-    let target = target_dir();
-    [target.join("plugins"), target.join("fixtures")]
-        .into_iter()
-        .map(|dir| dir.join(format!("{name}.wasm")))
-        .find(|p| p.exists())
-        .unwrap_or_else(|| {
-            let make = if name.ends_with("-python") {
-                "make python-plugins"
-            } else if name.ends_with("-js") || name.ends_with("-ts") {
-                "make js-plugins"
-            } else if name.ends_with("-go") {
-                "make go-plugins"
-            } else {
-                "make plugins"
-            };
-            panic!("{name}.wasm is missing under {}: run `{make}` first", target.display())
-        })
+    kubewasm_tests::wasm_path(name)
 }
 
 /// The engine and the plugins it compiled, by name.
@@ -198,24 +176,7 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    eventually_within(what, PATIENCE, check).await
-}
-
-/// [`eventually`] with a patience of its own, for what a busy machine may hold back
-/// long (work on a low-priority thread).
-pub async fn eventually_within<T, F, Fut>(what: &str, patience: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + patience;
-    loop {
-        if let Some(value) = check().await {
-            return value;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out after {patience:?} waiting for: {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
+    kubewasm_tests::eventually_within(PATIENCE, what, check).await
 }
 
 /// Waits until `check` holds for an object that may not exist yet.

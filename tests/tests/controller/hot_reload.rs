@@ -11,9 +11,10 @@ use kubewasm::runtime::{self, PluginStatus, Runtime};
 use serde_json::json;
 use tokio::sync::oneshot;
 
+use kubewasm_tests::eventually_within;
+
 use crate::harness::{
-    Cluster, deployments, eventually, eventually_within, gate, gates, quick, resource, samples, services, wait_for,
-    wasm_path,
+    Cluster, deployments, eventually, gate, gates, quick, resource, samples, services, wait_for, wasm_path,
 };
 
 /// A cluster and a host following a plugin directory in the background, as
@@ -78,7 +79,7 @@ impl DirEnv {
         let base = Cluster::start().await;
         let engine = Engine::with_options(&EngineOptions { pooling: true, tiered: true, ..EngineOptions::default() })
             .expect("engine");
-        let options = runtime::Options { install_crds, controller: quick() };
+        let options = runtime::Options { install_crds, controller: quick(), ..runtime::Options::default() };
         let metrics = options.controller.metrics.clone();
         let host = Runtime::from_dir(&base.client, &engine, &dir, options).await.expect("host");
         let seen = Arc::new(Mutex::new(Seen::default()));
@@ -266,7 +267,7 @@ async fn the_optimised_code_replaces_the_baseline_without_a_visible_change() {
 
     // The optimising compile runs on one thread at nice 10: on a machine whose cores
     // are busy with other work it gets a small share of one, and may take minutes.
-    eventually_within("the optimised code in place", Duration::from_secs(600), || async {
+    eventually_within(Duration::from_secs(600), "the optimised code in place", || async {
         (plugin.tier() == Tier::Optimized).then_some(())
     })
     .await;

@@ -4,7 +4,7 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kubewasm_contract::{Event, EventType, KindRef, Limits, Manifest, Response, validate};
+use kubewasm_contract::{Event, EventType, KindRef, Limits, Manifest, Response, Watch, validate};
 use serde_json::{Map, Value, json};
 
 fn cases() -> Value {
@@ -53,12 +53,26 @@ fn kinds(v: &Value) -> Vec<KindRef> {
 
 fn manifest(v: &Value) -> Manifest {
     let limit = |field: &str| v["limits"][field].as_u64().map(|n| u32::try_from(n).expect("a u32 limit"));
-    let mut m = Manifest::new(&text(v, "name"), kind(&v["parent"]))
+    let mut m = Manifest::handler(&text(v, "name"))
         .limits(Limits { deadline_ms: limit("deadlineMs"), memory_mib: limit("memoryMib") });
+    m.parent = v.get("parent").map(kind);
     m.children = kinds(&v["children"]);
     m.related = kinds(&v["related"]);
     m.finalizer = v["finalizer"].as_bool().unwrap_or(false);
+    m.watches = v["watches"].as_array().map(|a| a.iter().map(watch).collect()).unwrap_or_default();
+    m.outbound = v["outbound"]
+        .as_array()
+        .map(|a| a.iter().map(|p| p.as_str().expect("a URL pattern").to_string()).collect())
+        .unwrap_or_default();
     m
+}
+
+fn watch(v: &Value) -> Watch {
+    Watch {
+        kind: kind(&v["kind"]),
+        label_selector: v["labelSelector"].as_str().map(str::to_string),
+        field_selector: v["fieldSelector"].as_str().map(str::to_string),
+    }
 }
 
 fn strings(v: &Value) -> BTreeMap<String, String> {

@@ -134,28 +134,10 @@ pub enum Command {
         /// The plugin component (`.wasm`).
         plugin: PathBuf,
     },
-    /// Run one reconcile offline and print the desired objects as YAML.
-    Render {
-        /// The plugin component (`.wasm`).
-        plugin: PathBuf,
-        /// The parent object (YAML or JSON).
-        #[arg(long)]
-        parent: PathBuf,
-        /// Objects that exist now (YAML stream or List); only children the parent
-        /// controls are passed, as the host does.
-        #[arg(long)]
-        observed: Option<PathBuf>,
-        /// Objects for the plugin's related queries (YAML stream or List).
-        #[arg(long)]
-        related: Option<PathBuf>,
-        /// The plugin's settings (YAML or JSON).
-        #[arg(long)]
-        config: Option<PathBuf>,
-        /// The time handed to the plugin, RFC 3339 (default: now); fix it for
-        /// reproducible output.
-        #[arg(long)]
-        now: Option<String>,
-    },
+    /// Run one reconcile offline and print the desired objects as YAML; or, with
+    /// --event, hand one change of an object to the plugin's event handler. With --http,
+    /// the plugin's HTTP requests are answered from canned responses and printed.
+    Render(Box<RenderArgs>),
     /// Print the CustomResourceDefinitions the plugins define, as YAML.
     Crds {
         /// Plugin components (`.wasm`).
@@ -181,6 +163,67 @@ pub enum Command {
         #[arg(long, value_name = "NS")]
         service_account_namespace: Option<String>,
     },
+}
+
+/// What `kubewasm render` reconciles or handles, and with what.
+#[derive(Debug, clap::Args)]
+pub struct RenderArgs {
+    /// The plugin component (`.wasm`).
+    pub plugin: PathBuf,
+    /// The parent object (YAML or JSON) to reconcile.
+    #[arg(long, required_unless_present = "event", conflicts_with = "event")]
+    pub parent: Option<PathBuf>,
+    /// Hand the event handler this change of --object (and --old for `updated`)
+    /// instead of reconciling a parent.
+    #[arg(long, value_enum, requires = "object")]
+    pub event: Option<EventChange>,
+    /// The object of the event: as it is now, or as last known when deleted.
+    #[arg(long)]
+    pub object: Option<PathBuf>,
+    /// The object before an `updated` event.
+    #[arg(long, requires = "event")]
+    pub old: Option<PathBuf>,
+    /// The event is of an object that existed before the plugin was first loaded.
+    #[arg(long, requires = "event")]
+    pub initial: bool,
+    /// The event is a deletion noticed by a relist or a restart.
+    #[arg(long, requires = "event")]
+    pub final_state_unknown: bool,
+    /// Canned responses to the plugin's HTTP requests (YAML: a list of `request:
+    /// {method, url}` and `response: {status, headers, body}`); the requests made are
+    /// printed. Without it every request is refused.
+    #[arg(long, value_name = "FILE")]
+    pub http: Option<PathBuf>,
+    /// The plugin's NAME.toml: its [http] grant and limits, and its [config] unless
+    /// --config is given. Without it the grant is what the manifest asks for.
+    #[arg(long, value_name = "FILE")]
+    pub settings: Option<PathBuf>,
+    /// Secret objects (YAML stream) for the secretKeyRefs of the config; their values
+    /// are masked in what is printed.
+    #[arg(long, value_name = "FILE")]
+    pub secrets: Option<PathBuf>,
+    /// Objects that exist now (YAML stream or List); only children the parent
+    /// controls are passed, as the host does.
+    #[arg(long)]
+    pub observed: Option<PathBuf>,
+    /// Objects for the plugin's related queries (YAML stream or List).
+    #[arg(long)]
+    pub related: Option<PathBuf>,
+    /// The plugin's settings (YAML or JSON).
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// The time handed to the plugin, RFC 3339 (default: now); fix it for
+    /// reproducible output.
+    #[arg(long)]
+    pub now: Option<String>,
+}
+
+/// The change of `render --event`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum EventChange {
+    Added,
+    Updated,
+    Deleted,
 }
 
 /// The scope of a new plugin's parent kind.
@@ -212,6 +255,11 @@ pub struct HostArgs {
     /// Compile every time; keep nothing on disk.
     #[arg(long, conflicts_with = "cache_dir")]
     pub no_cache: bool,
+    /// The host's own namespace (in a Pod: its own, from POD_NAMESPACE): the Secrets that
+    /// plugins' settings name are read there, and the event handlers' ledgers
+    /// (ConfigMaps kubewasm-ledger-PLUGIN) kept there.
+    #[arg(long = "namespace", env = "POD_NAMESPACE", default_value = "default", value_name = "NS")]
+    pub host_namespace: String,
 }
 
 impl HostArgs {

@@ -23,13 +23,14 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use kubewasm::logging;
-use kubewasm::plugin::{CONTRACT_VERSION, Engine, EngineOptions, Plugin};
+use kubewasm::plugin::{Engine, EngineOptions, Plugin};
 use kubewasm::{run, runtime};
 #[cfg(feature = "dev")]
 use kubewasm_devcluster as devcluster;
 use serde_json::{Value, json};
 
 use cli::{Cli, Command};
+use kubewasm::plugin::Change;
 use render::Inputs;
 
 fn main() -> ExitCode {
@@ -83,14 +84,23 @@ fn run(cli: Cli) -> Result<()> {
                 plain_http: insecure_http,
                 ..devcluster::Options::default()
             };
-            let options = run::Options { health_addr, install_crds: true, ..run::Options::new(dir) };
+            let options = run::Options {
+                health_addr,
+                install_crds: true,
+                namespace: host.host_namespace.clone(),
+                ..run::Options::new(dir)
+            };
             let runtime = tokio_runtime()?;
             let engine = engine(&host.engine_options())?;
             runtime.block_on(dev::dev(&engine, &options, cluster, faults, projects))?;
         }
         Command::Run { dir, health_addr, host, leader } => {
-            let options =
-                run::Options { health_addr: Some(health_addr), replicas: leader.mode(), ..run::Options::new(dir) };
+            let options = run::Options {
+                health_addr: Some(health_addr),
+                replicas: leader.mode(),
+                namespace: host.host_namespace.clone(),
+                ..run::Options::new(dir)
+            };
             let runtime = tokio_runtime()?;
             let engine = engine(&host.engine_options())?;
             runtime.block_on(async {
@@ -132,15 +142,7 @@ fn run(cli: Cli) -> Result<()> {
             let plugin = Plugin::load(&engine(&one_shot())?, &plugin)?;
             print!("{}", serde_yaml_ng::to_string(&describe(&plugin)?)?);
         }
-        Command::Render { plugin, parent, observed, related, config, now } => {
-            let plugin = Plugin::load(&engine(&one_shot())?, &plugin)?;
-            let now = now.unwrap_or_else(|| jiff::Timestamp::now().to_string());
-            let rendered = render::render(&plugin, &Inputs { parent, observed, related, config }, &now)?;
-            for note in &rendered.notes {
-                eprintln!("note: {note}");
-            }
-            print!("{}", rendered.to_yaml()?);
-        }
+        Command::Render(args) => render_command(*args)?,
         Command::Crds { plugins, dir } => {
             let mut files = plugins;
             if let Some(dir) = dir {
@@ -156,19 +158,88 @@ fn run(cli: Cli) -> Result<()> {
             }
         }
         Command::Rbac { dir, namespace, name, service_account_namespace } => {
-            let (plugins, failures) = runtime::load_dir(&engine(&one_shot())?, &dir)?;
-            if let Some(failure) = failures.first() {
-                anyhow::bail!("{failure} (RBAC for the other plugins alone would not let it run)");
-            }
-            anyhow::ensure!(!plugins.is_empty(), "no plugin (*.wasm) in {}", dir.display());
-            let service_account_namespace = service_account_namespace
-                .or_else(|| namespace.clone())
-                .unwrap_or_else(|| rbac::Options::default().service_account_namespace);
-            let options = rbac::Options { name, namespace, service_account_namespace };
-            for object in rbac::objects(plugins.iter().map(|p| p.manifest()), &options) {
-                print!("---\n{}", serde_yaml_ng::to_string(&object)?);
-            }
+            rbac_command(&dir, namespace, name, service_account_namespace)?;
         }
+    }
+    Ok(())
+}
+
+/// `kubewasm render`: one reconcile, or one event handed to the handler, offline.
+fn render_command(args: cli::RenderArgs) -> Result<()> {
+    let cli::RenderArgs {
+        plugin,
+        parent,
+        event,
+        object,
+        old,
+        initial,
+        final_state_unknown,
+        http,
+        settings,
+        secrets,
+        observed,
+        related,
+        config,
+        now,
+    } = args;
+    let plugin = Plugin::load(&engine(&one_shot())?, &plugin)?;
+    let now = now.unwrap_or_else(|| jiff::Timestamp::now().to_string());
+    let call = match (parent, event, object) {
+        (Some(parent), _, _) => render::Call::Reconcile { parent },
+        (None, Some(change), Some(object)) => {
+            let change = match change {
+                cli::EventChange::Added => Change::Added,
+                cli::EventChange::Updated => Change::Updated,
+                cli::EventChange::Deleted => Change::Deleted,
+            };
+            render::Call::Handle { change, object, old, initial, final_state_unknown }
+        }
+        _ => anyhow::bail!("give --parent to reconcile, or --event and --object to handle an event"),
+    };
+    let inputs = Inputs { observed, related, config, settings, http, secrets };
+    let rendered = render::render(&plugin, &call, &inputs, &now)?;
+    for note in &rendered.notes {
+        eprintln!("note: {note}");
+    }
+    print!("{}", rendered.to_yaml()?);
+    if let render::Outcome::Handled { error: Some(error), .. } = &rendered.outcome {
+        anyhow::bail!("the handler did not accept the event: {error}");
+    }
+    Ok(())
+}
+
+/// `kubewasm rbac`: what the plugins of `dir` need, with the Secrets their settings name.
+fn rbac_command(
+    dir: &std::path::Path,
+    namespace: Option<String>,
+    name: String,
+    service_account_namespace: Option<String>,
+) -> Result<()> {
+    let (plugins, failures) = runtime::load_dir(&engine(&one_shot())?, dir)?;
+    if let Some(failure) = failures.first() {
+        anyhow::bail!("{failure} (RBAC for the other plugins alone would not let it run)");
+    }
+    anyhow::ensure!(!plugins.is_empty(), "no plugin (*.wasm) in {}", dir.display());
+    // The Secrets each plugin's NAME.toml names.
+    let mut secrets = Vec::new();
+    for plugin in &plugins {
+        let toml = std::path::Path::new(plugin.origin()).with_extension("toml");
+        let names: Vec<String> = if toml.is_file() {
+            let settings = kubewasm::plugin::Settings::read(&toml)?;
+            kubewasm::secrets::refs(&settings.config)?.into_iter().map(|r| r.name).collect()
+        } else {
+            Vec::new()
+        };
+        secrets.push(names);
+    }
+    let needs: Vec<rbac::Needs<'_>> =
+        plugins.iter().zip(&secrets).map(|(p, secrets)| rbac::Needs { manifest: p.manifest(), secrets }).collect();
+    let service_account_namespace = service_account_namespace
+        .or_else(|| namespace.clone())
+        .unwrap_or_else(|| rbac::Options::default().service_account_namespace);
+    let options = rbac::Options { name, namespace, service_account_namespace };
+    for object in rbac::objects(&needs, &options) {
+        print!("---\n{}", serde_yaml_ng::to_string(&object)?);
     }
     Ok(())
 }
@@ -191,7 +262,7 @@ fn engine(options: &EngineOptions) -> Result<Engine> {
 fn describe(plugin: &Plugin) -> Result<Value> {
     let m = plugin.manifest();
     let mut out = serde_json::to_value(m)?;
-    out["contract"] = json!(format!("kubewasm:reconciler@{CONTRACT_VERSION}"));
+    out["contract"] = json!(format!("kubewasm:reconciler@{}", plugin.contract().as_str()));
     out["sha256"] = json!(plugin.hash());
     out["fieldManager"] = json!(m.field_manager());
     // What each call runs under: the host's defaults, lowered by the manifest.

@@ -1,8 +1,11 @@
-//! RBAC derived from the plugins' manifests: exactly what the host needs to run them.
+//! RBAC derived from the plugins' manifests and settings: exactly what the host needs to
+//! run them.
 //!
 //! [`objects`] turns manifests into a `ServiceAccount`, the role(s) and their bindings,
 //! like controller-gen's RBAC output. It is pure: `kubewasm rbac` prints its result
-//! and `deploy/rbac.yaml` is that output for the example plugins.
+//! and `deploy/rbac.yaml` is that output for the example plugins. What the host needs in
+//! its own namespace (the Secrets the settings name, by name; the event handlers'
+//! ledger `ConfigMap`s) is a Role there.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -28,6 +31,21 @@ pub const EVENT_VERBS: &[&str] = &["create", "patch", "update"];
 pub const LEASE_VERBS: &[&str] = &["get", "list", "create", "update", "delete"];
 /// Verbs on `CustomResourceDefinitions`: the host resolves custom kinds through them.
 pub const CRD_VERBS: &[&str] = &["get", "list", "watch"];
+/// Verbs on a watched kind: read only.
+pub const WATCH_VERBS: &[&str] = &["get", "list", "watch"];
+/// Verbs on the Secrets settings name, by name: the host watches each with a
+/// `metadata.name` field selector, which RBAC allows with `resourceNames`.
+pub const SECRET_VERBS: &[&str] = &["get", "list", "watch"];
+/// Verbs on the `ConfigMap`s of the event handlers' ledgers, in the host's namespace.
+pub const LEDGER_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update"];
+
+/// What RBAC needs to know of one plugin.
+#[derive(Clone, Copy, Debug)]
+pub struct Needs<'a> {
+    pub manifest: &'a Manifest,
+    /// The Secrets its settings name.
+    pub secrets: &'a [String],
+}
 
 /// One merged rule: every verb the plugins need on one resource of one API group.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -40,16 +58,22 @@ pub struct Rule {
     pub namespaced: bool,
     /// Sorted, without duplicates.
     pub verbs: BTreeSet<&'static str>,
+    /// Only these objects; empty: all.
+    pub resource_names: BTreeSet<String>,
 }
 
 impl Rule {
     /// The rule as it appears in a Role or `ClusterRole`.
     pub fn to_json(&self) -> Value {
-        json!({
+        let mut rule = json!({
             "apiGroups": [self.api_group],
             "resources": [self.resource],
             "verbs": self.verbs.iter().collect::<Vec<_>>(),
-        })
+        });
+        if !self.resource_names.is_empty() {
+            rule["resourceNames"] = json!(self.resource_names);
+        }
+        rule
     }
 }
 
@@ -80,13 +104,19 @@ impl Default for Options {
 /// finalizer or has children (the host sets `blockOwnerDeletion` on children's
 /// owner references, which clusters enforcing `OwnerReferencesPermissionEnforcement`
 /// allow only with that verb), children ([`CHILD_VERBS`]), related
-/// ([`RELATED_VERBS`]). Always: Events, Leases and CRDs.
+/// ([`RELATED_VERBS`]), watched kinds ([`WATCH_VERBS`]). Always: Events, Leases and CRDs.
 pub fn rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>) -> Vec<Rule> {
     let mut merged: BTreeMap<(String, String), Rule> = BTreeMap::new();
     let mut grant = |api_group: &str, resource: String, namespaced: bool, verbs: &[&'static str]| {
         merged
             .entry((api_group.to_string(), resource.clone()))
-            .or_insert_with(|| Rule { api_group: api_group.to_string(), resource, namespaced, verbs: BTreeSet::new() })
+            .or_insert_with(|| Rule {
+                api_group: api_group.to_string(),
+                resource,
+                namespaced,
+                verbs: BTreeSet::new(),
+                resource_names: BTreeSet::new(),
+            })
             .verbs
             .extend(verbs);
     };
@@ -98,16 +128,21 @@ pub fn rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>) -> Vec<Rule>
         grant(&k.group, resource, k.namespaced, verbs);
     };
     for m in manifests {
-        kind(&m.parent, None, PARENT_VERBS);
-        kind(&m.parent, Some("status"), STATUS_VERBS);
-        if m.finalizer || !m.children.is_empty() {
-            kind(&m.parent, Some("finalizers"), FINALIZERS_VERBS);
+        if let Some(parent) = &m.parent {
+            kind(parent, None, PARENT_VERBS);
+            kind(parent, Some("status"), STATUS_VERBS);
+            if m.finalizer || !m.children.is_empty() {
+                kind(parent, Some("finalizers"), FINALIZERS_VERBS);
+            }
         }
         for child in &m.children {
             kind(child, None, CHILD_VERBS);
         }
         for related in &m.related {
             kind(related, None, RELATED_VERBS);
+        }
+        for watch in &m.watches {
+            kind(&watch.kind, None, WATCH_VERBS);
         }
     }
     grant("", "events".into(), true, EVENT_VERBS);
@@ -117,10 +152,38 @@ pub fn rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>) -> Vec<Rule>
     merged.into_values().collect()
 }
 
-/// The `ServiceAccount`, role(s) and binding(s) granting [`rules`], in that order,
-/// ready to print as a YAML stream.
-pub fn objects<'a>(manifests: impl IntoIterator<Item = &'a Manifest>, options: &Options) -> Vec<Value> {
-    let rules = rules(manifests);
+/// What the host needs in its own namespace for `plugins`: `get`, `list` and `watch` on
+/// exactly the Secrets their settings name ([`SECRET_VERBS`], by `resourceNames`), and
+/// the ledger `ConfigMap`s ([`LEDGER_VERBS`]) when one handles events.
+pub fn host_rules(plugins: &[Needs<'_>]) -> Vec<Rule> {
+    let mut rules = Vec::new();
+    let secrets: BTreeSet<String> = plugins.iter().flat_map(|p| p.secrets.iter().cloned()).collect();
+    if !secrets.is_empty() {
+        rules.push(Rule {
+            api_group: String::new(),
+            resource: "secrets".into(),
+            namespaced: true,
+            verbs: SECRET_VERBS.iter().copied().collect(),
+            resource_names: secrets,
+        });
+    }
+    if plugins.iter().any(|p| !p.manifest.watches.is_empty()) {
+        rules.push(Rule {
+            api_group: String::new(),
+            resource: "configmaps".into(),
+            namespaced: true,
+            verbs: LEDGER_VERBS.iter().copied().collect(),
+            resource_names: BTreeSet::new(),
+        });
+    }
+    rules
+}
+
+/// The `ServiceAccount`, role(s) and binding(s) granting [`rules`] and [`host_rules`]
+/// (in the `ServiceAccount`'s namespace), in that order, ready to print as a YAML stream.
+pub fn objects(plugins: &[Needs<'_>], options: &Options) -> Vec<Value> {
+    let rules = rules(plugins.iter().map(|p| p.manifest));
+    let host = host_rules(plugins);
     let sa_namespace = &options.service_account_namespace;
     let mut out = vec![json!({
         "apiVersion": "v1",
@@ -133,20 +196,33 @@ pub fn objects<'a>(manifests: impl IntoIterator<Item = &'a Manifest>, options: &
         Some(_) => rules.iter().partition(|r| r.namespaced),
         None => (Vec::new(), rules.iter().collect()),
     };
+    let role = |ns: &str, rules: Vec<Value>| {
+        [
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "Role",
+                "metadata": { "name": options.name, "namespace": ns },
+                "rules": rules,
+            }),
+            json!({
+                "apiVersion": "rbac.authorization.k8s.io/v1",
+                "kind": "RoleBinding",
+                "metadata": { "name": options.name, "namespace": ns },
+                "roleRef": role_ref("Role"),
+                "subjects": subject,
+            }),
+        ]
+    };
+    let mut host_rules: Vec<Value> = host.iter().map(Rule::to_json).collect();
     if let Some(ns) = &options.namespace {
-        out.push(json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "Role",
-            "metadata": { "name": options.name, "namespace": ns },
-            "rules": namespaced.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
-        }));
-        out.push(json!({
-            "apiVersion": "rbac.authorization.k8s.io/v1",
-            "kind": "RoleBinding",
-            "metadata": { "name": options.name, "namespace": ns },
-            "roleRef": role_ref("Role"),
-            "subjects": subject,
-        }));
+        let mut rules: Vec<Value> = namespaced.iter().map(|r| r.to_json()).collect();
+        if ns == sa_namespace {
+            rules.append(&mut host_rules);
+        }
+        out.extend(role(ns, rules));
+    }
+    if !host_rules.is_empty() {
+        out.extend(role(sa_namespace, host_rules));
     }
     if !cluster.is_empty() {
         out.push(json!({
@@ -174,6 +250,10 @@ mod tests {
         KindRef { group: group.into(), version: "v1".into(), kind: kind.into(), plural: plural.into(), namespaced }
     }
 
+    fn needs(manifest: &Manifest) -> Vec<Needs<'_>> {
+        vec![Needs { manifest, secrets: &[] }]
+    }
+
     fn manifest(
         name: &str,
         parent: KindRef,
@@ -181,15 +261,7 @@ mod tests {
         related: Vec<KindRef>,
         finalizer: bool,
     ) -> Manifest {
-        Manifest {
-            name: name.into(),
-            parent,
-            children,
-            related,
-            finalizer,
-            crds: Vec::new(),
-            limits: kubewasm::plugin::DeclaredLimits::default(),
-        }
+        Manifest { children, related, finalizer, ..Manifest::new(name, parent) }
     }
 
     fn deployments() -> KindRef {
@@ -245,6 +317,30 @@ mod tests {
     }
 
     #[test]
+    fn a_handler_reads_what_it_watches_and_the_host_its_secrets_by_name_and_its_ledger() {
+        let pods = kind("", "Pod", "pods", true);
+        let handler = Manifest::handler("kw").watch(kubewasm::plugin::Watch::new(pods));
+        let secrets = ["slack".to_string(), "teams".to_string()];
+        let plugins = [Needs { manifest: &handler, secrets: &secrets }];
+        assert_eq!(verbs(&rules([&handler]), "", "pods"), Some(vec!["get", "list", "watch"]));
+        let objects = objects(&plugins, &Options::default());
+        let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
+        assert_eq!(kinds, ["ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"]);
+        let role = &objects[1];
+        assert_eq!(role["metadata"]["namespace"], "kubewasm-system", "the host's own namespace");
+        assert_eq!(role["rules"][0]["resources"][0], "secrets");
+        assert_eq!(role["rules"][0]["resourceNames"], json!(["slack", "teams"]));
+        assert_eq!(role["rules"][0]["verbs"], json!(["get", "list", "watch"]));
+        assert_eq!(role["rules"][1]["resources"][0], "configmaps");
+        assert!(role["rules"][1].get("resourceNames").is_none());
+        let cluster = &objects[3]["rules"];
+        assert!(
+            cluster.as_array().unwrap().iter().all(|r| r["resources"][0] != "secrets"),
+            "no Secret anywhere else: {cluster}"
+        );
+    }
+
+    #[test]
     fn rules_are_sorted_by_group_then_resource_whatever_the_plugin_order() {
         let a = manifest("a", kind("z.example.com", "A", "as", true), vec![deployments()], vec![], false);
         let b = manifest("b", kind("", "Pod", "pods", true), vec![], vec![], false);
@@ -260,7 +356,7 @@ mod tests {
     #[test]
     fn cluster_scope_gives_one_cluster_role_bound_to_the_service_account() {
         let m = manifest("foo", kind("example.com", "Foo", "foos", true), vec![deployments()], vec![], false);
-        let objects = objects([&m], &Options::default());
+        let objects = objects(&needs(&m), &Options::default());
         let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
         assert_eq!(kinds, ["ServiceAccount", "ClusterRole", "ClusterRoleBinding"]);
         assert_eq!(objects[0]["metadata"]["namespace"], "kubewasm-system");
@@ -277,7 +373,7 @@ mod tests {
             namespace: Some("team-a".into()),
             service_account_namespace: "team-a".into(),
         };
-        let objects = objects([&m], &options);
+        let objects = objects(&needs(&m), &options);
         let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
         assert_eq!(kinds, ["ServiceAccount", "Role", "RoleBinding", "ClusterRole", "ClusterRoleBinding"]);
         assert_eq!(objects[1]["metadata"]["namespace"], "team-a");

@@ -1,15 +1,23 @@
-//! One offline reconcile on objects read from YAML files: what `kubewasm render`
-//! prints and what golden tests compare.
+//! One offline reconcile, or one event handed to a handler, on objects read from YAML
+//! files: what `kubewasm render` prints and what golden tests compare.
 //!
 //! The plugin sees exactly what the host would hand it ([`kubewasm::plugin::view`], the
 //! function the controllers use): only the observed objects its parent controls, only
-//! the related objects its queries select, and no `managedFields`.
+//! the related objects its queries select, and no `managedFields`. Its HTTP requests go
+//! through the host's egress policy (the grant of `--settings`, else what the manifest
+//! asks for) and are answered from the canned responses of `--http`, then printed, with
+//! the values of the Secrets the settings name masked.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use kubewasm::plugin::{CallError, Plugin, Refusal, Request, Response, validate, view};
+use kubewasm::plugin::{
+    CallError, Canned, Change, Egress, HttpSettings, Object, ObjectEvent, Plugin, Recorded, Refusal, Request, Response,
+    Settings, Transport, validate, view,
+};
+use kubewasm::secrets::{self, SecretError};
 
 /// Why a render failed; each variant names what to fix.
 #[derive(Debug, thiserror::Error)]
@@ -27,112 +35,387 @@ pub enum RenderError {
     Call(#[from] CallError),
     #[error(transparent)]
     Refused(#[from] Refusal),
+    /// A Secret the config names is not in `--secrets`.
+    #[error("{}: {source}", file.as_ref().map_or_else(|| "--secrets".to_string(), |f| f.display().to_string()))]
+    Secret { file: Option<PathBuf>, source: SecretError },
 }
 
-/// The files of one render.
+/// The files of one render, and the settings the plugin runs with.
 #[derive(Clone, Debug, Default)]
 pub struct Inputs {
-    pub parent: PathBuf,
     pub observed: Option<PathBuf>,
     pub related: Option<PathBuf>,
+    /// The plugin's `config` (YAML or JSON); else the `[config]` of `settings`.
     pub config: Option<PathBuf>,
+    /// A `NAME.toml`: its `[http]` grant and limits, and its `[config]`.
+    pub settings: Option<PathBuf>,
+    /// Canned responses to the plugin's HTTP requests.
+    pub http: Option<PathBuf>,
+    /// `Secret` objects (YAML stream) for the `secretKeyRef`s of the config.
+    pub secrets: Option<PathBuf>,
 }
 
-/// A validated decision, and notes on inputs the host would not have passed.
+/// What to hand the plugin: a parent to reconcile, or a change to handle.
 #[derive(Clone, Debug)]
+pub enum Call {
+    Reconcile { parent: PathBuf },
+    Handle { change: Change, object: PathBuf, old: Option<PathBuf>, initial: bool, final_state_unknown: bool },
+}
+
+/// What the plugin did: a validated decision or a handled event, the requests it
+/// sent, and notes on inputs the host would not have passed.
+#[derive(Debug)]
 pub struct Rendered {
-    pub parent: Value,
-    pub response: Response,
+    pub outcome: Outcome,
+    pub requests: Vec<Recorded>,
+    /// Whether `--http` was given (the requests are printed then, even none).
+    pub http: bool,
     pub notes: Vec<String>,
 }
 
-/// Reads the inputs, calls the plugin as the host would, and validates the answer.
+#[derive(Debug)]
+pub enum Outcome {
+    Reconciled {
+        parent: Value,
+        response: Response,
+    },
+    /// The event handed over, and the handler's error if it did not accept it.
+    Handled {
+        event: ObjectEvent,
+        error: Option<CallError>,
+    },
+}
+
+/// The plugin's config and HTTP settings for a render, its Secret values, and the canned
+/// transport.
+struct Prepared {
+    plugin: Plugin,
+    config: Value,
+    hidden: Vec<String>,
+    canned: Arc<Canned>,
+}
+
+fn prepare(plugin: &Plugin, inputs: &Inputs) -> Result<Prepared, RenderError> {
+    let manifest = plugin.manifest();
+    let settings = match &inputs.settings {
+        Some(file) => Some(
+            Settings::parse(&read_text(file)?)
+                .map_err(|e| RenderError::Input { file: file.clone(), message: e.to_string() })?,
+        ),
+        None => None,
+    };
+    let config = match (&inputs.config, &settings) {
+        (Some(file), _) => read_document(file)?,
+        (None, Some(settings)) => settings.config.clone(),
+        (None, None) => Value::Null,
+    };
+    let found = match &inputs.secrets {
+        Some(file) => read_objects(file)?,
+        None => Vec::new(),
+    };
+    let resolved = secrets::substitute(&config, &|r| {
+        let secret = found.iter().find(|s| s["kind"] == "Secret" && s["metadata"]["name"] == r.name.as_str());
+        let missing = || SecretError::Missing { namespace: "--secrets".into(), name: r.name.clone() };
+        let secret = secret.ok_or_else(missing)?;
+        let no_key = || SecretError::NoKey { namespace: "--secrets".into(), name: r.name.clone(), key: r.key.clone() };
+        if let Some(text) = secret["stringData"][&r.key].as_str() {
+            return Ok(text.to_string());
+        }
+        let encoded = secret["data"][&r.key].as_str().ok_or_else(no_key)?;
+        let bytes = base64_decode(encoded).ok_or_else(no_key)?;
+        String::from_utf8(bytes).map_err(|_| SecretError::NotText {
+            namespace: "--secrets".into(),
+            name: r.name.clone(),
+            key: r.key.clone(),
+        })
+    })
+    .map_err(|source| RenderError::Secret { file: inputs.secrets.clone(), source })?;
+    let canned = match &inputs.http {
+        Some(file) => Canned::parse(&read_text(file)?)
+            .map_err(|e| RenderError::Input { file: file.clone(), message: e.to_string() })?,
+        None => Canned::parse("")
+            .map_err(|e| RenderError::Input { file: PathBuf::from("--http"), message: e.to_string() })?,
+    };
+    let canned = Arc::new(canned);
+    // Without settings, the grant is what the plugin asks for.
+    let http = match &settings {
+        Some(settings) => settings.http.clone(),
+        None => HttpSettings { allow: manifest.outbound.clone(), ..HttpSettings::default() },
+    };
+    let egress = Egress::new(&manifest.name, &manifest.outbound, &http, Transport::Canned(canned.clone()), None)
+        .map_err(|e| RenderError::Input {
+            file: inputs.settings.clone().unwrap_or_else(|| PathBuf::from(plugin.origin())),
+            message: e.to_string(),
+        })?;
+    let mut plugin = plugin.clone().with_egress(Arc::new(egress));
+    if let Some(settings) = &settings {
+        let limits = settings.lower(plugin.limits());
+        plugin = plugin.with_limits(limits);
+    }
+    Ok(Prepared { plugin, config: resolved.config, hidden: resolved.hidden, canned })
+}
+
+/// Standard base64, as Secrets' `data` holds it.
+fn base64_decode(text: &str) -> Option<Vec<u8>> {
+    const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+    let mut out = Vec::new();
+    let (mut acc, mut bits) = (0u32, 0u32);
+    for c in text.bytes().filter(|c| !c.is_ascii_whitespace() && *c != b'=') {
+        let v = u32::try_from(ALPHABET.iter().position(|&a| a == c)?).ok()?;
+        acc = (acc << 6) | v;
+        bits += 6;
+        if bits >= 8 {
+            bits -= 8;
+            out.push(u8::try_from((acc >> bits) & 0xff).ok()?);
+        }
+    }
+    Some(out)
+}
+
+/// Reads the inputs, calls the plugin as the host would, and validates its answer. A
+/// handler's error is part of what is rendered: the requests it made are shown with it.
 ///
 /// # Errors
 ///
 /// A [`RenderError`]: an input file that does not parse (with its line), a failed
-/// call, or a refused response.
-pub fn render(plugin: &Plugin, inputs: &Inputs, now: &str) -> Result<Rendered, RenderError> {
+/// reconcile, or a refused response.
+pub fn render(plugin: &Plugin, call: &Call, inputs: &Inputs, now: &str) -> Result<Rendered, RenderError> {
+    let prepared = prepare(plugin, inputs)?;
+    let (outcome, notes) = match call {
+        Call::Reconcile { parent } => reconcile(&prepared, parent, inputs, now)?,
+        Call::Handle { change, object, old, initial, final_state_unknown } => {
+            handle(&prepared, *change, object, old.as_deref(), *initial, *final_state_unknown, now)?
+        }
+    };
+    let requests = mask(prepared.canned.recorded(), &prepared.hidden);
+    Ok(Rendered { outcome, requests, http: inputs.http.is_some(), notes })
+}
+
+/// `recorded` with every Secret value replaced by `[secret]`.
+fn mask(recorded: Vec<Recorded>, hidden: &[String]) -> Vec<Recorded> {
+    let hide = |text: &str| {
+        hidden.iter().filter(|h| !h.is_empty()).fold(text.to_string(), |t, h| t.replace(h.as_str(), "[secret]"))
+    };
+    recorded
+        .into_iter()
+        .map(|mut r| {
+            r.url = hide(&r.url);
+            for (_, value) in &mut r.headers {
+                *value = hide(value);
+            }
+            if let Ok(text) = String::from_utf8(r.body.clone()) {
+                r.body = hide(&text).into_bytes();
+            }
+            r
+        })
+        .collect()
+}
+
+fn handle(
+    prepared: &Prepared,
+    change: Change,
+    object_file: &Path,
+    old: Option<&Path>,
+    initial: bool,
+    final_state_unknown: bool,
+    now: &str,
+) -> Result<(Outcome, Vec<String>), RenderError> {
+    let manifest = prepared.plugin.manifest();
+    let object = one_object(object_file)?;
+    let watch = manifest.watches.iter().find(|w| w.kind.matches(&object)).ok_or_else(|| RenderError::Input {
+        file: object_file.to_path_buf(),
+        message: format!(
+            "plugin {} watches no {} {}",
+            manifest.name,
+            object["apiVersion"].as_str().unwrap_or("<no apiVersion>"),
+            object["kind"].as_str().unwrap_or("<no kind>")
+        ),
+    })?;
+    let old = old.map(one_object).transpose()?;
+    if old.is_some() != (change == Change::Updated) {
+        return Err(RenderError::Input {
+            file: object_file.to_path_buf(),
+            message: "--old goes with --event updated, and only with it".into(),
+        });
+    }
+    let meta = |field: &str| object["metadata"][field].as_str().unwrap_or_default().to_string();
+    let event = ObjectEvent {
+        change,
+        kind: watch.kind.clone(),
+        delivery_id: ObjectEvent::delivery_id(&meta("uid"), &meta("resourceVersion"), change),
+        object: Object::new(object),
+        old_object: old.map(Object::new),
+        initial,
+        final_state_unknown,
+        attempt: 1,
+        now: now.to_string(),
+        config: prepared.config.clone(),
+    };
+    let mut instance = prepared.plugin.instance();
+    instance.hide(prepared.hidden.clone());
+    let error = instance.handle(&event).err();
+    Ok((Outcome::Handled { event, error }, Vec::new()))
+}
+
+/// The one object of `file`, as the plugin is shown it.
+fn one_object(file: &Path) -> Result<Value, RenderError> {
+    let mut objects = read_objects(file)?;
+    if objects.len() != 1 {
+        return Err(RenderError::Input {
+            file: file.to_path_buf(),
+            message: format!("expected exactly one object, found {}", objects.len()),
+        });
+    }
+    Ok(view::shown(objects.remove(0)))
+}
+
+fn reconcile(
+    prepared: &Prepared,
+    parent_file: &Path,
+    inputs: &Inputs,
+    now: &str,
+) -> Result<(Outcome, Vec<String>), RenderError> {
+    let plugin = &prepared.plugin;
     let manifest = plugin.manifest();
-    let mut parents = read_objects(&inputs.parent)?;
+    let inputs_parent = parent_file.to_path_buf();
+    let mut parents = read_objects(parent_file)?;
     if parents.len() != 1 {
         return Err(RenderError::Input {
-            file: inputs.parent.clone(),
+            file: inputs_parent,
             message: format!("expected exactly one parent object, found {}", parents.len()),
         });
     }
     let parent = view::shown(parents.remove(0));
-    if !manifest.parent.matches(&parent) {
+    let Some(kind) = &manifest.parent else {
         return Err(RenderError::Input {
-            file: inputs.parent.clone(),
-            message: format!("the parent must be a {}, this plugin's parent kind", manifest.parent),
+            file: inputs_parent,
+            message: format!("plugin {} reconciles no parent kind: it handles events (render --event)", manifest.name),
+        });
+    };
+    if !kind.matches(&parent) {
+        return Err(RenderError::Input {
+            file: inputs_parent,
+            message: format!("the parent must be a {kind}, this plugin's parent kind"),
         });
     }
     let observed = optional_objects(inputs.observed.as_deref())?;
     let related = optional_objects(inputs.related.as_deref())?;
-    let config = match &inputs.config {
-        Some(file) => read_document(file)?,
-        None => Value::Null,
-    };
     // One instance for both calls, as the controllers do.
     let mut instance = plugin.instance();
+    instance.hide(prepared.hidden.clone());
     let queries = instance.related(&parent)?;
     let shown = view::select(manifest, &parent, &queries, observed, related);
-    let request = Request::new(parent, shown.children, shown.related, false, now.into(), config);
+    let request = Request::new(parent, shown.children, shown.related, false, now.into(), prepared.config.clone());
     let response = instance.reconcile(&request)?;
     let response = validate(manifest, request.parent().json(), response)?;
-    Ok(Rendered { parent: request.parent().json().clone(), response, notes: shown.left_out })
+    let parent = request.parent().json().clone();
+    Ok((Outcome::Reconciled { parent, response }, shown.left_out))
+}
+
+/// The requests as the `Requests` document of a render.
+pub fn requests_yaml(requests: &[Recorded]) -> Result<String, serde_yaml_ng::Error> {
+    let requests: Vec<Value> = requests
+        .iter()
+        .map(|r| {
+            let mut request = json!({
+                "method": r.method,
+                "url": r.url,
+                "headers": r.headers.iter().map(|(n, v)| json!({"name": n, "value": v})).collect::<Vec<_>>(),
+            });
+            if !r.body.is_empty() {
+                request["body"] = match std::str::from_utf8(&r.body) {
+                    Ok(text) => json!(text),
+                    Err(_) => json!(format!("<{} bytes, not UTF-8>", r.body.len())),
+                };
+            }
+            request["response"] = match r.status {
+                Some(status) => json!({"status": status}),
+                None => json!("none: no canned response matched"),
+            };
+            request
+        })
+        .collect();
+    let document = json!({"apiVersion": "render.kubewasm.io/v1alpha1", "kind": "Requests", "requests": requests});
+    Ok(format!("---\n{}", serde_yaml_ng::to_string(&document)?))
 }
 
 impl Rendered {
-    /// The decision as a YAML stream: the parent with its new status, labels and
-    /// annotations; each desired child; then a `Result` with events and requeue, if any.
+    /// What the plugin did as a YAML stream. A reconcile: the parent with its new status,
+    /// labels and annotations; each desired child; then a `Result` with events and
+    /// requeue, if any. An event: a `Handled` document. Then, with `--http` or any
+    /// request made, a `Requests` document.
     ///
     /// # Errors
     ///
     /// Only if serialization fails, which JSON values never do.
     pub fn to_yaml(&self) -> Result<String, serde_yaml_ng::Error> {
-        let r = &self.response;
-        let meta = &self.parent["metadata"];
-        let mut parent = json!({
-            "apiVersion": self.parent["apiVersion"],
-            "kind": self.parent["kind"],
-            "metadata": {"name": meta["name"]},
-        });
-        if let Some(ns) = meta.get("namespace") {
-            parent["metadata"]["namespace"] = ns.clone();
-        }
-        if !r.labels.is_empty() {
-            parent["metadata"]["labels"] = json!(r.labels);
-        }
-        if !r.annotations.is_empty() {
-            parent["metadata"]["annotations"] = json!(r.annotations);
-        }
-        if let Some(status) = &r.status {
-            parent["status"] = status.clone();
-        }
-        let mut documents = vec![parent];
-        documents.extend(r.children.iter().cloned());
-        if !r.events.is_empty() || r.requeue_after.is_some() || r.finalized {
-            let mut result = json!({"apiVersion": "render.kubewasm.io/v1alpha1", "kind": "Result"});
-            if !r.events.is_empty() {
-                result["events"] = json!(r.events);
+        let mut out = match &self.outcome {
+            Outcome::Reconciled { parent, response } => reconciled_yaml(parent, response)?,
+            Outcome::Handled { event, error } => {
+                let mut document = json!({
+                    "apiVersion": "render.kubewasm.io/v1alpha1",
+                    "kind": "Handled",
+                    "change": event.change.as_str(),
+                    "object": {"kind": event.kind.to_string(), "name": event.object.name()},
+                    "deliveryId": event.delivery_id,
+                    "accepted": error.is_none(),
+                });
+                if let Some(ns) = event.object.namespace() {
+                    document["object"]["namespace"] = json!(ns);
+                }
+                if let Some(error) = error {
+                    document["error"] = json!({"message": error.to_string(), "retryable": error.is_retryable()});
+                }
+                format!("---\n{}", serde_yaml_ng::to_string(&document)?)
             }
-            if let Some(after) = r.requeue_after {
-                result["requeueAfter"] = json!(format!("{}ms", after.as_millis()));
-            }
-            if r.finalized {
-                result["finalized"] = json!(true);
-            }
-            documents.push(result);
-        }
-        let mut out = String::new();
-        for doc in documents {
-            out.push_str("---\n");
-            out.push_str(&serde_yaml_ng::to_string(&doc)?);
+        };
+        if self.http || !self.requests.is_empty() {
+            out.push_str(&requests_yaml(&self.requests)?);
         }
         Ok(out)
     }
+}
+
+fn reconciled_yaml(parent_value: &Value, r: &Response) -> Result<String, serde_yaml_ng::Error> {
+    let meta = &parent_value["metadata"];
+    let mut parent = json!({
+        "apiVersion": parent_value["apiVersion"],
+        "kind": parent_value["kind"],
+        "metadata": {"name": meta["name"]},
+    });
+    if let Some(ns) = meta.get("namespace") {
+        parent["metadata"]["namespace"] = ns.clone();
+    }
+    if !r.labels.is_empty() {
+        parent["metadata"]["labels"] = json!(r.labels);
+    }
+    if !r.annotations.is_empty() {
+        parent["metadata"]["annotations"] = json!(r.annotations);
+    }
+    if let Some(status) = &r.status {
+        parent["status"] = status.clone();
+    }
+    let mut documents = vec![parent];
+    documents.extend(r.children.iter().cloned());
+    if !r.events.is_empty() || r.requeue_after.is_some() || r.finalized {
+        let mut result = json!({"apiVersion": "render.kubewasm.io/v1alpha1", "kind": "Result"});
+        if !r.events.is_empty() {
+            result["events"] = json!(r.events);
+        }
+        if let Some(after) = r.requeue_after {
+            result["requeueAfter"] = json!(format!("{}ms", after.as_millis()));
+        }
+        if r.finalized {
+            result["finalized"] = json!(true);
+        }
+        documents.push(result);
+    }
+    let mut out = String::new();
+    for doc in documents {
+        out.push_str("---\n");
+        out.push_str(&serde_yaml_ng::to_string(&doc)?);
+    }
+    Ok(out)
 }
 
 /// Every object in a YAML (or JSON) file: several `---` documents and `kind: List`

@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use wasmtime::Trap;
 
+use super::logging::Redact;
 use crate::plugin::contract::MalformedAnswer;
 
 /// Why a call produced no answer.
@@ -39,6 +40,23 @@ impl CallError {
             Self::Plugin { retryable, .. } => *retryable,
             Self::Timeout { .. } | Self::OutOfMemory { .. } => true,
             Self::Panic { .. } | Self::Trap { .. } | Self::Malformed { .. } => false,
+        }
+    }
+
+    /// The same error without `redact`'s values in what the plugin wrote (its panic
+    /// message, its stderr, its own error).
+    #[must_use]
+    pub(crate) fn redacted(self, redact: &Redact) -> Self {
+        if redact.is_empty() {
+            return self;
+        }
+        match self {
+            Self::Panic { plugin, call, message } => Self::Panic { plugin, call, message: redact.apply(&message) },
+            Self::Trap { plugin, call, message } => Self::Trap { plugin, call, message: redact.apply(&message) },
+            Self::Plugin { plugin, message, retryable } => {
+                Self::Plugin { plugin, message: redact.apply(&message), retryable }
+            }
+            other => other,
         }
     }
 }

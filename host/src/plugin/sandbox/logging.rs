@@ -1,22 +1,55 @@
 //! The contract's `log` import: a plugin's log lines become the host's tracing events,
-//! with the plugin (and the reconcile's spans) as fields, within a budget per call.
+//! with the plugin (and the reconcile's spans) as fields, within a budget per call, and
+//! never with the values of the Secrets its settings name ([`Redact`]).
+
+use std::sync::Arc;
 
 use crate::plugin::contract::bindings::kubewasm::reconciler::{log, types};
+use crate::plugin::contract::bindings_0_1_0::kubewasm::reconciler::{log as log_0_1_0, types as types_0_1_0};
 
 /// The tracing target of what a sandbox reports (a plugin's log lines, its denied
 /// requests): one name for log filters, wherever the code lives.
 pub(crate) const TARGET: &str = "kubewasm::plugin::sandbox";
+
+/// Values a plugin was handed that the host never shows: what it writes (log lines,
+/// error messages, event notes) has each replaced by `[secret]`.
+#[derive(Clone, Debug, Default)]
+pub struct Redact(Arc<[String]>);
+
+impl Redact {
+    pub fn new(mut values: Vec<String>) -> Self {
+        values.retain(|v| !v.is_empty());
+        // The longest first, so that a value containing another is hidden whole.
+        values.sort_by_key(|v| std::cmp::Reverse(v.len()));
+        Self(values.into())
+    }
+
+    /// `text` with every value replaced.
+    pub fn apply(&self, text: &str) -> String {
+        self.0.iter().fold(text.to_string(), |text, value| text.replace(value.as_str(), "[secret]"))
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+}
 
 /// One call's log budget and the plugin whose lines it carries.
 pub(crate) struct PluginLog {
     plugin: String,
     lines_left: u32,
     dropped: u32,
+    redact: Redact,
 }
 
 impl PluginLog {
     pub(crate) fn new(plugin: &str, lines: u32) -> Self {
-        Self { plugin: plugin.to_string(), lines_left: lines, dropped: 0 }
+        Self { plugin: plugin.to_string(), lines_left: lines, dropped: 0, redact: Redact::default() }
+    }
+
+    /// Hides `redact`'s values in every line from now on.
+    pub(crate) fn hide(&mut self, redact: Redact) {
+        self.redact = redact;
     }
 
     /// Starts a new call's budget of `lines`.
@@ -31,17 +64,52 @@ impl PluginLog {
     }
 }
 
-/// The shared types interface has no functions; the trait is a marker.
+/// The shared types interfaces have no functions; the traits are markers.
 impl types::Host for PluginLog {}
+impl types_0_1_0::Host for PluginLog {}
 
 impl log::Host for PluginLog {
     fn log(&mut self, level: log::Level, message: String, fields: Vec<(String, String)>) {
+        let level = match level {
+            log::Level::Trace => tracing::Level::TRACE,
+            log::Level::Debug => tracing::Level::DEBUG,
+            log::Level::Info => tracing::Level::INFO,
+            log::Level::Warn => tracing::Level::WARN,
+            log::Level::Error => tracing::Level::ERROR,
+        };
+        self.emit(level, &message, &fields);
+    }
+}
+
+/// Contract 0.1.0's `log`, the same function.
+impl log_0_1_0::Host for PluginLog {
+    fn log(&mut self, level: log_0_1_0::Level, message: String, fields: Vec<(String, String)>) {
+        let level = match level {
+            log_0_1_0::Level::Trace => tracing::Level::TRACE,
+            log_0_1_0::Level::Debug => tracing::Level::DEBUG,
+            log_0_1_0::Level::Info => tracing::Level::INFO,
+            log_0_1_0::Level::Warn => tracing::Level::WARN,
+            log_0_1_0::Level::Error => tracing::Level::ERROR,
+        };
+        self.emit(level, &message, &fields);
+    }
+}
+
+impl PluginLog {
+    /// One line of the plugin's, within its budget.
+    fn emit(&mut self, level: tracing::Level, message: &str, fields: &[(String, String)]) {
         if self.lines_left == 0 {
             self.dropped = self.dropped.saturating_add(1);
             return;
         }
         self.lines_left -= 1;
         let plugin = self.plugin.as_str();
+        let (message, fields) = if self.redact.is_empty() {
+            (message.to_string(), fields.to_vec())
+        } else {
+            let fields = fields.iter().map(|(k, v)| (k.clone(), self.redact.apply(v))).collect();
+            (self.redact.apply(message), fields)
+        };
         let fields = FieldList(&fields);
         // No `fields=` on a line without fields.
         macro_rules! at {
@@ -54,11 +122,11 @@ impl log::Host for PluginLog {
             };
         }
         match level {
-            log::Level::Trace => at!(tracing::Level::TRACE),
-            log::Level::Debug => at!(tracing::Level::DEBUG),
-            log::Level::Info => at!(tracing::Level::INFO),
-            log::Level::Warn => at!(tracing::Level::WARN),
-            log::Level::Error => at!(tracing::Level::ERROR),
+            tracing::Level::TRACE => at!(tracing::Level::TRACE),
+            tracing::Level::DEBUG => at!(tracing::Level::DEBUG),
+            tracing::Level::INFO => at!(tracing::Level::INFO),
+            tracing::Level::WARN => at!(tracing::Level::WARN),
+            tracing::Level::ERROR => at!(tracing::Level::ERROR),
         }
     }
 }
@@ -75,5 +143,17 @@ impl std::fmt::Display for FieldList<'_> {
             write!(f, "{k}={v:?}")?;
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn secret_values_are_hidden_whole_wherever_they_appear() {
+        let redact = Redact::new(vec!["abc".into(), "abcdef".into(), String::new()]);
+        assert_eq!(redact.apply("url https://h/abcdef?x=abc"), "url https://h/[secret]?x=[secret]");
+        assert_eq!(Redact::default().apply("abc"), "abc");
     }
 }

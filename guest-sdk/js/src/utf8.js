@@ -1,0 +1,58 @@
+// UTF-8 text to bytes and back, for HTTP bodies: QuickJS has neither TextEncoder nor
+// TextDecoder.
+
+/** The UTF-8 bytes of `text`; a lone surrogate becomes U+FFFD, as TextEncoder does. */
+export function encodeUtf8(text) {
+  const out = [];
+  for (const c of String(text)) {
+    let code = c.codePointAt(0);
+    if (code >= 0xd800 && code <= 0xdfff) code = 0xfffd;
+    if (code < 0x80) out.push(code);
+    else if (code < 0x800) out.push(0xc0 | (code >> 6), 0x80 | (code & 0x3f));
+    else if (code < 0x10000) out.push(0xe0 | (code >> 12), 0x80 | ((code >> 6) & 0x3f), 0x80 | (code & 0x3f));
+    else out.push(0xf0 | (code >> 18), 0x80 | ((code >> 12) & 0x3f), 0x80 | ((code >> 6) & 0x3f), 0x80 | (code & 0x3f));
+  }
+  return new Uint8Array(out);
+}
+
+/** The text of UTF-8 `bytes`; malformed sequences become U+FFFD exactly as TextDecoder
+ * replaces them (the WHATWG Encoding standard's UTF-8 decoder). */
+export function decodeUtf8(bytes) {
+  let out = '';
+  let code = 0;
+  let needed = 0;
+  let seen = 0;
+  let lower = 0x80;
+  let upper = 0xbf;
+  for (let i = 0; i < bytes.length; i++) {
+    const b = bytes[i];
+    if (needed === 0) {
+      if (b < 0x80) out += String.fromCharCode(b);
+      else if (b >= 0xc2 && b <= 0xdf) [needed, code] = [1, b & 0x1f];
+      else if (b >= 0xe0 && b <= 0xef) {
+        if (b === 0xe0) lower = 0xa0;
+        if (b === 0xed) upper = 0x9f;
+        [needed, code] = [2, b & 0x0f];
+      } else if (b >= 0xf0 && b <= 0xf4) {
+        if (b === 0xf0) lower = 0x90;
+        if (b === 0xf4) upper = 0x8f;
+        [needed, code] = [3, b & 0x07];
+      } else out += '\ufffd';
+      continue;
+    }
+    if (b < lower || b > upper) {
+      // The sequence ends early: one replacement, and this byte starts afresh.
+      [code, needed, seen, lower, upper] = [0, 0, 0, 0x80, 0xbf];
+      out += '\ufffd';
+      i--;
+      continue;
+    }
+    [lower, upper] = [0x80, 0xbf];
+    code = (code << 6) | (b & 0x3f);
+    if (++seen === needed) {
+      out += String.fromCodePoint(code);
+      [code, needed, seen] = [0, 0, 0];
+    }
+  }
+  return needed === 0 ? out : `${out}\ufffd`;
+}
