@@ -27,7 +27,7 @@ TARGET_DIR := $(or $(CARGO_TARGET_DIR),target)
 PLUGINS := demo-application foo pod-services
 PLUGIN_DIR := $(TARGET_DIR)/plugins
 # Test fixtures (host/tests/fixtures), copied to $(FIXTURE_DIR).
-FIXTURES := misbehave future-contract gate bad-describe demo-relabel stack
+FIXTURES := misbehave future-contract contract-0-1-0 gate bad-describe demo-relabel stack
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 

@@ -37,9 +37,18 @@ func Export(plugin Reconciler) { exported = plugin }
 
 // The contract's exports (package wire lowers and lifts them) run the exported plugin.
 func init() {
-	wire.Exports.Reconciler.Describe = func() wire.Manifest { return manifestToWire(plugin().Describe()) }
+	wire.Exports.PluginInfo.Describe = func() wire.Manifest { return manifestToWire(plugin().Describe()) }
 	wire.Exports.Reconciler.Related = related
 	wire.Exports.Reconciler.Reconcile = reconcile
+	wire.Exports.Handler.Handle = noHandler
+}
+
+// noHandler is the handle of a plugin without a handler: its manifest declares no
+// watches, so the host never calls it.
+func noHandler(wire.ObjectEvent) cabi.Result[struct{}, wire.ReconcileError] {
+	return cabi.Result[struct{}, wire.ReconcileError]{Err: &wire.ReconcileError{
+		Message: "this plugin handles no events: its manifest declares no watches",
+	}}
 }
 
 func plugin() Reconciler {
@@ -62,9 +71,10 @@ func kindsToWire(ks []KindRef) []wire.KindRef {
 }
 
 func manifestToWire(m Manifest) wire.Manifest {
+	parent := kindToWire(m.Parent)
 	return wire.Manifest{
 		Name:      m.Name,
-		Parent:    kindToWire(m.Parent),
+		Parent:    &parent,
 		Children:  kindsToWire(m.Children),
 		Related:   kindsToWire(m.Related),
 		Finalizer: m.Finalizer,

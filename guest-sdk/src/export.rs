@@ -8,7 +8,7 @@ use serde_json::Value;
 use crate::bindings::kubewasm::reconciler::types as wit;
 use crate::{Error, Object, Reconciler, Request};
 
-kubewasm_contract::wit_conversions!(crate::bindings::kubewasm::reconciler::types);
+kubewasm_contract::wit_conversions!(crate::bindings::kubewasm::reconciler);
 
 pub fn describe<R: Reconciler>() -> wit::Manifest {
     wit::Manifest::from(&R::describe())
@@ -21,6 +21,14 @@ pub fn related<R: Reconciler>(parent: String) -> Vec<wit::Query> {
         return Vec::new();
     };
     R::related(&Object::new(parent)).iter().map(wit::Query::from).collect()
+}
+
+/// The `handle` of a plugin without a handler: its manifest declares no watches, so the
+/// host never calls it.
+#[allow(clippy::needless_pass_by_value)] // the signature of the generated export
+pub fn no_handler(event: wit::ObjectEvent) -> Result<(), wit::ReconcileError> {
+    let _ = event;
+    Err(wit::ReconcileError::from(&Error::permanent("this plugin handles no events: its manifest declares no watches")))
 }
 
 pub fn reconcile<R: Reconciler>(request: wit::Request) -> Result<wit::Response, wit::ReconcileError> {

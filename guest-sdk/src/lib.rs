@@ -105,12 +105,29 @@ macro_rules! export_reconciler {
         struct __KubewasmExport;
 
         #[cfg(target_arch = "wasm32")]
-        impl $crate::bindings::exports::kubewasm::reconciler::reconciler::Guest
+        impl $crate::bindings::exports::kubewasm::reconciler::plugin_info::Guest
             for __KubewasmExport
         {
             fn describe() -> $crate::bindings::kubewasm::reconciler::types::Manifest {
                 $crate::export::describe::<$reconciler>()
             }
+        }
+
+        #[cfg(target_arch = "wasm32")]
+        impl $crate::bindings::exports::kubewasm::reconciler::handler::Guest
+            for __KubewasmExport
+        {
+            fn handle(
+                event: $crate::bindings::kubewasm::reconciler::types::ObjectEvent,
+            ) -> ::std::result::Result<(), $crate::bindings::kubewasm::reconciler::types::ReconcileError> {
+                $crate::export::no_handler(event)
+            }
+        }
+
+        #[cfg(target_arch = "wasm32")]
+        impl $crate::bindings::exports::kubewasm::reconciler::reconciler::Guest
+            for __KubewasmExport
+        {
             fn related(
                 parent: ::std::string::String,
             ) -> ::std::vec::Vec<$crate::bindings::kubewasm::reconciler::types::Query> {

@@ -218,7 +218,7 @@ fn describe_shows_the_manifest() {
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let manifest: serde_json::Value = serde_yaml_ng::from_slice(&out.stdout).expect("describe prints YAML");
     assert_eq!(manifest["name"], "foo");
-    assert_eq!(manifest["contract"], "kubewasm:reconciler@0.1.0");
+    assert_eq!(manifest["contract"], "kubewasm:reconciler@0.2.0");
     assert_eq!(manifest["parent"]["kind"], "Foo");
     assert_eq!(manifest["parent"]["group"], "samplecontroller.k8s.io");
     assert_eq!(manifest["children"][0]["kind"], "Deployment");
@@ -295,7 +295,31 @@ fn a_missing_file_is_named() {
 #[test]
 fn a_component_of_another_contract_version_is_refused() {
     let out = kubewasm(&["describe", path_str(&fixture("future-contract"))]);
-    assert_fails_with(&out, &["future-contract.wasm", "kubewasm:reconciler@0.2.0", "supports 0.1.0"]);
+    assert_fails_with(&out, &["future-contract.wasm", "kubewasm:reconciler@0.3.0", "supports 0.2.0 and 0.1.0"]);
+}
+
+#[test]
+fn a_component_built_against_contract_0_1_0_loads_and_renders_unchanged() {
+    let component = fixture("contract-0-1-0");
+    let out = kubewasm(&["describe", path_str(&component)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let manifest: serde_json::Value = serde_yaml_ng::from_slice(&out.stdout).expect("describe prints YAML");
+    assert_eq!(manifest["contract"], "kubewasm:reconciler@0.1.0");
+    assert_eq!(manifest["parent"]["kind"], "Greeting");
+    assert_eq!(manifest["crds"][0], "greetings.example.com");
+
+    let parent = workspace().join("host/tests/fixtures/contract-0-1-0/examples/parent.yaml");
+    let out =
+        kubewasm(&["render", path_str(&component), "--parent", path_str(&parent), "--now", "2026-01-01T00:00:00Z"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let documents: Vec<serde_json::Value> = serde_yaml_ng::Deserializer::from_str(&stdout)
+        .map(|d| serde::Deserialize::deserialize(d).expect("YAML document"))
+        .collect();
+    assert_eq!(documents[0]["status"]["children"], 0, "{stdout}");
+    assert_eq!(documents[1]["kind"], "ConfigMap", "{stdout}");
+    assert_eq!(documents[1]["metadata"]["namespace"], "default", "filled in from the parent: {stdout}");
+    assert_eq!(documents[1]["data"]["say"], "hello from 0.1.0", "{stdout}");
 }
 
 #[test]

@@ -96,10 +96,14 @@ func (o *Outcome) Warnings() []kubewasm.Event {
 // checks it at load; a *HostWouldRefuse when the host would not load the plugin.
 func Describe(plugin kubewasm.Reconciler) (kubewasm.Manifest, error) {
 	kubewasm.Export(plugin)
-	w := wire.CallReconcilerDescribe(&cabi.Arena{})
+	w := wire.CallPluginInfoDescribe(&cabi.Arena{})
+	var parent kubewasm.KindRef
+	if w.Parent != nil {
+		parent = kubewasm.KindRef(*w.Parent)
+	}
 	man := kubewasm.Manifest{
 		Name:      w.Name,
-		Parent:    kubewasm.KindRef(w.Parent),
+		Parent:    parent,
 		Finalizer: w.Finalizer,
 		CRDs:      w.Crds,
 		Limits:    kubewasm.Limits{DeadlineMs: w.Limits.DeadlineMs, MemoryMiB: w.Limits.MemoryMib},

@@ -33,12 +33,13 @@ function fail(message) {
 /** The wrapper the bundle starts from: the host's log and the engine's u64s, then the app. */
 function entry(app, engine) {
   return [
-    `import { log as hostLog } from 'kubewasm:reconciler/log@0.1.0';`,
+    `import { log as hostLog } from 'kubewasm:reconciler/log@0.2.0';`,
     `import { useHostLog } from ${JSON.stringify(join(SDK, 'src/log.js'))};`,
-    `import { useBigIntU64 } from ${JSON.stringify(join(SDK, 'src/export.js'))};`,
+    `import { componentExports, useBigIntU64 } from ${JSON.stringify(join(SDK, 'src/export.js'))};`,
+    `import { reconciler as app } from ${JSON.stringify(app)};`,
     `useHostLog(hostLog);`,
     engine === 'starlingmonkey' ? 'useBigIntU64();' : '',
-    `export { reconciler } from ${JSON.stringify(app)};`,
+    `export const { pluginInfo, reconciler, handler } = componentExports(app);`,
     '',
   ].join('\n');
 }

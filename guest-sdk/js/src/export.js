@@ -49,7 +49,27 @@ export function plugin(impl) {
     describe: () => trapping(() => describe(fresh())),
     related: (parent) => trapping(() => related(fresh(), parent)),
     reconcile: (request) => reconcile(fresh(), request),
+    handle: (event) => noHandler(event),
   };
+}
+
+/**
+ * The component's exports, one per WIT interface the contract's world exports
+ * (`plugin-info`, `reconciler`, `handler`), of what `plugin()` returned: the build's
+ * entry exports them.
+ */
+export function componentExports(exported) {
+  return {
+    pluginInfo: { describe: exported.describe },
+    reconciler: { related: exported.related, reconcile: exported.reconcile },
+    handler: { handle: exported.handle },
+  };
+}
+
+/** The `handle` of a plugin without a handler: its manifest declares no watches, so the
+ * host never calls it. */
+function noHandler(_event) {
+  throw { message: 'this plugin handles no events: its manifest declares no watches', retryable: false };
 }
 
 /** The object or class `plugin()` exported, or `undefined` for anything else. */
@@ -71,6 +91,8 @@ export function describe(p) {
     finalizer: Boolean(manifest.finalizer),
     crds: [...manifest.crds],
     limits: { deadlineMs: manifest.limits.deadlineMs ?? undefined, memoryMib: manifest.limits.memoryMib ?? undefined },
+    watches: [],
+    outbound: [],
   };
 }
 

@@ -3,8 +3,10 @@
 // Types of @kubewasm/sdk. The contract's own records (what `plugin()` exports) are
 // generated from wit/ by `jco guest-types` into ./wit (`npm run wit-types`).
 
-import type * as wit from 'kubewasm:reconciler/reconciler@0.1.0';
-import type * as contract from 'kubewasm:reconciler/types@0.1.0';
+import type * as wit from 'kubewasm:reconciler/reconciler@0.2.0';
+import type * as info from 'kubewasm:reconciler/plugin-info@0.2.0';
+import type * as handler from 'kubewasm:reconciler/handler@0.2.0';
+import type * as contract from 'kubewasm:reconciler/types@0.2.0';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
 export type JsonObject = { [key: string]: any };
@@ -233,11 +235,13 @@ export interface Reconciler {
   related?(parent: KubeObject): Query[];
 }
 
-/** The contract's `reconciler` interface, as the component exports it. */
+/** The contract's `plugin-info`, `reconciler` and `handler` interfaces in one object; the
+ * build's entry exports each interface of it (`componentExports`). */
 export interface Exported {
-  describe: typeof wit.describe;
+  describe: typeof info.describe;
   related: typeof wit.related;
   reconcile: typeof wit.reconcile;
+  handle: typeof handler.handle;
 }
 
 /** Exports `impl` (an object, or a class instantiated for each call) as the plugin:

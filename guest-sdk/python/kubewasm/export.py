@@ -1,8 +1,9 @@
 """Export a plugin class as the component's implementation of the contract.
 
 ``@kubewasm.plugin`` on a class with ``describe`` and ``reconcile`` (and optionally
-``related``) is all a plugin module needs: it defines the module's ``Reconciler``, the
-class componentize-py exports for the WIT interface ``reconciler``. The functions below
+``related``) is all a plugin module needs: it defines the module's ``PluginInfo``,
+``Reconciler`` and ``Handler``, the classes componentize-py exports for the WIT
+interfaces ``plugin-info``, ``reconciler`` and ``handler``. The functions below
 are the glue between the WIT records and the SDK's types: decode the request, call the
 plugin, encode the answer. ``kubewasm.testing`` calls the same functions natively, with
 the same generated WIT records, so tests exercise the path a WebAssembly call takes.
@@ -24,8 +25,8 @@ from .query import LabelOperator, Query
 from .request import Request
 from .response import EventType, Response
 
-EXPORT_NAME = "Reconciler"
-"""The module attribute componentize-py looks for: the WIT interface's name."""
+EXPORT_NAMES = ("PluginInfo", "Reconciler", "Handler")
+"""The module attributes componentize-py looks for: the WIT interfaces' names."""
 
 T = TypeVar("T", bound=type)
 
@@ -42,25 +43,31 @@ def plugin(cls: T) -> T:
         if not callable(getattr(cls, method, None)):
             raise TypeError(f"{cls.__qualname__} needs a method `{method}` to be a kubewasm plugin")
     module = sys.modules[cls.__module__]
-    taken = getattr(module, EXPORT_NAME, None)
-    if cls.__name__ == EXPORT_NAME or (taken is not None and not getattr(taken, "_kubewasm_export", False)):
-        raise TypeError(
-            f"{module.__name__}: the name `{EXPORT_NAME}` is taken; @kubewasm.plugin defines it "
-            f"(componentize-py exports the class of that name), so name the plugin class otherwise"
-        )
-    setattr(module, EXPORT_NAME, export_class(cls))
+    for name in EXPORT_NAMES:
+        taken = getattr(module, name, None)
+        if cls.__name__ == name or (taken is not None and not getattr(taken, "_kubewasm_export", False)):
+            raise TypeError(
+                f"{module.__name__}: the name `{name}` is taken; @kubewasm.plugin defines it "
+                f"(componentize-py exports the class of that name), so name the plugin class otherwise"
+            )
+    for name, exported in export_classes(cls).items():
+        setattr(module, name, exported)
     return cls
 
 
-def export_class(cls: type) -> type:
-    """The class componentize-py exports for ``cls``."""
+def export_classes(cls: type) -> dict[str, type]:
+    """The classes componentize-py exports for ``cls``, by the names it looks for."""
 
-    class Reconciler:
+    class PluginInfo:
         _kubewasm_export = True
         plugin = cls
 
         def describe(self) -> Any:
             return describe(cls())
+
+    class Reconciler:
+        _kubewasm_export = True
+        plugin = cls
 
         def related(self, parent: str) -> Any:
             return related(cls(), parent)
@@ -68,8 +75,17 @@ def export_class(cls: type) -> type:
         def reconcile(self, request: Any) -> Any:
             return reconcile(cls(), request)
 
-    Reconciler.__qualname__ = f"{cls.__qualname__}.{EXPORT_NAME}"
-    return Reconciler
+    class Handler:
+        _kubewasm_export = True
+        plugin = cls
+
+        def handle(self, event: Any) -> Any:
+            return no_handler(event)
+
+    classes = {"PluginInfo": PluginInfo, "Reconciler": Reconciler, "Handler": Handler}
+    for name, exported in classes.items():
+        exported.__qualname__ = f"{cls.__qualname__}.{name}"
+    return classes
 
 
 def _wit() -> tuple[Any, type]:
@@ -102,6 +118,8 @@ def manifest_to_wit(m: Manifest) -> Any:
         finalizer=bool(m.finalizer),
         crds=list(m.crds),
         limits=wit.Limits(deadline_ms=m.limits.deadline_ms, memory_mib=m.limits.memory_mib),
+        watches=[],
+        outbound=[],
     )
 
 
@@ -152,6 +170,16 @@ def query_to_wit(q: Query) -> Any:
     else:
         selector = wit.Selector_All()
     return wit.Query(kind=_kind(q.kind), namespace=q.namespace, selector=selector)
+
+
+# ---- handle --------------------------------------------------------------------
+
+
+def no_handler(event: Any) -> Any:
+    """The ``handle`` of a plugin without a handler: its manifest declares no watches, so
+    the host never calls it."""
+    wit, err = _wit()
+    raise err(wit.ReconcileError(message="this plugin handles no events: its manifest declares no watches", retryable=False))
 
 
 # ---- reconcile -----------------------------------------------------------------

@@ -71,10 +71,13 @@ impl Controller {
         let manifest = plugin.manifest().clone();
         let name = manifest.name.clone();
         let manager = manifest.field_manager();
+        let Some(parent) = manifest.parent.clone() else {
+            return Err(Error::Unsupported { plugin: name, message: "it declares no parent kind to reconcile".into() });
+        };
 
         let mut others: Vec<KindRef> = Vec::new();
         for kind in manifest.children.iter().chain(&manifest.related) {
-            if *kind == manifest.parent {
+            if *kind == parent {
                 return Err(Error::Unsupported {
                     plugin: name,
                     message: format!("{kind} is its parent kind; it cannot also be a child or related kind"),
@@ -85,10 +88,10 @@ impl Controller {
             }
         }
 
-        let parent_resource = kinds::resolve(&client, &manifest.parent).await?;
+        let parent_resource = kinds::resolve(&client, &parent).await?;
         let namespace = options.namespace.as_deref();
         let (parent_cache, parent_stream) =
-            cache::watch(&client, manifest.parent.clone(), parent_resource.clone(), namespace, Some(manager.clone()));
+            cache::watch(&client, parent, parent_resource.clone(), namespace, Some(manager.clone()));
         let mut caches = Vec::new();
         let mut streams = Vec::new();
         for kind in others {

@@ -158,7 +158,7 @@ pub(crate) fn plan(
             match (observed.cached)(kind, namespace, &name) {
                 Some(cached) => {
                     let (action, warning) =
-                        compare(&manifest.parent.kind, kind, &name, Some(&cached), prepared, &parent_uid);
+                        compare(&observed.parent_resource.kind, kind, &name, Some(&cached), prepared, &parent_uid);
                     Child { kind: kind.clone(), name, action, warning }
                 }
                 None => Child { kind: kind.clone(), name, action: Action::Create(prepared), warning: None },

@@ -49,7 +49,7 @@ pub(crate) fn mapper(
 ) -> impl Fn(DynamicObject) -> Vec<ObjectRef<DynamicObject>> + Send + Sync + 'static {
     let child_kind = manifest.children.contains(kind);
     let related_kind = manifest.related.contains(kind);
-    let parent_namespaced = manifest.parent.namespaced;
+    let parent_namespaced = manifest.parent.as_ref().is_some_and(|p| p.namespaced);
     move |object| {
         let mut parents = Vec::new();
         if child_kind {

@@ -1,31 +1,72 @@
 //! One fresh instance of a plugin: the calls of one reconcile (`related`, then
-//! `reconcile`) run in it, each with the whole of the plugin's limits.
+//! `reconcile`), or one event's `handle`, run in it, each with the whole of the plugin's
+//! limits. The component may be built against any contract version the host runs; each
+//! call is made through that version's bindings.
 
 use serde_json::Value;
 
-use super::contract::{MalformedAnswer, bindings, wit};
+use super::contract::{MalformedAnswer, Version, bindings, bindings_0_1_0, wit, wit_0_1_0};
 use super::engine::Engine;
 use super::pool::{Permit, PoolSlots};
 use super::sandbox::failure::CallError;
 use super::sandbox::limits::Limits;
 use super::sandbox::{self, CallState};
-use kubewasm_contract::{KindRef, Query, Request, Response};
+use kubewasm_contract::{KindRef, Manifest, ObjectEvent, Query, Request, Response};
+
+/// A component, compiled and linked, ready to instantiate: through the bindings of the
+/// contract version it was built against.
+pub(crate) enum Pre {
+    Current(bindings::PluginPre<CallState>),
+    V0_1_0(bindings_0_1_0::PluginPre<CallState>),
+}
+
+impl Pre {
+    /// The bindings of `version` over `pre`; fails when the component lacks an export
+    /// of that version.
+    pub(crate) fn new(version: Version, pre: wasmtime::component::InstancePre<CallState>) -> wasmtime::Result<Self> {
+        Ok(match version {
+            Version::Current => Self::Current(bindings::PluginPre::new(pre)?),
+            Version::V0_1_0 => Self::V0_1_0(bindings_0_1_0::PluginPre::new(pre)?),
+        })
+    }
+
+    /// The contract version the component was built against.
+    pub(crate) fn version(&self) -> Version {
+        match self {
+            Self::Current(_) => Version::Current,
+            Self::V0_1_0(_) => Version::V0_1_0,
+        }
+    }
+
+    fn instantiate(&self, store: &mut wasmtime::Store<CallState>) -> wasmtime::Result<Exports> {
+        Ok(match self {
+            Self::Current(pre) => Exports::Current(pre.instantiate(store)?),
+            Self::V0_1_0(pre) => Exports::V0_1_0(pre.instantiate(store)?),
+        })
+    }
+}
+
+/// An instantiated component's exports, of its contract version.
+pub(crate) enum Exports {
+    Current(bindings::Plugin),
+    V0_1_0(bindings_0_1_0::Plugin),
+}
 
 /// One fresh sandbox of a plugin, from [`Plugin::instance`](super::Plugin::instance).
 ///
 /// Costs: creating it takes the plugin's slots of the engine's instance pool (waiting,
 /// when the pool is full, until they are free) and gives them back when it is dropped;
 /// the component is instantiated at the first call (tens of microseconds). Create one
-/// per reconcile: nothing a plugin does in it survives to the next.
+/// per reconcile or event: nothing a plugin does in it survives to the next.
 pub struct Instance<'a> {
-    pre: &'a bindings::PluginPre<CallState>,
+    pre: &'a Pre,
     /// The plugin's name (its file before it described itself), in errors and logs.
     label: &'a str,
     /// The kinds `related` may ask for.
     related: &'a [KindRef],
     limits: Limits,
     store: wasmtime::Store<CallState>,
-    exports: Option<bindings::Plugin>,
+    exports: Option<Exports>,
     /// Given back after the store (declared after it, so dropped after it) has freed
     /// the pool's slots.
     _permit: Option<Permit>,
@@ -35,7 +76,7 @@ impl<'a> Instance<'a> {
     /// Waits, when the engine pools instances, until the pool has `slots` free.
     pub(crate) fn new(
         engine: &Engine,
-        pre: &'a bindings::PluginPre<CallState>,
+        pre: &'a Pre,
         slots: PoolSlots,
         label: &'a str,
         related: &'a [KindRef],
@@ -54,6 +95,14 @@ impl<'a> Instance<'a> {
         Ok(())
     }
 
+    /// What the plugin says it is: the load's self-test.
+    pub(crate) fn describe(&mut self) -> Result<Manifest, CallError> {
+        self.call("describe", |store, exports| match exports {
+            Exports::Current(e) => e.kubewasm_reconciler_plugin_info().call_describe(store).map(Manifest::from),
+            Exports::V0_1_0(e) => e.kubewasm_reconciler_reconciler().call_describe(store).map(Manifest::from),
+        })
+    }
+
     /// The related objects the plugin wants for `parent`; not asked (an empty list)
     /// when the manifest declares no related kinds.
     ///
@@ -67,10 +116,16 @@ impl<'a> Instance<'a> {
             return Ok(Vec::new());
         }
         let parent = parent.to_string();
-        let queries = self.call("related", |store, instance| {
-            instance.kubewasm_reconciler_reconciler().call_related(store, &parent)
+        let queries: Vec<Query> = self.call("related", |store, exports| match exports {
+            Exports::Current(e) => e
+                .kubewasm_reconciler_reconciler()
+                .call_related(&mut *store, &parent)
+                .map(|qs| qs.into_iter().map(Query::from).collect()),
+            Exports::V0_1_0(e) => e
+                .kubewasm_reconciler_reconciler()
+                .call_related(&mut *store, &parent)
+                .map(|qs| qs.into_iter().map(Query::from).collect()),
         })?;
-        let queries: Vec<Query> = queries.into_iter().map(Query::from).collect();
         if let Some(q) = queries.iter().find(|q| !self.related.contains(&q.kind)) {
             return Err(CallError::Malformed {
                 plugin: self.label.to_string(),
@@ -87,25 +142,60 @@ impl<'a> Instance<'a> {
     ///
     /// A [`CallError`] saying what went wrong.
     pub fn reconcile(&mut self, request: &Request) -> Result<Response, CallError> {
-        let wire = wit::Request::from(request);
-        let answer = self.call("reconcile", |store, instance| {
-            instance.kubewasm_reconciler_reconciler().call_reconcile(store, &wire)
-        })?;
-        let plugin = || self.label.to_string();
-        match answer {
-            Ok(response) => {
-                Response::try_from(response).map_err(|e| CallError::Malformed { plugin: plugin(), source: e.into() })
+        let plugin = self.label.to_string();
+        let answer = self.call("reconcile", |store, exports| match exports {
+            Exports::Current(e) => {
+                let wire = wit::Request::from(request);
+                e.kubewasm_reconciler_reconciler().call_reconcile(store, &wire).map(|answer| {
+                    answer.map(Response::try_from).map_err(|e| CallError::Plugin {
+                        plugin: plugin.clone(),
+                        message: e.message,
+                        retryable: e.retryable,
+                    })
+                })
             }
-            Err(e) => Err(CallError::Plugin { plugin: plugin(), message: e.message, retryable: e.retryable }),
-        }
+            Exports::V0_1_0(e) => {
+                let wire = wit_0_1_0::Request::from(request);
+                e.kubewasm_reconciler_reconciler().call_reconcile(store, &wire).map(|answer| {
+                    answer.map(Response::try_from).map_err(|e| CallError::Plugin {
+                        plugin: plugin.clone(),
+                        message: e.message,
+                        retryable: e.retryable,
+                    })
+                })
+            }
+        })?;
+        answer?.map_err(|e| CallError::Malformed { plugin, source: e.into() })
     }
 
-    /// Calls the export `name` through `f`, instantiating first if this is the first
-    /// call, with the whole deadline and log budget.
+    /// Hands the plugin's handler one change of a watched object.
+    ///
+    /// # Errors
+    ///
+    /// A [`CallError`] saying what went wrong; [`CallError::Plugin`] for the handler's
+    /// own error (retryable or not, as it says).
+    pub fn handle(&mut self, event: &ObjectEvent) -> Result<(), CallError> {
+        let plugin = self.label.to_string();
+        let answer = self.call("handle", |store, exports| match exports {
+            Exports::Current(e) => {
+                let wire = wit::ObjectEvent::from(event);
+                e.kubewasm_reconciler_handler().call_handle(store, &wire)
+            }
+            // Its manifest has no watches: nothing is delivered to it.
+            Exports::V0_1_0(_) => Ok(Err(wit::ReconcileError {
+                message: "built against contract 0.1.0, which has no handler".into(),
+                retryable: false,
+            })),
+        })?;
+        answer.map_err(|e| CallError::Plugin { plugin, message: e.message, retryable: e.retryable })
+    }
+
+    /// Calls an export through `f`, `name` naming it in errors, instantiating first if
+    /// this is the first call, with the whole deadline and log budget.
     pub(crate) fn call<R>(
         &mut self,
         name: &'static str,
-        f: impl FnOnce(&mut wasmtime::Store<CallState>, &bindings::Plugin) -> wasmtime::Result<R>,
+        f: impl FnOnce(&mut wasmtime::Store<CallState>, &Exports) -> wasmtime::Result<R>,
     ) -> Result<R, CallError> {
         sandbox::rearm(&mut self.store, self.limits);
         let result = match &self.exports {

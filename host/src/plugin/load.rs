@@ -8,11 +8,10 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
-use super::contract::{CONTRACT_VERSION, EXPORT_PREFIX, bindings};
+use super::contract::{PACKAGE, SUPPORTED_VERSIONS, Version};
 use super::engine::Engine;
-use super::instance::Instance;
+use super::instance::{Instance, Pre};
 use super::pool::PoolSlots;
-use super::sandbox::CallState;
 use super::sandbox::failure::{self, CallError};
 use super::sandbox::limits::Limits;
 use kubewasm_contract::{Manifest, ManifestError};
@@ -28,16 +27,17 @@ pub enum LoadError {
     /// WebAssembly the compiler refused (malformed, or a feature the host does not enable).
     #[error("{origin}: cannot be compiled: {source:#}")]
     Compile { origin: String, source: wasmtime::Error },
-    /// A component that does not export the reconciler interface at all.
+    /// A component that exports no interface of the contract at all.
     #[error(
-        "{origin}: not a kubewasm plugin: it does not export kubewasm:reconciler/reconciler (its exports: {exports})"
+        "{origin}: not a kubewasm plugin: it does not export kubewasm:reconciler/plugin-info (its exports: {exports})"
     )]
     NotAPlugin { origin: String, exports: String },
     /// A plugin built against another version of the contract.
     #[error(
-        "{origin}: built against contract kubewasm:reconciler@{found}, but this host supports {supported}; rebuild it with a matching kubewasm-sdk"
+        "{origin}: built against contract kubewasm:reconciler@{found}, but this host supports {}; rebuild it with a matching kubewasm-sdk",
+        supported.join(" and ")
     )]
-    ContractVersion { origin: String, found: String, supported: &'static str },
+    ContractVersion { origin: String, found: String, supported: &'static [&'static str] },
     /// One instance of the plugin needs more of the instance pool than it has: no call
     /// could ever run.
     #[error(
@@ -48,7 +48,8 @@ pub enum LoadError {
     /// What one instance needs of the pool cannot be counted.
     #[error("{origin}: cannot be pooled: {why}")]
     Unpoolable { origin: String, why: String },
-    /// The plugin imports something the host does not offer (a plugin may only log).
+    /// The plugin imports something the host does not offer (a plugin may log and send
+    /// HTTP requests, nothing else).
     #[error("{origin}: cannot be linked: {source:#}")]
     Link { origin: String, source: wasmtime::Error },
     /// `describe` failed: the load self-test.
@@ -71,7 +72,7 @@ pub(crate) struct Loaded {
     pub(crate) hash: String,
     /// Whether the compiled code came from the engine's cache.
     pub(crate) cached: bool,
-    pub(crate) pre: bindings::PluginPre<CallState>,
+    pub(crate) pre: Pre,
     /// What each call's instance takes from the engine's pool.
     pub(crate) slots: PoolSlots,
     pub(crate) manifest: Manifest,
@@ -87,10 +88,10 @@ pub(crate) fn load(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Loaded
     let hash = digest(bytes);
     let (component, cached) =
         engine.compile(bytes, &hash).map_err(|source| LoadError::Compile { origin: origin.clone(), source })?;
-    check_contract(engine, &component, &origin)?;
+    let version = check_contract(engine, &component, &origin)?;
     let link = |source: wasmtime::Error| LoadError::Link { origin: origin.clone(), source };
     let instance_pre = engine.linker().instantiate_pre(&component).map_err(link)?;
-    let pre = bindings::PluginPre::new(instance_pre).map_err(link)?;
+    let pre = Pre::new(version, instance_pre).map_err(link)?;
 
     // The core instances the component's sections ask for, then one more each time
     // the store's limit stops the instantiation: wasmtime adds adapter modules
@@ -114,11 +115,8 @@ pub(crate) fn load(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Loaded
             }
         }
     };
-    let manifest = instance
-        .call("describe", |store, instance| instance.kubewasm_reconciler_reconciler().call_describe(store))
-        .map_err(|source| LoadError::Describe { origin: origin.clone(), source })?;
+    let manifest = instance.describe().map_err(|source| LoadError::Describe { origin: origin.clone(), source })?;
     drop(instance);
-    let manifest = Manifest::from(manifest);
     manifest.check().map_err(|source| LoadError::InvalidManifest { origin: origin.clone(), source })?;
     let crds = parse_crds(&manifest.crds, &origin)?;
     Ok(Loaded { hash, cached, pre, slots, manifest, crds })
@@ -163,14 +161,20 @@ fn check_header(bytes: &[u8]) -> Result<(), &'static str> {
     Ok(())
 }
 
-fn check_contract(engine: &Engine, component: &Component, origin: &str) -> Result<(), LoadError> {
+/// The contract version the component was built against, from its exports.
+fn check_contract(engine: &Engine, component: &Component, origin: &str) -> Result<Version, LoadError> {
     let ty = component.component_type();
     let exports: Vec<&str> = ty.exports(engine.wasmtime()).map(|(name, _)| name).collect();
-    match exports.iter().find_map(|name| name.strip_prefix(EXPORT_PREFIX)) {
-        Some(CONTRACT_VERSION) => Ok(()),
-        Some(found) => {
-            Err(LoadError::ContractVersion { origin: origin.into(), found: found.into(), supported: CONTRACT_VERSION })
-        }
+    if let Some(version) = Version::of_exports(&exports) {
+        return Ok(version);
+    }
+    let prefix = format!("{PACKAGE}/");
+    match exports.iter().find_map(|name| name.strip_prefix(&prefix)?.split_once('@')) {
+        Some((_, found)) => Err(LoadError::ContractVersion {
+            origin: origin.into(),
+            found: found.into(),
+            supported: SUPPORTED_VERSIONS,
+        }),
         None => Err(LoadError::NotAPlugin {
             origin: origin.into(),
             exports: if exports.is_empty() { "none".into() } else { exports.join(", ") },

@@ -23,7 +23,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-pub use contract::{CONTRACT_VERSION, MalformedAnswer};
+pub use contract::{CONTRACT_VERSION, MalformedAnswer, SUPPORTED_VERSIONS, Version};
 pub use engine::{Engine, EngineOptions};
 pub use instance::Instance;
 pub use load::{LoadError, digest};
@@ -34,8 +34,8 @@ pub use settings::{InvalidSettings, Settings, SettingsError};
 // The contract's types and the check of an answer live in one crate the SDK shares, so
 // a plugin's native tests refuse exactly what the host refuses.
 pub use kubewasm_contract::{
-    Event, EventType, KindRef, LabelOperator, Limits as DeclaredLimits, Manifest, Query, Refusal, Request, Requirement,
-    Response, Selector, validate, view,
+    Change, Event, EventType, HttpError, HttpRequest, HttpResponse, KindRef, LabelOperator, Limits as DeclaredLimits,
+    Manifest, ObjectEvent, Query, Refusal, Request, Requirement, Response, Selector, Watch, validate, view,
 };
 
 /// A compiled, linked and described plugin, ready to be called any number of times
@@ -111,6 +111,11 @@ impl Plugin {
         &self.loaded.hash
     }
 
+    /// The contract version the component was built against.
+    pub fn contract(&self) -> Version {
+        self.loaded.pre.version()
+    }
+
     /// Whether the compiled code came from the engine's cache rather than the
     /// compiler.
     pub fn from_cache(&self) -> bool {
@@ -154,5 +159,14 @@ impl Plugin {
     /// A [`CallError`] saying what went wrong.
     pub fn reconcile(&self, request: &Request) -> Result<Response, CallError> {
         self.instance().reconcile(request)
+    }
+
+    /// One event, in a fresh instance; see [`Instance::handle`].
+    ///
+    /// # Errors
+    ///
+    /// A [`CallError`] saying what went wrong.
+    pub fn handle(&self, event: &ObjectEvent) -> Result<(), CallError> {
+        self.instance().handle(event)
     }
 }

@@ -277,7 +277,7 @@ mod tests {
     fn manifest_declares_parent_children_and_crd() {
         let manifest = testing::describe::<DemoApplicationReconciler>();
         assert_eq!(manifest.name, "demo-application");
-        assert_eq!(manifest.parent.plural, "demoapplications");
+        assert_eq!(manifest.parent.map(|p| p.plural).as_deref(), Some("demoapplications"));
         assert_eq!(manifest.children, [KindRef::of::<Deployment>(), KindRef::of::<Service>()]);
         assert!(manifest.crds[0].contains("name: demoapplications.paas.cmft.com"));
     }

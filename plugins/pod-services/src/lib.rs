@@ -149,7 +149,7 @@ mod tests {
     fn manifest_owns_no_children() {
         let manifest = testing::describe::<PodServices>();
         assert_eq!(manifest.name, "pod-services");
-        assert_eq!(manifest.parent, KindRef::of::<Pod>());
+        assert_eq!(manifest.parent, Some(KindRef::of::<Pod>()));
         assert!(manifest.children.is_empty());
         assert!(manifest.crds.is_empty());
         assert_eq!(manifest.related, [KindRef::of::<Service>()]);

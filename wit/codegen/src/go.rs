@@ -1121,10 +1121,19 @@ fn write_constants<'n>(out: &mut String, doc: &str, prefix: &str, names: impl It
 }
 
 /// Lines `name type` with the types in one column, as gofmt aligns them.
+///
+/// As gofmt aligns them: the lines of a multi-line type end a run of aligned fields, so
+/// each run (up to and including the first line of a multi-line field) is aligned alone.
 fn write_aligned(out: &mut String, prefix: &str, fields: &[(String, String)]) {
-    let width = fields.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
-    for (name, ty) in fields {
-        let _ = writeln!(out, "{prefix}{name:width$} {ty}");
+    let mut rest = fields;
+    while !rest.is_empty() {
+        let end = rest.iter().position(|(_, ty)| ty.contains('\n')).map_or(rest.len(), |i| i + 1);
+        let (run, after) = rest.split_at(end);
+        let width = run.iter().map(|(n, _)| n.len()).max().unwrap_or(0);
+        for (name, ty) in run {
+            let _ = writeln!(out, "{prefix}{name:width$} {ty}");
+        }
+        rest = after;
     }
 }
 

@@ -1,7 +1,8 @@
 //! The `kubewasm:reconciler` contract in Rust, written once for both sides: the host
 //! decodes a plugin's answer into these types and checks it with [`validate`]; the
 //! SDK builds them, and its test harness runs the very same check, so a plugin whose
-//! native tests pass is not refused by the host.
+//! native tests pass is not refused by the host. Beside a reconcile's [`Request`] and
+//! [`Response`], an event handler's [`ObjectEvent`] and the outbound [`HttpRequest`].
 //!
 //! [`view`] says what a plugin is shown of the cluster, for the host's controllers,
 //! `kubewasm render` and the SDK's tests alike; [`wit`] converts these types from and to
@@ -11,6 +12,8 @@
 // Accessors like `Object::name` have nothing to add beyond their name.
 #![allow(clippy::must_use_candidate, clippy::missing_panics_doc)]
 
+mod event;
+mod http;
 mod kind;
 mod manifest;
 mod object;
@@ -21,8 +24,10 @@ mod validate;
 pub mod view;
 pub mod wit;
 
+pub use event::{Change, ObjectEvent};
+pub use http::{HttpError, HttpRequest, HttpResponse};
 pub use kind::KindRef;
-pub use manifest::{Limits, Manifest, ManifestError};
+pub use manifest::{Limits, Manifest, ManifestError, Watch};
 pub use object::Object;
 pub use query::{LabelOperator, Query, Requirement, Selector};
 pub use request::Request;

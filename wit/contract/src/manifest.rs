@@ -1,4 +1,5 @@
-//! The plugin's self-description: parent, owned children, related kinds, CRDs, limits.
+//! The plugin's self-description: parent, owned children, related kinds, CRDs, limits,
+//! the kinds whose changes it handles and the URLs it needs.
 
 use std::fmt;
 use std::time::Duration;
@@ -25,11 +26,47 @@ impl Limits {
     }
 }
 
-/// What a plugin reconciles, owns and reads.
+/// A kind whose changes a plugin's event handler receives, object by object.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Watch {
+    pub kind: KindRef,
+    /// A label selector in Kubernetes' text form (`app=web,tier notin (db)`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub label_selector: Option<String>,
+    /// A field selector in Kubernetes' text form (`metadata.name=web`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub field_selector: Option<String>,
+}
+
+impl Watch {
+    /// Every object of `kind`.
+    pub fn new(kind: KindRef) -> Self {
+        Self { kind, label_selector: None, field_selector: None }
+    }
+
+    /// Only objects whose labels match `selector` (`app=web,tier notin (db)`).
+    #[must_use]
+    pub fn labels(mut self, selector: &str) -> Self {
+        self.label_selector = Some(selector.into());
+        self
+    }
+
+    /// Only objects whose fields match `selector` (`metadata.name=web`).
+    #[must_use]
+    pub fn fields(mut self, selector: &str) -> Self {
+        self.field_selector = Some(selector.into());
+        self
+    }
+}
+
+/// What a plugin reconciles, owns, reads, handles and reaches.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize)]
 pub struct Manifest {
     pub name: String,
-    pub parent: KindRef,
+    /// The kind it reconciles; `None` for a plugin that only handles events.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub parent: Option<KindRef>,
     pub children: Vec<KindRef>,
     pub related: Vec<KindRef>,
     pub finalizer: bool,
@@ -37,19 +74,34 @@ pub struct Manifest {
     #[serde(skip)]
     pub crds: Vec<String>,
     pub limits: Limits,
+    /// Kinds whose added, updated and deleted objects the plugin's handler receives.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub watches: Vec<Watch>,
+    /// URLs the plugin needs to reach, in Spin's `allowed_outbound_hosts` syntax; the
+    /// operator grants them, or fewer.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub outbound: Vec<String>,
 }
 
 impl Manifest {
     /// A plugin named `name` (a DNS label) reconciling objects of `parent`.
     pub fn new(name: &str, parent: KindRef) -> Self {
+        Self { parent: Some(parent), ..Self::handler(name) }
+    }
+
+    /// A plugin named `name` that reconciles nothing: it handles the changes of the
+    /// kinds it [`watch`](Manifest::watch)es.
+    pub fn handler(name: &str) -> Self {
         Self {
             name: name.into(),
-            parent,
+            parent: None,
             children: Vec::new(),
             related: Vec::new(),
             finalizer: false,
             crds: Vec::new(),
             limits: Limits::default(),
+            watches: Vec::new(),
+            outbound: Vec::new(),
         }
     }
 
@@ -88,6 +140,21 @@ impl Manifest {
         self
     }
 
+    /// Hand the plugin's handler every added, updated and deleted object `watch` selects.
+    #[must_use]
+    pub fn watch(mut self, watch: Watch) -> Self {
+        self.watches.push(watch);
+        self
+    }
+
+    /// Ask for the URLs `pattern` allows (`https://hooks.slack.com`,
+    /// `http://*.svc.cluster.local:8080`): the operator must grant them too.
+    #[must_use]
+    pub fn outbound(mut self, pattern: &str) -> Self {
+        self.outbound.push(pattern.into());
+        self
+    }
+
     /// The field manager the host applies this plugin's objects with.
     pub fn field_manager(&self) -> String {
         format!("kubewasm.{}", self.name)
@@ -98,15 +165,16 @@ impl Manifest {
         format!("kubewasm.io/{}", self.name)
     }
 
-    /// Whether `other` watches, owns and reads the same kinds and holds the same
-    /// finalizer: then a new version can take over a running controller; otherwise
-    /// the controller must be restarted.
+    /// Whether `other` watches, owns and reads the same kinds, holds the same finalizer
+    /// and handles the same watches: then a new version can take over a running
+    /// controller and event handler; otherwise they must be restarted.
     pub fn same_contract(&self, other: &Manifest) -> bool {
         self.name == other.name
             && self.parent == other.parent
             && self.children == other.children
             && self.related == other.related
             && self.finalizer == other.finalizer
+            && self.watches == other.watches
     }
 
     /// What the host checks at load, so that every later use can rely on it. (The
@@ -122,13 +190,30 @@ impl Manifest {
                 self.name
             )));
         }
-        let kinds = std::iter::once(("parent", &self.parent))
+        if self.parent.is_none() {
+            if self.watches.is_empty() {
+                return Err(ManifestError("a plugin needs a parent to reconcile or watches to handle, or both".into()));
+            }
+            if !self.children.is_empty() || !self.related.is_empty() || self.finalizer {
+                return Err(ManifestError(
+                    "children, related and finalizer belong to a reconciler: they need a parent".into(),
+                ));
+            }
+        }
+        let kinds = self
+            .parent
+            .iter()
+            .map(|k| ("parent", k))
             .chain(self.children.iter().map(|k| ("children", k)))
-            .chain(self.related.iter().map(|k| ("related", k)));
+            .chain(self.related.iter().map(|k| ("related", k)))
+            .chain(self.watches.iter().map(|w| ("watches", &w.kind)));
         for (field, k) in kinds {
             if k.version.is_empty() || k.kind.is_empty() || k.plural.is_empty() {
                 return Err(ManifestError(format!("{field}: {k} needs a version, a kind and a plural")));
             }
+        }
+        if let Some(pattern) = self.outbound.iter().find(|p| p.trim().is_empty()) {
+            return Err(ManifestError(format!("outbound: {pattern:?} is empty; give scheme://host[:port]")));
         }
         if self.limits.deadline_ms == Some(0) || self.limits.memory_mib == Some(0) {
             return Err(ManifestError("limits: a deadline or memory limit of 0 leaves nothing to run".into()));
@@ -181,5 +266,17 @@ mod tests {
             "",
         ));
         assert!(m.check().unwrap_err().0.starts_with("children: apps/v1 Deployment"), "{:?}", m.check());
+    }
+
+    #[test]
+    fn a_plugin_without_parent_handles_events_and_owns_nothing() {
+        let none = Manifest::handler("kw");
+        assert!(none.check().unwrap_err().0.contains("a parent to reconcile or watches to handle"));
+        let watcher = Manifest::handler("kw").watch(Watch::new(KindRef::namespaced("", "v1", "Pod", "pods")));
+        assert_eq!(watcher.check(), Ok(()));
+        let owner = watcher.clone().child(KindRef::namespaced("", "v1", "ConfigMap", "configmaps"));
+        assert!(owner.check().unwrap_err().0.contains("need a parent"), "{:?}", owner.check());
+        let bad_watch = Manifest::handler("kw").watch(Watch::new(KindRef::namespaced("", "v1", "Pod", "")));
+        assert!(bad_watch.check().unwrap_err().0.starts_with("watches: v1 Pod"), "{:?}", bad_watch.check());
     }
 }

@@ -40,7 +40,12 @@ impl std::error::Error for Refusal {}
 /// A [`Refusal`] listing every problem found.
 pub fn validate(manifest: &Manifest, parent: &Value, mut response: Response) -> Result<Response, Refusal> {
     let mut problems = Vec::new();
-    let parent_ns = manifest.parent.namespaced.then(|| parent["metadata"]["namespace"].as_str()).flatten();
+    let parent_ns = manifest
+        .parent
+        .as_ref()
+        .is_some_and(|k| k.namespaced)
+        .then(|| parent["metadata"]["namespace"].as_str())
+        .flatten();
     let mut seen = HashSet::new();
     let mut total = 0;
 

@@ -96,7 +96,7 @@ macro_rules! same {
         }
     )*};
 }
-same!(String, bool, u8, u16, u32, u64, i8, i16, i32, i64, f32, f64, char);
+same!(String, bool, u8, u16, u32, u64, i8, i16, i32, i64, f32, f64, char, (String, String));
 
 impl<W, T: Lower<W>> Lower<Vec<W>> for Vec<T> {
     fn lower(&self) -> Vec<W> {
@@ -179,13 +179,16 @@ impl Lift<u64> for Duration {
     }
 }
 
-/// The conversions between the WIT records of `kubewasm:reconciler/types`, generated
-/// into the module at the given path, and this crate's types. Invoke it once per crate,
-/// where the path resolves:
+/// The conversions between the WIT records of `kubewasm:reconciler` (its `types` and
+/// `http` interfaces), generated into the module at the given path, and this crate's
+/// types. Invoke it once per crate, where the path resolves:
 ///
 /// ```ignore
-/// kubewasm_contract::wit_conversions!(bindings::kubewasm::reconciler::types);
+/// kubewasm_contract::wit_conversions!(bindings::kubewasm::reconciler);
 /// ```
+///
+/// `wit_conversions!(v0_1_0 path)` converts the records of contract 0.1.0 that are the
+/// same in 0.2.0 (everything but the manifest), for a host that runs both.
 ///
 /// Each line of the table says how a type of this crate crosses: `record` (fields of the
 /// same names, or `ours = theirs` where they differ; `as "label"` names the field in a
@@ -194,30 +197,65 @@ impl Lift<u64> for Duration {
 /// one payload each).
 #[macro_export]
 macro_rules! wit_conversions {
-    ($($wit:ident)::+) => {
-        // The impls apply crate-wide; the block only scopes the alias of the records' module.
+    (v0_1_0 $($wit:ident)::+) => {
         const _: () = {
-            use $($wit)::+ as __wit;
+            use $($wit)::+::types as __wit;
+            $crate::__wit_shared_types! {}
+        };
+    };
+    ($($wit:ident)::+) => {
+        // The impls apply crate-wide; the blocks only scope the alias of the records' module.
+        const _: () = {
+            use $($wit)::+::types as __wit;
+            $crate::__wit_shared_types! {}
             $crate::__wit_table! {
-                record KindRef = KindRef { group, version, kind, plural, namespaced }
-                record Limits = Limits { deadline_ms, memory_mib }
-                record Manifest = Manifest { name, parent, children, related, finalizer, crds, limits }
-                enum LabelOperator = LabelOperator { In, NotIn, Exists, DoesNotExist }
-                record Requirement = LabelRequirement { key, operator, values }
-                variant Selector = Selector { All, Names(names), Labels(requirements) }
-                record Query = Query { kind, namespace, selector }
-                json record Request = Request {
-                    parent, children as "child", related as "related object", finalizing, now, config,
+                record Watch = Watch { kind, label_selector, field_selector }
+                record Manifest = Manifest {
+                    name, parent, children, related, finalizer, crds, limits, watches, outbound,
                 }
-                enum EventType = EventType { Normal, Warning }
-                record Event = Event { type_, reason, message }
-                json record Response = Response {
-                    children as "child", status, labels, annotations, requeue_after = requeue_after_ms, events,
-                    finalized,
+                enum Change = Change { Added, Updated, Deleted }
+                json record ObjectEvent = ObjectEvent {
+                    change, kind, object, old_object as "old object", initial, final_state_unknown, delivery_id,
+                    attempt, now, config,
                 }
-                record Error = ReconcileError { message, retryable }
             }
         };
+        const _: () = {
+            use $($wit)::+::http as __wit;
+            $crate::__wit_table! {
+                record HttpRequest = HttpRequest { method, url, headers, body, timeout_ms }
+                record HttpResponse = HttpResponse { status, headers, body }
+                variant HttpError = HttpError {
+                    Denied(message), Timeout(message), TooLarge(message), TooManyRequests(message), Failed(message),
+                }
+            }
+        };
+    };
+}
+
+/// The records of `types` that contract versions 0.1.0 and 0.2.0 share.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __wit_shared_types {
+    () => {
+        $crate::__wit_table! {
+            record KindRef = KindRef { group, version, kind, plural, namespaced }
+            record Limits = Limits { deadline_ms, memory_mib }
+            enum LabelOperator = LabelOperator { In, NotIn, Exists, DoesNotExist }
+            record Requirement = LabelRequirement { key, operator, values }
+            variant Selector = Selector { All, Names(names), Labels(requirements) }
+            record Query = Query { kind, namespace, selector }
+            json record Request = Request {
+                parent, children as "child", related as "related object", finalizing, now, config,
+            }
+            enum EventType = EventType { Normal, Warning }
+            record Event = Event { type_, reason, message }
+            json record Response = Response {
+                children as "child", status, labels, annotations, requeue_after = requeue_after_ms, events,
+                finalized,
+            }
+            record Error = ReconcileError { message, retryable }
+        }
     };
 }
 

@@ -104,56 +104,129 @@ func liftFlatLimits(m cabi.Memory, f *cabi.Flat) Limits {
 	return v
 }
 
+// Watch is the WIT record `watch`.
+//
+// A kind whose changes the plugin's `handler` receives, object by object.
+type Watch struct {
+	Kind          KindRef
+	LabelSelector *string
+	FieldSelector *string
+}
+
+func storeWatch(m cabi.Memory, at uint32, v Watch) { // 60 bytes, aligned to 4
+	storeKindRef(m, at, v.Kind)
+	cabi.PutOption(m, at+36, 4, v.LabelSelector, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
+	cabi.PutOption(m, at+48, 4, v.FieldSelector, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
+}
+
+func loadWatch(m cabi.Memory, at uint32) Watch {
+	var v Watch
+	v.Kind = loadKindRef(m, at)
+	v.LabelSelector = cabi.GetOption(m, at+36, 4, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
+	v.FieldSelector = cabi.GetOption(m, at+48, 4, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
+	return v
+}
+
+func lowerFlatWatch(m cabi.Memory, f *cabi.Flat, v Watch) {
+	lowerFlatKindRef(m, f, v.Kind)
+	cabi.LowerFlatOption(f, 2, v.LabelSelector, func(f *cabi.Flat, v string) {
+		cabi.LowerFlatString(m, f, v)
+	})
+	cabi.LowerFlatOption(f, 2, v.FieldSelector, func(f *cabi.Flat, v string) {
+		cabi.LowerFlatString(m, f, v)
+	})
+}
+
+func liftFlatWatch(m cabi.Memory, f *cabi.Flat) Watch {
+	var v Watch
+	v.Kind = liftFlatKindRef(m, f)
+	v.LabelSelector = cabi.LiftFlatOption(f, 2, func(f *cabi.Flat) string {
+		return cabi.LiftFlatString(m, f)
+	})
+	v.FieldSelector = cabi.LiftFlatOption(f, 2, func(f *cabi.Flat) string {
+		return cabi.LiftFlatString(m, f)
+	})
+	return v
+}
+
 // Manifest is the WIT record `manifest`.
 //
 // What a plugin is: returned once by `describe`, when the host loads it.
 type Manifest struct {
 	Name      string
-	Parent    KindRef
+	Parent    *KindRef
 	Children  []KindRef
 	Related   []KindRef
 	Finalizer bool
 	Crds      []string
 	Limits    Limits
+	Watches   []Watch
+	Outbound  []string
 }
 
-func storeManifest(m cabi.Memory, at uint32, v Manifest) { // 88 bytes, aligned to 4
+func storeManifest(m cabi.Memory, at uint32, v Manifest) { // 108 bytes, aligned to 4
 	cabi.PutString(m, at, v.Name)
-	storeKindRef(m, at+8, v.Parent)
-	cabi.PutList(m, at+44, v.Children, 36, 4, func(at uint32, v KindRef) {
+	cabi.PutOption(m, at+8, 4, v.Parent, func(at uint32, v KindRef) {
 		storeKindRef(m, at, v)
 	})
-	cabi.PutList(m, at+52, v.Related, 36, 4, func(at uint32, v KindRef) {
+	cabi.PutList(m, at+48, v.Children, 36, 4, func(at uint32, v KindRef) {
 		storeKindRef(m, at, v)
 	})
-	cabi.PutBool(m, at+60, v.Finalizer)
-	cabi.PutList(m, at+64, v.Crds, 8, 4, func(at uint32, v string) {
+	cabi.PutList(m, at+56, v.Related, 36, 4, func(at uint32, v KindRef) {
+		storeKindRef(m, at, v)
+	})
+	cabi.PutBool(m, at+64, v.Finalizer)
+	cabi.PutList(m, at+68, v.Crds, 8, 4, func(at uint32, v string) {
 		cabi.PutString(m, at, v)
 	})
-	storeLimits(m, at+72, v.Limits)
+	storeLimits(m, at+76, v.Limits)
+	cabi.PutList(m, at+92, v.Watches, 60, 4, func(at uint32, v Watch) {
+		storeWatch(m, at, v)
+	})
+	cabi.PutList(m, at+100, v.Outbound, 8, 4, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
 }
 
 func loadManifest(m cabi.Memory, at uint32) Manifest {
 	var v Manifest
 	v.Name = cabi.GetString(m, at)
-	v.Parent = loadKindRef(m, at+8)
-	v.Children = cabi.GetList(m, at+44, 36, func(at uint32) KindRef {
+	v.Parent = cabi.GetOption(m, at+8, 4, func(at uint32) KindRef {
 		return loadKindRef(m, at)
 	})
-	v.Related = cabi.GetList(m, at+52, 36, func(at uint32) KindRef {
+	v.Children = cabi.GetList(m, at+48, 36, func(at uint32) KindRef {
 		return loadKindRef(m, at)
 	})
-	v.Finalizer = cabi.GetBool(m, at+60)
-	v.Crds = cabi.GetList(m, at+64, 8, func(at uint32) string {
+	v.Related = cabi.GetList(m, at+56, 36, func(at uint32) KindRef {
+		return loadKindRef(m, at)
+	})
+	v.Finalizer = cabi.GetBool(m, at+64)
+	v.Crds = cabi.GetList(m, at+68, 8, func(at uint32) string {
 		return cabi.GetString(m, at)
 	})
-	v.Limits = loadLimits(m, at+72)
+	v.Limits = loadLimits(m, at+76)
+	v.Watches = cabi.GetList(m, at+92, 60, func(at uint32) Watch {
+		return loadWatch(m, at)
+	})
+	v.Outbound = cabi.GetList(m, at+100, 8, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
 	return v
 }
 
 func lowerFlatManifest(m cabi.Memory, f *cabi.Flat, v Manifest) {
 	cabi.LowerFlatString(m, f, v.Name)
-	lowerFlatKindRef(m, f, v.Parent)
+	cabi.LowerFlatOption(f, 9, v.Parent, func(f *cabi.Flat, v KindRef) {
+		lowerFlatKindRef(m, f, v)
+	})
 	cabi.LowerFlatList(m, f, v.Children, 36, 4, func(at uint32, v KindRef) {
 		storeKindRef(m, at, v)
 	})
@@ -165,12 +238,20 @@ func lowerFlatManifest(m cabi.Memory, f *cabi.Flat, v Manifest) {
 		cabi.PutString(m, at, v)
 	})
 	lowerFlatLimits(m, f, v.Limits)
+	cabi.LowerFlatList(m, f, v.Watches, 60, 4, func(at uint32, v Watch) {
+		storeWatch(m, at, v)
+	})
+	cabi.LowerFlatList(m, f, v.Outbound, 8, 4, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
 }
 
 func liftFlatManifest(m cabi.Memory, f *cabi.Flat) Manifest {
 	var v Manifest
 	v.Name = cabi.LiftFlatString(m, f)
-	v.Parent = liftFlatKindRef(m, f)
+	v.Parent = cabi.LiftFlatOption(f, 9, func(f *cabi.Flat) KindRef {
+		return liftFlatKindRef(m, f)
+	})
 	v.Children = cabi.LiftFlatList(f, 36, func(at uint32) KindRef {
 		return loadKindRef(m, at)
 	})
@@ -182,6 +263,12 @@ func liftFlatManifest(m cabi.Memory, f *cabi.Flat) Manifest {
 		return cabi.GetString(m, at)
 	})
 	v.Limits = liftFlatLimits(m, f)
+	v.Watches = cabi.LiftFlatList(f, 60, func(at uint32) Watch {
+		return loadWatch(m, at)
+	})
+	v.Outbound = cabi.LiftFlatList(f, 8, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
 	return v
 }
 
@@ -625,6 +712,102 @@ func liftFlatReconcileError(m cabi.Memory, f *cabi.Flat) ReconcileError {
 	return v
 }
 
+// Change is the WIT enum `change`.
+//
+// What happened to a watched object.
+type Change uint8
+
+// The cases of Change.
+const (
+	ChangeAdded Change = iota
+	ChangeUpdated
+	ChangeDeleted
+)
+
+// ObjectEvent is the WIT record `object-event`.
+//
+// One change of one watched object, as `handler.handle` receives it.
+//
+// Changes of one object arrive in the order they happened, one at a time: the
+// next is delivered only once `handle` has accepted this one. Changes of different
+// objects may be delivered in parallel, each in its own instance.
+type ObjectEvent struct {
+	Change            Change
+	Kind              KindRef
+	Object            string
+	OldObject         *string
+	Initial           bool
+	FinalStateUnknown bool
+	DeliveryId        string
+	Attempt           uint32
+	Now               string
+	Config            string
+}
+
+func storeObjectEvent(m cabi.Memory, at uint32, v ObjectEvent) { // 92 bytes, aligned to 4
+	cabi.PutU8(m, at, uint8(v.Change))
+	storeKindRef(m, at+4, v.Kind)
+	cabi.PutString(m, at+40, v.Object)
+	cabi.PutOption(m, at+48, 4, v.OldObject, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
+	cabi.PutBool(m, at+60, v.Initial)
+	cabi.PutBool(m, at+61, v.FinalStateUnknown)
+	cabi.PutString(m, at+64, v.DeliveryId)
+	cabi.PutU32(m, at+72, v.Attempt)
+	cabi.PutString(m, at+76, v.Now)
+	cabi.PutString(m, at+84, v.Config)
+}
+
+func loadObjectEvent(m cabi.Memory, at uint32) ObjectEvent {
+	var v ObjectEvent
+	v.Change = Change(cabi.GetU8(m, at))
+	v.Kind = loadKindRef(m, at+4)
+	v.Object = cabi.GetString(m, at+40)
+	v.OldObject = cabi.GetOption(m, at+48, 4, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
+	v.Initial = cabi.GetBool(m, at+60)
+	v.FinalStateUnknown = cabi.GetBool(m, at+61)
+	v.DeliveryId = cabi.GetString(m, at+64)
+	v.Attempt = cabi.GetU32(m, at+72)
+	v.Now = cabi.GetString(m, at+76)
+	v.Config = cabi.GetString(m, at+84)
+	return v
+}
+
+func lowerFlatObjectEvent(m cabi.Memory, f *cabi.Flat, v ObjectEvent) {
+	f.Push(uint64(uint8(v.Change)))
+	lowerFlatKindRef(m, f, v.Kind)
+	cabi.LowerFlatString(m, f, v.Object)
+	cabi.LowerFlatOption(f, 2, v.OldObject, func(f *cabi.Flat, v string) {
+		cabi.LowerFlatString(m, f, v)
+	})
+	f.PushBool(v.Initial)
+	f.PushBool(v.FinalStateUnknown)
+	cabi.LowerFlatString(m, f, v.DeliveryId)
+	f.Push(uint64(v.Attempt))
+	cabi.LowerFlatString(m, f, v.Now)
+	cabi.LowerFlatString(m, f, v.Config)
+}
+
+func liftFlatObjectEvent(m cabi.Memory, f *cabi.Flat) ObjectEvent {
+	var v ObjectEvent
+	v.Change = Change(uint8(f.Next()))
+	v.Kind = liftFlatKindRef(m, f)
+	v.Object = cabi.LiftFlatString(m, f)
+	v.OldObject = cabi.LiftFlatOption(f, 2, func(f *cabi.Flat) string {
+		return cabi.LiftFlatString(m, f)
+	})
+	v.Initial = f.Next() != 0
+	v.FinalStateUnknown = f.Next() != 0
+	v.DeliveryId = cabi.LiftFlatString(m, f)
+	v.Attempt = uint32(f.Next())
+	v.Now = cabi.LiftFlatString(m, f)
+	v.Config = cabi.LiftFlatString(m, f)
+	return v
+}
+
 // Level is the WIT enum `level`.
 type Level uint8
 
@@ -637,34 +820,260 @@ const (
 	LevelError
 )
 
-// Exports are the implementations of what the world exports: set them before the
-// first call.
-var Exports struct {
-	Reconciler struct {
-		Describe  func() Manifest
-		Related   func(parent string) []Query
-		Reconcile func(request Request) cabi.Result[Response, ReconcileError]
+// HttpRequest is the WIT record `http-request`.
+//
+// One HTTP request.
+type HttpRequest struct {
+	Method    string
+	Url       string
+	Headers   [][2]string
+	Body      []uint8
+	TimeoutMs *uint32
+}
+
+func storeHttpRequest(m cabi.Memory, at uint32, v HttpRequest) { // 40 bytes, aligned to 4
+	cabi.PutString(m, at, v.Method)
+	cabi.PutString(m, at+8, v.Url)
+	cabi.PutList(m, at+16, v.Headers, 16, 4, func(at uint32, v [2]string) {
+		cabi.PutString(m, at, v[0])
+		cabi.PutString(m, at+8, v[1])
+	})
+	cabi.PutList(m, at+24, v.Body, 1, 1, func(at uint32, v uint8) {
+		cabi.PutU8(m, at, v)
+	})
+	cabi.PutOption(m, at+32, 4, v.TimeoutMs, func(at uint32, v uint32) {
+		cabi.PutU32(m, at, v)
+	})
+}
+
+func loadHttpRequest(m cabi.Memory, at uint32) HttpRequest {
+	var v HttpRequest
+	v.Method = cabi.GetString(m, at)
+	v.Url = cabi.GetString(m, at+8)
+	v.Headers = cabi.GetList(m, at+16, 16, func(at uint32) [2]string {
+		return [2]string{cabi.GetString(m, at), cabi.GetString(m, at+8)}
+	})
+	v.Body = cabi.GetList(m, at+24, 1, func(at uint32) uint8 {
+		return cabi.GetU8(m, at)
+	})
+	v.TimeoutMs = cabi.GetOption(m, at+32, 4, func(at uint32) uint32 {
+		return cabi.GetU32(m, at)
+	})
+	return v
+}
+
+func lowerFlatHttpRequest(m cabi.Memory, f *cabi.Flat, v HttpRequest) {
+	cabi.LowerFlatString(m, f, v.Method)
+	cabi.LowerFlatString(m, f, v.Url)
+	cabi.LowerFlatList(m, f, v.Headers, 16, 4, func(at uint32, v [2]string) {
+		cabi.PutString(m, at, v[0])
+		cabi.PutString(m, at+8, v[1])
+	})
+	cabi.LowerFlatList(m, f, v.Body, 1, 1, func(at uint32, v uint8) {
+		cabi.PutU8(m, at, v)
+	})
+	cabi.LowerFlatOption(f, 1, v.TimeoutMs, func(f *cabi.Flat, v uint32) {
+		f.Push(uint64(v))
+	})
+}
+
+func liftFlatHttpRequest(m cabi.Memory, f *cabi.Flat) HttpRequest {
+	var v HttpRequest
+	v.Method = cabi.LiftFlatString(m, f)
+	v.Url = cabi.LiftFlatString(m, f)
+	v.Headers = cabi.LiftFlatList(f, 16, func(at uint32) [2]string {
+		return [2]string{cabi.GetString(m, at), cabi.GetString(m, at+8)}
+	})
+	v.Body = cabi.LiftFlatList(f, 1, func(at uint32) uint8 {
+		return cabi.GetU8(m, at)
+	})
+	v.TimeoutMs = cabi.LiftFlatOption(f, 1, func(f *cabi.Flat) uint32 {
+		return uint32(f.Next())
+	})
+	return v
+}
+
+// HttpResponse is the WIT record `http-response`.
+//
+// The response to a request: any status, 4xx and 5xx included.
+type HttpResponse struct {
+	Status  uint16
+	Headers [][2]string
+	Body    []uint8
+}
+
+func storeHttpResponse(m cabi.Memory, at uint32, v HttpResponse) { // 20 bytes, aligned to 4
+	cabi.PutU16(m, at, v.Status)
+	cabi.PutList(m, at+4, v.Headers, 16, 4, func(at uint32, v [2]string) {
+		cabi.PutString(m, at, v[0])
+		cabi.PutString(m, at+8, v[1])
+	})
+	cabi.PutList(m, at+12, v.Body, 1, 1, func(at uint32, v uint8) {
+		cabi.PutU8(m, at, v)
+	})
+}
+
+func loadHttpResponse(m cabi.Memory, at uint32) HttpResponse {
+	var v HttpResponse
+	v.Status = cabi.GetU16(m, at)
+	v.Headers = cabi.GetList(m, at+4, 16, func(at uint32) [2]string {
+		return [2]string{cabi.GetString(m, at), cabi.GetString(m, at+8)}
+	})
+	v.Body = cabi.GetList(m, at+12, 1, func(at uint32) uint8 {
+		return cabi.GetU8(m, at)
+	})
+	return v
+}
+
+func lowerFlatHttpResponse(m cabi.Memory, f *cabi.Flat, v HttpResponse) {
+	f.Push(uint64(v.Status))
+	cabi.LowerFlatList(m, f, v.Headers, 16, 4, func(at uint32, v [2]string) {
+		cabi.PutString(m, at, v[0])
+		cabi.PutString(m, at+8, v[1])
+	})
+	cabi.LowerFlatList(m, f, v.Body, 1, 1, func(at uint32, v uint8) {
+		cabi.PutU8(m, at, v)
+	})
+}
+
+func liftFlatHttpResponse(m cabi.Memory, f *cabi.Flat) HttpResponse {
+	var v HttpResponse
+	v.Status = uint16(f.Next())
+	v.Headers = cabi.LiftFlatList(f, 16, func(at uint32) [2]string {
+		return [2]string{cabi.GetString(m, at), cabi.GetString(m, at+8)}
+	})
+	v.Body = cabi.LiftFlatList(f, 1, func(at uint32) uint8 {
+		return cabi.GetU8(m, at)
+	})
+	return v
+}
+
+// HttpError is the WIT variant `http-error`.
+//
+// Why a request has no response. Each message names the URL (scheme, host and port
+// only: paths and queries may hold credentials).
+type HttpError struct {
+	Tag             uint8
+	Denied          string
+	Timeout         string
+	TooLarge        string
+	TooManyRequests string
+	Failed          string
+}
+
+// The cases of HttpError, its Tag.
+const (
+	HttpErrorDenied uint8 = iota
+	HttpErrorTimeout
+	HttpErrorTooLarge
+	HttpErrorTooManyRequests
+	HttpErrorFailed
+)
+
+func storeHttpError(m cabi.Memory, at uint32, v HttpError) { // 12 bytes, aligned to 4
+	cabi.PutU8(m, at, v.Tag)
+	switch v.Tag {
+	case HttpErrorDenied:
+		cabi.PutString(m, at+4, v.Denied)
+	case HttpErrorTimeout:
+		cabi.PutString(m, at+4, v.Timeout)
+	case HttpErrorTooLarge:
+		cabi.PutString(m, at+4, v.TooLarge)
+	case HttpErrorTooManyRequests:
+		cabi.PutString(m, at+4, v.TooManyRequests)
+	case HttpErrorFailed:
+		cabi.PutString(m, at+4, v.Failed)
 	}
 }
 
-// exportReconcilerDescribe is the canonical ABI entry of the export `kubewasm:reconciler/reconciler@0.1.0#describe`.
-func exportReconcilerDescribe(m cabi.Memory, args *cabi.Flat) *cabi.Flat {
+func loadHttpError(m cabi.Memory, at uint32) HttpError {
+	var v HttpError
+	v.Tag = cabi.GetU8(m, at)
+	switch v.Tag {
+	case HttpErrorDenied:
+		v.Denied = cabi.GetString(m, at+4)
+	case HttpErrorTimeout:
+		v.Timeout = cabi.GetString(m, at+4)
+	case HttpErrorTooLarge:
+		v.TooLarge = cabi.GetString(m, at+4)
+	case HttpErrorTooManyRequests:
+		v.TooManyRequests = cabi.GetString(m, at+4)
+	case HttpErrorFailed:
+		v.Failed = cabi.GetString(m, at+4)
+	}
+	return v
+}
+
+func lowerFlatHttpError(m cabi.Memory, f *cabi.Flat, v HttpError) {
+	start := len(f.Values())
+	f.Push(uint64(v.Tag))
+	switch v.Tag {
+	case HttpErrorDenied:
+		cabi.LowerFlatString(m, f, v.Denied)
+	case HttpErrorTimeout:
+		cabi.LowerFlatString(m, f, v.Timeout)
+	case HttpErrorTooLarge:
+		cabi.LowerFlatString(m, f, v.TooLarge)
+	case HttpErrorTooManyRequests:
+		cabi.LowerFlatString(m, f, v.TooManyRequests)
+	case HttpErrorFailed:
+		cabi.LowerFlatString(m, f, v.Failed)
+	}
+	f.Pad(start, 3)
+}
+
+func liftFlatHttpError(m cabi.Memory, f *cabi.Flat) HttpError {
+	var v HttpError
+	v.Tag = uint8(f.Next())
+	p := f.Take(2)
+	switch v.Tag {
+	case HttpErrorDenied:
+		v.Denied = cabi.LiftFlatString(m, p)
+	case HttpErrorTimeout:
+		v.Timeout = cabi.LiftFlatString(m, p)
+	case HttpErrorTooLarge:
+		v.TooLarge = cabi.LiftFlatString(m, p)
+	case HttpErrorTooManyRequests:
+		v.TooManyRequests = cabi.LiftFlatString(m, p)
+	case HttpErrorFailed:
+		v.Failed = cabi.LiftFlatString(m, p)
+	}
+	return v
+}
+
+// Exports are the implementations of what the world exports: set them before the
+// first call.
+var Exports struct {
+	PluginInfo struct {
+		Describe func() Manifest
+	}
+	Reconciler struct {
+		Related   func(parent string) []Query
+		Reconcile func(request Request) cabi.Result[Response, ReconcileError]
+	}
+	Handler struct {
+		Handle func(event ObjectEvent) cabi.Result[struct{}, ReconcileError]
+	}
+}
+
+// exportPluginInfoDescribe is the canonical ABI entry of the export `kubewasm:reconciler/plugin-info@0.2.0#describe`.
+func exportPluginInfoDescribe(m cabi.Memory, args *cabi.Flat) *cabi.Flat {
 	m.Lifted()
-	result := Exports.Reconciler.Describe()
-	at := m.Alloc(88, 4)
+	result := Exports.PluginInfo.Describe()
+	at := m.Alloc(108, 4)
 	storeManifest(m, at, result)
 	return cabi.NewFlat(uint64(at))
 }
 
-// CallReconcilerDescribe calls the export `kubewasm:reconciler/reconciler@0.1.0#describe` as the host does: the arguments lowered into m,
+// CallPluginInfoDescribe calls the export `kubewasm:reconciler/plugin-info@0.2.0#describe` as the host does: the arguments lowered into m,
 // the result lifted from it.
-func CallReconcilerDescribe(m cabi.Memory) Manifest {
+func CallPluginInfoDescribe(m cabi.Memory) Manifest {
 	f := &cabi.Flat{}
-	at := uint32(exportReconcilerDescribe(m, f).Next())
+	at := uint32(exportPluginInfoDescribe(m, f).Next())
 	return loadManifest(m, at)
 }
 
-// exportReconcilerRelated is the canonical ABI entry of the export `kubewasm:reconciler/reconciler@0.1.0#related`.
+// exportReconcilerRelated is the canonical ABI entry of the export `kubewasm:reconciler/reconciler@0.2.0#related`.
 func exportReconcilerRelated(m cabi.Memory, args *cabi.Flat) *cabi.Flat {
 	parent := cabi.LiftFlatString(m, args)
 	m.Lifted()
@@ -676,7 +1085,7 @@ func exportReconcilerRelated(m cabi.Memory, args *cabi.Flat) *cabi.Flat {
 	return cabi.NewFlat(uint64(at))
 }
 
-// CallReconcilerRelated calls the export `kubewasm:reconciler/reconciler@0.1.0#related` as the host does: the arguments lowered into m,
+// CallReconcilerRelated calls the export `kubewasm:reconciler/reconciler@0.2.0#related` as the host does: the arguments lowered into m,
 // the result lifted from it.
 func CallReconcilerRelated(m cabi.Memory, parent string) []Query {
 	f := &cabi.Flat{}
@@ -687,7 +1096,7 @@ func CallReconcilerRelated(m cabi.Memory, parent string) []Query {
 	})
 }
 
-// exportReconcilerReconcile is the canonical ABI entry of the export `kubewasm:reconciler/reconciler@0.1.0#reconcile`.
+// exportReconcilerReconcile is the canonical ABI entry of the export `kubewasm:reconciler/reconciler@0.2.0#reconcile`.
 func exportReconcilerReconcile(m cabi.Memory, args *cabi.Flat) *cabi.Flat {
 	request := liftFlatRequest(m, args)
 	m.Lifted()
@@ -701,7 +1110,7 @@ func exportReconcilerReconcile(m cabi.Memory, args *cabi.Flat) *cabi.Flat {
 	return cabi.NewFlat(uint64(at))
 }
 
-// CallReconcilerReconcile calls the export `kubewasm:reconciler/reconciler@0.1.0#reconcile` as the host does: the arguments lowered into m,
+// CallReconcilerReconcile calls the export `kubewasm:reconciler/reconciler@0.2.0#reconcile` as the host does: the arguments lowered into m,
 // the result lifted from it.
 func CallReconcilerReconcile(m cabi.Memory, request Request) cabi.Result[Response, ReconcileError] {
 	f := &cabi.Flat{}
@@ -710,6 +1119,32 @@ func CallReconcilerReconcile(m cabi.Memory, request Request) cabi.Result[Respons
 	return cabi.GetResult[Response, ReconcileError](m, at, 8, func(at uint32) Response {
 		return loadResponse(m, at)
 	}, func(at uint32) ReconcileError {
+		return loadReconcileError(m, at)
+	})
+}
+
+// exportHandlerHandle is the canonical ABI entry of the export `kubewasm:reconciler/handler@0.2.0#handle`.
+func exportHandlerHandle(m cabi.Memory, args *cabi.Flat) *cabi.Flat {
+	params := uint32(args.Next())
+	event := loadObjectEvent(m, params)
+	m.Lifted()
+	result := Exports.Handler.Handle(event)
+	at := m.Alloc(16, 4)
+	cabi.PutResult[struct{}, ReconcileError](m, at, 4, result, nil, func(at uint32, v ReconcileError) {
+		storeReconcileError(m, at, v)
+	})
+	return cabi.NewFlat(uint64(at))
+}
+
+// CallHandlerHandle calls the export `kubewasm:reconciler/handler@0.2.0#handle` as the host does: the arguments lowered into m,
+// the result lifted from it.
+func CallHandlerHandle(m cabi.Memory, event ObjectEvent) cabi.Result[struct{}, ReconcileError] {
+	f := &cabi.Flat{}
+	params := m.Alloc(92, 4)
+	storeObjectEvent(m, params, event)
+	f.Push(uint64(params))
+	at := uint32(exportHandlerHandle(m, f).Next())
+	return cabi.GetResult[struct{}, ReconcileError](m, at, 4, nil, func(at uint32) ReconcileError {
 		return loadReconcileError(m, at)
 	})
 }

@@ -10,10 +10,10 @@ import (
 	"kubewasm.dev/sdk/internal/cabi"
 )
 
-//go:wasmimport kubewasm:reconciler/log@0.1.0 log
+//go:wasmimport kubewasm:reconciler/log@0.2.0 log
 func wasmimportLogLog(p0 uint32, p1 uint32, p2 uint32, p3 uint32, p4 uint32)
 
-// LogLog calls the import `log` of `kubewasm:reconciler/log@0.1.0`.
+// LogLog calls the import `log` of `kubewasm:reconciler/log@0.2.0`.
 func LogLog(level Level, message string, fields [][2]string) {
 	m := &cabi.LinearMemory{}
 	f := &cabi.Flat{}
@@ -28,17 +28,43 @@ func LogLog(level Level, message string, fields [][2]string) {
 	runtime.KeepAlive(m)
 }
 
-//go:wasmexport kubewasm:reconciler/reconciler@0.1.0#describe
-func wasmexportReconcilerDescribe() uint32 {
-	return uint32(exportReconcilerDescribe(&cabi.ExportMemory, cabi.NewFlat()).Next())
+//go:wasmimport kubewasm:reconciler/http@0.2.0 send
+func wasmimportHttpSend(p0 uint32, p1 uint32, p2 uint32, p3 uint32, p4 uint32, p5 uint32, p6 uint32, p7 uint32, p8 uint32, p9 uint32, p10 uint32)
+
+// HttpSend calls the import `send` of `kubewasm:reconciler/http@0.2.0`.
+func HttpSend(request HttpRequest) cabi.Result[HttpResponse, HttpError] {
+	m := &cabi.LinearMemory{}
+	f := &cabi.Flat{}
+	lowerFlatHttpRequest(m, f, request)
+	ret := m.Alloc(24, 4)
+	f.Push(uint64(ret))
+	args := f.Values()
+	wasmimportHttpSend(uint32(args[0]), uint32(args[1]), uint32(args[2]), uint32(args[3]), uint32(args[4]), uint32(args[5]), uint32(args[6]), uint32(args[7]), uint32(args[8]), uint32(args[9]), uint32(args[10]))
+	result := cabi.GetResult[HttpResponse, HttpError](m, ret, 4, func(at uint32) HttpResponse {
+		return loadHttpResponse(m, at)
+	}, func(at uint32) HttpError {
+		return loadHttpError(m, at)
+	})
+	runtime.KeepAlive(m)
+	return result
 }
 
-//go:wasmexport kubewasm:reconciler/reconciler@0.1.0#related
+//go:wasmexport kubewasm:reconciler/plugin-info@0.2.0#describe
+func wasmexportPluginInfoDescribe() uint32 {
+	return uint32(exportPluginInfoDescribe(&cabi.ExportMemory, cabi.NewFlat()).Next())
+}
+
+//go:wasmexport kubewasm:reconciler/reconciler@0.2.0#related
 func wasmexportReconcilerRelated(p0 uint32, p1 uint32) uint32 {
 	return uint32(exportReconcilerRelated(&cabi.ExportMemory, cabi.NewFlat(uint64(p0), uint64(p1))).Next())
 }
 
-//go:wasmexport kubewasm:reconciler/reconciler@0.1.0#reconcile
+//go:wasmexport kubewasm:reconciler/reconciler@0.2.0#reconcile
 func wasmexportReconcilerReconcile(p0 uint32, p1 uint32, p2 uint32, p3 uint32, p4 uint32, p5 uint32, p6 uint32, p7 uint32, p8 uint32, p9 uint32, p10 uint32) uint32 {
 	return uint32(exportReconcilerReconcile(&cabi.ExportMemory, cabi.NewFlat(uint64(p0), uint64(p1), uint64(p2), uint64(p3), uint64(p4), uint64(p5), uint64(p6), uint64(p7), uint64(p8), uint64(p9), uint64(p10))).Next())
+}
+
+//go:wasmexport kubewasm:reconciler/handler@0.2.0#handle
+func wasmexportHandlerHandle(p0 uint32) uint32 {
+	return uint32(exportHandlerHandle(&cabi.ExportMemory, cabi.NewFlat(uint64(p0))).Next())
 }

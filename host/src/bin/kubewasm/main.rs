@@ -19,7 +19,7 @@ use std::process::ExitCode;
 use anyhow::{Context, Result};
 use clap::Parser;
 use kubewasm::logging;
-use kubewasm::plugin::{CONTRACT_VERSION, Engine, EngineOptions, Plugin};
+use kubewasm::plugin::{Engine, EngineOptions, Plugin};
 use kubewasm::{run, runtime};
 #[cfg(feature = "dev")]
 use kubewasm_devcluster::{self as devcluster, DevCluster};
@@ -214,7 +214,7 @@ async fn dev(
 fn describe(plugin: &Plugin) -> Result<Value> {
     let m = plugin.manifest();
     let mut out = serde_json::to_value(m)?;
-    out["contract"] = json!(format!("kubewasm:reconciler@{CONTRACT_VERSION}"));
+    out["contract"] = json!(format!("kubewasm:reconciler@{}", plugin.contract().as_str()));
     out["sha256"] = json!(plugin.hash());
     out["fieldManager"] = json!(m.field_manager());
     // What each call runs under: the host's defaults, lowered by the manifest.

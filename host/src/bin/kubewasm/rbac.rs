@@ -98,10 +98,12 @@ pub fn rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>) -> Vec<Rule>
         grant(&k.group, resource, k.namespaced, verbs);
     };
     for m in manifests {
-        kind(&m.parent, None, PARENT_VERBS);
-        kind(&m.parent, Some("status"), STATUS_VERBS);
-        if m.finalizer || !m.children.is_empty() {
-            kind(&m.parent, Some("finalizers"), FINALIZERS_VERBS);
+        if let Some(parent) = &m.parent {
+            kind(parent, None, PARENT_VERBS);
+            kind(parent, Some("status"), STATUS_VERBS);
+            if m.finalizer || !m.children.is_empty() {
+                kind(parent, Some("finalizers"), FINALIZERS_VERBS);
+            }
         }
         for child in &m.children {
             kind(child, None, CHILD_VERBS);
@@ -181,15 +183,7 @@ mod tests {
         related: Vec<KindRef>,
         finalizer: bool,
     ) -> Manifest {
-        Manifest {
-            name: name.into(),
-            parent,
-            children,
-            related,
-            finalizer,
-            crds: Vec::new(),
-            limits: kubewasm::plugin::DeclaredLimits::default(),
-        }
+        Manifest { children, related, finalizer, ..Manifest::new(name, parent) }
     }
 
     fn deployments() -> KindRef {

@@ -62,10 +62,16 @@ pub fn render(plugin: &Plugin, inputs: &Inputs, now: &str) -> Result<Rendered, R
         });
     }
     let parent = view::shown(parents.remove(0));
-    if !manifest.parent.matches(&parent) {
+    let Some(kind) = &manifest.parent else {
         return Err(RenderError::Input {
             file: inputs.parent.clone(),
-            message: format!("the parent must be a {}, this plugin's parent kind", manifest.parent),
+            message: format!("plugin {} reconciles no parent kind: it handles events (render --event)", manifest.name),
+        });
+    };
+    if !kind.matches(&parent) {
+        return Err(RenderError::Input {
+            file: inputs.parent.clone(),
+            message: format!("the parent must be a {kind}, this plugin's parent kind"),
         });
     }
     let observed = optional_objects(inputs.observed.as_deref())?;

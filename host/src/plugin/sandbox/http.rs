@@ -7,6 +7,7 @@ use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi_http::{WasiHttpCtx, WasiHttpCtxView, WasiHttpHooks, WasiHttpView};
 
 use super::logging::TARGET;
+use crate::plugin::contract::bindings::kubewasm::reconciler::http as contract;
 
 /// One call's `wasi:http` context.
 pub(crate) struct Http {
@@ -56,5 +57,18 @@ impl WasiHttpHooks for NoNetwork {
             "outgoing HTTP request denied: plugins have no network"
         );
         Box::new(std::future::ready(Err(wasmtime_wasi_http::Error::HttpRequestDenied)))
+    }
+}
+
+/// The contract's own `http.send`, denied like `wasi:http`.
+impl contract::Host for Http {
+    fn send(&mut self, request: contract::HttpRequest) -> Result<contract::HttpResponse, contract::HttpError> {
+        tracing::warn!(
+            target: TARGET,
+            plugin = %self.hooks.plugin,
+            method = %request.method,
+            "outgoing HTTP request denied: plugins have no network"
+        );
+        Err(contract::HttpError::Denied(format!("{}: plugins have no network", request.url)))
     }
 }

@@ -2,6 +2,7 @@
 //! with the plugin (and the reconcile's spans) as fields, within a budget per call.
 
 use crate::plugin::contract::bindings::kubewasm::reconciler::{log, types};
+use crate::plugin::contract::bindings_0_1_0::kubewasm::reconciler::{log as log_0_1_0, types as types_0_1_0};
 
 /// The tracing target of what a sandbox reports (a plugin's log lines, its denied
 /// requests): one name for log filters, wherever the code lives.
@@ -31,18 +32,47 @@ impl PluginLog {
     }
 }
 
-/// The shared types interface has no functions; the trait is a marker.
+/// The shared types interfaces have no functions; the traits are markers.
 impl types::Host for PluginLog {}
+impl types_0_1_0::Host for PluginLog {}
 
 impl log::Host for PluginLog {
     fn log(&mut self, level: log::Level, message: String, fields: Vec<(String, String)>) {
+        let level = match level {
+            log::Level::Trace => tracing::Level::TRACE,
+            log::Level::Debug => tracing::Level::DEBUG,
+            log::Level::Info => tracing::Level::INFO,
+            log::Level::Warn => tracing::Level::WARN,
+            log::Level::Error => tracing::Level::ERROR,
+        };
+        self.emit(level, &message, &fields);
+    }
+}
+
+/// Contract 0.1.0's `log`, the same function.
+impl log_0_1_0::Host for PluginLog {
+    fn log(&mut self, level: log_0_1_0::Level, message: String, fields: Vec<(String, String)>) {
+        let level = match level {
+            log_0_1_0::Level::Trace => tracing::Level::TRACE,
+            log_0_1_0::Level::Debug => tracing::Level::DEBUG,
+            log_0_1_0::Level::Info => tracing::Level::INFO,
+            log_0_1_0::Level::Warn => tracing::Level::WARN,
+            log_0_1_0::Level::Error => tracing::Level::ERROR,
+        };
+        self.emit(level, &message, &fields);
+    }
+}
+
+impl PluginLog {
+    /// One line of the plugin's, within its budget.
+    fn emit(&mut self, level: tracing::Level, message: &str, fields: &[(String, String)]) {
         if self.lines_left == 0 {
             self.dropped = self.dropped.saturating_add(1);
             return;
         }
         self.lines_left -= 1;
         let plugin = self.plugin.as_str();
-        let fields = FieldList(&fields);
+        let fields = FieldList(fields);
         // No `fields=` on a line without fields.
         macro_rules! at {
             ($level:expr) => {
@@ -54,11 +84,11 @@ impl log::Host for PluginLog {
             };
         }
         match level {
-            log::Level::Trace => at!(tracing::Level::TRACE),
-            log::Level::Debug => at!(tracing::Level::DEBUG),
-            log::Level::Info => at!(tracing::Level::INFO),
-            log::Level::Warn => at!(tracing::Level::WARN),
-            log::Level::Error => at!(tracing::Level::ERROR),
+            tracing::Level::TRACE => at!(tracing::Level::TRACE),
+            tracing::Level::DEBUG => at!(tracing::Level::DEBUG),
+            tracing::Level::INFO => at!(tracing::Level::INFO),
+            tracing::Level::WARN => at!(tracing::Level::WARN),
+            tracing::Level::ERROR => at!(tracing::Level::ERROR),
         }
     }
 }

@@ -17,7 +17,7 @@ use wasmtime::{ResourceLimiter, Store};
 use wasmtime_wasi::{WasiCtxView, WasiView};
 use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
 
-use super::contract::bindings;
+use super::contract::{bindings, bindings_0_1_0};
 use super::pool::PoolSlots;
 use failure::{CallError, Evidence};
 use http::Http;
@@ -49,12 +49,22 @@ impl WasiHttpView for CallState {
 }
 
 /// What every store of an engine can call: each capability's imports and the
-/// contract's own (`log`). Built once per engine.
+/// contract's own (`log`, `http`), of every contract version the host runs. Built once
+/// per engine.
 pub(crate) fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<CallState>> {
     let mut linker = Linker::new(engine);
     wasi::add_to_linker(&mut linker)?;
     http::add_to_linker(&mut linker)?;
-    bindings::Plugin::add_to_linker::<_, HasSelf<PluginLog>>(&mut linker, |state: &mut CallState| &mut state.log)?;
+    let contract = |linker: &mut Linker<CallState>| -> wasmtime::Result<()> {
+        use bindings::kubewasm::reconciler as current;
+        current::types::add_to_linker::<_, HasSelf<PluginLog>>(linker, |state: &mut CallState| &mut state.log)?;
+        current::log::add_to_linker::<_, HasSelf<PluginLog>>(linker, |state: &mut CallState| &mut state.log)?;
+        current::http::add_to_linker::<_, HasSelf<Http>>(linker, |state: &mut CallState| &mut state.http)
+    };
+    contract(&mut linker)?;
+    bindings_0_1_0::Plugin::add_to_linker::<_, HasSelf<PluginLog>>(&mut linker, |state: &mut CallState| {
+        &mut state.log
+    })?;
     Ok(linker)
 }
 

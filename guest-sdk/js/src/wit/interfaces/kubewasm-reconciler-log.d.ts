@@ -1,4 +1,4 @@
-declare module 'kubewasm:reconciler/log@0.1.0' {
+declare module 'kubewasm:reconciler/log@0.2.0' {
   /**
    * Log `message` with structured key/value `fields`.
    */

@@ -1,4 +1,4 @@
-declare module 'kubewasm:reconciler/types@0.1.0' {
+declare module 'kubewasm:reconciler/types@0.2.0' {
   /**
    * A Kubernetes kind and the REST resource that serves it.
    */
@@ -39,6 +39,25 @@ declare module 'kubewasm:reconciler/types@0.1.0' {
     memoryMib?: number,
   }
   /**
+   * A kind whose changes the plugin's `handler` receives, object by object.
+   */
+  export interface Watch {
+    /**
+     * The kind: any built-in kind or custom resource the API server serves.
+     */
+    kind: KindRef,
+    /**
+     * Only objects whose labels match this selector, in Kubernetes' text form
+     * (`app=web,tier notin (db)`); `none`: every object.
+     */
+    labelSelector?: string,
+    /**
+     * Only objects whose fields match this selector, in Kubernetes' text form
+     * (`metadata.name=web`); `none`: every object.
+     */
+    fieldSelector?: string,
+  }
+  /**
    * What a plugin is: returned once by `describe`, when the host loads it.
    */
   export interface Manifest {
@@ -49,8 +68,10 @@ declare module 'kubewasm:reconciler/types@0.1.0' {
     name: string,
     /**
      * The kind this plugin reconciles: one reconcile per object of this kind.
+     * `none` for a plugin that only handles events: then `children`, `related` and
+     * `finalizer` must be empty, and `watches` must not be.
      */
-    parent: KindRef,
+    parent?: KindRef,
     /**
      * The kinds the plugin may create and own. This is an allow-list: a response
      * holding any other kind is refused and nothing is written.
@@ -72,6 +93,23 @@ declare module 'kubewasm:reconciler/types@0.1.0' {
      * Default sandbox limits.
      */
     limits: Limits,
+    /**
+     * Kinds whose added, updated and deleted objects `handler.handle` receives, in
+     * all namespaces or the one the plugin's settings name. Empty: `handle` is never
+     * called.
+     */
+    watches: Array<Watch>,
+    /**
+     * The URLs the plugin needs to reach through `http.send` (or `wasi:http`), in
+     * Spin's `allowed_outbound_hosts` syntax: `scheme://host[:port]`, where `*` may
+     * stand for the scheme, the port or the whole host, a host may be `*.domain`
+     * (any subdomain), an IP address or a CIDR range, and a port a range `a..b` (end
+     * excluded); no path. Examples: `https://hooks.slack.com`,
+     * `http://*.svc.cluster.local:8080`, `*://*:*` (anything). The operator grants
+     * them, or fewer, in the plugin's settings: a request is sent only when both this
+     * list and the grant allow its URL.
+     */
+    outbound: Array<string>,
   }
   /**
    * How a set-based label requirement compares a label's value.
@@ -241,5 +279,72 @@ declare module 'kubewasm:reconciler/types@0.1.0' {
      * Whether trying again later may succeed (the host backs off and retries).
      */
     retryable: boolean,
+  }
+  /**
+   * What happened to a watched object.
+   * # Variants
+   * 
+   * ## `"added"`
+   * 
+   * The object appeared (created, or first seen).
+   * ## `"updated"`
+   * 
+   * The object changed: a new resourceVersion.
+   * ## `"deleted"`
+   * 
+   * The object is gone.
+   */
+  export type Change = 'added' | 'updated' | 'deleted';
+  /**
+   * One change of one watched object, as `handler.handle` receives it.
+   * 
+   * Changes of one object arrive in the order they happened, one at a time: the
+   * next is delivered only once `handle` has accepted this one. Changes of different
+   * objects may be delivered in parallel, each in its own instance.
+   */
+  export interface ObjectEvent {
+    change: Change,
+    /**
+     * The object's kind, as the manifest's `watches` names it.
+     */
+    kind: KindRef,
+    /**
+     * The object now (`added`, `updated`) or as last known (`deleted`), JSON,
+     * without `managedFields`.
+     */
+    object: string,
+    /**
+     * `updated`: the object before the change, JSON. After a host restart only its
+     * metadata (namespace, name, uid, resourceVersion) is known.
+     */
+    oldObject?: string,
+    /**
+     * The object existed before the plugin was first loaded: delivered (as `added`)
+     * only when the plugin's settings ask for initial objects (`[events] initial`).
+     */
+    initial: boolean,
+    /**
+     * `deleted`: the deletion was noticed by a relist or a host restart, not by the
+     * watch; `object` is its last known state and may be stale.
+     */
+    finalStateUnknown: boolean,
+    /**
+     * `<uid>:<resourceVersion>:<change>`: the same on every retry of this delivery
+     * and after a host restart, so that a receiver can drop duplicates.
+     */
+    deliveryId: string,
+    /**
+     * 1 on the first delivery, counting up on retries.
+     */
+    attempt: number,
+    /**
+     * The host's current time, RFC 3339, so that plugins need no clock.
+     */
+    now: string,
+    /**
+     * The plugin's settings from its operator configuration, JSON (`null` if none),
+     * Secret references resolved.
+     */
+    config: string,
   }
 }
