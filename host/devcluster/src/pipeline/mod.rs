@@ -38,7 +38,7 @@ use super::object;
 use super::read::existing;
 use super::request::{Target, WriteOptions};
 use super::status::ApiError;
-use super::user::User;
+use super::strategy::Answering;
 
 /// How a write records field ownership.
 enum Ownership<'a> {
@@ -81,10 +81,12 @@ pub(crate) fn update(
     write(cluster, t, Some(&old), body, opts, &Ownership::Update(&opts.manager))
 }
 
-/// A create by `user` of a resource that is answered, never stored (the reviews): `None` for
-/// others.
-pub(crate) fn answer(t: &Target, review: &Value, user: &User) -> Option<Value> {
-    let status = t.strategy().answer(review, user)?;
+/// A create of a resource that is answered, never stored (the reviews): `None` for others.
+pub(crate) fn answer(t: &Target, review: &Value, context: &Answering<'_>) -> Option<Result<Value, ApiError>> {
+    let status = match t.strategy().answer(review, context)? {
+        Ok(status) => status,
+        Err(refused) => return Some(Err(refused)),
+    };
     let mut review = review.clone();
     review["apiVersion"] = json!(t.rt.api_version(&t.version));
     review["kind"] = json!(t.rt.kind);
@@ -93,7 +95,7 @@ pub(crate) fn answer(t: &Target, review: &Value, user: &User) -> Option<Value> {
     }
     review["metadata"]["creationTimestamp"] = Value::Null;
     review["status"] = status;
-    Some(review)
+    Some(Ok(review))
 }
 
 /// The sequence create (`old` is `None`) and update share; see the module documentation.
