@@ -1399,3 +1399,64 @@ func main() {}
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("about to panic") && stderr.contains(r#"parent="p""#), "the log line: {stderr}");
 }
+
+/// What the sandbox fixture `name` (host/tests/fixtures/sandbox*) read of its sandbox,
+/// rendered with the request time `now`: its parent's status.
+fn sandbox_readings(name: &str, now: &str) -> serde_json::Value {
+    let parent = write_temp(
+        "sandbox-parent.yaml",
+        b"apiVersion: test.kubewasm.io/v1\nkind: Sandbox\nmetadata:\n  name: s\n  namespace: default\n  uid: u-1\n",
+    );
+    let out = kubewasm(&["render", path_str(&fixture(name)), "--parent", path_str(&parent), "--now", now]);
+    assert!(out.status.success(), "render {name}: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).expect("utf-8 output");
+    let first = serde_yaml_ng::Deserializer::from_str(&stdout).next().expect("the parent");
+    let parent: serde_json::Value = serde::Deserialize::deserialize(first).expect("YAML");
+    parent["status"].clone()
+}
+
+/// A plugin in every language reads the request's time on the wall clock (what `render
+/// --now` sets), draws real random numbers (different in every call), and a sleep of an
+/// hour returns at once with an hour elapsed on both clocks.
+fn assert_the_sandbox_is_like_the_languages_runtime(name: &str, random_fields: &[&str]) {
+    let now = "2026-01-01T00:00:00Z";
+    let now_seconds = 1_767_225_600.0;
+    let started = std::time::Instant::now();
+    let (first, second) = (sandbox_readings(name, now), sandbox_readings(name, now));
+    assert!(started.elapsed() < std::time::Duration::from_secs(120), "{name}: the sleeps did not wait");
+    for readings in [&first, &second] {
+        assert_eq!(readings["requestNow"], now, "{name}: {readings}");
+        let wall = readings["wall"].as_f64().expect("wall");
+        assert!(
+            (now_seconds..now_seconds + 1.0).contains(&wall),
+            "{name}: the wall clock reads the request's now: {readings}"
+        );
+        let slept = readings["slept"].as_f64().expect("slept");
+        assert!((3600.0..3601.0).contains(&slept), "{name}: an hour elapsed on the monotonic clock: {readings}");
+        let after = readings["wallAfterSleep"].as_f64().expect("wallAfterSleep");
+        assert!(after - wall >= 3600.0 && after - wall < 3601.0, "{name}: and on the wall clock: {readings}");
+    }
+    for field in random_fields {
+        assert!(first[field].is_string() || first[field].is_number(), "{name}: {field} drawn: {first}");
+        assert_ne!(first[field], second[field], "{name}: {field} is drawn afresh in every call");
+    }
+}
+
+#[test]
+fn a_rust_plugin_reads_the_requests_time_and_real_randomness() {
+    assert_the_sandbox_is_like_the_languages_runtime("sandbox", &["random"]);
+}
+
+#[test]
+fn a_python_plugin_reads_the_requests_time_and_real_randomness() {
+    let name = "sandbox-python";
+    assert_the_sandbox_is_like_the_languages_runtime(name, &["random", "secrets", "uuid", "urandom"]);
+    let readings = sandbox_readings(name, "2026-01-01T00:00:00Z");
+    let datetime_now = readings["datetimeNow"].as_str().expect("datetimeNow");
+    assert!(datetime_now.starts_with("2026-01-01T00:00:00"), "datetime.now() too: {readings}");
+}
+
+#[test]
+fn a_go_plugin_reads_the_requests_time_and_real_randomness() {
+    assert_the_sandbox_is_like_the_languages_runtime("sandbox-go", &["cryptoRand", "mathRand"]);
+}

@@ -47,6 +47,7 @@ fn in_one_instance(ctx: &Context, plugin: &Plugin, inputs: Inputs) -> Result<(Re
     let (metrics, manifest) = (&ctx.options.metrics, plugin.manifest());
     let started = Instant::now();
     let mut instance = plugin.instance();
+    instance.set_time(&now);
     let queries = instance.related(&parent);
     // A plugin without related kinds is not asked: no call to count, unless it failed.
     if !manifest.related.is_empty() || queries.is_err() {

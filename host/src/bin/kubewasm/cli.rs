@@ -140,10 +140,10 @@ pub enum Command {
         /// The plugin's settings (YAML or JSON).
         #[arg(long)]
         config: Option<PathBuf>,
-        /// The time handed to the plugin, RFC 3339 (default: now); fix it for
-        /// reproducible output.
+        /// The time handed to the plugin, RFC 3339 (default: now): the request's `now`
+        /// and what every clock the plugin reads starts at; fix it for reproducible output.
         #[arg(long)]
-        now: Option<String>,
+        now: Option<jiff::Timestamp>,
     },
     /// Print the CustomResourceDefinitions the plugins define, as YAML.
     Crds {

@@ -124,7 +124,7 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Render { plugin, parent, observed, related, config, now } => {
             let plugin = Plugin::load(&engine(&one_shot())?, &plugin)?;
-            let now = now.unwrap_or_else(|| jiff::Timestamp::now().to_string());
+            let now = now.unwrap_or_else(jiff::Timestamp::now).to_string();
             let rendered = render::render(&plugin, &Inputs { parent, observed, related, config }, &now)?;
             for note in &rendered.notes {
                 eprintln!("note: {note}");

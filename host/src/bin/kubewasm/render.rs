@@ -82,6 +82,7 @@ pub fn render(plugin: &Plugin, inputs: &Inputs, now: &str) -> Result<Rendered, R
     };
     // One instance for both calls, as the controllers do.
     let mut instance = plugin.instance();
+    instance.set_time(now);
     let queries = instance.related(&parent)?;
     let shown = view::select(manifest, &parent, &queries, observed, related);
     let request = Request::new(parent, shown.children, shown.related, false, now.into(), config);

@@ -1,11 +1,13 @@
 //! One call's sandbox: a fresh store composed of one piece per capability, as Spin
 //! composes its factors. Each capability is a module with its per-call state and what
 //! it links: [`limits`] (deadline, memory, pool slots), [`wasi`] (files, environment and
-//! sockets denied, fixed clocks, stderr captured), [`http`] (every request denied),
+//! sockets denied, real randomness, stderr captured), [`clock`] (the request's time, waits
+//! that return at once), [`http`] (every request denied),
 //! [`logging`] (the contract's `log` import) and [`failure`] (what went wrong, in words).
 //! A new capability is a new module here, one field of [`CallState`] and one line of
 //! [`linker`].
 
+pub(crate) mod clock;
 pub(crate) mod failure;
 pub(crate) mod http;
 pub(crate) mod limits;
@@ -19,6 +21,7 @@ use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
 
 use super::contract::{bindings, bindings_0_1_0};
 use super::pool::PoolSlots;
+use clock::{Clock, ClockView};
 use failure::{CallError, Evidence};
 use http::Http;
 use limits::{Limiter, Limits};
@@ -27,6 +30,7 @@ use wasi::Wasi;
 
 /// The store's data for one call: each capability's state.
 pub(crate) struct CallState {
+    clock: Clock,
     wasi: Wasi,
     http: Http,
     /// The resources WASI and `wasi:http` hand the guest.
@@ -54,6 +58,10 @@ impl WasiHttpView for CallState {
 pub(crate) fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<CallState>> {
     let mut linker = Linker::new(engine);
     wasi::add_to_linker(&mut linker)?;
+    clock::add_to_linker(&mut linker, |state: &mut CallState| ClockView {
+        clock: &state.clock,
+        table: &mut state.table,
+    })?;
     http::add_to_linker(&mut linker)?;
     let contract = |linker: &mut Linker<CallState>| -> wasmtime::Result<()> {
         use bindings::kubewasm::reconciler as current;
@@ -71,8 +79,10 @@ pub(crate) fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<CallS
 /// A fresh store for one call of `plugin`, with `limits` in force, in which no more
 /// than `slots` core instances, memories and tables can be created.
 pub(crate) fn new_store(engine: &wasmtime::Engine, plugin: &str, limits: Limits, slots: PoolSlots) -> Store<CallState> {
+    let clock = Clock::new();
     let state = CallState {
-        wasi: Wasi::new(),
+        wasi: Wasi::new(&clock),
+        clock,
         http: Http::denied(plugin),
         table: ResourceTable::new(),
         limiter: Limiter::new(limits, slots),
@@ -93,6 +103,12 @@ pub(crate) fn rearm(store: &mut Store<CallState>, limits: Limits) {
 }
 
 impl CallState {
+    /// The clocks the plugin reads from now on start at `now`: the time of the request or
+    /// event it answers.
+    pub(crate) fn start_clocks_at(&self, now: jiff::Timestamp) {
+        self.clock.start_at(now);
+    }
+
     /// Log lines the plugin emitted beyond its budget in this call.
     pub(crate) fn logs_dropped(&self) -> u32 {
         self.log.dropped()
