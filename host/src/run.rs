@@ -250,6 +250,9 @@ pub fn plugin_table(runtime: &Runtime) -> String {
             (None, Some(kind)) => writeln!(table, "  {name:<20} {state:<8} {version}  for {kind}, not served yet"),
             (None, None) => writeln!(table, "  {name:<20} {state:<8} {version}  {}", p.file),
         };
+        if let Some(warning) = &p.warning {
+            let _ = writeln!(table, "  {:<20} WARNING  {warning}", "");
+        }
     }
     table
 }

@@ -91,6 +91,9 @@ pub struct PluginStatus {
     pub waiting_for: Option<String>,
     /// Why the newest version of the file (or its settings) is not in use.
     pub error: Option<String>,
+    /// The API server's last warning about a write of the plugin (a status field its
+    /// schema does not declare, dropped).
+    pub warning: Option<String>,
 }
 
 /// One plugin file as the host runs it.
@@ -196,6 +199,8 @@ impl Runtime {
         self.rescan().await?;
         on_change(&self);
         tokio::pin!(shutdown);
+        // The API server's warnings about the plugins' writes show in what `on_change` prints.
+        let warnings = self.options.controller.warnings.clone();
         let mut retry = tokio::time::interval(WAIT_RETRY);
         retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -213,6 +218,7 @@ impl Runtime {
                     }
                     on_change(&self);
                 }
+                () = warnings.changed() => on_change(&self),
             }
         }
         self.stop().await;
@@ -404,6 +410,7 @@ impl Runtime {
                     running: name.as_ref().is_some_and(|n| self.runners.running(n)),
                     waiting_for: name.as_ref().and_then(|n| self.runners.waiting_for(n)).map(str::to_string),
                     hash: slot.plugin.as_ref().map(|p| p.hash().to_string()),
+                    warning: name.as_ref().and_then(|n| self.options.controller.warnings.of(n)),
                     name,
                     error: slot.error.clone(),
                 }
