@@ -20,7 +20,7 @@ use super::finalizer::Change;
 use super::plan::{self, Action, Child, Metadata, Plan, StatusWritten, Write};
 use super::warnings::{self, Reported, Warnings};
 use crate::metrics::{Metrics, WriteKind};
-use crate::plugin::KindRef;
+use crate::plugin::{KindRef, view};
 
 /// How a plan's writes ended.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -45,6 +45,9 @@ pub(crate) struct Writer {
     /// Per parent uid: the status last written and the resourceVersions it was written
     /// over and answered with (see [`plan::Observed::status_written`]).
     status_written: Mutex<HashMap<String, StatusWritten>>,
+    /// Per parent uid: the resourceVersion of this host's last status write, when that
+    /// write changed nothing else of the parent (see [`Writer::is_own_echo`]).
+    echoes: Mutex<HashMap<String, String>>,
     /// The API server's warnings about this plugin's writes: reported once per cause.
     reported: Reported,
     warnings: Warnings,
@@ -80,6 +83,7 @@ impl Writer {
             kinds,
             metrics,
             status_written: Mutex::default(),
+            echoes: Mutex::default(),
             reported: Reported::default(),
             warnings,
         }
@@ -104,6 +108,17 @@ impl Writer {
     /// changed, and a field it dropped may be kept now.
     pub(crate) fn forget_statuses(&self) {
         self.written().clear();
+    }
+
+    fn echoes(&self) -> MutexGuard<'_, HashMap<String, String>> {
+        self.echoes.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Whether `parent` is exactly what this host's own last status write left: a change
+    /// the plugin made through the host, so no reason to call it again.
+    pub(crate) fn is_own_echo(&self, parent: &DynamicObject) -> bool {
+        let (Some(uid), Some(version)) = (parent.uid(), parent.resource_version()) else { return false };
+        self.echoes().get(&uid) == Some(&version)
     }
 
     fn resource(&self, kind: &KindRef) -> Option<&ApiResource> {
@@ -347,6 +362,9 @@ impl Writer {
             debug!(asked = %status, kept = %kept, "the API server did not keep the status as written");
         }
         let answered = answer.object.resource_version().unwrap_or_default();
+        if only_status_changed(parent, &answer.object) {
+            self.echoes().insert(uid.clone(), answered.clone());
+        }
         let over = parent.resource_version().unwrap_or_default();
         self.written().insert(uid, StatusWritten { over, answered, status: status.clone() });
         Ok(())
@@ -357,6 +375,22 @@ impl Writer {
         self.metrics.wrote(&self.plugin, WriteKind::Finalizer);
         Ok(())
     }
+}
+
+/// Whether `after` is `before` but for its status and the server's bookkeeping: no one
+/// else's change came in between.
+fn only_status_changed(before: &DynamicObject, after: &DynamicObject) -> bool {
+    let strip = |object: &DynamicObject| {
+        let mut object = view::shown(serde_json::to_value(object).unwrap_or_default());
+        if let Some(map) = object.as_object_mut() {
+            map.remove("status");
+        }
+        if let Some(meta) = object.get_mut("metadata").and_then(Value::as_object_mut) {
+            meta.remove("resourceVersion");
+        }
+        object
+    };
+    strip(before) == strip(after)
 }
 
 /// What became of a child the cache had not seen.

@@ -1,5 +1,6 @@
 //! The status as the API server keeps it: a field its schema does not declare is dropped
-//! with a warning the host reports once and writes again once the schema declares it.
+//! with a warning the host reports once and writes again once the schema declares it; the
+//! echo of the host's own status write does not call the plugin again.
 
 use std::time::Duration;
 
@@ -91,5 +92,42 @@ async fn a_status_field_the_schema_drops_is_reported_once_and_written_once_the_s
     // The schema declares it again: the host writes the status again without the parent changing.
     apply_crd(&env, &plugin("demo-application").crds()[0]).await;
     wait_for(&env, &apps, "app", "status.availableReplicas written", |a| a["status"]["availableReplicas"] == 0).await;
+    env.stop().await;
+}
+
+/// foo warns about a Deployment it does not own in every reconcile, and writes its status:
+/// the watch event of that status write is the host's own, not a change to reconcile again.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hosts_own_status_write_does_not_repeat_a_plugins_warning() {
+    let env = Env::start(&["foo"]).await;
+    let foos = resource("samplecontroller.k8s.io", "v1alpha1", "Foo", "foos");
+    env.create(
+        &deployments(),
+        json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "taken", "namespace": "default"},
+               "spec": {"replicas": 1, "selector": {"matchLabels": {"app": "theirs"}},
+                        "template": {"metadata": {"labels": {"app": "theirs"}},
+                                     "spec": {"containers": [{"name": "c", "image": "busybox"}]}}}}),
+    )
+    .await;
+    env.create(
+        &foos,
+        json!({"apiVersion": "samplecontroller.k8s.io/v1alpha1", "kind": "Foo",
+               "metadata": {"name": "greedy", "namespace": "default"},
+               "spec": {"deploymentName": "taken", "replicas": 1}}),
+    )
+    .await;
+    wait_for(&env, &foos, "greedy", "the status written", |f| f["status"]["availableReplicas"] == 0).await;
+    let settled = settled_events(&env, "greedy", "ErrResourceExists").await;
+    assert_eq!(settled.len(), 1, "{settled:?}");
+    assert_eq!(settled[0].2, 1, "one change, one warning: {settled:?}");
+
+    // A change by someone else is reconciled: the warning counts up once.
+    env.merge(&foos, "greedy", json!({"spec": {"replicas": 2}})).await;
+    eventually("the warning repeated", || async {
+        events(&env, "greedy", "ErrResourceExists").await.iter().any(|(_, _, count)| *count >= 2).then_some(())
+    })
+    .await;
+    let settled = settled_events(&env, "greedy", "ErrResourceExists").await;
+    assert_eq!(settled[0].2, 2, "{settled:?}");
     env.stop().await;
 }
