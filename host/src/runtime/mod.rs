@@ -25,7 +25,7 @@ use crate::plugin::{self, Engine, LoadError, Plugin, Settings, SettingsError};
 use reload::{Decision, Version};
 use runners::Runners;
 
-pub use crds::{CrdError, install_crds};
+pub use crds::{CrdError, Installed, install_crds};
 
 /// Why the runtime could not follow its plugin directory. A plugin that fails to load,
 /// or whose CRDs are refused, is no error of the runtime: it is reported and skipped.
