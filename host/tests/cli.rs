@@ -1222,6 +1222,9 @@ fn new_npm_plugin_passes_its_tests_builds_and_renders(lang: &str, name: &str, ap
     let tested = npm_in(&dir, &["test"]);
     assert!(tested.contains("# pass 2") && tested.contains("# fail 0"), "{tested}");
     npm_in(&dir, &["run", "build"]);
+    if lang == "ts" {
+        type_error_fails_the_build(&dir, app);
+    }
 
     let component = dir.join(format!("{name}.wasm"));
     describe_mentions(
@@ -1245,6 +1248,27 @@ fn new_npm_plugin_passes_its_tests_builds_and_renders(lang: &str, name: &str, ap
     let wrong =
         kubewasm(&["new", "x", "--lang", lang, "--path", path_str(&base.join("x")), "--sdk", path_str(&python_sdk)]);
     assert_fails_with(&wrong, &["not the guest SDK (no package.json there)"]);
+}
+
+/// `npm run build` in the TypeScript plugin `dir` type-checks `app` first: a type error
+/// fails it, naming the file, and leaves the component built before as it was.
+fn type_error_fails_the_build(dir: &Path, app: &str) {
+    let source = std::fs::read_to_string(dir.join(app)).expect("the module");
+    let component = std::fs::read_dir(dir)
+        .expect("the plugin directory")
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| path.extension().is_some_and(|e| e == "wasm"))
+        .expect("the component built");
+    let built = std::fs::read(&component).expect("the component");
+    std::fs::write(dir.join(app), format!("{source}\nconst typo: number = 'not a number';\n")).expect("edit");
+    let npm = std::env::var("NPM").unwrap_or_else(|_| "npm".into());
+    let out = Command::new(npm).args(["run", "build"]).current_dir(dir).output().expect("npm runs");
+    let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "a type error fails the build: {printed}");
+    assert!(printed.contains(app) && printed.contains("TS2322"), "tsc names the file and the error: {printed}");
+    assert_eq!(std::fs::read(&component).expect("the component"), built, "the component is left as it was");
+    std::fs::write(dir.join(app), source).expect("restore");
 }
 
 #[test]
