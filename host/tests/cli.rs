@@ -1484,3 +1484,34 @@ fn a_python_plugin_reads_the_requests_time_and_real_randomness() {
 fn a_go_plugin_reads_the_requests_time_and_real_randomness() {
     assert_the_sandbox_is_like_the_languages_runtime("sandbox-go", &["cryptoRand", "mathRand"]);
 }
+
+/// render says which observed children the answer keeps as they are and which the host
+/// would delete: those the parent controls that the answer omits.
+#[test]
+fn render_lists_the_children_kept_as_observed_and_those_the_host_would_delete() {
+    let config = write_temp("misbehave-keep.yaml", b"mode: keep\n");
+    let child = |name: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: default\n  uid: uid-{name}\n  \
+             ownerReferences:\n  - {{apiVersion: test.kubewasm.io/v1, kind: Misbehave, name: m, uid: u-1, controller: true}}\n\
+             spec: {{replicas: 1}}\n"
+        )
+    };
+    let observed =
+        write_temp("misbehave-keep-observed.yaml", format!("{}---\n{}", child("m"), child("old")).as_bytes());
+    let out = kubewasm(&[
+        "render",
+        path_str(&fixture("misbehave")),
+        "--parent",
+        path_str(&misbehave_parent()),
+        "--observed",
+        path_str(&observed),
+        "--config",
+        path_str(&config),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("kept: Deployment m (observed, kept as it is: neither written nor deleted)"), "{stderr}");
+    assert!(stderr.contains("deleted: Deployment old (the parent controls it and the answer omits it)"), "{stderr}");
+    assert!(!stderr.contains("deleted: Deployment m "), "{stderr}");
+}

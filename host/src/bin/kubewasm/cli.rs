@@ -123,7 +123,8 @@ pub enum Command {
         /// The plugin component (`.wasm`).
         plugin: PathBuf,
     },
-    /// Run one reconcile offline and print the desired objects as YAML.
+    /// Run one reconcile offline and print the desired objects as YAML; list on stderr the
+    /// observed children the answer keeps as they are and those the host would delete.
     Render {
         /// The plugin component (`.wasm`).
         plugin: PathBuf,

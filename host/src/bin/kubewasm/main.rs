@@ -126,8 +126,8 @@ fn run(cli: Cli) -> Result<()> {
             let plugin = Plugin::load(&engine(&one_shot())?, &plugin)?;
             let now = now.unwrap_or_else(jiff::Timestamp::now).to_string();
             let rendered = render::render(&plugin, &Inputs { parent, observed, related, config }, &now)?;
-            for note in &rendered.notes {
-                eprintln!("note: {note}");
+            for line in rendered.remarks() {
+                eprintln!("{line}");
             }
             print!("{}", rendered.to_yaml()?);
         }

@@ -44,6 +44,11 @@ pub struct Rendered {
     pub parent: Value,
     pub response: Response,
     pub notes: Vec<String>,
+    /// The observed children the answer keeps as they are (`Response::keep`): the host
+    /// neither writes nor deletes them.
+    pub kept: Vec<String>,
+    /// The observed children the parent controls that the answer omits: the host deletes them.
+    pub deleted: Vec<String>,
 }
 
 /// Reads the inputs, calls the plugin as the host would, and validates the answer.
@@ -88,10 +93,56 @@ pub fn render(plugin: &Plugin, inputs: &Inputs, now: &str) -> Result<Rendered, R
     let request = Request::new(parent, shown.children, shown.related, false, now.into(), config);
     let response = instance.reconcile(&request)?;
     let response = validate(manifest, request.parent().json(), response)?;
-    Ok(Rendered { parent: request.parent().json().clone(), response, notes: shown.left_out })
+    let kept = response.children.iter().filter(|c| c["metadata"]["uid"].is_string()).map(describe).collect();
+    let namespace = request.parent().json()["metadata"]["namespace"].as_str();
+    let deleted = request
+        .children()
+        .iter()
+        .map(kubewasm_contract::Object::json)
+        .filter(|o| !answered(&response.children, o, namespace))
+        .map(describe)
+        .collect();
+    Ok(Rendered { parent: request.parent().json().clone(), response, notes: shown.left_out, kept, deleted })
+}
+
+/// Whether one of the answer's `children` is `observed`: the same kind, namespace (a child
+/// without one is in its parent's, `namespace`) and name, as the host tells the children to
+/// keep from those to delete.
+fn answered(children: &[Value], observed: &Value, namespace: Option<&str>) -> bool {
+    let key = |object: &Value| {
+        let meta = &object["metadata"];
+        (
+            object["apiVersion"].as_str().map(str::to_string),
+            object["kind"].as_str().map(str::to_string),
+            meta["namespace"].as_str().or(namespace).map(str::to_string),
+            meta["name"].as_str().map(str::to_string),
+        )
+    };
+    let observed = key(observed);
+    children.iter().any(|child| key(child) == observed)
+}
+
+/// `Kind name` of an object, as render's notes name it.
+fn describe(object: &Value) -> String {
+    format!(
+        "{} {}",
+        object["kind"].as_str().unwrap_or_default(),
+        object["metadata"]["name"].as_str().unwrap_or_default()
+    )
 }
 
 impl Rendered {
+    /// What render says besides the YAML, one line each: inputs the host would not have
+    /// passed, children kept as they are, children the host would delete.
+    pub fn remarks(&self) -> impl Iterator<Item = String> + '_ {
+        let notes = self.notes.iter().map(|note| format!("note: {note}"));
+        let kept =
+            self.kept.iter().map(|c| format!("kept: {c} (observed, kept as it is: neither written nor deleted)"));
+        let deleted =
+            self.deleted.iter().map(|c| format!("deleted: {c} (the parent controls it and the answer omits it)"));
+        notes.chain(kept).chain(deleted)
+    }
+
     /// The decision as a YAML stream: the parent with its new status, labels and
     /// annotations; each desired child; then a `Result` with events and requeue, if any.
     ///
