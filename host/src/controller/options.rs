@@ -5,6 +5,7 @@ use std::time::Duration;
 
 use serde_json::Value;
 
+use super::warnings::Warnings;
 use crate::coordination::shard::Shard;
 use crate::metrics::Metrics;
 use crate::secrets::Secrets;
@@ -35,6 +36,9 @@ pub struct Options {
     pub namespace: Option<String>,
     /// Where reconciles, calls and writes are counted; share one across plugins.
     pub metrics: Metrics,
+    /// Where the API server's warnings about each plugin's writes are kept; share one
+    /// across plugins.
+    pub warnings: Warnings,
     /// The parents this replica reconciles (all of them unless replicas share the work).
     pub shard: Shard,
 }
@@ -50,6 +54,7 @@ impl Default for Options {
             secrets: Secrets::none(),
             namespace: None,
             metrics: Metrics::default(),
+            warnings: Warnings::default(),
             shard: Shard::whole(),
         }
     }

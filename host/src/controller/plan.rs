@@ -93,9 +93,24 @@ pub(crate) struct Observed<'a> {
     pub(crate) children: &'a [(KindRef, Arc<DynamicObject>)],
     /// The cached object of a kind, by namespace and name.
     pub(crate) cached: &'a Lookup<'a>,
-    /// The status this host last wrote on the parent, and the resourceVersion it was
-    /// written over: while the cache still shows that version, the write is on its way.
-    pub(crate) status_written: Option<(String, Value)>,
+    /// The status this host last wrote on the parent, and what the API server made of it.
+    pub(crate) status_written: Option<StatusWritten>,
+}
+
+/// A status this host wrote on a parent, and what the API server made of it: the
+/// resourceVersion the parent had when the plan was made and the one the write answered
+/// with (the same when the write changed nothing: when the server dropped every field
+/// that differed, say).
+///
+/// While the cache shows either version, writing the same status again can only come to
+/// the same: the cache lags behind the write, or the server keeps the status otherwise
+/// than asked (a field its schema does not declare, a default it adds). A change of the
+/// parent moves its version; a change of its schema makes the writer forget these.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct StatusWritten {
+    pub(crate) over: String,
+    pub(crate) answered: String,
+    pub(crate) status: Value,
 }
 
 /// Finds the cached object of a kind by namespace and name.
@@ -174,10 +189,13 @@ pub(crate) fn plan(
         .cloned()
         .collect();
     let status = response.status.as_ref().map(|status| {
+        // The status as the API server keeps it, against the one wanted.
         let current = observed.parent.data.get("status").unwrap_or(&Value::Null);
         let version = observed.parent.resource_version().unwrap_or_default();
-        let in_flight = observed.status_written.as_ref().is_some_and(|(over, last)| *over == version && last == status);
-        if same(current, status) || in_flight { Write::Held } else { Write::Write(status.clone()) }
+        let answered = observed.status_written.as_ref().is_some_and(|written| {
+            written.status == *status && (written.over == version || written.answered == version)
+        });
+        if same(current, status) || answered { Write::Held } else { Write::Write(status.clone()) }
     });
     let wanted = Metadata { labels: response.labels.clone(), annotations: response.annotations.clone() };
     let metadata = if parent_metadata_current(observed.parent, observed.manager, &wanted) {
@@ -569,25 +587,62 @@ mod tests {
         assert!(plan.children.is_empty() && plan.prune.is_empty());
     }
 
-    #[test]
-    fn a_status_is_written_once_until_the_cache_shows_it() {
-        let (mut parent, resource) = parent();
-        parent.metadata.resource_version = Some("7".into());
-        let mut answer = response(Vec::new());
-        answer.status = Some(json!({"ready": true}));
-        assert_eq!(plan_for(&answer, &[], &parent).status, Some(Write::Write(json!({"ready": true}))));
+    /// The status planned for `answer` on `parent` after the host wrote `written`.
+    fn status_after(parent: &DynamicObject, answer: &Response, written: Option<StatusWritten>) -> Option<Write<Value>> {
+        let (_, resource) = self::parent();
         let lookup = |_: &KindRef, _: Option<&str>, _: &str| None;
-        let in_flight = Observed {
-            parent: &parent,
+        let observed = Observed {
+            parent,
             parent_resource: &resource,
             manager: "kubewasm.app",
             children: &[],
             cached: &lookup,
-            status_written: Some(("7".into(), json!({"ready": true}))),
+            status_written: written,
         };
-        let plan = plan(&manifest(), Phase::Apply { add_finalizer: false }, &answer, &in_flight, REQUEUE);
-        assert_eq!(plan.status, Some(Write::Held), "written over version 7: on its way");
+        plan(&manifest(), Phase::Apply { add_finalizer: false }, answer, &observed, REQUEUE).status
+    }
+
+    fn written(over: &str, answered: &str, status: Value) -> StatusWritten {
+        StatusWritten { over: over.into(), answered: answered.into(), status }
+    }
+
+    #[test]
+    fn a_status_is_written_once_until_the_cache_shows_it() {
+        let (mut parent, _) = parent();
+        parent.metadata.resource_version = Some("7".into());
+        let mut answer = response(Vec::new());
+        answer.status = Some(json!({"ready": true}));
+        assert_eq!(plan_for(&answer, &[], &parent).status, Some(Write::Write(json!({"ready": true}))));
+        let on_its_way = Some(written("7", "8", json!({"ready": true})));
+        assert_eq!(status_after(&parent, &answer, on_its_way), Some(Write::Held), "written over version 7: on its way");
         assert_eq!(plan_for(&response(Vec::new()), &[], &parent).status, None, "no status asked for");
+    }
+
+    #[test]
+    fn a_status_the_server_kept_otherwise_is_compared_with_what_it_keeps() {
+        let (mut parent, _) = parent();
+        let mut answer = response(Vec::new());
+        answer.status = Some(json!({"ready": true, "extra": "x"}));
+        // The server dropped `extra` (its schema does not declare it): the write changed nothing.
+        parent.metadata.resource_version = Some("7".into());
+        parent.data = json!({"status": {"ready": true}});
+        let dropped = || Some(written("7", "7", json!({"ready": true, "extra": "x"})));
+        assert_eq!(status_after(&parent, &answer, dropped()), Some(Write::Held), "the same write, the same outcome");
+        assert_eq!(
+            status_after(&parent, &answer, None),
+            Some(Write::Write(json!({"ready": true, "extra": "x"}))),
+            "the schema changed (the writer forgot): written again, so a field it now declares is kept"
+        );
+        parent.metadata.resource_version = Some("9".into());
+        assert_eq!(
+            status_after(&parent, &answer, dropped()),
+            Some(Write::Write(json!({"ready": true, "extra": "x"}))),
+            "the parent changed since: written again"
+        );
+        let mut other = answer.clone();
+        other.status = Some(json!({"ready": false, "extra": "x"}));
+        parent.metadata.resource_version = Some("7".into());
+        assert_eq!(status_after(&parent, &other, dropped()), Some(Write::Write(json!({"ready": false, "extra": "x"}))));
     }
 
     #[test]

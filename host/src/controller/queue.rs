@@ -4,9 +4,11 @@
 //! kube-runtime's scheduler keeps its queue to itself, so the controller counts at
 //! the edges it sees: triggers in (watch events, resyncs, requeues), reconciles
 //! started out. Like the scheduler, it keeps one entry per parent, due at the
-//! earliest time anything asked for.
+//! earliest time anything asked for. It also knows whether anything but a change of the
+//! parent itself asked for a reconcile, which the reconcile needs to tell the echo of the
+//! host's own write from a reason to call the plugin.
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -25,6 +27,12 @@ type Key = ObjectRef<DynamicObject>;
 /// One plugin's queue of parents.
 pub(crate) struct Queue {
     due: Mutex<HashMap<Key, Instant>>,
+    /// Parents something other than a change of the parent itself (a child or related
+    /// object, a resync) asked to reconcile since their last reconcile started.
+    asked: Mutex<HashSet<Key>>,
+    /// When each parent's requeue or retry is due: the scheduler's own timer, whose
+    /// firing passes none of the streams counted here.
+    requeues: Mutex<HashMap<Key, Instant>>,
     /// The parent cache: the scheduler drops a parent deleted before its turn.
     parents: Store<DynamicObject>,
     resource: ApiResource,
@@ -33,7 +41,14 @@ pub(crate) struct Queue {
 
 impl Queue {
     pub(crate) fn new(parents: Store<DynamicObject>, resource: ApiResource) -> Self {
-        Self { due: Mutex::default(), parents, resource, backoff: Backoff::new() }
+        Self {
+            due: Mutex::default(),
+            asked: Mutex::default(),
+            requeues: Mutex::default(),
+            parents,
+            resource,
+            backoff: Backoff::new(),
+        }
     }
 
     /// The key of a parent object.
@@ -45,12 +60,22 @@ impl Queue {
         self.due.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
+    fn asked(&self) -> MutexGuard<'_, HashSet<Key>> {
+        self.asked.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn requeues(&self) -> MutexGuard<'_, HashMap<Key, Instant>> {
+        self.requeues.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// `parent` is to be reconciled after `delay`, or sooner if it already was. A
     /// parent no longer cached (its deletion just seen) leaves the queue instead, so
     /// the queue never outgrows the cache.
     fn after(&self, parent: Key, delay: Duration) {
         if self.parents.get(&parent).is_none() {
             self.due().remove(&parent);
+            self.asked().remove(&parent);
+            self.requeues().remove(&parent);
             return;
         }
         let at = Instant::now() + delay;
@@ -67,8 +92,11 @@ impl Queue {
         let parents = self.parents.state();
         let now = Instant::now();
         let mut due = self.due();
+        let mut asked = self.asked();
         for parent in parents {
-            due.insert(self.key(&parent), now);
+            let key = self.key(&parent);
+            asked.insert(key.clone());
+            due.insert(key, now);
         }
     }
 
@@ -94,6 +122,7 @@ impl Queue {
         move |object| {
             let parents = mapper(object);
             for parent in &parents {
+                pending.asked().insert(parent.clone());
                 pending.now(parent.clone());
             }
             parents
@@ -109,22 +138,33 @@ impl Queue {
         resyncs.inspect(move |()| pending.all())
     }
 
-    /// `parent`'s reconcile has started: it has left the queue.
-    pub(crate) fn started(&self, parent: &Key) {
+    /// `parent`'s reconcile has started: it has left the queue. True when something other
+    /// than a change of the parent itself asked for it: a child or related object, a
+    /// resync, its requeue or retry coming due.
+    pub(crate) fn started(&self, parent: &Key) -> bool {
         self.due().remove(parent);
+        let asked = self.asked().remove(parent);
+        asked || self.requeues().get(parent).is_some_and(|at| *at <= Instant::now())
     }
 
     /// `parent`'s reconcile succeeded: its backoff is forgotten, and it is queued again
     /// after `requeue` (`None`: only when something changes).
     pub(crate) fn succeeded(&self, parent: Key, requeue: Option<Duration>) -> Action {
         self.backoff.succeed(&parent);
-        match requeue {
-            Some(delay) => {
-                self.after(parent, delay);
-                Action::requeue(delay)
-            }
-            None => Action::await_change(),
-        }
+        let Some(delay) = requeue else {
+            self.requeues().remove(&parent);
+            return Action::await_change();
+        };
+        self.requeues().insert(parent.clone(), Instant::now() + delay);
+        self.after(parent, delay);
+        Action::requeue(delay)
+    }
+
+    /// `parent`'s reconcile was not needed (see [`Queue::started`]): the requeue of the one
+    /// before it still stands.
+    pub(crate) fn skipped(&self, parent: &Key) -> Action {
+        let due = self.requeues().get(parent).copied();
+        due.map_or_else(Action::await_change, |at| Action::requeue(at.saturating_duration_since(Instant::now())))
     }
 
     /// `parent`'s reconcile failed: it is queued again after its backoff, the longest
@@ -133,6 +173,7 @@ impl Queue {
     pub(crate) fn failed(&self, parent: Key, retryable: bool) -> Action {
         let delay =
             if retryable { self.backoff.fail(parent.clone()) } else { self.backoff.fail_permanently(parent.clone()) };
+        self.requeues().insert(parent.clone(), Instant::now() + delay);
         self.after(parent, delay);
         Action::requeue(delay)
     }
@@ -211,6 +252,25 @@ mod tests {
         assert_eq!(queue.depth(), 3);
         queue.now(queue.key(&parent("gone")));
         assert_eq!(queue.depth(), 3, "a parent not in the cache is never reconciled");
+    }
+
+    #[test]
+    fn a_reconcile_knows_whether_more_than_a_change_of_its_parent_asked_for_it() {
+        let queue = Arc::new(pending(&["a", "b"]));
+        let (a, b) = (queue.key(&parent("a")), queue.key(&parent("b")));
+        queue.now(a.clone());
+        assert!(!queue.started(&a), "only the parent changed");
+        let mapper = queue.count_mapped(|_: DynamicObject| vec![ObjectRef::from_obj_with(&parent("a"), resource())]);
+        mapper(parent("child"));
+        assert!(queue.started(&a), "a child asked");
+        assert!(!queue.started(&a), "asked once, for the one reconcile");
+        queue.all();
+        assert!(queue.started(&b), "a resync asked");
+        let _ = queue.succeeded(a.clone(), Some(Duration::ZERO));
+        assert!(queue.started(&a), "its requeue came due");
+        let _ = queue.succeeded(b.clone(), Some(Duration::from_hours(1)));
+        assert!(!queue.started(&b), "its requeue is not due yet");
+        assert_ne!(queue.skipped(&b), Action::await_change(), "the requeue still stands");
     }
 
     #[test]

@@ -24,7 +24,13 @@ use crate::plugin::{validate, view};
 /// Reconciles `parent`; failures are recorded as a Warning Event on it.
 pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, Error> {
     let key = ctx.queue.key(&parent);
-    ctx.queue.started(&key);
+    let asked = ctx.queue.started(&key);
+    if !asked && ctx.writer.is_own_echo(&parent) {
+        // The parent is what this host's own status write left, and nothing else asked: the
+        // plugin would be called on what it already answered (and repeat its events).
+        debug!("changed by this host's own status write only; not reconciled again");
+        return Ok(ctx.queue.skipped(&key));
+    }
     // Another replica's parent: it reconciles it. Held to the end, so this replica
     // never gives the parent away with a reconcile of it in flight.
     let Some(_admitted) = ctx.options.shard.admit(parent.metadata.uid.as_deref().unwrap_or_default()).await else {

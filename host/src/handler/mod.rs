@@ -523,6 +523,7 @@ fn deliver(
     let event = event_of(&queued.item.1, kind, queued.attempt, resolved.config);
     let mut instance = current.plugin.instance();
     instance.hide(resolved.hidden);
+    instance.set_time(&event.now);
     instance.handle(&event).map_err(Failed::Call)
 }
 

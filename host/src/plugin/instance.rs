@@ -131,6 +131,17 @@ impl<'a> Instance<'a> {
         Ok(())
     }
 
+    /// The clocks the plugin reads from now on start at `now` (RFC 3339): the time of the
+    /// request it is about to answer. [`Instance::reconcile`] and [`Instance::handle`] set
+    /// it from their request; set it before [`Instance::related`], which has none. Until
+    /// then the clocks read the host's time; a `now` that is no RFC 3339 time leaves them
+    /// as they are.
+    pub fn set_time(&mut self, now: &str) {
+        if let Ok(now) = now.parse::<jiff::Timestamp>() {
+            self.store.data().start_clocks_at(now);
+        }
+    }
+
     /// What the plugin says it is: the load's self-test.
     pub(crate) fn describe(&mut self) -> Result<Manifest, CallError> {
         self.call("describe", |store, exports| match exports {
@@ -178,6 +189,7 @@ impl<'a> Instance<'a> {
     ///
     /// A [`CallError`] saying what went wrong.
     pub fn reconcile(&mut self, request: &Request) -> Result<Response, CallError> {
+        self.set_time(request.now_rfc3339());
         let plugin = self.label.to_string();
         let redact = self.redact.clone();
         let answer = self.call("reconcile", |store, exports| match exports {
@@ -216,6 +228,7 @@ impl<'a> Instance<'a> {
     /// A [`CallError`] saying what went wrong; [`CallError::Plugin`] for the handler's
     /// own error (retryable or not, as it says).
     pub fn handle(&mut self, event: &ObjectEvent) -> Result<(), CallError> {
+        self.set_time(&event.now);
         let plugin = self.label.to_string();
         let answer = self.call("handle", |store, exports| match exports {
             Exports::Current(e) => {

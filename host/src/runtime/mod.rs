@@ -28,7 +28,7 @@ use directory::{Stamp, Writes};
 use reload::{Decision, Version};
 use runners::{Launch, Runners};
 
-pub use crds::{CrdError, install_crds};
+pub use crds::{CrdError, Installed, install_crds};
 
 /// Why the runtime could not follow its plugin directory. A plugin that fails to load,
 /// or whose CRDs are refused, is no error of the runtime: it is reported and skipped.
@@ -98,6 +98,9 @@ pub struct PluginStatus {
     pub waiting_for: Option<String>,
     /// Why the newest version of the file (or its settings) is not in use.
     pub error: Option<String>,
+    /// The API server's last warning about a write of the plugin (a status field its
+    /// schema does not declare, dropped).
+    pub warning: Option<String>,
 }
 
 /// One plugin file as the host runs it.
@@ -241,6 +244,8 @@ impl Runtime {
         self.sync(&writes, &HashSet::new()).await?;
         on_change(&self);
         tokio::pin!(shutdown);
+        // The API server's warnings about the plugins' writes show in what `on_change` prints.
+        let warnings = self.options.controller.warnings.clone();
         let mut retry = tokio::time::interval(WAIT_RETRY);
         retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
@@ -264,6 +269,10 @@ impl Runtime {
                         touched.extend(writes.note(event));
                     }
                     touched
+                }
+                () = warnings.changed() => {
+                    on_change(&self);
+                    continue;
                 }
             };
             if let Err(e) = self.sync(&writes, &touched).await {
@@ -508,6 +517,7 @@ impl Runtime {
                     running: name.as_ref().is_some_and(|n| self.runners.running(n)),
                     waiting_for: name.as_ref().and_then(|n| self.runners.waiting_for(n)).map(str::to_string),
                     hash: slot.plugin.as_ref().map(|p| p.hash().to_string()),
+                    warning: name.as_ref().and_then(|n| self.options.controller.warnings.of(n)),
                     name,
                     error: slot.error.clone(),
                 }

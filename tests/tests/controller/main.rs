@@ -13,4 +13,5 @@ mod pod_services;
 mod rbac;
 mod run;
 mod stack;
+mod status;
 mod steady_state;

@@ -134,9 +134,11 @@ pub enum Command {
         /// The plugin component (`.wasm`).
         plugin: PathBuf,
     },
-    /// Run one reconcile offline and print the desired objects as YAML; or, with
-    /// --event, hand one change of an object to the plugin's event handler. With --http,
-    /// the plugin's HTTP requests are answered from canned responses and printed.
+    /// Run one reconcile offline and print the desired objects as YAML, listing on stderr
+    /// the observed children the answer keeps as they are and those the host would
+    /// delete; or, with --event, hand one change of an object to the plugin's event
+    /// handler. With --http, the plugin's HTTP requests are answered from canned
+    /// responses and printed.
     Render(Box<RenderArgs>),
     /// Print the CustomResourceDefinitions the plugins define, as YAML.
     Crds {
@@ -212,10 +214,10 @@ pub struct RenderArgs {
     /// The plugin's settings (YAML or JSON).
     #[arg(long)]
     pub config: Option<PathBuf>,
-    /// The time handed to the plugin, RFC 3339 (default: now); fix it for
-    /// reproducible output.
+    /// The time handed to the plugin, RFC 3339 (default: now): the request's `now`
+    /// and what every clock the plugin reads starts at; fix it for reproducible output.
     #[arg(long)]
-    pub now: Option<String>,
+    pub now: Option<jiff::Timestamp>,
 }
 
 /// The change of `render --event`.

@@ -183,7 +183,7 @@ fn render_command(args: cli::RenderArgs) -> Result<()> {
         now,
     } = args;
     let plugin = Plugin::load(&engine(&one_shot())?, &plugin)?;
-    let now = now.unwrap_or_else(|| jiff::Timestamp::now().to_string());
+    let now = now.unwrap_or_else(jiff::Timestamp::now).to_string();
     let call = match (parent, event, object) {
         (Some(parent), _, _) => render::Call::Reconcile { parent },
         (None, Some(change), Some(object)) => {
@@ -198,8 +198,8 @@ fn render_command(args: cli::RenderArgs) -> Result<()> {
     };
     let inputs = Inputs { observed, related, config, settings, http, secrets };
     let rendered = render::render(&plugin, &call, &inputs, &now)?;
-    for note in &rendered.notes {
-        eprintln!("note: {note}");
+    for line in rendered.remarks() {
+        eprintln!("{line}");
     }
     print!("{}", rendered.to_yaml()?);
     if let render::Outcome::Handled { error: Some(error), .. } = &rendered.outcome {

@@ -78,12 +78,15 @@ pub enum Outcome {
     Reconciled {
         parent: Value,
         response: Response,
+        /// The observed children the answer keeps as they are (`Response::keep`, as
+        /// `Kind name`): the host neither writes nor deletes them.
+        kept: Vec<String>,
+        /// The observed children the parent controls that the answer omits: the host
+        /// deletes them.
+        deleted: Vec<String>,
     },
     /// The event handed over, and the handler's error if it did not accept it.
-    Handled {
-        event: ObjectEvent,
-        error: Option<CallError>,
-    },
+    Handled { event: ObjectEvent, error: Option<CallError> },
 }
 
 /// The plugin's config and HTTP settings for a render, its Secret values, and the canned
@@ -253,6 +256,7 @@ fn handle(
     };
     let mut instance = prepared.plugin.instance();
     instance.hide(prepared.hidden.clone());
+    instance.set_time(now);
     let error = instance.handle(&event).err();
     Ok((Outcome::Handled { event, error }, Vec::new()))
 }
@@ -303,13 +307,49 @@ fn reconcile(
     // One instance for both calls, as the controllers do.
     let mut instance = plugin.instance();
     instance.hide(prepared.hidden.clone());
+    instance.set_time(now);
     let queries = instance.related(&parent)?;
     let shown = view::select(manifest, &parent, &queries, observed, related);
     let request = Request::new(parent, shown.children, shown.related, false, now.into(), prepared.config.clone());
     let response = instance.reconcile(&request)?;
     let response = validate(manifest, request.parent().json(), response)?;
+    let kept = response.children.iter().filter(|c| c["metadata"]["uid"].is_string()).map(describe).collect();
+    let namespace = request.parent().json()["metadata"]["namespace"].as_str();
+    let deleted = request
+        .children()
+        .iter()
+        .map(kubewasm_contract::Object::json)
+        .filter(|o| !answered(&response.children, o, namespace))
+        .map(describe)
+        .collect();
     let parent = request.parent().json().clone();
-    Ok((Outcome::Reconciled { parent, response }, shown.left_out))
+    Ok((Outcome::Reconciled { parent, response, kept, deleted }, shown.left_out))
+}
+
+/// Whether one of the answer's `children` is `observed`: the same kind, namespace (a child
+/// without one is in its parent's, `namespace`) and name, as the host tells the children to
+/// keep from those to delete.
+fn answered(children: &[Value], observed: &Value, namespace: Option<&str>) -> bool {
+    let key = |object: &Value| {
+        let meta = &object["metadata"];
+        (
+            object["apiVersion"].as_str().map(str::to_string),
+            object["kind"].as_str().map(str::to_string),
+            meta["namespace"].as_str().or(namespace).map(str::to_string),
+            meta["name"].as_str().map(str::to_string),
+        )
+    };
+    let observed = key(observed);
+    children.iter().any(|child| key(child) == observed)
+}
+
+/// `Kind name` of an object, as render's notes name it.
+fn describe(object: &Value) -> String {
+    format!(
+        "{} {}",
+        object["kind"].as_str().unwrap_or_default(),
+        object["metadata"]["name"].as_str().unwrap_or_default()
+    )
 }
 
 /// The requests as the `Requests` document of a render.
@@ -340,6 +380,19 @@ pub fn requests_yaml(requests: &[Recorded]) -> Result<String, serde_yaml_ng::Err
 }
 
 impl Rendered {
+    /// What render says besides the YAML, one line each: inputs the host would not have
+    /// passed, children kept as they are, children the host would delete.
+    pub fn remarks(&self) -> impl Iterator<Item = String> + '_ {
+        let (kept, deleted): (&[String], &[String]) = match &self.outcome {
+            Outcome::Reconciled { kept, deleted, .. } => (kept, deleted),
+            Outcome::Handled { .. } => (&[], &[]),
+        };
+        let notes = self.notes.iter().map(|note| format!("note: {note}"));
+        let kept = kept.iter().map(|c| format!("kept: {c} (observed, kept as it is: neither written nor deleted)"));
+        let deleted = deleted.iter().map(|c| format!("deleted: {c} (the parent controls it and the answer omits it)"));
+        notes.chain(kept).chain(deleted)
+    }
+
     /// What the plugin did as a YAML stream. A reconcile: the parent with its new status,
     /// labels and annotations; each desired child; then a `Result` with events and
     /// requeue, if any. An event: a `Handled` document. Then, with `--http` or any
@@ -350,7 +403,7 @@ impl Rendered {
     /// Only if serialization fails, which JSON values never do.
     pub fn to_yaml(&self) -> Result<String, serde_yaml_ng::Error> {
         let mut out = match &self.outcome {
-            Outcome::Reconciled { parent, response } => reconciled_yaml(parent, response)?,
+            Outcome::Reconciled { parent, response, .. } => reconciled_yaml(parent, response)?,
             Outcome::Handled { event, error } => {
                 let mut document = json!({
                     "apiVersion": "render.kubewasm.io/v1alpha1",

@@ -1,17 +1,18 @@
 //! One call's sandbox: a fresh store composed of one piece per capability, as Spin
 //! composes its factors. Each capability is a module with its per-call state and what
 //! it links: [`limits`] (deadline, memory, pool slots), [`wasi`] (files, environment and
-//! sockets denied, fixed clocks, stderr captured), [`http`] (outbound HTTP within the
-//! operator's grant, for `wasi:http` and the contract's `http`), [`logging`] (the
-//! contract's `log` import, Secret values masked) and [`failure`] (what went wrong, in
-//! words). A new capability is a new module here, one field of [`CallState`] and one line
-//! of [`linker`].
+//! sockets denied, real randomness, stderr captured), [`clock`] (the request's time, waits
+//! that return at once), [`http`] (outbound HTTP within the operator's grant, for
+//! `wasi:http` and the contract's `http`), [`logging`] (the contract's `log` import,
+//! Secret values masked) and [`failure`] (what went wrong, in words). A new capability is
+//! a new module here, one field of [`CallState`] and one line of [`linker`].
 //!
 //! The CPU deadline counts the time the guest runs, not the time it waits on the
 //! network: the epoch clock ticks in wall time, so each time a call reaches its deadline
 //! the time its requests waited since is given back (`epoch_deadline_callback`), within a
 //! wall-clock cap of the deadline plus every request of its budget at the full timeout.
 
+pub(crate) mod clock;
 pub(crate) mod failure;
 pub(crate) mod http;
 pub(crate) mod limits;
@@ -28,6 +29,7 @@ use wasmtime_wasi_http::{WasiHttpCtxView, WasiHttpView};
 
 use super::contract::{bindings, bindings_0_1_0};
 use super::pool::PoolSlots;
+use clock::{Clock, ClockView};
 use failure::{CallError, Evidence};
 use http::{Egress, Http};
 use limits::{EPOCH_TICK, Limiter, Limits};
@@ -36,6 +38,7 @@ use wasi::Wasi;
 
 /// The store's data for one call: each capability's state.
 pub(crate) struct CallState {
+    clock: Clock,
     wasi: Wasi,
     http: Http,
     /// The resources WASI and `wasi:http` hand the guest.
@@ -66,6 +69,10 @@ impl WasiHttpView for CallState {
 pub(crate) fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<CallState>> {
     let mut linker = Linker::new(engine);
     wasi::add_to_linker(&mut linker)?;
+    clock::add_to_linker(&mut linker, |state: &mut CallState| ClockView {
+        clock: &state.clock,
+        table: &mut state.table,
+    })?;
     http::add_to_linker(&mut linker)?;
     let contract = |linker: &mut Linker<CallState>| -> wasmtime::Result<()> {
         use bindings::kubewasm::reconciler as current;
@@ -90,8 +97,10 @@ pub(crate) fn new_store(
     slots: PoolSlots,
     egress: Arc<Egress>,
 ) -> Store<CallState> {
+    let clock = Clock::new();
     let state = CallState {
-        wasi: Wasi::new(),
+        wasi: Wasi::new(&clock),
+        clock,
         http: Http::new(egress),
         table: ResourceTable::new(),
         limiter: Limiter::new(limits, slots),
@@ -134,6 +143,12 @@ impl CallState {
     /// Hides `values` (a plugin's Secret values) in what the plugin logs.
     pub(crate) fn hide(&mut self, values: Redact) {
         self.log.hide(values);
+    }
+
+    /// The clocks the plugin reads from now on start at `now`: the time of the request or
+    /// event it answers.
+    pub(crate) fn start_clocks_at(&self, now: jiff::Timestamp) {
+        self.clock.start_at(now);
     }
 
     /// Log lines the plugin emitted beyond its budget in this call.
