@@ -4,8 +4,8 @@
 //! [`DevCluster::start`] serves the Kubernetes HTTP API on loopback from memory, so the real
 //! `kube` client and the real `kubectl` work against it unchanged: discovery of every stable
 //! built-in kind of its Kubernetes version (from the upstream definitions in `data/`), CRDs
-//! registered at run time with schema validation and CEL rules, `ValidatingAdmissionPolicies`,
-//! `/openapi/v2` and `/openapi/v3`,
+//! registered at run time with schema validation, CEL rules and conversion webhooks,
+//! `ValidatingAdmissionPolicies`, admission webhooks, `/openapi/v2` and `/openapi/v3`,
 //! get/list/watch, create/update/patch (merge, JSON, strategic, server-side apply), delete with
 //! finalizers and garbage collection. It is not a scheduler or a kubelet: nothing runs Pods.
 //!
@@ -38,17 +38,21 @@
 //!   `creationTimestamp: null` a real server prints;
 //!   CRD schemas are enforced except the rarer string `format`s; CEL rules and admission
 //!   policies run without a type checker or cost limits (the `cel` crate has neither), and
-//!   policies skip DELETE, `authorizer` and `Audit`; CRD versions convert with the `None`
-//!   strategy only (objects pruned by each version's schema), not by a conversion webhook;
+//!   policies skip DELETE, `authorizer` and `Audit`;
+//! - admission and conversion webhooks are called over HTTPS as kube-apiserver calls them
+//!   (see the README), but when several validating webhooks refuse, the first in configuration
+//!   order is reported (upstream: the first to answer), match conditions have no `authorizer`,
+//!   `auditAnnotations` are ignored, and a `service` reference without endpoints leads to
+//!   `127.0.0.1` at its target port (no cluster network);
 //! - `managedFields` of ordinary updates to built-ins can differ in `.` entries, because the real
 //!   server compares against Go zero values (`tests/conformance/smd/README.md` lists the
 //!   structured-merge-diff scenarios that run here and those that cannot);
 //! - a protobuf body's explicit zero (`replicas: 0`, `false`, `""`) reads as unset (see
 //!   `protobuf`); answers are always JSON, and `/openapi/v2` is served as JSON only;
-//! - no authentication, authorization (every review is allowed) or admission webhooks; no
-//!   aggregated discovery; `autoscaling/v1` `HorizontalPodAutoscaler`s are not served (only
-//!   `v2`); subresources other than `status` and `scale` (logs, exec, eviction, binding, tokens,
-//!   ephemeral containers) are not served.
+//! - no authentication, authorization (every review is allowed); no aggregated discovery;
+//!   `autoscaling/v1` `HorizontalPodAutoscaler`s are not served (only `v2`); subresources
+//!   other than `status` and `scale` (logs, exec, eviction, binding, tokens, ephemeral
+//!   containers) are not served.
 
 #![warn(clippy::pedantic)]
 // Accessors like `DevCluster::url` have nothing to add beyond their name.
@@ -75,12 +79,14 @@ mod metadata;
 mod patch;
 mod protobuf;
 mod selectors;
+mod webhook;
 
 // Storage: objects, versions, history and indexes.
 mod store;
 
 // What differs between kinds, and the kinds.
 mod admission;
+mod conversion;
 mod crd;
 mod kinds;
 mod strategy;
@@ -332,7 +338,8 @@ fn bootstrap(cluster: &mut Cluster) {
         let name = object::name(&initial.object).to_string();
         let target = request::Target::stored(rt, initial.namespace.unwrap_or_default(), &name);
         if read::existing(&cluster.store, &target).is_err() {
-            let _ = pipeline::create(cluster, &request::Target { name: None, ..target }, initial.object, &manager);
+            let _ =
+                pipeline::create_local(cluster, &request::Target { name: None, ..target }, initial.object, &manager);
         }
     }
 }

@@ -98,7 +98,7 @@ impl Target {
 }
 
 /// Options common to writes.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct WriteOptions {
     pub dry_run: bool,
     /// `fieldManager`, or the user agent's product name when the request names none.
@@ -108,10 +108,18 @@ pub(crate) struct WriteOptions {
     pub force: bool,
     /// `fieldValidation`: what happens to unknown fields.
     pub validation: FieldValidation,
-    /// Warnings for the response's `Warning` headers (unknown fields dropped under `Warn`).
-    pub warnings: std::cell::RefCell<Vec<String>>,
+    /// Warnings for the response's `Warning` headers (unknown fields dropped under `Warn`,
+    /// admission's).
+    pub warnings: std::sync::Mutex<Vec<String>>,
     /// Who writes (admission policies see it).
     pub user: User,
+}
+
+impl WriteOptions {
+    /// The warnings gathered so far, taken for the answer.
+    pub(crate) fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
 }
 
 impl Default for WriteOptions {
@@ -122,7 +130,7 @@ impl Default for WriteOptions {
             explicit_manager: false,
             force: false,
             validation: FieldValidation::default(),
-            warnings: std::cell::RefCell::default(),
+            warnings: std::sync::Mutex::default(),
             user: User::admin(),
         }
     }

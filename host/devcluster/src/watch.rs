@@ -8,9 +8,10 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
+use super::conversion::Conversion;
 use super::faults::Frame;
 use super::present::{Presentation, present_one};
-use super::read::{as_addressed, present};
+use super::read::{as_addressed, show};
 use super::request::{Filter, Target};
 use super::resource::GroupResource;
 use super::state::Shared;
@@ -35,6 +36,15 @@ fn line(kind: &str, object: &Value) -> Bytes {
     Bytes::from(bytes)
 }
 
+/// A bookmark at `rv`; `end` marks the end of the initial events.
+fn bookmark(t: &Target, rv: u64, end: bool) -> Bytes {
+    let mut meta = json!({ "resourceVersion": rv.to_string() });
+    if end {
+        meta["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+    }
+    line("BOOKMARK", &json!({ "kind": t.rt.kind, "apiVersion": t.rt.api_version(&t.version), "metadata": meta }))
+}
+
 /// How many frames a watch renders ahead of what its client has read.
 const AHEAD: usize = 64;
 
@@ -43,15 +53,14 @@ const AHEAD: usize = 64;
 pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Receiver<Frame>, ApiError> {
     let WatchRequest { target, filter, resource_version, send_initial_events, bookmarks, timeout, presentation } = req;
     let gr = target.gr();
-    let render =
-        move |t: &Target, obj: &Value| present_one(t, &as_addressed(t, present(&t.rt, &t.version, obj)), presentation);
     let (tx, frames) = mpsc::channel::<Frame>(AHEAD);
     let mut initial_end = false;
     // Under the lock, only what to send is taken (shared pointers); it is rendered after.
     let mut initial = Vec::new();
     let mut past = Vec::new();
-    let (mut rx, start_rv) = {
+    let (mut rx, start_rv, conversion) = {
         let mut cluster = shared.lock();
+        let conversion = cluster.conversion(&target.rt);
         let store = &mut cluster.store;
         let rv = resource_version.as_deref().unwrap_or("");
         if rv.is_empty() || rv == "0" {
@@ -59,13 +68,13 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Rec
                 initial = store.list(&gr, target.namespace.as_deref());
                 initial_end = send_initial_events == Some(true);
             }
-            (store.subscribe(&gr), store.current_rv())
+            (store.subscribe(&gr), store.current_rv(), conversion)
         } else {
             let from: u64 =
                 rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?;
             if let Some((changes, rx)) = store.changes_since(&gr, from) {
                 past = changes;
-                (rx, store.current_rv().max(from))
+                (rx, store.current_rv().max(from), conversion)
             } else {
                 let gone =
                     ApiError::expired(format!("too old resource version: {from} ({})", store.oldest_watchable()));
@@ -75,36 +84,32 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Rec
             }
         }
     };
-    let mut first: Vec<Bytes> = Vec::new();
-    for obj in initial.iter().filter(|o| filter.matches(o)) {
-        first.push(line("ADDED", &render(&target, obj)));
-    }
+    // What comes first: the current objects, or the changes since the version asked for.
+    let mut first: Vec<(&'static str, Arc<Value>)> =
+        initial.into_iter().filter(|o| filter.matches(o)).map(|o| ("ADDED", o)).collect();
     for change in &past {
-        if let Some((kind, obj)) = event_for(&gr, &filter, change) {
-            first.push(line(kind, &render(&target, obj)));
+        if let Some((kind, _)) = event_for(&gr, &filter, change) {
+            first.push((kind, change.object.clone()));
         }
     }
-    let bookmark = {
-        let t = target.clone();
-        move |rv: u64, end: bool| {
-            let mut meta = json!({ "resourceVersion": rv.to_string() });
-            if end {
-                meta["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
-            }
-            line(
-                "BOOKMARK",
-                &json!({ "kind": t.rt.kind, "apiVersion": t.rt.api_version(&t.version), "metadata": meta }),
-            )
-        }
-    };
-    first.extend(initial_end.then(|| bookmark(start_rv, true)));
+    let end_of_initial = initial_end.then(|| bookmark(&target, start_rv, true));
     let interval = shared.bookmark_interval;
     let mut shutdown = shared.shutdown.clone();
+    // Converting may call a conversion webhook: it happens in the watch's own task.
+    let send = move |tx: mpsc::Sender<Frame>, t: Target, kind: &'static str, obj: Arc<Value>| {
+        let conversion = conversion.clone();
+        async move { send_event(&tx, &conversion, &t, presentation, kind, &obj).await }
+    };
     tokio::spawn(async move {
-        for bytes in first {
-            if tx.send(Frame::Event(bytes)).await.is_err() {
+        for (kind, obj) in first {
+            if !send(tx.clone(), target.clone(), kind, obj).await {
                 return;
             }
+        }
+        if let Some(bytes) = end_of_initial
+            && tx.send(Frame::Event(bytes)).await.is_err()
+        {
+            return;
         }
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
@@ -117,8 +122,8 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Rec
                     Ok(change) if change.rv <= start_rv => {}
                     Ok(change) => {
                         last_rv = last_rv.max(change.rv);
-                        if let Some((kind, obj)) = event_for(&gr, &filter, &change)
-                            && tx.send(Frame::Event(line(kind, &render(&target, obj)))).await.is_err()
+                        if let Some((kind, _)) = event_for(&gr, &filter, &change)
+                            && !send(tx.clone(), target.clone(), kind, change.object.clone()).await
                         {
                             return;
                         }
@@ -131,7 +136,7 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Rec
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
                 _ = ticker.tick(), if bookmarks => {
-                    if tx.send(Frame::Bookmark(bookmark(last_rv, false))).await.is_err() {
+                    if tx.send(Frame::Bookmark(bookmark(&target, last_rv, false))).await.is_err() {
                         return;
                     }
                 }
@@ -142,6 +147,24 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Rec
         }
     });
     Ok(frames)
+}
+
+/// Sends `obj` as an event of `kind`, in the version `t` addresses; `false` once the watch
+/// ends: the client left, or the object could not be converted (its error is the last frame).
+async fn send_event(
+    tx: &mpsc::Sender<Frame>,
+    conversion: &Conversion,
+    t: &Target,
+    presentation: Presentation,
+    kind: &str,
+    obj: &Value,
+) -> bool {
+    let frame = match show(conversion, t, obj).await {
+        Ok(shown) => Frame::Event(line(kind, &present_one(t, &as_addressed(t, shown), presentation))),
+        Err(e) => Frame::Error(line("ERROR", &e.to_status())),
+    };
+    let failed = matches!(frame, Frame::Error(_));
+    tx.send(frame).await.is_ok() && !failed
 }
 
 /// The event a filtered watch sees for a change: selectors turn "started matching" into ADDED

@@ -20,13 +20,18 @@ mod coordination;
 mod core;
 mod events;
 mod go_value;
+mod matching;
 mod networking;
 mod pods;
 mod policies;
 mod rbac;
 mod reviews;
+mod routing;
 mod services;
 mod storage;
+mod webhooks;
+
+pub(crate) use self::routing::service_address;
 
 /// The strategy of a built-in resource.
 pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
@@ -66,10 +71,13 @@ pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
         ("authentication.k8s.io", "selfsubjectreviews") => Box::new(reviews::SelfSubjectReviews),
         ("authorization.k8s.io", _) => Box::new(reviews::AccessReviews),
         ("admissionregistration.k8s.io", "validatingadmissionpolicies") => Box::new(policies::Policies),
-        (
-            "admissionregistration.k8s.io",
-            "mutatingwebhookconfigurations" | "validatingadmissionpolicybindings" | "validatingwebhookconfigurations",
-        )
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => {
+            Box::new(webhooks::Configurations { mutating: true })
+        }
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => {
+            Box::new(webhooks::Configurations { mutating: false })
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings")
         | ("flowcontrol.apiserver.k8s.io", "flowschemas" | "prioritylevelconfigurations") => Box::new(Generational),
         _ => Box::new(Plain),
     }
@@ -101,9 +109,10 @@ pub(crate) fn serves(r: &builtins::Resource) -> bool {
         && !(r.group.is_empty() && r.plural == "componentstatuses")
 }
 
-/// The admission plugins of the built-in kinds.
+/// The admission plugins of the built-in kinds, the admission webhooks last.
 pub(crate) fn admission() -> Admission {
     Admission::new(vec![Box::new(core::NamespaceLifecycle)], vec![Box::new(policies::ValidatingPolicies)])
+        .with_webhooks(Box::new(webhooks::AdmissionWebhooks))
 }
 
 /// An object a new cluster has before anyone writes.

@@ -99,7 +99,7 @@ pub(super) fn write_options(call: &Call) -> Result<WriteOptions, ApiError> {
         explicit_manager: explicit.is_some(),
         force: false,
         validation,
-        warnings: std::cell::RefCell::default(),
+        warnings: std::sync::Mutex::default(),
         user: call.user.clone(),
     })
 }

@@ -1,7 +1,7 @@
 //! Resource requests: the path resolved to a [`Target`], each verb to its read, its write
 //! pipeline or its watch, and the answer shown as the resource the client addressed.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -12,7 +12,7 @@ use super::params::{decode_body, delete_options, presentation, write_options};
 use super::{Call, Reply};
 use crate::cluster::Cluster;
 use crate::faults;
-use crate::pipeline;
+use crate::pipeline::{self, Deleter};
 use crate::present::{Presentation, present_list, present_one};
 use crate::read;
 use crate::request::{Filter, Paging, Target};
@@ -23,9 +23,9 @@ use crate::status::ApiError;
 use crate::watch::{self, WatchRequest};
 
 /// Serves the request for the resource path `path`.
-pub(super) fn serve(shared: &Arc<Shared>, call: &Call, path: &ResourcePath) -> Result<Reply, ApiError> {
+pub(super) async fn serve(shared: &Arc<Shared>, call: &Call, path: &ResourcePath) -> Result<Reply, ApiError> {
     let target = resolve(&shared.lock(), path)?;
-    Ok(match dispatch(shared, call, &target, presentation(call))? {
+    Ok(match dispatch(shared, call, &target, presentation(call)).await? {
         Reply::Json(code, value) => Reply::Json(code, read::as_addressed(&target, value)),
         Reply::Warned(code, value, warnings) => Reply::Warned(code, read::as_addressed(&target, value), warnings),
         reply => reply,
@@ -70,23 +70,26 @@ fn resolve(cluster: &Cluster, path: &ResourcePath) -> Result<Target, ApiError> {
 
 /// One arm per verb; a verb the resource does not serve (deletecollection of namespaces, say)
 /// is refused as by the real server.
-fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentation) -> Result<Reply, ApiError> {
+async fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentation) -> Result<Reply, ApiError> {
     let verb = call.info.verb;
     if target.subresource.is_none() && !target.rt.verbs.iter().any(|v| v == verb) {
         return Err(ApiError::method_not_allowed());
     }
     match (verb, &target.name) {
         ("get", Some(_)) => {
-            let cluster = shared.lock();
-            let store = &cluster.store;
-            let obj = if target.subresource.as_deref() == Some("scale") {
-                read::scale(store, target)?
-            } else if let Some(at) = call.stale {
-                present_one(target, &read::get_at(store, target, at)?, how)
-            } else {
-                present_one(target, &read::get(store, target)?, how)
+            let (stored, conversion) = {
+                let cluster = shared.lock();
+                let stored = match call.stale {
+                    Some(at) => read::get_at(&cluster.store, target, at)?,
+                    None => read::existing(&cluster.store, target)?,
+                };
+                (stored, cluster.conversion(&target.rt))
             };
-            Ok(Reply::Json(200, obj))
+            let obj = read::show(&conversion, target, &stored).await?;
+            if target.subresource.as_deref() == Some("scale") {
+                return Ok(Reply::Json(200, read::scale(target, &obj)?));
+            }
+            Ok(Reply::Json(200, present_one(target, &obj, how)))
         }
         ("watch", Some(name)) => {
             let mut filter = filter(call, target)?;
@@ -109,7 +112,11 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentatio
                 continue_token: call.param("continue").filter(|c| !c.is_empty()).map(String::from),
                 exact: exact.or(call.stale),
             };
-            let listed = read::list(&shared.lock().store, target, &filter, &paging)?;
+            let (listed, conversion) = {
+                let cluster = shared.lock();
+                (read::list(&cluster.store, target, &filter, &paging)?, cluster.conversion(&target.rt))
+            };
+            let listed = listed.convert(&conversion).await?;
             Ok(Reply::Json(200, present_list(target, &listed, how)))
         }
         ("create", None) => {
@@ -121,37 +128,49 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentatio
                 return Ok(Reply::Json(201, answer));
             }
             let opts = write_options(call)?;
-            let (code, obj) = pipeline::create(&mut shared.lock(), target, body, &opts)?;
-            Ok(Reply::Warned(code, obj, opts.warnings.take()))
+            let written = pipeline::create(shared, target, body, &opts).await;
+            Ok(warned(written, opts.take_warnings()))
         }
         ("update", Some(_)) => {
             let body = decode_body(call, target)?;
             let opts = write_options(call)?;
-            let (code, obj) = pipeline::update(&mut shared.lock(), target, body, &opts)?;
-            Ok(Reply::Warned(code, obj, opts.warnings.take()))
+            let written = pipeline::update(shared, target, body, &opts).await;
+            Ok(warned(written, opts.take_warnings()))
         }
         ("patch", Some(_)) => {
             let content_type = call.header(header::CONTENT_TYPE).split(';').next().unwrap_or("").trim().to_string();
             let mut opts = write_options(call)?;
             opts.force = call.flag("force");
-            let (code, obj) = pipeline::patch(&mut shared.lock(), target, &call.body, &content_type, &opts)?;
-            Ok(Reply::Warned(code, obj, opts.warnings.take()))
+            let written = pipeline::patch(shared, target, &call.body, &content_type, &opts).await;
+            Ok(warned(written, opts.take_warnings()))
         }
         ("delete", Some(_)) => {
             if target.subresource.is_some() {
                 return Err(ApiError::method_not_allowed());
             }
             let opts = delete_options(call)?;
-            let (code, obj) = pipeline::delete(&mut shared.lock(), target, &opts)?;
-            Ok(Reply::Json(code, obj))
+            let warnings = Mutex::default();
+            let by = Deleter { user: &call.user, warnings: &warnings };
+            let deleted = pipeline::delete(shared, target, &opts, &by).await;
+            Ok(warned(deleted, warnings.into_inner().unwrap_or_default()))
         }
         ("deletecollection", None) => {
             let filter = filter(call, target)?;
             let opts = delete_options(call)?;
-            let (code, list) = pipeline::delete_collection(&mut shared.lock(), target, &filter, &opts)?;
-            Ok(Reply::Json(code, list))
+            let warnings = Mutex::default();
+            let by = Deleter { user: &call.user, warnings: &warnings };
+            let deleted = pipeline::delete_collection(shared, target, &filter, &opts, &by).await;
+            Ok(warned(deleted, warnings.into_inner().unwrap_or_default()))
         }
         _ => Err(ApiError::method_not_allowed()),
+    }
+}
+
+/// A write's answer, or its refusal, with the warnings gathered on the way.
+fn warned(written: Result<(u16, serde_json::Value), ApiError>, warnings: Vec<String>) -> Reply {
+    match written {
+        Ok((code, obj)) => Reply::Warned(code, obj, warnings),
+        Err(e) => Reply::Refused(e, warnings),
     }
 }
 
