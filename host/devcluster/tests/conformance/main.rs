@@ -1,6 +1,7 @@
 //! Conformance of the embedded API server: each module drives one area
 //! through the real `kube` client and, in `kubectl`, through the real kubectl.
 
+mod admission_webhooks;
 mod apply;
 mod bad_input;
 mod builtins;

@@ -395,12 +395,9 @@ impl Dispatch {
         mutating: bool,
     ) -> Result<Option<Value>, Failure> {
         if a.dry_run && !hook.dry_run_safe {
+            // `NewDryRunUnsupportedErr`: a 400 whatever the failure policy, from either plugin.
             let message = format!("admission webhook {:?} does not support dry run", hook.name);
-            return Err(Failure::Refused(if mutating {
-                ApiError::bad_request(message)
-            } else {
-                ApiError::internal_error(&message)
-            }));
+            return Err(Failure::Refused(ApiError::bad_request(message)));
         }
         let Some(version) = hook.review_version else {
             return Err(hook.calling(
