@@ -4,6 +4,10 @@
 //! called, refusals and call failures as `failurePolicy` says, in upstream's words, warnings
 //! passed on, JSON patches applied, and `reinvocationPolicy: IfNeeded`.
 
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+
+use base64::Engine as _;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DynamicObject, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
@@ -235,6 +239,108 @@ pub fn admission_answer(review: &Value, fields: Value) -> Value {
     json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "response": response})
 }
 
+/// A JSON Patch answer (`patchType: JSONPatch`, the patch base64).
+fn patch_answer(review: &Value, patch: &Value) -> Value {
+    let encoded = base64::engine::general_purpose::STANDARD.encode(patch.to_string());
+    admission_answer(review, json!({"allowed": true, "patchType": "JSONPatch", "patch": encoded}))
+}
+
+#[tokio::test]
+async fn mutating_webhooks_patch_in_order_and_are_reinvoked_if_needed() {
+    let dc = start().await;
+    let calls_of_first = Arc::new(AtomicUsize::new(0));
+    let counter = calls_of_first.clone();
+    let hook = HookServer::start(move |path, review| {
+        let labels = &review["request"]["object"]["metadata"]["labels"];
+        if path.starts_with("/first") {
+            counter.fetch_add(1, Ordering::SeqCst);
+            // Adds `first`, and on its second call records that it saw `second`.
+            if labels.get("first").is_none() {
+                return patch_answer(
+                    review,
+                    &json!([{"op": "add", "path": "/metadata/labels", "value": {"first": "1"}}]),
+                );
+            }
+            if labels.get("second").is_some() {
+                return patch_answer(
+                    review,
+                    &json!([{"op": "add", "path": "/metadata/labels/saw-second", "value": "yes"}]),
+                );
+            }
+            admission_answer(review, json!({"allowed": true}))
+        } else if path.starts_with("/second") {
+            patch_answer(review, &json!([{"op": "add", "path": "/metadata/labels/second", "value": "2"}]))
+        } else {
+            admission_answer(review, json!({"allowed": true}))
+        }
+    })
+    .await;
+    let mut first = configmap_hook("first.example.com", hook.client_config("/first"));
+    first["reinvocationPolicy"] = json!("IfNeeded");
+    // Configurations are called in name order, webhooks in list order.
+    register(&dc, "MutatingWebhookConfiguration", "a", json!([first])).await;
+    register(
+        &dc,
+        "MutatingWebhookConfiguration",
+        "b",
+        json!([configmap_hook("second.example.com", hook.client_config("/second"))]),
+    )
+    .await;
+    register(
+        &dc,
+        "ValidatingWebhookConfiguration",
+        "v",
+        json!([configmap_hook("check.example.com", hook.client_config("/check"))]),
+    )
+    .await;
+
+    let default: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    let created = default.create(&PostParams::default(), &configmap("m", json!({}))).await.unwrap();
+    let labels = created.metadata.labels.clone().unwrap_or_default();
+    assert_eq!(
+        labels.into_iter().collect::<Vec<_>>(),
+        [("first".to_string(), "1".to_string()), ("saw-second".into(), "yes".into()), ("second".into(), "2".into())]
+    );
+    assert_eq!(calls_of_first.load(Ordering::SeqCst), 2, "called again after the second webhook changed the object");
+    let paths: Vec<String> = hook.received().into_iter().map(|(p, _)| p).collect();
+    assert_eq!(paths, ["/first?timeout=10s", "/second?timeout=10s", "/first?timeout=10s", "/check?timeout=10s"]);
+    let validated = hook.received().last().cloned().unwrap().1;
+    assert_eq!(
+        validated["request"]["object"]["metadata"]["labels"]["second"], "2",
+        "validation sees the mutated object"
+    );
+    assert_eq!(default.get("m").await.unwrap().metadata.labels, created.metadata.labels, "stored as answered");
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_patch_that_breaks_the_object_fails_the_write() {
+    let dc = start().await;
+    let hook = HookServer::start(|_, review| {
+        patch_answer(review, &json!([{"op": "replace", "path": "/data", "value": {"n": 1}}]))
+    })
+    .await;
+    register(
+        &dc,
+        "MutatingWebhookConfiguration",
+        "breaker",
+        json!([configmap_hook("breaker.example.com", hook.client_config("/m"))]),
+    )
+    .await;
+    let default: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    let err = api_error(default.create(&PostParams::default(), &configmap("x", json!({}))).await.unwrap_err());
+    // Upstream: the patched object fails to decode, `apierrors.NewInternalError(err)`.
+    assert_eq!((err.code, err.reason.as_str()), (500, "InternalError"), "{err:?}");
+    assert!(
+        err.message
+            .starts_with("Internal error occurred: json: cannot unmarshal number into Go struct field ConfigMap.data"),
+        "{}",
+        err.message
+    );
+    assert!(default.get_opt("x").await.unwrap().is_none());
+    dc.shutdown().await;
+}
+
 #[tokio::test]
 async fn a_webhook_that_does_not_answer_in_time_fails_the_write_and_holds_no_one_else_up() {
     let dc = start().await;
@@ -281,5 +387,88 @@ async fn a_webhook_that_does_not_answer_in_time_fails_the_write_and_holds_no_one
         )
     );
     held.abort();
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_delete_is_sent_with_the_stored_object_as_old_object_and_may_not_be_patched() {
+    let dc = start().await;
+    let hook = HookServer::start(|path, review| {
+        let old = &review["request"]["oldObject"];
+        if path.starts_with("/patch") {
+            return patch_answer(review, &json!([{"op": "add", "path": "/metadata/labels", "value": {"x": "y"}}]));
+        }
+        if old["metadata"]["labels"]["protected"] == "true" {
+            return admission_answer(review, json!({"allowed": false, "status": {"message": "protected"}}));
+        }
+        admission_answer(review, json!({"allowed": true}))
+    })
+    .await;
+    let deletes = |name: &str, path: &str| {
+        json!({"name": name, "clientConfig": hook.client_config(path), "admissionReviewVersions": ["v1"], "sideEffects": "None",
+            "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["DELETE"], "resources": ["configmaps"]}]})
+    };
+    register(&dc, "ValidatingWebhookConfiguration", "guard", json!([deletes("guard.example.com", "/guard")])).await;
+    let default: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    let mut kept = configmap("kept", json!({"a": "1"}));
+    kept.metadata.labels = Some([("protected".to_string(), "true".to_string())].into());
+    default.create(&PostParams::default(), &kept).await.unwrap();
+    default.create(&PostParams::default(), &configmap("gone", json!({}))).await.unwrap();
+    assert!(hook.received().is_empty(), "creates are not sent to a webhook of deletes");
+
+    let err = api_error(default.delete("kept", &Default::default()).await.unwrap_err());
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (400, r#"admission webhook "guard.example.com" denied the request: protected"#)
+    );
+    assert!(default.get_opt("kept").await.unwrap().is_some());
+    let request = hook.received()[0].1["request"].clone();
+    assert_eq!((request["operation"].as_str(), request["name"].as_str()), (Some("DELETE"), Some("kept")));
+    assert_eq!((&request["object"], &request["oldObject"]["data"]), (&Value::Null, &json!({"a": "1"})));
+    assert_eq!(request["options"]["kind"], "DeleteOptions");
+    default.delete("gone", &Default::default()).await.expect("allowed");
+
+    register(&dc, "MutatingWebhookConfiguration", "patcher", json!([deletes("patcher.example.com", "/patch")])).await;
+    default.create(&PostParams::default(), &configmap("patched", json!({}))).await.unwrap();
+    let err = api_error(default.delete("patched", &Default::default()).await.unwrap_err());
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (
+            500,
+            r#"Internal error occurred: admission webhook "patcher.example.com" attempted to modify the object, which is not supported for this operation"#
+        )
+    );
+    assert!(default.get_opt("patched").await.unwrap().is_some());
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn match_conditions_skip_a_webhook_and_a_failing_one_forbids_the_write() {
+    let dc = start().await;
+    let hook = gatekeeper().await;
+    let mut spec = configmap_hook("conditional.example.com", hook.client_config("/validate"));
+    spec["matchConditions"] = json!([
+        {"name": "not-skipped", "expression": "object.metadata.name != 'skip'"},
+        {"name": "by-operation", "expression": "request.operation == 'CREATE'"},
+    ]);
+    register(&dc, "ValidatingWebhookConfiguration", "conditional", json!([spec])).await;
+    let default: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    default
+        .create(&PostParams::default(), &configmap("skip", json!({"bad": "1"})))
+        .await
+        .expect("not sent: a condition is false");
+    assert!(hook.received().is_empty());
+    let err =
+        api_error(default.create(&PostParams::default(), &configmap("sent", json!({"bad": "1"}))).await.unwrap_err());
+    assert_eq!(err.code, 403, "every condition true: sent and refused");
+    assert_eq!(hook.received().len(), 1);
+
+    // A condition that cannot be evaluated fails closed (failurePolicy: Fail) with a 403.
+    let mut broken = configmap_hook("broken.example.com", hook.client_config("/validate"));
+    broken["matchConditions"] = json!([{"name": "no-such-field", "expression": "object.spec.replicas > 1"}]);
+    register(&dc, "ValidatingWebhookConfiguration", "broken", json!([broken])).await;
+    let err = api_error(default.create(&PostParams::default(), &configmap("any", json!({}))).await.unwrap_err());
+    assert_eq!((err.code, err.reason.as_str()), (403, "Forbidden"));
+    assert!(err.message.starts_with(r#"configmaps "any" is forbidden: "#), "{}", err.message);
     dc.shutdown().await;
 }
