@@ -472,3 +472,91 @@ async fn match_conditions_skip_a_webhook_and_a_failing_one_forbids_the_write() {
     assert!(err.message.starts_with(r#"configmaps "any" is forbidden: "#), "{}", err.message);
     dc.shutdown().await;
 }
+
+#[tokio::test]
+async fn a_service_reference_leads_to_the_services_target_port_on_this_machine() {
+    let dc = start().await;
+    let hook = gatekeeper().await;
+    // A Service without endpoints stands for a process on this machine at its target port.
+    let service: k8s_openapi::api::core::v1::Service = serde_json::from_value(json!({
+        "metadata": {"name": "hooks"},
+        "spec": {"ports": [{"port": 443, "targetPort": hook.port()}]}}))
+    .unwrap();
+    Api::<k8s_openapi::api::core::v1::Service>::namespaced(dc.client(), "default")
+        .create(&PostParams::default(), &service)
+        .await
+        .unwrap();
+    let by_service = |name: &str, service: &str| {
+        configmap_hook(
+            name,
+            json!({"service": {"namespace": "default", "name": service, "path": "/validate"}, "caBundle": hook.ca_bundle}),
+        )
+    };
+    register(&dc, "ValidatingWebhookConfiguration", "by-service", json!([by_service("svc.example.com", "hooks")]))
+        .await;
+    let default: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    let err =
+        api_error(default.create(&PostParams::default(), &configmap("bad", json!({"bad": "1"}))).await.unwrap_err());
+    assert_eq!(err.message, r#"admission webhook "svc.example.com" denied the request: bad is not allowed"#);
+    assert_eq!(hook.received()[0].0, "/validate?timeout=10s");
+
+    // A Service that does not exist: the dial fails, as kube-apiserver's service resolver does.
+    register(&dc, "ValidatingWebhookConfiguration", "missing", json!([by_service("missing.example.com", "nope")]))
+        .await;
+    let err = api_error(default.create(&PostParams::default(), &configmap("good", json!({}))).await.unwrap_err());
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (
+            500,
+            r#"Internal error occurred: failed calling webhook "missing.example.com": failed to call webhook: Post "https://nope.default.svc:443/validate?timeout=10s": service "nope" not found"#
+        )
+    );
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_rule_for_another_version_of_a_resource_is_matched_in_that_version() {
+    let dc = start().await;
+    let schema = json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {"a": {"type": "string"}}}}}});
+    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
+            "versions": [{"name": "v1", "served": true, "storage": true, "schema": schema},
+                {"name": "v2", "served": true, "storage": false, "schema": schema}]}});
+    Api::<DynamicObject>::all_with(dc.client(), &super::crd_resource())
+        .create(&PostParams::default(), &serde_json::from_value(crd).unwrap())
+        .await
+        .unwrap();
+    let hook = gatekeeper().await;
+    let on_v1 = |name: &str, policy: &str| {
+        json!({"name": name, "clientConfig": hook.client_config(&format!("/{policy}")), "admissionReviewVersions": ["v1"],
+            "sideEffects": "None", "matchPolicy": policy,
+            "rules": [{"apiGroups": ["example.com"], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["things"]}]})
+    };
+    register(
+        &dc,
+        "ValidatingWebhookConfiguration",
+        "things",
+        json!([on_v1("exact.example.com", "Exact"), on_v1("equivalent.example.com", "Equivalent")]),
+    )
+    .await;
+    let v2 = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("example.com", "v2", "Thing"), "things");
+    let thing = json!({"apiVersion": "example.com/v2", "kind": "Thing", "metadata": {"name": "t"}, "spec": {"a": "1"}});
+    Api::<DynamicObject>::namespaced_with(dc.client(), "default", &v2)
+        .create(&PostParams::default(), &serde_json::from_value(thing).unwrap())
+        .await
+        .unwrap();
+    let received = hook.received();
+    assert_eq!(received.len(), 1, "only the Equivalent webhook is called for a v2 request");
+    let (path, review) = &received[0];
+    assert_eq!(path, "/Equivalent?timeout=10s");
+    let request = &review["request"];
+    assert_eq!(request["kind"], json!({"group": "example.com", "version": "v1", "kind": "Thing"}));
+    assert_eq!(request["requestKind"], json!({"group": "example.com", "version": "v2", "kind": "Thing"}));
+    assert_eq!(request["resource"]["version"], "v1");
+    assert_eq!(request["object"]["apiVersion"], "example.com/v1", "the object in the version the rule names");
+    assert_eq!(request["object"]["spec"], json!({"a": "1"}));
+    dc.shutdown().await;
+}

@@ -1,6 +1,6 @@
 //! A webhook server for the tests, as a cluster's webhooks are served: HTTPS on loopback with a
-//! certificate for `127.0.0.1` signed by a CA made for the test, whose PEM the configurations
-//! carry as `caBundle`. It records each review it is sent and answers with the test's function.
+//! certificate for `127.0.0.1` and for the Service `hooks.default.svc`, signed by a CA made for
+//! the test, whose PEM the configurations carry as `caBundle`. It records each review it is sent and answers with the test's function.
 
 use std::sync::{Arc, Mutex};
 
@@ -12,6 +12,9 @@ use hyper_util::rt::TokioIo;
 use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
 use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Value, json};
+
+/// The name a call to the Service `hooks` of namespace `default` checks the certificate for.
+const SERVICE_HOST: &str = "hooks.default.svc";
 
 /// What the server answers a review posted to a path.
 type Answer = dyn Fn(&str, &Value) -> Value + Send + Sync;
@@ -38,7 +41,9 @@ impl HookServer {
         ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
         let ca = CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
         let key = KeyPair::generate().unwrap();
-        let cert = CertificateParams::new(vec!["127.0.0.1".to_string()]).unwrap().signed_by(&key, &ca).unwrap();
+        // Reached by its address, or as the Service `hooks` of namespace `default`.
+        let names = vec!["127.0.0.1".to_string(), SERVICE_HOST.to_string()];
+        let cert = CertificateParams::new(names).unwrap().signed_by(&key, &ca).unwrap();
         let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
             .with_safe_default_protocol_versions()
             .unwrap()
@@ -75,6 +80,11 @@ impl HookServer {
         });
         let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca.pem());
         HookServer { base, ca_bundle, received, task }
+    }
+
+    /// The port it listens on.
+    pub fn port(&self) -> u16 {
+        self.base.rsplit(':').next().and_then(|p| p.parse().ok()).unwrap()
     }
 
     /// A `clientConfig` for `path` of this server.
