@@ -175,8 +175,9 @@ async fn write(
     opts: &WriteOptions,
     ownership: &Ownership<'_>,
 ) -> Result<(u16, Value), ApiError> {
+    let write = Write { t, expect, make, opts, ownership };
     for _ in 0..ATTEMPTS {
-        if let Some(done) = attempt(shared, t, expect, make, opts, ownership).await? {
+        if let Some(done) = attempt(shared, &write).await? {
             return Ok(done);
         }
     }
@@ -196,15 +197,19 @@ enum Next {
     Again,
 }
 
-/// One pass of [`write`]; `None` when the stored object changed while it called out.
-async fn attempt(
-    shared: &Shared,
-    t: &Target,
+/// What [`write`] was asked to do, for each of its passes.
+#[derive(Clone, Copy)]
+struct Write<'a> {
+    t: &'a Target,
     expect: Expect,
-    make: &Make<'_>,
-    opts: &WriteOptions,
-    ownership: &Ownership<'_>,
-) -> Result<Option<(u16, Value)>, ApiError> {
+    make: &'a Make<'a>,
+    opts: &'a WriteOptions,
+    ownership: &'a Ownership<'a>,
+}
+
+/// One pass of [`write`]; `None` when the stored object changed while it called out.
+async fn attempt(shared: &Shared, write: &Write<'_>) -> Result<Option<(u16, Value)>, ApiError> {
+    let Write { t, expect, make, opts, ownership } = *write;
     let (stored, conversion) = {
         let cluster = shared.lock();
         let stored = (expect != Expect::Absent).then(|| cluster.store.get(&t.gr(), t.ns(), t.name())).flatten();

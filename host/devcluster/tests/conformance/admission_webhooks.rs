@@ -16,7 +16,7 @@ use serde_json::{Value, json};
 
 use super::hook_server::HookServer;
 use super::kubectl::kubectl;
-use super::start;
+use super::{api_error, install_things, start};
 
 fn configurations(dc: &DevCluster, kind: &str) -> Api<DynamicObject> {
     let plural = format!("{}s", kind.to_lowercase());
@@ -48,13 +48,6 @@ fn configmap(name: &str, data: Value) -> ConfigMap {
 async fn namespace(dc: &DevCluster, name: &str, labels: Value) {
     let ns: Namespace = serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}})).unwrap();
     Api::<Namespace>::all(dc.client()).create(&PostParams::default(), &ns).await.unwrap();
-}
-
-fn api_error(err: kube::Error) -> Box<kube::core::Status> {
-    match err {
-        kube::Error::Api(status) => status,
-        other => panic!("an API error, not {other}"),
-    }
 }
 
 /// Refuses ConfigMaps with `data.bad` (403, as its status says), allows others with a warning.
@@ -519,16 +512,9 @@ async fn a_rule_for_another_version_of_a_resource_is_matched_in_that_version() {
     let dc = start().await;
     let schema = json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object",
         "properties": {"a": {"type": "string"}}}}}});
-    let crd = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "things.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
-            "versions": [{"name": "v1", "served": true, "storage": true, "schema": schema},
-                {"name": "v2", "served": true, "storage": false, "schema": schema}]}});
-    Api::<DynamicObject>::all_with(dc.client(), &super::crd_resource())
-        .create(&PostParams::default(), &serde_json::from_value(crd).unwrap())
-        .await
-        .unwrap();
+    let versions = json!([{"name": "v1", "served": true, "storage": true, "schema": schema},
+        {"name": "v2", "served": true, "storage": false, "schema": schema}]);
+    install_things(&dc, versions, None).await;
     let hook = gatekeeper().await;
     let on_v1 = |name: &str, policy: &str| {
         json!({"name": name, "clientConfig": hook.client_config(&format!("/{policy}")), "admissionReviewVersions": ["v1"],

@@ -78,6 +78,22 @@ pub async fn install_foo(dc: &DevCluster) -> Api<DynamicObject> {
     Api::namespaced_with(dc.client(), "default", &foo_resource())
 }
 
+/// Installs `things.example.com` (`Thing`, namespaced) with `versions`, and `conversion` when
+/// given.
+pub async fn install_things(dc: &DevCluster, versions: Value, conversion: Option<Value>) {
+    let mut crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "things", "singular": "thing", "kind": "Thing"}, "versions": versions},
+    });
+    if let Some(conversion) = conversion {
+        crd["spec"]["conversion"] = conversion;
+    }
+    let crds: Api<DynamicObject> = Api::all_with(dc.client(), &crd_resource());
+    crds.create(&PostParams::default(), &serde_json::from_value(crd).unwrap()).await.expect("the CRD is created");
+}
+
 pub fn foo(name: &str, replicas: i64) -> DynamicObject {
     serde_json::from_value(json!({
         "apiVersion": "samplecontroller.k8s.io/v1alpha1",
