@@ -150,7 +150,8 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Rec
 }
 
 /// Sends `obj` as an event of `kind`, in the version `t` addresses; `false` once the watch
-/// ends: the client left, or the object could not be converted (its error is the last frame).
+/// ends: the client left, or the object could not be converted. As kube-apiserver's watch
+/// server, which logs an object it cannot encode and closes the stream, no error event is sent.
 async fn send_event(
     tx: &mpsc::Sender<Frame>,
     conversion: &Conversion,
@@ -159,12 +160,16 @@ async fn send_event(
     kind: &str,
     obj: &Value,
 ) -> bool {
-    let frame = match show(conversion, t, obj).await {
-        Ok(shown) => Frame::Event(line(kind, &present_one(t, &as_addressed(t, shown), presentation))),
-        Err(e) => Frame::Error(line("ERROR", &e.to_status())),
-    };
-    let failed = matches!(frame, Frame::Error(_));
-    tx.send(frame).await.is_ok() && !failed
+    match show(conversion, t, obj).await {
+        Ok(shown) => {
+            let frame = Frame::Event(line(kind, &present_one(t, &as_addressed(t, shown), presentation)));
+            tx.send(frame).await.is_ok()
+        }
+        Err(e) => {
+            tracing::warn!(resource = %t.rt.plural, error = %e.message, "unable to encode watch object; ending the watch");
+            false
+        }
+    }
 }
 
 /// The event a filtered watch sees for a change: selectors turn "started matching" into ADDED

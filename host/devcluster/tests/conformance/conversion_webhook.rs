@@ -7,14 +7,15 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use kube::api::{Api, DynamicObject, ListParams, PostParams};
+use futures_util::{StreamExt, TryStreamExt};
+use kube::api::{Api, DynamicObject, ListParams, PostParams, WatchEvent, WatchParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kubewasm_devcluster::DevCluster;
 use serde_json::{Value, json};
 
 use super::hook_server::HookServer;
 use super::kubectl::{kubectl, ok};
-use super::{crd_resource, start};
+use super::{api_error, crd_resource, install_things, start};
 
 /// `Thing` in v1 (`spec.size`, a string) and v2 (`spec.replicas`, an integer), stored in v2,
 /// converted by `client`.
@@ -23,19 +24,12 @@ async fn install(dc: &DevCluster, client: Value) {
         json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object",
             "properties": {field: {"type": ty}}}}}})
     };
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "things.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
-            "versions": [
-                {"name": "v1", "served": true, "storage": false, "schema": schema("size", "string")},
-                {"name": "v2", "served": true, "storage": true, "schema": schema("replicas", "integer")}],
-            "conversion": {"strategy": "Webhook",
-                "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": client}}},
-    });
-    let crds: Api<DynamicObject> = Api::all_with(dc.client(), &crd_resource());
-    crds.create(&PostParams::default(), &serde_json::from_value(crd).unwrap()).await.expect("the CRD is created");
+    let versions = json!([
+        {"name": "v1", "served": true, "storage": false, "schema": schema("size", "string")},
+        {"name": "v2", "served": true, "storage": true, "schema": schema("replicas", "integer")}]);
+    let conversion =
+        json!({"strategy": "Webhook", "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": client}});
+    install_things(dc, versions, Some(conversion)).await;
 }
 
 fn things(dc: &DevCluster, version: &str) -> Api<DynamicObject> {
@@ -121,7 +115,7 @@ async fn objects_of_another_version_are_converted_by_the_webhook() {
     // An answer to another review fails the read, in upstream's words.
     wrong_uid.store(true, Ordering::SeqCst);
     let err = v1.get("a").await.unwrap_err();
-    let kube::Error::Api(status) = err else { panic!("an API error: {err}") };
+    let status = api_error(err);
     assert_eq!((status.code, status.reason.as_str()), (500, "InternalError"));
     assert!(
         status.message.starts_with(
@@ -148,7 +142,7 @@ async fn a_webhook_that_cannot_be_reached_or_trusted_fails_the_request() {
         "metadata": {"name": "a"}, "spec": {"size": "1"}}))
     .unwrap();
     let err = v1.create(&PostParams::default(), &thing).await.unwrap_err();
-    let kube::Error::Api(status) = err else { panic!("an API error: {err}") };
+    let status = api_error(err);
     assert_eq!(status.code, 500);
     assert_eq!(
         status.message,
@@ -169,7 +163,7 @@ async fn a_webhook_that_cannot_be_reached_or_trusted_fails_the_request() {
         json!({"url": format!("{base}/convert"), "caBundle": other.ca_bundle});
     crds.replace("things.example.com", &PostParams::default(), &crd).await.unwrap();
     let err = v1.create(&PostParams::default(), &thing).await.unwrap_err();
-    let kube::Error::Api(status) = err else { panic!("an API error: {err}") };
+    let status = api_error(err);
     let address = base.trim_start_matches("https://");
     assert_eq!(
         status.message,
@@ -196,7 +190,7 @@ async fn a_webhook_conversion_needs_a_client_config_and_a_known_review_version()
                 "clientConfig": {"url": "http://127.0.0.1:1/convert"}}}},
     });
     let err = crds.create(&PostParams::default(), &serde_json::from_value(crd).unwrap()).await.unwrap_err();
-    let kube::Error::Api(status) = err else { panic!("an API error: {err}") };
+    let status = api_error(err);
     assert_eq!(status.code, 422);
     assert!(
         status.message.contains(
@@ -212,5 +206,33 @@ async fn a_webhook_conversion_needs_a_client_config_and_a_known_review_version()
         "{}",
         status.message
     );
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_watch_in_another_version_gets_objects_the_webhook_converted() {
+    let dc = start().await;
+    let wrong_uid = Arc::new(AtomicBool::new(false));
+    let hook = converter(wrong_uid.clone()).await;
+    install(&dc, hook.client_config("/convert")).await;
+    let (v1, v2) = (things(&dc, "v1"), things(&dc, "v2"));
+    let mut events = v1.watch(&WatchParams::default(), "0").await.unwrap().boxed();
+    let thing = |name: &str| -> DynamicObject {
+        serde_json::from_value(json!({"apiVersion": "example.com/v2", "kind": "Thing",
+            "metadata": {"name": name}, "spec": {"replicas": 7}}))
+        .unwrap()
+    };
+    v2.create(&PostParams::default(), &thing("w")).await.unwrap();
+    let wait = std::time::Duration::from_secs(5);
+    let event = tokio::time::timeout(wait, events.try_next()).await.unwrap().unwrap().unwrap();
+    let WatchEvent::Added(obj) = event else { panic!("an ADDED event: {event:?}") };
+    assert_eq!((obj.types.unwrap().api_version.as_str(), &obj.data["spec"]), ("example.com/v1", &json!({"size": "7"})));
+
+    // An object that cannot be converted ends the watch, as kube-apiserver's watch server
+    // closes a stream whose object it cannot encode.
+    wrong_uid.store(true, Ordering::SeqCst);
+    v2.create(&PostParams::default(), &thing("x")).await.unwrap();
+    let end = tokio::time::timeout(wait, events.try_next()).await.unwrap().unwrap();
+    assert!(end.is_none(), "the stream ends without an event: {end:?}");
     dc.shutdown().await;
 }
