@@ -761,6 +761,60 @@ fn dev_injects_the_faults_of_a_faults_file_once_the_plugins_run() {
     terminate_cleanly(child);
 }
 
+/// `kubewasm dev` with a kubeconfig at `relative` (from `dir`) and `extra` flags, once ready:
+/// the path it prints after `export KUBECONFIG=`, and the process.
+fn dev_printing_its_kubeconfig(dir: &Path, relative: &str, extra: &[&str]) -> (PathBuf, std::process::Child) {
+    use std::io::BufRead;
+    std::fs::create_dir_all(dir).expect("a working directory");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(["dev", "--plugins", path_str(&target_dir().join("plugins")), "--health-addr", &addr])
+        .args(["--kubeconfig", relative])
+        .args(extra)
+        .current_dir(dir)
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubewasm dev starts");
+    let mut first = String::new();
+    std::io::BufReader::new(child.stdout.take().expect("stdout")).read_line(&mut first).expect("a line");
+    wait_until_ready(&mut child, &addr);
+    let path = first.trim().strip_prefix("export KUBECONFIG=").unwrap_or_else(|| panic!("{first:?}"));
+    (PathBuf::from(path), child)
+}
+
+#[test]
+fn dev_serves_https_with_an_administrators_kubeconfig_at_an_absolute_path() {
+    let dir = target_dir().join("cli-test-inputs").join("dev-https");
+    let (kubeconfig, child) = dev_printing_its_kubeconfig(&dir, "relative.kubeconfig", &[]);
+    assert!(kubeconfig.is_absolute(), "{}", kubeconfig.display());
+    assert_eq!(kubeconfig, dir.join("relative.kubeconfig"));
+    let text = std::fs::read_to_string(&kubeconfig).expect("the kubeconfig");
+    assert!(text.contains("server: https://127.0.0.1:") && text.contains("certificate-authority-data:"), "{text}");
+    let whoami = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["auth", "whoami"])
+        .output()
+        .expect("kubectl runs");
+    let out = String::from_utf8_lossy(&whoami.stdout);
+    assert!(out.contains("kubernetes-admin") && out.contains("system:masters"), "{out}");
+    terminate_cleanly(child);
+
+    let (kubeconfig, child) = dev_printing_its_kubeconfig(&dir, "plain.kubeconfig", &["--insecure-http"]);
+    let text = std::fs::read_to_string(&kubeconfig).expect("the kubeconfig");
+    assert!(text.contains("server: http://127.0.0.1:") && !text.contains("certificate-authority-data"), "{text}");
+    let namespaces = Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(&kubeconfig)
+        .args(["get", "namespaces"])
+        .output()
+        .expect("kubectl runs");
+    assert!(String::from_utf8_lossy(&namespaces.stdout).contains("kube-system"), "{namespaces:?}");
+    terminate_cleanly(child);
+}
+
 #[test]
 fn a_faults_file_that_asks_for_what_cannot_be_injected_is_refused_naming_the_field() {
     let faults = write_temp("bad-faults.yaml", b"watch: {cutRate: 1.5}\n");
@@ -774,8 +828,16 @@ async fn run_serves_health_probes_against_a_cluster_and_stops_cleanly_on_sigterm
     use kubewasm_devcluster::{DevCluster, Options};
     let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
     let addr = format!("127.0.0.1:{}", free_port());
-    let kubeconfig = cluster.kubeconfig_path().to_path_buf();
     let plugins = target_dir().join("plugins");
+    // The host runs as the service account `kubewasm rbac` makes for these plugins.
+    let files: Vec<PathBuf> = std::fs::read_dir(&plugins)
+        .expect("the plugin directory: run `make plugins` first")
+        .map(|entry| entry.expect("a directory entry").path())
+        .filter(|p| p.extension().is_some_and(|e| e == "wasm"))
+        .collect();
+    let host_config =
+        kubewasm_tests::host_kubeconfig_file(&cluster, Path::new(env!("CARGO_BIN_EXE_kubewasm")), &files).await;
+    let kubeconfig = host_config.to_path_buf();
     let probe_addr = addr.clone();
     tokio::task::spawn_blocking(move || {
         let mut child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
@@ -836,7 +898,12 @@ async fn a_standby_takes_over_when_the_leader_is_killed() {
     std::fs::create_dir_all(&dir).expect("plugin dir");
     std::fs::copy(plugin("demo-application"), dir.join("demo-application.wasm")).expect("copy");
 
-    let kubeconfig = cluster.kubeconfig_path().to_path_buf();
+    let kubeconfig = kubewasm_tests::host_kubeconfig_file(
+        &cluster,
+        Path::new(env!("CARGO_BIN_EXE_kubewasm")),
+        &[dir.join("demo-application.wasm")],
+    )
+    .await;
     let spawn = |identity: &str, addr: &str| {
         Command::new(env!("CARGO_BIN_EXE_kubewasm"))
             .args(["run", "--plugins", path_str(&dir), "--health-addr", addr, "--no-cache"])

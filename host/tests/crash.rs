@@ -76,7 +76,8 @@ struct Host {
 }
 
 impl Host {
-    fn start(cluster: &DevCluster) -> Host {
+    /// `kubewasm run` with the kubeconfig at `kubeconfig` (the host's service account).
+    fn start(kubeconfig: &std::path::Path) -> Host {
         let dir = target_dir().join("plugins");
         let port = std::net::TcpListener::bind("127.0.0.1:0").expect("bind").local_addr().expect("address").port();
         let addr = format!("127.0.0.1:{port}");
@@ -88,7 +89,7 @@ impl Host {
             .args(["run", "--plugins", only_demo.to_str().expect("utf-8"), "--health-addr", &addr])
             .arg("--cache-dir")
             .arg(target_dir().join("crash-test-cache"))
-            .env("KUBECONFIG", cluster.kubeconfig_path())
+            .env("KUBECONFIG", kubeconfig)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
             .stderr(Stdio::null())
@@ -147,7 +148,10 @@ async fn create_parent(cluster: &DevCluster) {
 async fn run(crds: &[Arc<kubewasm::plugin::Plugin>], crash_after: Option<u64>) -> (Outcome, u64) {
     let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
     kubewasm::runtime::install_crds(&cluster.client(), crds).await.expect("CRDs");
-    let mut host = Host::start(&cluster).ready().await;
+    let demo = target_dir().join("plugins").join("demo-application.wasm");
+    let kubewasm = std::path::Path::new(env!("CARGO_BIN_EXE_kubewasm"));
+    let kubeconfig = kubewasm_tests::host_kubeconfig_file(&cluster, kubewasm, &[demo]).await;
+    let mut host = Host::start(&kubeconfig).ready().await;
     let before = quiet(&cluster, Duration::from_millis(500)).await;
     if let Some(k) = crash_after {
         // The parent's creation is the first write counted.
@@ -158,7 +162,7 @@ async fn run(crds: &[Arc<kubewasm::plugin::Plugin>], crash_after: Option<u64>) -
             .unwrap_or_else(|_| panic!("the host made fewer than {k} writes"));
         host.kill();
         cluster.thaw_writes();
-        host = Host::start(&cluster).ready().await;
+        host = Host::start(&kubeconfig).ready().await;
     } else {
         create_parent(&cluster).await;
     }

@@ -50,7 +50,9 @@ struct Replica {
 }
 
 impl Replica {
-    fn start(cluster: &DevCluster, name: &'static str) -> Replica {
+    /// `kubewasm run --shard` as `name`, with the kubeconfig at `kubeconfig` (the host's
+    /// service account).
+    fn start(kubeconfig: &std::path::Path, name: &'static str) -> Replica {
         let dir = target_dir().join("replicas-test-plugins");
         std::fs::create_dir_all(&dir).expect("plugin dir");
         std::fs::copy(target_dir().join("plugins").join("demo-application.wasm"), dir.join("demo-application.wasm"))
@@ -65,7 +67,7 @@ impl Replica {
             .arg(&dir)
             .arg("--cache-dir")
             .arg(target_dir().join("replicas-test-cache"))
-            .env("KUBECONFIG", cluster.kubeconfig_path())
+            .env("KUBECONFIG", kubeconfig)
             .env(
                 "RUST_LOG",
                 "warn,kubewasm::coordination=info,kubewasm::controller=info,kubewasm::controller::reconcile=debug",
@@ -227,6 +229,9 @@ async fn three_replicas_split_the_parents_take_over_from_a_killed_one_and_share_
     let demo = target_dir().join("plugins").join("demo-application.wasm");
     let demo = Arc::new(kubewasm::plugin::Plugin::load(&engine, &demo).expect("demo-application loads"));
     kubewasm::runtime::install_crds(&cluster.client(), &[demo]).await.expect("CRDs");
+    let kubewasm = std::path::Path::new(env!("CARGO_BIN_EXE_kubewasm"));
+    let demo = target_dir().join("plugins").join("demo-application.wasm");
+    let kubeconfig = kubewasm_tests::host_kubeconfig_file(&cluster, kubewasm, &[demo]).await;
     let parents = demo_applications(&cluster);
     for i in 0..PARENTS {
         let parent = json!({
@@ -238,8 +243,8 @@ async fn three_replicas_split_the_parents_take_over_from_a_killed_one_and_share_
     }
 
     // Two replicas split the parents.
-    let a = Replica::start(&cluster, "host-a");
-    let b = Replica::start(&cluster, "host-b");
+    let a = Replica::start(&kubeconfig, "host-a");
+    let b = Replica::start(&kubeconfig, "host-b");
     let (a, b) = (a.ready().await, b.ready().await);
     views_agree(&cluster, &["host-a", "host-b"]).await;
     let since = Timestamp::now();
@@ -248,7 +253,7 @@ async fn three_replicas_split_the_parents_take_over_from_a_killed_one_and_share_
     assert_each_by_exactly_one(&reconciled_after(&[&a, &b], since).await, &[&a, &b]);
 
     // A third joins and takes its share from both.
-    let mut c = Replica::start(&cluster, "host-c").ready().await;
+    let mut c = Replica::start(&kubeconfig, "host-c").ready().await;
     views_agree(&cluster, &["host-a", "host-b", "host-c"]).await;
     let since = Timestamp::now();
     let took = scale_all(&cluster, 3, Duration::from_secs(30)).await;

@@ -1,7 +1,12 @@
-//! What the end-to-end test binaries share. The tests themselves live in `tests/`.
+//! What the end-to-end test binaries share (and the host's own tests that run the binary):
+//! the watchdog, and the identity the host runs as. The tests themselves live in `tests/`.
+
+mod identity;
 
 use std::sync::Once;
 use std::time::Duration;
+
+pub use identity::{HOST_ACCOUNT, host_kubeconfig, host_kubeconfig_file, kubewasm_binary};
 
 /// The longest a test binary may run before it is ended.
 pub const TEST_BINARY_LIMIT: Duration = Duration::from_secs(600);

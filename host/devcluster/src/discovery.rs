@@ -82,6 +82,17 @@ pub(crate) fn resource_list(registry: &Registry, group: &str, version: &str) -> 
                 "verbs": ["get", "patch", "update"],
             }));
         }
+        for sub in rt.strategy(version).answered_subresources() {
+            resources.push(json!({
+                "name": format!("{}/{}", rt.plural, sub.name),
+                "singularName": "",
+                "namespaced": rt.namespaced,
+                "group": sub.group,
+                "version": sub.version,
+                "kind": sub.kind,
+                "verbs": sub.verbs,
+            }));
+        }
     }
     if resources.is_empty() {
         return None;

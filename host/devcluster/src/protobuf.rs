@@ -113,7 +113,14 @@ impl<'a> Reader<'a> {
 /// Decodes a protobuf body for an object of `api_version` and `kind`.
 pub(crate) fn decode(body: &[u8], api_version: &str, kind: &str) -> Result<Value, Error> {
     let (group, version) = api_version.rsplit_once('/').unwrap_or(("", api_version));
-    let name = builtins::definition_name(group, version, kind).ok_or(Error::NotBuiltin)?;
+    let package = if group.is_empty() { "core" } else { group.split('.').next().unwrap_or(group) };
+    let packaged = format!("io.k8s.api.{package}.{version}.{kind}");
+    // A subresource's body (`TokenRequest`) is a message the OpenAPI definitions may lack:
+    // `k8s.io/api` names its package after the group's first label.
+    let name = match builtins::definition_name(group, version, kind) {
+        Some(name) => name,
+        None => messages().get_key_value(&packaged).map(|(name, _)| name.as_str()).ok_or(Error::NotBuiltin)?,
+    };
     let envelope = body.strip_prefix(MAGIC).ok_or_else(|| Error::Malformed("no protobuf envelope".into()))?;
     let mut raw: &[u8] = &[];
     for (number, wire) in Reader::fields(envelope).map_err(Error::Malformed)? {

@@ -8,6 +8,8 @@ use tokio::sync::{Notify, watch};
 
 use super::cluster::Cluster;
 use super::faults::{Injector, Versions};
+use super::pki::Pki;
+use super::tokens::Signer;
 
 /// State shared by the request handlers and the background tasks.
 pub(crate) struct Shared {
@@ -20,6 +22,17 @@ pub(crate) struct Shared {
     pub address: String,
     /// Faults injected on purpose (none unless configured).
     pub faults: Arc<Injector>,
+    pub credentials: Credentials,
+}
+
+/// What authentication reads: the CA client certificates must come from, the key
+/// service-account tokens are signed with, and whether the server speaks plain HTTP (then a
+/// request without credentials is the administrator's, as on kube-apiserver's old insecure
+/// port).
+pub(crate) struct Credentials {
+    pub pki: Pki,
+    pub signer: Signer,
+    pub plain_http: bool,
 }
 
 impl Shared {
@@ -29,6 +42,7 @@ impl Shared {
         shutdown: watch::Receiver<bool>,
         address: String,
         faults: Injector,
+        credentials: Credentials,
     ) -> Shared {
         Shared {
             cluster: Mutex::new(cluster),
@@ -39,6 +53,7 @@ impl Shared {
             shutdown,
             address,
             faults: Arc::new(faults),
+            credentials,
         }
     }
 

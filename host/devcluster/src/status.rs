@@ -57,6 +57,28 @@ impl ApiError {
             .with_details(name_details(group, resource, name))
     }
 
+    /// 403 from authorization (`apierrors.NewForbidden`): `message` says who cannot do what;
+    /// the resource (of `group`) and `name` are those of the request, both empty for a path.
+    pub(crate) fn forbidden_access(group: &str, resource: &str, name: &str, message: &str) -> ApiError {
+        let text = match (resource.is_empty() && group.is_empty(), name.is_empty()) {
+            (true, _) => format!("forbidden: {message}"),
+            (false, true) => format!("{} is forbidden: {message}", qualified(group, resource)),
+            (false, false) => format!("{} {} is forbidden: {message}", qualified(group, resource), go_quote(name)),
+        };
+        let mut details = serde_json::Map::new();
+        for (key, value) in [("name", name), ("group", group), ("kind", resource)] {
+            if !value.is_empty() {
+                details.insert(key.into(), json!(value));
+            }
+        }
+        ApiError::new(403, "Forbidden", text).with_details(Value::Object(details))
+    }
+
+    /// 401: credentials were given and are not valid (`apierrors.NewUnauthorized`).
+    pub(crate) fn unauthorized() -> ApiError {
+        ApiError::new(401, "Unauthorized", "Unauthorized")
+    }
+
     /// The answer for a path no resource is served at.
     pub(crate) fn no_route() -> ApiError {
         ApiError::new(404, "NotFound", "the server could not find the requested resource").with_details(json!({}))
@@ -93,16 +115,22 @@ impl ApiError {
 
     /// 422 with one cause per failed field check, worded like the real server.
     pub(crate) fn invalid(rt: &ResourceType, name: &str, causes: &[Cause]) -> ApiError {
-        let kind = if rt.group.is_empty() { rt.kind.clone() } else { format!("{}.{}", rt.kind, rt.group) };
+        ApiError::invalid_kind(&rt.group, &rt.kind, name, causes)
+    }
+
+    /// [`ApiError::invalid`] for a kind of `group` that is not a served resource's (a
+    /// `TokenRequest`, a review).
+    pub(crate) fn invalid_kind(group: &str, kind: &str, name: &str, causes: &[Cause]) -> ApiError {
+        let qualified = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
         let lines: Vec<String> = causes.iter().map(Cause::line).collect();
         let listed = if lines.len() == 1 { lines[0].clone() } else { format!("[{}]", lines.join(", ")) };
-        let mut details = json!({ "name": name, "kind": rt.kind });
-        if !rt.group.is_empty() {
-            details["group"] = json!(rt.group);
+        let mut details = json!({ "name": name, "kind": kind });
+        if !group.is_empty() {
+            details["group"] = json!(group);
         }
         details["causes"] =
             causes.iter().map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field })).collect();
-        ApiError::new(422, "Invalid", format!("{kind} \"{name}\" is invalid: {listed}")).with_details(details)
+        ApiError::new(422, "Invalid", format!("{qualified} \"{name}\" is invalid: {listed}")).with_details(details)
     }
 
     /// 422 without field causes, used when a patch cannot be applied.
@@ -215,6 +243,11 @@ pub(crate) fn success(group: &str, resource: &str, name: &str, uid: &str) -> Val
     let mut details = name_details(group, resource, name);
     details["uid"] = json!(uid);
     json!({ "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details })
+}
+
+/// `s` as Go's `%q` prints it, for messages that quote user input as kube-apiserver does.
+pub(crate) fn go_quote(s: &str) -> String {
+    Value::String(s.to_string()).to_string()
 }
 
 /// `resource.group`, or `resource` for the core group.

@@ -15,7 +15,9 @@ use super::decode;
 use super::names::NameRule;
 use super::printers::Columns;
 use super::resource::{GroupResource, ResourceType};
-use super::status::Cause;
+use super::status::{ApiError, Cause};
+use super::store::Store;
+use super::tokens::Signer;
 use super::user::User;
 use super::webhook::{ClientConfig, Endpoint};
 
@@ -157,11 +159,82 @@ pub(crate) trait Strategy: Send + Sync {
         selector.to_string()
     }
 
-    /// For a resource that is answered, never stored (the access reviews): the `status` of the
-    /// answer to a create of `review` by `user`.
-    fn answer(&self, _review: &Value, _user: &User) -> Option<Value> {
+    /// For a resource that is answered, never stored (the access and token reviews): the
+    /// `status` of the answer to a create of `review`, or why the review is refused.
+    fn answer(&self, _review: &Value, _context: &Answering<'_>) -> Option<Result<Value, ApiError>> {
         None
     }
+
+    /// The subresources a create (POST) of which the kind answers itself, storing nothing
+    /// (`serviceaccounts/token`), as discovery lists them.
+    fn answered_subresources(&self) -> &'static [Subresource] {
+        &[]
+    }
+
+    /// The answer to a create of `request` at the subresource `name` of `parent` (one of
+    /// [`Strategy::answered_subresources`]).
+    fn answer_subresource(
+        &self,
+        _name: &str,
+        _parent: &Value,
+        _request: &Value,
+        _context: &Answering<'_>,
+    ) -> Result<Value, ApiError> {
+        Err(ApiError::method_not_allowed())
+    }
+}
+
+/// What a resource that is answered rather than stored may read: who asks, the stored objects
+/// (the roles and bindings an access review evaluates, the service account a token names) and
+/// the key tokens are signed with.
+pub(crate) struct Answering<'a> {
+    pub user: &'a User,
+    pub store: &'a Store,
+    pub signer: &'a Signer,
+    /// The namespace of the request's path; empty for cluster-scoped paths.
+    pub namespace: &'a str,
+}
+
+/// A subresource as discovery lists it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Subresource {
+    pub name: &'static str,
+    pub group: &'static str,
+    pub version: &'static str,
+    pub kind: &'static str,
+    pub verbs: &'static [&'static str],
+}
+
+/// One of the controllers a bare cluster cannot do without, though kube-controller-manager runs
+/// them (a namespace's `default` service account, its root CA `ConfigMap`, aggregated cluster
+/// roles): level-based, it says what brings the store where it should be, whatever changed.
+pub(crate) trait Controller: Send + Sync {
+    /// The resources whose changes may give it work.
+    fn watches(&self) -> Vec<GroupResource>;
+
+    /// The writes that bring `store` where the controller wants it; none once it is there.
+    fn reconcile(&self, store: &Store) -> Vec<Write>;
+}
+
+/// A write a controller asks for, under its field manager.
+#[derive(Debug, Clone)]
+pub(crate) struct Write {
+    pub resource: GroupResource,
+    pub namespace: String,
+    pub name: String,
+    pub manager: &'static str,
+    pub how: How,
+}
+
+/// How a controller's write is made.
+#[derive(Debug, Clone)]
+pub(crate) enum How {
+    /// Created when absent (refused quietly when it exists or its namespace is going).
+    Create(Value),
+    /// Replaced (the stored object, changed).
+    Update(Value),
+    /// Applied with server-side apply, forcing conflicts.
+    Apply(Value),
 }
 
 /// A resource stored as another: its group, version and plural.

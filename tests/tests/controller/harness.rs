@@ -71,10 +71,13 @@ pub struct Cluster {
     pub client: Client,
 }
 
-/// A cluster with the named plugins' CRDs installed and their controllers running.
+/// A cluster with the named plugins' CRDs installed and their controllers running, the host
+/// as the service account `kubewasm rbac` makes for those plugins, with exactly that RBAC.
 pub struct Env {
     base: Cluster,
     pub host: Runtime,
+    /// The host's client: the service account's, not the administrator's.
+    pub host_client: Client,
 }
 
 impl std::ops::Deref for Env {
@@ -97,14 +100,19 @@ impl Env {
         .await
     }
 
-    /// Like [`Env::start`], with each plugin's controller options.
+    /// Like [`Env::start`], with each plugin's controller options. The CRDs are installed by
+    /// the administrator, as on a cluster before the host runs.
     pub async fn start_with_options(plugins: Vec<(&str, Options)>) -> Env {
         let base = Cluster::start().await;
         let loaded: Vec<Arc<Plugin>> = plugins.iter().map(|(name, _)| plugin(name)).collect();
         runtime::install_crds(&base.client, &loaded).await.expect("CRDs install");
+        let paths: Vec<PathBuf> = plugins.iter().map(|(name, _)| wasm_path(name)).collect();
+        let kubeconfig =
+            kubewasm_tests::host_kubeconfig(&base.cluster, &kubewasm_tests::kubewasm_binary(), &paths).await;
+        let host_client = DevCluster::client_from(&kubeconfig).await.expect("the host's client");
         let with_options = loaded.into_iter().zip(plugins).map(|(p, (_, options))| (p, options)).collect();
-        let host = Runtime::start(&base.client, with_options).await;
-        Env { base, host }
+        let host = Runtime::start(&host_client, with_options).await;
+        Env { base, host, host_client }
     }
 
     pub async fn stop(self) {

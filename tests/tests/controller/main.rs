@@ -10,6 +10,7 @@ mod hot_reload;
 mod in_flight;
 mod isolation;
 mod pod_services;
+mod rbac;
 mod run;
 mod stack;
 mod steady_state;

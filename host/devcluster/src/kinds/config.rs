@@ -1,11 +1,15 @@
-//! `ConfigMaps` and Secrets.
+//! `ConfigMaps` and Secrets, and the controller that publishes the cluster's CA in every
+//! namespace.
 
 use serde_json::{Value, json};
 
+use super::core::active_namespaces;
 use super::go_value::{immutable, scalar};
 use crate::printers::{Columns, age, age_column, column, doc, name, name_column, text};
+use crate::resource::GroupResource;
 use crate::status::Cause;
-use crate::strategy::Strategy;
+use crate::store::Store;
+use crate::strategy::{Controller, How, Strategy, Write};
 
 pub(crate) struct ConfigMaps;
 
@@ -96,4 +100,66 @@ fn immutable_data(old: &Value, new: &Value, fields: &[&str]) -> Vec<Cause> {
 
 fn entries(obj: &Value, field: &str) -> usize {
     obj.get(field).and_then(Value::as_object).map_or(0, serde_json::Map::len)
+}
+
+/// The root CA publisher (`pkg/controller/certificates/rootcacertpublisher`): every active
+/// namespace has the `ConfigMap` `kube-root-ca.crt` whose `ca.crt` is the CA that signed the
+/// server's certificate, so that pods (and tests) can verify the API server. Deleted, it comes
+/// back; its data changed, or its description annotation removed, it is reset.
+pub(in crate::kinds) struct RootCaPublisher {
+    /// The CA certificate, PEM.
+    pub ca: String,
+}
+
+const ROOT_CA: &str = "kube-root-ca.crt";
+const DESCRIPTION_KEY: &str = "kubernetes.io/description";
+const DESCRIPTION: &str = "Contains a CA bundle that can be used to verify the kube-apiserver when using internal endpoints such as the internal service IP or kubernetes.default.svc. No other usage is guaranteed across distributions of Kubernetes clusters.";
+
+impl Controller for RootCaPublisher {
+    fn watches(&self) -> Vec<GroupResource> {
+        vec![(String::new(), "namespaces".into()), (String::new(), "configmaps".into())]
+    }
+
+    fn reconcile(&self, store: &Store) -> Vec<Write> {
+        let configmaps = (String::new(), "configmaps".to_string());
+        let data = json!({ "ca.crt": self.ca });
+        let mut writes = Vec::new();
+        for namespace in active_namespaces(store) {
+            let how = match store.get(&configmaps, &namespace, ROOT_CA) {
+                None => How::Create(json!({
+                    "apiVersion": "v1",
+                    "kind": "ConfigMap",
+                    "metadata": { "name": ROOT_CA, "namespace": namespace, "annotations": { DESCRIPTION_KEY: DESCRIPTION } },
+                    "data": data,
+                })),
+                Some(found) => {
+                    let described = found
+                        .pointer("/metadata/annotations")
+                        .and_then(|a| a.get(DESCRIPTION_KEY))
+                        .and_then(Value::as_str)
+                        .is_some_and(|d| !d.is_empty());
+                    if found.get("data") == Some(&data) && described {
+                        continue;
+                    }
+                    let mut reset = (*found).clone();
+                    reset["data"] = data.clone();
+                    let annotations =
+                        crate::object::meta_mut(&mut reset).entry("annotations").or_insert_with(|| json!({}));
+                    if !annotations.is_object() {
+                        *annotations = json!({});
+                    }
+                    annotations[DESCRIPTION_KEY] = json!(DESCRIPTION);
+                    How::Update(reset)
+                }
+            };
+            writes.push(Write {
+                resource: configmaps.clone(),
+                namespace,
+                name: ROOT_CA.into(),
+                manager: "kube-controller-manager",
+                how,
+            });
+        }
+        writes
+    }
 }

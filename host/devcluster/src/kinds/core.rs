@@ -1,5 +1,5 @@
 //! Namespaces (with their lifecycle: admission, deletion by the namespace controller),
-//! Nodes, `ServiceAccounts` and Endpoints.
+//! Nodes and Endpoints.
 
 use serde_json::{Value, json};
 
@@ -8,6 +8,7 @@ use crate::names::NameRule;
 use crate::object;
 use crate::printers::{Columns, age, age_column, column, doc, name, name_column, text, text_or};
 use crate::status::ApiError;
+use crate::store::Store;
 use crate::strategy::{Contents, Finish, Holds, Strategy};
 
 /// Where namespaces are stored.
@@ -56,6 +57,20 @@ impl Strategy for Namespaces {
     fn contents(&self, obj: &Value) -> Option<Contents> {
         Some(Contents { holds: Holds::Namespace(object::name(obj).to_string()), then: Finish::Remove })
     }
+}
+
+/// The namespaces that are active (not being deleted): where the namespace controllers of
+/// other kinds keep their objects.
+pub(super) fn active_namespaces(store: &Store) -> Vec<String> {
+    let gr = (NAMESPACES.0.to_string(), NAMESPACES.1.to_string());
+    store
+        .list(&gr, None)
+        .iter()
+        .filter(|ns| {
+            !object::is_deleting(ns) && ns.pointer("/status/phase").and_then(Value::as_str) != Some("Terminating")
+        })
+        .map(|ns| object::name(ns).to_string())
+        .collect()
 }
 
 /// The `NamespaceLifecycle` admission plugin: nothing is created in a namespace that does not
@@ -147,20 +162,6 @@ impl Strategy for Nodes {
                 ]
             }),
         }
-    }
-}
-
-pub(crate) struct ServiceAccounts;
-
-impl Strategy for ServiceAccounts {
-    fn returns_deleted(&self) -> bool {
-        true
-    }
-
-    fn columns(&self) -> Columns {
-        Columns::one(column("Secrets", "string", &doc("io.k8s.api.core.v1.ServiceAccount", "secrets"), 0), |o| {
-            json!(o.get("secrets").and_then(Value::as_array).map_or(0, Vec::len))
-        })
     }
 }
 

@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 use super::admission::Admission;
 use super::builtins;
 use super::crd;
-use super::strategy::{Plain, Strategy};
+use super::strategy::{Controller, Plain, Strategy};
 
 mod apps;
 mod autoscaling;
@@ -27,11 +27,15 @@ mod policies;
 mod rbac;
 mod reviews;
 mod routing;
+mod serviceaccounts;
 mod services;
 mod storage;
 mod webhooks;
 
 pub(crate) use self::routing::service_address;
+
+pub(crate) use self::rbac::authorize;
+pub(crate) use self::serviceaccounts::authenticate as authenticate_token;
 
 /// The strategy of a built-in resource.
 pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
@@ -42,7 +46,7 @@ pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
         ("", "services") => Box::new(services::Services),
         ("", "namespaces") => Box::new(core::Namespaces),
         ("", "nodes") => Box::new(core::Nodes),
-        ("", "serviceaccounts") => Box::new(core::ServiceAccounts),
+        ("", "serviceaccounts") => Box::new(serviceaccounts::ServiceAccounts),
         ("", "endpoints") => Box::new(core::Endpoints),
         ("", "configmaps") => Box::new(config::ConfigMaps),
         ("", "secrets") => Box::new(config::Secrets),
@@ -67,9 +71,7 @@ pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
         ("rbac.authorization.k8s.io", "roles" | "clusterroles") => Box::new(rbac::Roles),
         ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings") => Box::new(rbac::Bindings),
         ("rbac.authorization.k8s.io", _) => Box::new(rbac::Other),
-        ("authorization.k8s.io", "selfsubjectrulesreviews") => Box::new(reviews::RulesReviews),
-        ("authentication.k8s.io", "selfsubjectreviews") => Box::new(reviews::SelfSubjectReviews),
-        ("authorization.k8s.io", _) => Box::new(reviews::AccessReviews),
+        (group, plural) if reviews::REVIEWS.contains(&(group, plural)) => reviews::strategy(plural),
         ("admissionregistration.k8s.io", "validatingadmissionpolicies") => Box::new(policies::Policies),
         ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => {
             Box::new(webhooks::Configurations { mutating: true })
@@ -94,8 +96,8 @@ impl Strategy for Generational {
 }
 
 /// Whether a built-in resource of the upstream data is served. Not served: the virtual
-/// resources that are only created and never stored (bindings, token reviews) except the
-/// reviews answered by `reviews` (in `v1`), `componentstatuses` (computed by the real server
+/// resources that are only created and never stored (bindings) except the reviews answered
+/// by `reviews` (in `v1`), `componentstatuses` (computed by the real server
 /// from its components), and `autoscaling/v1` `HorizontalPodAutoscaler`, whose conversion to
 /// and from `v2` is not implemented.
 pub(crate) fn serves(r: &builtins::Resource) -> bool {
@@ -111,8 +113,23 @@ pub(crate) fn serves(r: &builtins::Resource) -> bool {
 
 /// The admission plugins of the built-in kinds, the admission webhooks last.
 pub(crate) fn admission() -> Admission {
-    Admission::new(vec![Box::new(core::NamespaceLifecycle)], vec![Box::new(policies::ValidatingPolicies)])
-        .with_webhooks(Box::new(webhooks::AdmissionWebhooks))
+    Admission::new(
+        vec![Box::new(core::NamespaceLifecycle)],
+        vec![Box::new(rbac::Escalation), Box::new(policies::ValidatingPolicies)],
+    )
+    .with_webhooks(Box::new(webhooks::AdmissionWebhooks))
+}
+
+/// The controllers of kube-controller-manager the server runs itself (beside garbage
+/// collection): aggregated cluster roles and, with `namespaces`, a `default` service account
+/// and the CA `ca` (PEM) in every namespace.
+pub(crate) fn controllers(ca: &str, namespaces: bool) -> Vec<Box<dyn Controller>> {
+    let mut controllers: Vec<Box<dyn Controller>> = vec![Box::new(rbac::Aggregation)];
+    if namespaces {
+        controllers.push(Box::new(serviceaccounts::DefaultServiceAccounts));
+        controllers.push(Box::new(config::RootCaPublisher { ca: ca.to_string() }));
+    }
+    controllers
 }
 
 /// An object a new cluster has before anyone writes.
@@ -120,14 +137,15 @@ pub(crate) struct Initial {
     pub group: &'static str,
     pub version: &'static str,
     pub plural: &'static str,
-    pub namespace: Option<&'static str>,
+    pub namespace: Option<String>,
     pub object: Value,
 }
 
 /// What a new cluster holds (and what a data directory that lacks it gets): the namespaces
-/// `default`, `kube-system`, `kube-public` and `kube-node-lease`, and the `kubernetes`
-/// Service in `default`.
-pub(crate) fn initial_objects() -> Vec<Initial> {
+/// `default`, `kube-system`, `kube-public` and `kube-node-lease`, the `kubernetes` Service in
+/// `default` with its Endpoints and `EndpointSlice` (the server on loopback at `port`), and the
+/// default roles and bindings.
+pub(crate) fn initial_objects(port: u16) -> Vec<Initial> {
     let namespaces = ["default", "kube-system", "kube-public", "kube-node-lease"].map(|name| Initial {
         group: "",
         version: "v1",
@@ -139,7 +157,7 @@ pub(crate) fn initial_objects() -> Vec<Initial> {
         group: "",
         version: "v1",
         plural: "services",
-        namespace: Some("default"),
+        namespace: Some("default".into()),
         object: json!({
             "apiVersion": "v1",
             "kind": "Service",
@@ -155,7 +173,36 @@ pub(crate) fn initial_objects() -> Vec<Initial> {
             },
         }),
     };
-    namespaces.into_iter().chain([service]).collect()
+    let endpoints = Initial {
+        group: "",
+        version: "v1",
+        plural: "endpoints",
+        namespace: Some("default".into()),
+        object: json!({
+            "apiVersion": "v1",
+            "kind": "Endpoints",
+            "metadata": { "name": "kubernetes", "labels": { "endpointslice.kubernetes.io/skip-mirror": "true" } },
+            "subsets": [{
+                "addresses": [{ "ip": "127.0.0.1" }],
+                "ports": [{ "name": "https", "port": port, "protocol": "TCP" }],
+            }],
+        }),
+    };
+    let slice = Initial {
+        group: "discovery.k8s.io",
+        version: "v1",
+        plural: "endpointslices",
+        namespace: Some("default".into()),
+        object: json!({
+            "apiVersion": "discovery.k8s.io/v1",
+            "kind": "EndpointSlice",
+            "metadata": { "name": "kubernetes", "labels": { "kubernetes.io/service-name": "kubernetes" } },
+            "addressType": "IPv4",
+            "endpoints": [{ "addresses": ["127.0.0.1"], "conditions": { "ready": true } }],
+            "ports": [{ "name": "https", "port": port, "protocol": "TCP" }],
+        }),
+    };
+    namespaces.into_iter().chain([service, endpoints, slice]).chain(rbac::bootstrap_objects()).collect()
 }
 
 // Helpers the strategies share.

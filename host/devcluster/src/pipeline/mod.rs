@@ -39,16 +39,16 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 pub(crate) use self::delete::{Deleter, delete, delete_collection, delete_local};
-pub(crate) use self::patch::patch;
+pub(crate) use self::patch::{apply_local, patch};
 use super::admission::{Attributes, Calls, Operation, Phase};
 use super::cluster::Cluster;
 use super::conversion::Conversion;
 use super::object;
-use super::read::show;
+use super::read::{present, show};
 use super::request::{Target, WriteOptions};
 use super::state::Shared;
 use super::status::ApiError;
-use super::user::User;
+use super::strategy::Answering;
 
 /// How many times a write starts over because the stored object changed while it called out.
 const ATTEMPTS: usize = 16;
@@ -112,20 +112,54 @@ pub(crate) async fn create(
     write(shared, t, Expect::Absent, &|_| Ok(body.clone()), opts, &Ownership::Update(&opts.manager)).await
 }
 
-/// The server's own create (what a new cluster holds): the same stages, no webhooks.
+/// The server's own create (what a new cluster holds, what its controllers write): the same
+/// stages under the lock the caller holds, no webhooks.
 pub(crate) fn create_local(
     cluster: &mut Cluster,
     t: &Target,
-    body: Value,
+    body: &Value,
     opts: &WriteOptions,
-) -> Result<(), ApiError> {
-    let ownership = Ownership::Update(&opts.manager);
-    let options = stages::options(Operation::Create, opts);
-    let mut new = prepare(cluster, t, None, body, opts, &options)?;
-    check(cluster, t, None, &mut new, opts, &options, &ownership)?;
+) -> Result<(u16, Value), ApiError> {
+    write_local(cluster, t, Expect::Absent, &|_| Ok(body.clone()), opts, &Ownership::Update(&opts.manager))
+}
+
+/// The server's own update (what its controllers write), as [`create_local`].
+pub(crate) fn update_local(
+    cluster: &mut Cluster,
+    t: &Target,
+    body: &Value,
+    opts: &WriteOptions,
+) -> Result<(u16, Value), ApiError> {
+    let make = replacing(t, body);
+    write_local(cluster, t, Expect::Existing, &make, opts, &Ownership::Update(&opts.manager))
+}
+
+/// The stages of [`write`] in one stretch under the lock the server holds for its own writes
+/// (its controllers, its manifests, a new cluster's objects): no admission webhook is called
+/// and versions convert without a conversion webhook.
+fn write_local(
+    cluster: &mut Cluster,
+    t: &Target,
+    expect: Expect,
+    make: &Make<'_>,
+    opts: &WriteOptions,
+    ownership: &Ownership<'_>,
+) -> Result<(u16, Value), ApiError> {
+    let stored = (expect != Expect::Absent).then(|| cluster.store.get(&t.gr(), t.ns(), t.name())).flatten();
+    if expect == Expect::Existing && stored.is_none() {
+        return Err(ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()));
+    }
+    let old = stored.map(|stored| Old { view: present(&t.rt, &t.version, &stored), stored });
+    let body = make(old.as_ref().map(|o| &o.view))?;
+    let operation = if old.is_some() { Operation::Update } else { Operation::Create };
+    let options = stages::options(operation, opts);
+    let mut new = prepare(cluster, t, old.as_ref(), body, opts, &options)?;
+    check(cluster, t, old.as_ref(), &mut new, opts, &options, ownership)?;
     let stored = super::conversion::relabel(&t.rt, t.rt.storage_version(), &new);
-    stages::commit(cluster, t, None, new, stored, opts);
-    Ok(())
+    Ok(match stages::commit(cluster, t, old.as_ref(), new, stored, opts) {
+        Answer::Shown(code, value) => (code, value),
+        Answer::Stored(code, stored) => (code, present(&t.rt, &t.version, &stored)),
+    })
 }
 
 /// PUT: the object replaced (or its status, or its scale).
@@ -138,23 +172,33 @@ pub(crate) async fn update(
     if t.subresource.as_deref() == Some("scale") {
         return scale::update(shared, t, &|_| Ok(body.clone()), opts).await;
     }
-    let make = |old: Option<&Value>| {
-        // A PUT's uid is a precondition, checked before anything else (the registry's
-        // GuaranteedUpdate); a patch that changes it fails validation instead (`before_update`).
+    let make = replacing(t, &body);
+    write(shared, t, Expect::Existing, &make, opts, &Ownership::Update(&opts.manager)).await
+}
+
+/// What a PUT makes of the stored object: `body`, whose uid, when it has one, is a
+/// precondition checked before anything else (the registry's `GuaranteedUpdate`); a patch that
+/// changes it fails validation instead (`before_update`).
+fn replacing<'a>(
+    t: &'a Target,
+    body: &'a Value,
+) -> impl Fn(Option<&Value>) -> Result<Value, ApiError> + Send + Sync + 'a {
+    move |old: Option<&Value>| {
         let old_uid = old.map(object::uid).unwrap_or_default();
-        let body_uid = object::uid(&body);
+        let body_uid = object::uid(body);
         if !body_uid.is_empty() && body_uid != old_uid {
             return Err(delete::precondition_failed(t, "UID", body_uid, old_uid));
         }
         Ok(body.clone())
-    };
-    write(shared, t, Expect::Existing, &make, opts, &Ownership::Update(&opts.manager)).await
+    }
 }
 
-/// A create by `user` of a resource that is answered, never stored (the reviews): `None` for
-/// others.
-pub(crate) fn answer(t: &Target, review: &Value, user: &User) -> Option<Value> {
-    let status = t.strategy().answer(review, user)?;
+/// A create of a resource that is answered, never stored (the reviews): `None` for others.
+pub(crate) fn answer(t: &Target, review: &Value, context: &Answering<'_>) -> Option<Result<Value, ApiError>> {
+    let status = match t.strategy().answer(review, context)? {
+        Ok(status) => status,
+        Err(refused) => return Some(Err(refused)),
+    };
     let mut review = review.clone();
     review["apiVersion"] = json!(t.rt.api_version(&t.version));
     review["kind"] = json!(t.rt.kind);
@@ -163,7 +207,7 @@ pub(crate) fn answer(t: &Target, review: &Value, user: &User) -> Option<Value> {
     }
     review["metadata"]["creationTimestamp"] = Value::Null;
     review["status"] = status;
-    Some(review)
+    Some(Ok(review))
 }
 
 /// The sequence create, update, patch and apply share; see the module documentation.

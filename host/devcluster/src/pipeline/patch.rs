@@ -4,8 +4,9 @@
 
 use serde_json::{Value, json};
 
-use super::{Expect, Ownership, scale, stages, write};
+use super::{Expect, Ownership, scale, stages, write, write_local};
 use crate::apply::{self, Request};
+use crate::cluster::Cluster;
 use crate::object;
 use crate::patch::{self as patches, PatchFailure};
 use crate::request::{Target, WriteOptions};
@@ -100,6 +101,29 @@ async fn server_side_apply(
     body: &[u8],
     opts: &WriteOptions,
 ) -> Result<(u16, Value), ApiError> {
+    let make = applying(t, body, opts)?;
+    write(shared, t, Expect::Any, &make, opts, &Ownership::Applied).await
+}
+
+/// The server's own server-side apply (its controllers, its manifests): the stages under the
+/// lock the caller holds, no webhooks (`write_local`).
+pub(crate) fn apply_local(
+    cluster: &mut Cluster,
+    t: &Target,
+    body: &[u8],
+    opts: &WriteOptions,
+) -> Result<(u16, Value), ApiError> {
+    let make = applying(t, body, opts)?;
+    write_local(cluster, t, Expect::Any, &make, opts, &Ownership::Applied)
+}
+
+/// What an apply of the configuration `body` makes of the live object, once the
+/// configuration passes its checks.
+fn applying<'a>(
+    t: &'a Target,
+    body: &[u8],
+    opts: &'a WriteOptions,
+) -> Result<impl Fn(Option<&Value>) -> Result<Value, ApiError> + Send + Sync + 'a, ApiError> {
     if !opts.explicit_manager {
         return Err(ApiError::bad_request(
             "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
@@ -135,7 +159,7 @@ async fn server_side_apply(
     }
     let unknown = t.strategy().prune(&mut config);
     stages::check_unknown(t, opts, &unknown)?;
-    let make = |live: Option<&Value>| {
+    Ok(move |live: Option<&Value>| {
         if live.is_none() && t.subresource.is_some() {
             return Err(ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()));
         }
@@ -149,6 +173,5 @@ async fn server_side_apply(
             object::set_meta(&mut merged, "name", json!(t.name()));
         }
         Ok(merged)
-    };
-    write(shared, t, Expect::Any, &make, opts, &Ownership::Applied).await
+    })
 }

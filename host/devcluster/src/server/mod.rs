@@ -5,6 +5,9 @@
 mod auth;
 mod params;
 mod resource;
+mod tls;
+
+pub(crate) use self::tls::{Peer, TlsListener, server_config};
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
@@ -26,6 +29,7 @@ use super::openapi;
 use super::request_info::RequestInfo;
 use super::state::Shared;
 use super::status::ApiError;
+use super::tokens;
 use super::user::User;
 
 /// The largest request body accepted, as in the real server.
@@ -38,7 +42,7 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
     Router::new()
         .fallback(handle)
         .layer(middleware::from_fn_with_state(faults, faults::layer))
-        .layer(middleware::from_fn(auth::layer))
+        .layer(middleware::from_fn_with_state(shared.clone(), auth::layer))
         .layer(middleware::from_fn_with_state(shared.clone(), read_request))
         .with_state(shared)
 }
@@ -75,7 +79,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
             .get::<RequestInfo>()
             .cloned()
             .unwrap_or_else(|| RequestInfo::parse(&parts.method, parts.uri.path(), false)),
-        user: parts.extensions.get::<User>().cloned().unwrap_or_else(User::admin),
+        user: parts.extensions.get::<User>().cloned().unwrap_or_else(User::anonymous),
         stale: parts.extensions.get::<StaleRead>().map(|s| s.0),
         headers: parts.headers,
         body,
@@ -197,9 +201,12 @@ async fn route(shared: &Arc<Shared>, call: &Call) -> Result<Reply, ApiError> {
         reply.map(|v| Reply::Json(200, v)).ok_or_else(ApiError::no_route)
     };
     match segs.as_slice() {
-        [] => get_only(Some(
-            json!({ "paths": ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"] }),
-        )),
+        [] => get_only(Some(json!({ "paths": [
+            "/.well-known/openid-configuration", "/api", "/api/v1", "/apis", "/healthz", "/livez", "/openid/v1/jwks",
+            "/readyz", "/version",
+        ] }))),
+        [".well-known", "openid-configuration"] => get_only(Some(tokens::openid_configuration())),
+        ["openid", "v1", "jwks"] => get_only(Some(shared.credentials.signer.jwks())),
         ["version"] => get_only(Some(discovery::version_info())),
         ["healthz" | "livez" | "readyz"] => Ok(Reply::Text("ok")),
         ["api"] => get_only(Some(discovery::core_versions(&shared.address))),

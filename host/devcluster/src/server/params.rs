@@ -32,15 +32,24 @@ pub(super) fn presentation(call: &Call) -> Presentation {
 /// Decodes a create/update body (JSON, YAML or protobuf, as the content type says), in the
 /// stored form of the resource (a view's body converted).
 pub(super) fn decode_body(call: &Call, target: &Target) -> Result<Value, ApiError> {
-    let content_type = call.header(header::CONTENT_TYPE);
     let (addressed, version) = target.view.as_ref().map_or((&target.rt, target.version.as_str()), |(v, n)| (v, n));
+    let value = decode_as(call, &addressed.api_version(version), &addressed.kind)?;
+    Ok(match &target.view {
+        Some((view, version)) => view.strategy(version).convert_to_stored(&value),
+        None => value,
+    })
+}
+
+/// Decodes a body of the kind `kind` of `api_version` (JSON, YAML or protobuf).
+pub(super) fn decode_as(call: &Call, api_version: &str, kind: &str) -> Result<Value, ApiError> {
+    let content_type = call.header(header::CONTENT_TYPE);
     let value: Value = if content_type.starts_with("application/vnd.kubernetes.protobuf") {
-        protobuf::decode(&call.body, &addressed.api_version(version), &addressed.kind).map_err(|e| match e {
+        protobuf::decode(&call.body, api_version, kind).map_err(|e| match e {
             protobuf::Error::NotBuiltin => {
                 ApiError::unsupported_media_type(content_type, &["application/json", "application/yaml"])
             }
             protobuf::Error::Malformed(why) => {
-                ApiError::bad_request(format!("the protobuf body of {} could not be decoded: {why}", addressed.kind))
+                ApiError::bad_request(format!("the protobuf body of {kind} could not be decoded: {why}"))
             }
         })?
     } else if content_type.contains("yaml") {
@@ -54,10 +63,7 @@ pub(super) fn decode_body(call: &Call, target: &Target) -> Result<Value, ApiErro
     if !value.is_object() {
         return Err(ApiError::bad_request("the request body must be a JSON object"));
     }
-    Ok(match &target.view {
-        Some((view, version)) => view.strategy(version).convert_to_stored(&value),
-        None => value,
-    })
+    Ok(value)
 }
 
 fn dry_run(values: &[&str]) -> Result<bool, ApiError> {

@@ -8,7 +8,7 @@ use axum::body::Body;
 use axum::http::header;
 use futures_util::StreamExt;
 
-use super::params::{decode_body, delete_options, presentation, write_options};
+use super::params::{decode_as, decode_body, delete_options, presentation, write_options};
 use super::{Call, Reply};
 use crate::cluster::Cluster;
 use crate::faults;
@@ -20,6 +20,7 @@ use crate::request_info::ResourcePath;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::state::Shared;
 use crate::status::ApiError;
+use crate::strategy::Answering;
 use crate::watch::{self, WatchRequest};
 
 /// Serves the request for the resource path `path`.
@@ -52,7 +53,7 @@ fn resolve(cluster: &Cluster, path: &ResourcePath) -> Result<Target, ApiError> {
         let served = match sub.as_str() {
             "status" => v.is_some_and(|v| v.status),
             "scale" => v.is_some_and(|v| v.scale.is_some()),
-            _ => false,
+            other => v.is_some() && rt.strategy(version).answered_subresources().iter().any(|s| s.name == other),
         };
         if !served {
             return Err(ApiError::no_route());
@@ -100,18 +101,7 @@ async fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Prese
         ("watch", None) => watch(shared, call, target.clone(), filter(call, target)?, how),
         ("list", None) => {
             let filter = filter(call, target)?;
-            let exact = match (call.param("resourceVersionMatch"), call.param("resourceVersion")) {
-                (Some("Exact"), Some(rv)) => Some(
-                    rv.parse::<u64>()
-                        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?,
-                ),
-                _ => None,
-            };
-            let paging = Paging {
-                limit: call.param("limit").and_then(|l| l.parse().ok()),
-                continue_token: call.param("continue").filter(|c| !c.is_empty()).map(String::from),
-                exact: exact.or(call.stale),
-            };
+            let paging = paging(call)?;
             let (listed, conversion) = {
                 let cluster = shared.lock();
                 (read::list(&cluster.store, target, &filter, &paging)?, cluster.conversion(&target.rt))
@@ -124,13 +114,18 @@ async fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Prese
                 return Err(ApiError::method_not_allowed());
             }
             let body = decode_body(call, target)?;
-            if let Some(answer) = pipeline::answer(target, &body, &call.user) {
-                return Ok(Reply::Json(201, answer));
+            let answered = {
+                let cluster = shared.lock();
+                pipeline::answer(target, &body, &answering(shared, &cluster, call, target))
+            };
+            if let Some(answer) = answered {
+                return Ok(Reply::Json(201, answer?));
             }
             let opts = write_options(call)?;
             let written = pipeline::create(shared, target, body, &opts).await;
             Ok(warned(written, opts.take_warnings()))
         }
+        ("create", Some(_)) => create_subresource(shared, call, target),
         ("update", Some(_)) => {
             let body = decode_body(call, target)?;
             let opts = write_options(call)?;
@@ -166,12 +161,45 @@ async fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Prese
     }
 }
 
+/// A create of a subresource its kind answers (`serviceaccounts/token`).
+fn create_subresource(shared: &Shared, call: &Call, target: &Target) -> Result<Reply, ApiError> {
+    let sub = target.subresource.as_deref().ok_or_else(ApiError::method_not_allowed)?;
+    let strategy = target.strategy();
+    let answered = strategy.answered_subresources().iter().find(|s| s.name == sub);
+    let answered = answered.ok_or_else(ApiError::method_not_allowed)?;
+    let body = decode_as(call, &format!("{}/{}", answered.group, answered.version), answered.kind)?;
+    let cluster = shared.lock();
+    let parent = read::existing(&cluster.store, &Target { subresource: None, ..target.clone() })?;
+    let answer = strategy.answer_subresource(sub, &parent, &body, &answering(shared, &cluster, call, target))?;
+    Ok(Reply::Json(201, answer))
+}
+
+/// The page a list asks for (`limit`, `continue`, an exact `resourceVersion`).
+fn paging(call: &Call) -> Result<Paging, ApiError> {
+    let exact = match (call.param("resourceVersionMatch"), call.param("resourceVersion")) {
+        (Some("Exact"), Some(rv)) => {
+            Some(rv.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?)
+        }
+        _ => None,
+    };
+    Ok(Paging {
+        limit: call.param("limit").and_then(|l| l.parse().ok()),
+        continue_token: call.param("continue").filter(|c| !c.is_empty()).map(String::from),
+        exact: exact.or(call.stale),
+    })
+}
+
 /// A write's answer, or its refusal, with the warnings gathered on the way.
 fn warned(written: Result<(u16, serde_json::Value), ApiError>, warnings: Vec<String>) -> Reply {
     match written {
         Ok((code, obj)) => Reply::Warned(code, obj, warnings),
         Err(e) => Reply::Refused(e, warnings),
     }
+}
+
+/// What an answered resource may read for the request `call`.
+fn answering<'a>(shared: &'a Shared, cluster: &'a Cluster, call: &'a Call, target: &'a Target) -> Answering<'a> {
+    Answering { user: &call.user, store: &cluster.store, signer: &shared.credentials.signer, namespace: target.ns() }
 }
 
 /// The namespace and selectors of a list, watch or collection delete; a view's field

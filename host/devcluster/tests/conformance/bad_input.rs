@@ -111,7 +111,7 @@ async fn a_read_from_a_future_resource_version_waits_then_is_refused_as_too_larg
     let future = current + 1000;
     let started = std::time::Instant::now();
     // kube's client retries a 504 for minutes (as it would against a real server): ask once.
-    let mut config = kube::Config::new(dc.url().parse().unwrap());
+    let mut config = dc.config();
     config.default_retry = false;
     let once = kube::Client::try_from(config).unwrap();
     let req = http::Request::builder()

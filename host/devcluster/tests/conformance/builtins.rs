@@ -193,7 +193,7 @@ async fn verbs_a_resource_does_not_serve_are_refused() {
 }
 
 #[tokio::test]
-async fn access_reviews_allow_everything_as_a_server_without_authorization() {
+async fn access_reviews_allow_the_administrator_everything() {
     use k8s_openapi::api::authorization::v1::{
         ResourceAttributes, SelfSubjectAccessReview, SelfSubjectAccessReviewSpec,
     };

@@ -6,7 +6,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod, Secret, Service};
 use kube::api::{Api, ListParams, ObjectMeta, PostParams};
 use serde_json::json;
 
-use super::{api_error, raw, start};
+use super::{api_error, raw, start, start_empty};
 
 fn config_map(name: &str, labels: &[(&str, &str)]) -> ConfigMap {
     ConfigMap {
@@ -97,7 +97,7 @@ async fn errors_are_status_objects_with_code_and_reason() {
 
 #[tokio::test]
 async fn malformed_bodies_get_400_and_change_nothing() {
-    let dc = start().await;
+    let dc = start_empty().await;
     let path = "/api/v1/namespaces/default/configmaps";
     let (code, status) = raw(&dc, "POST", path, "application/json", "{not json").await;
     assert_eq!((code, status["reason"].as_str()), (400, Some("BadRequest")));
@@ -133,7 +133,7 @@ async fn update_with_a_stale_resource_version_conflicts() {
 
 #[tokio::test]
 async fn lists_filter_by_label_and_field_selectors_across_namespaces() {
-    let dc = start().await;
+    let dc = start_empty().await;
     let default: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
     let system: Api<ConfigMap> = Api::namespaced(dc.client(), "kube-system");
     default.create(&PostParams::default(), &config_map("a", &[("app", "web"), ("tier", "front")])).await.unwrap();
@@ -164,7 +164,7 @@ async fn lists_filter_by_label_and_field_selectors_across_namespaces() {
 
 #[tokio::test]
 async fn limit_and_continue_page_through_a_list() {
-    let dc = start().await;
+    let dc = start_empty().await;
     let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
     for i in 0..5 {
         cms.create(&PostParams::default(), &config_map(&format!("cm-{i}"), &[])).await.unwrap();
@@ -462,6 +462,7 @@ async fn write_requests_counts_mutating_requests_only() {
 async fn continued_pages_show_the_snapshot_of_the_first_page() {
     let dc = kubewasm_devcluster::DevCluster::start(kubewasm_devcluster::Options {
         watch_history: 20,
+        namespace_controllers: false,
         ..Default::default()
     })
     .await

@@ -5,7 +5,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
 use serde_json::{Value, json};
 
-use super::{api_error, start};
+use super::{api_error, start, start_empty};
 
 fn cm(name: &str, extra_meta: Value) -> ConfigMap {
     let mut meta = json!({ "name": name });
@@ -228,7 +228,7 @@ async fn a_dependent_added_to_an_owner_in_foreground_deletion_is_deleted() {
 
 #[tokio::test]
 async fn deletecollection_honours_label_selectors() {
-    let dc = start().await;
+    let dc = start_empty().await;
     let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
     for (name, app) in [("a", "x"), ("b", "x"), ("c", "y")] {
         cms.create(&PostParams::default(), &cm(name, json!({ "labels": { "app": app } }))).await.unwrap();

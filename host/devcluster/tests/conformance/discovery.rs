@@ -84,7 +84,7 @@ async fn unknown_paths_answer_a_not_found_status() {
 async fn shutdown_and_drop_stop_serving() {
     for drop_it in [false, true] {
         let dc = start().await;
-        let address = dc.url().trim_start_matches("http://").to_string();
+        let address = dc.url().trim_start_matches("https://").to_string();
         let kubeconfig = dc.kubeconfig_path().to_path_buf();
         assert!(std::fs::read_to_string(&kubeconfig).unwrap().contains(&dc.url()));
         if drop_it {

@@ -11,7 +11,7 @@ use kube::runtime::{WatchStreamExt, watcher};
 use kubewasm_devcluster::{DevCluster, ErrorFault, Faults, Options, StaleReads, WatchFaults};
 use serde_json::{Value, json};
 
-use super::{raw, start};
+use super::{raw, start, start_empty};
 
 const CONFIGMAPS: &str = "/api/v1/namespaces/default/configmaps";
 
@@ -35,12 +35,11 @@ fn config_map(name: &str) -> String {
 
 /// A client that does not retry, to see each injected answer.
 fn once(dc: &DevCluster) -> kube::Client {
-    once_at(&dc.url())
+    once_with(dc.config())
 }
 
-/// A client of the server at `url` that does not retry.
-fn once_at(url: &str) -> kube::Client {
-    let mut config = kube::Config::new(url.parse().unwrap());
+/// A client of `config` that does not retry.
+fn once_with(mut config: kube::Config) -> kube::Client {
     config.default_retry = false;
     kube::Client::try_from(config).unwrap()
 }
@@ -71,7 +70,7 @@ async fn lines_of(client: &kube::Client, path: &str, within: Duration) -> (Vec<V
 
 #[tokio::test]
 async fn injected_errors_answer_as_the_real_server_and_write_nothing() {
-    let dc = start().await;
+    let dc = start_empty().await;
     dc.set_faults(Some(errors(409, 1.0, &["create"], Some("configmaps"))));
     let (code, body) = raw(&dc, "POST", CONFIGMAPS, "application/json", &config_map("a")).await;
     assert_eq!((code, body["reason"].as_str()), (409, Some("AlreadyExists")), "{body}");
@@ -141,9 +140,9 @@ async fn watches_are_cut_expired_stalled_and_delayed_on_demand() {
         dc.set_faults(Some(Faults { watch: faults, ..Faults::default() }));
         let watching = tokio::spawn({
             let path = format!("{CONFIGMAPS}?watch=true&resourceVersion={rv}");
-            let dc_url = dc.url();
+            let config = dc.config();
             async move {
-                let dc = DevClusterUrl(dc_url);
+                let dc = SecondClient(config);
                 dc.watch(&path).await
             }
         });
@@ -160,7 +159,7 @@ async fn watches_are_cut_expired_stalled_and_delayed_on_demand() {
     let rv = list["metadata"]["resourceVersion"].as_str().unwrap().to_string();
     let watching = tokio::spawn({
         let path = format!("{CONFIGMAPS}?watch=true&resourceVersion={rv}");
-        let dc = DevClusterUrl(dc.url());
+        let dc = SecondClient(dc.config());
         async move {
             let started = Instant::now();
             let lines = dc.watch(&path).await.0;
@@ -175,12 +174,12 @@ async fn watches_are_cut_expired_stalled_and_delayed_on_demand() {
 }
 
 /// A second client on the same server, for a watch running in its own task.
-struct DevClusterUrl(String);
+struct SecondClient(kube::Config);
 
-impl DevClusterUrl {
+impl SecondClient {
     /// The events of a watch within 1.5 s, and whether the stream ended by itself.
     async fn watch(&self, path: &str) -> (Vec<Value>, bool) {
-        lines_of(&once_at(&self.0), path, Duration::from_millis(1500)).await
+        lines_of(&once_with(self.0.clone()), path, Duration::from_millis(1500)).await
     }
 }
 
@@ -203,7 +202,7 @@ async fn bookmarks_are_dropped_on_demand() {
 #[tokio::test]
 async fn stale_reads_serve_an_older_state_to_reads_that_allow_one_until_lifted() {
     use kube::api::{GetParams, ListParams};
-    let dc = start().await;
+    let dc = start_empty().await;
     let api: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
     let mut cm: ConfigMap = serde_json::from_str(&config_map("stale")).unwrap();
     api.create(&PostParams::default(), &cm).await.unwrap();
@@ -235,12 +234,12 @@ async fn stale_reads_serve_an_older_state_to_reads_that_allow_one_until_lifted()
 
 #[tokio::test]
 async fn an_outage_ends_watches_and_refuses_requests_then_state_and_versions_continue() {
-    let dc = start().await;
+    let dc = start_empty().await;
     raw(&dc, "POST", CONFIGMAPS, "application/json", &config_map("before")).await;
     let (_, list) = raw(&dc, "GET", CONFIGMAPS, "", "").await;
     let rv: u64 = list["metadata"]["resourceVersion"].as_str().unwrap().parse().unwrap();
     let watching = tokio::spawn({
-        let dc = DevClusterUrl(dc.url());
+        let dc = SecondClient(dc.config());
         async move { dc.watch(&format!("{CONFIGMAPS}?watch=true&resourceVersion={rv}")).await }
     });
     tokio::time::sleep(Duration::from_millis(200)).await;
@@ -262,7 +261,7 @@ async fn an_outage_ends_watches_and_refuses_requests_then_state_and_versions_con
 
 #[tokio::test]
 async fn a_kube_runtime_watcher_sees_every_object_through_cut_and_expired_watches() {
-    let dc = start().await;
+    let dc = start_empty().await;
     dc.set_faults(Some(Faults {
         seed: 3,
         watch: WatchFaults { cut_rate: 0.3, gone_rate: 0.5, ..WatchFaults::default() },

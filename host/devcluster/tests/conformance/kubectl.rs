@@ -21,6 +21,25 @@ pub async fn kubectl(dc: &DevCluster, args: &[&str]) -> Output {
     tokio::task::spawn_blocking(move || cmd.output().expect("kubectl runs")).await.unwrap()
 }
 
+/// Runs kubectl with another kubeconfig (another user's, given as text) on the same server.
+pub async fn kubectl_with(dc: &DevCluster, kubeconfig: &str, args: &[&str]) -> Output {
+    static FILES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = FILES.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+    let file = dc.kubeconfig_path().with_extension(format!("user-{n}.kubeconfig"));
+    std::fs::write(&file, kubeconfig).expect("the kubeconfig is written");
+    let cache = dc.kubeconfig_path().with_extension(format!("user-{n}.kubectl-cache"));
+    let mut cmd = Command::new("kubectl");
+    cmd.arg("--kubeconfig").arg(&file).arg("--cache-dir").arg(cache).args(args);
+    let out = tokio::task::spawn_blocking(move || cmd.output().expect("kubectl runs")).await.unwrap();
+    let _ = std::fs::remove_file(file);
+    out
+}
+
+/// What kubectl wrote to stderr.
+pub fn stderr(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 fn base_command(dc: &DevCluster) -> Command {
     let cache = dc.kubeconfig_path().with_extension("kubectl-cache");
     let mut cmd = Command::new("kubectl");

@@ -3,7 +3,9 @@
 
 mod admission_webhooks;
 mod apply;
+mod authorization;
 mod bad_input;
+mod bootstrap;
 mod builtins;
 mod cel;
 mod concurrency;
@@ -16,10 +18,12 @@ mod delete_gc;
 mod discovery;
 mod faults;
 mod hook_server;
+mod https;
 mod kubectl;
 mod patch;
 mod persistence;
 mod smd;
+mod tokens;
 mod update_validation;
 mod watch;
 
@@ -47,6 +51,14 @@ fn watchdog() {
 pub async fn start() -> DevCluster {
     watchdog();
     DevCluster::start(Options::default()).await.expect("the server starts")
+}
+
+/// A fresh in-memory server whose namespaces hold only what a test puts there: no
+/// `kube-root-ca.crt` or `default` service account, for tests that count the objects of a
+/// namespace (a real cluster has those two in every namespace).
+pub async fn start_empty() -> DevCluster {
+    watchdog();
+    DevCluster::start(Options { namespace_controllers: false, ..Options::default() }).await.expect("the server starts")
 }
 
 pub fn fixture(name: &str) -> PathBuf {

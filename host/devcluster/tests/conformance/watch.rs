@@ -10,7 +10,7 @@ use kube::runtime::watcher;
 use kubewasm_devcluster::{DevCluster, Options};
 use serde_json::json;
 
-use super::start;
+use super::{start, start_empty};
 
 fn cm(name: &str, app: &str) -> ConfigMap {
     serde_json::from_value(json!({ "metadata": { "name": name, "labels": { "app": app } }, "data": { "v": "0" } }))
@@ -60,7 +60,7 @@ async fn watch_from_a_version_sees_added_modified_deleted_in_order() {
 
 #[tokio::test]
 async fn watch_without_a_version_starts_with_the_current_state() {
-    let dc = start().await;
+    let dc = start_empty().await;
     let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
     cms.create(&PostParams::default(), &cm("a", "x")).await.unwrap();
     let mut stream = cms.watch(&WatchParams::default(), "0").await.unwrap().boxed();
@@ -134,7 +134,7 @@ async fn a_version_older_than_the_history_gets_410_gone() {
 
 #[tokio::test]
 async fn runtime_watcher_lists_in_pages_then_follows_changes() {
-    let dc = start().await;
+    let dc = start_empty().await;
     let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
     for i in 0..5 {
         cms.create(&PostParams::default(), &cm(&format!("c{i}"), "x")).await.unwrap();
@@ -165,7 +165,7 @@ async fn runtime_watcher_lists_in_pages_then_follows_changes() {
 
 #[tokio::test]
 async fn runtime_watcher_with_streaming_lists_gets_initial_events() {
-    let dc = start().await;
+    let dc = start_empty().await;
     let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
     cms.create(&PostParams::default(), &cm("s", "x")).await.unwrap();
     let mut events = watcher(cms.clone(), watcher::Config::default().streaming_lists()).boxed();
@@ -183,7 +183,7 @@ async fn runtime_watcher_with_streaming_lists_gets_initial_events() {
 
 #[tokio::test]
 async fn metadata_watcher_receives_partial_objects() {
-    let dc = start().await;
+    let dc = start_empty().await;
     let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
     cms.create(&PostParams::default(), &cm("m", "x")).await.unwrap();
     let metadata: Api<kube::core::PartialObjectMeta<ConfigMap>> = Api::namespaced(dc.client(), "default");

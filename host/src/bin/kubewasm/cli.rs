@@ -54,6 +54,11 @@ pub enum Command {
         /// requests, cut or delayed watches, stale reads), to try plugins under them.
         #[arg(long, value_name = "FILE")]
         faults: Option<PathBuf>,
+        /// Serve plain HTTP instead of HTTPS: no TLS and no client certificates, and a
+        /// request without credentials is the administrator's (default: HTTPS, with a CA
+        /// kept in DATA_DIR and a kubeconfig of the cluster administrator).
+        #[arg(long)]
+        insecure_http: bool,
         #[command(flatten)]
         host: HostArgs,
     },

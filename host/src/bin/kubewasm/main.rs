@@ -64,10 +64,15 @@ fn report(e: &anyhow::Error) -> String {
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         #[cfg(feature = "dev")]
-        Command::Dev { dir, data_dir, kubeconfig, port, health_addr, faults, host } => {
+        Command::Dev { dir, data_dir, kubeconfig, port, health_addr, faults, insecure_http, host } => {
             let faults = faults.as_deref().map(devcluster::Faults::read).transpose()?;
-            let cluster =
-                devcluster::Options { data_dir, port, kubeconfig_path: kubeconfig, ..devcluster::Options::default() };
+            let cluster = devcluster::Options {
+                data_dir,
+                port,
+                kubeconfig_path: kubeconfig,
+                plain_http: insecure_http,
+                ..devcluster::Options::default()
+            };
             let options = run::Options { health_addr, install_crds: true, ..run::Options::new(dir) };
             let runtime = tokio_runtime()?;
             let engine = engine(&EngineOptions { pooling: true, cache_dir: host.cache_dir() })?;

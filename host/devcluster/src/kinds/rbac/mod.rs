@@ -1,5 +1,17 @@
-//! `rbac.authorization.k8s.io/v1`: names are path segments, and the printers of roles and
-//! bindings.
+//! `rbac.authorization.k8s.io/v1`: the roles and bindings (names are path segments, their
+//! printers), what they grant (`authorizer`), that a write of them grants only what its writer
+//! holds (`escalation`), the roles and bindings of a new cluster (`bootstrap`) and the
+//! aggregation of cluster roles (`aggregation`).
+
+mod aggregation;
+mod authorizer;
+mod bootstrap;
+mod escalation;
+
+pub(super) use self::aggregation::Aggregation;
+pub(crate) use self::authorizer::{aggregate, authorize, rules_for};
+pub(super) use self::bootstrap::objects as bootstrap_objects;
+pub(super) use self::escalation::Escalation;
 
 use serde_json::{Value, json};
 
