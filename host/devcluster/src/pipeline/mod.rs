@@ -109,7 +109,8 @@ pub(crate) async fn create(
     if t.subresource.is_some() {
         return Err(ApiError::method_not_allowed());
     }
-    write(shared, t, Expect::Absent, &|_| Ok(body.clone()), opts, &Ownership::Update(&opts.manager)).await
+    let ownership = Ownership::Update(&opts.manager);
+    write(shared, Write { t, expect: Expect::Absent, make: &|_| Ok(body.clone()), opts, ownership: &ownership }).await
 }
 
 /// The server's own create (what a new cluster holds, what its controllers write): the same
@@ -120,7 +121,8 @@ pub(crate) fn create_local(
     body: &Value,
     opts: &WriteOptions,
 ) -> Result<(u16, Value), ApiError> {
-    write_local(cluster, t, Expect::Absent, &|_| Ok(body.clone()), opts, &Ownership::Update(&opts.manager))
+    let ownership = Ownership::Update(&opts.manager);
+    write_local(cluster, Write { t, expect: Expect::Absent, make: &|_| Ok(body.clone()), opts, ownership: &ownership })
 }
 
 /// The server's own update (what its controllers write), as [`create_local`].
@@ -131,20 +133,15 @@ pub(crate) fn update_local(
     opts: &WriteOptions,
 ) -> Result<(u16, Value), ApiError> {
     let make = replacing(t, body);
-    write_local(cluster, t, Expect::Existing, &make, opts, &Ownership::Update(&opts.manager))
+    let ownership = Ownership::Update(&opts.manager);
+    write_local(cluster, Write { t, expect: Expect::Existing, make: &make, opts, ownership: &ownership })
 }
 
 /// The stages of [`write`] in one stretch under the lock the server holds for its own writes
 /// (its controllers, its manifests, a new cluster's objects): no admission webhook is called
 /// and versions convert without a conversion webhook.
-fn write_local(
-    cluster: &mut Cluster,
-    t: &Target,
-    expect: Expect,
-    make: &Make<'_>,
-    opts: &WriteOptions,
-    ownership: &Ownership<'_>,
-) -> Result<(u16, Value), ApiError> {
+fn write_local(cluster: &mut Cluster, write: Write<'_>) -> Result<(u16, Value), ApiError> {
+    let Write { t, expect, make, opts, ownership } = write;
     let stored = (expect != Expect::Absent).then(|| cluster.store.get(&t.gr(), t.ns(), t.name())).flatten();
     if expect == Expect::Existing && stored.is_none() {
         return Err(ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()));
@@ -173,7 +170,8 @@ pub(crate) async fn update(
         return scale::update(shared, t, &|_| Ok(body.clone()), opts).await;
     }
     let make = replacing(t, &body);
-    write(shared, t, Expect::Existing, &make, opts, &Ownership::Update(&opts.manager)).await
+    let ownership = Ownership::Update(&opts.manager);
+    write(shared, Write { t, expect: Expect::Existing, make: &make, opts, ownership: &ownership }).await
 }
 
 /// What a PUT makes of the stored object: `body`, whose uid, when it has one, is a
@@ -211,21 +209,13 @@ pub(crate) fn answer(t: &Target, review: &Value, context: &Answering<'_>) -> Opt
 }
 
 /// The sequence create, update, patch and apply share; see the module documentation.
-async fn write(
-    shared: &Shared,
-    t: &Target,
-    expect: Expect,
-    make: &Make<'_>,
-    opts: &WriteOptions,
-    ownership: &Ownership<'_>,
-) -> Result<(u16, Value), ApiError> {
-    let write = Write { t, expect, make, opts, ownership };
+async fn write(shared: &Shared, write: Write<'_>) -> Result<(u16, Value), ApiError> {
     for _ in 0..ATTEMPTS {
         if let Some(done) = attempt(shared, &write).await? {
             return Ok(done);
         }
     }
-    Err(ApiError::modified(&t.rt.group, &t.rt.plural, t.name()))
+    Err(ApiError::modified(&write.t.rt.group, &write.t.rt.plural, write.t.name()))
 }
 
 /// Where a pass of [`write`] goes after a stretch under the lock.
@@ -241,7 +231,7 @@ enum Next {
     Again,
 }
 
-/// What [`write`] was asked to do, for each of its passes.
+/// What a write is asked to do: [`write`] for a request, [`write_local`] for the server.
 #[derive(Clone, Copy)]
 struct Write<'a> {
     t: &'a Target,

@@ -4,7 +4,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Expect, Ownership, scale, stages, write, write_local};
+use super::{Expect, Ownership, Write, scale, stages, write, write_local};
 use crate::apply::{self, Request};
 use crate::cluster::Cluster;
 use crate::object;
@@ -75,7 +75,8 @@ pub(crate) async fn patch(
             }
         }
     };
-    write(shared, t, Expect::Existing, &make, opts, &Ownership::Update(&opts.manager)).await
+    let ownership = Ownership::Update(&opts.manager);
+    write(shared, Write { t, expect: Expect::Existing, make: &make, opts, ownership: &ownership }).await
 }
 
 /// `patch_doc` applied to `base` as a patch of type `kind` (not apply); `shape` gives a
@@ -102,7 +103,7 @@ async fn server_side_apply(
     opts: &WriteOptions,
 ) -> Result<(u16, Value), ApiError> {
     let make = applying(t, body, opts)?;
-    write(shared, t, Expect::Any, &make, opts, &Ownership::Applied).await
+    write(shared, Write { t, expect: Expect::Any, make: &make, opts, ownership: &Ownership::Applied }).await
 }
 
 /// The server's own server-side apply (its controllers, its manifests): the stages under the
@@ -114,7 +115,7 @@ pub(crate) fn apply_local(
     opts: &WriteOptions,
 ) -> Result<(u16, Value), ApiError> {
     let make = applying(t, body, opts)?;
-    write_local(cluster, t, Expect::Any, &make, opts, &Ownership::Applied)
+    write_local(cluster, Write { t, expect: Expect::Any, make: &make, opts, ownership: &Ownership::Applied })
 }
 
 /// What an apply of the configuration `body` makes of the live object, once the

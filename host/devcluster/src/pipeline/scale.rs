@@ -3,7 +3,7 @@
 
 use serde_json::{Value, json};
 
-use super::{Expect, Ownership, write};
+use super::{Expect, Ownership, Write, write};
 use crate::object;
 use crate::read;
 use crate::request::{Target, WriteOptions};
@@ -46,6 +46,8 @@ pub(super) async fn update(
         Ok(new)
     };
     let main = Target { subresource: None, ..t.clone() };
-    let (_, written) = write(shared, &main, Expect::Existing, &make, opts, &Ownership::Update(&opts.manager)).await?;
+    let ownership = Ownership::Update(&opts.manager);
+    let (_, written) =
+        write(shared, Write { t: &main, expect: Expect::Existing, make: &make, opts, ownership: &ownership }).await?;
     Ok((200, read::scale(t, &written)?))
 }
