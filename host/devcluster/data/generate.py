@@ -88,6 +88,24 @@ CATEGORIES = {
     ("admissionregistration.k8s.io", "validatingadmissionpolicybindings"): ["api-extensions"],
 }
 
+# The connect subresources (streams to a pod or node, proxies), which have no model in
+# lightkube: as a real 1.33 server's discovery lists them (`kubectl get --raw /api/v1`).
+PROXY_VERBS = ["create", "delete", "get", "patch", "update"]
+CONNECT = {
+    ("", "pods"): [
+        ("attach", "PodAttachOptions", ["create", "get"]),
+        ("exec", "PodExecOptions", ["create", "get"]),
+        ("portforward", "PodPortForwardOptions", ["create", "get"]),
+        ("proxy", "PodProxyOptions", PROXY_VERBS),
+    ],
+    ("", "nodes"): [("proxy", "NodeProxyOptions", PROXY_VERBS)],
+    ("", "services"): [("proxy", "ServiceProxyOptions", PROXY_VERBS)],
+}
+
+# Resources whose REST storage serves fewer verbs than their OpenAPI paths suggest:
+# `componentstatus.REST` is a getter and a lister, never watched.
+VERBS = {("", "componentstatuses"): ["get", "list"]}
+
 VERB_NAMES = {"post": "create", "put": "update"}
 DISCOVERY_VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
@@ -133,6 +151,7 @@ def resources(models):
                 continue
             verbs = sorted({VERB_NAMES.get(v, v) for v in info["verbs"]} & set(DISCOVERY_VERBS))
             key = (group, info["plural"])
+            verbs = VERBS.get(key, verbs)
             out[(group, version, info["plural"])] = {
                 "group": group,
                 "version": version,
@@ -153,6 +172,8 @@ def resources(models):
         rg, rv, rk = response
         parent["subresources"].append({"name": action, "group": rg, "version": rv, "kind": rk, "verbs": verbs})
     for r in out.values():
+        for name, kind, verbs in CONNECT.get((r["group"], r["plural"]), []):
+            r["subresources"].append({"name": name, "group": "", "version": "v1", "kind": kind, "verbs": verbs})
         r["subresources"].sort(key=lambda s: s["name"])
     return sorted(out.values(), key=lambda r: (r["group"], r["version"], r["plural"]))
 

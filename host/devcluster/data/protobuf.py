@@ -73,7 +73,9 @@ def resolve(rust_type, module):
 
 
 def normalize(name):
-    return name.replace("_", "").lower()
+    # `$schema`, `$ref` and `x-kubernetes-list-type` are `schema`, `ref` and
+    # `x_kubernetes_list_type` in Rust.
+    return re.sub(r"[_$-]", "", name).lower()
 
 
 def main():
@@ -118,13 +120,26 @@ def main():
                     kind = "bytes"
                 fields.append([tag, json_name, kind, repeated, rust_name])
             messages[name] = (fields, set(props))
+    def own_names(name):
+        """The normalized names of a message's fields, with the fields of the structs it embeds
+        inline (those of its fields that match none of its own properties) spliced in, as Go
+        promotes them: RuleWithOperations = operations + the fields of Rule."""
+        fields, props = messages.get(name, ([], set()))
+        known = {normalize(p) for p in props}
+        names = set()
+        for _, _, kind, repeated, rust_name in fields:
+            if normalize(rust_name) in known or not props:
+                names.add(normalize(rust_name))
+            elif not repeated and kind in messages:
+                names |= own_names(kind)
+        return names
+
     out = {}
     for name, (fields, props) in messages.items():
         kept = []
         for tag, json_name, kind, repeated, rust_name in fields:
             if json_name is None:
-                child = messages.get(kind)
-                child_names = {normalize(f[4]) for f in child[0]} if child else set()
+                child_names = own_names(kind) if kind in messages else set()
                 shared = child_names & {normalize(p) for p in props}
                 # Most of an embedded struct's fields are its parent's (it may have fields newer
                 # than the definitions); a newer field of its own shares none.

@@ -25,10 +25,15 @@ pub(crate) struct Resource {
     pub subresources: Vec<Subresource>,
 }
 
-/// A subresource (`status`, `scale`, `log`...) of a [`Resource`].
+/// A subresource (`status`, `scale`, `log`...) of a [`Resource`]: its name, the kind its
+/// requests answer, and its verbs.
 #[derive(Debug, Deserialize)]
 pub(crate) struct Subresource {
     pub name: String,
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub verbs: Vec<String>,
 }
 
 #[derive(Deserialize)]

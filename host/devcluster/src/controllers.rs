@@ -52,7 +52,6 @@ fn carry_out(cluster: &mut Cluster, write: Write) -> bool {
         How::Update(object) => pipeline::update_local(cluster, &target, &object, &opts),
         How::Apply(object) => {
             opts.force = true;
-            opts.explicit_manager = true;
             let body = object.to_string();
             pipeline::apply_local(cluster, &target, body.as_bytes(), &opts)
         }

@@ -7,7 +7,9 @@
 //! registered at run time with schema validation, CEL rules and conversion webhooks,
 //! `ValidatingAdmissionPolicies`, admission webhooks, `/openapi/v2` and `/openapi/v3`,
 //! get/list/watch, create/update/patch (merge, JSON, strategic, server-side apply), delete with
-//! finalizers and garbage collection. It is not a scheduler or a kubelet: nothing runs Pods.
+//! finalizers and garbage collection, the subresources the real server serves itself
+//! (eviction, binding, ephemeral containers, CSR approval), server-side tables and metadata-only
+//! answers, aggregated discovery. It is not a scheduler or a kubelet: nothing runs Pods.
 //!
 //! It serves HTTPS with a CA of its own and authorizes every request as kube-apiserver does:
 //! [`DevCluster::client`] and the kubeconfig it writes are the cluster administrator
@@ -56,14 +58,20 @@
 //!   server compares against Go zero values (`tests/conformance/smd/README.md` lists the
 //!   structured-merge-diff scenarios that run here and those that cannot);
 //! - a protobuf body's explicit zero (`replicas: 0`, `false`, `""`) reads as unset (see
-//!   `protobuf`); answers are always JSON, and `/openapi/v2` is served as JSON only;
+//!   `protobuf`); answers are always JSON (in Go's byte order and format), and `/openapi/v2` is
+//!   served as JSON only;
+//! - no scheduler or kubelet: Pods stay `Pending` unless bound (`pods/binding`), their logs are
+//!   empty and their `exec`, `attach` and `portforward` fail as when no kubelet can be reached;
+//!   no disruption controller writes a `PodDisruptionBudget`'s status, which evictions read;
 //! - authentication knows client certificates of its own CA and its own service-account tokens
 //!   (no static, bootstrap, OIDC or webhook tokens); authorization is `system:masters` and
 //!   RBAC (with its escalation checks), without the Node authorizer; the default roles and
 //!   bindings are created when missing, not reconciled;
-//! - no aggregated discovery; `autoscaling/v1` `HorizontalPodAutoscaler`s are not served
-//!   (only `v2`); subresources other than `status`, `scale` and `serviceaccounts/token` (logs,
-//!   exec, eviction, binding, ephemeral containers) are not served.
+//! - `autoscaling/v1` `HorizontalPodAutoscaler`s are not served (only `v2`); `pods/resize` and
+//!   the `proxy` subresources are not served; admission webhooks see no `CONNECT` (the
+//!   streams a kubelet would serve: `exec`, `attach`, `portforward`);
+//! - streaming lists (`sendInitialEvents`) are refused, as Kubernetes 1.33 refuses them with
+//!   its `WatchList` feature off, unless [`Options::watch_list`] turns them on.
 
 #![warn(clippy::pedantic)]
 // Accessors like `DevCluster::url` have nothing to add beyond their name.
@@ -86,6 +94,7 @@ mod apply;
 mod cel;
 mod compare;
 mod decode;
+mod encode;
 mod kubeconfig;
 mod manifests;
 mod metadata;
@@ -166,6 +175,12 @@ pub struct Options {
     pub bookmark_interval: Duration,
     /// Faults to inject from the start; see [`DevCluster::set_faults`].
     pub faults: Option<Faults>,
+    /// Serves streaming lists (`sendInitialEvents` on watches, kube-rs's
+    /// `watcher::Config::streaming_lists()`), the `WatchList` feature of Kubernetes 1.32 and
+    /// 1.34. Off by default, as in Kubernetes 1.33, whose servers refuse such a watch with 422
+    /// (clients then list and watch); when on, a watch from "now" gets the current objects
+    /// first, as in 1.34.
+    pub watch_list: bool,
     /// Run the two controllers that fill every namespace as kube-controller-manager does: a
     /// `default` service account, and the `kube-root-ca.crt` `ConfigMap` with the cluster's CA
     /// (on by default). Off, a namespace holds only what clients put there, for tests that count
@@ -186,6 +201,7 @@ impl Default for Options {
             watch_history: 10_000,
             bookmark_interval: Duration::from_mins(1),
             faults: None,
+            watch_list: false,
             namespace_controllers: true,
             plain_http: false,
         }
@@ -286,6 +302,7 @@ impl DevCluster {
             stopped.clone(),
             address.to_string(),
             faults::Injector::new(opts.faults.clone()),
+            opts.watch_list,
             Credentials { pki, signer, plain_http: plain },
         ));
         let service = server::router(shared.clone()).into_make_service_with_connect_info::<Peer>();

@@ -31,7 +31,7 @@ pub(crate) fn apply(cluster: &mut Cluster, obj: &Value) -> Result<(), (String, S
     };
     let mut target = Target::stored(served, namespace, name);
     target.version = version.to_string();
-    let opts = WriteOptions { manager: MANAGER.into(), explicit_manager: true, force: true, ..WriteOptions::default() };
+    let opts = WriteOptions { manager: MANAGER.into(), force: true, ..WriteOptions::default() };
     pipeline::apply_local(cluster, &target, obj.to_string().as_bytes(), &opts)
         .map(|_| ())
         .map_err(|e| (described, e.message))

@@ -65,7 +65,8 @@ pub(crate) fn doc(definition: &str, field: &str) -> String {
         .to_string()
 }
 
-const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
+/// The definition of every object's `metadata`.
+pub(crate) const OBJECT_META: &str = "io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta";
 
 pub(crate) fn name_column() -> Value {
     column("Name", "string", &doc(OBJECT_META, "name"), 0)
@@ -190,7 +191,8 @@ pub(crate) fn load_balancer_addresses(obj: &Value) -> Vec<&str> {
     all
 }
 
-/// How long ago `timestamp` was, as kubectl prints it (`45s`, `5m`, `3h12m`, `2d`).
+/// How long ago `timestamp` was, as kubectl prints it (`45s`, `5m`, `3h12m`, `2d`);
+/// `<unknown>` for no time (`translateTimestampSince`).
 pub(crate) fn since(timestamp: &str) -> String {
     let Ok(then) = timestamp.parse::<jiff::Timestamp>() else {
         return "<unknown>".to_string();
@@ -206,33 +208,101 @@ pub(crate) fn duration_between(start: &str, end: &str) -> String {
     }
 }
 
-/// `duration.HumanDuration` of apimachinery.
-fn human_duration(secs: i64) -> String {
+/// `duration.HumanDuration` of apimachinery, of a duration in seconds: up to a second in the
+/// future reads as now, further is `<invalid>` (clocks that disagree).
+pub(crate) fn human_duration(secs: i64) -> String {
+    if secs < -1 {
+        return "<invalid>".to_string();
+    }
     let secs = secs.max(0);
-    let (m, h, d) = (secs / 60, secs / 3600, secs / 86400);
+    let (minutes, hours) = (secs / 60, secs / 3600);
+    let days = hours / 24;
+    let with = |big: i64, unit: &str, small: i64, small_unit: &str| {
+        if small == 0 { format!("{big}{unit}") } else { format!("{big}{unit}{small}{small_unit}") }
+    };
     if secs < 120 {
         format!("{secs}s")
-    } else if m < 10 {
-        let s = secs % 60;
-        if s == 0 { format!("{m}m") } else { format!("{m}m{s}s") }
-    } else if h < 3 {
-        format!("{m}m")
-    } else if h < 8 {
-        let rest = m % 60;
-        if rest == 0 { format!("{h}h") } else { format!("{h}h{rest}m") }
-    } else if h < 48 {
-        format!("{h}h")
-    } else if d < 8 {
-        let rest = h % 24;
-        if rest == 0 { format!("{d}d") } else { format!("{d}d{rest}h") }
+    } else if minutes < 10 {
+        with(minutes, "m", secs % 60, "s")
+    } else if minutes < 180 {
+        format!("{minutes}m")
+    } else if hours < 8 {
+        with(hours, "h", minutes % 60, "m")
+    } else if hours < 48 {
+        format!("{hours}h")
+    } else if hours < 24 * 8 {
+        with(days, "d", hours % 24, "h")
+    } else if hours < 24 * 365 * 2 {
+        format!("{days}d")
+    } else if hours < 24 * 365 * 8 {
+        with(days / 365, "y", days % 365, "d")
     } else {
-        format!("{d}d")
+        format!("{}y", days / 365)
     }
+}
+
+/// A JSON scalar as Go's `fmt.Sprint` prints it (a custom resource's field selector values
+/// and printer cells): a string as it is, an integer in full, a float in `%v`'s shortest
+/// form (`1.5`, `1e+06`), `true`/`false`; `null` as `<nil>`. Objects and arrays are left to
+/// the caller.
+pub(crate) fn go_print(value: &Value) -> String {
+    match value {
+        Value::String(s) => s.clone(),
+        Value::Bool(b) => b.to_string(),
+        Value::Null => "<nil>".to_string(),
+        Value::Number(n) => match (n.as_i64(), n.as_f64()) {
+            (Some(i), _) => i.to_string(),
+            (None, Some(f)) => go_float_v(f),
+            _ => n.to_string(),
+        },
+        other => other.to_string(),
+    }
+}
+
+/// `%v` of a `float64` (`strconv.FormatFloat(f, 'g', -1, 64)`): the shortest digits, in
+/// `%e` form with two exponent digits at least when the exponent is below -4 or 6 or more.
+fn go_float_v(f: f64) -> String {
+    if f == 0.0 || !f.is_finite() {
+        return format!("{f}");
+    }
+    let scientific = format!("{f:e}");
+    let (mantissa, exponent) = scientific.split_once('e').unwrap_or((&scientific, "0"));
+    let exponent: i32 = exponent.parse().unwrap_or(0);
+    if (-4..6).contains(&exponent) {
+        return format!("{f}");
+    }
+    let sign = if exponent < 0 { '-' } else { '+' };
+    format!("{mantissa}e{sign}{:02}", exponent.abs())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn durations_and_numbers_print_as_go_prints_them() {
+        let cases = [
+            (-5, "<invalid>"),
+            (-1, "0s"),
+            (119, "119s"),
+            (125, "2m5s"),
+            (600, "10m"),
+            (3 * 3600 + 120, "3h2m"),
+            (30 * 3600, "30h"),
+            (3 * 86400 + 7200, "3d2h"),
+            (400 * 86400, "400d"),
+            (800 * 86400, "2y70d"),
+            (9 * 365 * 86400, "9y"),
+        ];
+        for (secs, text) in cases {
+            assert_eq!(human_duration(secs), text, "{secs}s");
+        }
+        assert_eq!(go_print(&json!(1.5)), "1.5");
+        assert_eq!(go_print(&json!(123_456.0)), "123456");
+        assert_eq!(go_print(&json!(1_234_567.0)), "1.234567e+06");
+        assert_eq!(go_print(&json!(0.000_01)), "1e-05");
+        assert_eq!(go_print(&json!(42)), "42");
+    }
 
     #[test]
     fn selectors_print_as_kubectl_does() {

@@ -49,6 +49,18 @@ fn messages() -> &'static HashMap<String, Vec<Field>> {
     })
 }
 
+/// The fields of the message `name` in their declaration order, which is the Go struct's (the
+/// order JSON is written in): each field's JSON name (empty for a struct embedded inline) and
+/// type (a scalar, `map:KEY:VALUE`, or a message name).
+pub(crate) fn fields(name: &str) -> Option<impl Iterator<Item = (&'static str, &'static str)>> {
+    messages().get(name).map(|fields| fields.iter().map(|f| (f.1.as_str(), f.2.as_str())))
+}
+
+/// The name of every message.
+pub(crate) fn names() -> impl Iterator<Item = &'static str> {
+    messages().keys().map(String::as_str)
+}
+
 /// The value of one field on the wire.
 enum Wire<'a> {
     Varint(u64),

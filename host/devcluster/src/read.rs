@@ -149,8 +149,15 @@ impl Listed {
     }
 }
 
-/// A list of `items` of `t`'s resource (`ConfigMapList`...).
+/// A list of `items` of `t`'s resource (`ConfigMapList`...). The list of a custom resource
+/// is a map in Go, written with its `continue`, empty or not.
 pub(crate) fn list_of(t: &Target, items: &[Value], metadata: &Value) -> Value {
+    let mut metadata = metadata.clone();
+    if t.definition().is_none()
+        && let Some(meta) = metadata.as_object_mut()
+    {
+        meta.entry("continue").or_insert_with(|| json!(""));
+    }
     json!({
         "apiVersion": t.rt.api_version(&t.version),
         "kind": format!("{}List", t.rt.kind),

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use super::builtins;
 use super::kinds;
-use super::resource::{ResourceType, ScalePaths, Version};
+use super::resource::{ResourceType, ScalePaths, Subresource, Version};
 use super::strategy::Resource;
 
 /// Every resource currently served.
@@ -56,7 +56,22 @@ fn builtins() -> Vec<Resource> {
         .iter()
         .filter(|r| kinds::serves(r))
         .map(|r| {
+            let strategy = kinds::strategy(&r.group, &r.plural);
             let sub = |name: &str| r.subresources.iter().any(|s| s.name == name);
+            let subresources = r
+                .subresources
+                .iter()
+                .filter(|s| {
+                    matches!(s.name.as_str(), "status" | "scale") || strategy.subresources().contains(&s.name.as_str())
+                })
+                .map(|s| Subresource {
+                    name: s.name.clone(),
+                    group: s.group.clone(),
+                    version: s.version.clone(),
+                    kind: s.kind.clone(),
+                    verbs: s.verbs.clone(),
+                })
+                .collect();
             let ty = ResourceType {
                 group: r.group.clone(),
                 versions: vec![Version {
@@ -70,6 +85,7 @@ fn builtins() -> Vec<Resource> {
                         status_replicas: ".status.replicas".into(),
                         label_selector: Some(".spec.selector".into()),
                     }),
+                    subresources,
                 }],
                 kind: r.kind.clone(),
                 plural: r.plural.clone(),
@@ -79,7 +95,7 @@ fn builtins() -> Vec<Resource> {
                 short_names: r.short_names.clone(),
                 categories: r.categories.clone(),
             };
-            Resource::new(ty, vec![kinds::strategy(&r.group, &r.plural)], None)
+            Resource::new(ty, vec![strategy], None)
         })
         .collect()
 }

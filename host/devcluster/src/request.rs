@@ -103,8 +103,10 @@ pub(crate) struct WriteOptions {
     pub dry_run: bool,
     /// `fieldManager`, or the user agent's product name when the request names none.
     pub manager: String,
-    /// Whether `fieldManager` was given (server-side apply requires it).
+    /// Whether `fieldManager` was given: admission webhooks see it in the request's options
+    /// only then.
     pub explicit_manager: bool,
+    /// Whether an apply takes the fields other managers own (`force`).
     pub force: bool,
     /// `fieldValidation`: what happens to unknown fields.
     pub validation: FieldValidation,
@@ -173,7 +175,7 @@ pub(crate) struct Paging {
     pub exact: Option<u64>,
 }
 
-/// How a DELETE should proceed (`DeleteOptions` body and query merged).
+/// How a DELETE should proceed (`DeleteOptions`, of the body or else the query).
 #[derive(Debug, Clone, Default)]
 pub(crate) struct DeleteOptions {
     pub propagation: Option<String>,

@@ -20,6 +20,17 @@ pub(crate) struct ScalePaths {
     pub label_selector: Option<String>,
 }
 
+/// A subresource of a served version, as discovery lists it: its name, the kind its requests
+/// answer (that kind's group and version too), and its verbs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Subresource {
+    pub name: String,
+    pub group: String,
+    pub version: String,
+    pub kind: String,
+    pub verbs: Vec<String>,
+}
+
 /// One served version of a resource.
 #[derive(Debug, Clone)]
 pub(crate) struct Version {
@@ -32,6 +43,8 @@ pub(crate) struct Version {
     /// Whether objects are stored in this version (one version of a resource is).
     pub storage: bool,
     pub scale: Option<ScalePaths>,
+    /// Every subresource served, `status` and `scale` included.
+    pub subresources: Vec<Subresource>,
 }
 
 impl Version {

@@ -1,8 +1,10 @@
-//! Label selectors (equality and set-based) and field selectors, parsed from list/watch queries.
+//! Label selectors (equality and set-based) and field selectors, parsed from list/watch queries
+//! as apimachinery parses them, and the fields each kind lets a field selector name.
 
 use serde_json::Value;
 
-use super::object;
+use super::printers::go_print;
+use super::status::go_quote;
 
 #[derive(Debug, Clone, PartialEq)]
 enum Op {
@@ -178,38 +180,111 @@ fn check_key(key: &str) -> Result<(), ()> {
     if ok { Ok(()) } else { Err(()) }
 }
 
-/// A parsed `fieldSelector`: `field=value`, `field==value`, `field!=value`, comma-separated.
-#[derive(Debug, Clone, Default)]
+/// Which fields a field selector may name for a kind, and their values in an object: the
+/// kind's field label conversion function (`AddFieldLabelConversionFunc`) and its strategy's
+/// `GetAttrs`, in kube-apiserver.
+#[derive(Debug, Clone)]
+pub(crate) struct SelectableFields {
+    /// The labels accepted.
+    pub labels: Vec<String>,
+    /// How the first label outside them is refused (with 400).
+    pub refusal: Refusal,
+    /// The value of a label in an object; a field that is not set reads `""`.
+    pub value: fn(&Value, &str) -> String,
+}
+
+/// How a kind's conversion function words a field label it does not support.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Refusal {
+    /// `field label not supported: <label>`: the core kinds with a function of their own,
+    /// custom resources.
+    Unsupported,
+    /// `"<label>" is not a known field selector: only "metadata.name", "metadata.namespace"`:
+    /// the kinds without one (`DefaultMetaV1FieldSelectorConversion`).
+    Unknown,
+    /// `field label "<label>" not supported for <type>`, as `batch/v1` words it for Jobs.
+    UnsupportedFor(&'static str),
+}
+
+impl SelectableFields {
+    /// What every kind without a conversion function of its own accepts: its name and
+    /// namespace.
+    pub(crate) fn metadata() -> SelectableFields {
+        SelectableFields::new(&["metadata.name", "metadata.namespace"], Refusal::Unknown, field_value)
+    }
+
+    pub(crate) fn new(labels: &[&str], refusal: Refusal, value: fn(&Value, &str) -> String) -> SelectableFields {
+        SelectableFields { labels: labels.iter().map(|l| (*l).to_string()).collect(), refusal, value }
+    }
+
+    /// The error text of `label`, when it is not accepted.
+    fn refuse(&self, label: &str) -> Option<String> {
+        if self.labels.iter().any(|l| l == label) {
+            return None;
+        }
+        Some(match self.refusal {
+            Refusal::Unsupported => format!("field label not supported: {label}"),
+            Refusal::Unknown => format!(
+                "{} is not a known field selector: only \"metadata.name\", \"metadata.namespace\"",
+                go_quote(label)
+            ),
+            Refusal::UnsupportedFor(kind) => format!("field label {} not supported for {kind}", go_quote(label)),
+        })
+    }
+}
+
+/// A parsed `fieldSelector`: `field=value`, `field==value`, `field!=value`, comma-separated,
+/// with `\,`, `\=` and `\\` escaping a value's characters (`fields.ParseSelector`).
+#[derive(Debug, Clone)]
 pub(crate) struct FieldSelector {
+    /// `(label, equal, value)`, sorted by their text as the real parser sorts them.
     requirements: Vec<(String, bool, String)>,
+    value: fn(&Value, &str) -> String,
+}
+
+impl Default for FieldSelector {
+    fn default() -> FieldSelector {
+        FieldSelector { requirements: Vec::new(), value: field_value }
+    }
 }
 
 impl FieldSelector {
-    /// Parses and checks the fields against those the resource supports (`kind_fields`, plus
-    /// `metadata.name` and `metadata.namespace` everywhere), like the real server.
-    pub(crate) fn parse(text: &str, kind_fields: &[&str]) -> Result<FieldSelector, String> {
+    /// Parses the selector as `fields.ParseSelector` does (terms are not trimmed; the first
+    /// `!=`, `==` or `=` splits a term); the error is the text of a 400.
+    pub(crate) fn parse(text: &str) -> Result<FieldSelector, String> {
+        let mut terms = split_terms(text);
+        terms.sort_unstable();
         let mut requirements = Vec::new();
-        for part in text.split(',') {
-            let part = part.trim();
-            if part.is_empty() {
-                continue;
-            }
-            let (field, equal, value) = if let Some((f, v)) = part.split_once("!=") {
-                (f, false, v)
-            } else if let Some((f, v)) = part.split_once("==") {
-                (f, true, v)
-            } else if let Some((f, v)) = part.split_once('=') {
-                (f, true, v)
-            } else {
-                return Err(format!("invalid selector: '{text}'; can't understand '{part}'"));
+        for term in terms.into_iter().filter(|t| !t.is_empty()) {
+            let split = term.char_indices().find_map(|(i, _)| {
+                let rest = &term[i..];
+                ["!=", "==", "="].into_iter().find(|op| rest.starts_with(op)).map(|op| (i, op))
+            });
+            let Some((at, op)) = split else {
+                return Err(format!("invalid selector: '{text}'; can't understand '{term}'"));
             };
-            let field = field.trim();
-            if field != "metadata.name" && field != "metadata.namespace" && !kind_fields.contains(&field) {
-                return Err(format!("field label not supported: {field}"));
-            }
-            requirements.push((field.to_string(), equal, value.trim().to_string()));
+            let value = unescape(&term[at + op.len()..])?;
+            requirements.push((term[..at].to_string(), op != "!=", value));
         }
-        Ok(FieldSelector { requirements })
+        Ok(FieldSelector { requirements, value: field_value })
+    }
+
+    /// The selector as a kind reads it (`ConvertFieldLabel`): refused, naming the first label
+    /// in order that the kind does not support.
+    pub(crate) fn for_kind(mut self, fields: &SelectableFields) -> Result<FieldSelector, String> {
+        if let Some(refused) = self.requirements.iter().find_map(|(label, _, _)| fields.refuse(label)) {
+            return Err(refused);
+        }
+        self.value = fields.value;
+        Ok(self)
+    }
+
+    /// The name an `metadata.name=<name>` term requires, when the selector is only that.
+    pub(crate) fn exact_name(&self) -> Option<&str> {
+        match self.requirements.as_slice() {
+            [(label, true, name)] if label == "metadata.name" => Some(name),
+            _ => None,
+        }
     }
 
     /// Whether it selects everything.
@@ -218,21 +293,62 @@ impl FieldSelector {
     }
 
     pub(crate) fn matches(&self, obj: &Value) -> bool {
-        self.requirements.iter().all(|(field, equal, want)| {
-            let actual = field_value(obj, field);
-            (actual == *want) == *equal
-        })
+        self.requirements.iter().all(|(field, equal, want)| ((self.value)(obj, field) == *want) == *equal)
     }
 }
 
-/// The string value of a dotted field path; absent fields read as `""`.
-fn field_value(obj: &Value, field: &str) -> String {
-    if field == "metadata.name" {
-        return object::name(obj).to_string();
+/// `splitTerms`: the selector cut at commas no backslash escapes.
+fn split_terms(text: &str) -> Vec<&str> {
+    if text.is_empty() {
+        return Vec::new();
     }
-    if field == "metadata.namespace" {
-        return object::namespace(obj).to_string();
+    let mut terms = Vec::new();
+    let (mut start, mut escaped) = (0, false);
+    for (i, c) in text.char_indices() {
+        match c {
+            _ if escaped => escaped = false,
+            '\\' => escaped = true,
+            ',' => {
+                terms.push(&text[start..i]);
+                start = i + 1;
+            }
+            _ => {}
+        }
     }
+    terms.push(&text[start..]);
+    terms
+}
+
+/// `UnescapeValue`: `\\`, `\,` and `\=` stand for the character; any other escape, or an
+/// unescaped `,` or `=`, is refused.
+fn unescape(value: &str) -> Result<String, String> {
+    let mut out = String::with_capacity(value.len());
+    let mut escaped = false;
+    for c in value.chars() {
+        match (escaped, c) {
+            (true, '\\' | ',' | '=') => {
+                out.push(c);
+                escaped = false;
+            }
+            (true, other) => {
+                return Err(format!("invalid field selector: invalid escape sequence: \\{other}"));
+            }
+            (false, '\\') => escaped = true,
+            (false, ',' | '=') => {
+                return Err(format!("invalid field selector: unescaped character in value: {}", u32::from(c)));
+            }
+            (false, c) => out.push(c),
+        }
+    }
+    if escaped {
+        return Err("invalid field selector: invalid escape sequence: \\".to_string());
+    }
+    Ok(out)
+}
+
+/// The value of a field label read from its path, as `fmt.Sprint` prints it: a string as it
+/// is, a number or a boolean in Go's form; what is not set reads `""`.
+pub(crate) fn field_value(obj: &Value, field: &str) -> String {
     let mut cur = obj;
     for part in field.split('.') {
         match cur.get(part) {
@@ -241,9 +357,8 @@ fn field_value(obj: &Value, field: &str) -> String {
         }
     }
     match cur {
-        Value::String(s) => s.clone(),
         Value::Null => String::new(),
-        other => other.to_string(),
+        other => go_print(other),
     }
 }
 
@@ -273,14 +388,27 @@ mod tests {
     fn malformed_selectors_are_refused() {
         assert!(LabelSelector::parse("app in x").is_err());
         assert!(LabelSelector::parse("a b c").is_err());
-        assert!(FieldSelector::parse("spec.foo=1", &[]).is_err());
-        assert!(FieldSelector::parse("metadata.name", &[]).is_err());
+        let meta = SelectableFields::metadata();
+        assert_eq!(
+            FieldSelector::parse("spec.foo=1").unwrap().for_kind(&meta).unwrap_err(),
+            "\"spec.foo\" is not a known field selector: only \"metadata.name\", \"metadata.namespace\""
+        );
+        assert_eq!(
+            FieldSelector::parse("metadata.name").unwrap_err(),
+            "invalid selector: 'metadata.name'; can't understand 'metadata.name'"
+        );
+        assert_eq!(
+            FieldSelector::parse("a==b=c").unwrap_err(),
+            "invalid field selector: unescaped character in value: 61"
+        );
+        assert_eq!(FieldSelector::parse("a=b\\x").unwrap_err(), "invalid field selector: invalid escape sequence: \\x");
     }
 
     #[test]
-    fn field_selectors_read_metadata() {
-        let obj = serde_json::json!({"metadata": {"name": "a", "namespace": "n"}});
-        assert!(FieldSelector::parse("metadata.name=a", &[]).unwrap().matches(&obj));
-        assert!(!FieldSelector::parse("metadata.namespace!=n", &[]).unwrap().matches(&obj));
+    fn field_selectors_read_metadata_and_escaped_values() {
+        let obj = serde_json::json!({"metadata": {"name": "a,b", "namespace": "n"}});
+        assert!(FieldSelector::parse("metadata.name=a\\,b").unwrap().matches(&obj));
+        assert!(!FieldSelector::parse("metadata.namespace!=n").unwrap().matches(&obj));
+        assert!(FieldSelector::parse("metadata.namespace=n,,").unwrap().matches(&obj), "empty terms are skipped");
     }
 }

@@ -22,6 +22,8 @@ pub(crate) struct Shared {
     pub address: String,
     /// Faults injected on purpose (none unless configured).
     pub faults: Arc<Injector>,
+    /// Whether the `WatchList` feature is on (`Options::watch_list`).
+    pub watch_list: bool,
     pub credentials: Credentials,
 }
 
@@ -42,6 +44,7 @@ impl Shared {
         shutdown: watch::Receiver<bool>,
         address: String,
         faults: Injector,
+        watch_list: bool,
         credentials: Credentials,
     ) -> Shared {
         Shared {
@@ -53,6 +56,7 @@ impl Shared {
             shutdown,
             address,
             faults: Arc::new(faults),
+            watch_list,
             credentials,
         }
     }

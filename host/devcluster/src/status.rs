@@ -1,7 +1,7 @@
 //! `Status` error objects: the code, reason, message and details a real API server answers with.
 
-use axum::http::{HeaderValue, StatusCode, header};
-use axum::response::{IntoResponse, Response};
+use std::fmt::Write as _;
+
 use serde_json::{Value, json};
 
 use super::resource::ResourceType;
@@ -118,16 +118,29 @@ impl ApiError {
         ApiError::invalid_kind(&rt.group, &rt.kind, name, causes)
     }
 
-    /// [`ApiError::invalid`] for a kind of `group` that is not a served resource's (a
-    /// `TokenRequest`, a review).
+    /// 422 for request options that fail their checks (`CreateOptions`, `ListOptions`...,
+    /// of the group `meta.k8s.io`), as `errors.NewInvalid` words it for them.
+    pub(crate) fn invalid_options(kind: &str, causes: &[Cause]) -> ApiError {
+        ApiError::invalid_kind("meta.k8s.io", kind, "", causes)
+    }
+
+    /// `errors.NewInvalid`: `<Kind>.<group> "<name>" is invalid: <causes>`, also for a kind
+    /// that is not a served resource's (a `TokenRequest`, a review).
     pub(crate) fn invalid_kind(group: &str, kind: &str, name: &str, causes: &[Cause]) -> ApiError {
         let qualified = if group.is_empty() { kind.to_string() } else { format!("{kind}.{group}") };
-        let lines: Vec<String> = causes.iter().map(Cause::line).collect();
+        let mut lines: Vec<String> = Vec::new();
+        for line in causes.iter().map(Cause::line) {
+            // An aggregate of errors lists each message once.
+            if !lines.contains(&line) {
+                lines.push(line);
+            }
+        }
         let listed = if lines.len() == 1 { lines[0].clone() } else { format!("[{}]", lines.join(", ")) };
-        let mut details = json!({ "name": name, "kind": kind });
+        let mut details = if name.is_empty() { json!({}) } else { json!({ "name": name }) };
         if !group.is_empty() {
             details["group"] = json!(group);
         }
+        details["kind"] = json!(kind);
         details["causes"] =
             causes.iter().map(|c| json!({ "reason": c.reason, "message": c.message, "field": c.field })).collect();
         ApiError::new(422, "Invalid", format!("{qualified} \"{name}\" is invalid: {listed}")).with_details(details)
@@ -141,6 +154,16 @@ impl ApiError {
     pub(crate) fn method_not_allowed() -> ApiError {
         ApiError::new(405, "MethodNotAllowed", "the server does not allow this method on the requested resource")
             .with_details(json!({}))
+    }
+
+    /// 405 for a verb a resource does not serve (`NewMethodNotSupported`).
+    pub(crate) fn method_not_supported(group: &str, resource: &str, verb: &str) -> ApiError {
+        ApiError::new(
+            405,
+            "MethodNotAllowed",
+            format!("{verb} is not supported on resources of kind {}", go_quote(&qualified(group, resource))),
+        )
+        .with_details(name_details(group, resource, ""))
     }
 
     pub(crate) fn method_not_allowed_because(message: &str) -> ApiError {
@@ -166,6 +189,11 @@ impl ApiError {
             "NotAcceptable",
             format!("only the following media types are accepted: {}", accepted.join(", ")),
         )
+    }
+
+    /// 406: the representation asked for does not fit what the request returns.
+    pub(crate) fn not_acceptable_because(message: String) -> ApiError {
+        ApiError::new(406, "NotAcceptable", message)
     }
 
     /// A watch or continue token older than the retained history.
@@ -212,29 +240,16 @@ impl ApiError {
             "metadata": {},
             "status": "Failure",
             "message": self.message,
-            "reason": self.reason,
-            "code": self.code,
         });
+        // An error that is no API status has no reason (`StatusReasonUnknown` is empty).
+        if !self.reason.is_empty() {
+            status["reason"] = json!(self.reason);
+        }
         if let Some(details) = &self.details {
             status["details"] = details.clone();
         }
+        status["code"] = json!(self.code);
         status
-    }
-}
-
-impl IntoResponse for ApiError {
-    /// The `Status` as JSON, with `code` as the HTTP status; a 429 (or a 504 with a retry delay)
-    /// says when to come back in `Retry-After`, as the real server does.
-    fn into_response(self) -> Response {
-        let code = StatusCode::from_u16(self.code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-        let body = serde_json::to_vec(&self.to_status()).unwrap_or_default();
-        let mut response = (code, [(header::CONTENT_TYPE, "application/json")], body).into_response();
-        if let Some(seconds) = self.details.as_ref().and_then(|d| d.get("retryAfterSeconds")).and_then(Value::as_u64)
-            && let Ok(value) = HeaderValue::from_str(&seconds.to_string())
-        {
-            response.headers_mut().insert(header::RETRY_AFTER, value);
-        }
-        response
     }
 }
 
@@ -245,9 +260,44 @@ pub(crate) fn success(group: &str, resource: &str, name: &str, uid: &str) -> Val
     json!({ "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success", "details": details })
 }
 
-/// `s` as Go's `%q` prints it, for messages that quote user input as kube-apiserver does.
+/// A parameter as `strconv.ParseInt(s, 10, 64)` reads it; one that does not parse is a 400
+/// with Go's message, as a parameter that does not convert is.
+pub(crate) fn parse_int64(text: &str) -> Result<i64, ApiError> {
+    text.parse::<i64>().map_err(|e| {
+        let why = match e.kind() {
+            std::num::IntErrorKind::PosOverflow | std::num::IntErrorKind::NegOverflow => "value out of range",
+            _ => "invalid syntax",
+        };
+        ApiError::bad_request(format!("strconv.ParseInt: parsing {}: {why}", go_quote(text)))
+    })
+}
+
+/// `s` quoted as Go's `%q` (`strconv.Quote`) quotes it in error messages.
 pub(crate) fn go_quote(s: &str) -> String {
-    Value::String(s.to_string()).to_string()
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push('"');
+    for c in s.chars() {
+        match c {
+            '"' => out.push_str("\\\""),
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            '\u{7}' => out.push_str("\\a"),
+            '\u{8}' => out.push_str("\\b"),
+            '\u{b}' => out.push_str("\\v"),
+            '\u{c}' => out.push_str("\\f"),
+            c if u32::from(c) < 0x20 || c == '\u{7f}' => {
+                let _ = write!(out, "\\x{:02x}", u32::from(c));
+            }
+            c if c.is_control() => {
+                let _ = write!(out, "\\u{:04x}", u32::from(c));
+            }
+            c => out.push(c),
+        }
+    }
+    out.push('"');
+    out
 }
 
 /// `resource.group`, or `resource` for the core group.

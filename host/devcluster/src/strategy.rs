@@ -15,6 +15,7 @@ use super::decode;
 use super::names::NameRule;
 use super::printers::Columns;
 use super::resource::{GroupResource, ResourceType};
+use super::selectors::SelectableFields;
 use super::status::{ApiError, Cause};
 use super::store::Store;
 use super::tokens::Signer;
@@ -44,8 +45,15 @@ pub(crate) trait Strategy: Send + Sync {
         NameRule::Subdomain
     }
 
-    /// Fields a field selector may use besides `metadata.name` and `metadata.namespace`.
-    fn selectable_fields(&self) -> &'static [&'static str] {
+    /// The fields a field selector may name and their values (the kind's field label conversion
+    /// and `GetAttrs`); by default its name and namespace.
+    fn selectable_fields(&self) -> SelectableFields {
+        SelectableFields::metadata()
+    }
+
+    /// The subresources the kind serves besides `status` and `scale`, which its versions
+    /// declare (`log`, `eviction`...); their kinds and verbs come from the upstream data.
+    fn subresources(&self) -> &'static [&'static str] {
         &[]
     }
 
@@ -154,33 +162,62 @@ pub(crate) trait Strategy: Send + Sync {
         obj.clone()
     }
 
-    /// A field selector of this resource in the field names of the stored form.
-    fn stored_field_selector(&self, selector: &str) -> String {
-        selector.to_string()
-    }
-
     /// For a resource that is answered, never stored (the access and token reviews): the
     /// `status` of the answer to a create of `review`, or why the review is refused.
     fn answer(&self, _review: &Value, _context: &Answering<'_>) -> Option<Result<Value, ApiError>> {
         None
     }
 
-    /// The subresources a create (POST) of which the kind answers itself, storing nothing
-    /// (`serviceaccounts/token`), as discovery lists them.
-    fn answered_subresources(&self) -> &'static [Subresource] {
-        &[]
-    }
-
-    /// The answer to a create of `request` at the subresource `name` of `parent` (one of
-    /// [`Strategy::answered_subresources`]).
+    /// For a subresource whose create is answered, storing nothing (`serviceaccounts/token`):
+    /// the answer to a create of `request` at the subresource `name` of `parent`; `None` for
+    /// another subresource.
     fn answer_subresource(
         &self,
         _name: &str,
         _parent: &Value,
         _request: &Value,
         _context: &Answering<'_>,
-    ) -> Result<Value, ApiError> {
-        Err(ApiError::method_not_allowed())
+    ) -> Option<Result<Value, ApiError>> {
+        None
+    }
+
+    /// For a resource whose objects are made on each read, never stored
+    /// (`componentstatuses`): its objects.
+    fn computed(&self) -> Option<Vec<Value>> {
+        None
+    }
+
+    /// A warning every answer about this resource carries (a deprecated resource's).
+    fn warning(&self) -> Option<&'static str> {
+        None
+    }
+
+    // Subresources besides `status` and `scale`, as kube-apiserver's REST storage of each.
+
+    /// For a subresource that writes part of the object, as `status` writes its status (a
+    /// pod's `ephemeralcontainers`, a CSR's `approval`): the JSON pointers of that part; an
+    /// update through it takes them from the body and everything else from the stored object.
+    fn subresource_fields(&self, _subresource: &str) -> Option<&'static [&'static str]> {
+        None
+    }
+
+    /// The checks of an update through such a subresource (in place of the kind's own).
+    fn validate_subresource(&self, _subresource: &str, _old: &Value, _new: &Value) -> Vec<Cause> {
+        Vec::new()
+    }
+
+    /// For a subresource whose create acts on the object instead of making one (a pod's
+    /// `binding` and `eviction`): the action, done through `objects`, and the answer (a
+    /// `Status`); `None` for another subresource.
+    fn act(&self, _action: &Action<'_>, _objects: &mut dyn Objects) -> Option<Result<Value, ApiError>> {
+        None
+    }
+
+    /// For a subresource that streams from where the object runs (a pod's `log`, `exec`,
+    /// `attach`, `portforward`): `Ok` when there is nothing to stream (a log of a pod not yet
+    /// on a node), else why no stream can be opened; `None` for another subresource.
+    fn connect(&self, _stream: &Action<'_>, _obj: &Value, _objects: &dyn Objects) -> Option<Result<(), ApiError>> {
+        None
     }
 }
 
@@ -193,16 +230,6 @@ pub(crate) struct Answering<'a> {
     pub signer: &'a Signer,
     /// The namespace of the request's path; empty for cluster-scoped paths.
     pub namespace: &'a str,
-}
-
-/// A subresource as discovery lists it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Subresource {
-    pub name: &'static str,
-    pub group: &'static str,
-    pub version: &'static str,
-    pub kind: &'static str,
-    pub verbs: &'static [&'static str],
 }
 
 /// One of the controllers a bare cluster cannot do without, though kube-controller-manager runs
@@ -235,6 +262,40 @@ pub(crate) enum How {
     Update(Value),
     /// Applied with server-side apply, forcing conflicts.
     Apply(Value),
+}
+
+/// A request to a subresource that acts (`Strategy::act`) or streams (`Strategy::connect`).
+pub(crate) struct Action<'a> {
+    pub subresource: &'a str,
+    pub namespace: &'a str,
+    pub name: &'a str,
+    /// The request's body (a `Binding`, an `Eviction`), `null` for a stream.
+    pub body: &'a Value,
+    /// The request's query parameters, in order.
+    pub query: &'a [(String, String)],
+    pub dry_run: bool,
+}
+
+/// The objects a subresource's action reads and writes, through the server's own paths.
+pub(crate) trait Objects {
+    fn get(&self, resource: &GroupResource, namespace: &str, name: &str) -> Option<Arc<Value>>;
+
+    /// The objects of a resource in a namespace.
+    fn list(&self, resource: &GroupResource, namespace: &str) -> Vec<Arc<Value>>;
+
+    /// Stores `object` as it is, under a new resourceVersion, as a subresource's storage
+    /// updates an object (`GuaranteedUpdate`, past the kind's update checks); nothing in a
+    /// dry run.
+    fn put(&mut self, resource: &GroupResource, object: Value) -> Arc<Value>;
+
+    /// Deletes an object as a DELETE with `options` (a `DeleteOptions` object) does.
+    fn delete(
+        &mut self,
+        resource: &GroupResource,
+        namespace: &str,
+        name: &str,
+        options: &Value,
+    ) -> Result<(), ApiError>;
 }
 
 /// A resource stored as another: its group, version and plural.

@@ -1,9 +1,10 @@
 //! Server-side printing: the `Table` kubectl asks for with `Accept: ...;as=Table`, its columns
-//! those of the resource's strategy (`Strategy::columns`).
+//! those of the resource's strategy (`Strategy::columns`), and `PartialObjectMetadata`.
 
 use serde_json::{Value, json};
 
-use super::strategy::Strategy;
+use super::printers::Columns;
+use super::status::go_quote;
 
 /// How much of each object a row carries (`includeObject`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -14,18 +15,23 @@ pub(crate) enum Include {
 }
 
 impl Include {
-    pub(crate) fn parse(value: Option<&str>) -> Include {
-        match value {
-            Some("None") => Include::None,
-            Some("Object") => Include::Object,
-            _ => Include::Metadata,
+    /// `includeObject` (`TableOptions`): `Metadata` when absent or empty.
+    pub(crate) fn parse(value: Option<&str>) -> Result<Include, String> {
+        match value.unwrap_or("") {
+            "None" => Ok(Include::None),
+            "Object" => Ok(Include::Object),
+            "Metadata" | "" => Ok(Include::Metadata),
+            other => Err(format!(
+                "includeObject: Invalid value: {}: must be 'Metadata', 'Object', 'None', or empty",
+                go_quote(other)
+            )),
         }
     }
 }
 
-/// A `Table` of `objects` (each as the client asked for it), printed by `strategy`.
-pub(crate) fn table(strategy: &dyn Strategy, objects: &[Value], list_meta: &Value, include: Include) -> Value {
-    let columns = strategy.columns();
+/// A `Table` of `objects` as `columns` print them, each row carrying what `include` says
+/// of its object; `version` is the `meta.k8s.io` version asked for.
+pub(crate) fn table(columns: &Columns, objects: &[Value], list_meta: &Value, include: Include, version: &str) -> Value {
     let rows: Vec<Value> = objects
         .iter()
         .map(|o| {
@@ -33,25 +39,25 @@ pub(crate) fn table(strategy: &dyn Strategy, objects: &[Value], list_meta: &Valu
             match include {
                 Include::None => {}
                 Include::Object => row["object"] = o.clone(),
-                Include::Metadata => row["object"] = metadata_only(o),
+                Include::Metadata => row["object"] = metadata_only(o, version),
             }
             row
         })
         .collect();
     json!({
         "kind": "Table",
-        "apiVersion": "meta.k8s.io/v1",
+        "apiVersion": version,
         "metadata": list_meta,
         "columnDefinitions": columns.defs,
         "rows": rows,
     })
 }
 
-/// An object's `PartialObjectMetadata`.
-pub(crate) fn metadata_only(obj: &Value) -> Value {
+/// An object's `PartialObjectMetadata`, of the `meta.k8s.io` version given.
+pub(crate) fn metadata_only(obj: &Value, version: &str) -> Value {
     json!({
         "kind": "PartialObjectMetadata",
-        "apiVersion": "meta.k8s.io/v1",
+        "apiVersion": version,
         "metadata": obj.get("metadata").cloned().unwrap_or_default(),
     })
 }

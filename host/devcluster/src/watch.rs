@@ -9,6 +9,7 @@ use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
 use super::conversion::Conversion;
+use super::encode;
 use super::faults::Frame;
 use super::present::{Presentation, present_one};
 use super::read::{as_addressed, show};
@@ -31,9 +32,7 @@ pub(crate) struct WatchRequest {
 }
 
 fn line(kind: &str, object: &Value) -> Bytes {
-    let mut bytes = serde_json::to_vec(&json!({ "type": kind, "object": object })).unwrap_or_default();
-    bytes.push(b'\n');
-    Bytes::from(bytes)
+    encode::watch_event(kind, object)
 }
 
 /// A bookmark at `rv`; `end` marks the end of the initial events.
@@ -63,10 +62,12 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Rec
         let conversion = cluster.conversion(&target.rt);
         let store = &mut cluster.store;
         let rv = resource_version.as_deref().unwrap_or("");
-        if rv.is_empty() || rv == "0" {
+        // With `sendInitialEvents`, the current state (at least as new as the version asked
+        // for) comes first, ended by a bookmark when the client takes bookmarks.
+        if rv.is_empty() || rv == "0" || send_initial_events == Some(true) {
             if send_initial_events != Some(false) {
                 initial = store.list(&gr, target.namespace.as_deref());
-                initial_end = send_initial_events == Some(true);
+                initial_end = send_initial_events == Some(true) && bookmarks;
             }
             (store.subscribe(&gr), store.current_rv(), conversion)
         } else {
@@ -96,13 +97,10 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Rec
     let interval = shared.bookmark_interval;
     let mut shutdown = shared.shutdown.clone();
     // Converting may call a conversion webhook: it happens in the watch's own task.
-    let send = move |tx: mpsc::Sender<Frame>, t: Target, kind: &'static str, obj: Arc<Value>| {
-        let conversion = conversion.clone();
-        async move { send_event(&tx, &conversion, &t, presentation, kind, &obj).await }
-    };
+    let mut render = Renderer { conversion, presentation, headers_sent: false };
     tokio::spawn(async move {
         for (kind, obj) in first {
-            if !send(tx.clone(), target.clone(), kind, obj).await {
+            if !render.send(&tx, &target, kind, &obj).await {
                 return;
             }
         }
@@ -123,7 +121,7 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Rec
                     Ok(change) => {
                         last_rv = last_rv.max(change.rv);
                         if let Some((kind, _)) = event_for(&gr, &filter, &change)
-                            && !send(tx.clone(), target.clone(), kind, change.object.clone()).await
+                            && !render.send(&tx, &target, kind, &change.object).await
                         {
                             return;
                         }
@@ -149,26 +147,37 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Rec
     Ok(frames)
 }
 
-/// Sends `obj` as an event of `kind`, in the version `t` addresses; `false` once the watch
-/// ends: the client left, or the object could not be converted. As kube-apiserver's watch
-/// server, which logs an object it cannot encode and closes the stream, no error event is sent.
-async fn send_event(
-    tx: &mpsc::Sender<Frame>,
-    conversion: &Conversion,
-    t: &Target,
+/// How a watch renders the objects of its events, as the client asked for them: in the
+/// version it addresses (through the conversion webhook, if any), then a one-row table, the
+/// metadata or whole. A table's column definitions come with the first event only
+/// (`NoHeaders` after it); a list representation cannot show one object, so the events come
+/// whole then, as upstream.
+struct Renderer {
+    conversion: Conversion,
     presentation: Presentation,
-    kind: &str,
-    obj: &Value,
-) -> bool {
-    match show(conversion, t, obj).await {
-        Ok(shown) => {
-            let frame = Frame::Event(line(kind, &present_one(t, &as_addressed(t, shown), presentation)));
-            tx.send(frame).await.is_ok()
+    headers_sent: bool,
+}
+
+impl Renderer {
+    /// Sends `obj` as an event of `kind`; `false` once the watch ends: the client left, or the
+    /// object could not be converted. As kube-apiserver's watch server, which logs an object
+    /// it cannot encode and closes the stream, no error event is sent.
+    async fn send(&mut self, tx: &mpsc::Sender<Frame>, t: &Target, kind: &str, obj: &Value) -> bool {
+        let full = match show(&self.conversion, t, obj).await {
+            Ok(full) => full,
+            Err(e) => {
+                tracing::warn!(resource = %t.rt.plural, error = %e.message, "unable to encode watch object; ending the watch");
+                return false;
+            }
+        };
+        let mut shown = present_one(t, &full, self.presentation).unwrap_or(full);
+        if matches!(self.presentation, Presentation::Table { .. }) {
+            if self.headers_sent {
+                shown["columnDefinitions"] = Value::Null;
+            }
+            self.headers_sent = true;
         }
-        Err(e) => {
-            tracing::warn!(resource = %t.rt.plural, error = %e.message, "unable to encode watch object; ending the watch");
-            false
-        }
+        tx.send(Frame::Event(line(kind, &as_addressed(t, shown)))).await.is_ok()
     }
 }
 

@@ -10,15 +10,18 @@ use super::conversion::Webhook;
 use super::schema;
 use super::validations::Rules;
 use super::{str_at, strings_at};
+use crate::encode;
 use crate::object;
-use crate::printers::{Columns, column, name, name_column, since};
-use crate::resource::{ResourceType, ScalePaths, Version};
+use crate::printers::{Columns, OBJECT_META, column, doc, go_print, name, name_column, since};
+use crate::resource::{ResourceType, ScalePaths, Subresource, Version};
+use crate::selectors::{Refusal, SelectableFields, field_value};
 use crate::status::Cause;
 use crate::strategy::{Resource, Strategy};
 
 /// The resource `crd` defines, served under the CRD's name.
 pub(super) fn resource(crd: &Value) -> Resource {
     let spec = crd.get("spec").cloned().unwrap_or_default();
+    let namespaced = str_at(&spec, &["scope"]) != "Cluster";
     let mut versions: Vec<(Version, Box<dyn Strategy>)> = spec
         .get("versions")
         .and_then(Value::as_array)
@@ -26,8 +29,24 @@ pub(super) fn resource(crd: &Value) -> Resource {
         .flatten()
         .filter(|v| v.get("served").and_then(Value::as_bool) != Some(false))
         .map(|v| {
+            let name = str_at(v, &["name"]);
+            let kind = str_at(&spec, &["names", "kind"]);
+            let served = |sub: &str, group: &str, version: &str, kind: &str| Subresource {
+                name: sub.to_string(),
+                group: group.to_string(),
+                version: version.to_string(),
+                kind: kind.to_string(),
+                verbs: ["get", "patch", "update"].map(String::from).to_vec(),
+            };
+            let mut subresources = Vec::new();
+            if v.pointer("/subresources/scale").is_some() {
+                subresources.push(served("scale", "autoscaling", "v1", "Scale"));
+            }
+            if v.pointer("/subresources/status").is_some() {
+                subresources.push(served("status", str_at(&spec, &["group"]), name, kind));
+            }
             let version = Version {
-                name: str_at(v, &["name"]).to_string(),
+                name: name.to_string(),
                 schema: v.pointer("/schema/openAPIV3Schema").cloned(),
                 definition: None,
                 status: v.pointer("/subresources/status").is_some(),
@@ -37,12 +56,21 @@ pub(super) fn resource(crd: &Value) -> Resource {
                     status_replicas: str_at(s, &["statusReplicasPath"]).to_string(),
                     label_selector: s.get("labelSelectorPath").and_then(Value::as_str).map(String::from),
                 }),
+                subresources,
             };
+            let mut selectable = vec!["metadata.name".to_string()];
+            if namespaced {
+                selectable.push("metadata.namespace".to_string());
+            }
+            for field in v.get("selectableFields").and_then(Value::as_array).into_iter().flatten() {
+                selectable.push(str_at(field, &["jsonPath"]).trim_start_matches('.').to_string());
+            }
             let strategy = CustomResource {
                 rules: version.schema.as_ref().map(Rules::compile_lenient).unwrap_or_default(),
                 schema: version.schema.clone(),
                 columns: v.get("additionalPrinterColumns").and_then(Value::as_array).cloned().unwrap_or_default(),
                 status: version.status,
+                selectable,
             };
             (version, Box::new(strategy) as Box<dyn Strategy>)
         })
@@ -57,8 +85,9 @@ pub(super) fn resource(crd: &Value) -> Resource {
         singular: if singular.is_empty() { kind.to_lowercase() } else { singular.to_string() },
         kind,
         plural: str_at(&spec, &["names", "plural"]).to_string(),
-        namespaced: str_at(&spec, &["scope"]) != "Cluster",
-        verbs: ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
+        namespaced,
+        // In the order the CRD discovery controller lists them.
+        verbs: ["delete", "deletecollection", "get", "list", "patch", "create", "update", "watch"]
             .map(String::from)
             .to_vec(),
         short_names: strings_at(&spec, &["names", "shortNames"]),
@@ -85,6 +114,9 @@ struct CustomResource {
     columns: Vec<Value>,
     /// Whether `status` is a subresource.
     status: bool,
+    /// The field labels a field selector may name: name, namespace (of a namespaced
+    /// resource) and the version's `selectableFields` (`crConverter.ConvertFieldLabel`).
+    selectable: Vec<String>,
 }
 
 impl Strategy for CustomResource {
@@ -115,6 +147,10 @@ impl Strategy for CustomResource {
         self.schema.as_ref().map(|schema| schema::validate(obj, schema)).unwrap_or_default()
     }
 
+    fn selectable_fields(&self) -> SelectableFields {
+        SelectableFields { labels: self.selectable.clone(), refusal: Refusal::Unsupported, value: field_value }
+    }
+
     /// The CEL rules, unless the schema found an error that keeps them from running
     /// (`hasBlockingErr` of the real custom resource strategy): then one cause says so.
     fn validate_rules(&self, old: Option<&Value>, new: &Value) -> Vec<Cause> {
@@ -131,63 +167,69 @@ impl Strategy for CustomResource {
         self.rules.validate(new, old)
     }
 
-    /// The `additionalPrinterColumns`, or name and age without them.
+    /// The `additionalPrinterColumns` after the name (the CRD's table convertor), or an `Age`
+    /// column of type `date` without them (`serveDefaultColumnsIfEmpty`).
     fn columns(&self) -> Columns {
-        if self.columns.is_empty() {
-            return Columns::name_and_age();
-        }
+        let printed: Vec<Value> = if self.columns.is_empty() {
+            vec![json!({ "name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp",
+                         "description": doc(OBJECT_META, "creationTimestamp") })]
+        } else {
+            self.columns.clone()
+        };
         let mut defs = vec![name_column()];
         let mut paths = Vec::new();
-        for c in &self.columns {
+        for c in &printed {
             let text = |f: &str| c.get(f).and_then(Value::as_str).unwrap_or_default().to_string();
-            let kind = c.get("type").and_then(Value::as_str).unwrap_or("string").to_string();
-            let mut def = column(
-                &text("name"),
-                &kind,
-                &text("description"),
-                c.get("priority").and_then(Value::as_i64).unwrap_or(0),
-            );
+            let path = text("jsonPath");
+            let description = match text("description") {
+                d if d.is_empty() => format!("Custom resource definition column (in JSONPath format): {path}"),
+                d => d,
+            };
+            let kind = text("type");
+            let mut def =
+                column(&text("name"), &kind, &description, c.get("priority").and_then(Value::as_i64).unwrap_or(0));
             def["format"] = json!(text("format"));
             defs.push(def);
-            paths.push((text("jsonPath"), kind));
+            paths.push((path, kind));
         }
         Columns {
             defs,
             cells: Box::new(move |o| {
                 let mut cells = vec![name(o)];
-                for (path, kind) in &paths {
-                    cells.push(match (kind.as_str(), json_path(o, path)) {
-                        ("date", Some(Value::String(t))) => json!(since(&t)),
-                        (_, Some(v)) => v,
-                        (_, None) => Value::Null,
-                    });
-                }
+                cells.extend(paths.iter().map(|(path, kind)| cell(o, path, kind)));
                 cells
             }),
         }
     }
 }
 
-/// A minimal `JSONPath`: `.a.b`, `.a[0].b`, `{.a.b}`.
-fn json_path(obj: &Value, path: &str) -> Option<Value> {
+/// A printer column's cell (`tableconvertor.ConvertToTable`): the first value the column's
+/// `JSONPath` finds, as the column's type prints it; `null` when it finds nothing, or a value
+/// the type cannot show. A string column prints any value (`PrintResults`: scalars as Go
+/// prints them, objects and arrays as JSON).
+fn cell(obj: &Value, path: &str, kind: &str) -> Value {
+    use jsonpath_rust::JsonPath as _;
     let path = path.trim().trim_start_matches('{').trim_end_matches('}');
-    let mut cur = obj;
-    for part in path.trim_start_matches('.').split('.') {
-        if part.is_empty() {
-            continue;
+    let found = obj.query(&format!("${path}")).ok().and_then(|found| found.into_iter().next().cloned());
+    let Some(value) = found.filter(|v| !v.is_null()) else {
+        return Value::Null;
+    };
+    match (kind, &value) {
+        ("string", Value::Object(_) | Value::Array(_)) => json!(encode::compact(&value)),
+        ("string", scalar) => json!(go_print(scalar)),
+        // A float is truncated, as Go's int64 conversion does.
+        #[allow(clippy::cast_possible_truncation)]
+        ("integer", Value::Number(n)) => {
+            n.as_i64().map_or_else(|| json!(n.as_f64().unwrap_or(0.0) as i64), |i| json!(i))
         }
-        let (field, index) = match part.split_once('[') {
-            Some((f, i)) => (f, i.trim_end_matches(']').parse::<usize>().ok()),
-            None => (part, None),
-        };
-        if !field.is_empty() {
-            cur = cur.get(field)?;
-        }
-        if let Some(i) = index {
-            cur = cur.get(i)?;
-        }
+        ("number", Value::Number(n)) => json!(n.as_f64()),
+        ("boolean", Value::Bool(b)) => json!(b),
+        ("date", Value::String(t)) => match t.parse::<jiff::Timestamp>() {
+            Ok(_) => json!(since(t)),
+            Err(_) => json!("<invalid>"),
+        },
+        _ => Value::Null,
     }
-    Some(cur.clone())
 }
 
 /// Kubernetes version ordering: GA before beta before alpha, higher numbers first.
@@ -220,6 +262,20 @@ fn version_priority(a: &str, b: &str) -> Ordering {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn printer_cells_take_the_first_match_as_their_type_prints_it() {
+        let obj = json!({ "spec": { "list": ["a", "b"], "size": "3", "ratio": 1.5, "map": { "z": 1, "a": "<" } },
+            "status": { "conditions": [{ "type": "Available", "status": "False" }, { "type": "Ready", "status": "True" }] } });
+        assert_eq!(cell(&obj, r#".status.conditions[?(@.type=="Ready")].status"#, "string"), json!("True"));
+        assert_eq!(cell(&obj, ".spec.list[*]", "string"), json!("a"));
+        assert_eq!(cell(&obj, ".spec.size", "integer"), Value::Null, "a string is no integer");
+        assert_eq!(cell(&obj, ".spec.ratio", "integer"), json!(1));
+        assert_eq!(cell(&obj, ".spec.ratio", "string"), json!("1.5"));
+        assert_eq!(cell(&obj, ".spec.map", "string"), json!("{\"a\":\"\\u003c\",\"z\":1}"));
+        assert_eq!(cell(&obj, ".status.missing", "string"), Value::Null);
+        assert_eq!(cell(&obj, ".spec.size", "date"), json!("<invalid>"));
+    }
 
     #[test]
     fn versions_sort_like_kubernetes() {

@@ -15,6 +15,7 @@ use serde_json::{Value, json};
 
 use super::ErrorFault;
 use super::injector::{Injector, unavailable};
+use crate::encode;
 use crate::request_info::RequestInfo;
 use crate::status::ApiError;
 
@@ -134,8 +135,7 @@ fn stale_version(faults: &FaultLayer, resource: &str, resource_version: Option<&
 /// real server sends past its history.
 fn gone(from: u64, oldest: u64) -> Response {
     let status = ApiError::expired(format!("too old resource version: {from} ({oldest})")).to_status();
-    let mut line = serde_json::to_vec(&json!({ "type": "ERROR", "object": status })).unwrap_or_default();
-    line.push(b'\n');
+    let line = encode::watch_event("ERROR", &status);
     let headers = [(header::CONTENT_TYPE, "application/json"), (header::CACHE_CONTROL, "no-cache, private")];
     (StatusCode::OK, headers, Body::from(line)).into_response()
 }

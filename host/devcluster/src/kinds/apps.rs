@@ -24,7 +24,6 @@ pub(crate) struct Workload {
     /// The kind's `SetDefaults`.
     defaults: fn(&mut Value),
     columns: fn() -> Columns,
-    selectable_fields: &'static [&'static str],
     /// What an update may not change (`ValidateDeploymentUpdate` and its siblings).
     update: fn(&Value, &Value) -> Vec<Cause>,
 }
@@ -50,10 +49,6 @@ impl Strategy for Workload {
         (self.update)(old, new)
     }
 
-    fn selectable_fields(&self) -> &'static [&'static str] {
-        self.selectable_fields
-    }
-
     fn columns(&self) -> Columns {
         (self.columns)()
     }
@@ -64,7 +59,6 @@ pub(crate) const DEPLOYMENTS: Workload = Workload {
     status: || json!({}),
     defaults: deployment_defaults,
     columns: deployment_columns,
-    selectable_fields: &[],
     update: selector_immutable,
 };
 
@@ -79,7 +73,6 @@ pub(crate) const REPLICA_SETS: Workload = Workload {
     columns: || {
         replica_columns("io.k8s.api.apps.v1.ReplicaSetSpec", "io.k8s.api.apps.v1.ReplicaSetStatus", format_selector)
     },
-    selectable_fields: &["status.replicas"],
     update: selector_immutable,
 };
 
@@ -88,7 +81,6 @@ pub(crate) const STATEFUL_SETS: Workload = Workload {
     status: || json!({ "availableReplicas": 0, "replicas": 0 }),
     defaults: stateful_set_defaults,
     columns: stateful_set_columns,
-    selectable_fields: &[],
     update: stateful_set_update,
 };
 
@@ -104,7 +96,6 @@ pub(crate) const DAEMON_SETS: Workload = Workload {
     },
     defaults: daemon_set_defaults,
     columns: daemon_set_columns,
-    selectable_fields: &[],
     update: selector_immutable,
 };
 

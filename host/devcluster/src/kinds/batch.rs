@@ -10,6 +10,7 @@ use crate::printers::{
     Columns, age, age_column, column, condition_true, container_cells, container_columns, doc, duration_between,
     format_selector, int, name, name_column, since, text, text_or,
 };
+use crate::selectors::{Refusal, SelectableFields, field_value};
 use crate::status::Cause;
 use crate::strategy::Strategy;
 
@@ -115,6 +116,18 @@ impl Strategy for Jobs {
             check_immutable(old, new, &format!("/spec/{field}"), &format!("spec.{field}"), show, &mut causes);
         }
         causes
+    }
+
+    /// `batch/v1`'s field label conversion: `status.successful` is the count of succeeded pods.
+    fn selectable_fields(&self) -> SelectableFields {
+        SelectableFields::new(
+            &["metadata.name", "metadata.namespace", "status.successful"],
+            Refusal::UnsupportedFor("batchv1.Job"),
+            |job, label| match label {
+                "status.successful" => int(job, "/status/succeeded").to_string(),
+                _ => field_value(job, label),
+            },
+        )
     }
 
     fn columns(&self) -> Columns {

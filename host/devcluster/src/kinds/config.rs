@@ -7,6 +7,7 @@ use super::core::active_namespaces;
 use super::go_value::{immutable, scalar};
 use crate::printers::{Columns, age, age_column, column, doc, name, name_column, text};
 use crate::resource::GroupResource;
+use crate::selectors::{Refusal, SelectableFields, field_value};
 use crate::status::Cause;
 use crate::store::Store;
 use crate::strategy::{Controller, How, Strategy, Write};
@@ -59,8 +60,8 @@ impl Strategy for Secrets {
         causes
     }
 
-    fn selectable_fields(&self) -> &'static [&'static str] {
-        &["type"]
+    fn selectable_fields(&self) -> SelectableFields {
+        SelectableFields::new(&["type", "metadata.namespace", "metadata.name"], Refusal::Unsupported, field_value)
     }
 
     fn columns(&self) -> Columns {

@@ -1,5 +1,5 @@
 //! Namespaces (with their lifecycle: admission, deletion by the namespace controller),
-//! Nodes and Endpoints.
+//! Nodes, Endpoints and `ComponentStatuses`.
 
 use serde_json::{Value, json};
 
@@ -7,6 +7,7 @@ use crate::admission::{Attributes, Lookup, Mutating, Operation};
 use crate::names::NameRule;
 use crate::object;
 use crate::printers::{Columns, age, age_column, column, doc, name, name_column, text, text_or};
+use crate::selectors::{Refusal, SelectableFields, field_value};
 use crate::status::ApiError;
 use crate::store::Store;
 use crate::strategy::{Contents, Finish, Holds, Strategy};
@@ -41,8 +42,8 @@ impl Strategy for Namespaces {
         NameRule::Label
     }
 
-    fn selectable_fields(&self) -> &'static [&'static str] {
-        &["status.phase"]
+    fn selectable_fields(&self) -> SelectableFields {
+        SelectableFields::new(&["metadata.name", "status.phase"], Refusal::Unsupported, field_value)
     }
 
     fn columns(&self) -> Columns {
@@ -99,6 +100,14 @@ impl Mutating for NamespaceLifecycle {
 pub(crate) struct Nodes;
 
 impl Strategy for Nodes {
+    fn selectable_fields(&self) -> SelectableFields {
+        SelectableFields::new(&["metadata.name", "spec.unschedulable"], Refusal::Unsupported, |node, label| match label
+        {
+            "spec.unschedulable" => super::pods::bool_field(node, "/spec/unschedulable"),
+            _ => field_value(node, label),
+        })
+    }
+
     fn columns(&self) -> Columns {
         let info = |f: &str| doc("io.k8s.api.core.v1.NodeSystemInfo", f);
         let addresses = doc("io.k8s.api.core.v1.NodeStatus", "addresses");
@@ -200,5 +209,56 @@ fn endpoints(obj: &Value) -> String {
         0 => "<none>".to_string(),
         n if n > 3 => format!("{} + {} more...", pairs[..3].join(","), n - 3),
         _ => pairs.join(","),
+    }
+}
+
+/// `ComponentStatuses` (deprecated since 1.19): the health of the control plane's parts,
+/// made on each read (`componentstatus.REST`). Here the store is this server's own, the
+/// controller manager's part that runs is garbage collection and the namespace controller,
+/// and no scheduler runs: pods stay unscheduled.
+pub(crate) struct ComponentStatuses;
+
+impl Strategy for ComponentStatuses {
+    fn computed(&self) -> Option<Vec<Value>> {
+        let component = |name: &str, healthy: bool, text: &str| {
+            let mut condition = json!({ "type": "Healthy", "status": if healthy { "True" } else { "False" } });
+            condition[if healthy { "message" } else { "error" }] = json!(text);
+            json!({ "apiVersion": "v1", "kind": "ComponentStatus", "metadata": { "name": name }, "conditions": [condition] })
+        };
+        Some(vec![
+            component("controller-manager", true, "ok"),
+            component("etcd-0", true, "ok"),
+            component("scheduler", false, "no scheduler runs beside the embedded API server: pods stay unscheduled"),
+        ])
+    }
+
+    fn warning(&self) -> Option<&'static str> {
+        Some("v1 ComponentStatus is deprecated in v1.19+")
+    }
+
+    fn columns(&self) -> Columns {
+        Columns {
+            defs: vec![
+                name_column(),
+                column("Status", "string", "Status of the component conditions", 0),
+                column("Message", "string", "Message of the component conditions", 0),
+                column("Error", "string", "Error of the component conditions", 0),
+            ],
+            cells: Box::new(|o| {
+                let healthy = o
+                    .get("conditions")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                    .find(|c| text(c, "/type") == "Healthy");
+                let status = match healthy.map(|c| text(c, "/status")) {
+                    Some("True") => "Healthy",
+                    Some(_) => "Unhealthy",
+                    None => "Unknown",
+                };
+                let field = |f: &str| healthy.map_or("", |c| text(c, f)).to_string();
+                vec![name(o), json!(status), json!(field("/message")), json!(field("/error"))]
+            }),
+        }
     }
 }

@@ -124,8 +124,17 @@ pub(crate) fn request(a: &Attributes<'_>, version: &str) -> Value {
             json!({ "group": rt.group, "version": version, "resource": rt.plural }),
         )
     };
-    let (kind, resource) = group_version(version);
-    let (request_kind, request_resource) = group_version(a.version);
+    let (mut kind, resource) = group_version(version);
+    let (mut request_kind, request_resource) = group_version(a.version);
+    // A subresource of a kind of its own (`pods/eviction`, `deployments/scale`) is a request
+    // about that kind (`policy/v1` `Eviction`, `autoscaling/v1` `Scale`).
+    if let Some(sub) = a.subresource.and_then(|sub| rt.version(a.version)?.subresources.iter().find(|s| s.name == sub))
+        && !sub.kind.is_empty()
+        && sub.kind != rt.kind
+    {
+        kind = json!({ "group": sub.group, "version": sub.version, "kind": sub.kind });
+        request_kind = kind.clone();
+    }
     // The namespace of a request about a Namespace object (by its name) is that namespace.
     let namespace = if is_namespace(a) && a.operation != Operation::Create { a.name } else { a.namespace };
     json!({

@@ -15,11 +15,14 @@ use super::strategy::{Controller, Plain, Strategy};
 mod apps;
 mod autoscaling;
 mod batch;
+mod certificates;
 mod config;
 mod coordination;
 mod core;
 mod events;
+mod eviction;
 mod go_value;
+mod kubelet;
 mod matching;
 mod networking;
 mod pods;
@@ -48,6 +51,7 @@ pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
         ("", "nodes") => Box::new(core::Nodes),
         ("", "serviceaccounts") => Box::new(serviceaccounts::ServiceAccounts),
         ("", "endpoints") => Box::new(core::Endpoints),
+        ("", "componentstatuses") => Box::new(core::ComponentStatuses),
         ("", "configmaps") => Box::new(config::ConfigMaps),
         ("", "secrets") => Box::new(config::Secrets),
         ("", "events") => Box::new(events::CoreEvents),
@@ -67,6 +71,7 @@ pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
         ("autoscaling", "horizontalpodautoscalers") => Box::new(autoscaling::HorizontalPodAutoscalers),
         ("policy", "poddisruptionbudgets") => Box::new(autoscaling::PodDisruptionBudgets),
         ("coordination.k8s.io", "leases") => Box::new(coordination::Leases),
+        ("certificates.k8s.io", "certificatesigningrequests") => Box::new(certificates::SigningRequests),
         ("apiextensions.k8s.io", "customresourcedefinitions") => Box::new(crd::Definitions),
         ("rbac.authorization.k8s.io", "roles" | "clusterroles") => Box::new(rbac::Roles),
         ("rbac.authorization.k8s.io", "rolebindings" | "clusterrolebindings") => Box::new(rbac::Bindings),
@@ -97,18 +102,18 @@ impl Strategy for Generational {
 
 /// Whether a built-in resource of the upstream data is served. Not served: the virtual
 /// resources that are only created and never stored (bindings) except the reviews answered
-/// by `reviews` (in `v1`), `componentstatuses` (computed by the real server
-/// from its components), and `autoscaling/v1` `HorizontalPodAutoscaler`, whose conversion to
-/// and from `v2` is not implemented.
+/// by `reviews` (in `v1`), and `autoscaling/v1` `HorizontalPodAutoscaler`, whose conversion to
+/// and from `v2` is not implemented. `componentstatuses` are made on each read
+/// (`core::ComponentStatuses`).
 pub(crate) fn serves(r: &builtins::Resource) -> bool {
     let verbs = |v: &str| r.verbs.iter().any(|x| x == v);
     if reviews::REVIEWS.contains(&(r.group.as_str(), r.plural.as_str())) {
         return r.version == "v1";
     }
-    verbs("create")
-        && verbs("get")
-        && !(r.group == "autoscaling" && r.version == "v1")
-        && !(r.group.is_empty() && r.plural == "componentstatuses")
+    if r.group.is_empty() && r.plural == "componentstatuses" {
+        return true;
+    }
+    verbs("create") && verbs("get") && !(r.group == "autoscaling" && r.version == "v1")
 }
 
 /// The admission plugins of the built-in kinds, the admission webhooks last.

@@ -8,8 +8,10 @@ use crate::printers::{
     Columns, age, age_column, column, condition_true, container_cells, container_columns, doc, format_labels, int,
     name, name_column, text,
 };
-use crate::status::Cause;
-use crate::strategy::Strategy;
+use crate::selectors::{Refusal, SelectableFields, field_value};
+use crate::status::go_quote;
+use crate::status::{ApiError, Cause};
+use crate::strategy::{Action, Objects, Strategy};
 
 pub(crate) struct Pods;
 
@@ -45,17 +47,63 @@ impl Strategy for Pods {
         pod_update(old.get("spec"), new.get("spec"))
     }
 
-    fn selectable_fields(&self) -> &'static [&'static str] {
-        &[
-            "spec.nodeName",
-            "spec.restartPolicy",
-            "spec.schedulerName",
-            "spec.serviceAccountName",
-            "spec.hostNetwork",
-            "status.phase",
-            "status.podIP",
-            "status.nominatedNodeName",
-        ]
+    /// The subresources kube-apiserver serves for pods itself; `resize` and `proxy` are not
+    /// served.
+    fn subresources(&self) -> &'static [&'static str] {
+        &["attach", "binding", "ephemeralcontainers", "eviction", "exec", "log", "portforward"]
+    }
+
+    fn subresource_fields(&self, subresource: &str) -> Option<&'static [&'static str]> {
+        (subresource == "ephemeralcontainers").then_some(&["/spec/ephemeralContainers"][..])
+    }
+
+    /// `ValidatePodEphemeralContainersUpdate`: ephemeral containers are added, never changed
+    /// or removed, and are valid ephemeral containers.
+    fn validate_subresource(&self, _subresource: &str, old: &Value, new: &Value) -> Vec<Cause> {
+        ephemeral_containers_update(old, new)
+    }
+
+    fn act(&self, action: &Action<'_>, objects: &mut dyn Objects) -> Option<Result<Value, ApiError>> {
+        match action.subresource {
+            "binding" => Some(bind(action, objects)),
+            "eviction" => Some(super::eviction::evict(action, objects)),
+            _ => None,
+        }
+    }
+
+    fn connect(&self, stream: &Action<'_>, pod: &Value, objects: &dyn Objects) -> Option<Result<(), ApiError>> {
+        matches!(stream.subresource, "log" | "exec" | "attach" | "portforward")
+            .then(|| super::kubelet::connect(stream, pod, objects))
+    }
+
+    /// `pod.ToSelectableFields`; `spec.host` is the old name of `spec.nodeName`.
+    fn selectable_fields(&self) -> SelectableFields {
+        SelectableFields::new(
+            &[
+                "metadata.name",
+                "metadata.namespace",
+                "spec.nodeName",
+                "spec.restartPolicy",
+                "spec.schedulerName",
+                "spec.serviceAccountName",
+                "spec.hostNetwork",
+                "status.phase",
+                "status.podIP",
+                "status.podIPs",
+                "status.nominatedNodeName",
+                "spec.host",
+            ],
+            Refusal::Unsupported,
+            |pod, label| match label {
+                "spec.host" => field_value(pod, "spec.nodeName"),
+                "spec.hostNetwork" => bool_field(pod, "/spec/hostNetwork"),
+                // The first of the pod's IPs, not `status.podIP`.
+                "status.podIP" => text(pod, "/status/podIPs/0/ip").to_string(),
+                // Accepted, but not in the field set: it reads empty.
+                "status.podIPs" => String::new(),
+                _ => field_value(pod, label),
+            },
+        )
     }
 
     fn columns(&self) -> Columns {
@@ -234,6 +282,17 @@ impl Strategy for ReplicationControllers {
         template(obj, "/spec/template");
     }
 
+    fn selectable_fields(&self) -> SelectableFields {
+        SelectableFields::new(
+            &["metadata.name", "metadata.namespace", "status.replicas"],
+            Refusal::Unsupported,
+            |rc, label| match label {
+                "status.replicas" => int(rc, "/status/replicas").to_string(),
+                _ => field_value(rc, label),
+            },
+        )
+    }
+
     fn columns(&self) -> Columns {
         replica_columns(
             "io.k8s.api.core.v1.ReplicationControllerSpec",
@@ -275,6 +334,122 @@ pub(crate) fn replica_columns(spec: &str, status: &str, selector: fn(Option<&Val
     }
 }
 
+/// A pod's `binding` (`BindingREST`): the pod placed on the node the `Binding` targets, with
+/// its annotations, and scheduled; stored as the binding storage stores it, past the pod's
+/// update checks (`spec.nodeName` may change only this way).
+fn bind(action: &Action<'_>, objects: &mut dyn Objects) -> Result<Value, ApiError> {
+    let binding = action.body;
+    let name = action.name;
+    if object::name(binding) != name {
+        return Err(ApiError::bad_request("name in URL does not match name in Binding object"));
+    }
+    let mut causes = Vec::new();
+    let kind = text(binding, "/target/kind");
+    if !kind.is_empty() && kind != "Node" {
+        causes.push(Cause::new("FieldValueNotFound", "target.kind", format!("Not found: {}", go_quote(kind))));
+    }
+    let node = text(binding, "/target/name");
+    if node.is_empty() {
+        causes.push(Cause::new("FieldValueRequired", "target.name", "Required value"));
+    }
+    if !causes.is_empty() {
+        return Err(ApiError::invalid_kind("", "Binding", name, &causes));
+    }
+    let pods = (String::new(), "pods".to_string());
+    let pod = objects.get(&pods, action.namespace, name).ok_or_else(|| ApiError::not_found("", "pods", name))?;
+    let refuse = |why: String| ApiError::conflict("", "pods/binding", name, &why);
+    if object::is_deleting(&pod) {
+        return Err(refuse(format!("pod {name} is being deleted, cannot be assigned to a host")));
+    }
+    match text(&pod, "/spec/nodeName") {
+        "" => {}
+        assigned => return Err(refuse(format!("pod {name} is already assigned to node {}", go_quote(assigned)))),
+    }
+    if pod.pointer("/spec/schedulingGates").and_then(Value::as_array).is_some_and(|g| !g.is_empty()) {
+        return Err(refuse(format!("pod {name} has non-empty .spec.schedulingGates")));
+    }
+    let mut pod = (*pod).clone();
+    pod["spec"]["nodeName"] = json!(node);
+    for (key, value) in binding.pointer("/metadata/annotations").and_then(Value::as_object).into_iter().flatten() {
+        let annotations = object::meta_mut(&mut pod).entry("annotations").or_insert_with(|| json!({}));
+        annotations[key] = value.clone();
+    }
+    let scheduled =
+        json!({ "type": "PodScheduled", "status": "True", "lastProbeTime": null, "lastTransitionTime": object::now() });
+    let mut conditions = pod.pointer("/status/conditions").and_then(Value::as_array).cloned().unwrap_or_default();
+    match conditions.iter_mut().find(|c| text(c, "/type") == "PodScheduled") {
+        Some(existing) if text(existing, "/status") == "True" => {}
+        Some(existing) => *existing = scheduled,
+        None => conditions.push(scheduled),
+    }
+    pod["status"]["conditions"] = json!(conditions);
+    objects.put(&pods, pod);
+    Ok(json!({ "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Success" }))
+}
+
+/// `ValidatePodEphemeralContainersUpdate` (and the ephemeral container rules of
+/// `validatePodSpec`): what a pod had stays as it was, and each container is one that may be
+/// ephemeral.
+fn ephemeral_containers_update(old: &Value, new: &Value) -> Vec<Cause> {
+    let list =
+        |pod: &Value| pod.pointer("/spec/ephemeralContainers").and_then(Value::as_array).cloned().unwrap_or_default();
+    let (before, after) = (list(old), list(new));
+    let mut causes = Vec::new();
+    let mut names: Vec<&str> = ["containers", "initContainers"]
+        .iter()
+        .flat_map(|l| new.pointer(&format!("/spec/{l}")).and_then(Value::as_array).into_iter().flatten())
+        .map(|c| text(c, "/name"))
+        .collect();
+    for (i, c) in after.iter().enumerate() {
+        let path = format!("spec.ephemeralContainers[{i}]");
+        let name = text(c, "/name");
+        if name.is_empty() {
+            causes.push(Cause::new("FieldValueRequired", format!("{path}.name"), "Required value"));
+        } else if names.contains(&name) {
+            causes.push(Cause::new(
+                "FieldValueDuplicate",
+                format!("{path}.name"),
+                format!("Duplicate value: {}", go_quote(name)),
+            ));
+        }
+        names.push(name);
+        if text(c, "/image").is_empty() {
+            causes.push(Cause::new("FieldValueRequired", format!("{path}.image"), "Required value"));
+        }
+        for field in ["ports", "livenessProbe", "readinessProbe", "startupProbe", "lifecycle"] {
+            if c.get(field).is_some_and(|v| !v.is_null()) {
+                causes.push(Cause::new(
+                    "FieldValueForbidden",
+                    format!("{path}.{field}"),
+                    "Forbidden: cannot be set for an Ephemeral Container",
+                ));
+            }
+        }
+    }
+    for existing in &before {
+        let name = text(existing, "/name");
+        match after.iter().find(|c| text(c, "/name") == name) {
+            None => causes.push(Cause::new(
+                "FieldValueForbidden",
+                "spec.ephemeralContainers",
+                format!("Forbidden: existing ephemeral containers {} may not be removed\n", go_quote(name)),
+            )),
+            Some(now) if now != existing => causes.push(Cause::new(
+                "FieldValueForbidden",
+                format!("spec.ephemeralContainers[{name}]"),
+                format!("Forbidden: existing ephemeral containers {} may not be changed\n", go_quote(name)),
+            )),
+            Some(_) => {}
+        }
+    }
+    causes
+}
+
+/// A boolean field as a field selector reads it: `"true"` or `"false"`, false when not set.
+pub(crate) fn bool_field(obj: &Value, pointer: &str) -> String {
+    obj.pointer(pointer).and_then(Value::as_bool).unwrap_or(false).to_string()
+}
+
 /// Defaults of the pod template at `pointer` (`SetDefaults_PodSpec` on its spec).
 pub(crate) fn template(obj: &mut Value, pointer: &str) {
     if let Some(spec) = obj.pointer_mut(&format!("{pointer}/spec")) {
@@ -296,7 +471,7 @@ pub(crate) fn pod_spec(spec: &mut Value) {
     ] {
         map.entry(k).or_insert(v);
     }
-    for list in ["containers", "initContainers"] {
+    for list in ["containers", "initContainers", "ephemeralContainers"] {
         for container in map.get_mut(list).and_then(Value::as_array_mut).into_iter().flatten() {
             let Some(c) = container.as_object_mut() else {
                 continue;

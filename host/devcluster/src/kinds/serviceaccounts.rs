@@ -12,7 +12,7 @@ use crate::printers::{Columns, column, doc};
 use crate::resource::GroupResource;
 use crate::status::{ApiError, Cause, go_quote};
 use crate::store::Store;
-use crate::strategy::{Answering, Controller, How, Strategy, Subresource, Write};
+use crate::strategy::{Answering, Controller, How, Strategy, Write};
 use crate::tokens::{self, ISSUER, Signer, TokenError};
 use crate::user::{User, service_account_groups, service_account_name};
 
@@ -49,14 +49,9 @@ impl Strategy for ServiceAccounts {
         })
     }
 
-    fn answered_subresources(&self) -> &'static [Subresource] {
-        &[Subresource {
-            name: "token",
-            group: "authentication.k8s.io",
-            version: "v1",
-            kind: "TokenRequest",
-            verbs: &["create"],
-        }]
+    /// `serviceaccounts/token`, which answers a `TokenRequest`, storing nothing.
+    fn subresources(&self) -> &'static [&'static str] {
+        &["token"]
     }
 
     fn answer_subresource(
@@ -65,11 +60,8 @@ impl Strategy for ServiceAccounts {
         account: &Value,
         request: &Value,
         context: &Answering<'_>,
-    ) -> Result<Value, ApiError> {
-        if name != "token" {
-            return Err(ApiError::method_not_allowed());
-        }
-        request_token(context.store, context.signer, account, request)
+    ) -> Option<Result<Value, ApiError>> {
+        (name == "token").then(|| request_token(context.store, context.signer, account, request))
     }
 }
 

@@ -10,6 +10,7 @@ use crate::names::NameRule;
 use crate::printers::{
     Columns, age, age_column, column, doc, format_labels, load_balancer_addresses, name, name_column, text,
 };
+use crate::selectors::{Refusal, SelectableFields, field_value};
 use crate::status::Cause;
 use crate::strategy::Strategy;
 
@@ -66,6 +67,14 @@ impl Strategy for Services {
 
     fn name_rule(&self) -> NameRule {
         NameRule::Label
+    }
+
+    fn selectable_fields(&self) -> SelectableFields {
+        SelectableFields::new(
+            &["metadata.namespace", "metadata.name", "spec.clusterIP", "spec.type"],
+            Refusal::Unsupported,
+            field_value,
+        )
     }
 
     fn columns(&self) -> Columns {

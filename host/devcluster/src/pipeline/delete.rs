@@ -13,7 +13,7 @@ use crate::object::{self, FOREGROUND};
 use crate::read::{existing, list_of, show};
 use crate::request::{DeleteOptions, Filter, Target};
 use crate::state::Shared;
-use crate::status::{self, ApiError, Cause};
+use crate::status::{self, ApiError};
 use crate::user::User;
 
 /// Who deletes, and where the warnings of the admission webhooks go.
@@ -116,18 +116,8 @@ pub(crate) fn delete_local(cluster: &mut Cluster, t: &Target, opts: &DeleteOptio
     let name = t.name();
     let obj = existing(&cluster.store, t)?;
     check_preconditions(t, &obj, opts)?;
+    // The server checked the policy given (`ValidateDeleteOptions`).
     let policy = opts.propagation.as_deref().unwrap_or("Background");
-    if !matches!(policy, "Background" | "Foreground" | "Orphan") {
-        return Err(ApiError::invalid(
-            rt,
-            name,
-            &[Cause::new(
-                "FieldValueNotSupported",
-                "propagationPolicy",
-                format!("Unsupported value: {policy:?}: supported values: \"Foreground\", \"Background\", \"Orphan\""),
-            )],
-        ));
-    }
     let strategy = rt.storage();
     if opts.dry_run {
         return Ok(Answer::Stored(200, obj));

@@ -29,6 +29,7 @@
 //! A webhook served by this process, or one that writes to the cluster, therefore never waits
 //! on the write that calls it.
 
+mod act;
 mod delete;
 mod patch;
 mod scale;
@@ -38,8 +39,9 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+pub(crate) use self::act::{act, connect};
 pub(crate) use self::delete::{Deleter, delete, delete_collection, delete_local};
-pub(crate) use self::patch::{apply_local, patch};
+pub(crate) use self::patch::{PatchType, apply_local, patch, patch_type};
 use super::admission::{Attributes, Calls, Operation, Phase};
 use super::cluster::Cluster;
 use super::conversion::Conversion;

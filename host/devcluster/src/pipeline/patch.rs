@@ -15,7 +15,7 @@ use crate::status::ApiError;
 
 /// The patch types, by `Content-Type`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum PatchType {
+pub(crate) enum PatchType {
     Json,
     Merge,
     Strategic,
@@ -31,7 +31,7 @@ const PATCH_TYPES: [(&str, PatchType); 4] = [
 
 /// The patch type of `content_type`, where `t` accepts it: strategic merge patch needs the
 /// upstream definition of a built-in.
-fn patch_type(t: &Target, content_type: &str) -> Result<PatchType, ApiError> {
+pub(crate) fn patch_type(t: &Target, content_type: &str) -> Result<PatchType, ApiError> {
     let accepted: Vec<(&str, PatchType)> =
         PATCH_TYPES.into_iter().filter(|(_, p)| *p != PatchType::Strategic || t.definition().is_some()).collect();
     accepted.iter().find(|(c, _)| *c == content_type).map(|(_, p)| *p).ok_or_else(|| {
@@ -39,17 +39,15 @@ fn patch_type(t: &Target, content_type: &str) -> Result<PatchType, ApiError> {
     })
 }
 
+/// PATCH with a body of the patch type `kind` (see [`patch_type`]); the options are checked
+/// for it (`force` of an apply only, its `fieldManager` given).
 pub(crate) async fn patch(
     shared: &Shared,
     t: &Target,
     body: &[u8],
-    content_type: &str,
+    kind: PatchType,
     opts: &WriteOptions,
 ) -> Result<(u16, Value), ApiError> {
-    let kind = patch_type(t, content_type)?;
-    if opts.force && kind != PatchType::Apply {
-        return Err(ApiError::bad_request("force is only supported for apply patches"));
-    }
     if kind == PatchType::Apply {
         return server_side_apply(shared, t, body, opts).await;
     }
@@ -125,11 +123,6 @@ fn applying<'a>(
     body: &[u8],
     opts: &'a WriteOptions,
 ) -> Result<impl Fn(Option<&Value>) -> Result<Value, ApiError> + Send + Sync + 'a, ApiError> {
-    if !opts.explicit_manager {
-        return Err(ApiError::bad_request(
-            "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch",
-        ));
-    }
     let config: Value =
         serde_yaml_ng::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
     let mut config = match &t.view {

@@ -243,6 +243,17 @@ pub(super) fn before_update(t: &Target, old: &Old, new: &mut Value) -> Result<()
         if let Some(m) = managed {
             object::set_meta(new, "managedFields", m);
         }
+    } else if let Some(owned) = t.subresource.as_deref().and_then(|sub| t.strategy().subresource_fields(sub)) {
+        // A subresource that writes part of the object: that part from the body, the rest
+        // as stored.
+        let mut merged = old.clone();
+        for pointer in owned {
+            set_at(&mut merged, pointer, new.pointer(pointer).cloned());
+        }
+        if let Some(m) = new.get("metadata").and_then(|m| m.get("managedFields")).cloned() {
+            object::set_meta(&mut merged, "managedFields", m);
+        }
+        *new = merged;
     } else if t.status_separate() {
         set_status(new, old.get("status").cloned());
     }
@@ -271,6 +282,30 @@ pub(super) fn before_update(t: &Target, old: &Old, new: &mut Value) -> Result<()
         }
     }
     Ok(())
+}
+
+/// Sets (or, for `None`, removes) the value at a JSON pointer of `obj`, making the objects
+/// above it when absent.
+fn set_at(obj: &mut Value, pointer: &str, value: Option<Value>) {
+    let Some((parent, key)) = pointer.rsplit_once('/') else {
+        return;
+    };
+    if obj.pointer(parent).is_none_or(|p| !p.is_object()) {
+        if value.is_none() {
+            return;
+        }
+        set_at(obj, parent, Some(json!({})));
+    }
+    if let Some(map) = obj.pointer_mut(parent).and_then(Value::as_object_mut) {
+        match value {
+            Some(v) => {
+                map.insert(key.to_string(), v);
+            }
+            None => {
+                map.remove(key);
+            }
+        }
+    }
 }
 
 /// Sets (or, for `None`, removes) an object's `status`.
@@ -340,9 +375,18 @@ pub(super) fn defaults(t: &Target, operation: Operation, new: &mut Value) {
 /// The kind's validation, on update what an update may not change, and the rules that
 /// compare with the stored object.
 pub(super) fn validate(t: &Target, old: Option<&Old>, new: &Value) -> Result<(), ApiError> {
-    let mut causes = t.strategy().validate(new);
+    let strategy = t.strategy();
+    // A subresource that writes part of the object has checks of its own (its REST storage's
+    // strategy), in place of the kind's.
+    if let (Some(sub), Some(old)) = (t.subresource.as_deref(), old)
+        && strategy.subresource_fields(sub).is_some()
+    {
+        let causes = strategy.validate_subresource(sub, &old.view, new);
+        return if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&t.rt, object::name(new), &causes)) };
+    }
+    let mut causes = strategy.validate(new);
     if let Some(old) = old {
-        causes.extend(t.strategy().validate_update(&old.view, new));
+        causes.extend(strategy.validate_update(&old.view, new));
     }
     causes.extend(t.strategy().validate_rules(old.map(|o| &o.view), new));
     if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&t.rt, object::name(new), &causes)) }

@@ -3,6 +3,7 @@
 //! their documents and resource paths to the verbs (`resource`).
 
 mod auth;
+mod negotiate;
 mod params;
 mod resource;
 mod tls;
@@ -24,6 +25,7 @@ use futures_util::FutureExt as _;
 use serde_json::{Value, json};
 
 use super::discovery;
+use super::encode;
 use super::faults::{self, FaultLayer, StaleRead};
 use super::openapi;
 use super::request_info::RequestInfo;
@@ -48,20 +50,66 @@ pub(crate) fn router(shared: Arc<Shared>) -> Router {
 }
 
 /// The first layer: what the request is about (its [`RequestInfo`], for the layers after),
-/// its body read whole (at most [`MAX_BODY`]), and writes counted, refused ones included.
+/// its `timeout` checked (`WithRequestDeadline`), its body read whole (at most [`MAX_BODY`]),
+/// and writes counted, refused ones included. On the way back, a body is indented when the
+/// request asks for it (`?pretty`, or curl's or a browser's user agent).
 async fn read_request(State(shared): State<Arc<Shared>>, req: Request, next: Next) -> Response {
     let (mut parts, body) = req.into_parts();
-    let watch_param = form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes())
-        .any(|(k, v)| k == "watch" && matches!(v.as_ref(), "true" | "1"));
-    let info = RequestInfo::parse(&parts.method, parts.uri.path(), watch_param);
+    let query: Vec<(String, String)> =
+        form_urlencoded::parse(parts.uri.query().unwrap_or("").as_bytes()).into_owned().collect();
+    let first = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
+    let info = RequestInfo::parse(&parts.method, parts.uri.path(), first("watch").is_some_and(params::k8s_bool));
     if info.mutating {
         shared.writes.fetch_add(1, Ordering::SeqCst);
     }
+    if let Some(timeout) = first("timeout").filter(|t| !t.is_empty() && !long_running(&info))
+        && let Err(why) = params::check_duration(timeout)
+    {
+        return ApiError::bad_request(format!("invalid timeout specified in the request URL - {why}")).into_response();
+    }
+    let pretty = pretty(&parts, first("pretty")) && info.verb != "watch";
     let Ok(body) = axum::body::to_bytes(body, MAX_BODY).await else {
         return ApiError::too_large(MAX_BODY).into_response();
     };
     parts.extensions.insert(info);
-    next.run(Request::from_parts(parts, Body::from(body))).await
+    let response = next.run(Request::from_parts(parts, Body::from(body))).await;
+    if pretty { indented(response).await } else { response }
+}
+
+/// Requests without a deadline: watches and the streams of a pod (`request.LongRunningRequestCheck`).
+fn long_running(info: &RequestInfo) -> bool {
+    info.verb == "watch"
+        || info
+            .resource
+            .as_ref()
+            .and_then(|r| r.subresource.as_deref())
+            .is_some_and(|s| matches!(s, "attach" | "exec" | "proxy" | "log" | "portforward"))
+}
+
+/// `isPrettyPrint`: `?pretty` as `strconv.ParseBool` reads it, else whether the user agent is
+/// curl, Wget or a browser.
+fn pretty(parts: &axum::http::request::Parts, param: Option<&str>) -> bool {
+    if let Some(value) = param.filter(|v| !v.is_empty()) {
+        return matches!(value, "1" | "t" | "T" | "TRUE" | "true" | "True");
+    }
+    let agent = parts.headers.get(header::USER_AGENT).and_then(|v| v.to_str().ok()).unwrap_or("");
+    ["curl", "Wget", "Mozilla/5.0"].iter().any(|p| agent.starts_with(p))
+}
+
+/// A JSON response with its body indented.
+async fn indented(response: Response) -> Response {
+    let json =
+        response.headers().get(header::CONTENT_TYPE).is_some_and(|t| t.as_bytes().starts_with(b"application/json"));
+    if !json {
+        return response;
+    }
+    let (mut parts, body) = response.into_parts();
+    let Ok(bytes) = axum::body::to_bytes(body, usize::MAX).await else {
+        return ApiError::internal("the response could not be read to indent it").into_response();
+    };
+    let body = encode::pretty(&bytes).unwrap_or_else(|| bytes.to_vec());
+    parts.headers.remove(header::CONTENT_LENGTH);
+    Response::from_parts(parts, Body::from(body))
 }
 
 /// The handler for every path, behind the layers.
@@ -141,10 +189,6 @@ impl Call {
     fn header(&self, name: header::HeaderName) -> &str {
         self.headers.get(name).and_then(|v| v.to_str().ok()).unwrap_or("")
     }
-
-    fn flag(&self, name: &str) -> bool {
-        matches!(self.param(name), Some("true" | "1"))
-    }
 }
 
 /// What the handler answers.
@@ -156,26 +200,40 @@ enum Reply {
     /// admission webhook's).
     Refused(ApiError, Vec<String>),
     Text(&'static str),
+    /// An answer without a body (`204 No Content`).
+    Empty(u16),
     /// A watch.
     Stream(Body),
+    /// An aggregated discovery document, with its entity tag; `None` for the body when the
+    /// client holds it already (`If-None-Match`).
+    Aggregated(Option<Vec<u8>>, String),
 }
 
 impl IntoResponse for Reply {
     fn into_response(self) -> Response {
-        let json = |code: u16, value: &Value| {
-            let status = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
-            let body = serde_json::to_vec(value).unwrap_or_default();
-            (status, [(header::CONTENT_TYPE, "application/json")], body).into_response()
-        };
+        let json = encode::response;
         match self {
             Reply::Json(code, value) => json(code, &value),
             Reply::Warned(code, value, warnings) => with_warnings(json(code, &value), warnings),
             Reply::Refused(error, warnings) => with_warnings(error.into_response(), warnings),
             Reply::Text(text) => (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response(),
+            Reply::Empty(code) => StatusCode::from_u16(code).unwrap_or(StatusCode::NO_CONTENT).into_response(),
             Reply::Stream(body) => {
                 let headers =
                     [(header::CONTENT_TYPE, "application/json"), (header::CACHE_CONTROL, "no-cache, private")];
                 (StatusCode::OK, headers, body).into_response()
+            }
+            Reply::Aggregated(body, etag) => {
+                let headers = [
+                    (header::CONTENT_TYPE, AGGREGATED_DISCOVERY),
+                    (header::VARY, "Accept"),
+                    (header::CACHE_CONTROL, "public"),
+                    (header::ETAG, etag.as_str()),
+                ];
+                match body {
+                    Some(body) => (StatusCode::OK, headers, body).into_response(),
+                    None => (StatusCode::NOT_MODIFIED, headers).into_response(),
+                }
             }
         }
     }
@@ -190,6 +248,26 @@ fn with_warnings(mut response: Response, warnings: Vec<String>) -> Response {
         }
     }
     response
+}
+
+/// The `Content-Type` of aggregated discovery, as `generateMediaTypeWithGVK` writes it: client-go
+/// reads the document's kind from it.
+const AGGREGATED_DISCOVERY: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
+
+/// An aggregated discovery document with its entity tag (`ServeHTTPWithETag`: the quoted
+/// SHA-512 of the document, in upper-case hex); 304 without it when the client's
+/// `If-None-Match` names that tag.
+fn aggregated(call: &Call, document: &Value) -> Reply {
+    use sha2::Digest as _;
+    use std::fmt::Write as _;
+    let body = encode::body(document);
+    let digest = sha2::Sha512::digest(body.strip_suffix(b"\n").unwrap_or(&body));
+    let etag = digest.iter().fold(String::from("\""), |mut tag, b| {
+        let _ = write!(tag, "{b:02X}");
+        tag
+    }) + "\"";
+    let fresh = call.header(header::IF_NONE_MATCH) == etag;
+    Reply::Aggregated((!fresh).then_some(body), etag)
 }
 
 async fn route(shared: &Arc<Shared>, call: &Call) -> Result<Reply, ApiError> {
@@ -209,6 +287,12 @@ async fn route(shared: &Arc<Shared>, call: &Call) -> Result<Reply, ApiError> {
         ["openid", "v1", "jwks"] => get_only(Some(shared.credentials.signer.jwks())),
         ["version"] => get_only(Some(discovery::version_info())),
         ["healthz" | "livez" | "readyz"] => Ok(Reply::Text("ok")),
+        ["api" | "apis"] if negotiate::wants_aggregated_discovery(call.header(header::ACCEPT)) => {
+            if call.method != Method::GET {
+                return Err(ApiError::method_not_allowed());
+            }
+            Ok(aggregated(call, &discovery::aggregated(&shared.lock().registry, segs == ["api"])))
+        }
         ["api"] => get_only(Some(discovery::core_versions(&shared.address))),
         ["api", version] => get_only(discovery::resource_list(&shared.lock().registry, "", version)),
         ["apis"] => get_only(Some(discovery::group_list(&shared.lock().registry))),

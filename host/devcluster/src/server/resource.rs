@@ -7,28 +7,43 @@ use std::time::Duration;
 use axum::body::Body;
 use axum::http::header;
 use futures_util::StreamExt;
+use serde_json::{Value, json};
 
-use super::params::{decode_as, decode_body, delete_options, presentation, write_options};
+use super::negotiate;
+use super::params::{ListOptions, decode_as, decode_body, delete_options, list_options, write_options};
 use super::{Call, Reply};
 use crate::cluster::Cluster;
 use crate::faults;
+use crate::object;
 use crate::pipeline::{self, Deleter};
-use crate::present::{Presentation, present_list, present_one};
+use crate::present::{Presentation, present_answer};
 use crate::read;
 use crate::request::{Filter, Paging, Target};
 use crate::request_info::ResourcePath;
+use crate::resource::Subresource;
 use crate::selectors::{FieldSelector, LabelSelector};
 use crate::state::Shared;
 use crate::status::ApiError;
 use crate::strategy::Answering;
 use crate::watch::{self, WatchRequest};
 
-/// Serves the request for the resource path `path`.
+/// Serves the request for the resource path `path`: the representation asked for is
+/// negotiated first (406 before anything is done), the verb served, and its answer shown as
+/// asked (a table, metadata only) and as the resource the client addressed.
 pub(super) async fn serve(shared: &Arc<Shared>, call: &Call, path: &ResourcePath) -> Result<Reply, ApiError> {
     let target = resolve(&shared.lock(), path)?;
-    Ok(match dispatch(shared, call, &target, presentation(call)).await? {
-        Reply::Json(code, value) => Reply::Json(code, read::as_addressed(&target, value)),
-        Reply::Warned(code, value, warnings) => Reply::Warned(code, read::as_addressed(&target, value), warnings),
+    let accept = call.header(header::ACCEPT);
+    let how = negotiate::presentation(accept, target.definition().is_some(), call.param("includeObject"))?;
+    let shown = |value| present_answer(&target, value, how).map(|v| read::as_addressed(&target, v));
+    // A deprecated resource says so in every answer.
+    let warned = |mut warnings: Vec<String>| {
+        warnings.extend(target.strategy().warning().map(String::from));
+        warnings
+    };
+    Ok(match dispatch(shared, call, &target, how).await? {
+        Reply::Json(code, value) => Reply::Warned(code, shown(value)?, warned(Vec::new())),
+        Reply::Warned(code, value, warnings) => Reply::Warned(code, shown(value)?, warned(warnings)),
+        Reply::Refused(e, warnings) => Reply::Refused(e, warned(warnings)),
         reply => reply,
     })
 }
@@ -48,16 +63,10 @@ fn resolve(cluster: &Cluster, path: &ResourcePath) -> Result<Target, ApiError> {
     if path.namespace.is_some() && !rt.namespaced {
         return Err(ApiError::no_route());
     }
-    if let Some(sub) = &path.subresource {
-        let v = rt.version(version);
-        let served = match sub.as_str() {
-            "status" => v.is_some_and(|v| v.status),
-            "scale" => v.is_some_and(|v| v.scale.is_some()),
-            other => v.is_some() && rt.strategy(version).answered_subresources().iter().any(|s| s.name == other),
-        };
-        if !served {
-            return Err(ApiError::no_route());
-        }
+    if let Some(sub) = &path.subresource
+        && !rt.version(version).is_some_and(|v| v.subresources.iter().any(|s| s.name == *sub))
+    {
+        return Err(ApiError::no_route());
     }
     Ok(Target {
         rt,
@@ -73,70 +82,68 @@ fn resolve(cluster: &Cluster, path: &ResourcePath) -> Result<Target, ApiError> {
 /// is refused as by the real server.
 async fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentation) -> Result<Reply, ApiError> {
     let verb = call.info.verb;
-    if target.subresource.is_none() && !target.rt.verbs.iter().any(|v| v == verb) {
-        return Err(ApiError::method_not_allowed());
+    if let Some(sub) = served(target, verb)?
+        && let Some(reply) = stream_or_act(shared, call, target, sub).await
+    {
+        return reply;
+    }
+    if let Some(objects) = target.strategy().computed() {
+        return computed(call, target, &objects);
     }
     match (verb, &target.name) {
-        ("get", Some(_)) => {
-            let (stored, conversion) = {
-                let cluster = shared.lock();
-                let stored = match call.stale {
-                    Some(at) => read::get_at(&cluster.store, target, at)?,
-                    None => read::existing(&cluster.store, target)?,
-                };
-                (stored, cluster.conversion(&target.rt))
-            };
-            let obj = read::show(&conversion, target, &stored).await?;
-            if target.subresource.as_deref() == Some("scale") {
-                return Ok(Reply::Json(200, read::scale(target, &obj)?));
-            }
-            Ok(Reply::Json(200, present_one(target, &obj, how)))
-        }
+        ("get", Some(_)) => get(shared, call, target).await,
         ("watch", Some(name)) => {
-            let mut filter = filter(call, target)?;
-            filter.fields =
-                FieldSelector::parse(&format!("metadata.name={name}"), &[]).map_err(ApiError::bad_request)?;
-            watch(shared, call, Target { name: None, ..target.clone() }, filter, how)
+            let selectors = Selectors::parse(call)?;
+            let opts = list_options(call, true, shared.watch_list)?;
+            let mut filter = selectors.filter(target)?;
+            // A watch of one object may select it by name, and nothing else.
+            if !filter.fields.is_empty() && filter.fields.exact_name() != Some(name) {
+                return Err(ApiError::bad_request("fieldSelector metadata.name doesn't match requested name"));
+            }
+            filter.fields = FieldSelector::parse(&format!("metadata.name={}", escape_field_value(name)))
+                .map_err(ApiError::bad_request)?;
+            watch(shared, opts, Target { name: None, ..target.clone() }, filter, how)
         }
-        ("watch", None) => watch(shared, call, target.clone(), filter(call, target)?, how),
+        ("watch", None) => {
+            let selectors = Selectors::parse(call)?;
+            let opts = list_options(call, true, shared.watch_list)?;
+            watch(shared, opts, target.clone(), selectors.filter(target)?, how)
+        }
         ("list", None) => {
-            let filter = filter(call, target)?;
-            let paging = paging(call)?;
+            let selectors = Selectors::parse(call)?;
+            let opts = list_options(call, false, shared.watch_list)?;
+            let filter = selectors.filter(target)?;
+            let exact = match (opts.resource_version_match.as_deref(), opts.resource_version.as_deref()) {
+                (Some("Exact"), Some(rv)) => Some(
+                    rv.parse::<u64>()
+                        .map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?,
+                ),
+                _ => None,
+            };
+            let paging = Paging {
+                limit: usize::try_from(opts.limit).ok().filter(|l| *l > 0),
+                continue_token: opts.continue_token,
+                exact: exact.or(call.stale),
+            };
             let (listed, conversion) = {
                 let cluster = shared.lock();
                 (read::list(&cluster.store, target, &filter, &paging)?, cluster.conversion(&target.rt))
             };
             let listed = listed.convert(&conversion).await?;
-            Ok(Reply::Json(200, present_list(target, &listed, how)))
+            Ok(Reply::Json(200, listed.render()))
         }
-        ("create", None) => {
-            if target.rt.namespaced && target.namespace.is_none() {
-                return Err(ApiError::method_not_allowed());
-            }
-            let body = decode_body(call, target)?;
-            let answered = {
-                let cluster = shared.lock();
-                pipeline::answer(target, &body, &answering(shared, &cluster, call, target))
-            };
-            if let Some(answer) = answered {
-                return Ok(Reply::Json(201, answer?));
-            }
-            let opts = write_options(call)?;
-            let written = pipeline::create(shared, target, body, &opts).await;
-            Ok(warned(written, opts.take_warnings()))
-        }
-        ("create", Some(_)) => create_subresource(shared, call, target),
+        ("create", None) => create(shared, call, target).await,
         ("update", Some(_)) => {
+            let opts = write_options(call, None)?;
             let body = decode_body(call, target)?;
-            let opts = write_options(call)?;
             let written = pipeline::update(shared, target, body, &opts).await;
             Ok(warned(written, opts.take_warnings()))
         }
         ("patch", Some(_)) => {
             let content_type = call.header(header::CONTENT_TYPE).split(';').next().unwrap_or("").trim().to_string();
-            let mut opts = write_options(call)?;
-            opts.force = call.flag("force");
-            let written = pipeline::patch(shared, target, &call.body, &content_type, &opts).await;
+            let kind = pipeline::patch_type(target, &content_type)?;
+            let opts = write_options(call, Some(kind))?;
+            let written = pipeline::patch(shared, target, &call.body, kind, &opts).await;
             Ok(warned(written, opts.take_warnings()))
         }
         ("delete", Some(_)) => {
@@ -150,7 +157,9 @@ async fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Prese
             Ok(warned(deleted, warnings.into_inner().unwrap_or_default()))
         }
         ("deletecollection", None) => {
-            let filter = filter(call, target)?;
+            let selectors = Selectors::parse(call)?;
+            list_options(call, false, shared.watch_list)?;
+            let filter = selectors.filter(target)?;
             let opts = delete_options(call)?;
             let warnings = Mutex::default();
             let by = Deleter { user: &call.user, warnings: &warnings };
@@ -161,36 +170,44 @@ async fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Prese
     }
 }
 
-/// A create of a subresource its kind answers (`serviceaccounts/token`).
-fn create_subresource(shared: &Shared, call: &Call, target: &Target) -> Result<Reply, ApiError> {
-    let sub = target.subresource.as_deref().ok_or_else(ApiError::method_not_allowed)?;
-    let strategy = target.strategy();
-    let answered = strategy.answered_subresources().iter().find(|s| s.name == sub);
-    let answered = answered.ok_or_else(ApiError::method_not_allowed)?;
-    let body = decode_as(call, &format!("{}/{}", answered.group, answered.version), answered.kind)?;
-    let cluster = shared.lock();
-    let parent = read::existing(&cluster.store, &Target { subresource: None, ..target.clone() })?;
-    let answer = strategy.answer_subresource(sub, &parent, &body, &answering(shared, &cluster, call, target))?;
-    Ok(Reply::Json(201, answer))
+/// A read of one object (or its scale), in the version addressed: converted by the conversion
+/// webhook, if any, with the cluster unlocked.
+async fn get(shared: &Shared, call: &Call, target: &Target) -> Result<Reply, ApiError> {
+    let (stored, conversion) = {
+        let cluster = shared.lock();
+        let stored = match call.stale {
+            Some(at) => read::get_at(&cluster.store, target, at)?,
+            None => read::existing(&cluster.store, target)?,
+        };
+        (stored, cluster.conversion(&target.rt))
+    };
+    let obj = read::show(&conversion, target, &stored).await?;
+    if target.subresource.as_deref() == Some("scale") {
+        return Ok(Reply::Json(200, read::scale(target, &obj)?));
+    }
+    Ok(Reply::Json(200, obj))
 }
 
-/// The page a list asks for (`limit`, `continue`, an exact `resourceVersion`).
-fn paging(call: &Call) -> Result<Paging, ApiError> {
-    let exact = match (call.param("resourceVersionMatch"), call.param("resourceVersion")) {
-        (Some("Exact"), Some(rv)) => {
-            Some(rv.parse::<u64>().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?)
-        }
-        _ => None,
+/// A create of an object, or of a review, which is answered and never stored.
+async fn create(shared: &Arc<Shared>, call: &Call, target: &Target) -> Result<Reply, ApiError> {
+    if target.rt.namespaced && target.namespace.is_none() {
+        return Err(ApiError::method_not_allowed());
+    }
+    let opts = write_options(call, None)?;
+    let body = decode_body(call, target)?;
+    let answered = {
+        let cluster = shared.lock();
+        pipeline::answer(target, &body, &answering(shared, &cluster, call, target))
     };
-    Ok(Paging {
-        limit: call.param("limit").and_then(|l| l.parse().ok()),
-        continue_token: call.param("continue").filter(|c| !c.is_empty()).map(String::from),
-        exact: exact.or(call.stale),
-    })
+    if let Some(answer) = answered {
+        return Ok(Reply::Json(201, answer?));
+    }
+    let written = pipeline::create(shared, target, body, &opts).await;
+    Ok(warned(written, opts.take_warnings()))
 }
 
 /// A write's answer, or its refusal, with the warnings gathered on the way.
-fn warned(written: Result<(u16, serde_json::Value), ApiError>, warnings: Vec<String>) -> Reply {
+fn warned(written: Result<(u16, Value), ApiError>, warnings: Vec<String>) -> Reply {
     match written {
         Ok((code, obj)) => Reply::Warned(code, obj, warnings),
         Err(e) => Reply::Refused(e, warnings),
@@ -202,35 +219,131 @@ fn answering<'a>(shared: &'a Shared, cluster: &'a Cluster, call: &'a Call, targe
     Answering { user: &call.user, store: &cluster.store, signer: &shared.credentials.signer, namespace: target.ns() }
 }
 
-/// The namespace and selectors of a list, watch or collection delete; a view's field
-/// selector in the stored resource's field names.
-fn filter(call: &Call, t: &Target) -> Result<Filter, ApiError> {
-    let labels = LabelSelector::parse(call.param("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
-    let given = call.param("fieldSelector").unwrap_or("");
-    let field_text = match &t.view {
-        Some((view, version)) => view.strategy(version).stored_field_selector(given),
-        None => given.to_string(),
+/// Refuses a verb the resource (or subresource) addressed does not serve; the subresource
+/// served, when one is addressed.
+fn served<'a>(target: &'a Target, verb: &str) -> Result<Option<&'a Subresource>, ApiError> {
+    let served = match target.subresource.as_deref() {
+        Some(sub) => target.rt.version(&target.version).and_then(|v| v.subresources.iter().find(|s| s.name == sub)),
+        None => None,
     };
-    let fields = FieldSelector::parse(&field_text, t.strategy().selectable_fields()).map_err(ApiError::bad_request)?;
-    Ok(Filter { namespace: t.namespace.clone(), labels, fields })
+    let verbs = served.map_or(&target.rt.verbs, |s| &s.verbs);
+    if !verbs.iter().any(|v| v == verb) {
+        // A list that cannot be watched says so (its handler serves `?watch` too).
+        if verb == "watch" && target.subresource.is_none() && verbs.iter().any(|v| v == "list") {
+            return Err(ApiError::method_not_supported(&target.rt.group, &target.rt.plural, verb));
+        }
+        return Err(ApiError::method_not_allowed());
+    }
+    Ok(served)
 }
 
-/// A watch's stream, through the faults' adapter.
-fn watch(
+/// A stream from where the object runs (a get or create of a connect subresource), or a
+/// create that acts on the object or is answered (`serviceaccounts/token`); `None` for the
+/// other requests to a subresource.
+async fn stream_or_act(
     shared: &Arc<Shared>,
     call: &Call,
+    target: &Target,
+    sub: &Subresource,
+) -> Option<Result<Reply, ApiError>> {
+    let verb = call.info.verb;
+    if matches!(verb, "get" | "create")
+        && let Some(streamed) = pipeline::connect(&shared.lock(), target, &call.query)
+    {
+        return Some(streamed.map(|()| Reply::Empty(204)));
+    }
+    if verb != "create" {
+        return None;
+    }
+    let opts = match write_options(call, None) {
+        Ok(opts) => opts,
+        Err(e) => return Some(Err(e)),
+    };
+    let api_version = if sub.group.is_empty() { sub.version.clone() } else { format!("{}/{}", sub.group, sub.version) };
+    let mut body = match decode_as(call, &api_version, &sub.kind) {
+        Ok(body) => body,
+        Err(e) => return Some(Err(e)),
+    };
+    // Read as its kind, as the create handler decodes it: admission sees it so.
+    body["apiVersion"] = json!(api_version);
+    body["kind"] = json!(sub.kind);
+    let acted = pipeline::act(shared, target, body, &call.query, &opts).await;
+    Some(Ok(warned(acted, opts.take_warnings())))
+}
+
+/// A read of a resource whose objects are made on each read (`Strategy::computed`): never
+/// stored, so never watched.
+fn computed(call: &Call, target: &Target, objects: &[Value]) -> Result<Reply, ApiError> {
+    let present = |o: &Value| read::present(&target.rt, &target.version, o);
+    match (call.info.verb, &target.name) {
+        ("get", Some(name)) => objects
+            .iter()
+            .find(|o| object::name(o) == name)
+            .map(|o| Reply::Json(200, present(o)))
+            .ok_or_else(|| ApiError::not_found(&target.rt.group, &target.rt.plural, name)),
+        ("list", None) => {
+            let filter = Selectors::parse(call)?.filter(target)?;
+            let items: Vec<Value> = objects.iter().filter(|o| filter.matches(o)).map(present).collect();
+            Ok(Reply::Json(200, read::list_of(target, &items, &json!({}))))
+        }
+        (verb, _) => Err(ApiError::method_not_supported(&target.rt.group, &target.rt.plural, verb)),
+    }
+}
+
+/// The selectors of a list, watch or collection delete, as the query gives them: parsed
+/// first (a malformed one is a 400 before the options are checked), read as the resource's
+/// fields after.
+struct Selectors {
+    labels: LabelSelector,
+    fields: FieldSelector,
+}
+
+impl Selectors {
+    fn parse(call: &Call) -> Result<Selectors, ApiError> {
+        let labels = LabelSelector::parse(call.param("labelSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
+        let fields = FieldSelector::parse(call.param("fieldSelector").unwrap_or("")).map_err(ApiError::bad_request)?;
+        Ok(Selectors { labels, fields })
+    }
+
+    /// The filter of the target's objects: its namespace and these selectors, the field
+    /// selector in the labels of the resource addressed (a view's own, read from the stored
+    /// objects).
+    fn filter(self, t: &Target) -> Result<Filter, ApiError> {
+        let addressed = match &t.view {
+            Some((view, version)) => view.strategy(version),
+            None => t.strategy(),
+        };
+        let fields = self.fields.for_kind(&addressed.selectable_fields()).map_err(ApiError::bad_request)?;
+        Ok(Filter { namespace: t.namespace.clone(), labels: self.labels, fields })
+    }
+}
+
+/// A value written into a field selector (`fields.EscapeValue`).
+fn escape_field_value(value: &str) -> String {
+    value.replace('\\', "\\\\").replace(',', "\\,").replace('=', "\\=")
+}
+
+/// A watch's stream, through the faults' adapter. Without `timeoutSeconds` a watch lasts a
+/// random time between the minimum request timeout (30 minutes) and twice that, as in the
+/// real server, so that watchers do not all reconnect at once.
+fn watch(
+    shared: &Arc<Shared>,
+    opts: ListOptions,
     target: Target,
     filter: Filter,
     how: Presentation,
 ) -> Result<Reply, ApiError> {
-    let timeout = call.param("timeoutSeconds").and_then(|t| t.parse::<u64>().ok()).unwrap_or(1800);
+    let timeout = match opts.timeout_seconds {
+        Some(seconds) if seconds != 0 => Duration::from_secs(u64::try_from(seconds).unwrap_or(0)),
+        _ => Duration::from_secs(1800 + fastrand::u64(0..1800)),
+    };
     let req = WatchRequest {
         target,
         filter,
-        resource_version: call.param("resourceVersion").map(String::from),
-        send_initial_events: call.param("sendInitialEvents").map(|v| v == "true"),
-        bookmarks: call.flag("allowWatchBookmarks"),
-        timeout: Duration::from_secs(timeout),
+        resource_version: opts.resource_version,
+        send_initial_events: opts.send_initial_events,
+        bookmarks: opts.bookmarks,
+        timeout,
         presentation: how,
     };
     let frames = watch::start(shared, req)?;

@@ -8,15 +8,15 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use base64::Engine as _;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace};
-use kube::api::{Api, DynamicObject, PostParams};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use kube::api::{Api, DynamicObject, EvictParams, PostParams};
 use kube::core::{ApiResource, GroupVersionKind};
 use kubewasm_devcluster::DevCluster;
 use serde_json::{Value, json};
 
 use super::hook_server::HookServer;
 use super::kubectl::kubectl;
-use super::{api_error, install_things, start};
+use super::{api_error, exchange, install_things, start};
 
 fn configurations(dc: &DevCluster, kind: &str) -> Api<DynamicObject> {
     let plural = format!("{}s", kind.to_lowercase());
@@ -303,6 +303,16 @@ async fn mutating_webhooks_patch_in_order_and_are_reinvoked_if_needed() {
         "validation sees the mutated object"
     );
     assert_eq!(default.get("m").await.unwrap().metadata.labels, created.metadata.labels, "stored as answered");
+
+    // An answer asked for as metadata only is the mutated object's.
+    let accept = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1";
+    let headers = [("content-type", "application/json"), ("accept", accept)];
+    let body = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "meta"}}).to_string();
+    let (code, _, text) = exchange(&dc, "POST", "/api/v1/namespaces/default/configmaps", &headers, &body).await;
+    let answer: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!((code, answer["kind"].as_str()), (201, Some("PartialObjectMetadata")), "{text}");
+    assert_eq!(answer["metadata"]["labels"]["second"], "2", "{text}");
+    assert!(answer.get("data").is_none(), "{text}");
     dc.shutdown().await;
 }
 
@@ -544,5 +554,53 @@ async fn a_rule_for_another_version_of_a_resource_is_matched_in_that_version() {
     assert_eq!(request["resource"]["version"], "v1");
     assert_eq!(request["object"]["apiVersion"], "example.com/v1", "the object in the version the rule names");
     assert_eq!(request["object"]["spec"], json!({"a": "1"}));
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_subresource_create_is_sent_as_a_create_of_the_subresource_and_may_be_refused() {
+    let dc = start().await;
+    // Refuses the eviction of the pod `kept`, allows the others.
+    let hook = HookServer::start(|_, review| {
+        let object = &review["request"]["object"];
+        if object["metadata"]["name"] == "kept" {
+            admission_answer(
+                review,
+                json!({"allowed": false, "status": {"code": 403, "reason": "Forbidden", "message": "kept stays"}}),
+            )
+        } else {
+            admission_answer(review, json!({"allowed": true}))
+        }
+    })
+    .await;
+    let hook_spec = json!({"name": "evictions.example.com", "clientConfig": hook.client_config("/validate"),
+        "admissionReviewVersions": ["v1"], "sideEffects": "None",
+        "rules": [{"apiGroups": [""], "apiVersions": ["v1"], "operations": ["CREATE"], "resources": ["pods/eviction"]}]});
+    register(&dc, "ValidatingWebhookConfiguration", "evictions", json!([hook_spec])).await;
+    let pods: Api<Pod> = Api::namespaced(dc.client(), "default");
+    for name in ["kept", "gone"] {
+        let pod = json!({"metadata": {"name": name}, "spec": {"containers": [{"name": "app", "image": "busybox"}]}});
+        pods.create(&PostParams::default(), &serde_json::from_value(pod).unwrap()).await.unwrap();
+    }
+    assert!(hook.received().is_empty(), "a create of the pod itself matches no rule for pods/eviction");
+
+    let err = api_error(pods.evict("kept", &EvictParams::default()).await.unwrap_err());
+    assert_eq!(
+        (err.code, err.message.as_str()),
+        (403, r#"admission webhook "evictions.example.com" denied the request: kept stays"#)
+    );
+    assert!(pods.get_opt("kept").await.unwrap().is_some(), "a refused eviction deletes nothing");
+
+    pods.evict("gone", &EvictParams::default()).await.unwrap();
+    assert!(pods.get_opt("gone").await.unwrap().is_none());
+    let request = hook.received().last().cloned().unwrap().1["request"].clone();
+    assert_eq!(
+        (request["operation"].as_str(), request["subResource"].as_str(), request["name"].as_str()),
+        (Some("CREATE"), Some("eviction"), Some("gone"))
+    );
+    assert_eq!(request["kind"], json!({"group": "policy", "version": "v1", "kind": "Eviction"}));
+    assert_eq!(request["resource"], json!({"group": "", "version": "v1", "resource": "pods"}));
+    assert_eq!(request["object"]["kind"], "Eviction", "{}", request["object"]);
+    assert_eq!(request["oldObject"], Value::Null);
     dc.shutdown().await;
 }

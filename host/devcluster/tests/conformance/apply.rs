@@ -134,7 +134,12 @@ async fn apply_requires_a_field_manager_and_checks_the_type() {
     let body = json!({ "apiVersion": "v1", "kind": "ConfigMap", "metadata": { "name": "c" } }).to_string();
     let (code, status) =
         raw(&dc, "PATCH", "/api/v1/namespaces/default/configmaps/c", "application/apply-patch+yaml", &body).await;
-    assert_eq!((code, status["reason"].as_str()), (400, Some("BadRequest")));
+    // `ValidatePatchOptions`: an options error, 422 of the kind `PatchOptions.meta.k8s.io`.
+    assert_eq!((code, status["reason"].as_str()), (422, Some("Invalid")));
+    assert_eq!(
+        status["message"],
+        "PatchOptions.meta.k8s.io \"\" is invalid: fieldManager: Required value: is required for apply patch"
+    );
     let wrong = json!({ "apiVersion": "v1", "kind": "Secret", "metadata": { "name": "c" } }).to_string();
     let (code, _) = raw(
         &dc,

@@ -368,3 +368,55 @@ async fn kubectl_shows_a_policy_denial_and_a_policy_that_does_not_compile_is_ref
     );
     dc.shutdown().await;
 }
+
+/// A create at a subresource that acts or answers (an eviction, a token request) passes
+/// admission as any create: a policy whose rules name the subresource sees it, with the
+/// parent's name.
+#[tokio::test]
+async fn a_policy_on_a_subresource_sees_evictions_and_token_requests() {
+    use k8s_openapi::api::authentication::v1::TokenRequest;
+    use k8s_openapi::api::core::v1::{Pod, ServiceAccount};
+    use kube::api::EvictParams;
+
+    let dc = start().await;
+    let policy = json!({
+        "apiVersion": "admissionregistration.k8s.io/v1", "kind": "ValidatingAdmissionPolicy",
+        "metadata": {"name": "max-replicas"},
+        "spec": {"failurePolicy": "Fail",
+            "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+                "operations": ["CREATE"], "resources": ["pods/eviction", "serviceaccounts/token"]}]},
+            "validations": [{"expression": "request.name != 'guarded'"}]},
+    });
+    bind(&dc, policy, binding(&["Deny"], json!({}))).await;
+    let denied = |what: &str| {
+        format!(
+            "{what} \"guarded\" is forbidden: ValidatingAdmissionPolicy 'max-replicas' with binding 'max-replicas-binding' denied request: failed expression: request.name != 'guarded'"
+        )
+    };
+
+    let pods: Api<Pod> = Api::namespaced(dc.client(), "default");
+    for name in ["guarded", "free"] {
+        let pod =
+            json!({ "metadata": { "name": name }, "spec": { "containers": [{ "name": "c", "image": "nginx" }] } });
+        pods.create(&PostParams::default(), &serde_json::from_value(pod).unwrap())
+            .await
+            .expect("the rule names no pod creates");
+    }
+    let status = api_error(pods.evict("guarded", &EvictParams::default()).await.unwrap_err());
+    assert_eq!((status.code, status.message), (422, denied("pods")));
+    assert!(pods.get_opt("guarded").await.unwrap().is_some(), "the pod stays");
+    pods.evict("free", &EvictParams::default()).await.expect("another pod is evicted");
+
+    let accounts: Api<ServiceAccount> = Api::namespaced(dc.client(), "default");
+    for name in ["guarded", "free"] {
+        let account = json!({ "metadata": { "name": name } });
+        accounts.create(&PostParams::default(), &serde_json::from_value(account).unwrap()).await.unwrap();
+    }
+    let request: TokenRequest = serde_json::from_value(json!({ "spec": { "audiences": [] } })).unwrap();
+    let status =
+        api_error(accounts.create_token_request("guarded", &PostParams::default(), &request).await.unwrap_err());
+    assert_eq!((status.code, status.message), (422, denied("serviceaccounts")));
+    let issued = accounts.create_token_request("free", &PostParams::default(), &request).await.unwrap();
+    assert!(issued.status.is_some_and(|s| !s.token.is_empty()), "another account gets its token");
+    dc.shutdown().await;
+}

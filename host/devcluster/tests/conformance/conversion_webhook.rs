@@ -15,7 +15,7 @@ use serde_json::{Value, json};
 
 use super::hook_server::HookServer;
 use super::kubectl::{kubectl, ok};
-use super::{api_error, crd_resource, install_things, start};
+use super::{api_error, crd_resource, exchange, install_things, start};
 
 /// `Thing` in v1 (`spec.size`, a string) and v2 (`spec.replicas`, an integer), stored in v2,
 /// converted by `client`.
@@ -234,5 +234,38 @@ async fn a_watch_in_another_version_gets_objects_the_webhook_converted() {
     v2.create(&PostParams::default(), &thing("x")).await.unwrap();
     let end = tokio::time::timeout(wait, events.try_next()).await.unwrap().unwrap();
     assert!(end.is_none(), "the stream ends without an event: {end:?}");
+    dc.shutdown().await;
+}
+
+#[tokio::test]
+async fn a_watch_as_a_table_shows_the_columns_of_the_converted_object() {
+    let dc = start().await;
+    let hook = converter(Arc::new(AtomicBool::new(false))).await;
+    let schema = |field: &str, ty: &str| {
+        json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object",
+            "properties": {field: {"type": ty}}}}}})
+    };
+    let versions = json!([
+        {"name": "v1", "served": true, "storage": false, "schema": schema("size", "string"),
+            "additionalPrinterColumns": [{"name": "Size", "type": "string", "jsonPath": ".spec.size"}]},
+        {"name": "v2", "served": true, "storage": true, "schema": schema("replicas", "integer")}]);
+    let conversion = json!({"strategy": "Webhook",
+        "webhook": {"conversionReviewVersions": ["v1"], "clientConfig": hook.client_config("/convert")}});
+    install_things(&dc, versions, Some(conversion)).await;
+    let thing =
+        json!({"apiVersion": "example.com/v2", "kind": "Thing", "metadata": {"name": "t"}, "spec": {"replicas": 7}});
+    things(&dc, "v2").create(&PostParams::default(), &serde_json::from_value(thing).unwrap()).await.unwrap();
+
+    let accept = [("accept", "application/json;as=Table;g=meta.k8s.io;v=v1")];
+    let path = "/apis/example.com/v1/namespaces/default/things?watch=1&timeoutSeconds=1";
+    let (code, _, frames) = exchange(&dc, "GET", path, &accept, "").await;
+    assert_eq!(code, 200, "{frames}");
+    let event: Value = serde_json::from_str(frames.lines().next().expect("an event")).unwrap();
+    assert_eq!((event["type"].as_str(), event["object"]["kind"].as_str()), (Some("ADDED"), Some("Table")), "{frames}");
+    let columns: Vec<&str> =
+        event["object"]["columnDefinitions"].as_array().unwrap().iter().filter_map(|c| c["name"].as_str()).collect();
+    assert_eq!(columns, ["Name", "Size"], "{frames}");
+    let cells = &event["object"]["rows"][0]["cells"];
+    assert_eq!((&cells[0], &cells[1]), (&json!("t"), &json!("7")), "the v1 column of the object the webhook converted");
     dc.shutdown().await;
 }

@@ -57,13 +57,13 @@ pub fn path(name: &str) -> String {
 }
 
 /// A long-running kubectl whose output lines arrive on a channel.
-struct Streaming {
+pub struct Streaming {
     child: std::process::Child,
     lines: mpsc::Receiver<String>,
 }
 
 impl Streaming {
-    fn start(dc: &DevCluster, args: &[&str]) -> Streaming {
+    pub fn start(dc: &DevCluster, args: &[&str]) -> Streaming {
         let mut cmd = base_command(dc);
         cmd.args(args).stdout(Stdio::piped()).stderr(Stdio::null());
         let mut child = cmd.spawn().expect("kubectl starts");
@@ -80,16 +80,25 @@ impl Streaming {
     }
 
     /// The next line containing `needle`, within a few seconds.
-    async fn expect(&self, needle: &str) -> String {
+    pub async fn expect(&self, needle: &str) -> String {
+        self.until(needle).await.pop().expect("the line found")
+    }
+
+    /// The lines printed up to the next one containing `needle` (included), within a few
+    /// seconds.
+    pub async fn until(&self, needle: &str) -> Vec<String> {
+        let mut seen = Vec::new();
         for _ in 0..100 {
             while let Ok(line) = self.lines.try_recv() {
-                if line.contains(needle) {
-                    return line;
+                let found = line.contains(needle);
+                seen.push(line);
+                if found {
+                    return seen;
                 }
             }
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        panic!("kubectl printed no line with {needle:?}");
+        panic!("kubectl printed no line with {needle:?}: {seen:?}");
     }
 }
 

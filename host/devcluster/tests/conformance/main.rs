@@ -16,13 +16,19 @@ mod crud;
 mod defaults;
 mod delete_gc;
 mod discovery;
+mod encoding;
 mod faults;
+mod field_selectors;
 mod hook_server;
 mod https;
 mod kubectl;
 mod patch;
 mod persistence;
+mod query;
+mod representations;
 mod smd;
+mod subresources;
+mod tables;
 mod tokens;
 mod update_validation;
 mod watch;
@@ -143,6 +149,27 @@ where
 /// A raw request to the server; returns the status code and the body as JSON (or text).
 pub async fn raw(dc: &DevCluster, method: &str, path: &str, content_type: &str, body: &str) -> (u16, Value) {
     raw_bytes(dc, method, path, content_type, body.as_bytes().to_vec()).await
+}
+
+/// A raw request with the given headers; returns the status, the response headers and the body
+/// exactly as sent.
+pub async fn exchange(
+    dc: &DevCluster,
+    method: &str,
+    path: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, http::HeaderMap, String) {
+    let mut req = http::Request::builder().method(method).uri(path);
+    for (name, value) in headers {
+        req = req.header(*name, *value);
+    }
+    let req = req.body(body.as_bytes().to_vec()).expect("a request");
+    let resp = dc.client().send(req.map(kube::client::Body::from)).await.expect("the server answers");
+    let status = resp.status().as_u16();
+    let headers = resp.headers().clone();
+    let bytes = http_body_util::BodyExt::collect(resp.into_body()).await.expect("a body").to_bytes();
+    (status, headers, String::from_utf8_lossy(&bytes).into_owned())
 }
 
 /// [`raw`] with a body of any bytes.

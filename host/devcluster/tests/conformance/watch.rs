@@ -163,9 +163,28 @@ async fn runtime_watcher_lists_in_pages_then_follows_changes() {
     dc.shutdown().await;
 }
 
+/// Streaming lists are the `WatchList` feature, off in Kubernetes 1.33 (`kube_features.go`:
+/// `{1.33, Beta, false}`): a server asked for them answers as kube-apiserver 1.33 does.
+#[tokio::test]
+async fn a_streaming_list_is_refused_as_by_kubernetes_1_33_unless_asked_for() {
+    let dc = start().await;
+    let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
+    let refused = cms.watch(&WatchParams::streaming_lists(), "0").await.err().map(super::api_error);
+    let status = refused.expect("a 1.33 server refuses sendInitialEvents");
+    assert_eq!((status.code, status.reason.as_str()), (422, "Invalid"));
+    assert_eq!(
+        status.message,
+        "ListOptions.meta.k8s.io \"\" is invalid: sendInitialEvents: Forbidden: sendInitialEvents is forbidden for watch unless the WatchList feature gate is enabled"
+    );
+    dc.shutdown().await;
+}
+
 #[tokio::test]
 async fn runtime_watcher_with_streaming_lists_gets_initial_events() {
-    let dc = start_empty().await;
+    super::watchdog();
+    let dc = DevCluster::start(Options { watch_list: true, namespace_controllers: false, ..Options::default() })
+        .await
+        .expect("the server starts");
     let cms: Api<ConfigMap> = Api::namespaced(dc.client(), "default");
     cms.create(&PostParams::default(), &cm("s", "x")).await.unwrap();
     let mut events = watcher(cms.clone(), watcher::Config::default().streaming_lists()).boxed();

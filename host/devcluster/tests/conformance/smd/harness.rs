@@ -351,7 +351,7 @@ fn normalize(value: &Value, schema: &Value) -> Value {
                 .collect();
             for (k, property) in schema.get("properties").and_then(Value::as_object).into_iter().flatten() {
                 if let (false, Some(default)) = (out.contains_key(k), property.get("default")) {
-                    out.insert(k.clone(), default.clone());
+                    out.insert(k.clone(), normalize(default, property));
                 }
             }
             Value::Object(out)
@@ -364,6 +364,12 @@ fn normalize(value: &Value, schema: &Value) -> Value {
             }
             Value::Array(items)
         }
+        // A whole float (a default of `2.0`) is written `2` by Go, and read back as an integer.
+        Value::Number(n) => match n.as_f64() {
+            #[allow(clippy::cast_possible_truncation)] // a whole number within i64
+            Some(f) if n.is_f64() && f.fract() == 0.0 && f.abs() < 9e15 => json!(f as i64),
+            _ => value.clone(),
+        },
         other => other.clone(),
     }
 }
