@@ -17,13 +17,15 @@ use super::hook_server::HookServer;
 use super::kubectl::{kubectl, ok};
 use super::{api_error, crd_resource, exchange, install_things, start};
 
+/// A version's schema: a `spec` with the one field `field` of type `ty`.
+fn schema(field: &str, ty: &str) -> Value {
+    json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object",
+        "properties": {field: {"type": ty}}}}}})
+}
+
 /// `Thing` in v1 (`spec.size`, a string) and v2 (`spec.replicas`, an integer), stored in v2,
 /// converted by `client`.
 async fn install(dc: &DevCluster, client: Value) {
-    let schema = |field: &str, ty: &str| {
-        json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object",
-            "properties": {field: {"type": ty}}}}}})
-    };
     let versions = json!([
         {"name": "v1", "served": true, "storage": false, "schema": schema("size", "string")},
         {"name": "v2", "served": true, "storage": true, "schema": schema("replicas", "integer")}]);
@@ -241,10 +243,6 @@ async fn a_watch_in_another_version_gets_objects_the_webhook_converted() {
 async fn a_watch_as_a_table_shows_the_columns_of_the_converted_object() {
     let dc = start().await;
     let hook = converter(Arc::new(AtomicBool::new(false))).await;
-    let schema = |field: &str, ty: &str| {
-        json!({"openAPIV3Schema": {"type": "object", "properties": {"spec": {"type": "object",
-            "properties": {field: {"type": ty}}}}}})
-    };
     let versions = json!([
         {"name": "v1", "served": true, "storage": false, "schema": schema("size", "string"),
             "additionalPrinterColumns": [{"name": "Size", "type": "string", "jsonPath": ".spec.size"}]},
