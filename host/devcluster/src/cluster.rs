@@ -3,11 +3,13 @@
 //! what the store must index, and carries out what after-commit hooks ask for, so that
 //! neither the store nor the pipeline needs to know a kind.
 
+use std::net::SocketAddr;
 use std::sync::Arc;
 
 use serde_json::Value;
 
 use super::admission::{Admission, Lookup};
+use super::conversion::Conversion;
 use super::crd;
 use super::kinds;
 use super::object;
@@ -15,6 +17,7 @@ use super::registry::Registry;
 use super::resource::GroupResource;
 use super::store::{Keys, Store};
 use super::strategy::{Effect, Resource};
+use super::webhook::ServiceRef;
 
 pub(crate) struct Cluster {
     pub registry: Registry,
@@ -36,6 +39,11 @@ impl Cluster {
     /// The resource objects of `gr` are stored as.
     pub(crate) fn resource(&self, gr: &GroupResource) -> Option<Arc<Resource>> {
         self.registry.by_resource(&gr.0, &gr.1)
+    }
+
+    /// How `rt`'s objects convert between versions, ready to run with the lock released.
+    pub(crate) fn conversion(&self, rt: &Arc<Resource>) -> Conversion {
+        Conversion::prepare(rt, &|service| self.service_address(service))
     }
 
     /// What the store indexes of `obj`, by its resource's strategy.
@@ -122,5 +130,9 @@ impl Lookup for Cluster {
                     && r.strategy(version).stored_as().is_none()
             })
             .cloned()
+    }
+
+    fn service_address(&self, service: &ServiceRef) -> Result<SocketAddr, String> {
+        kinds::service_address(self, service)
     }
 }

@@ -10,7 +10,7 @@ use tokio::sync::Notify;
 use tokio::sync::broadcast::error::RecvError;
 
 use super::cluster::Cluster;
-use super::pipeline::{self, PatchType};
+use super::pipeline;
 use super::request::{Target, WriteOptions};
 use super::state::Shared;
 use super::strategy::{Controller, How, Write};
@@ -48,12 +48,12 @@ fn carry_out(cluster: &mut Cluster, write: Write) -> bool {
     let target = Target::stored(rt, &write.namespace, &write.name);
     let mut opts = WriteOptions { manager: write.manager.to_string(), ..WriteOptions::default() };
     let written = match write.how {
-        How::Create(object) => pipeline::create(cluster, &Target { name: None, ..target }, object, &opts),
-        How::Update(object) => pipeline::update(cluster, &target, object, &opts),
+        How::Create(object) => pipeline::create_local(cluster, &Target { name: None, ..target }, &object, &opts),
+        How::Update(object) => pipeline::update_local(cluster, &target, &object, &opts),
         How::Apply(object) => {
             opts.force = true;
             let body = object.to_string();
-            pipeline::patch(cluster, &target, body.as_bytes(), PatchType::Apply, &opts)
+            pipeline::apply_local(cluster, &target, body.as_bytes(), &opts)
         }
     };
     match written {

@@ -193,5 +193,5 @@ fn delete_dependent(cluster: &mut Cluster, gr: &GroupResource, dep: &Value, poli
         precondition_uid: Some(object::uid(dep).to_string()),
         ..DeleteOptions::default()
     };
-    pipeline::delete(cluster, &target, &opts).is_ok()
+    pipeline::delete_local(cluster, &target, &opts).is_ok()
 }

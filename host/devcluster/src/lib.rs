@@ -4,8 +4,8 @@
 //! [`DevCluster::start`] serves the Kubernetes HTTP API on loopback from memory, so the real
 //! `kube` client and the real `kubectl` work against it unchanged: discovery of every stable
 //! built-in kind of its Kubernetes version (from the upstream definitions in `data/`), CRDs
-//! registered at run time with schema validation and CEL rules, `ValidatingAdmissionPolicies`,
-//! `/openapi/v2` and `/openapi/v3`,
+//! registered at run time with schema validation, CEL rules and conversion webhooks,
+//! `ValidatingAdmissionPolicies`, admission webhooks, `/openapi/v2` and `/openapi/v3`,
 //! get/list/watch, create/update/patch (merge, JSON, strategic, server-side apply), delete with
 //! finalizers and garbage collection, the subresources the real server serves itself
 //! (eviction, binding, ephemeral containers, CSR approval), server-side tables and metadata-only
@@ -48,8 +48,12 @@
 //!   `creationTimestamp: null` a real server prints;
 //!   CRD schemas are enforced except the rarer string `format`s; CEL rules and admission
 //!   policies run without a type checker or cost limits (the `cel` crate has neither), and
-//!   policies skip DELETE, `authorizer` and `Audit`; CRD versions convert with the `None`
-//!   strategy only (objects pruned by each version's schema), not by a conversion webhook;
+//!   policies skip DELETE, `authorizer` and `Audit`;
+//! - admission and conversion webhooks are called over HTTPS as kube-apiserver calls them
+//!   (see the README), but when several validating webhooks refuse, the first in configuration
+//!   order is reported (upstream: the first to answer), match conditions have no `authorizer`,
+//!   `auditAnnotations` are ignored, and a `service` reference without endpoints leads to
+//!   `127.0.0.1` at its target port (no cluster network);
 //! - `managedFields` of ordinary updates to built-ins can differ in `.` entries, because the real
 //!   server compares against Go zero values (`tests/conformance/smd/README.md` lists the
 //!   structured-merge-diff scenarios that run here and those that cannot);
@@ -63,8 +67,9 @@
 //!   (no static, bootstrap, OIDC or webhook tokens); authorization is `system:masters` and
 //!   RBAC (with its escalation checks), without the Node authorizer; the default roles and
 //!   bindings are created when missing, not reconciled;
-//! - no admission webhooks; `autoscaling/v1` `HorizontalPodAutoscaler`s are not served (only
-//!   `v2`); `pods/resize` and the `proxy` subresources are not served;
+//! - `autoscaling/v1` `HorizontalPodAutoscaler`s are not served (only `v2`); `pods/resize` and
+//!   the `proxy` subresources are not served; admission webhooks see no `CONNECT` (the
+//!   streams a kubelet would serve: `exec`, `attach`, `portforward`);
 //! - streaming lists (`sendInitialEvents`) are refused, as Kubernetes 1.33 refuses them with
 //!   its `WatchList` feature off, unless [`Options::watch_list`] turns them on.
 
@@ -98,12 +103,14 @@ mod pki;
 mod protobuf;
 mod selectors;
 mod tokens;
+mod webhook;
 
 // Storage: objects, versions, history and indexes.
 mod store;
 
 // What differs between kinds, and the kinds.
 mod admission;
+mod conversion;
 mod crd;
 mod kinds;
 mod strategy;
@@ -531,7 +538,8 @@ fn bootstrap(cluster: &mut Cluster, port: u16) {
         let name = object::name(&initial.object).to_string();
         let target = request::Target::stored(rt, initial.namespace.as_deref().unwrap_or_default(), &name);
         if read::existing(&cluster.store, &target).is_err() {
-            let _ = pipeline::create(cluster, &request::Target { name: None, ..target }, initial.object, &manager);
+            let _ =
+                pipeline::create_local(cluster, &request::Target { name: None, ..target }, &initial.object, &manager);
         }
     }
 }

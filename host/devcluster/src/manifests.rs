@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::cluster::Cluster;
 use super::object;
-use super::pipeline::{self, PatchType};
+use super::pipeline;
 use super::request::{Target, WriteOptions};
 
 /// The field manager of what is applied.
@@ -32,7 +32,7 @@ pub(crate) fn apply(cluster: &mut Cluster, obj: &Value) -> Result<(), (String, S
     let mut target = Target::stored(served, namespace, name);
     target.version = version.to_string();
     let opts = WriteOptions { manager: MANAGER.into(), force: true, ..WriteOptions::default() };
-    pipeline::patch(cluster, &target, obj.to_string().as_bytes(), PatchType::Apply, &opts)
+    pipeline::apply_local(cluster, &target, obj.to_string().as_bytes(), &opts)
         .map(|_| ())
         .map_err(|e| (described, e.message))
 }

@@ -98,19 +98,30 @@ impl Target {
 }
 
 /// Options common to writes.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct WriteOptions {
     pub dry_run: bool,
     /// `fieldManager`, or the user agent's product name when the request names none.
     pub manager: String,
+    /// Whether `fieldManager` was given: admission webhooks see it in the request's options
+    /// only then.
+    pub explicit_manager: bool,
     /// Whether an apply takes the fields other managers own (`force`).
     pub force: bool,
     /// `fieldValidation`: what happens to unknown fields.
     pub validation: FieldValidation,
-    /// Warnings for the response's `Warning` headers (unknown fields dropped under `Warn`).
-    pub warnings: std::cell::RefCell<Vec<String>>,
+    /// Warnings for the response's `Warning` headers (unknown fields dropped under `Warn`,
+    /// admission's).
+    pub warnings: std::sync::Mutex<Vec<String>>,
     /// Who writes (admission policies see it).
     pub user: User,
+}
+
+impl WriteOptions {
+    /// The warnings gathered so far, taken for the answer.
+    pub(crate) fn take_warnings(&self) -> Vec<String> {
+        std::mem::take(&mut *self.warnings.lock().unwrap_or_else(std::sync::PoisonError::into_inner))
+    }
 }
 
 impl Default for WriteOptions {
@@ -118,9 +129,10 @@ impl Default for WriteOptions {
         WriteOptions {
             dry_run: false,
             manager: String::new(),
+            explicit_manager: false,
             force: false,
             validation: FieldValidation::default(),
-            warnings: std::cell::RefCell::default(),
+            warnings: std::sync::Mutex::default(),
             user: User::admin(),
         }
     }

@@ -220,6 +220,13 @@ impl ApiError {
         ApiError::new(500, "InternalError", message)
     }
 
+    /// `errors.NewInternalError(err)`: 500, `Internal error occurred: <err>`, the error as the
+    /// one cause.
+    pub(crate) fn internal_error(err: &str) -> ApiError {
+        ApiError::new(500, "InternalError", format!("Internal error occurred: {err}"))
+            .with_details(json!({ "causes": [{ "message": err }] }))
+    }
+
     /// A server-side apply refused because other managers own fields it would change.
     pub(crate) fn apply_conflict(message: String, causes: &[Value]) -> ApiError {
         ApiError::new(409, "Conflict", message).with_details(json!({ "causes": causes }))

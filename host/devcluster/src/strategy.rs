@@ -7,9 +7,11 @@
 use std::ops::Deref;
 use std::sync::Arc;
 
+use futures_util::future::BoxFuture;
 use serde_json::Value;
 
 use super::allocator::{Allocations, Range};
+use super::decode;
 use super::names::NameRule;
 use super::printers::Columns;
 use super::resource::{GroupResource, ResourceType};
@@ -18,6 +20,7 @@ use super::status::{ApiError, Cause};
 use super::store::Store;
 use super::tokens::Signer;
 use super::user::User;
+use super::webhook::{ClientConfig, Endpoint};
 
 /// The kind-specific behaviour of a resource version. Every method has the behaviour of a kind
 /// that adds nothing, so a strategy states only what its kind does. Grouped as the pipeline
@@ -338,6 +341,25 @@ pub(crate) enum Effect {
     Unserve(String),
 }
 
+/// How a resource's objects change version beyond their `apiVersion`: a CRD's conversion
+/// webhook (`spec.conversion.strategy: Webhook`). Without one, only `apiVersion` changes.
+pub(crate) trait Converter: Send + Sync {
+    /// Where conversions are sent.
+    fn client(&self) -> &ClientConfig;
+
+    /// `objects`, each of another version, converted to `api_version` by the webhook at
+    /// `endpoint`, in order and checked as apiextensions-apiserver checks a `ConversionReview`
+    /// answer; the error is its message, naming `read` (the kind read: an object's `<gv>,
+    /// Kind=<kind>`, or a list's).
+    fn convert<'a>(
+        &'a self,
+        endpoint: &'a Endpoint,
+        objects: Vec<Value>,
+        api_version: &'a str,
+        read: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<Value>, String>>;
+}
+
 /// A served resource: its type, the strategy of each version, and what defines it.
 pub(crate) struct Resource {
     ty: ResourceType,
@@ -345,12 +367,41 @@ pub(crate) struct Resource {
     strategies: Vec<Box<dyn Strategy>>,
     /// The name of the object that defines this resource (a CRD's); `None` for a built-in.
     pub defined_by: Option<String>,
+    /// What converts its objects between versions besides `apiVersion`.
+    converter: Option<Arc<dyn Converter>>,
 }
 
 impl Resource {
     /// A resource with one strategy per version of `ty`, in the same order.
     pub(crate) fn new(ty: ResourceType, strategies: Vec<Box<dyn Strategy>>, defined_by: Option<String>) -> Resource {
-        Resource { ty, strategies, defined_by }
+        Resource { ty, strategies, defined_by, converter: None }
+    }
+
+    /// The resource, its objects converted between versions by `converter`.
+    #[must_use]
+    pub(crate) fn with_converter(mut self, converter: Arc<dyn Converter>) -> Resource {
+        self.converter = Some(converter);
+        self
+    }
+
+    pub(crate) fn converter(&self) -> Option<&Arc<dyn Converter>> {
+        self.converter.as_ref()
+    }
+
+    /// Reads `obj` as `version` of this resource, as the real server's codec does: a built-in
+    /// by its upstream definition, then the fields the version's schema lacks pruned. Returns
+    /// the object and the paths of the fields dropped (for `fieldValidation`); the error is the
+    /// decoder's, naming the field of the wrong type.
+    pub(crate) fn decode(&self, version: &str, obj: Value) -> Result<(Value, Vec<String>), String> {
+        let (mut obj, mut unknown) = match self.version(version).and_then(|v| v.definition) {
+            Some(definition) => {
+                let decoded = decode::decode(&self.kind, definition, &obj)?;
+                (decoded.object, decoded.unknown)
+            }
+            None => (obj, Vec::new()),
+        };
+        unknown.extend(self.strategy(version).prune(&mut obj));
+        Ok((obj, unknown))
     }
 
     /// The strategy of `version`; the storage version's for a version the resource lacks.

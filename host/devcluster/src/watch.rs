@@ -8,10 +8,11 @@ use bytes::Bytes;
 use serde_json::{Value, json};
 use tokio::sync::{broadcast, mpsc};
 
+use super::conversion::Conversion;
 use super::encode;
 use super::faults::Frame;
 use super::present::{Presentation, present_one};
-use super::read::{as_addressed, present};
+use super::read::{as_addressed, show};
 use super::request::{Filter, Target};
 use super::resource::GroupResource;
 use super::state::Shared;
@@ -34,6 +35,15 @@ fn line(kind: &str, object: &Value) -> Bytes {
     encode::watch_event(kind, object)
 }
 
+/// A bookmark at `rv`; `end` marks the end of the initial events.
+fn bookmark(t: &Target, rv: u64, end: bool) -> Bytes {
+    let mut meta = json!({ "resourceVersion": rv.to_string() });
+    if end {
+        meta["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
+    }
+    line("BOOKMARK", &json!({ "kind": t.rt.kind, "apiVersion": t.rt.api_version(&t.version), "metadata": meta }))
+}
+
 /// How many frames a watch renders ahead of what its client has read.
 const AHEAD: usize = 64;
 
@@ -42,14 +52,14 @@ const AHEAD: usize = 64;
 pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Receiver<Frame>, ApiError> {
     let WatchRequest { target, filter, resource_version, send_initial_events, bookmarks, timeout, presentation } = req;
     let gr = target.gr();
-    let mut render = renderer(presentation);
     let (tx, frames) = mpsc::channel::<Frame>(AHEAD);
     let mut initial_end = false;
     // Under the lock, only what to send is taken (shared pointers); it is rendered after.
     let mut initial = Vec::new();
     let mut past = Vec::new();
-    let (mut rx, start_rv) = {
+    let (mut rx, start_rv, conversion) = {
         let mut cluster = shared.lock();
+        let conversion = cluster.conversion(&target.rt);
         let store = &mut cluster.store;
         let rv = resource_version.as_deref().unwrap_or("");
         // With `sendInitialEvents`, the current state (at least as new as the version asked
@@ -59,13 +69,13 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Rec
                 initial = store.list(&gr, target.namespace.as_deref());
                 initial_end = send_initial_events == Some(true) && bookmarks;
             }
-            (store.subscribe(&gr), store.current_rv())
+            (store.subscribe(&gr), store.current_rv(), conversion)
         } else {
             let from: u64 =
                 rv.parse().map_err(|_| ApiError::bad_request(format!("invalid resource version: {rv:?}")))?;
             if let Some((changes, rx)) = store.changes_since(&gr, from) {
                 past = changes;
-                (rx, store.current_rv().max(from))
+                (rx, store.current_rv().max(from), conversion)
             } else {
                 let gone =
                     ApiError::expired(format!("too old resource version: {from} ({})", store.oldest_watchable()));
@@ -75,36 +85,29 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Rec
             }
         }
     };
-    let mut first: Vec<Bytes> = Vec::new();
-    for obj in initial.iter().filter(|o| filter.matches(o)) {
-        first.push(line("ADDED", &render(&target, obj)));
-    }
+    // What comes first: the current objects, or the changes since the version asked for.
+    let mut first: Vec<(&'static str, Arc<Value>)> =
+        initial.into_iter().filter(|o| filter.matches(o)).map(|o| ("ADDED", o)).collect();
     for change in &past {
-        if let Some((kind, obj)) = event_for(&gr, &filter, change) {
-            first.push(line(kind, &render(&target, obj)));
+        if let Some((kind, _)) = event_for(&gr, &filter, change) {
+            first.push((kind, change.object.clone()));
         }
     }
-    let bookmark = {
-        let t = target.clone();
-        move |rv: u64, end: bool| {
-            let mut meta = json!({ "resourceVersion": rv.to_string() });
-            if end {
-                meta["annotations"] = json!({ "k8s.io/initial-events-end": "true" });
-            }
-            line(
-                "BOOKMARK",
-                &json!({ "kind": t.rt.kind, "apiVersion": t.rt.api_version(&t.version), "metadata": meta }),
-            )
-        }
-    };
-    first.extend(initial_end.then(|| bookmark(start_rv, true)));
+    let end_of_initial = initial_end.then(|| bookmark(&target, start_rv, true));
     let interval = shared.bookmark_interval;
     let mut shutdown = shared.shutdown.clone();
+    // Converting may call a conversion webhook: it happens in the watch's own task.
+    let mut render = Renderer { conversion, presentation, headers_sent: false };
     tokio::spawn(async move {
-        for bytes in first {
-            if tx.send(Frame::Event(bytes)).await.is_err() {
+        for (kind, obj) in first {
+            if !render.send(&tx, &target, kind, &obj).await {
                 return;
             }
+        }
+        if let Some(bytes) = end_of_initial
+            && tx.send(Frame::Event(bytes)).await.is_err()
+        {
+            return;
         }
         let deadline = tokio::time::sleep(timeout);
         tokio::pin!(deadline);
@@ -117,8 +120,8 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Rec
                     Ok(change) if change.rv <= start_rv => {}
                     Ok(change) => {
                         last_rv = last_rv.max(change.rv);
-                        if let Some((kind, obj)) = event_for(&gr, &filter, &change)
-                            && tx.send(Frame::Event(line(kind, &render(&target, obj)))).await.is_err()
+                        if let Some((kind, _)) = event_for(&gr, &filter, &change)
+                            && !render.send(&tx, &target, kind, &change.object).await
                         {
                             return;
                         }
@@ -131,7 +134,7 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Rec
                     Err(broadcast::error::RecvError::Closed) => return,
                 },
                 _ = ticker.tick(), if bookmarks => {
-                    if tx.send(Frame::Bookmark(bookmark(last_rv, false))).await.is_err() {
+                    if tx.send(Frame::Bookmark(bookmark(&target, last_rv, false))).await.is_err() {
                         return;
                     }
                 }
@@ -144,21 +147,37 @@ pub(crate) fn start(shared: &Arc<Shared>, req: WatchRequest) -> Result<mpsc::Rec
     Ok(frames)
 }
 
-/// How a watch renders the objects of its events, as the client asked for them. A table's
-/// column definitions come with the first event only (`NoHeaders` after it); a list
-/// representation cannot show one object, so the events come whole then, as upstream.
-fn renderer(presentation: Presentation) -> impl FnMut(&Target, &Value) -> Value {
-    let mut headers_sent = false;
-    move |t: &Target, obj: &Value| {
-        let full = present(&t.rt, &t.version, obj);
-        let mut shown = present_one(t, &full, presentation).unwrap_or(full);
-        if matches!(presentation, Presentation::Table { .. }) {
-            if headers_sent {
+/// How a watch renders the objects of its events, as the client asked for them: in the
+/// version it addresses (through the conversion webhook, if any), then a one-row table, the
+/// metadata or whole. A table's column definitions come with the first event only
+/// (`NoHeaders` after it); a list representation cannot show one object, so the events come
+/// whole then, as upstream.
+struct Renderer {
+    conversion: Conversion,
+    presentation: Presentation,
+    headers_sent: bool,
+}
+
+impl Renderer {
+    /// Sends `obj` as an event of `kind`; `false` once the watch ends: the client left, or the
+    /// object could not be converted. As kube-apiserver's watch server, which logs an object
+    /// it cannot encode and closes the stream, no error event is sent.
+    async fn send(&mut self, tx: &mpsc::Sender<Frame>, t: &Target, kind: &str, obj: &Value) -> bool {
+        let full = match show(&self.conversion, t, obj).await {
+            Ok(full) => full,
+            Err(e) => {
+                tracing::warn!(resource = %t.rt.plural, error = %e.message, "unable to encode watch object; ending the watch");
+                return false;
+            }
+        };
+        let mut shown = present_one(t, &full, self.presentation).unwrap_or(full);
+        if matches!(self.presentation, Presentation::Table { .. }) {
+            if self.headers_sent {
                 shown["columnDefinitions"] = Value::Null;
             }
-            headers_sent = true;
+            self.headers_sent = true;
         }
-        as_addressed(t, shown)
+        tx.send(Frame::Event(line(kind, &as_addressed(t, shown)))).await.is_ok()
     }
 }
 

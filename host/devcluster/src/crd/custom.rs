@@ -2,9 +2,11 @@
 //! strategy of each version, which its schema, status subresource and printer columns make.
 
 use std::cmp::Ordering;
+use std::sync::Arc;
 
 use serde_json::{Value, json};
 
+use super::conversion::Webhook;
 use super::schema;
 use super::validations::Rules;
 use super::{str_at, strings_at};
@@ -91,7 +93,11 @@ pub(super) fn resource(crd: &Value) -> Resource {
         short_names: strings_at(&spec, &["names", "shortNames"]),
         categories: strings_at(&spec, &["names", "categories"]),
     };
-    Resource::new(ty, strategies, Some(object::name(crd).to_string()))
+    let resource = Resource::new(ty, strategies, Some(object::name(crd).to_string()));
+    match Webhook::of(crd) {
+        Some(webhook) => resource.with_converter(Arc::new(webhook)),
+        None => resource,
+    }
 }
 
 /// The schema errors that keep CEL rules from running (`hasBlockingErr`).

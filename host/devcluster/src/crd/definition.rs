@@ -11,6 +11,7 @@ use crate::object;
 use crate::printers::Columns;
 use crate::status::Cause;
 use crate::strategy::{Contents, Effect, Finish, Holds, Strategy};
+use crate::webhook;
 
 /// The strategy of `CustomResourceDefinitions`.
 pub(crate) struct Definitions;
@@ -124,7 +125,83 @@ fn validate(crd: &Value) -> Vec<Cause> {
             causes.extend(bad);
         }
     }
+    causes.extend(validate_conversion(crd));
     causes
+}
+
+/// `spec.conversion` (`ValidateCustomResourceConversion`), with the field paths of the internal
+/// type upstream reports (`spec.conversion.webhookClientConfig`).
+fn validate_conversion(crd: &Value) -> Vec<Cause> {
+    let Some(conversion) = crd.pointer("/spec/conversion") else {
+        return Vec::new();
+    };
+    let strategy = str_at(conversion, &["strategy"]);
+    let webhook = conversion.get("webhook").filter(|w| !w.is_null());
+    let client = webhook.and_then(|w| w.get("clientConfig")).filter(|c| !c.is_null());
+    let versions = webhook.and_then(|w| w.get("conversionReviewVersions")).and_then(Value::as_array);
+    let mut causes = Vec::new();
+    match strategy {
+        "None" => {
+            if client.is_some() {
+                causes.push(Cause::new(
+                    "FieldValueForbidden",
+                    "spec.conversion.webhookClientConfig",
+                    "Forbidden: should not be set when strategy is not set to Webhook",
+                ));
+            }
+            if versions.is_some() {
+                causes.push(Cause::new(
+                    "FieldValueForbidden",
+                    "spec.conversion.conversionReviewVersions",
+                    "Forbidden: should not be set when strategy is not set to Webhook",
+                ));
+            }
+        }
+        "Webhook" => {
+            match client {
+                None => causes.push(Cause::new(
+                    "FieldValueRequired",
+                    "spec.conversion.webhookClientConfig",
+                    "Required value: required when strategy is set to Webhook",
+                )),
+                Some(client) => causes.extend(webhook::validate(client, "spec.conversion.webhookClientConfig")),
+            }
+            let versions: Vec<&str> = versions.into_iter().flatten().filter_map(Value::as_str).collect();
+            if versions.is_empty() {
+                causes.push(Cause::new(
+                    "FieldValueRequired",
+                    "spec.conversion.conversionReviewVersions",
+                    "Required value: must specify one of v1, v1beta1",
+                ));
+            } else if !versions.iter().any(|v| matches!(*v, "v1" | "v1beta1")) {
+                causes.push(Cause::new(
+                    "FieldValueInvalid",
+                    "spec.conversion.conversionReviewVersions",
+                    format!("Invalid value: {}: must include at least one of v1, v1beta1", go_strings(&versions)),
+                ));
+            }
+            if crd.pointer("/spec/preserveUnknownFields").and_then(Value::as_bool) == Some(true) {
+                causes.push(Cause::new(
+                    "FieldValueInvalid",
+                    "spec.conversion.strategy",
+                    "Invalid value: \"Webhook\": must be None if spec.preserveUnknownFields is true",
+                ));
+            }
+        }
+        "" => causes.push(Cause::new("FieldValueRequired", "spec.conversion.strategy", "Required value")),
+        other => causes.push(Cause::new(
+            "FieldValueNotSupported",
+            "spec.conversion.strategy",
+            format!("Unsupported value: {other:?}: supported values: \"None\", \"Webhook\""),
+        )),
+    }
+    causes
+}
+
+/// A list of strings as Go's `%v` prints a `[]string` in a field error: `[]string{"a", "b"}`.
+fn go_strings(items: &[&str]) -> String {
+    let quoted: Vec<String> = items.iter().map(|i| format!("{i:?}")).collect();
+    format!("[]string{{{}}}", quoted.join(", "))
 }
 
 /// Sets the status a real server reports for an accepted, established CRD.

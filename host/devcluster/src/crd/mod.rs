@@ -6,6 +6,7 @@
 //! strategies and the effects their hooks return.
 
 mod admission;
+mod conversion;
 mod custom;
 mod definition;
 mod schema;

@@ -23,14 +23,19 @@ mod events;
 mod eviction;
 mod go_value;
 mod kubelet;
+mod matching;
 mod networking;
 mod pods;
 mod policies;
 mod rbac;
 mod reviews;
+mod routing;
 mod serviceaccounts;
 mod services;
 mod storage;
+mod webhooks;
+
+pub(crate) use self::routing::service_address;
 
 pub(crate) use self::rbac::authorize;
 pub(crate) use self::serviceaccounts::authenticate as authenticate_token;
@@ -73,10 +78,13 @@ pub(crate) fn strategy(group: &str, plural: &str) -> Box<dyn Strategy> {
         ("rbac.authorization.k8s.io", _) => Box::new(rbac::Other),
         (group, plural) if reviews::REVIEWS.contains(&(group, plural)) => reviews::strategy(plural),
         ("admissionregistration.k8s.io", "validatingadmissionpolicies") => Box::new(policies::Policies),
-        (
-            "admissionregistration.k8s.io",
-            "mutatingwebhookconfigurations" | "validatingadmissionpolicybindings" | "validatingwebhookconfigurations",
-        )
+        ("admissionregistration.k8s.io", "mutatingwebhookconfigurations") => {
+            Box::new(webhooks::Configurations { mutating: true })
+        }
+        ("admissionregistration.k8s.io", "validatingwebhookconfigurations") => {
+            Box::new(webhooks::Configurations { mutating: false })
+        }
+        ("admissionregistration.k8s.io", "validatingadmissionpolicybindings")
         | ("flowcontrol.apiserver.k8s.io", "flowschemas" | "prioritylevelconfigurations") => Box::new(Generational),
         _ => Box::new(Plain),
     }
@@ -108,12 +116,13 @@ pub(crate) fn serves(r: &builtins::Resource) -> bool {
     verbs("create") && verbs("get") && !(r.group == "autoscaling" && r.version == "v1")
 }
 
-/// The admission plugins of the built-in kinds.
+/// The admission plugins of the built-in kinds, the admission webhooks last.
 pub(crate) fn admission() -> Admission {
     Admission::new(
         vec![Box::new(core::NamespaceLifecycle)],
         vec![Box::new(rbac::Escalation), Box::new(policies::ValidatingPolicies)],
     )
+    .with_webhooks(Box::new(webhooks::AdmissionWebhooks))
 }
 
 /// The controllers of kube-controller-manager the server runs itself (beside garbage

@@ -11,7 +11,8 @@
 
 use serde_json::{Value, json};
 
-use crate::admission::{Attributes, Lookup, Operation, Validating};
+use super::matching;
+use crate::admission::{Attributes, Lookup, Validating};
 use crate::cel::{self, CelValue, Expression};
 use crate::object;
 use crate::selectors::LabelSelector;
@@ -74,10 +75,10 @@ impl Validating for ValidatingPolicies {
                 Decision::Allow => continue,
                 Decision::Fail { message, reason } => (message, reason),
             };
-            let actions = object_strings(binding, "/spec/validationActions");
+            let actions = matching::strings(binding, "/spec/validationActions");
             let binding_name = object::name(binding);
             if actions.iter().any(|a| a == "Warn") {
-                a.warnings.borrow_mut().push(format!(
+                a.warn(format!(
                     "Validation failed for ValidatingAdmissionPolicy '{policy_name}' with binding '{binding_name}': {message}"
                 ));
             }
@@ -124,94 +125,43 @@ enum Decision {
 struct Request<'a> {
     a: &'a Attributes<'a>,
     obj: &'a Value,
-    /// The object's namespace, for namespace selectors and `namespaceObject`.
+    /// The object's namespace, for `namespaceObject`.
     namespace: Option<std::sync::Arc<Value>>,
+    /// The labels a namespace selector is matched with (`None`: a cluster-scoped request).
+    namespace_labels: Option<Value>,
     /// The `request` variable.
     variable: CelValue,
 }
 
 impl<'a> Request<'a> {
     fn new(a: &'a Attributes<'a>, obj: &'a Value, lookup: &dyn Lookup) -> Request<'a> {
-        let namespace = (!a.namespace.is_empty())
-            .then(|| lookup.object(&(String::new(), "namespaces".to_string()), "", a.namespace))
-            .flatten();
-        let operation = match a.operation {
-            Operation::Create => "CREATE",
-            Operation::Update => "UPDATE",
-        };
-        let rt = a.resource;
-        let kind = json!({ "group": rt.group, "version": a.version, "kind": rt.kind });
-        let resource = json!({ "group": rt.group, "version": a.version, "resource": rt.plural });
-        let options_kind = if a.operation == Operation::Create { "CreateOptions" } else { "UpdateOptions" };
-        let request = json!({
-            "kind": kind, "resource": resource, "subResource": a.subresource.unwrap_or_default(),
-            "requestKind": kind, "requestResource": resource, "requestSubResource": a.subresource.unwrap_or_default(),
-            "name": a.name, "namespace": a.namespace, "operation": operation,
-            "userInfo": { "username": a.user.name, "groups": a.user.groups },
-            "dryRun": a.dry_run,
-            "options": { "kind": options_kind, "apiVersion": "meta.k8s.io/v1" },
-        });
-        Request { a, obj, namespace, variable: cel::value(&request) }
+        Request {
+            a,
+            obj,
+            namespace: matching::namespace_object(a, lookup),
+            namespace_labels: matching::namespace_labels(a, Some(obj), lookup).ok().flatten(),
+            variable: cel::value(&matching::request(a, a.version)),
+        }
     }
 
     /// Whether `constraints` (`matchConstraints` or a binding's `matchResources`) select this
     /// request; a binding without resource rules narrows by its selectors only.
     fn matches(&self, constraints: &Value, rules_required: bool) -> bool {
         let rules = constraints.get("resourceRules").and_then(Value::as_array);
-        let rule_match = |list: Option<&Vec<Value>>| list.into_iter().flatten().any(|r| self.rule_matches(r));
+        let rule_match = |list: Option<&Vec<Value>>| {
+            list.into_iter().flatten().any(|r| matching::rule_matches(r, self.a, self.a.version))
+        };
         if (rules_required || rules.is_some_and(|r| !r.is_empty())) && !rule_match(rules) {
             return false;
         }
         if rule_match(constraints.get("excludeResourceRules").and_then(Value::as_array)) {
             return false;
         }
-        let selects = |field: &str, labels: Option<&Value>| match constraints.get(field) {
-            None | Some(Value::Null) => true,
-            Some(sel) => LabelSelector::from_object(sel).is_ok_and(|s| s.matches(&pairs(labels))),
-        };
-        let ns_labels = if self.a.resource.group.is_empty() && self.a.resource.plural == "namespaces" {
-            self.obj.pointer("/metadata/labels").cloned()
-        } else {
-            self.namespace.as_ref().and_then(|ns| ns.pointer("/metadata/labels").cloned())
-        };
-        let namespaced = self.a.resource.namespaced || self.a.resource.plural == "namespaces";
-        let object_ok = selects("objectSelector", self.obj.pointer("/metadata/labels"))
-            || self.a.old.is_some_and(|o| selects("objectSelector", o.pointer("/metadata/labels")));
-        (!namespaced || selects("namespaceSelector", ns_labels.as_ref())) && object_ok
-    }
-
-    /// One `NamedRuleWithOperations`.
-    fn rule_matches(&self, rule: &Value) -> bool {
-        let listed = |field: &str, value: &str| {
-            object_strings(rule, &format!("/{field}")).iter().any(|v| v == "*" || v == value)
-        };
-        let rt = self.a.resource;
-        let operation = match self.a.operation {
-            Operation::Create => "CREATE",
-            Operation::Update => "UPDATE",
-        };
-        let scope = rule.get("scope").and_then(Value::as_str).unwrap_or("*");
-        let scope_ok = match scope {
-            "Cluster" => !rt.namespaced,
-            "Namespaced" => rt.namespaced,
-            _ => true,
-        };
-        let resource_ok = object_strings(rule, "/resources").iter().any(|r| {
-            let (res, sub) = r.split_once('/').unwrap_or((r, ""));
-            let res_ok = res == "*" || res == rt.plural;
-            match (self.a.subresource, sub) {
-                (None, "") => res_ok,
-                (Some(s), sub) => res_ok && (sub == "*" || sub == s),
-                (None, _) => false,
-            }
-        });
-        let names = object_strings(rule, "/resourceNames");
-        listed("apiGroups", &rt.group)
-            && listed("apiVersions", self.a.version)
-            && listed("operations", operation)
-            && scope_ok
-            && resource_ok
-            && (names.is_empty() || names.iter().any(|n| n == self.a.name))
+        let namespace_ok = self
+            .namespace_labels
+            .as_ref()
+            .is_none_or(|labels| matching::selects(constraints.get("namespaceSelector"), Some(labels)));
+        namespace_ok && matching::object_selected(constraints.get("objectSelector"), Some(self.obj), self.a.old)
     }
 
     /// The variables every expression sees, with `params` bound.
@@ -224,21 +174,6 @@ impl<'a> Request<'a> {
             ("namespaceObject", self.namespace.as_deref().map_or(CelValue::Null, cel::value)),
         ]
     }
-}
-
-/// The labels of an object's `metadata.labels`, as pairs.
-fn pairs(labels: Option<&Value>) -> Vec<(&str, &str)> {
-    labels
-        .and_then(Value::as_object)
-        .map(|m| m.iter().filter_map(|(k, v)| Some((k.as_str(), v.as_str()?))).collect())
-        .unwrap_or_default()
-}
-
-fn object_strings(v: &Value, pointer: &str) -> Vec<String> {
-    v.pointer(pointer)
-        .and_then(Value::as_array)
-        .map(|a| a.iter().filter_map(|s| s.as_str().map(String::from)).collect())
-        .unwrap_or_default()
 }
 
 /// What `policy` decides about the request through `binding`.
@@ -309,7 +244,7 @@ fn params(
             lookup
                 .objects(&gr, namespace.as_deref())
                 .into_iter()
-                .filter(|p| selector.matches(&pairs(p.pointer("/metadata/labels"))))
+                .filter(|p| selector.matches(&matching::pairs(p.pointer("/metadata/labels"))))
                 .map(|p| Some((*p).clone()))
                 .collect()
         }

@@ -8,40 +8,57 @@ use std::sync::Arc;
 
 use serde_json::{Value, json};
 
-use super::delete::delete;
-use super::stages;
+use super::delete::delete_local;
+use super::{run, stages};
+use crate::admission::{Operation, Phase};
 use crate::cluster::Cluster;
 use crate::read::existing;
 use crate::request::{DeleteOptions, Target, WriteOptions};
 use crate::resource::GroupResource;
+use crate::state::Shared;
 use crate::status::ApiError;
 use crate::strategy::{Action, Answering, Objects};
-use crate::tokens::Signer;
 
 /// A create on the subresource `t` names, past admission as any create (a `CREATE` of the
-/// subresource, whose object is the body): the kind's answer (`serviceaccounts/token`), 201
-/// with what it made, or else its action, answered with 201 and its `Status` (whose `code` is
-/// 201 when the action gives none, as the create handler fills it). `signer` signs the tokens
-/// an answer hands out.
-pub(crate) fn act(
-    cluster: &mut Cluster,
+/// subresource, whose object is the body: in-tree mutating steps, mutating webhooks, in-tree
+/// validating steps, validating webhooks, the webhooks called with the cluster unlocked): the
+/// kind's answer (`serviceaccounts/token`), 201 with what it made, or else its action,
+/// answered with 201 and its `Status` (whose `code` is 201 when the action gives none, as the
+/// create handler fills it).
+pub(crate) async fn act(
+    shared: &Shared,
     t: &Target,
-    body: &Value,
+    mut body: Value,
     query: &[(String, String)],
     opts: &WriteOptions,
-    signer: &Signer,
 ) -> Result<(u16, Value), ApiError> {
+    let options = stages::options(Operation::Create, opts);
+    let a = stages::attributes(t, Operation::Create, t.name(), None, opts, &options);
+    let (mutating, conversion) = {
+        let cluster = shared.lock();
+        existing(&cluster.store, t)?;
+        cluster.admission.admit(&a, &mut body, &*cluster)?;
+        (cluster.admission.prepare(Phase::Mutating, &a, &*cluster), cluster.conversion(&t.rt))
+    };
+    run(&mutating, &a, Some(&mut body), &conversion).await?;
+    let validating = {
+        let cluster = shared.lock();
+        cluster.admission.validate(&a, &body, &*cluster)?;
+        cluster.admission.prepare(Phase::Validating, &a, &*cluster)
+    };
+    run(&validating, &a, Some(&mut body.clone()), &conversion).await?;
+    let mut cluster = shared.lock();
+    // The object may have gone while the webhooks ran.
     let parent = existing(&cluster.store, t)?;
-    let mut body = body.clone();
-    stages::admit_action(cluster, t, &mut body, opts)?;
     let strategy = t.rt.storage();
     let subresource = t.subresource.as_deref().unwrap_or_default();
-    let context = Answering { user: &opts.user, store: &cluster.store, signer, namespace: t.ns() };
+    let context =
+        Answering { user: &opts.user, store: &cluster.store, signer: &shared.credentials.signer, namespace: t.ns() };
     if let Some(answer) = strategy.answer_subresource(subresource, &parent, &body, &context) {
         return answer.map(|made| (201, made));
     }
     let action = action(t, &body, query, opts.dry_run);
-    let mut objects = Acting { cluster, dry_run: opts.dry_run };
+    let mut objects = Acting { cluster: &mut cluster, dry_run: opts.dry_run };
     let mut answer = strategy.act(&action, &mut objects).ok_or_else(ApiError::method_not_allowed)??;
     if answer.get("code").is_none_or(|c| c.as_u64() == Some(0)) {
         answer["code"] = json!(201);
@@ -108,7 +125,8 @@ impl Objects for Acting<'_> {
             precondition_rv: text("/preconditions/resourceVersion"),
             dry_run: self.dry_run || options.get("dryRun").and_then(Value::as_array).is_some_and(|d| !d.is_empty()),
         };
-        delete(self.cluster, &Target::stored(rt, namespace, name), &opts).map(|_| ())
+        // As the eviction's storage deletes the pod: no admission of the delete.
+        delete_local(self.cluster, &Target::stored(rt, namespace, name), &opts).map(|_| ())
     }
 }
 

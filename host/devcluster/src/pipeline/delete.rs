@@ -1,17 +1,117 @@
-//! DELETE: preconditions, then as the resource's strategy and the propagation policy say: marked
-//! terminating for a controller, held by finalizers, or removed (`rest.BeforeDelete` and the
-//! generic registry's `Delete`).
+//! DELETE: preconditions, admission webhooks (a `DELETE` review of the stored object), then as
+//! the resource's strategy and the propagation policy say: marked terminating for a controller,
+//! held by finalizers, or removed (`rest.BeforeDelete` and the generic registry's `Delete`).
+
+use std::sync::{Arc, Mutex};
 
 use serde_json::{Value, json};
 
+use super::{ATTEMPTS, Answer, run};
+use crate::admission::{Attributes, Operation, Phase};
 use crate::cluster::Cluster;
 use crate::object::{self, FOREGROUND};
-use crate::read::{existing, list_of, present};
+use crate::read::{existing, list_of, show};
 use crate::request::{DeleteOptions, Filter, Target};
+use crate::state::Shared;
 use crate::status::{self, ApiError};
+use crate::user::User;
 
-/// DELETE of one object.
-pub(crate) fn delete(cluster: &mut Cluster, t: &Target, opts: &DeleteOptions) -> Result<(u16, Value), ApiError> {
+/// Who deletes, and where the warnings of the admission webhooks go.
+pub(crate) struct Deleter<'a> {
+    pub user: &'a User,
+    pub warnings: &'a Mutex<Vec<String>>,
+}
+
+/// DELETE of one object: its admission webhooks called with the cluster unlocked, then
+/// [`delete_local`] (again from the start if the object changed meanwhile).
+pub(crate) async fn delete(
+    shared: &Shared,
+    t: &Target,
+    opts: &DeleteOptions,
+    by: &Deleter<'_>,
+) -> Result<(u16, Value), ApiError> {
+    let options = options(opts);
+    for _ in 0..ATTEMPTS {
+        let (stored, conversion, mutating, validating, answer) = {
+            let mut cluster = shared.lock();
+            let stored = existing(&cluster.store, t)?;
+            check_preconditions(t, &stored, opts)?;
+            let a = attributes(t, &stored, &options, opts, by);
+            let mutating = cluster.admission.prepare(Phase::Mutating, &a, &*cluster);
+            let validating = cluster.admission.prepare(Phase::Validating, &a, &*cluster);
+            let conversion = cluster.conversion(&t.rt);
+            let answer = (mutating.is_empty() && validating.is_empty())
+                .then(|| delete_local(&mut cluster, t, opts))
+                .transpose()?;
+            (stored, conversion, mutating, validating, answer)
+        };
+        if let Some(answer) = answer {
+            return answer.show(t, &conversion).await;
+        }
+        let view = show(&conversion, t, &stored).await?;
+        let a = attributes(t, &view, &options, opts, by);
+        run(&mutating, &a, None, &conversion).await?;
+        run(&validating, &a, None, &conversion).await?;
+        let answer = {
+            let mut cluster = shared.lock();
+            let now = existing(&cluster.store, t)?;
+            if object::meta_str(&now, "resourceVersion") != object::meta_str(&stored, "resourceVersion") {
+                continue;
+            }
+            delete_local(&mut cluster, t, opts)?
+        };
+        return answer.show(t, &conversion).await;
+    }
+    Err(ApiError::modified(&t.rt.group, &t.rt.plural, t.name()))
+}
+
+/// What admission knows of a delete of `old`.
+fn attributes<'a>(
+    t: &'a Target,
+    old: &'a Value,
+    options: &'a Value,
+    opts: &DeleteOptions,
+    by: &Deleter<'a>,
+) -> Attributes<'a> {
+    Attributes {
+        operation: Operation::Delete,
+        resource: &t.rt,
+        version: &t.version,
+        subresource: None,
+        namespace: t.ns(),
+        name: t.name(),
+        old: Some(old),
+        user: by.user,
+        dry_run: opts.dry_run,
+        options,
+        warnings: by.warnings,
+    }
+}
+
+/// The `DeleteOptions` webhooks see.
+fn options(opts: &DeleteOptions) -> Value {
+    let mut options = json!({ "kind": "DeleteOptions", "apiVersion": "meta.k8s.io/v1" });
+    if opts.dry_run {
+        options["dryRun"] = json!(["All"]);
+    }
+    if let Some(policy) = &opts.propagation {
+        options["propagationPolicy"] = json!(policy);
+    }
+    let mut preconditions = json!({});
+    if let Some(uid) = &opts.precondition_uid {
+        preconditions["uid"] = json!(uid);
+    }
+    if let Some(rv) = &opts.precondition_rv {
+        preconditions["resourceVersion"] = json!(rv);
+    }
+    if preconditions.as_object().is_some_and(|p| !p.is_empty()) {
+        options["preconditions"] = preconditions;
+    }
+    options
+}
+
+/// DELETE of one object, once admitted (and the server's own deletes: garbage collection).
+pub(crate) fn delete_local(cluster: &mut Cluster, t: &Target, opts: &DeleteOptions) -> Result<Answer, ApiError> {
     let rt = &t.rt;
     let name = t.name();
     let obj = existing(&cluster.store, t)?;
@@ -20,19 +120,18 @@ pub(crate) fn delete(cluster: &mut Cluster, t: &Target, opts: &DeleteOptions) ->
     let policy = opts.propagation.as_deref().unwrap_or("Background");
     let strategy = rt.storage();
     if opts.dry_run {
-        return Ok((200, present(rt, &t.version, &obj)));
+        return Ok(Answer::Stored(200, obj));
     }
     if let Some(status) = strategy.terminating_status() {
         // A controller empties the object, then removes it (`gc`).
         if object::is_deleting(&obj) {
-            return Ok((200, present(rt, &t.version, &obj)));
+            return Ok(Answer::Stored(200, obj));
         }
         let mut terminating = (*obj).clone();
         object::set_meta(&mut terminating, "deletionTimestamp", json!(object::now()));
         object::set_meta(&mut terminating, "deletionGracePeriodSeconds", json!(0));
         terminating["status"] = status;
-        let stored = cluster.put(&t.gr(), terminating);
-        return Ok((200, present(rt, &t.version, &stored)));
+        return Ok(Answer::Stored(200, cluster.put(&t.gr(), terminating)));
     }
     if policy == "Orphan" {
         orphan_dependents(cluster, object::uid(&obj));
@@ -43,7 +142,7 @@ pub(crate) fn delete(cluster: &mut Cluster, t: &Target, opts: &DeleteOptions) ->
     }
     if !finalizers.is_empty() {
         if object::is_deleting(&obj) && finalizers == object::finalizers(&obj) {
-            return Ok((200, present(rt, &t.version, &obj)));
+            return Ok(Answer::Stored(200, obj));
         }
         let mut pending = (*obj).clone();
         object::set_finalizers(&mut pending, &finalizers);
@@ -54,14 +153,13 @@ pub(crate) fn delete(cluster: &mut Cluster, t: &Target, opts: &DeleteOptions) ->
                 object::set_meta(&mut pending, "generation", json!(object::generation(&obj) + 1));
             }
         }
-        let stored = cluster.put(&t.gr(), pending);
-        return Ok((200, present(rt, &t.version, &stored)));
+        return Ok(Answer::Stored(200, cluster.put(&t.gr(), pending)));
     }
     let gone = cluster.remove(&t.gr(), t.ns(), name).ok_or_else(|| ApiError::not_found(&rt.group, &rt.plural, name))?;
     if strategy.returns_deleted() {
-        Ok((200, present(rt, &t.version, &gone)))
+        Ok(Answer::Stored(200, gone))
     } else {
-        Ok((200, status::success(&rt.group, &rt.plural, name, object::uid(&gone))))
+        Ok(Answer::Shown(200, status::success(&rt.group, &rt.plural, name, object::uid(&gone))))
     }
 }
 
@@ -111,29 +209,33 @@ fn orphan_dependents(cluster: &mut Cluster, owner_uid: &str) {
     }
 }
 
-/// DELETE on a collection: deletes every matching object, answers with the list of them.
-#[allow(clippy::unnecessary_wraps)] // the signature of every verb
-pub(crate) fn delete_collection(
-    cluster: &mut Cluster,
+/// DELETE on a collection: deletes every matching object (each admitted as its own delete),
+/// answers with the list of them.
+pub(crate) async fn delete_collection(
+    shared: &Shared,
     t: &Target,
     filter: &Filter,
     opts: &DeleteOptions,
+    by: &Deleter<'_>,
 ) -> Result<(u16, Value), ApiError> {
+    let (objects, conversion) = {
+        let cluster = shared.lock();
+        let objects: Vec<Arc<Value>> =
+            cluster.store.list(&t.gr(), t.namespace.as_deref()).into_iter().filter(|o| filter.matches(o)).collect();
+        (objects, cluster.conversion(&t.rt))
+    };
     let mut items = Vec::new();
-    for obj in cluster.store.list(&t.gr(), t.namespace.as_deref()) {
-        if !filter.matches(&obj) {
-            continue;
-        }
+    for obj in objects {
         let one = t.object(object::namespace(&obj), object::name(&obj));
         let opts = DeleteOptions { precondition_uid: None, precondition_rv: None, ..opts.clone() };
-        if let Ok((_, gone)) = delete(cluster, &one, &opts) {
+        if let Ok((_, gone)) = delete(shared, &one, &opts, by).await {
             if gone.get("kind").and_then(Value::as_str) == Some("Status") {
-                items.push(present(&t.rt, &t.version, &obj));
+                items.push(show(&conversion, t, &obj).await?);
             } else {
                 items.push(gone);
             }
         }
     }
-    let metadata = json!({ "resourceVersion": cluster.store.current_rv().to_string() });
+    let metadata = json!({ "resourceVersion": shared.lock().store.current_rv().to_string() });
     Ok((200, list_of(t, &items, &metadata)))
 }

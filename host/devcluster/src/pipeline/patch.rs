@@ -4,13 +4,13 @@
 
 use serde_json::{Value, json};
 
-use super::{Ownership, scale, stages, write};
+use super::{Expect, Ownership, Write, scale, stages, write, write_local};
 use crate::apply::{self, Request};
 use crate::cluster::Cluster;
 use crate::object;
 use crate::patch::{self as patches, PatchFailure};
-use crate::read::{self, existing, present};
 use crate::request::{Target, WriteOptions};
+use crate::state::Shared;
 use crate::status::ApiError;
 
 /// The patch types, by `Content-Type`.
@@ -41,34 +41,40 @@ pub(crate) fn patch_type(t: &Target, content_type: &str) -> Result<PatchType, Ap
 
 /// PATCH with a body of the patch type `kind` (see [`patch_type`]); the options are checked
 /// for it (`force` of an apply only, its `fieldManager` given).
-pub(crate) fn patch(
-    cluster: &mut Cluster,
+pub(crate) async fn patch(
+    shared: &Shared,
     t: &Target,
     body: &[u8],
     kind: PatchType,
     opts: &WriteOptions,
 ) -> Result<(u16, Value), ApiError> {
     if kind == PatchType::Apply {
-        return server_side_apply(cluster, t, body, opts);
+        return server_side_apply(shared, t, body, opts).await;
     }
     let patch_doc: Value =
         serde_json::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding patch: {e}")))?;
     if t.subresource.as_deref() == Some("scale") {
-        let patched = apply_patch(kind, &read::scale(&cluster.store, t)?, &patch_doc, None)?;
-        return scale::update(cluster, t, &patched, opts);
+        return scale::update(shared, t, &|current| apply_patch(kind, current, &patch_doc, None), opts).await;
     }
-    let old = existing(&cluster.store, t)?;
-    let base = present(&t.rt, &t.version, &old);
-    let patched = match &t.view {
-        None => apply_patch(kind, &base, &patch_doc, t.shape())?,
-        Some((view, version)) => {
-            // A view is patched as the client sees it, and stored converted back.
-            let strategy = view.strategy(version);
-            let shape = view.version(version).and_then(|v| v.shape());
-            strategy.convert_to_stored(&apply_patch(kind, &strategy.convert_from_stored(&base), &patch_doc, shape)?)
+    let make = |old: Option<&Value>| {
+        let base = old.ok_or_else(|| ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()))?;
+        match &t.view {
+            None => apply_patch(kind, base, &patch_doc, t.shape()),
+            Some((view, version)) => {
+                // A view is patched as the client sees it, and stored converted back.
+                let strategy = view.strategy(version);
+                let shape = view.version(version).and_then(|v| v.shape());
+                Ok(strategy.convert_to_stored(&apply_patch(
+                    kind,
+                    &strategy.convert_from_stored(base),
+                    &patch_doc,
+                    shape,
+                )?))
+            }
         }
     };
-    write(cluster, t, Some(&old), patched, opts, &Ownership::Update(&opts.manager))
+    let ownership = Ownership::Update(&opts.manager);
+    write(shared, Write { t, expect: Expect::Existing, make: &make, opts, ownership: &ownership }).await
 }
 
 /// `patch_doc` applied to `base` as a patch of type `kind` (not apply); `shape` gives a
@@ -88,12 +94,35 @@ fn apply_patch(kind: PatchType, base: &Value, patch_doc: &Value, shape: Option<&
 
 /// Server-side apply: the configuration merged into the live object by field ownership, or
 /// refused with the conflicts; a view's configuration is converted to the stored form first.
-fn server_side_apply(
+async fn server_side_apply(
+    shared: &Shared,
+    t: &Target,
+    body: &[u8],
+    opts: &WriteOptions,
+) -> Result<(u16, Value), ApiError> {
+    let make = applying(t, body, opts)?;
+    write(shared, Write { t, expect: Expect::Any, make: &make, opts, ownership: &Ownership::Applied }).await
+}
+
+/// The server's own server-side apply (its controllers, its manifests): the stages under the
+/// lock the caller holds, no webhooks (`write_local`).
+pub(crate) fn apply_local(
     cluster: &mut Cluster,
     t: &Target,
     body: &[u8],
     opts: &WriteOptions,
 ) -> Result<(u16, Value), ApiError> {
+    let make = applying(t, body, opts)?;
+    write_local(cluster, Write { t, expect: Expect::Any, make: &make, opts, ownership: &Ownership::Applied })
+}
+
+/// What an apply of the configuration `body` makes of the live object, once the
+/// configuration passes its checks.
+fn applying<'a>(
+    t: &'a Target,
+    body: &[u8],
+    opts: &'a WriteOptions,
+) -> Result<impl Fn(Option<&Value>) -> Result<Value, ApiError> + Send + Sync + 'a, ApiError> {
     let config: Value =
         serde_yaml_ng::from_slice(body).map_err(|e| ApiError::bad_request(format!("error decoding YAML: {e}")))?;
     let mut config = match &t.view {
@@ -122,21 +151,21 @@ fn server_side_apply(
             t.name()
         )));
     }
-    let old = cluster.store.get(&t.gr(), t.ns(), t.name());
-    if old.is_none() && t.subresource.is_some() {
-        return Err(ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()));
-    }
-    let live = old.as_deref().map(|o| present(&t.rt, &t.version, o));
     let unknown = t.strategy().prune(&mut config);
     stages::check_unknown(t, opts, &unknown)?;
-    let req = Request { manager: &opts.manager, api_version: &api_version, scope: t.scope(), schema: t.shape() };
-    let mut merged = match apply::apply(live.as_ref(), &config, &req, opts.force) {
-        Ok(Ok(merged)) => merged,
-        Ok(Err(conflicts)) => return Err(ApiError::apply_conflict(conflicts.message, &conflicts.causes)),
-        Err(e) => return Err(ApiError::unprocessable(format!("failed to create typed patch object: {e}"))),
-    };
-    if old.is_none() {
-        object::set_meta(&mut merged, "name", json!(t.name()));
-    }
-    write(cluster, t, old.as_ref(), merged, opts, &Ownership::Applied)
+    Ok(move |live: Option<&Value>| {
+        if live.is_none() && t.subresource.is_some() {
+            return Err(ApiError::not_found(&t.rt.group, &t.rt.plural, t.name()));
+        }
+        let req = Request { manager: &opts.manager, api_version: &api_version, scope: t.scope(), schema: t.shape() };
+        let mut merged = match apply::apply(live, &config, &req, opts.force) {
+            Ok(Ok(merged)) => merged,
+            Ok(Err(conflicts)) => return Err(ApiError::apply_conflict(conflicts.message, &conflicts.causes)),
+            Err(e) => return Err(ApiError::unprocessable(format!("failed to create typed patch object: {e}"))),
+        };
+        if live.is_none() {
+            object::set_meta(&mut merged, "name", json!(t.name()));
+        }
+        Ok(merged)
+    })
 }

@@ -1,18 +1,15 @@
 //! The stages of the write pipeline, each one step of the real API server's order (see the
 //! module documentation of `pipeline`).
 
-use std::sync::Arc;
-
 use serde_json::{Value, json};
 
+use super::{Answer, Old};
 use crate::admission::{Attributes, Operation};
 use crate::apply::{self, Request};
 use crate::cluster::Cluster;
-use crate::decode;
 use crate::metadata;
 use crate::names;
 use crate::object;
-use crate::read::{convert, present};
 use crate::request::{FieldValidation, Target, WriteOptions};
 use crate::resource::ResourceType;
 use crate::status::{ApiError, Cause};
@@ -78,10 +75,40 @@ pub(super) fn name(t: &Target, new: &mut Value) -> Result<(), ApiError> {
     Ok(())
 }
 
+/// The options of the operation performed, as admission webhooks see them (`CreateOptions`,
+/// `UpdateOptions`, `DeleteOptions` of `meta.k8s.io/v1`): what the request asked for.
+pub(crate) fn options(operation: Operation, opts: &WriteOptions) -> Value {
+    let kind = match operation {
+        Operation::Create => "CreateOptions",
+        Operation::Update => "UpdateOptions",
+        Operation::Delete => "DeleteOptions",
+    };
+    let mut options = json!({ "kind": kind, "apiVersion": "meta.k8s.io/v1" });
+    if opts.dry_run {
+        options["dryRun"] = json!(["All"]);
+    }
+    if opts.explicit_manager {
+        options["fieldManager"] = json!(opts.manager);
+    }
+    match opts.validation {
+        FieldValidation::Strict => options["fieldValidation"] = json!("Strict"),
+        FieldValidation::Ignore => options["fieldValidation"] = json!("Ignore"),
+        FieldValidation::Warn => {}
+    }
+    options
+}
+
 /// What admission knows of a write to `t` of the object `name`.
-fn attributes<'a>(t: &'a Target, name: &'a str, old: Option<&'a Value>, opts: &'a WriteOptions) -> Attributes<'a> {
+pub(super) fn attributes<'a>(
+    t: &'a Target,
+    operation: Operation,
+    name: &'a str,
+    old: Option<&'a Value>,
+    opts: &'a WriteOptions,
+    options: &'a Value,
+) -> Attributes<'a> {
     Attributes {
-        operation: if old.is_some() { Operation::Update } else { Operation::Create },
+        operation,
         resource: &t.rt,
         version: &t.version,
         subresource: t.subresource.as_deref(),
@@ -90,48 +117,65 @@ fn attributes<'a>(t: &'a Target, name: &'a str, old: Option<&'a Value>, opts: &'
         old,
         user: &opts.user,
         dry_run: opts.dry_run,
+        options,
         warnings: &opts.warnings,
     }
 }
 
-/// The mutating steps of admission.
+/// The in-tree mutating steps of admission.
 pub(super) fn admit(
     cluster: &Cluster,
     t: &Target,
-    old: Option<&Arc<Value>>,
+    old: Option<&Old>,
     new: &mut Value,
     opts: &WriteOptions,
+    options: &Value,
 ) -> Result<(), ApiError> {
     let name = object::name(new).to_string();
-    let old = old.map(|o| present(&t.rt, &t.version, o));
-    cluster.admission.admit(&attributes(t, &name, old.as_ref(), opts), new, cluster)
+    let operation = if old.is_some() { Operation::Update } else { Operation::Create };
+    let a = attributes(t, operation, &name, old.map(|o| &o.view), opts, options);
+    cluster.admission.admit(&a, new, cluster)
 }
 
-/// The validating steps of admission, once the object is valid.
+/// The in-tree validating steps of admission, once the object is valid.
 pub(super) fn admit_validated(
     cluster: &Cluster,
     t: &Target,
-    old: Option<&Arc<Value>>,
+    old: Option<&Old>,
     new: &Value,
     opts: &WriteOptions,
+    options: &Value,
 ) -> Result<(), ApiError> {
-    let old = old.map(|o| present(&t.rt, &t.version, o));
-    cluster.admission.validate(&attributes(t, object::name(new), old.as_ref(), opts), new, cluster)
+    let operation = if old.is_some() { Operation::Update } else { Operation::Create };
+    let a = attributes(t, operation, object::name(new), old.map(|o| &o.view), opts, options);
+    cluster.admission.validate(&a, new, cluster)
 }
 
-/// Admission of a create at a subresource that acts or answers rather than stores (a pod's
-/// `eviction`, `serviceaccounts/token`): every step, mutating then validating, sees a `CREATE`
-/// of the subresource whose object is the request's body, as kube-apiserver's create handler
-/// admits it.
-pub(super) fn admit_action(
-    cluster: &Cluster,
-    t: &Target,
-    body: &mut Value,
-    opts: &WriteOptions,
-) -> Result<(), ApiError> {
-    let attributes = attributes(t, t.name(), None, opts);
-    cluster.admission.admit(&attributes, body, cluster)?;
-    cluster.admission.validate(&attributes, body, cluster)
+/// The metadata only the server sets, which webhooks cannot change.
+const SERVER_SET: [&str; 5] =
+    ["uid", "creationTimestamp", "generation", "deletionTimestamp", "deletionGracePeriodSeconds"];
+
+/// The server's own metadata of `new`, kept aside while webhooks see it as kube-apiserver
+/// shows it to them: a new object without it (admission comes before `BeforeCreate`), an
+/// updated one with the stored object's `resourceVersion`.
+pub(super) fn hide_server_fields(new: &mut Value, old: Option<&Old>) -> Vec<(&'static str, Option<Value>)> {
+    let kept = SERVER_SET.iter().map(|f| (*f, new.pointer(&format!("/metadata/{f}")).cloned())).collect();
+    match old {
+        None => SERVER_SET.iter().for_each(|f| object::remove_meta(new, f)),
+        Some(old) => object::set_meta(new, "resourceVersion", json!(object::meta_str(&old.stored, "resourceVersion"))),
+    }
+    kept
+}
+
+/// Puts back what [`hide_server_fields`] kept aside, whatever the webhooks did to it.
+pub(super) fn restore_server_fields(new: &mut Value, kept: Vec<(&'static str, Option<Value>)>) {
+    for (field, value) in kept {
+        match value {
+            Some(v) => object::set_meta(new, field, v),
+            None => object::remove_meta(new, field),
+        }
+    }
+    object::remove_meta(new, "resourceVersion");
 }
 
 /// `BeforeCreate`: the name's rule, no object stored under it, the fields only the server
@@ -161,8 +205,9 @@ pub(super) fn before_create(store: &Store, t: &Target, new: &mut Value) -> Resul
 /// `BeforeUpdate`: name, resourceVersion and uid preconditions, the status kept or taken from
 /// the status endpoint, the fields only the server sets carried over from `old`, and no new
 /// finalizer on an object being deleted.
-pub(super) fn before_update(t: &Target, old: &Value, new: &mut Value) -> Result<(), ApiError> {
+pub(super) fn before_update(t: &Target, old: &Old, new: &mut Value) -> Result<(), ApiError> {
     let rt = &t.rt;
+    let old = &old.view;
     let name = t.name();
     let body_name = object::name(new);
     if !body_name.is_empty() && body_name != name {
@@ -193,7 +238,7 @@ pub(super) fn before_update(t: &Target, old: &Value, new: &mut Value) -> Result<
     if t.subresource.as_deref() == Some("status") {
         let status = new.get("status").cloned();
         let managed = new.get("metadata").and_then(|m| m.get("managedFields")).cloned();
-        *new = present(rt, &t.version, old);
+        *new = old.clone();
         set_status(new, status);
         if let Some(m) = managed {
             object::set_meta(new, "managedFields", m);
@@ -201,7 +246,7 @@ pub(super) fn before_update(t: &Target, old: &Value, new: &mut Value) -> Result<
     } else if let Some(owned) = t.subresource.as_deref().and_then(|sub| t.strategy().subresource_fields(sub)) {
         // A subresource that writes part of the object: that part from the body, the rest
         // as stored.
-        let mut merged = present(rt, &t.version, old);
+        let mut merged = old.clone();
         for pointer in owned {
             set_at(&mut merged, pointer, new.pointer(pointer).cloned());
         }
@@ -284,20 +329,14 @@ pub(super) fn validate_metadata(t: &Target, new: &Value) -> Result<(), ApiError>
 /// Reads the object as its type (the codec of the real server): a built-in by its upstream
 /// definition, fields the version's schema lacks pruned; unknown fields are dropped, warned
 /// about or refused, as `fieldValidation` asks.
-pub(super) fn decode(t: &Target, mut new: Value, opts: &WriteOptions) -> Result<Value, ApiError> {
-    let mut unknown = Vec::new();
-    if let Some(definition) = t.definition() {
-        let decoded = decode::decode(&t.rt.kind, definition, &new).map_err(|e| {
-            ApiError::bad_request(format!(
-                "{kind} in version {version:?} cannot be handled as a {kind}: {e}",
-                kind = t.rt.kind,
-                version = t.version
-            ))
-        })?;
-        unknown = decoded.unknown;
-        new = decoded.object;
-    }
-    unknown.extend(t.strategy().prune(&mut new));
+pub(super) fn decode(t: &Target, new: Value, opts: &WriteOptions) -> Result<Value, ApiError> {
+    let (new, unknown) = t.rt.decode(&t.version, new).map_err(|e| {
+        ApiError::bad_request(format!(
+            "{kind} in version {version:?} cannot be handled as a {kind}: {e}",
+            kind = t.rt.kind,
+            version = t.version
+        ))
+    })?;
     check_unknown(t, opts, &unknown)?;
     Ok(new)
 }
@@ -310,7 +349,8 @@ pub(super) fn check_unknown(t: &Target, opts: &WriteOptions, unknown: &[String])
     match opts.validation {
         FieldValidation::Ignore => return Ok(()),
         FieldValidation::Warn => {
-            opts.warnings.borrow_mut().extend(unknown.iter().map(|u| format!("unknown field {u:?}")));
+            let mut warnings = opts.warnings.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+            warnings.extend(unknown.iter().map(|u| format!("unknown field {u:?}")));
             return Ok(());
         }
         FieldValidation::Strict => {}
@@ -334,46 +374,40 @@ pub(super) fn defaults(t: &Target, operation: Operation, new: &mut Value) {
 
 /// The kind's validation, on update what an update may not change, and the rules that
 /// compare with the stored object.
-pub(super) fn validate(t: &Target, old: Option<&Arc<Value>>, new: &Value) -> Result<(), ApiError> {
+pub(super) fn validate(t: &Target, old: Option<&Old>, new: &Value) -> Result<(), ApiError> {
     let strategy = t.strategy();
     // A subresource that writes part of the object has checks of its own (its REST storage's
     // strategy), in place of the kind's.
     if let (Some(sub), Some(old)) = (t.subresource.as_deref(), old)
         && strategy.subresource_fields(sub).is_some()
     {
-        let causes = strategy.validate_subresource(sub, old, new);
+        let causes = strategy.validate_subresource(sub, &old.view, new);
         return if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&t.rt, object::name(new), &causes)) };
     }
     let mut causes = strategy.validate(new);
     if let Some(old) = old {
-        causes.extend(strategy.validate_update(old, new));
+        causes.extend(strategy.validate_update(&old.view, new));
     }
-    let old_view = old.map(|o| present(&t.rt, &t.version, o));
-    causes.extend(t.strategy().validate_rules(old_view.as_ref(), new));
+    causes.extend(t.strategy().validate_rules(old.map(|o| &o.view), new));
     if causes.is_empty() { Ok(()) } else { Err(ApiError::invalid(&t.rt, object::name(new), &causes)) }
 }
 
 /// What the object is given of the numbers its kind's objects share.
-pub(super) fn allocate(
-    cluster: &Cluster,
-    t: &Target,
-    old: Option<&Arc<Value>>,
-    new: &mut Value,
-) -> Result<(), ApiError> {
+pub(super) fn allocate(cluster: &Cluster, t: &Target, old: Option<&Old>, new: &mut Value) -> Result<(), ApiError> {
     let taken = cluster.store.allocations(&t.gr());
     t.strategy()
-        .allocate(taken, old.map(|o| &**o), new)
+        .allocate(taken, old.map(|o| &*o.stored), new)
         .map_err(|cause| ApiError::invalid(&t.rt, object::name(new), &[cause]))
 }
 
 /// Bumps `metadata.generation` when anything but metadata (and status, when it is a
 /// subresource) changed, for kinds that keep it.
-pub(super) fn track_generation(t: &Target, old: Option<&Arc<Value>>, new: &mut Value) {
+pub(super) fn track_generation(t: &Target, old: Option<&Old>, new: &mut Value) {
     if let Some(old) = old
         && t.strategy().tracks_generation()
-        && spec_changed(old, new, t.status_separate())
+        && spec_changed(&old.view, new, t.status_separate())
     {
-        object::set_meta(new, "generation", json!(object::generation(old) + 1));
+        object::set_meta(new, "generation", json!(object::generation(&old.view) + 1));
     }
 }
 
@@ -393,48 +427,49 @@ fn spec_changed(old: &Value, new: &Value, status_separate: bool) -> bool {
 }
 
 /// `managedFields` of an ordinary write: `manager` owns what it changed.
-pub(super) fn record_managers(t: &Target, old: Option<&Arc<Value>>, new: &mut Value, manager: &str) {
-    let old_view = old.map(|o| present(&t.rt, &t.version, o));
+pub(super) fn record_managers(t: &Target, old: Option<&Old>, new: &mut Value, manager: &str) {
     let api_version = t.rt.api_version(&t.version);
     let req = Request { manager, api_version: &api_version, scope: t.scope(), schema: t.shape() };
-    apply::record_update(old_view.as_ref(), new, &req);
+    apply::record_update(old.map(|o| &o.view), new, &req);
 }
 
-/// Stores the object and runs the kind's after-commit hook; an update that changes nothing
-/// stores nothing, an update that leaves a deleted object without finalizers removes it, and a
-/// dry run stops short of both.
+/// Stores the object (`stored`: in the storage version) and runs the kind's after-commit hook;
+/// an update that changes nothing stores nothing, an update that leaves a deleted object
+/// without finalizers removes it, and a dry run stops short of both.
 pub(super) fn commit(
     cluster: &mut Cluster,
     t: &Target,
-    old: Option<&Arc<Value>>,
+    old: Option<&Old>,
     mut new: Value,
+    stored: Value,
     opts: &WriteOptions,
-) -> (u16, Value) {
-    let rt = &t.rt;
+) -> Answer {
     if let Some(old) = old {
-        if object::without_volatile(&present(rt, &t.version, old)) == object::without_volatile(&new)
-            && old.pointer("/metadata/managedFields") == new.pointer("/metadata/managedFields")
+        if object::without_volatile(&old.view) == object::without_volatile(&new)
+            && old.view.pointer("/metadata/managedFields") == new.pointer("/metadata/managedFields")
         {
-            return (200, present(rt, &t.version, old));
+            return Answer::Shown(200, old.view.clone());
         }
         if object::is_deleting(&new) && object::finalizers(&new).is_empty() {
             if opts.dry_run {
-                return (200, new);
+                return Answer::Shown(200, new);
             }
             let name = object::name(&new).to_string();
-            let gone = cluster.remove(&t.gr(), t.ns(), &name).unwrap_or_else(|| Arc::new(new.clone()));
-            return (200, present(rt, &t.version, &gone));
+            return match cluster.remove(&t.gr(), t.ns(), &name) {
+                Some(gone) => Answer::Stored(200, gone),
+                None => Answer::Shown(200, new),
+            };
         }
     }
     let code = if old.is_some() { 200 } else { 201 };
     if opts.dry_run {
         if let Some(old) = old {
-            object::set_meta(&mut new, "resourceVersion", json!(object::meta_str(old, "resourceVersion")));
+            object::set_meta(&mut new, "resourceVersion", json!(object::meta_str(&old.stored, "resourceVersion")));
         }
-        return (code, new);
+        return Answer::Shown(code, new);
     }
     // Stored in the storage version, pruned by its schema (`status.storedVersions` lists it).
-    let stored = cluster.put(&t.gr(), convert(rt, rt.storage_version(), &new));
+    let stored = cluster.put(&t.gr(), stored);
     cluster.apply(t.strategy().after_write(&stored));
-    (code, present(rt, &t.version, &stored))
+    Answer::Stored(code, stored)
 }

@@ -21,6 +21,7 @@ use axum::extract::{Request, State};
 use axum::http::{HeaderMap, HeaderValue, Method, StatusCode, header};
 use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
+use futures_util::FutureExt as _;
 use serde_json::{Value, json};
 
 use super::discovery;
@@ -137,10 +138,7 @@ async fn handle(State(shared): State<Arc<Shared>>, req: Request) -> Response {
         return e.into_response();
     }
     let mutating = call.info.mutating;
-    let outcome = {
-        let shared = shared.clone();
-        std::panic::catch_unwind(AssertUnwindSafe(move || route(&shared, &call)))
-    };
+    let outcome = AssertUnwindSafe(route(&shared, &call)).catch_unwind().await;
     let response = match outcome {
         Ok(Ok(reply)) => reply.into_response(),
         Ok(Err(e)) => e.into_response(),
@@ -198,6 +196,9 @@ enum Reply {
     Json(u16, Value),
     /// A write's answer with `Warning` headers.
     Warned(u16, Value, Vec<String>),
+    /// A refused write, with the `Warning` headers of what ran before it was refused (an
+    /// admission webhook's).
+    Refused(ApiError, Vec<String>),
     Text(&'static str),
     /// An answer without a body (`204 No Content`).
     Empty(u16),
@@ -213,16 +214,8 @@ impl IntoResponse for Reply {
         let json = encode::response;
         match self {
             Reply::Json(code, value) => json(code, &value),
-            Reply::Warned(code, value, warnings) => {
-                let mut response = json(code, &value);
-                for warning in warnings {
-                    let text = format!("299 - {}", Value::String(warning));
-                    if let Ok(header) = HeaderValue::from_str(&text) {
-                        response.headers_mut().append(header::WARNING, header);
-                    }
-                }
-                response
-            }
+            Reply::Warned(code, value, warnings) => with_warnings(json(code, &value), warnings),
+            Reply::Refused(error, warnings) => with_warnings(error.into_response(), warnings),
             Reply::Text(text) => (StatusCode::OK, [(header::CONTENT_TYPE, "text/plain")], text).into_response(),
             Reply::Empty(code) => StatusCode::from_u16(code).unwrap_or(StatusCode::NO_CONTENT).into_response(),
             Reply::Stream(body) => {
@@ -246,6 +239,17 @@ impl IntoResponse for Reply {
     }
 }
 
+/// `response` with one `Warning: 299 - "<text>"` header per warning.
+fn with_warnings(mut response: Response, warnings: Vec<String>) -> Response {
+    for warning in warnings {
+        let text = format!("299 - {}", Value::String(warning));
+        if let Ok(header) = HeaderValue::from_str(&text) {
+            response.headers_mut().append(header::WARNING, header);
+        }
+    }
+    response
+}
+
 /// The `Content-Type` of aggregated discovery, as `generateMediaTypeWithGVK` writes it: client-go
 /// reads the document's kind from it.
 const AGGREGATED_DISCOVERY: &str = "application/json;g=apidiscovery.k8s.io;v=v2;as=APIGroupDiscoveryList";
@@ -266,7 +270,7 @@ fn aggregated(call: &Call, document: &Value) -> Reply {
     Reply::Aggregated((!fresh).then_some(body), etag)
 }
 
-fn route(shared: &Arc<Shared>, call: &Call) -> Result<Reply, ApiError> {
+async fn route(shared: &Arc<Shared>, call: &Call) -> Result<Reply, ApiError> {
     let segs: Vec<&str> = call.path.split('/').filter(|s| !s.is_empty()).collect();
     let get_only = |reply: Option<Value>| -> Result<Reply, ApiError> {
         if call.method != Method::GET {
@@ -303,7 +307,7 @@ fn route(shared: &Arc<Shared>, call: &Call) -> Result<Reply, ApiError> {
             get_only(openapi::document(&shared.lock().registry, group, version))
         }
         _ => match &call.info.resource {
-            Some(path) => resource::serve(shared, call, path),
+            Some(path) => resource::serve(shared, call, path).await,
             None => Err(ApiError::no_route()),
         },
     }

@@ -234,13 +234,14 @@ pub(super) fn write_options(call: &Call, patch: Option<PatchType>) -> Result<Wri
     Ok(WriteOptions {
         dry_run: !dry_run.is_empty(),
         manager,
+        explicit_manager: !given.is_empty(),
         force: patch == Some(PatchType::Apply) && force == Some(true),
         validation: match validation {
             "Ignore" => FieldValidation::Ignore,
             "Strict" => FieldValidation::Strict,
             _ => FieldValidation::Warn,
         },
-        warnings: std::cell::RefCell::default(),
+        warnings: std::sync::Mutex::default(),
         user: call.user.clone(),
     })
 }

@@ -1,7 +1,7 @@
 //! Resource requests: the path resolved to a [`Target`], each verb to its read, its write
 //! pipeline or its watch, and the answer shown as the resource the client addressed.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use axum::body::Body;
@@ -15,7 +15,7 @@ use super::{Call, Reply};
 use crate::cluster::Cluster;
 use crate::faults;
 use crate::object;
-use crate::pipeline;
+use crate::pipeline::{self, Deleter};
 use crate::present::{Presentation, present_answer};
 use crate::read;
 use crate::request::{Filter, Paging, Target};
@@ -30,7 +30,7 @@ use crate::watch::{self, WatchRequest};
 /// Serves the request for the resource path `path`: the representation asked for is
 /// negotiated first (406 before anything is done), the verb served, and its answer shown as
 /// asked (a table, metadata only) and as the resource the client addressed.
-pub(super) fn serve(shared: &Arc<Shared>, call: &Call, path: &ResourcePath) -> Result<Reply, ApiError> {
+pub(super) async fn serve(shared: &Arc<Shared>, call: &Call, path: &ResourcePath) -> Result<Reply, ApiError> {
     let target = resolve(&shared.lock(), path)?;
     let accept = call.header(header::ACCEPT);
     let how = negotiate::presentation(accept, target.definition().is_some(), call.param("includeObject"))?;
@@ -40,9 +40,10 @@ pub(super) fn serve(shared: &Arc<Shared>, call: &Call, path: &ResourcePath) -> R
         warnings.extend(target.strategy().warning().map(String::from));
         warnings
     };
-    Ok(match dispatch(shared, call, &target, how)? {
+    Ok(match dispatch(shared, call, &target, how).await? {
         Reply::Json(code, value) => Reply::Warned(code, shown(value)?, warned(Vec::new())),
         Reply::Warned(code, value, warnings) => Reply::Warned(code, shown(value)?, warned(warnings)),
+        Reply::Refused(e, warnings) => Reply::Refused(e, warned(warnings)),
         reply => reply,
     })
 }
@@ -79,10 +80,10 @@ fn resolve(cluster: &Cluster, path: &ResourcePath) -> Result<Target, ApiError> {
 
 /// One arm per verb; a verb the resource does not serve (deletecollection of namespaces, say)
 /// is refused as by the real server.
-fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentation) -> Result<Reply, ApiError> {
+async fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentation) -> Result<Reply, ApiError> {
     let verb = call.info.verb;
     if let Some(sub) = served(target, verb)?
-        && let Some(reply) = stream_or_act(shared, call, target, sub)
+        && let Some(reply) = stream_or_act(shared, call, target, sub).await
     {
         return reply;
     }
@@ -90,18 +91,7 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentatio
         return computed(call, target, &objects);
     }
     match (verb, &target.name) {
-        ("get", Some(_)) => {
-            let cluster = shared.lock();
-            let store = &cluster.store;
-            let obj = if target.subresource.as_deref() == Some("scale") {
-                read::scale(store, target)?
-            } else if let Some(at) = call.stale {
-                read::get_at(store, target, at)?
-            } else {
-                read::get(store, target)?
-            };
-            Ok(Reply::Json(200, obj))
-        }
+        ("get", Some(_)) => get(shared, call, target).await,
         ("watch", Some(name)) => {
             let selectors = Selectors::parse(call)?;
             let opts = list_options(call, true, shared.watch_list)?;
@@ -135,45 +125,71 @@ fn dispatch(shared: &Arc<Shared>, call: &Call, target: &Target, how: Presentatio
                 continue_token: opts.continue_token,
                 exact: exact.or(call.stale),
             };
-            let listed = read::list(&shared.lock().store, target, &filter, &paging)?;
+            let (listed, conversion) = {
+                let cluster = shared.lock();
+                (read::list(&cluster.store, target, &filter, &paging)?, cluster.conversion(&target.rt))
+            };
+            let listed = listed.convert(&conversion).await?;
             Ok(Reply::Json(200, listed.render()))
         }
-        ("create", None) => create(shared, call, target),
+        ("create", None) => create(shared, call, target).await,
         ("update", Some(_)) => {
             let opts = write_options(call, None)?;
             let body = decode_body(call, target)?;
-            let (code, obj) = pipeline::update(&mut shared.lock(), target, body, &opts)?;
-            Ok(Reply::Warned(code, obj, opts.warnings.take()))
+            let written = pipeline::update(shared, target, body, &opts).await;
+            Ok(warned(written, opts.take_warnings()))
         }
         ("patch", Some(_)) => {
             let content_type = call.header(header::CONTENT_TYPE).split(';').next().unwrap_or("").trim().to_string();
             let kind = pipeline::patch_type(target, &content_type)?;
             let opts = write_options(call, Some(kind))?;
-            let (code, obj) = pipeline::patch(&mut shared.lock(), target, &call.body, kind, &opts)?;
-            Ok(Reply::Warned(code, obj, opts.warnings.take()))
+            let written = pipeline::patch(shared, target, &call.body, kind, &opts).await;
+            Ok(warned(written, opts.take_warnings()))
         }
         ("delete", Some(_)) => {
             if target.subresource.is_some() {
                 return Err(ApiError::method_not_allowed());
             }
             let opts = delete_options(call)?;
-            let (code, obj) = pipeline::delete(&mut shared.lock(), target, &opts)?;
-            Ok(Reply::Json(code, obj))
+            let warnings = Mutex::default();
+            let by = Deleter { user: &call.user, warnings: &warnings };
+            let deleted = pipeline::delete(shared, target, &opts, &by).await;
+            Ok(warned(deleted, warnings.into_inner().unwrap_or_default()))
         }
         ("deletecollection", None) => {
             let selectors = Selectors::parse(call)?;
             list_options(call, false, shared.watch_list)?;
             let filter = selectors.filter(target)?;
             let opts = delete_options(call)?;
-            let (code, list) = pipeline::delete_collection(&mut shared.lock(), target, &filter, &opts)?;
-            Ok(Reply::Json(code, list))
+            let warnings = Mutex::default();
+            let by = Deleter { user: &call.user, warnings: &warnings };
+            let deleted = pipeline::delete_collection(shared, target, &filter, &opts, &by).await;
+            Ok(warned(deleted, warnings.into_inner().unwrap_or_default()))
         }
         _ => Err(ApiError::method_not_allowed()),
     }
 }
 
+/// A read of one object (or its scale), in the version addressed: converted by the conversion
+/// webhook, if any, with the cluster unlocked.
+async fn get(shared: &Shared, call: &Call, target: &Target) -> Result<Reply, ApiError> {
+    let (stored, conversion) = {
+        let cluster = shared.lock();
+        let stored = match call.stale {
+            Some(at) => read::get_at(&cluster.store, target, at)?,
+            None => read::existing(&cluster.store, target)?,
+        };
+        (stored, cluster.conversion(&target.rt))
+    };
+    let obj = read::show(&conversion, target, &stored).await?;
+    if target.subresource.as_deref() == Some("scale") {
+        return Ok(Reply::Json(200, read::scale(target, &obj)?));
+    }
+    Ok(Reply::Json(200, obj))
+}
+
 /// A create of an object, or of a review, which is answered and never stored.
-fn create(shared: &Arc<Shared>, call: &Call, target: &Target) -> Result<Reply, ApiError> {
+async fn create(shared: &Arc<Shared>, call: &Call, target: &Target) -> Result<Reply, ApiError> {
     if target.rt.namespaced && target.namespace.is_none() {
         return Err(ApiError::method_not_allowed());
     }
@@ -186,8 +202,16 @@ fn create(shared: &Arc<Shared>, call: &Call, target: &Target) -> Result<Reply, A
     if let Some(answer) = answered {
         return Ok(Reply::Json(201, answer?));
     }
-    let (code, obj) = pipeline::create(&mut shared.lock(), target, body, &opts)?;
-    Ok(Reply::Warned(code, obj, opts.warnings.take()))
+    let written = pipeline::create(shared, target, body, &opts).await;
+    Ok(warned(written, opts.take_warnings()))
+}
+
+/// A write's answer, or its refusal, with the warnings gathered on the way.
+fn warned(written: Result<(u16, Value), ApiError>, warnings: Vec<String>) -> Reply {
+    match written {
+        Ok((code, obj)) => Reply::Warned(code, obj, warnings),
+        Err(e) => Reply::Refused(e, warnings),
+    }
 }
 
 /// What an answered resource may read for the request `call`.
@@ -216,7 +240,7 @@ fn served<'a>(target: &'a Target, verb: &str) -> Result<Option<&'a Subresource>,
 /// A stream from where the object runs (a get or create of a connect subresource), or a
 /// create that acts on the object or is answered (`serviceaccounts/token`); `None` for the
 /// other requests to a subresource.
-fn stream_or_act(
+async fn stream_or_act(
     shared: &Arc<Shared>,
     call: &Call,
     target: &Target,
@@ -231,15 +255,20 @@ fn stream_or_act(
     if verb != "create" {
         return None;
     }
-    let acted = write_options(call, None).and_then(|opts| {
-        let api_version =
-            if sub.group.is_empty() { sub.version.clone() } else { format!("{}/{}", sub.group, sub.version) };
-        let body = decode_as(call, &api_version, &sub.kind)?;
-        let (code, answer) =
-            pipeline::act(&mut shared.lock(), target, &body, &call.query, &opts, &shared.credentials.signer)?;
-        Ok(Reply::Warned(code, answer, opts.warnings.take()))
-    });
-    Some(acted)
+    let opts = match write_options(call, None) {
+        Ok(opts) => opts,
+        Err(e) => return Some(Err(e)),
+    };
+    let api_version = if sub.group.is_empty() { sub.version.clone() } else { format!("{}/{}", sub.group, sub.version) };
+    let mut body = match decode_as(call, &api_version, &sub.kind) {
+        Ok(body) => body,
+        Err(e) => return Some(Err(e)),
+    };
+    // Read as its kind, as the create handler decodes it: admission sees it so.
+    body["apiVersion"] = json!(api_version);
+    body["kind"] = json!(sub.kind);
+    let acted = pipeline::act(shared, target, body, &call.query, &opts).await;
+    Some(Ok(warned(acted, opts.take_warnings())))
 }
 
 /// A read of a resource whose objects are made on each read (`Strategy::computed`): never

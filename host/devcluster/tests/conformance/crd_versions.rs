@@ -9,7 +9,7 @@ use kubewasm_devcluster::DevCluster;
 use serde_json::{Value, json};
 
 use super::kubectl::{kubectl, ok};
-use super::{crd_resource, start};
+use super::{crd_resource, install_things, start};
 
 fn version_schema(props: &[&str]) -> Value {
     let props: serde_json::Map<String, Value> =
@@ -19,17 +19,10 @@ fn version_schema(props: &[&str]) -> Value {
 
 /// `Thing` in v1 (`spec.a`, `spec.c`) and v2 (`spec.a`, `spec.b`), stored in `storage`.
 async fn install(dc: &DevCluster, storage: &str) {
-    let crd = json!({
-        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-        "metadata": {"name": "things.example.com"},
-        "spec": {"group": "example.com", "scope": "Namespaced",
-            "names": {"plural": "things", "singular": "thing", "kind": "Thing"},
-            "versions": [
-                {"name": "v1", "served": true, "storage": storage == "v1", "schema": version_schema(&["a", "c"])},
-                {"name": "v2", "served": true, "storage": storage == "v2", "schema": version_schema(&["a", "b"])}]},
-    });
-    let crds: Api<DynamicObject> = Api::all_with(dc.client(), &crd_resource());
-    crds.create(&PostParams::default(), &serde_json::from_value(crd).unwrap()).await.expect("the CRD is created");
+    let versions = json!([
+        {"name": "v1", "served": true, "storage": storage == "v1", "schema": version_schema(&["a", "c"])},
+        {"name": "v2", "served": true, "storage": storage == "v2", "schema": version_schema(&["a", "b"])}]);
+    install_things(dc, versions, None).await;
 }
 
 fn things(dc: &DevCluster, version: &str) -> Api<DynamicObject> {

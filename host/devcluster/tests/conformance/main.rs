@@ -1,6 +1,7 @@
 //! Conformance of the embedded API server: each module drives one area
 //! through the real `kube` client and, in `kubectl`, through the real kubectl.
 
+mod admission_webhooks;
 mod apply;
 mod authorization;
 mod bad_input;
@@ -8,6 +9,7 @@ mod bootstrap;
 mod builtins;
 mod cel;
 mod concurrency;
+mod conversion_webhook;
 mod crd_validation;
 mod crd_versions;
 mod crud;
@@ -17,6 +19,7 @@ mod discovery;
 mod encoding;
 mod faults;
 mod field_selectors;
+mod hook_server;
 mod https;
 mod kubectl;
 mod patch;
@@ -91,6 +94,22 @@ pub async fn install_foo(dc: &DevCluster) -> Api<DynamicObject> {
     let crd: DynamicObject = serde_json::from_value(fixture_json("foo-crd.yaml")).expect("CRD fixture");
     crds.create(&PostParams::default(), &crd).await.expect("CRD is created");
     Api::namespaced_with(dc.client(), "default", &foo_resource())
+}
+
+/// Installs `things.example.com` (`Thing`, namespaced) with `versions`, and `conversion` when
+/// given.
+pub async fn install_things(dc: &DevCluster, versions: Value, conversion: Option<Value>) {
+    let mut crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": "things.example.com"},
+        "spec": {"group": "example.com", "scope": "Namespaced",
+            "names": {"plural": "things", "singular": "thing", "kind": "Thing"}, "versions": versions},
+    });
+    if let Some(conversion) = conversion {
+        crd["spec"]["conversion"] = conversion;
+    }
+    let crds: Api<DynamicObject> = Api::all_with(dc.client(), &crd_resource());
+    crds.create(&PostParams::default(), &serde_json::from_value(crd).unwrap()).await.expect("the CRD is created");
 }
 
 pub fn foo(name: &str, replicas: i64) -> DynamicObject {
