@@ -75,9 +75,10 @@ impl Handler for Kubewatch {
         if let Some(cloudevent) = &handlers.cloudevent {
             requests.push(("cloudevent", notify::cloudevent(cloudevent, &notice)?));
         }
-        // Every receiver is tried; the first failure decides whether the host retries
-        // (the ones that succeeded then get it again: at least once).
-        let mut failure = None;
+        // Every receiver is tried. One that may take it later has the host retry, even when
+        // another refused it for good: a receiver that is down loses nothing (the ones that
+        // succeeded then get it again: at least once).
+        let mut failure: Option<Error> = None;
         for (handler, request) in requests {
             if let Err(e) = deliver(handler, &request) {
                 log::log(
@@ -85,7 +86,9 @@ impl Handler for Kubewatch {
                     "notification not delivered",
                     &[("handler", handler), ("error", &e.message)],
                 );
-                failure.get_or_insert(e);
+                if failure.as_ref().is_none_or(|f| e.retryable && !f.retryable) {
+                    failure = Some(e);
+                }
             }
         }
         failure.map_or(Ok(()), Err)
@@ -165,6 +168,25 @@ mod tests {
         // No canned response: the request is denied, as one not granted.
         let error = testing::handle::<Kubewatch>(event()).result.unwrap_err();
         assert!(!error.retryable && error.message.contains("denied"), "{error:?}");
+    }
+
+    #[test]
+    fn a_receiver_that_is_down_gets_the_change_later_though_another_refused_it() {
+        let config = json!({
+            "resource": {"pod": true},
+            "handler": {
+                "webhook": {"url": "http://receiver/hook"},
+                "cloudevent": {"url": "http://receiver/ce"},
+            },
+        });
+        let http = Http::new().on("POST", "http://receiver/hook", respond(404, "")).on(
+            "POST",
+            "http://receiver/ce",
+            respond(502, ""),
+        );
+        let handled = testing::handle::<Kubewatch>(TestEvent::added(pod("web")).config(config).http(http));
+        let error = handled.result.unwrap_err();
+        assert!(error.retryable && error.message.starts_with("cloudevent"), "{error:?}");
     }
 
     #[test]
