@@ -150,12 +150,14 @@ fn demo_application_in_typescript_renders_what_the_rust_plugin_renders() {
 }
 
 /// jco's default engine (StarlingMonkey) imports `wasi:http` for `fetch`: the host links
-/// it so the plugin loads, and denies every request before it is sent.
+/// it so the plugin loads, and denies every request its manifest does not ask for (this
+/// one asks for none) before it is sent.
 #[test]
 fn a_javascript_plugin_built_with_jcos_defaults_loads_and_its_requests_never_reach_the_network() {
     let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("listen");
     listener.set_nonblocking(true).expect("non-blocking");
-    let url = format!("http://{}/secret", listener.local_addr().expect("address"));
+    let origin = format!("http://{}", listener.local_addr().expect("address"));
+    let url = format!("{origin}/secret");
     let parent = write_temp(
         "js-fetch-parent.yaml",
         b"apiVersion: test.kubewasm.io/v1\nkind: Fetch\nmetadata:\n  name: f\n  namespace: default\n  uid: u-1\n",
@@ -166,8 +168,7 @@ fn a_javascript_plugin_built_with_jcos_defaults_loads_and_its_requests_never_rea
     let stderr = assert_fails_with(
         &out,
         &[
-            "outgoing HTTP request denied: plugins have no network",
-            &format!("uri={url}"),
+            &format!("outgoing HTTP request denied: {origin} is not in the plugin's manifest (outbound: [])"),
             &format!("plugin js-fetch returned an error: fetch {url} failed: TypeError"),
         ],
     );
