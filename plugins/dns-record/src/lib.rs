@@ -16,10 +16,10 @@
 //! Each reconcile reads, compares and writes only on a difference, so a converged record
 //! costs one GET; the record's identity is its zone, name and type, so a retry after a
 //! failure (or a crash between the write and the status) writes the same record again,
-//! never a second one. A record another owner wrote is not taken over. A finalizer
-//! deletes the record before its DnsRecord goes. While the API cannot be reached, the
-//! status says so (`Synced` False, `RemoteUnavailable`) and the reconcile fails
-//! retryably, so the host backs off.
+//! never a second one. A record another owner wrote is not taken over, and not deleted: a
+//! finalizer deletes the record before its DnsRecord goes only when the record is this
+//! DnsRecord's. While the API cannot be reached, the status says so (`Synced` False,
+//! `RemoteUnavailable`) and the reconcile fails retryably, so the host backs off.
 
 use kubewasm_sdk::http::{self, HttpError, HttpResponse};
 use kubewasm_sdk::prelude::*;
@@ -84,10 +84,7 @@ impl Reconciler for DnsRecords {
         let owner = parent.uid().to_string();
 
         if req.finalizing {
-            return match api.delete() {
-                Ok(()) => Ok(Response::new().finalized()),
-                Err(e) => Err(e),
-            };
+            return api.delete_owned_by(&owner).map(|()| Response::new().finalized());
         }
 
         let synced = |status: &str, reason: &str, message: &str| Condition::new(req, status, reason, message);
@@ -195,14 +192,24 @@ impl Api<'_> {
         }
     }
 
-    fn delete(&self) -> Result<(), Error> {
-        let outcome = send(self.request("DELETE")).and_then(|response| match response.status {
-            200 | 204 | 404 => Ok(()),
-            status => Err(answered("DELETE", &self.url, status, &response)),
+    /// Deletes the record if `owner` holds it: gone already, or another owner's, it is
+    /// left as it is, so deleting a DnsRecord in conflict never removes the record it
+    /// was refused.
+    fn delete_owned_by(&self, owner: &str) -> Result<(), Error> {
+        let outcome = self.get().and_then(|found| match found {
+            Some((remote, _)) if remote.owner == owner => self.delete(),
+            _ => Ok(()),
         });
         outcome.map_err(|failed| match failed {
             Failed::Refused(message) => Error::permanent(message),
             Failed::Unavailable(message) | Failed::Conflict(message) => Error::retryable(message),
+        })
+    }
+
+    fn delete(&self) -> Result<(), Failed> {
+        send(self.request("DELETE")).and_then(|response| match response.status {
+            200 | 204 | 404 => Ok(()),
+            status => Err(answered("DELETE", &self.url, status, &response)),
         })
     }
 }
@@ -291,6 +298,11 @@ mod tests {
         json!({"ttl": 60, "values": values, "owner": owner}).to_string()
     }
 
+    /// The API holding the record for `owner`, answering its deletion with `delete`.
+    fn held_by(owner: &str, delete: HttpResponse) -> Http {
+        Http::new().on("GET", URL, respond(200, &record(owner, &["192.0.2.1"]))).on("DELETE", URL, delete)
+    }
+
     #[test]
     fn a_missing_record_is_put_once_and_the_status_says_synced() {
         let http = Http::new().on("GET", URL, respond(404, "")).on("PUT", URL, respond(201, ""));
@@ -331,13 +343,33 @@ mod tests {
 
     #[test]
     fn finalizing_deletes_the_record_and_lets_the_parent_go() {
-        let http = Http::new().on("DELETE", URL, respond(204, ""));
-        let out = testing::reconcile::<DnsRecords>(request(Value::Null, http).finalizing()).unwrap();
+        for status in [204, 404] {
+            let http = held_by("u1", respond(status, ""));
+            let out = testing::reconcile::<DnsRecords>(request(Value::Null, http).finalizing()).unwrap();
+            assert!(out.finalized);
+            let sent: Vec<(&str, &str)> = out.requests.iter().map(|r| (r.method.as_str(), r.url.as_str())).collect();
+            assert_eq!(sent, [("GET", URL), ("DELETE", URL)]);
+            assert!(out.requests[1].headers.contains(&("Authorization".to_string(), "Bearer t".to_string())));
+        }
+        let gone = Http::new().on("GET", URL, respond(404, ""));
+        let out = testing::reconcile::<DnsRecords>(request(Value::Null, gone).finalizing()).unwrap();
         assert!(out.finalized);
-        assert_eq!(out.requests[0].method, "DELETE");
-        let gone = Http::new().on("DELETE", URL, respond(404, ""));
-        assert!(testing::reconcile::<DnsRecords>(request(Value::Null, gone).finalizing()).unwrap().finalized);
-        let down = Http::new().on("DELETE", URL, respond(503, ""));
-        assert!(testing::reconcile::<DnsRecords>(request(Value::Null, down).finalizing()).unwrap_err().retryable);
+        assert_eq!(out.requests.len(), 1, "nothing to delete: {:?}", out.requests);
+
+        let timeout = Http::new().fail("GET", URL, HttpError::Timeout("no answer".into()));
+        assert!(testing::reconcile::<DnsRecords>(request(Value::Null, timeout).finalizing()).unwrap_err().retryable);
+        let busy = held_by("u1", respond(503, "busy"));
+        let error = testing::reconcile::<DnsRecords>(request(Value::Null, busy).finalizing()).unwrap_err();
+        assert!(error.retryable, "{error:?}");
+        assert_eq!(error.message, format!("DELETE {URL}: the DNS API answered 503: busy"));
+    }
+
+    #[test]
+    fn the_finalizer_leaves_a_record_another_owner_holds() {
+        let theirs = held_by("someone", respond(204, ""));
+        let out = testing::reconcile::<DnsRecords>(request(Value::Null, theirs).finalizing()).unwrap();
+        assert!(out.finalized, "the DnsRecord goes");
+        let methods: Vec<&str> = out.requests.iter().map(|r| r.method.as_str()).collect();
+        assert_eq!(methods, ["GET"], "the other owner's record is not deleted");
     }
 }
