@@ -24,6 +24,7 @@
 use kubewasm_sdk::http::{self, HttpError, HttpResponse};
 use kubewasm_sdk::prelude::*;
 use kubewasm_sdk::serde_json::{self, Value, json};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::{Deserialize, Serialize};
 
 /// The custom resource's spec.
@@ -76,8 +77,7 @@ impl Reconciler for DnsRecords {
 
     fn reconcile(req: &Request) -> Result<Response, Error> {
         let parent = req.parent();
-        let spec: RecordSpec = serde_json::from_value(parent.spec().clone())
-            .map_err(|e| Error::permanent(format!("{}: spec: {e}", parent.describe())))?;
+        let spec = read_spec(parent)?;
         let config: Config = serde_json::from_value(req.config.clone())
             .map_err(|e| Error::permanent(format!("settings: {e} (need endpoint and token)")))?;
         let api = Api { config: &config, url: record_url(&config.endpoint, &spec) };
@@ -131,13 +131,47 @@ impl Reconciler for DnsRecords {
     }
 }
 
+/// The parent's spec. Its zone, name and type are each one path segment of the record's
+/// URL, where `.` and `..` would name another URL of the API: refused.
+fn read_spec(parent: &Object) -> Result<RecordSpec, Error> {
+    let spec: RecordSpec = serde_json::from_value(parent.spec().clone())
+        .map_err(|e| Error::permanent(format!("{}: spec: {e}", parent.describe())))?;
+    let segments = [
+        ("spec.zone", &spec.zone, "a DNS name"),
+        ("spec.name", &spec.name, "a DNS name"),
+        ("spec.type", &spec.type_, "a record type"),
+    ];
+    for (field, value, what) in segments {
+        if value == "." || value == ".." {
+            return Err(Error::permanent(format!("{}: {field}: {value:?} is not {what}", parent.describe())));
+        }
+    }
+    Ok(spec)
+}
+
 /// `www.example.org.`
 fn fqdn(spec: &RecordSpec) -> String {
     format!("{}.{}.", spec.name, spec.zone.trim_end_matches('.'))
 }
 
+/// What a path segment keeps unescaped: letters, digits and `-_.!~*'()`, as JavaScript's
+/// `encodeURIComponent` (the TypeScript port's) does, so both ports send the same URL.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'!')
+    .remove(b'~')
+    .remove(b'*')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')');
+
+/// Each part of the record's identity is one path segment (`read_spec` refuses `.` and
+/// `..`): a name holding `/` or `?` cannot reach another URL of the API.
 fn record_url(endpoint: &str, spec: &RecordSpec) -> String {
-    format!("{}/zones/{}/records/{}/{}", endpoint.trim_end_matches('/'), spec.zone, spec.name, spec.type_)
+    let [zone, name, type_] = [&spec.zone, &spec.name, &spec.type_].map(|part| utf8_percent_encode(part, SEGMENT));
+    format!("{}/zones/{zone}/records/{name}/{type_}", endpoint.trim_end_matches('/'))
 }
 
 fn desired(spec: &RecordSpec, owner: &str) -> Remote {
@@ -291,7 +325,17 @@ mod tests {
     }
 
     fn request(status: Value, http: Http) -> TestRequest {
-        TestRequest::new(parent(status)).config(json!({"endpoint": "http://dns.test", "token": "t"})).http(http)
+        request_for(parent(status), http)
+    }
+
+    fn request_for(parent: Value, http: Http) -> TestRequest {
+        TestRequest::new(parent).config(json!({"endpoint": "http://dns.test", "token": "t"})).http(http)
+    }
+
+    fn with_spec(spec: Value) -> Value {
+        let mut parent = parent(Value::Null);
+        parent["spec"] = spec;
+        parent
     }
 
     fn record(owner: &str, values: &[&str]) -> String {
@@ -371,5 +415,23 @@ mod tests {
         assert!(out.finalized, "the DnsRecord goes");
         let methods: Vec<&str> = out.requests.iter().map(|r| r.method.as_str()).collect();
         assert_eq!(methods, ["GET"], "the other owner's record is not deleted");
+    }
+
+    #[test]
+    fn each_part_of_the_name_is_one_segment_of_the_url() {
+        let odd = with_spec(json!({"zone": "example.org", "name": "../../admin?x=1", "type": "TXT", "values": ["v"]}));
+        let http = Http::new().on("GET", "*", respond(404, "")).on("PUT", "*", respond(201, ""));
+        let out = testing::reconcile::<DnsRecords>(request_for(odd, http)).unwrap();
+        let urls: Vec<&str> = out.requests.iter().map(|r| r.url.as_str()).collect();
+        let url = "http://dns.test/zones/example.org/records/..%2F..%2Fadmin%3Fx%3D1/TXT";
+        assert_eq!(urls, [url, url]);
+
+        let up = with_spec(json!({"zone": "example.org", "name": "..", "type": "A", "values": ["192.0.2.1"]}));
+        let error = testing::reconcile::<DnsRecords>(request_for(up, Http::new())).unwrap_err();
+        assert!(!error.retryable);
+        assert_eq!(error.message, r#"DnsRecord default/www: spec.name: ".." is not a DNS name"#);
+        let here = with_spec(json!({"zone": ".", "name": "www", "type": "A", "values": ["192.0.2.1"]}));
+        let error = testing::reconcile::<DnsRecords>(request_for(here, Http::new())).unwrap_err();
+        assert_eq!(error.message, r#"DnsRecord default/www: spec.zone: "." is not a DNS name"#);
     }
 }
