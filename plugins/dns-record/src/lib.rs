@@ -18,7 +18,8 @@
 //! failure (or a crash between the write and the status) writes the same record again,
 //! never a second one. A record another owner wrote is not taken over, and not deleted: a
 //! finalizer deletes the record before its DnsRecord goes only when the record is this
-//! DnsRecord's. While the API cannot be reached, the status says so (`Synced` False,
+//! DnsRecord's; one whose spec cannot be read names no record, and goes with a Warning
+//! saying so. While the API cannot be reached, the status says so (`Synced` False,
 //! `RemoteUnavailable`) and the reconcile fails retryably, so the host backs off.
 
 use kubewasm_sdk::http::{self, HttpError, HttpResponse};
@@ -77,7 +78,19 @@ impl Reconciler for DnsRecords {
 
     fn reconcile(req: &Request) -> Result<Response, Error> {
         let parent = req.parent();
-        let spec = read_spec(parent)?;
+        let spec = match read_spec(parent) {
+            Ok(spec) => spec,
+            // A spec that cannot be read names no record to delete: it must not keep its
+            // DnsRecord from going until someone repairs the spec of an object being deleted.
+            Err(e) if req.finalizing => {
+                let message = format!(
+                    "{}: it goes without deleting a record in the DNS API (one an earlier spec named stays)",
+                    e.message
+                );
+                return Ok(Response::new().event(Event::warning("SpecUnreadable", message)).finalized());
+            }
+            Err(e) => return Err(e),
+        };
         let config: Config = serde_json::from_value(req.config.clone())
             .map_err(|e| Error::permanent(format!("settings: {e} (need endpoint and token)")))?;
         let api = Api { config: &config, url: record_url(&config.endpoint, &spec) };
@@ -433,5 +446,35 @@ mod tests {
         let here = with_spec(json!({"zone": ".", "name": "www", "type": "A", "values": ["192.0.2.1"]}));
         let error = testing::reconcile::<DnsRecords>(request_for(here, Http::new())).unwrap_err();
         assert_eq!(error.message, r#"DnsRecord default/www: spec.zone: "." is not a DNS name"#);
+    }
+
+    #[test]
+    fn a_spec_that_cannot_be_read_is_a_permanent_error_naming_the_field() {
+        let bad = with_spec(json!({"zone": "example.org", "name": "www", "type": "A"}));
+        let error = testing::reconcile::<DnsRecords>(request_for(bad, Http::new())).unwrap_err();
+        assert!(!error.retryable);
+        assert_eq!(error.message, "DnsRecord default/www: spec: missing field `values`");
+    }
+
+    #[test]
+    fn a_spec_that_cannot_be_read_does_not_keep_its_dns_record_from_going() {
+        let unreadable = [
+            (json!({"zone": "example.org", "name": "www", "type": "A"}), "spec: missing field `values`"),
+            (json!({"zone": "example.org", "name": "..", "type": "A", "values": ["192.0.2.1"]}), "spec.name"),
+        ];
+        for (spec, field) in unreadable {
+            let out = testing::reconcile::<DnsRecords>(request_for(with_spec(spec), Http::new()).finalizing()).unwrap();
+            assert!(out.finalized, "a DnsRecord that names no record is not kept from going");
+            assert!(out.requests.is_empty(), "nothing to read or delete: {:?}", out.requests);
+            let warnings = out.warnings();
+            assert_eq!(warnings.len(), 1, "{:?}", out.events);
+            assert_eq!(warnings[0].reason, "SpecUnreadable");
+            assert!(
+                warnings[0].message.starts_with(&format!("DnsRecord default/www: {field}")),
+                "{}",
+                warnings[0].message
+            );
+            assert!(warnings[0].message.contains("without deleting a record"), "{}", warnings[0].message);
+        }
     }
 }
