@@ -16,14 +16,16 @@
 //! Each reconcile reads, compares and writes only on a difference, so a converged record
 //! costs one GET; the record's identity is its zone, name and type, so a retry after a
 //! failure (or a crash between the write and the status) writes the same record again,
-//! never a second one. A record another owner wrote is not taken over. A finalizer
-//! deletes the record before its DnsRecord goes. While the API cannot be reached, the
-//! status says so (`Synced` False, `RemoteUnavailable`) and the reconcile fails
-//! retryably, so the host backs off.
+//! never a second one. A record another owner wrote is not taken over, and not deleted: a
+//! finalizer deletes the record before its DnsRecord goes only when the record is this
+//! DnsRecord's; one whose spec cannot be read names no record, and goes with a Warning
+//! saying so. While the API cannot be reached, the status says so (`Synced` False,
+//! `RemoteUnavailable`) and the reconcile fails retryably, so the host backs off.
 
 use kubewasm_sdk::http::{self, HttpError, HttpResponse};
 use kubewasm_sdk::prelude::*;
 use kubewasm_sdk::serde_json::{self, Value, json};
+use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::{Deserialize, Serialize};
 
 /// The custom resource's spec.
@@ -76,18 +78,26 @@ impl Reconciler for DnsRecords {
 
     fn reconcile(req: &Request) -> Result<Response, Error> {
         let parent = req.parent();
-        let spec: RecordSpec = serde_json::from_value(parent.spec().clone())
-            .map_err(|e| Error::permanent(format!("{}: spec: {e}", parent.describe())))?;
+        let spec = match read_spec(parent) {
+            Ok(spec) => spec,
+            // A spec that cannot be read names no record to delete: it must not keep its
+            // DnsRecord from going until someone repairs the spec of an object being deleted.
+            Err(e) if req.finalizing => {
+                let message = format!(
+                    "{}: it goes without deleting a record in the DNS API (one an earlier spec named stays)",
+                    e.message
+                );
+                return Ok(Response::new().event(Event::warning("SpecUnreadable", message)).finalized());
+            }
+            Err(e) => return Err(e),
+        };
         let config: Config = serde_json::from_value(req.config.clone())
             .map_err(|e| Error::permanent(format!("settings: {e} (need endpoint and token)")))?;
         let api = Api { config: &config, url: record_url(&config.endpoint, &spec) };
         let owner = parent.uid().to_string();
 
         if req.finalizing {
-            return match api.delete() {
-                Ok(()) => Ok(Response::new().finalized()),
-                Err(e) => Err(e),
-            };
+            return api.delete_owned_by(&owner).map(|()| Response::new().finalized());
         }
 
         let synced = |status: &str, reason: &str, message: &str| Condition::new(req, status, reason, message);
@@ -134,13 +144,47 @@ impl Reconciler for DnsRecords {
     }
 }
 
+/// The parent's spec. Its zone, name and type are each one path segment of the record's
+/// URL, where `.` and `..` would name another URL of the API: refused.
+fn read_spec(parent: &Object) -> Result<RecordSpec, Error> {
+    let spec: RecordSpec = serde_json::from_value(parent.spec().clone())
+        .map_err(|e| Error::permanent(format!("{}: spec: {e}", parent.describe())))?;
+    let segments = [
+        ("spec.zone", &spec.zone, "a DNS name"),
+        ("spec.name", &spec.name, "a DNS name"),
+        ("spec.type", &spec.type_, "a record type"),
+    ];
+    for (field, value, what) in segments {
+        if value == "." || value == ".." {
+            return Err(Error::permanent(format!("{}: {field}: {value:?} is not {what}", parent.describe())));
+        }
+    }
+    Ok(spec)
+}
+
 /// `www.example.org.`
 fn fqdn(spec: &RecordSpec) -> String {
     format!("{}.{}.", spec.name, spec.zone.trim_end_matches('.'))
 }
 
+/// What a path segment keeps unescaped: letters, digits and `-_.!~*'()`, as JavaScript's
+/// `encodeURIComponent` (the TypeScript port's) does, so both ports send the same URL.
+const SEGMENT: &AsciiSet = &NON_ALPHANUMERIC
+    .remove(b'-')
+    .remove(b'_')
+    .remove(b'.')
+    .remove(b'!')
+    .remove(b'~')
+    .remove(b'*')
+    .remove(b'\'')
+    .remove(b'(')
+    .remove(b')');
+
+/// Each part of the record's identity is one path segment (`read_spec` refuses `.` and
+/// `..`): a name holding `/` or `?` cannot reach another URL of the API.
 fn record_url(endpoint: &str, spec: &RecordSpec) -> String {
-    format!("{}/zones/{}/records/{}/{}", endpoint.trim_end_matches('/'), spec.zone, spec.name, spec.type_)
+    let [zone, name, type_] = [&spec.zone, &spec.name, &spec.type_].map(|part| utf8_percent_encode(part, SEGMENT));
+    format!("{}/zones/{zone}/records/{name}/{type_}", endpoint.trim_end_matches('/'))
 }
 
 fn desired(spec: &RecordSpec, owner: &str) -> Remote {
@@ -195,14 +239,24 @@ impl Api<'_> {
         }
     }
 
-    fn delete(&self) -> Result<(), Error> {
-        let outcome = send(self.request("DELETE")).and_then(|response| match response.status {
-            200 | 204 | 404 => Ok(()),
-            status => Err(answered("DELETE", &self.url, status, &response)),
+    /// Deletes the record if `owner` holds it: gone already, or another owner's, it is
+    /// left as it is, so deleting a DnsRecord in conflict never removes the record it
+    /// was refused.
+    fn delete_owned_by(&self, owner: &str) -> Result<(), Error> {
+        let outcome = self.get().and_then(|found| match found {
+            Some((remote, _)) if remote.owner == owner => self.delete(),
+            _ => Ok(()),
         });
         outcome.map_err(|failed| match failed {
             Failed::Refused(message) => Error::permanent(message),
             Failed::Unavailable(message) | Failed::Conflict(message) => Error::retryable(message),
+        })
+    }
+
+    fn delete(&self) -> Result<(), Failed> {
+        send(self.request("DELETE")).and_then(|response| match response.status {
+            200 | 204 | 404 => Ok(()),
+            status => Err(answered("DELETE", &self.url, status, &response)),
         })
     }
 }
@@ -284,11 +338,26 @@ mod tests {
     }
 
     fn request(status: Value, http: Http) -> TestRequest {
-        TestRequest::new(parent(status)).config(json!({"endpoint": "http://dns.test", "token": "t"})).http(http)
+        request_for(parent(status), http)
+    }
+
+    fn request_for(parent: Value, http: Http) -> TestRequest {
+        TestRequest::new(parent).config(json!({"endpoint": "http://dns.test", "token": "t"})).http(http)
+    }
+
+    fn with_spec(spec: Value) -> Value {
+        let mut parent = parent(Value::Null);
+        parent["spec"] = spec;
+        parent
     }
 
     fn record(owner: &str, values: &[&str]) -> String {
         json!({"ttl": 60, "values": values, "owner": owner}).to_string()
+    }
+
+    /// The API holding the record for `owner`, answering its deletion with `delete`.
+    fn held_by(owner: &str, delete: HttpResponse) -> Http {
+        Http::new().on("GET", URL, respond(200, &record(owner, &["192.0.2.1"]))).on("DELETE", URL, delete)
     }
 
     #[test]
@@ -331,13 +400,81 @@ mod tests {
 
     #[test]
     fn finalizing_deletes_the_record_and_lets_the_parent_go() {
-        let http = Http::new().on("DELETE", URL, respond(204, ""));
-        let out = testing::reconcile::<DnsRecords>(request(Value::Null, http).finalizing()).unwrap();
+        for status in [204, 404] {
+            let http = held_by("u1", respond(status, ""));
+            let out = testing::reconcile::<DnsRecords>(request(Value::Null, http).finalizing()).unwrap();
+            assert!(out.finalized);
+            let sent: Vec<(&str, &str)> = out.requests.iter().map(|r| (r.method.as_str(), r.url.as_str())).collect();
+            assert_eq!(sent, [("GET", URL), ("DELETE", URL)]);
+            assert!(out.requests[1].headers.contains(&("Authorization".to_string(), "Bearer t".to_string())));
+        }
+        let gone = Http::new().on("GET", URL, respond(404, ""));
+        let out = testing::reconcile::<DnsRecords>(request(Value::Null, gone).finalizing()).unwrap();
         assert!(out.finalized);
-        assert_eq!(out.requests[0].method, "DELETE");
-        let gone = Http::new().on("DELETE", URL, respond(404, ""));
-        assert!(testing::reconcile::<DnsRecords>(request(Value::Null, gone).finalizing()).unwrap().finalized);
-        let down = Http::new().on("DELETE", URL, respond(503, ""));
-        assert!(testing::reconcile::<DnsRecords>(request(Value::Null, down).finalizing()).unwrap_err().retryable);
+        assert_eq!(out.requests.len(), 1, "nothing to delete: {:?}", out.requests);
+
+        let timeout = Http::new().fail("GET", URL, HttpError::Timeout("no answer".into()));
+        assert!(testing::reconcile::<DnsRecords>(request(Value::Null, timeout).finalizing()).unwrap_err().retryable);
+        let busy = held_by("u1", respond(503, "busy"));
+        let error = testing::reconcile::<DnsRecords>(request(Value::Null, busy).finalizing()).unwrap_err();
+        assert!(error.retryable, "{error:?}");
+        assert_eq!(error.message, format!("DELETE {URL}: the DNS API answered 503: busy"));
+    }
+
+    #[test]
+    fn the_finalizer_leaves_a_record_another_owner_holds() {
+        let theirs = held_by("someone", respond(204, ""));
+        let out = testing::reconcile::<DnsRecords>(request(Value::Null, theirs).finalizing()).unwrap();
+        assert!(out.finalized, "the DnsRecord goes");
+        let methods: Vec<&str> = out.requests.iter().map(|r| r.method.as_str()).collect();
+        assert_eq!(methods, ["GET"], "the other owner's record is not deleted");
+    }
+
+    #[test]
+    fn each_part_of_the_name_is_one_segment_of_the_url() {
+        let odd = with_spec(json!({"zone": "example.org", "name": "../../admin?x=1", "type": "TXT", "values": ["v"]}));
+        let http = Http::new().on("GET", "*", respond(404, "")).on("PUT", "*", respond(201, ""));
+        let out = testing::reconcile::<DnsRecords>(request_for(odd, http)).unwrap();
+        let urls: Vec<&str> = out.requests.iter().map(|r| r.url.as_str()).collect();
+        let url = "http://dns.test/zones/example.org/records/..%2F..%2Fadmin%3Fx%3D1/TXT";
+        assert_eq!(urls, [url, url]);
+
+        let up = with_spec(json!({"zone": "example.org", "name": "..", "type": "A", "values": ["192.0.2.1"]}));
+        let error = testing::reconcile::<DnsRecords>(request_for(up, Http::new())).unwrap_err();
+        assert!(!error.retryable);
+        assert_eq!(error.message, r#"DnsRecord default/www: spec.name: ".." is not a DNS name"#);
+        let here = with_spec(json!({"zone": ".", "name": "www", "type": "A", "values": ["192.0.2.1"]}));
+        let error = testing::reconcile::<DnsRecords>(request_for(here, Http::new())).unwrap_err();
+        assert_eq!(error.message, r#"DnsRecord default/www: spec.zone: "." is not a DNS name"#);
+    }
+
+    #[test]
+    fn a_spec_that_cannot_be_read_is_a_permanent_error_naming_the_field() {
+        let bad = with_spec(json!({"zone": "example.org", "name": "www", "type": "A"}));
+        let error = testing::reconcile::<DnsRecords>(request_for(bad, Http::new())).unwrap_err();
+        assert!(!error.retryable);
+        assert_eq!(error.message, "DnsRecord default/www: spec: missing field `values`");
+    }
+
+    #[test]
+    fn a_spec_that_cannot_be_read_does_not_keep_its_dns_record_from_going() {
+        let unreadable = [
+            (json!({"zone": "example.org", "name": "www", "type": "A"}), "spec: missing field `values`"),
+            (json!({"zone": "example.org", "name": "..", "type": "A", "values": ["192.0.2.1"]}), "spec.name"),
+        ];
+        for (spec, field) in unreadable {
+            let out = testing::reconcile::<DnsRecords>(request_for(with_spec(spec), Http::new()).finalizing()).unwrap();
+            assert!(out.finalized, "a DnsRecord that names no record is not kept from going");
+            assert!(out.requests.is_empty(), "nothing to read or delete: {:?}", out.requests);
+            let warnings = out.warnings();
+            assert_eq!(warnings.len(), 1, "{:?}", out.events);
+            assert_eq!(warnings[0].reason, "SpecUnreadable");
+            assert!(
+                warnings[0].message.starts_with(&format!("DnsRecord default/www: {field}")),
+                "{}",
+                warnings[0].message
+            );
+            assert!(warnings[0].message.contains("without deleting a record"), "{}", warnings[0].message);
+        }
     }
 }
