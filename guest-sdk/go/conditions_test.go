@@ -7,7 +7,6 @@ package kubewasm_test
 import (
 	"encoding/json"
 	"errors"
-	"os"
 	"reflect"
 	"strings"
 	"testing"
@@ -18,15 +17,7 @@ import (
 )
 
 func conditionCases(t *testing.T) map[string]any {
-	text, err := os.ReadFile("../tests/conditions_cases.json")
-	if err != nil {
-		t.Fatal(err)
-	}
-	v, err := kubewasm.ParseJSON(string(text))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return v.(map[string]any)
+	return readJSON(t, "../tests/conditions_cases.json").(map[string]any)
 }
 
 // conditionList is a case's list as ConditionsFromStatus reads it from a status.
@@ -38,30 +29,9 @@ func conditionList(t *testing.T, v any) []kubewasm.Condition {
 	return conditions
 }
 
-// asJSON is v as the table holds it: encoded, then parsed as the SDK parses.
-func asJSON(t *testing.T, v any) any {
-	text, err := kubewasm.ToJSON(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	parsed, err := kubewasm.ParseJSON(text)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return parsed
-}
-
 // newCondition is the case's condition as a plugin would write it.
 func newCondition(t *testing.T, v any) kubewasm.Condition {
-	var c kubewasm.Condition
-	text, err := kubewasm.ToJSON(v)
-	if err == nil {
-		err = json.Unmarshal([]byte(text), &c)
-	}
-	if err != nil {
-		t.Fatalf("condition %v: %v", v, err)
-	}
-	return c
+	return decodeCase[kubewasm.Condition](t, v)
 }
 
 func caseNow(t *testing.T, table map[string]any) time.Time {
@@ -81,7 +51,7 @@ func TestSetStatusConditionDoesWhatApimachineryDoes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", c["name"], err)
 		}
-		if got := asJSON(t, conditions); !reflect.DeepEqual(got, c["after"]) {
+		if got := normalized(t, conditions); !reflect.DeepEqual(got, c["after"]) {
 			t.Errorf("%s: got %v, want %v", c["name"], got, c["after"])
 		}
 		if changed != c["changed"].(bool) {
@@ -97,7 +67,7 @@ func TestRemoveStatusConditionDropsTheTypeAndKeepsTheOrder(t *testing.T) {
 		if removed := kubewasm.RemoveStatusCondition(&conditions, c["type"].(string)); removed != c["removed"].(bool) {
 			t.Errorf("%s: removed %v", c["name"], removed)
 		}
-		if got := asJSON(t, conditions); !reflect.DeepEqual(got, c["after"]) {
+		if got := normalized(t, conditions); !reflect.DeepEqual(got, c["after"]) {
 			t.Errorf("%s: got %v, want %v", c["name"], got, c["after"])
 		}
 	}
