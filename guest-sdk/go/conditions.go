@@ -151,7 +151,7 @@ func FindStatusCondition(conditions []Condition, t string) *Condition {
 // RemoveStatusCondition removes every condition of type t, keeping the order of the
 // rest, and says whether one was there.
 func RemoveStatusCondition(conditions *[]Condition, t string) (removed bool) {
-	kept := (*conditions)[:0]
+	kept := make([]Condition, 0, len(*conditions)) // a new array, as apimachinery: a copy of the old slice is left as it was
 	for _, c := range *conditions {
 		if c.Type != t {
 			kept = append(kept, c)
