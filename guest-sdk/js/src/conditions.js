@@ -130,5 +130,6 @@ function check(type, reason, message) {
 /** `time` as the API server writes a `metav1.Time`: UTC, to the second. */
 function rfc3339(time) {
   if (typeof time === 'string') return time;
+  if (!(time instanceof Date)) throw new TypeError(`setStatusCondition: now must be a Date or RFC 3339 text (request.now), not ${time}`);
   return time.toISOString().replace(/\.\d+Z$/, 'Z');
 }

@@ -73,6 +73,10 @@ test('a boolean is True or False and a Date is written to the second', () => {
   assert.deepEqual(conditions, [{ type: 'Ready', status: 'True', reason: 'Available', message: '', lastTransitionTime: '2026-05-06T07:08:09Z' }]);
 });
 
+test('a missing now is said, not read as a time', () => {
+  assert.throws(() => setStatusCondition([], { type: 'Ready', status: true, reason: 'Available' }), /now must be a Date or RFC 3339 text/);
+});
+
 test('conditionsFromStatus copies the observed list and names what is not one', () => {
   const observed = { conditions: [{ type: 'Ready', status: 'True' }] };
   const conditions = conditionsFromStatus(observed);
