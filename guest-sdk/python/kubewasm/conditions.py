@@ -161,6 +161,8 @@ def _rfc3339(time: datetime | str) -> str:
     """``time`` as the API server writes a ``metav1.Time``: UTC, to the second."""
     if isinstance(time, str):
         return time
+    if not isinstance(time, datetime):
+        raise TypeError(f"conditions.set: now must be a datetime or RFC 3339 text (request.now), not {time!r}")
     if time.tzinfo is None:
         time = time.replace(tzinfo=timezone.utc)
     return time.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")

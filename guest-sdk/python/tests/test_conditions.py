@@ -75,6 +75,11 @@ def test_a_bool_is_true_or_false_and_a_datetime_is_written_to_the_second():
                          "lastTransitionTime": "2026-05-06T07:08:09Z"}
 
 
+def test_a_missing_now_is_said_not_read_as_a_time():
+    with pytest.raises(TypeError, match="now must be a datetime or RFC 3339 text"):
+        conditions.set([], type="Ready", status=True, reason="Available", now=None)
+
+
 def test_from_status_copies_the_observed_list_and_names_what_is_not_one():
     observed = {"conditions": [{"type": "Ready", "status": "True"}]}
     listed = conditions.from_status(observed)
