@@ -6,6 +6,7 @@ package kubewasm
 
 import (
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"time"
 )
@@ -111,6 +112,9 @@ func SetStatusCondition(conditions *[]Condition, c Condition, now time.Time) (ch
 	at := c.LastTransitionTime
 	if at.IsZero() {
 		at = now
+	}
+	if at.IsZero() {
+		return false, fmt.Errorf("SetStatusCondition: now is the zero time; pass the request's Now")
 	}
 	existing := FindStatusCondition(*conditions, c.Type)
 	if existing == nil {

@@ -117,6 +117,14 @@ func TestWhatTheAPIServerWouldRefuseIsAnErrorNamingItAndChangesNothing(t *testin
 	}
 }
 
+func TestAZeroNowIsSaidNotWritten(t *testing.T) {
+	var conditions []kubewasm.Condition
+	_, err := kubewasm.SetStatusCondition(&conditions, kubewasm.Condition{Type: "Ready", Status: kubewasm.ConditionTrue, Reason: "Available"}, time.Time{})
+	if err == nil || !strings.Contains(err.Error(), "now is the zero time") || len(conditions) != 0 {
+		t.Errorf("%v %v", err, conditions)
+	}
+}
+
 func TestConditionsFromStatusNamesWhatIsNotACondition(t *testing.T) {
 	for status, want := range map[string]string{
 		`{"conditions": [{"type": "Ready", "status": "True"}]}`:                              "status.conditions[0] is not a condition: missing field `lastTransitionTime`",
