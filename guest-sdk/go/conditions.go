@@ -6,7 +6,6 @@ package kubewasm
 
 import (
 	"encoding/json"
-	"fmt"
 	"regexp"
 	"time"
 )
@@ -114,7 +113,7 @@ func SetStatusCondition(conditions *[]Condition, c Condition, now time.Time) (ch
 		at = now
 	}
 	if at.IsZero() {
-		return false, fmt.Errorf("SetStatusCondition: now is the zero time; pass the request's Now")
+		return false, Permanent("SetStatusCondition: now is the zero time; pass the request's Now")
 	}
 	existing := FindStatusCondition(*conditions, c.Type)
 	if existing == nil {
