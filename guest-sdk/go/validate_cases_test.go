@@ -40,7 +40,12 @@ func expand(v any) any {
 }
 
 func table(t *testing.T) map[string]any {
-	text, err := os.ReadFile("../../wit/contract/tests/validate_cases.json")
+	return expand(readJSON(t, "../../wit/contract/tests/validate_cases.json")).(map[string]any)
+}
+
+// readJSON is the JSON file at path, parsed as the SDK parses.
+func readJSON(t *testing.T, path string) any {
+	text, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +53,7 @@ func table(t *testing.T) map[string]any {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return expand(v).(map[string]any)
+	return v
 }
 
 func asList(v any) []any {
@@ -64,15 +69,20 @@ func asMap(v any) map[string]any {
 // manifest decodes a case's manifest: its names are those of kubewasm.Manifest's fields
 // (encoding/json matches them whatever their case).
 func manifest(t *testing.T, v any) kubewasm.Manifest {
-	var m kubewasm.Manifest
+	return decodeCase[kubewasm.Manifest](t, v)
+}
+
+// decodeCase is a case's value v decoded into a T, as json.Unmarshal decodes.
+func decodeCase[T any](t *testing.T, v any) T {
+	var out T
 	text, err := kubewasm.ToJSON(v)
 	if err == nil {
-		err = json.Unmarshal([]byte(text), &m)
+		err = json.Unmarshal([]byte(text), &out)
 	}
 	if err != nil {
-		t.Fatalf("manifest %v: %v", v, err)
+		t.Fatalf("%T %v: %v", out, v, err)
 	}
-	return m
+	return out
 }
 
 func strs(v any) map[string]string {

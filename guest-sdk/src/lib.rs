@@ -60,6 +60,7 @@
 // Accessors like `Object::name` have nothing to add beyond their name.
 #![allow(clippy::must_use_candidate, clippy::missing_panics_doc)]
 
+pub mod conditions;
 #[doc(hidden)]
 pub mod export;
 pub mod http;

@@ -22,7 +22,22 @@
 // DnsRecord's. While the API cannot be reached, the status says so (`Synced` False,
 // `RemoteUnavailable`) and the reconcile fails retryably, so the host backs off.
 
-import { Event, HttpRequestError, KindRef, KubeObject, Manifest, PermanentError, Request, Response, RetryableError, http, plugin } from '@kubewasm/sdk';
+import {
+  Event,
+  HttpRequestError,
+  KindRef,
+  KubeObject,
+  Manifest,
+  NewCondition,
+  PermanentError,
+  Response,
+  RetryableError,
+  conditionsFromStatus,
+  findStatusCondition,
+  http,
+  plugin,
+  setStatusCondition,
+} from '@kubewasm/sdk';
 
 // The Rust plugin's CRD: the build puts the file's text in the component.
 import CRD from '../dns-record/crd.yaml';
@@ -52,6 +67,9 @@ interface Remote {
 
 /** How often a converged record is read again, to revert edits made in the API. */
 const RESYNC_MS = 300_000;
+
+/** The condition that says whether the API holds the record as specified. */
+const SYNCED = 'Synced';
 
 export const dnsRecords = plugin({
   describe() {
@@ -83,9 +101,10 @@ export const dnsRecords = plugin({
       return new Response({ finalized: true });
     }
 
-    const synced = (status: string, reason: string, message: string) => condition(request, status, reason, message);
+    const conditions = conditionsFromStatus(parent.status);
+    const synced = (status: boolean, reason: string, message: string): NewCondition => ({ type: SYNCED, status, reason, message });
     const response = new Response({ requeueAfterMs: RESYNC_MS });
-    let outcome: Condition;
+    let outcome: NewCondition;
     let version: string | null = null;
     try {
       const found = api.get();
@@ -100,29 +119,30 @@ export const dnsRecords = plugin({
         version = api.put(spec, owner, found.etag);
         response.event(Event.normal('RecordUpdated', fqdn(spec)));
       }
-      outcome = synced('True', 'RecordSynced', `${fqdn(spec)} holds ${spec.values.join(', ')}`);
+      outcome = synced(true, 'RecordSynced', `${fqdn(spec)} holds ${spec.values.join(', ')}`);
     } catch (e) {
       if (!(e instanceof Failed)) throw e;
       version = null;
       if (e.kind === 'conflict') {
         const message = `${fqdn(spec)} is owned by ${JSON.stringify(e.message)}, not this DnsRecord; it is left alone`;
         response.event(Event.warning('RecordConflict', message));
-        outcome = synced('False', 'RecordConflict', message);
+        outcome = synced(false, 'RecordConflict', message);
       } else if (e.kind === 'unavailable') {
         // Said once in the status; then the reconcile fails, and the host backs off.
-        if (currentCondition(parent)?.reason === 'RemoteUnavailable') throw new RetryableError(e.message);
+        if (findStatusCondition(conditions, SYNCED)?.reason === 'RemoteUnavailable') throw new RetryableError(e.message);
         response.event(Event.warning('RemoteUnavailable', e.message));
         response.requeueAfterMs = 1000;
-        outcome = synced('False', 'RemoteUnavailable', e.message);
+        outcome = synced(false, 'RemoteUnavailable', e.message);
       } else {
         throw new PermanentError(e.message);
       }
     }
+    setStatusCondition(conditions, outcome, request.now);
     response.status = {
       observedGeneration: parent.generation ?? null,
       fqdn: fqdn(spec),
       remoteVersion: version,
-      conditions: [keepingTimeOf(outcome, currentCondition(parent))],
+      conditions,
     };
     return response;
   },
@@ -245,30 +265,4 @@ function answered(method: string, url: string, response: http.HttpResponse): Fai
   const status = response.status;
   const message = `${method} ${url}: the DNS API answered ${status}: ${response.text().trim()}`;
   return new Failed(status === 412 || status === 429 || status >= 500 ? 'unavailable' : 'refused', message);
-}
-
-/** The `Synced` condition. */
-interface Condition {
-  type: string;
-  status: string;
-  reason: string;
-  message: string;
-  lastTransitionTime: string;
-}
-
-function condition(request: Request, status: string, reason: string, message: string): Condition {
-  return { type: 'Synced', status, reason, message, lastTransitionTime: request.nowRfc3339 };
-}
-
-/** The parent's `Synced` condition now. */
-function currentCondition(parent: KubeObject): Condition | undefined {
-  const conditions = parent.field('status.conditions', 'array', []);
-  const found = conditions.find((c: Record<string, unknown>) => c?.type === 'Synced');
-  const fields = ['type', 'status', 'reason', 'message', 'lastTransitionTime'];
-  return found && fields.every((f) => typeof found[f] === 'string') ? found : undefined;
-}
-
-/** Keeps the time of `before` when the status did not change. */
-function keepingTimeOf(now: Condition, before: Condition | undefined): Condition {
-  return before && before.status === now.status ? { ...now, lastTransitionTime: before.lastTransitionTime } : now;
 }

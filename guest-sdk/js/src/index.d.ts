@@ -39,6 +39,43 @@ export namespace log {
   function error(message: string, fields?: Fields): void;
 }
 
+/** A condition as `status.conditions` holds it (apimachinery's `metav1.Condition`). */
+export interface Condition {
+  type: string;
+  status: 'True' | 'False' | 'Unknown';
+  reason: string;
+  message: string;
+  observedGeneration?: number;
+  /** RFC 3339, to the second. */
+  lastTransitionTime: string;
+}
+
+/** A condition to `setStatusCondition`: a boolean status is `True` or `False`. */
+export interface NewCondition {
+  type: string;
+  status: boolean | 'True' | 'False' | 'Unknown';
+  /** `UpperCamelCase`: letters, digits, `_`, `,` and `:`; the API server requires one. */
+  reason: string;
+  message?: string;
+  /** The parent's `metadata.generation` this condition was decided from. */
+  observedGeneration?: number;
+  /** Used only when the condition is added or its status changes; `now` otherwise. */
+  lastTransitionTime?: Date | string;
+}
+
+/** A copy of the conditions of an observed status (`parent.status`), to start from. */
+export function conditionsFromStatus(status: unknown): Condition[];
+/** Sets the condition of its type in place, as apimachinery's `meta.SetStatusCondition`:
+ * `lastTransitionTime` moves to `now` only when the status changes; reason, message and
+ * `observedGeneration` are overwritten. Whether the list changed. */
+export function setStatusCondition(conditions: Condition[], condition: NewCondition, now: Date | string): boolean;
+export function findStatusCondition(conditions: Condition[], type: string): Condition | undefined;
+/** Removes every condition of `type`, keeping the order of the rest; whether one was there. */
+export function removeStatusCondition(conditions: Condition[], type: string): boolean;
+export function isStatusConditionTrue(conditions: Condition[], type: string): boolean;
+/** Present and `False` (an absent condition is neither true nor false). */
+export function isStatusConditionFalse(conditions: Condition[], type: string): boolean;
+
 /** A reconcile that could not decide; throw a `RetryableError` or a `PermanentError`. */
 export class ReconcileError extends Error {
   constructor(message: string, retryable?: boolean);

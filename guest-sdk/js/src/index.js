@@ -11,6 +11,14 @@
 export * as kinds from './builtin-kinds.js';
 export * as http from './http.js';
 export * as log from './log.js';
+export {
+  conditionsFromStatus,
+  findStatusCondition,
+  isStatusConditionFalse,
+  isStatusConditionTrue,
+  removeStatusCondition,
+  setStatusCondition,
+} from './conditions.js';
 export { ReconcileError, RetryableError, PermanentError } from './errors.js';
 export { Change, ObjectEvent } from './event.js';
 export { plugin } from './export.js';

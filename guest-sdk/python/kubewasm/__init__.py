@@ -35,7 +35,7 @@ answer is checked with the host's own rules.
             http.post("https://hooks.example.com/pods", json={"pod": event.object.name, "change": event.change.value})
 """
 
-from . import http, kinds, log
+from . import conditions, http, kinds, log
 from .errors import Error, PermanentError, RetryableError
 from .event import Change, ObjectEvent
 from .export import plugin
@@ -68,6 +68,7 @@ __all__ = [
     "RetryableError",
     "Selector",
     "Watch",
+    "conditions",
     "http",
     "kinds",
     "log",

@@ -22,9 +22,10 @@
 //! saying so. While the API cannot be reached, the status says so (`Synced` False,
 //! `RemoteUnavailable`) and the reconcile fails retryably, so the host backs off.
 
+use kubewasm_sdk::conditions::{Conditions, NewCondition};
 use kubewasm_sdk::http::{self, HttpError, HttpResponse};
 use kubewasm_sdk::prelude::*;
-use kubewasm_sdk::serde_json::{self, Value, json};
+use kubewasm_sdk::serde_json::{self, json};
 use percent_encoding::{AsciiSet, NON_ALPHANUMERIC, utf8_percent_encode};
 use serde::{Deserialize, Serialize};
 
@@ -59,6 +60,9 @@ pub struct Remote {
     pub values: Vec<String>,
     pub owner: String,
 }
+
+/// The condition that says whether the API holds the record as specified.
+const SYNCED: &str = "Synced";
 
 /// How often a converged record is read again, to revert edits made in the API.
 const RESYNC_MS: u64 = 300_000;
@@ -100,7 +104,10 @@ impl Reconciler for DnsRecords {
             return api.delete_owned_by(&owner).map(|()| Response::new().finalized());
         }
 
-        let synced = |status: &str, reason: &str, message: &str| Condition::new(req, status, reason, message);
+        let mut conditions = Conditions::from_status(parent.status())?;
+        let synced = |status: bool, reason: &str, message: &str| {
+            NewCondition::new(SYNCED, status).reason(reason).message(message)
+        };
         let outcome = api.get().and_then(|found| match found {
             None => api.put(&spec, &owner, None).map(|etag| (etag, Some(Event::normal("RecordCreated", fqdn(&spec))))),
             Some((remote, _)) if remote.owner != owner => Err(Failed::Conflict(remote.owner)),
@@ -115,30 +122,31 @@ impl Reconciler for DnsRecords {
                 if let Some(event) = event {
                     response = response.event(event);
                 }
-                (synced("True", "RecordSynced", &format!("{} holds {}", fqdn(&spec), spec.values.join(", "))), etag)
+                (synced(true, "RecordSynced", &format!("{} holds {}", fqdn(&spec), spec.values.join(", "))), etag)
             }
             Err(Failed::Conflict(other)) => {
                 let message = format!("{} is owned by {other:?}, not this DnsRecord; it is left alone", fqdn(&spec));
                 response = response.event(Event::warning("RecordConflict", message.clone()));
-                (synced("False", "RecordConflict", &message), None)
+                (synced(false, "RecordConflict", &message), None)
             }
             Err(Failed::Unavailable(message)) => {
                 // Said once in the status; then the reconcile fails, and the host backs off.
-                if Condition::current(parent).is_some_and(|c| c.reason == "RemoteUnavailable") {
+                if conditions.find(SYNCED).is_some_and(|c| c.reason == "RemoteUnavailable") {
                     return Err(Error::retryable(message));
                 }
                 response = response
                     .event(Event::warning("RemoteUnavailable", message.clone()))
                     .requeue_after(std::time::Duration::from_secs(1));
-                (synced("False", "RemoteUnavailable", &message), None)
+                (synced(false, "RemoteUnavailable", &message), None)
             }
             Err(Failed::Refused(message)) => return Err(Error::permanent(message)),
         };
+        conditions.set(condition, req.now())?;
         let status = json!({
             "observedGeneration": parent.json()["metadata"]["generation"],
             "fqdn": fqdn(&spec),
             "remoteVersion": version,
-            "conditions": [condition.keeping_time_of(Condition::current(parent).as_ref())],
+            "conditions": conditions,
         });
         response.status(&status)
     }
@@ -280,48 +288,11 @@ fn answered(method: &str, url: &str, status: u16, response: &HttpResponse) -> Fa
     }
 }
 
-/// The `Synced` condition.
-#[derive(Clone, Debug, Deserialize, Serialize)]
-#[serde(rename_all = "camelCase")]
-struct Condition {
-    #[serde(rename = "type")]
-    type_: String,
-    status: String,
-    reason: String,
-    message: String,
-    last_transition_time: String,
-}
-
-impl Condition {
-    fn new(req: &Request, status: &str, reason: &str, message: &str) -> Self {
-        Self {
-            type_: "Synced".into(),
-            status: status.into(),
-            reason: reason.into(),
-            message: message.into(),
-            last_transition_time: req.now.clone(),
-        }
-    }
-
-    /// The parent's `Synced` condition now.
-    fn current(parent: &Object) -> Option<Self> {
-        let conditions = parent.json()["status"]["conditions"].as_array()?;
-        conditions.iter().find(|c| c["type"] == "Synced").and_then(|c| serde_json::from_value(c.clone()).ok())
-    }
-
-    /// Keeps the time of `before` when the status did not change.
-    fn keeping_time_of(mut self, before: Option<&Self>) -> Value {
-        if let Some(before) = before.filter(|b| b.status == self.status) {
-            self.last_transition_time.clone_from(&before.last_transition_time);
-        }
-        serde_json::to_value(self).unwrap_or_default()
-    }
-}
-
 kubewasm_sdk::export_reconciler!(DnsRecords);
 
 #[cfg(test)]
 mod tests {
+    use kubewasm_sdk::serde_json::Value;
     use kubewasm_sdk::testing::{self, Http, TestRequest, respond};
 
     use super::*;
