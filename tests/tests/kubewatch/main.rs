@@ -14,6 +14,8 @@ mod receiver;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
+use kube::ResourceExt;
+use kube::api::{Api, DynamicObject, ListParams};
 use kubewasm_devcluster::{Faults, WatchFaults};
 use serde_json::{Value, json};
 
@@ -214,14 +216,27 @@ async fn objects_that_existed_before_the_plugin_are_announced_once_when_its_sett
     let handlers = format!("[events]\ninitial = true\n\n{}", webhook(&receiver, "/hook"));
     let mut host = Host::stopped(plugin, "kubewatch", &settings(&receiver, &["configmap"], &handlers)).await;
     host.create(&configmaps(), configmap("before", "0")).await;
+    // Every ConfigMap there is now: this one, and each namespace's `kube-root-ca.crt`.
+    let existing = Api::<DynamicObject>::all_with(host.client.clone(), &configmaps())
+        .list(&ListParams::default())
+        .await
+        .expect("list ConfigMaps");
+    let mut expected: Vec<String> =
+        existing.items.iter().map(|cm| format!("Created ConfigMap {}", cm.name_any())).collect();
+    expected.sort();
+    assert!(expected.contains(&"Created ConfigMap before".to_string()), "{expected:?}");
     host.run().await;
-    assert_eq!(wait_count(&receiver, "/hook", 1).await, ["Created ConfigMap before"]);
+    wait_count(&receiver, "/hook", expected.len()).await;
+    stays("notifications", Duration::from_secs(1), || notifications(&receiver, "/hook").len()).await;
+    let mut announced = notifications(&receiver, "/hook");
+    announced.sort();
+    assert_eq!(announced, expected, "each object that existed before, announced once");
 
-    // Delivered once: a restarted host does not announce it again.
+    // Delivered once: a restarted host does not announce them again.
     host.halt().await;
     host.run().await;
     stays("notifications", Duration::from_secs(1), || notifications(&receiver, "/hook").len()).await;
-    assert_eq!(notifications(&receiver, "/hook"), ["Created ConfigMap before"]);
+    assert_eq!(notifications(&receiver, "/hook").len(), expected.len(), "nothing announced again");
     host.stop().await;
 }
 
