@@ -6,6 +6,8 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
 
 use kubewasm_devcluster::{DevCluster, Options};
 
@@ -55,8 +57,7 @@ fn target_dir() -> PathBuf {
 }
 
 fn run(command: &mut Command) -> Output {
-    let output = command.output().unwrap_or_else(|e| panic!("{command:?} does not start: {e}"));
-    output
+    command.output().unwrap_or_else(|e| panic!("{command:?} does not start: {e}"))
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -86,14 +87,35 @@ fn venv_python() -> PathBuf {
     python
 }
 
-/// pytest in the suite's directory, against the cluster of `kubeconfig`.
-fn pytest(python: &Path, kubeconfig: &Path, args: &[&str]) -> Output {
-    run(Command::new(python)
+/// pytest in the suite's directory, against the cluster of `kubeconfig`: its output, or a
+/// panic when it runs longer than ten minutes (each test has its own limit in `pytest.ini`;
+/// this one ends a run that hangs between tests).
+fn pytest(python: &Path, kubeconfig: &Path, args: &[&str]) -> (std::process::ExitStatus, String) {
+    static RUNS: AtomicUsize = AtomicUsize::new(0);
+    let log = target_dir().join(format!("python-client-pytest-{}.log", RUNS.fetch_add(1, Ordering::SeqCst)));
+    let file = std::fs::File::create(&log).expect("pytest's log is created");
+    let mut child = Command::new(python)
         .args(["-m", "pytest"])
         .args(args)
         .current_dir(suite())
         .env("KUBECONFIG", kubeconfig)
-        .env("PYTHONDONTWRITEBYTECODE", "1"))
+        .env("PYTHONDONTWRITEBYTECODE", "1")
+        .stdout(file.try_clone().expect("pytest's log is shared"))
+        .stderr(file)
+        .spawn()
+        .expect("pytest starts");
+    let deadline = Instant::now() + Duration::from_mins(10);
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("pytest is waited for") {
+            break status;
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("pytest still runs after 10 minutes: {}", std::fs::read_to_string(&log).unwrap_or_default());
+        }
+        std::thread::sleep(Duration::from_millis(200));
+    };
+    (status, std::fs::read_to_string(&log).expect("pytest's log is readable"))
 }
 
 /// Each test's outcomes in the `-rA` summary (`PASSED id`, `FAILED id - why`, `ERROR id -
@@ -122,12 +144,14 @@ async fn the_python_clients_e2e_suite_fails_only_where_a_kubelet_or_controller_m
     })
     .await
     .expect("pytest runs");
-    let collected_out = text(&collected.stdout);
-    assert!(collected.status.success(), "collecting the suite: {collected_out}{}", text(&collected.stderr));
+    let (collected_status, collected_out) = collected;
+    assert!(collected_status.success(), "collecting the suite: {collected_out}");
     let tests: BTreeSet<&str> = collected_out.lines().filter(|l| l.contains("::")).collect();
     assert_eq!(tests.len(), 43, "the suite of v36.0.3 has 43 tests: {collected_out}");
 
-    let stdout = text(&ran.stdout);
+    let (status, stdout) = ran;
+    // 0: all passed, 1: some failed; anything else is pytest itself failing (usage, internal error).
+    assert!(matches!(status.code(), Some(0 | 1)), "pytest ended with {status}: {stdout}");
     let outcomes = outcomes(&stdout);
     let passed = |id: &str| outcomes.get(id).is_some_and(|lines| lines.iter().all(|l| l.starts_with("PASSED ")));
     let not_passing: BTreeSet<&str> = tests.iter().copied().filter(|id| !passed(id)).collect();
@@ -136,7 +160,7 @@ async fn the_python_clients_e2e_suite_fails_only_where_a_kubelet_or_controller_m
         assert!(tests.contains(id), "{id} is listed as not passing but is not in the suite");
     }
     for id in &tests {
-        let outcome = outcomes.get(*id).map_or_else(|| "did not run (skipped)".to_owned(), |lines| lines.join("; "));
+        let outcome = outcomes.get(*id).map_or_else(|| format!("NOT RUN {id} (skipped)"), |lines| lines.join("; "));
         let why = NOT_PASSING.iter().find(|(listed, _)| listed == id).map_or("", |(_, why)| why);
         eprintln!("{outcome}{}{why}", if why.is_empty() { "" } else { "\n    needs a " });
     }
@@ -144,8 +168,7 @@ async fn the_python_clients_e2e_suite_fails_only_where_a_kubelet_or_controller_m
     let now_passing: Vec<_> = expected.difference(&not_passing).collect();
     assert!(
         unexpected.is_empty() && now_passing.is_empty(),
-        "failing but not listed: {unexpected:#?}\nlisted but passing: {now_passing:#?}\n\n{stdout}{}",
-        text(&ran.stderr)
+        "failing but not listed: {unexpected:#?}\nlisted but passing: {now_passing:#?}\n\n{stdout}"
     );
     cluster.shutdown().await;
 }
