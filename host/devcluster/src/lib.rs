@@ -139,7 +139,6 @@ mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use serde::Deserialize;
@@ -466,7 +465,13 @@ impl DevCluster {
     /// How many mutating requests (POST, PUT, PATCH, DELETE) the server has served, including
     /// refused ones. End-to-end tests use it to prove a steady state makes no writes.
     pub fn write_requests(&self) -> u64 {
-        self.shared.writes.load(Ordering::SeqCst)
+        self.shared.writes()
+    }
+
+    /// The last 32 write requests (method, path and query), oldest first: what a test
+    /// shows when it finds a write it did not expect.
+    pub fn recent_writes(&self) -> Vec<String> {
+        self.shared.recent_writes()
     }
 
     /// Replaces the faults injected from now on (`None`: serve faithfully again). The

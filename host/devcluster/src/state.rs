@@ -1,6 +1,7 @@
 //! The state the request handlers and the background tasks share.
 
-use std::sync::atomic::AtomicU64;
+use std::collections::VecDeque;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -11,10 +12,16 @@ use super::faults::{Injector, Versions};
 use super::pki::Pki;
 use super::tokens::Signer;
 
+/// How many write requests [`Shared::recent_writes`] keeps.
+const RECENT_WRITES: usize = 32;
+
 /// State shared by the request handlers and the background tasks.
 pub(crate) struct Shared {
     cluster: Mutex<Cluster>,
-    pub writes: AtomicU64,
+    writes: AtomicU64,
+    /// The last [`RECENT_WRITES`] write requests, for a test to say which write it did
+    /// not expect.
+    recent_writes: Mutex<VecDeque<String>>,
     pub gc: Notify,
     pub persist: Notify,
     pub bookmark_interval: Duration,
@@ -50,6 +57,7 @@ impl Shared {
         Shared {
             cluster: Mutex::new(cluster),
             writes: AtomicU64::new(0),
+            recent_writes: Mutex::new(VecDeque::with_capacity(RECENT_WRITES)),
             gc: Notify::new(),
             persist: Notify::new(),
             bookmark_interval,
@@ -59,6 +67,26 @@ impl Shared {
             watch_list,
             credentials,
         }
+    }
+
+    /// Counts a write request, `what` naming it (method, path and query).
+    pub(crate) fn note_write(&self, what: String) {
+        self.writes.fetch_add(1, Ordering::SeqCst);
+        let mut recent = self.recent_writes.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        if recent.len() == RECENT_WRITES {
+            recent.pop_front();
+        }
+        recent.push_back(what);
+    }
+
+    /// Write requests so far, refused ones included.
+    pub(crate) fn writes(&self) -> u64 {
+        self.writes.load(Ordering::SeqCst)
+    }
+
+    /// The last write requests, oldest first.
+    pub(crate) fn recent_writes(&self) -> Vec<String> {
+        self.recent_writes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().cloned().collect()
     }
 
     /// The cluster; a handler that panicked while holding it does not make it unusable.

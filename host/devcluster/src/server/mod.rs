@@ -12,7 +12,6 @@ pub(crate) use self::tls::{Peer, TlsListener, server_config};
 
 use std::panic::AssertUnwindSafe;
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use axum::Router;
@@ -60,7 +59,7 @@ async fn read_request(State(shared): State<Arc<Shared>>, req: Request, next: Nex
     let first = |name: &str| query.iter().find(|(k, _)| k == name).map(|(_, v)| v.as_str());
     let info = RequestInfo::parse(&parts.method, parts.uri.path(), first("watch").is_some_and(params::k8s_bool));
     if info.mutating {
-        shared.writes.fetch_add(1, Ordering::SeqCst);
+        shared.note_write(format!("{} {}", parts.method, parts.uri));
     }
     if let Some(timeout) = first("timeout").filter(|t| !t.is_empty() && !long_running(&info))
         && let Err(why) = params::check_duration(timeout)
