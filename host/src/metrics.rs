@@ -59,21 +59,6 @@ label_values!(
     WriteKind { Apply => "apply", Prune => "prune", Status => "status", Metadata => "metadata", Finalizer => "finalizer" }
 );
 
-impl Failure {
-    /// How `error` failed.
-    pub(crate) fn of(error: &crate::plugin::CallError) -> Self {
-        use crate::plugin::CallError;
-        match error {
-            CallError::Timeout { .. } => Self::Timeout,
-            CallError::OutOfMemory { .. } => Self::OutOfMemory,
-            CallError::Panic { .. } => Self::Panic,
-            CallError::Trap { .. } => Self::Trap,
-            CallError::Plugin { .. } => Self::PluginError,
-            CallError::Malformed { .. } => Self::Malformed,
-        }
-    }
-}
-
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub(crate) struct HttpLabels {
     pub(crate) plugin: String,

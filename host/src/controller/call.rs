@@ -53,7 +53,7 @@ fn in_one_instance(ctx: &Context, plugin: &Plugin, inputs: Inputs) -> Result<(Re
     let queries = instance.related(&parent);
     // A plugin without related kinds is not asked: no call to count, unless it failed.
     if !manifest.related.is_empty() || queries.is_err() {
-        metrics.called(&manifest.name, Call::Related, started.elapsed(), queries.as_ref().err().map(Failure::of));
+        metrics.called(&manifest.name, Call::Related, started.elapsed(), queries.as_ref().err().map(Failure::from));
     }
     let queries = queries.map_err(Error::Call)?;
     // Known now, so that a change to a related object reconciles the parent again even
@@ -64,7 +64,7 @@ fn in_one_instance(ctx: &Context, plugin: &Plugin, inputs: Inputs) -> Result<(Re
     let request = Request::new(parent, shown.children, shown.related, finalizing, now, resolved.config);
     let ready = Instant::now();
     let response = instance.reconcile(&request);
-    metrics.called(&manifest.name, Call::Reconcile, ready.elapsed(), response.as_ref().err().map(Failure::of));
+    metrics.called(&manifest.name, Call::Reconcile, ready.elapsed(), response.as_ref().err().map(Failure::from));
     Ok((request, response.map_err(Error::Call)?))
 }
 

@@ -528,7 +528,7 @@ fn deliver(
 }
 
 fn call_failure(error: &CallError) -> Failure {
-    Failure::of(error)
+    Failure::from(error)
 }
 
 fn object_name(found: &Found) -> String {

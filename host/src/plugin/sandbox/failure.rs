@@ -33,6 +33,20 @@ pub enum CallError {
     Malformed { plugin: String, source: MalformedAnswer },
 }
 
+impl From<&CallError> for crate::metrics::Failure {
+    /// How `error` failed, as the metrics label it.
+    fn from(error: &CallError) -> Self {
+        match error {
+            CallError::Timeout { .. } => Self::Timeout,
+            CallError::OutOfMemory { .. } => Self::OutOfMemory,
+            CallError::Panic { .. } => Self::Panic,
+            CallError::Trap { .. } => Self::Trap,
+            CallError::Plugin { .. } => Self::PluginError,
+            CallError::Malformed { .. } => Self::Malformed,
+        }
+    }
+}
+
 impl CallError {
     /// Whether a retry may succeed without a new plugin version or a changed parent.
     pub fn is_retryable(&self) -> bool {
