@@ -9,7 +9,10 @@ use std::marker::PhantomData;
 use serde_json::Value;
 
 use crate::bindings::kubewasm::reconciler::types as wit;
-use crate::{Error, Handler, Object, ObjectEvent, Reconciler, Request};
+use crate::{
+    Admission, AdmissionRequest, ConversionRequest, Denial, Error, Handler, Object, ObjectEvent, Reconciler, Request,
+    Verdict,
+};
 
 kubewasm_contract::wit_conversions!(crate::bindings::kubewasm::reconciler);
 
@@ -28,6 +31,20 @@ pub trait ReconcileExport {
 pub trait HandleExport {
     fn handle(event: wit::ObjectEvent) -> Result<(), wit::ReconcileError>;
 }
+
+/// The exports `default`, `validate` and `convert`.
+pub trait AdmissionExport {
+    fn default(request: wit::AdmissionRequest) -> Result<wit::Defaulted, wit::Denial>;
+    fn validate(request: wit::AdmissionRequest) -> wit::Verdict;
+    fn convert(request: wit::ConversionRequest) -> Result<Vec<String>, String>;
+}
+
+/// An [`Admission`]'s exports.
+pub struct Admits<A>(PhantomData<A>);
+
+/// The admission exports of a plugin that admits nothing: its manifest declares no
+/// `defaults`, `validates` or `converts`, so the host never calls them.
+pub struct NoAdmission;
 
 /// A [`Reconciler`]'s exports.
 pub struct Reconciles<R>(PhantomData<R>);
@@ -91,6 +108,37 @@ impl HandleExport for NoHandler {
     }
 }
 
+impl<A: Admission> AdmissionExport for Admits<A> {
+    fn default(request: wit::AdmissionRequest) -> Result<wit::Defaulted, wit::Denial> {
+        default::<A>(request)
+    }
+
+    fn validate(request: wit::AdmissionRequest) -> wit::Verdict {
+        validate::<A>(request)
+    }
+
+    fn convert(request: wit::ConversionRequest) -> Result<Vec<String>, String> {
+        convert::<A>(request)
+    }
+}
+
+struct NoAdmissionImpl;
+impl Admission for NoAdmissionImpl {}
+
+impl AdmissionExport for NoAdmission {
+    fn default(request: wit::AdmissionRequest) -> Result<wit::Defaulted, wit::Denial> {
+        default::<NoAdmissionImpl>(request)
+    }
+
+    fn validate(request: wit::AdmissionRequest) -> wit::Verdict {
+        validate::<NoAdmissionImpl>(request)
+    }
+
+    fn convert(request: wit::ConversionRequest) -> Result<Vec<String>, String> {
+        convert::<NoAdmissionImpl>(request)
+    }
+}
+
 pub fn describe<R: Reconciler>() -> wit::Manifest {
     wit::Manifest::from(&R::describe())
 }
@@ -114,6 +162,40 @@ pub fn handle<H: Handler>(event: wit::ObjectEvent) -> Result<(), wit::ReconcileE
     let fail = |e: Error| wit::ReconcileError::from(&e);
     let event = ObjectEvent::try_from(event).map_err(|e| fail(Error::permanent(e.to_string())))?;
     H::handle(&event).map_err(fail)
+}
+
+/// The request the host sent, or a denial naming what in it does not parse: a write the
+/// plugin cannot read is refused, not let through.
+fn admission_request(request: wit::AdmissionRequest) -> Result<AdmissionRequest, Denial> {
+    AdmissionRequest::try_from(request).map_err(|e| Denial::new(e.to_string()))
+}
+
+pub fn default<A: Admission>(request: wit::AdmissionRequest) -> Result<wit::Defaulted, wit::Denial> {
+    let answer = admission_request(request).and_then(|r| A::default(&r));
+    answer.map(|d| wit::Defaulted::from(&d)).map_err(|d| wit::Denial::from(&d))
+}
+
+pub fn validate<A: Admission>(request: wit::AdmissionRequest) -> wit::Verdict {
+    let verdict = match admission_request(request) {
+        Ok(request) => A::validate(&request),
+        Err(denial) => Verdict::deny(denial),
+    };
+    wit::Verdict::from(&verdict)
+}
+
+pub fn convert<A: Admission>(request: wit::ConversionRequest) -> Result<Vec<String>, String> {
+    let request = ConversionRequest::try_from(request).map_err(|e| e.to_string())?;
+    request
+        .objects
+        .into_iter()
+        .enumerate()
+        .map(|(i, object)| {
+            let object = Object::new(object);
+            A::convert(&object, &request.desired_api_version)
+                .map(|converted| converted.to_string())
+                .map_err(|e| format!("object #{i} ({} {:?}): {e}", object.kind(), object.name()))
+        })
+        .collect()
 }
 
 #[cfg(test)]
@@ -200,6 +282,47 @@ mod tests {
             let wire: wit_http::HttpError = error.lower();
             assert_eq!(HttpError::lift(&wire, "error"), Ok(error));
         }
+    }
+
+    #[test]
+    fn admission_records_survive_the_wit_records_both_ways() {
+        use crate::{AdmissionRequest, AdmissionRule, ConversionRequest, Defaulted, Denial, Operation, Verdict};
+        let pods = KindRef::namespaced("", "v1", "Pod", "pods");
+        let manifest = Manifest::new("x", KindRef::namespaced("x.io", "v1", "X", "xs"))
+            .child(pods.clone())
+            .keep_unlisted(pods.clone())
+            .defaults(AdmissionRule::new(pods.clone()))
+            .validates(AdmissionRule::new(pods.clone()).on(&[Operation::Delete, Operation::Connect]))
+            .crd("crd")
+            .converts();
+        assert_eq!(Manifest::from(wit::Manifest::from(&manifest)), manifest);
+
+        let mut request =
+            AdmissionRequest::new(Operation::Update, pods, Some(json!({"metadata": {"name": "a"}})), Some(json!({})));
+        request.user_info.extra.insert("scopes".into(), vec!["a".into(), "b".into()]);
+        request.sub_resource = Some("status".into());
+        request.dry_run = true;
+        request.options = json!({"fieldManager": "kubectl"});
+        assert_eq!(AdmissionRequest::try_from(wit::AdmissionRequest::from(&request)).unwrap(), request);
+
+        for defaulted in [
+            Defaulted::unchanged(),
+            Defaulted::object(&json!({"a": 1})).unwrap().warning("w"),
+            Defaulted::patch(json!([{"op": "add", "path": "/a", "value": 1}])),
+        ] {
+            assert_eq!(Defaulted::try_from(wit::Defaulted::from(&defaulted)).unwrap(), defaulted);
+        }
+        let verdict =
+            Verdict::deny(Denial::invalid("metadata.name", "too long").cause("spec", "FieldValueRequired", "x"))
+                .warning("careful");
+        assert_eq!(Verdict::from(wit::Verdict::from(&verdict)), verdict);
+        let conversion = ConversionRequest {
+            objects: vec![json!({"apiVersion": "x.io/v1"})],
+            desired_api_version: "x.io/v2".into(),
+            now: "now".into(),
+            config: json!(null),
+        };
+        assert_eq!(ConversionRequest::try_from(wit::ConversionRequest::from(&conversion)).unwrap(), conversion);
     }
 
     #[test]

@@ -71,8 +71,9 @@ pub mod testing;
 // The contract's types are the host's own: one crate, so the host and the SDK agree on
 // every field and on which answers are valid.
 pub use kubewasm_contract::{
-    Change, Error, Event, EventType, KindRef, LabelOperator, Limits, Manifest, Object, ObjectEvent, Query, Refusal,
-    Request, Requirement, Response, Selector, Watch,
+    AdmissionRequest, AdmissionRule, Change, ConversionRequest, Defaulted, Denial, Error, Event, EventType, FieldCause,
+    KindRef, LabelOperator, Limits, Manifest, Mutation, Object, ObjectEvent, Operation, Query, Refusal, Request,
+    Requirement, Response, Selector, UserInfo, Verdict, Watch,
 };
 
 pub use k8s_openapi;
@@ -81,8 +82,8 @@ pub use serde_json;
 /// The names a plugin needs, in one `use`.
 pub mod prelude {
     pub use crate::{
-        Change, Error, Event, Handler, KindRef, Manifest, Object, ObjectEvent, Query, Reconciler, Request, Response,
-        Selector, Watch,
+        Admission, AdmissionRequest, AdmissionRule, Change, Defaulted, Denial, Error, Event, Handler, KindRef,
+        Manifest, Object, ObjectEvent, Operation, Query, Reconciler, Request, Response, Selector, Verdict, Watch,
     };
 }
 
@@ -130,6 +131,42 @@ pub trait Handler {
     fn handle(event: &ObjectEvent) -> Result<(), Error>;
 }
 
+/// Admission and conversion of the plugin's kinds: what Kubebuilder's defaulting,
+/// validating and conversion webhooks do, for the writes the manifest names in
+/// [`defaults`](Manifest::defaults) and [`validates`](Manifest::validates) and the
+/// versions of its parent when it [`converts`](Manifest::converts).
+///
+/// Each method has a default that changes and refuses nothing, so a plugin writes only
+/// what its manifest declares. Every call runs in a fresh instance.
+pub trait Admission {
+    /// Complete a write before it is stored (fill in defaults).
+    ///
+    /// # Errors
+    ///
+    /// A [`Denial`] refuses the write.
+    fn default(request: &AdmissionRequest) -> Result<Defaulted, Denial> {
+        let _ = request;
+        Ok(Defaulted::unchanged())
+    }
+
+    /// Allow or refuse a write, after the defaults and the schema were applied.
+    fn validate(request: &AdmissionRequest) -> Verdict {
+        let _ = request;
+        Verdict::allow()
+    }
+
+    /// Convert one object of the parent's kind to `desired_api_version` (`group/version`).
+    /// Only labels and annotations of its `metadata` may change.
+    ///
+    /// # Errors
+    ///
+    /// A message that fails the read or write needing the conversion.
+    fn convert(object: &Object, desired_api_version: &str) -> Result<serde_json::Value, String> {
+        let _ = desired_api_version;
+        Err(format!("this plugin converts no objects, and was asked to convert a {}", object.kind()))
+    }
+}
+
 /// Generated bindings of the `kubewasm:reconciler` world.
 #[doc(hidden)]
 #[allow(clippy::all, clippy::pedantic)] // generated code
@@ -155,7 +192,8 @@ macro_rules! export_reconciler {
         $crate::__export!(
             $crate::export::Reconciles<$reconciler>,
             $crate::export::Reconciles<$reconciler>,
-            $crate::export::NoHandler
+            $crate::export::NoHandler,
+            $crate::export::NoAdmission
         );
     };
 }
@@ -168,30 +206,53 @@ macro_rules! export_handler {
         $crate::__export!(
             $crate::export::Handles<$handler>,
             $crate::export::NoReconciler,
-            $crate::export::Handles<$handler>
+            $crate::export::Handles<$handler>,
+            $crate::export::NoAdmission
         );
     };
 }
 
-/// Export a plugin that reconciles and handles events; the [`Reconciler`]'s manifest,
-/// which names both the parent and the watches, is the plugin's.
+/// Export a plugin that reconciles and also handles events, admits writes, or both; the
+/// [`Reconciler`]'s manifest, which names the parent, the watches and the admission
+/// rules, is the plugin's.
+///
+/// ```ignore
+/// kubewasm_sdk::export_plugin!(reconciler: CronJobs, admission: CronJobs);
+/// ```
 #[macro_export]
 macro_rules! export_plugin {
     (reconciler: $reconciler:ty, handler: $handler:ty $(,)?) => {
         $crate::__export!(
             $crate::export::Reconciles<$reconciler>,
             $crate::export::Reconciles<$reconciler>,
-            $crate::export::Handles<$handler>
+            $crate::export::Handles<$handler>,
+            $crate::export::NoAdmission
+        );
+    };
+    (reconciler: $reconciler:ty, admission: $admission:ty $(,)?) => {
+        $crate::__export!(
+            $crate::export::Reconciles<$reconciler>,
+            $crate::export::Reconciles<$reconciler>,
+            $crate::export::NoHandler,
+            $crate::export::Admits<$admission>
+        );
+    };
+    (reconciler: $reconciler:ty, handler: $handler:ty, admission: $admission:ty $(,)?) => {
+        $crate::__export!(
+            $crate::export::Reconciles<$reconciler>,
+            $crate::export::Reconciles<$reconciler>,
+            $crate::export::Handles<$handler>,
+            $crate::export::Admits<$admission>
         );
     };
 }
 
-/// The component's three exports, from the types of [`export`] that implement
-/// `DescribeExport`, `ReconcileExport` and `HandleExport`.
+/// The component's four exports, from the types of [`export`] that implement
+/// `DescribeExport`, `ReconcileExport`, `HandleExport` and `AdmissionExport`.
 #[doc(hidden)]
 #[macro_export]
 macro_rules! __export {
-    ($describe:ty, $reconciler:ty, $handler:ty) => {
+    ($describe:ty, $reconciler:ty, $handler:ty, $admission:ty) => {
         #[cfg(target_arch = "wasm32")]
         #[doc(hidden)]
         struct __KubewasmExport;
@@ -226,6 +287,28 @@ macro_rules! __export {
                 event: $crate::bindings::kubewasm::reconciler::types::ObjectEvent,
             ) -> ::std::result::Result<(), $crate::bindings::kubewasm::reconciler::types::ReconcileError> {
                 <$handler as $crate::export::HandleExport>::handle(event)
+            }
+        }
+
+        #[cfg(target_arch = "wasm32")]
+        impl $crate::bindings::exports::kubewasm::reconciler::admission::Guest for __KubewasmExport {
+            fn default(
+                request: $crate::bindings::kubewasm::reconciler::types::AdmissionRequest,
+            ) -> ::std::result::Result<
+                $crate::bindings::kubewasm::reconciler::types::Defaulted,
+                $crate::bindings::kubewasm::reconciler::types::Denial,
+            > {
+                <$admission as $crate::export::AdmissionExport>::default(request)
+            }
+            fn validate(
+                request: $crate::bindings::kubewasm::reconciler::types::AdmissionRequest,
+            ) -> $crate::bindings::kubewasm::reconciler::types::Verdict {
+                <$admission as $crate::export::AdmissionExport>::validate(request)
+            }
+            fn convert(
+                request: $crate::bindings::kubewasm::reconciler::types::ConversionRequest,
+            ) -> ::std::result::Result<::std::vec::Vec<::std::string::String>, ::std::string::String> {
+                <$admission as $crate::export::AdmissionExport>::convert(request)
             }
         }
 

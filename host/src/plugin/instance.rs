@@ -15,7 +15,16 @@ use super::sandbox::http::Egress;
 use super::sandbox::limits::Limits;
 use super::sandbox::logging::Redact;
 use super::sandbox::{self, CallState};
-use kubewasm_contract::{KindRef, Manifest, ObjectEvent, Query, Request, Response};
+use kubewasm_contract::{
+    AdmissionRequest, ConversionRequest, Defaulted, Denial, KindRef, Manifest, ObjectEvent, Query, Request, Response,
+    Verdict,
+};
+
+/// What a 0.1.0 component answers an admission call: its manifest admits nothing, so
+/// the host never asks.
+fn no_admission() -> Denial {
+    Denial::new("built against contract 0.1.0, which has no admission")
+}
 
 /// A component, compiled and linked, ready to instantiate: through the bindings of the
 /// contract version it was built against.
@@ -242,6 +251,85 @@ impl<'a> Instance<'a> {
             })),
         })?;
         answer.map_err(|e| CallError::Plugin { plugin, message: self.redact.apply(&e.message), retryable: e.retryable })
+    }
+
+    /// Asks the plugin's `default` to complete one write: the defaulted write, or the
+    /// plugin's refusal.
+    ///
+    /// # Errors
+    ///
+    /// A [`CallError`] when the call fails or its answer holds JSON that does not parse.
+    pub fn default(&mut self, request: &AdmissionRequest) -> Result<Result<Defaulted, Denial>, CallError> {
+        self.set_time(&request.now);
+        let answer = self.call("default", |store, exports| match exports {
+            Exports::Current(e) => {
+                e.kubewasm_reconciler_admission().call_default(store, &wit::AdmissionRequest::from(request))
+            }
+            Exports::V0_1_0(_) => Ok(Err(wit::Denial::from(&no_admission()))),
+        })?;
+        match answer {
+            Ok(defaulted) => Defaulted::try_from(defaulted)
+                .map(Ok)
+                .map_err(|e| CallError::Malformed { plugin: self.label.to_string(), source: e.into() }),
+            Err(denial) => Ok(Err(self.redacted(Denial::from(denial)))),
+        }
+    }
+
+    /// Asks the plugin's `validate` whether one write may be stored.
+    ///
+    /// # Errors
+    ///
+    /// A [`CallError`] when the call fails.
+    pub fn validate(&mut self, request: &AdmissionRequest) -> Result<Verdict, CallError> {
+        self.set_time(&request.now);
+        let verdict = self.call("validate", |store, exports| match exports {
+            Exports::Current(e) => {
+                e.kubewasm_reconciler_admission().call_validate(store, &wit::AdmissionRequest::from(request))
+            }
+            Exports::V0_1_0(_) => Ok(wit::Verdict::from(&Verdict::deny(no_admission()))),
+        })?;
+        let mut verdict = Verdict::from(verdict);
+        verdict.denied = verdict.denied.map(|d| self.redacted(d));
+        Ok(verdict)
+    }
+
+    /// Asks the plugin's `convert` for the request's objects in its desired version, in
+    /// order: the objects, or the plugin's reason why not.
+    ///
+    /// # Errors
+    ///
+    /// A [`CallError`] when the call fails or an object it returns does not parse.
+    pub fn convert(&mut self, request: &ConversionRequest) -> Result<Result<Vec<Value>, String>, CallError> {
+        self.set_time(&request.now);
+        let answer = self.call("convert", |store, exports| match exports {
+            Exports::Current(e) => {
+                e.kubewasm_reconciler_admission().call_convert(store, &wit::ConversionRequest::from(request))
+            }
+            Exports::V0_1_0(_) => Ok(Err(no_admission().message)),
+        })?;
+        let objects = match answer {
+            Ok(objects) => objects,
+            Err(message) => return Ok(Err(self.redact.apply(&message))),
+        };
+        let parsed: Result<Vec<Value>, _> = objects
+            .iter()
+            .enumerate()
+            .map(|(i, text)| {
+                serde_json::from_str(text).map_err(|source| kubewasm_contract::wit::NotJson {
+                    what: format!("converted object #{i}"),
+                    source,
+                })
+            })
+            .collect();
+        parsed.map(Ok).map_err(|e| CallError::Malformed { plugin: self.label.to_string(), source: e.into() })
+    }
+
+    fn redacted(&self, mut denial: Denial) -> Denial {
+        denial.message = self.redact.apply(&denial.message);
+        for cause in &mut denial.causes {
+            cause.message = self.redact.apply(&cause.message);
+        }
+        denial
     }
 
     /// Calls an export through `f`, `name` naming it in errors, instantiating first if

@@ -2,7 +2,8 @@
 //! decodes a plugin's answer into these types and checks it with [`validate`]; the
 //! SDK builds them, and its test harness runs the very same check, so a plugin whose
 //! native tests pass is not refused by the host. Beside a reconcile's [`Request`] and
-//! [`Response`], an event handler's [`ObjectEvent`] and the outbound [`HttpRequest`].
+//! [`Response`], an event handler's [`ObjectEvent`], the outbound [`HttpRequest`], and an admission
+//! webhook's [`AdmissionRequest`], [`Defaulted`] and [`Verdict`].
 //!
 //! [`view`] says what a plugin is shown of the cluster, for the host's controllers,
 //! `kubewasm render` and the SDK's tests alike; [`wit`] converts these types from and to
@@ -12,6 +13,7 @@
 // Accessors like `Object::name` have nothing to add beyond their name.
 #![allow(clippy::must_use_candidate, clippy::missing_panics_doc)]
 
+mod admission;
 mod event;
 mod http;
 mod kind;
@@ -24,6 +26,10 @@ mod validate;
 pub mod view;
 pub mod wit;
 
+pub use admission::{
+    AdmissionRequest, AdmissionRule, ConversionRequest, Defaulted, Denial, FieldCause, Mutation, Operation, UserInfo,
+    Verdict,
+};
 pub use event::{Change, ObjectEvent};
 pub use http::{HttpError, HttpRequest, HttpResponse};
 pub use kind::KindRef;

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::KindRef;
+use crate::{AdmissionRule, KindRef};
 
 /// Default sandbox limits; the operator's configuration may lower them.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
@@ -81,6 +81,19 @@ pub struct Manifest {
     /// operator grants them, or fewer.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub outbound: Vec<String>,
+    /// Child kinds whose observed children a response may leave out: those it omits are
+    /// kept, not deleted.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub keep_unlisted: Vec<KindRef>,
+    /// The writes the plugin's `default` may change (a mutating webhook).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub defaults: Vec<AdmissionRule>,
+    /// The writes the plugin's `validate` may refuse (a validating webhook).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub validates: Vec<AdmissionRule>,
+    /// Whether the plugin's `convert` converts the parent between its CRD's versions.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub converts: bool,
 }
 
 impl Manifest {
@@ -102,6 +115,10 @@ impl Manifest {
             limits: Limits::default(),
             watches: Vec::new(),
             outbound: Vec::new(),
+            keep_unlisted: Vec::new(),
+            defaults: Vec::new(),
+            validates: Vec::new(),
+            converts: false,
         }
     }
 
@@ -155,6 +172,43 @@ impl Manifest {
         self
     }
 
+    /// Keep observed children of `kind` (one of the `child` kinds) that a response
+    /// leaves out, rather than delete them: for children the plugin stops describing but
+    /// that must run on, such as a `CronJob`'s Jobs.
+    #[must_use]
+    pub fn keep_unlisted(mut self, kind: KindRef) -> Self {
+        self.keep_unlisted.push(kind);
+        self
+    }
+
+    /// Complete the writes `rule` selects with the plugin's `default` before they are
+    /// stored: a mutating webhook.
+    #[must_use]
+    pub fn defaults(mut self, rule: AdmissionRule) -> Self {
+        self.defaults.push(rule);
+        self
+    }
+
+    /// Let the plugin's `validate` refuse the writes `rule` selects: a validating webhook.
+    #[must_use]
+    pub fn validates(mut self, rule: AdmissionRule) -> Self {
+        self.validates.push(rule);
+        self
+    }
+
+    /// Convert the parent between the versions its CRD serves with the plugin's
+    /// `convert`: a conversion webhook.
+    #[must_use]
+    pub fn converts(mut self) -> Self {
+        self.converts = true;
+        self
+    }
+
+    /// Whether the plugin answers any admission or conversion call.
+    pub fn admits(&self) -> bool {
+        !self.defaults.is_empty() || !self.validates.is_empty() || self.converts
+    }
+
     /// The field manager the host applies this plugin's objects with.
     pub fn field_manager(&self) -> String {
         format!("kubewasm.{}", self.name)
@@ -175,6 +229,7 @@ impl Manifest {
             && self.related == other.related
             && self.finalizer == other.finalizer
             && self.watches == other.watches
+            && self.keep_unlisted == other.keep_unlisted
     }
 
     /// What the host checks at load, so that every later use can rely on it. (The
@@ -191,13 +246,19 @@ impl Manifest {
             )));
         }
         if self.parent.is_none() {
-            if self.watches.is_empty() {
-                return Err(ManifestError("a plugin needs a parent to reconcile or watches to handle, or both".into()));
+            if self.watches.is_empty() && self.defaults.is_empty() && self.validates.is_empty() {
+                return Err(ManifestError(
+                    "a plugin needs a parent to reconcile, watches to handle or writes to admit (defaults, validates)"
+                        .into(),
+                ));
             }
             if !self.children.is_empty() || !self.related.is_empty() || self.finalizer {
                 return Err(ManifestError(
                     "children, related and finalizer belong to a reconciler: they need a parent".into(),
                 ));
+            }
+            if self.converts {
+                return Err(ManifestError("converts: only a parent the plugin defines can be converted".into()));
             }
         }
         let kinds = self
@@ -206,11 +267,22 @@ impl Manifest {
             .map(|k| ("parent", k))
             .chain(self.children.iter().map(|k| ("children", k)))
             .chain(self.related.iter().map(|k| ("related", k)))
-            .chain(self.watches.iter().map(|w| ("watches", &w.kind)));
+            .chain(self.watches.iter().map(|w| ("watches", &w.kind)))
+            .chain(self.keep_unlisted.iter().map(|k| ("keepUnlisted", k)))
+            .chain(self.defaults.iter().map(|r| ("defaults", &r.kind)))
+            .chain(self.validates.iter().map(|r| ("validates", &r.kind)));
         for (field, k) in kinds {
             if k.version.is_empty() || k.kind.is_empty() || k.plural.is_empty() {
                 return Err(ManifestError(format!("{field}: {k} needs a version, a kind and a plural")));
             }
+        }
+        if let Some(k) = self.keep_unlisted.iter().find(|k| !self.children.contains(k)) {
+            return Err(ManifestError(format!("keepUnlisted: {k} is not among the plugin's children")));
+        }
+        if self.converts && self.crds.is_empty() {
+            return Err(ManifestError(
+                "converts: the plugin converts its parent between its CRD's versions, but defines no CRD".into(),
+            ));
         }
         if let Some(pattern) = self.outbound.iter().find(|p| p.trim().is_empty()) {
             return Err(ManifestError(format!("outbound: {pattern:?} is empty; give scheme://host[:port]")));
@@ -271,12 +343,40 @@ mod tests {
     #[test]
     fn a_plugin_without_parent_handles_events_and_owns_nothing() {
         let none = Manifest::handler("kw");
-        assert!(none.check().unwrap_err().0.contains("a parent to reconcile or watches to handle"));
+        assert!(none.check().unwrap_err().0.contains("a parent to reconcile, watches to handle or writes to admit"));
         let watcher = Manifest::handler("kw").watch(Watch::new(KindRef::namespaced("", "v1", "Pod", "pods")));
         assert_eq!(watcher.check(), Ok(()));
         let owner = watcher.clone().child(KindRef::namespaced("", "v1", "ConfigMap", "configmaps"));
         assert!(owner.check().unwrap_err().0.contains("need a parent"), "{:?}", owner.check());
         let bad_watch = Manifest::handler("kw").watch(Watch::new(KindRef::namespaced("", "v1", "Pod", "")));
         assert!(bad_watch.check().unwrap_err().0.starts_with("watches: v1 Pod"), "{:?}", bad_watch.check());
+    }
+
+    #[test]
+    fn a_policy_admits_writes_without_a_parent_but_converts_only_its_own_kind() {
+        let pods = KindRef::namespaced("", "v1", "Pod", "pods");
+        let policy = Manifest::handler("policy").validates(AdmissionRule::new(pods.clone()));
+        assert_eq!(policy.check(), Ok(()));
+        assert!(policy.admits());
+        let converter = Manifest::handler("c").defaults(AdmissionRule::new(pods)).converts();
+        assert!(converter.check().unwrap_err().0.contains("converts: only a parent"), "{:?}", converter.check());
+        let x = KindRef::namespaced("x.io", "v1", "X", "xs");
+        let no_crd = Manifest::new("c", x.clone()).converts();
+        assert!(no_crd.check().unwrap_err().0.contains("defines no CRD"), "{:?}", no_crd.check());
+        assert_eq!(Manifest::new("c", x).crd("crd").converts().check(), Ok(()));
+    }
+
+    #[test]
+    fn kept_kinds_must_be_children() {
+        let x = KindRef::namespaced("x.io", "v1", "X", "xs");
+        let jobs = KindRef::namespaced("batch", "v1", "Job", "jobs");
+        let kept = Manifest::new("c", x.clone()).child(jobs.clone()).keep_unlisted(jobs.clone());
+        assert_eq!(kept.check(), Ok(()));
+        let stray = Manifest::new("c", x).keep_unlisted(jobs);
+        assert!(
+            stray.check().unwrap_err().0.starts_with("keepUnlisted: batch/v1 Job is not among"),
+            "{:?}",
+            stray.check()
+        );
     }
 }

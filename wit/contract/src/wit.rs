@@ -165,6 +165,20 @@ impl Lift<Vec<(String, String)>> for BTreeMap<String, String> {
     }
 }
 
+/// Maps of lists (a user's extra attributes) cross as lists of pairs.
+impl Lower<Vec<(String, Vec<String>)>> for BTreeMap<String, Vec<String>> {
+    fn lower(&self) -> Vec<(String, Vec<String>)> {
+        self.iter().map(|(k, v)| (k.clone(), v.clone())).collect()
+    }
+}
+
+impl Lift<Vec<(String, Vec<String>)>> for BTreeMap<String, Vec<String>> {
+    type Error = Infallible;
+    fn lift(wire: &Vec<(String, Vec<String>)>, _: &str) -> Result<Self, Infallible> {
+        Ok(wire.iter().cloned().collect())
+    }
+}
+
 /// Durations cross as milliseconds.
 impl Lower<u64> for Duration {
     fn lower(&self) -> u64 {
@@ -194,7 +208,7 @@ impl Lift<u64> for Duration {
 /// same names, or `ours = theirs` where they differ; `as "label"` names the field in a
 /// [`NotJson`] error), `json record` (a record holding JSON text: it lifts with `TryFrom`
 /// instead of `From`), `enum` (cases of the same names) or `variant` (cases with at most
-/// one payload each).
+/// one payload each; `json variant` when a payload is JSON text).
 #[macro_export]
 macro_rules! wit_conversions {
     (v0_1_0 $($wit:ident)::+) => {
@@ -211,7 +225,23 @@ macro_rules! wit_conversions {
             $crate::__wit_table! {
                 record Watch = Watch { kind, label_selector, field_selector }
                 record Manifest = Manifest {
-                    name, parent, children, related, finalizer, crds, limits, watches, outbound,
+                    name, parent, children, related, finalizer, crds, limits, watches, outbound, keep_unlisted,
+                    defaults, validates, converts,
+                }
+                enum Operation = Operation { Create, Update, Delete, Connect }
+                record AdmissionRule = AdmissionRule { kind, operations }
+                record UserInfo = UserInfo { username, uid, groups, extra }
+                json record AdmissionRequest = AdmissionRequest {
+                    uid, kind, operation, sub_resource, namespace, name, object, old_object as "old object",
+                    user_info, dry_run, options, now, config,
+                }
+                record FieldCause = FieldCause { field, message, reason }
+                record Denial = Denial { message, causes }
+                record Verdict = Verdict { denied, warnings }
+                json variant Mutation = Mutation { Unchanged, Object(object), Patch(patch) }
+                json record Defaulted = Defaulted { mutation, warnings }
+                json record ConversionRequest = ConversionRequest {
+                    objects as "object", desired_api_version, now, config,
                 }
                 enum Change = Change { Added, Updated, Deleted }
                 json record ObjectEvent = ObjectEvent {
@@ -288,6 +318,29 @@ macro_rules! __wit_table {
             fn lift(wire: &__wit::$theirs, _: &str) -> ::std::result::Result<Self, Self::Error> {
                 Ok(match wire {
                     $(__wit::$theirs::$case => $crate::$ours::$case,)*
+                })
+            }
+        }
+        $crate::__wit_table! { $($rest)* }
+    };
+
+    (json variant $ours:ident = $theirs:ident {
+        $($case:ident $(($payload:ident))?),* $(,)?
+    } $($rest:tt)*) => {
+        impl $crate::wit::Lower<__wit::$theirs> for $crate::$ours {
+            fn lower(&self) -> __wit::$theirs {
+                match self {
+                    $($crate::$ours::$case $(($payload))? =>
+                        __wit::$theirs::$case $(($crate::wit::Lower::lower($payload)))?,)*
+                }
+            }
+        }
+        impl $crate::wit::Lift<__wit::$theirs> for $crate::$ours {
+            type Error = $crate::wit::NotJson;
+            fn lift(wire: &__wit::$theirs, what: &str) -> ::std::result::Result<Self, Self::Error> {
+                Ok(match wire {
+                    $(__wit::$theirs::$case $(($payload))? =>
+                        $crate::$ours::$case $(($crate::wit::Lift::lift($payload, what)?))?,)*
                 })
             }
         }

@@ -4,7 +4,9 @@
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use kubewasm_contract::{Event, EventType, KindRef, Limits, Manifest, Response, Watch, validate};
+use kubewasm_contract::{
+    AdmissionRule, Event, EventType, KindRef, Limits, Manifest, Operation, Response, Watch, validate,
+};
 use serde_json::{Map, Value, json};
 
 fn cases() -> Value {
@@ -64,7 +66,28 @@ fn manifest(v: &Value) -> Manifest {
         .as_array()
         .map(|a| a.iter().map(|p| p.as_str().expect("a URL pattern").to_string()).collect())
         .unwrap_or_default();
+    m.keep_unlisted = kinds(&v["keepUnlisted"]);
+    m.defaults = rules(&v["defaults"]);
+    m.validates = rules(&v["validates"]);
+    m.converts = v["converts"].as_bool().unwrap_or(false);
+    m.crds = v["crds"]
+        .as_array()
+        .map(|a| a.iter().map(|c| c.as_str().expect("a CRD's text").to_string()).collect())
+        .unwrap_or_default();
     m
+}
+
+fn rules(v: &Value) -> Vec<AdmissionRule> {
+    let rule = |r: &Value| AdmissionRule {
+        kind: kind(&r["kind"]),
+        operations: r["operations"]
+            .as_array()
+            .map(|a| {
+                a.iter().map(|o| Operation::parse(o.as_str().expect("an operation")).expect("an operation")).collect()
+            })
+            .unwrap_or_default(),
+    };
+    v.as_array().map(|a| a.iter().map(rule).collect()).unwrap_or_default()
 }
 
 fn watch(v: &Value) -> Watch {

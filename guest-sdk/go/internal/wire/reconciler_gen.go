@@ -157,22 +157,79 @@ func liftFlatWatch(m cabi.Memory, f *cabi.Flat) Watch {
 	return v
 }
 
+// Operation is the WIT enum `operation`.
+//
+// A write the API server asks an admission webhook about.
+type Operation uint8
+
+// The cases of Operation.
+const (
+	OperationCreate Operation = iota
+	OperationUpdate
+	OperationDelete
+	OperationConnect
+)
+
+// AdmissionRule is the WIT record `admission-rule`.
+//
+// The writes of one kind an admission export is asked about.
+type AdmissionRule struct {
+	Kind       KindRef
+	Operations []Operation
+}
+
+func storeAdmissionRule(m cabi.Memory, at uint32, v AdmissionRule) { // 44 bytes, aligned to 4
+	storeKindRef(m, at, v.Kind)
+	cabi.PutList(m, at+36, v.Operations, 1, 1, func(at uint32, v Operation) {
+		cabi.PutU8(m, at, uint8(v))
+	})
+}
+
+func loadAdmissionRule(m cabi.Memory, at uint32) AdmissionRule {
+	var v AdmissionRule
+	v.Kind = loadKindRef(m, at)
+	v.Operations = cabi.GetList(m, at+36, 1, func(at uint32) Operation {
+		return Operation(cabi.GetU8(m, at))
+	})
+	return v
+}
+
+func lowerFlatAdmissionRule(m cabi.Memory, f *cabi.Flat, v AdmissionRule) {
+	lowerFlatKindRef(m, f, v.Kind)
+	cabi.LowerFlatList(m, f, v.Operations, 1, 1, func(at uint32, v Operation) {
+		cabi.PutU8(m, at, uint8(v))
+	})
+}
+
+func liftFlatAdmissionRule(m cabi.Memory, f *cabi.Flat) AdmissionRule {
+	var v AdmissionRule
+	v.Kind = liftFlatKindRef(m, f)
+	v.Operations = cabi.LiftFlatList(f, 1, func(at uint32) Operation {
+		return Operation(cabi.GetU8(m, at))
+	})
+	return v
+}
+
 // Manifest is the WIT record `manifest`.
 //
 // What a plugin is: returned once by `describe`, when the host loads it.
 type Manifest struct {
-	Name      string
-	Parent    *KindRef
-	Children  []KindRef
-	Related   []KindRef
-	Finalizer bool
-	Crds      []string
-	Limits    Limits
-	Watches   []Watch
-	Outbound  []string
+	Name         string
+	Parent       *KindRef
+	Children     []KindRef
+	Related      []KindRef
+	Finalizer    bool
+	Crds         []string
+	Limits       Limits
+	Watches      []Watch
+	Outbound     []string
+	KeepUnlisted []KindRef
+	Defaults     []AdmissionRule
+	Validates    []AdmissionRule
+	Converts     bool
 }
 
-func storeManifest(m cabi.Memory, at uint32, v Manifest) { // 108 bytes, aligned to 4
+func storeManifest(m cabi.Memory, at uint32, v Manifest) { // 136 bytes, aligned to 4
 	cabi.PutString(m, at, v.Name)
 	cabi.PutOption(m, at+8, 4, v.Parent, func(at uint32, v KindRef) {
 		storeKindRef(m, at, v)
@@ -194,6 +251,16 @@ func storeManifest(m cabi.Memory, at uint32, v Manifest) { // 108 bytes, aligned
 	cabi.PutList(m, at+100, v.Outbound, 8, 4, func(at uint32, v string) {
 		cabi.PutString(m, at, v)
 	})
+	cabi.PutList(m, at+108, v.KeepUnlisted, 36, 4, func(at uint32, v KindRef) {
+		storeKindRef(m, at, v)
+	})
+	cabi.PutList(m, at+116, v.Defaults, 44, 4, func(at uint32, v AdmissionRule) {
+		storeAdmissionRule(m, at, v)
+	})
+	cabi.PutList(m, at+124, v.Validates, 44, 4, func(at uint32, v AdmissionRule) {
+		storeAdmissionRule(m, at, v)
+	})
+	cabi.PutBool(m, at+132, v.Converts)
 }
 
 func loadManifest(m cabi.Memory, at uint32) Manifest {
@@ -219,6 +286,16 @@ func loadManifest(m cabi.Memory, at uint32) Manifest {
 	v.Outbound = cabi.GetList(m, at+100, 8, func(at uint32) string {
 		return cabi.GetString(m, at)
 	})
+	v.KeepUnlisted = cabi.GetList(m, at+108, 36, func(at uint32) KindRef {
+		return loadKindRef(m, at)
+	})
+	v.Defaults = cabi.GetList(m, at+116, 44, func(at uint32) AdmissionRule {
+		return loadAdmissionRule(m, at)
+	})
+	v.Validates = cabi.GetList(m, at+124, 44, func(at uint32) AdmissionRule {
+		return loadAdmissionRule(m, at)
+	})
+	v.Converts = cabi.GetBool(m, at+132)
 	return v
 }
 
@@ -244,6 +321,16 @@ func lowerFlatManifest(m cabi.Memory, f *cabi.Flat, v Manifest) {
 	cabi.LowerFlatList(m, f, v.Outbound, 8, 4, func(at uint32, v string) {
 		cabi.PutString(m, at, v)
 	})
+	cabi.LowerFlatList(m, f, v.KeepUnlisted, 36, 4, func(at uint32, v KindRef) {
+		storeKindRef(m, at, v)
+	})
+	cabi.LowerFlatList(m, f, v.Defaults, 44, 4, func(at uint32, v AdmissionRule) {
+		storeAdmissionRule(m, at, v)
+	})
+	cabi.LowerFlatList(m, f, v.Validates, 44, 4, func(at uint32, v AdmissionRule) {
+		storeAdmissionRule(m, at, v)
+	})
+	f.PushBool(v.Converts)
 }
 
 func liftFlatManifest(m cabi.Memory, f *cabi.Flat) Manifest {
@@ -269,6 +356,16 @@ func liftFlatManifest(m cabi.Memory, f *cabi.Flat) Manifest {
 	v.Outbound = cabi.LiftFlatList(f, 8, func(at uint32) string {
 		return cabi.GetString(m, at)
 	})
+	v.KeepUnlisted = cabi.LiftFlatList(f, 36, func(at uint32) KindRef {
+		return loadKindRef(m, at)
+	})
+	v.Defaults = cabi.LiftFlatList(f, 44, func(at uint32) AdmissionRule {
+		return loadAdmissionRule(m, at)
+	})
+	v.Validates = cabi.LiftFlatList(f, 44, func(at uint32) AdmissionRule {
+		return loadAdmissionRule(m, at)
+	})
+	v.Converts = f.Next() != 0
 	return v
 }
 
@@ -808,6 +905,472 @@ func liftFlatObjectEvent(m cabi.Memory, f *cabi.Flat) ObjectEvent {
 	return v
 }
 
+// UserInfo is the WIT record `user-info`.
+//
+// Who asks for a write, as the API server authenticated them.
+type UserInfo struct {
+	Username string
+	Uid      string
+	Groups   []string
+	Extra    []Tuple2[string, []string]
+}
+
+func storeUserInfo(m cabi.Memory, at uint32, v UserInfo) { // 32 bytes, aligned to 4
+	cabi.PutString(m, at, v.Username)
+	cabi.PutString(m, at+8, v.Uid)
+	cabi.PutList(m, at+16, v.Groups, 8, 4, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
+	cabi.PutList(m, at+24, v.Extra, 16, 4, func(at uint32, v Tuple2[string, []string]) {
+		cabi.PutString(m, at, v.F0)
+		cabi.PutList(m, at+8, v.F1, 8, 4, func(at uint32, v string) {
+			cabi.PutString(m, at, v)
+		})
+	})
+}
+
+func loadUserInfo(m cabi.Memory, at uint32) UserInfo {
+	var v UserInfo
+	v.Username = cabi.GetString(m, at)
+	v.Uid = cabi.GetString(m, at+8)
+	v.Groups = cabi.GetList(m, at+16, 8, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
+	v.Extra = cabi.GetList(m, at+24, 16, func(at uint32) Tuple2[string, []string] {
+		return Tuple2[string, []string]{cabi.GetString(m, at), cabi.GetList(m, at+8, 8, func(at uint32) string {
+			return cabi.GetString(m, at)
+		})}
+	})
+	return v
+}
+
+func lowerFlatUserInfo(m cabi.Memory, f *cabi.Flat, v UserInfo) {
+	cabi.LowerFlatString(m, f, v.Username)
+	cabi.LowerFlatString(m, f, v.Uid)
+	cabi.LowerFlatList(m, f, v.Groups, 8, 4, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
+	cabi.LowerFlatList(m, f, v.Extra, 16, 4, func(at uint32, v Tuple2[string, []string]) {
+		cabi.PutString(m, at, v.F0)
+		cabi.PutList(m, at+8, v.F1, 8, 4, func(at uint32, v string) {
+			cabi.PutString(m, at, v)
+		})
+	})
+}
+
+func liftFlatUserInfo(m cabi.Memory, f *cabi.Flat) UserInfo {
+	var v UserInfo
+	v.Username = cabi.LiftFlatString(m, f)
+	v.Uid = cabi.LiftFlatString(m, f)
+	v.Groups = cabi.LiftFlatList(f, 8, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
+	v.Extra = cabi.LiftFlatList(f, 16, func(at uint32) Tuple2[string, []string] {
+		return Tuple2[string, []string]{cabi.GetString(m, at), cabi.GetList(m, at+8, 8, func(at uint32) string {
+			return cabi.GetString(m, at)
+		})}
+	})
+	return v
+}
+
+// AdmissionRequest is the WIT record `admission-request`.
+//
+// One write the API server asks about, from its AdmissionReview.
+type AdmissionRequest struct {
+	Uid         string
+	Kind        KindRef
+	Operation   Operation
+	SubResource *string
+	Namespace   *string
+	Name        string
+	Object      *string
+	OldObject   *string
+	UserInfo    UserInfo
+	DryRun      bool
+	Options     string
+	Now         string
+	Config      string
+}
+
+func storeAdmissionRequest(m cabi.Memory, at uint32, v AdmissionRequest) { // 164 bytes, aligned to 4
+	cabi.PutString(m, at, v.Uid)
+	storeKindRef(m, at+8, v.Kind)
+	cabi.PutU8(m, at+44, uint8(v.Operation))
+	cabi.PutOption(m, at+48, 4, v.SubResource, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
+	cabi.PutOption(m, at+60, 4, v.Namespace, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
+	cabi.PutString(m, at+72, v.Name)
+	cabi.PutOption(m, at+80, 4, v.Object, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
+	cabi.PutOption(m, at+92, 4, v.OldObject, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
+	storeUserInfo(m, at+104, v.UserInfo)
+	cabi.PutBool(m, at+136, v.DryRun)
+	cabi.PutString(m, at+140, v.Options)
+	cabi.PutString(m, at+148, v.Now)
+	cabi.PutString(m, at+156, v.Config)
+}
+
+func loadAdmissionRequest(m cabi.Memory, at uint32) AdmissionRequest {
+	var v AdmissionRequest
+	v.Uid = cabi.GetString(m, at)
+	v.Kind = loadKindRef(m, at+8)
+	v.Operation = Operation(cabi.GetU8(m, at+44))
+	v.SubResource = cabi.GetOption(m, at+48, 4, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
+	v.Namespace = cabi.GetOption(m, at+60, 4, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
+	v.Name = cabi.GetString(m, at+72)
+	v.Object = cabi.GetOption(m, at+80, 4, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
+	v.OldObject = cabi.GetOption(m, at+92, 4, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
+	v.UserInfo = loadUserInfo(m, at+104)
+	v.DryRun = cabi.GetBool(m, at+136)
+	v.Options = cabi.GetString(m, at+140)
+	v.Now = cabi.GetString(m, at+148)
+	v.Config = cabi.GetString(m, at+156)
+	return v
+}
+
+func lowerFlatAdmissionRequest(m cabi.Memory, f *cabi.Flat, v AdmissionRequest) {
+	cabi.LowerFlatString(m, f, v.Uid)
+	lowerFlatKindRef(m, f, v.Kind)
+	f.Push(uint64(uint8(v.Operation)))
+	cabi.LowerFlatOption(f, 2, v.SubResource, func(f *cabi.Flat, v string) {
+		cabi.LowerFlatString(m, f, v)
+	})
+	cabi.LowerFlatOption(f, 2, v.Namespace, func(f *cabi.Flat, v string) {
+		cabi.LowerFlatString(m, f, v)
+	})
+	cabi.LowerFlatString(m, f, v.Name)
+	cabi.LowerFlatOption(f, 2, v.Object, func(f *cabi.Flat, v string) {
+		cabi.LowerFlatString(m, f, v)
+	})
+	cabi.LowerFlatOption(f, 2, v.OldObject, func(f *cabi.Flat, v string) {
+		cabi.LowerFlatString(m, f, v)
+	})
+	lowerFlatUserInfo(m, f, v.UserInfo)
+	f.PushBool(v.DryRun)
+	cabi.LowerFlatString(m, f, v.Options)
+	cabi.LowerFlatString(m, f, v.Now)
+	cabi.LowerFlatString(m, f, v.Config)
+}
+
+func liftFlatAdmissionRequest(m cabi.Memory, f *cabi.Flat) AdmissionRequest {
+	var v AdmissionRequest
+	v.Uid = cabi.LiftFlatString(m, f)
+	v.Kind = liftFlatKindRef(m, f)
+	v.Operation = Operation(uint8(f.Next()))
+	v.SubResource = cabi.LiftFlatOption(f, 2, func(f *cabi.Flat) string {
+		return cabi.LiftFlatString(m, f)
+	})
+	v.Namespace = cabi.LiftFlatOption(f, 2, func(f *cabi.Flat) string {
+		return cabi.LiftFlatString(m, f)
+	})
+	v.Name = cabi.LiftFlatString(m, f)
+	v.Object = cabi.LiftFlatOption(f, 2, func(f *cabi.Flat) string {
+		return cabi.LiftFlatString(m, f)
+	})
+	v.OldObject = cabi.LiftFlatOption(f, 2, func(f *cabi.Flat) string {
+		return cabi.LiftFlatString(m, f)
+	})
+	v.UserInfo = liftFlatUserInfo(m, f)
+	v.DryRun = f.Next() != 0
+	v.Options = cabi.LiftFlatString(m, f)
+	v.Now = cabi.LiftFlatString(m, f)
+	v.Config = cabi.LiftFlatString(m, f)
+	return v
+}
+
+// FieldCause is the WIT record `field-cause`.
+//
+// One field a denial blames, as the API server's `Invalid` errors list them.
+type FieldCause struct {
+	Field   string
+	Message string
+	Reason  string
+}
+
+func storeFieldCause(m cabi.Memory, at uint32, v FieldCause) { // 24 bytes, aligned to 4
+	cabi.PutString(m, at, v.Field)
+	cabi.PutString(m, at+8, v.Message)
+	cabi.PutString(m, at+16, v.Reason)
+}
+
+func loadFieldCause(m cabi.Memory, at uint32) FieldCause {
+	var v FieldCause
+	v.Field = cabi.GetString(m, at)
+	v.Message = cabi.GetString(m, at+8)
+	v.Reason = cabi.GetString(m, at+16)
+	return v
+}
+
+func lowerFlatFieldCause(m cabi.Memory, f *cabi.Flat, v FieldCause) {
+	cabi.LowerFlatString(m, f, v.Field)
+	cabi.LowerFlatString(m, f, v.Message)
+	cabi.LowerFlatString(m, f, v.Reason)
+}
+
+func liftFlatFieldCause(m cabi.Memory, f *cabi.Flat) FieldCause {
+	var v FieldCause
+	v.Field = cabi.LiftFlatString(m, f)
+	v.Message = cabi.LiftFlatString(m, f)
+	v.Reason = cabi.LiftFlatString(m, f)
+	return v
+}
+
+// Denial is the WIT record `denial`.
+//
+// Why a write is refused. With `causes`, the API server answers 422 Invalid naming
+// the fields (as for a schema violation); without, 403 Forbidden with the message.
+type Denial struct {
+	Message string
+	Causes  []FieldCause
+}
+
+func storeDenial(m cabi.Memory, at uint32, v Denial) { // 16 bytes, aligned to 4
+	cabi.PutString(m, at, v.Message)
+	cabi.PutList(m, at+8, v.Causes, 24, 4, func(at uint32, v FieldCause) {
+		storeFieldCause(m, at, v)
+	})
+}
+
+func loadDenial(m cabi.Memory, at uint32) Denial {
+	var v Denial
+	v.Message = cabi.GetString(m, at)
+	v.Causes = cabi.GetList(m, at+8, 24, func(at uint32) FieldCause {
+		return loadFieldCause(m, at)
+	})
+	return v
+}
+
+func lowerFlatDenial(m cabi.Memory, f *cabi.Flat, v Denial) {
+	cabi.LowerFlatString(m, f, v.Message)
+	cabi.LowerFlatList(m, f, v.Causes, 24, 4, func(at uint32, v FieldCause) {
+		storeFieldCause(m, at, v)
+	})
+}
+
+func liftFlatDenial(m cabi.Memory, f *cabi.Flat) Denial {
+	var v Denial
+	v.Message = cabi.LiftFlatString(m, f)
+	v.Causes = cabi.LiftFlatList(f, 24, func(at uint32) FieldCause {
+		return loadFieldCause(m, at)
+	})
+	return v
+}
+
+// Verdict is the WIT record `verdict`.
+//
+// What validation decided about a write.
+type Verdict struct {
+	Denied   *Denial
+	Warnings []string
+}
+
+func storeVerdict(m cabi.Memory, at uint32, v Verdict) { // 28 bytes, aligned to 4
+	cabi.PutOption(m, at, 4, v.Denied, func(at uint32, v Denial) {
+		storeDenial(m, at, v)
+	})
+	cabi.PutList(m, at+20, v.Warnings, 8, 4, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
+}
+
+func loadVerdict(m cabi.Memory, at uint32) Verdict {
+	var v Verdict
+	v.Denied = cabi.GetOption(m, at, 4, func(at uint32) Denial {
+		return loadDenial(m, at)
+	})
+	v.Warnings = cabi.GetList(m, at+20, 8, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
+	return v
+}
+
+func lowerFlatVerdict(m cabi.Memory, f *cabi.Flat, v Verdict) {
+	cabi.LowerFlatOption(f, 4, v.Denied, func(f *cabi.Flat, v Denial) {
+		lowerFlatDenial(m, f, v)
+	})
+	cabi.LowerFlatList(m, f, v.Warnings, 8, 4, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
+}
+
+func liftFlatVerdict(m cabi.Memory, f *cabi.Flat) Verdict {
+	var v Verdict
+	v.Denied = cabi.LiftFlatOption(f, 4, func(f *cabi.Flat) Denial {
+		return liftFlatDenial(m, f)
+	})
+	v.Warnings = cabi.LiftFlatList(f, 8, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
+	return v
+}
+
+// Mutation is the WIT variant `mutation`.
+//
+// How defaulting changes a written object.
+type Mutation struct {
+	Tag    uint8
+	Object string
+	Patch  string
+}
+
+// The cases of Mutation, its Tag.
+const (
+	MutationUnchanged uint8 = iota
+	MutationObject
+	MutationPatch
+)
+
+func storeMutation(m cabi.Memory, at uint32, v Mutation) { // 12 bytes, aligned to 4
+	cabi.PutU8(m, at, v.Tag)
+	switch v.Tag {
+	case MutationObject:
+		cabi.PutString(m, at+4, v.Object)
+	case MutationPatch:
+		cabi.PutString(m, at+4, v.Patch)
+	}
+}
+
+func loadMutation(m cabi.Memory, at uint32) Mutation {
+	var v Mutation
+	v.Tag = cabi.GetU8(m, at)
+	switch v.Tag {
+	case MutationObject:
+		v.Object = cabi.GetString(m, at+4)
+	case MutationPatch:
+		v.Patch = cabi.GetString(m, at+4)
+	}
+	return v
+}
+
+func lowerFlatMutation(m cabi.Memory, f *cabi.Flat, v Mutation) {
+	start := len(f.Values())
+	f.Push(uint64(v.Tag))
+	switch v.Tag {
+	case MutationObject:
+		cabi.LowerFlatString(m, f, v.Object)
+	case MutationPatch:
+		cabi.LowerFlatString(m, f, v.Patch)
+	}
+	f.Pad(start, 3)
+}
+
+func liftFlatMutation(m cabi.Memory, f *cabi.Flat) Mutation {
+	var v Mutation
+	v.Tag = uint8(f.Next())
+	p := f.Take(2)
+	switch v.Tag {
+	case MutationObject:
+		v.Object = cabi.LiftFlatString(m, p)
+	case MutationPatch:
+		v.Patch = cabi.LiftFlatString(m, p)
+	}
+	return v
+}
+
+// Defaulted is the WIT record `defaulted`.
+//
+// What defaulting did to a written object.
+type Defaulted struct {
+	Mutation Mutation
+	Warnings []string
+}
+
+func storeDefaulted(m cabi.Memory, at uint32, v Defaulted) { // 20 bytes, aligned to 4
+	storeMutation(m, at, v.Mutation)
+	cabi.PutList(m, at+12, v.Warnings, 8, 4, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
+}
+
+func loadDefaulted(m cabi.Memory, at uint32) Defaulted {
+	var v Defaulted
+	v.Mutation = loadMutation(m, at)
+	v.Warnings = cabi.GetList(m, at+12, 8, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
+	return v
+}
+
+func lowerFlatDefaulted(m cabi.Memory, f *cabi.Flat, v Defaulted) {
+	lowerFlatMutation(m, f, v.Mutation)
+	cabi.LowerFlatList(m, f, v.Warnings, 8, 4, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
+}
+
+func liftFlatDefaulted(m cabi.Memory, f *cabi.Flat) Defaulted {
+	var v Defaulted
+	v.Mutation = liftFlatMutation(m, f)
+	v.Warnings = cabi.LiftFlatList(f, 8, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
+	return v
+}
+
+// ConversionRequest is the WIT record `conversion-request`.
+//
+// Objects of the parent's kind to convert, from the API server's ConversionReview.
+type ConversionRequest struct {
+	Objects           []string
+	DesiredApiVersion string
+	Now               string
+	Config            string
+}
+
+func storeConversionRequest(m cabi.Memory, at uint32, v ConversionRequest) { // 32 bytes, aligned to 4
+	cabi.PutList(m, at, v.Objects, 8, 4, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
+	cabi.PutString(m, at+8, v.DesiredApiVersion)
+	cabi.PutString(m, at+16, v.Now)
+	cabi.PutString(m, at+24, v.Config)
+}
+
+func loadConversionRequest(m cabi.Memory, at uint32) ConversionRequest {
+	var v ConversionRequest
+	v.Objects = cabi.GetList(m, at, 8, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
+	v.DesiredApiVersion = cabi.GetString(m, at+8)
+	v.Now = cabi.GetString(m, at+16)
+	v.Config = cabi.GetString(m, at+24)
+	return v
+}
+
+func lowerFlatConversionRequest(m cabi.Memory, f *cabi.Flat, v ConversionRequest) {
+	cabi.LowerFlatList(m, f, v.Objects, 8, 4, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
+	cabi.LowerFlatString(m, f, v.DesiredApiVersion)
+	cabi.LowerFlatString(m, f, v.Now)
+	cabi.LowerFlatString(m, f, v.Config)
+}
+
+func liftFlatConversionRequest(m cabi.Memory, f *cabi.Flat) ConversionRequest {
+	var v ConversionRequest
+	v.Objects = cabi.LiftFlatList(f, 8, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
+	v.DesiredApiVersion = cabi.LiftFlatString(m, f)
+	v.Now = cabi.LiftFlatString(m, f)
+	v.Config = cabi.LiftFlatString(m, f)
+	return v
+}
+
 // Level is the WIT enum `level`.
 type Level uint8
 
@@ -1041,6 +1604,12 @@ func liftFlatHttpError(m cabi.Memory, f *cabi.Flat) HttpError {
 	return v
 }
 
+// Tuple2 is a WIT tuple of 2 values of different types.
+type Tuple2[T0, T1 any] struct {
+	F0 T0
+	F1 T1
+}
+
 // Exports are the implementations of what the world exports: set them before the
 // first call.
 var Exports struct {
@@ -1054,13 +1623,18 @@ var Exports struct {
 	Handler struct {
 		Handle func(event ObjectEvent) cabi.Result[struct{}, ReconcileError]
 	}
+	Admission struct {
+		Default  func(request AdmissionRequest) cabi.Result[Defaulted, Denial]
+		Validate func(request AdmissionRequest) Verdict
+		Convert  func(request ConversionRequest) cabi.Result[[]string, string]
+	}
 }
 
 // exportPluginInfoDescribe is the canonical ABI entry of the export `kubewasm:reconciler/plugin-info@0.2.0#describe`.
 func exportPluginInfoDescribe(m cabi.Memory, args *cabi.Flat) *cabi.Flat {
 	m.Lifted()
 	result := Exports.PluginInfo.Describe()
-	at := m.Alloc(108, 4)
+	at := m.Alloc(136, 4)
 	storeManifest(m, at, result)
 	return cabi.NewFlat(uint64(at))
 }
@@ -1146,5 +1720,88 @@ func CallHandlerHandle(m cabi.Memory, event ObjectEvent) cabi.Result[struct{}, R
 	at := uint32(exportHandlerHandle(m, f).Next())
 	return cabi.GetResult[struct{}, ReconcileError](m, at, 4, nil, func(at uint32) ReconcileError {
 		return loadReconcileError(m, at)
+	})
+}
+
+// exportAdmissionDefault is the canonical ABI entry of the export `kubewasm:reconciler/admission@0.2.0#default`.
+func exportAdmissionDefault(m cabi.Memory, args *cabi.Flat) *cabi.Flat {
+	params := uint32(args.Next())
+	request := loadAdmissionRequest(m, params)
+	m.Lifted()
+	result := Exports.Admission.Default(request)
+	at := m.Alloc(24, 4)
+	cabi.PutResult[Defaulted, Denial](m, at, 4, result, func(at uint32, v Defaulted) {
+		storeDefaulted(m, at, v)
+	}, func(at uint32, v Denial) {
+		storeDenial(m, at, v)
+	})
+	return cabi.NewFlat(uint64(at))
+}
+
+// CallAdmissionDefault calls the export `kubewasm:reconciler/admission@0.2.0#default` as the host does: the arguments lowered into m,
+// the result lifted from it.
+func CallAdmissionDefault(m cabi.Memory, request AdmissionRequest) cabi.Result[Defaulted, Denial] {
+	f := &cabi.Flat{}
+	params := m.Alloc(164, 4)
+	storeAdmissionRequest(m, params, request)
+	f.Push(uint64(params))
+	at := uint32(exportAdmissionDefault(m, f).Next())
+	return cabi.GetResult[Defaulted, Denial](m, at, 4, func(at uint32) Defaulted {
+		return loadDefaulted(m, at)
+	}, func(at uint32) Denial {
+		return loadDenial(m, at)
+	})
+}
+
+// exportAdmissionValidate is the canonical ABI entry of the export `kubewasm:reconciler/admission@0.2.0#validate`.
+func exportAdmissionValidate(m cabi.Memory, args *cabi.Flat) *cabi.Flat {
+	params := uint32(args.Next())
+	request := loadAdmissionRequest(m, params)
+	m.Lifted()
+	result := Exports.Admission.Validate(request)
+	at := m.Alloc(28, 4)
+	storeVerdict(m, at, result)
+	return cabi.NewFlat(uint64(at))
+}
+
+// CallAdmissionValidate calls the export `kubewasm:reconciler/admission@0.2.0#validate` as the host does: the arguments lowered into m,
+// the result lifted from it.
+func CallAdmissionValidate(m cabi.Memory, request AdmissionRequest) Verdict {
+	f := &cabi.Flat{}
+	params := m.Alloc(164, 4)
+	storeAdmissionRequest(m, params, request)
+	f.Push(uint64(params))
+	at := uint32(exportAdmissionValidate(m, f).Next())
+	return loadVerdict(m, at)
+}
+
+// exportAdmissionConvert is the canonical ABI entry of the export `kubewasm:reconciler/admission@0.2.0#convert`.
+func exportAdmissionConvert(m cabi.Memory, args *cabi.Flat) *cabi.Flat {
+	request := liftFlatConversionRequest(m, args)
+	m.Lifted()
+	result := Exports.Admission.Convert(request)
+	at := m.Alloc(12, 4)
+	cabi.PutResult[[]string, string](m, at, 4, result, func(at uint32, v []string) {
+		cabi.PutList(m, at, v, 8, 4, func(at uint32, v string) {
+			cabi.PutString(m, at, v)
+		})
+	}, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
+	return cabi.NewFlat(uint64(at))
+}
+
+// CallAdmissionConvert calls the export `kubewasm:reconciler/admission@0.2.0#convert` as the host does: the arguments lowered into m,
+// the result lifted from it.
+func CallAdmissionConvert(m cabi.Memory, request ConversionRequest) cabi.Result[[]string, string] {
+	f := &cabi.Flat{}
+	lowerFlatConversionRequest(m, f, request)
+	at := uint32(exportAdmissionConvert(m, f).Next())
+	return cabi.GetResult[[]string, string](m, at, 4, func(at uint32) []string {
+		return cabi.GetList(m, at, 8, func(at uint32) string {
+			return cabi.GetString(m, at)
+		})
+	}, func(at uint32) string {
+		return cabi.GetString(m, at)
 	})
 }

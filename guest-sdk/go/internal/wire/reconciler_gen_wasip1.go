@@ -68,3 +68,18 @@ func wasmexportReconcilerReconcile(p0 uint32, p1 uint32, p2 uint32, p3 uint32, p
 func wasmexportHandlerHandle(p0 uint32) uint32 {
 	return uint32(exportHandlerHandle(&cabi.ExportMemory, cabi.NewFlat(uint64(p0))).Next())
 }
+
+//go:wasmexport kubewasm:reconciler/admission@0.2.0#default
+func wasmexportAdmissionDefault(p0 uint32) uint32 {
+	return uint32(exportAdmissionDefault(&cabi.ExportMemory, cabi.NewFlat(uint64(p0))).Next())
+}
+
+//go:wasmexport kubewasm:reconciler/admission@0.2.0#validate
+func wasmexportAdmissionValidate(p0 uint32) uint32 {
+	return uint32(exportAdmissionValidate(&cabi.ExportMemory, cabi.NewFlat(uint64(p0))).Next())
+}
+
+//go:wasmexport kubewasm:reconciler/admission@0.2.0#convert
+func wasmexportAdmissionConvert(p0 uint32, p1 uint32, p2 uint32, p3 uint32, p4 uint32, p5 uint32, p6 uint32, p7 uint32) uint32 {
+	return uint32(exportAdmissionConvert(&cabi.ExportMemory, cabi.NewFlat(uint64(p0), uint64(p1), uint64(p2), uint64(p3), uint64(p4), uint64(p5), uint64(p6), uint64(p7))).Next())
+}
