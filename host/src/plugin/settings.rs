@@ -18,6 +18,15 @@
 //! max-requests = 10        # per call
 //! max-response-bytes = 1048576
 //!
+//! [webhooks]               # a plugin that defaults, validates or converts (its manifest says)
+//! failure-policy = "Fail"  # or "Ignore": what the API server does when the host cannot answer,
+//!                          # and what the host answers when the plugin traps or runs out of time
+//! timeout-seconds = 10     # the API server's wait for the host, 1 to 30
+//! match-policy = "Equivalent"          # or "Exact"
+//! reinvocation-policy = "Never"        # or "IfNeeded": default again after later mutations
+//! namespace-selector = { matchLabels = { team = "a" } }   # Kubernetes LabelSelectors
+//! object-selector = { matchExpressions = [{ key = "skip", operator = "DoesNotExist" }] }
+//!
 //! [config]                 # anything: handed to the plugin as `config` (JSON)
 //! image-registry = "registry.example.com"
 //! token = { secretKeyRef = { name = "slack", key = "token" } }   # a Secret key, resolved by the host
@@ -41,6 +50,7 @@ pub struct Settings {
     pub memory_bytes: Option<u64>,
     pub events: EventSettings,
     pub http: HttpSettings,
+    pub webhooks: WebhookSettings,
     /// Handed to the plugin; `secretKeyRef`s in it are resolved by the host.
     pub config: Value,
 }
@@ -60,6 +70,64 @@ impl Default for EventSettings {
     }
 }
 
+/// How the API server calls the plugin's admission and conversion webhooks, and what
+/// the host answers when the plugin cannot (`[webhooks]`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct WebhookSettings {
+    pub failure_policy: FailurePolicy,
+    /// The API server's wait for the host's answer (`timeoutSeconds`), 1 to 30.
+    pub timeout_seconds: u32,
+    pub match_policy: MatchPolicy,
+    pub reinvocation: Reinvocation,
+    /// A Kubernetes `LabelSelector`, JSON.
+    pub namespace_selector: Option<Value>,
+    /// A Kubernetes `LabelSelector`, JSON.
+    pub object_selector: Option<Value>,
+}
+
+impl Default for WebhookSettings {
+    fn default() -> Self {
+        Self {
+            failure_policy: FailurePolicy::Fail,
+            timeout_seconds: 10,
+            match_policy: MatchPolicy::Equivalent,
+            reinvocation: Reinvocation::Never,
+            namespace_selector: None,
+            object_selector: None,
+        }
+    }
+}
+
+/// What happens to a write when its webhook cannot answer: the API server's
+/// `failurePolicy`, which the host also applies when the plugin traps, runs out of time
+/// or answers what does not parse.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+pub enum FailurePolicy {
+    /// Refuse the write, saying why.
+    #[default]
+    Fail,
+    /// Let the write through unchanged.
+    Ignore,
+}
+
+/// Whether writes through another version of the same resource are sent too
+/// (`matchPolicy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+pub enum MatchPolicy {
+    #[default]
+    Equivalent,
+    Exact,
+}
+
+/// Whether a mutating webhook runs again after later webhooks changed the object
+/// (`reinvocationPolicy`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Deserialize)]
+pub enum Reinvocation {
+    #[default]
+    Never,
+    IfNeeded,
+}
+
 impl Default for Settings {
     fn default() -> Self {
         Self {
@@ -69,6 +137,7 @@ impl Default for Settings {
             memory_bytes: None,
             events: EventSettings::default(),
             http: HttpSettings::default(),
+            webhooks: WebhookSettings::default(),
             config: Value::Null,
         }
     }
@@ -86,7 +155,20 @@ struct File {
     events: FileEvents,
     #[serde(default)]
     http: FileHttp,
+    #[serde(default)]
+    webhooks: FileWebhooks,
     config: Option<toml::Value>,
+}
+
+#[derive(Default, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "kebab-case")]
+struct FileWebhooks {
+    failure_policy: Option<FailurePolicy>,
+    timeout_seconds: Option<u32>,
+    match_policy: Option<MatchPolicy>,
+    reinvocation_policy: Option<Reinvocation>,
+    namespace_selector: Option<toml::Value>,
+    object_selector: Option<toml::Value>,
 }
 
 #[derive(Default, Deserialize)]
@@ -141,6 +223,12 @@ pub enum InvalidSettings {
     /// A Secret reference in `[config]` written wrongly.
     #[error(transparent)]
     SecretRef(#[from] crate::secrets::InvalidRef),
+    /// `webhooks.timeout-seconds` outside what the API server accepts.
+    #[error("webhooks.timeout-seconds must be between 1 and 30, not {0}")]
+    WebhookTimeout(u32),
+    /// A selector of `[webhooks]` that is no `LabelSelector`.
+    #[error("webhooks.{field}: {reason}")]
+    Selector { field: &'static str, reason: String },
     /// A pattern of `[http] allow` that does not parse.
     #[error("http.allow: {0}")]
     Grant(#[source] super::sandbox::http::allow::PatternError),
@@ -186,6 +274,7 @@ impl Settings {
             None => Value::Null,
         };
         crate::secrets::refs(&config)?;
+        let webhooks = webhook_settings(file.webhooks)?;
         let defaults = HttpSettings::default();
         let events = EventSettings::default();
         Ok(Self {
@@ -203,6 +292,7 @@ impl Settings {
                 max_requests: file.http.max_requests.unwrap_or(defaults.max_requests),
                 max_response_bytes: file.http.max_response_bytes.unwrap_or(defaults.max_response_bytes),
             },
+            webhooks,
             config,
         })
     }
@@ -211,6 +301,29 @@ impl Settings {
     pub fn lower(&self, limits: Limits) -> Limits {
         limits.lowered_to(self.deadline, self.memory_bytes)
     }
+}
+
+fn webhook_settings(file: FileWebhooks) -> Result<WebhookSettings, InvalidSettings> {
+    let defaults = WebhookSettings::default();
+    let timeout_seconds = file.timeout_seconds.unwrap_or(defaults.timeout_seconds);
+    if !(1..=30).contains(&timeout_seconds) {
+        return Err(InvalidSettings::WebhookTimeout(timeout_seconds));
+    }
+    let selector = |field: &'static str, value: Option<toml::Value>| -> Result<Option<Value>, InvalidSettings> {
+        let Some(value) = value else { return Ok(None) };
+        let json = serde_json::to_value(value).map_err(InvalidSettings::Config)?;
+        serde_json::from_value::<k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>(json.clone())
+            .map_err(|e| InvalidSettings::Selector { field, reason: e.to_string() })?;
+        Ok(Some(json))
+    };
+    Ok(WebhookSettings {
+        failure_policy: file.failure_policy.unwrap_or(defaults.failure_policy),
+        timeout_seconds,
+        match_policy: file.match_policy.unwrap_or(defaults.match_policy),
+        reinvocation: file.reinvocation_policy.unwrap_or(defaults.reinvocation),
+        namespace_selector: selector("namespace-selector", file.namespace_selector)?,
+        object_selector: selector("object-selector", file.object_selector)?,
+    })
 }
 
 #[cfg(test)]
@@ -252,6 +365,25 @@ mod tests {
         assert!(err.contains("config.t") && err.contains("needs a `key`"), "{err}");
         let err = Settings::parse("[http]\nmax-requests = 0\n").unwrap_err().to_string();
         assert_eq!(err, "http.max-requests must be positive");
+    }
+
+    #[test]
+    fn webhook_settings_are_read_and_checked() {
+        let s = Settings::parse(
+            "[webhooks]\nfailure-policy = \"Ignore\"\ntimeout-seconds = 3\nmatch-policy = \"Exact\"\nreinvocation-policy = \"IfNeeded\"\nnamespace-selector = { matchLabels = { team = \"a\" } }\n",
+        )
+        .unwrap();
+        assert_eq!(s.webhooks.failure_policy, FailurePolicy::Ignore);
+        assert_eq!(s.webhooks.timeout_seconds, 3);
+        assert_eq!(s.webhooks.match_policy, MatchPolicy::Exact);
+        assert_eq!(s.webhooks.reinvocation, Reinvocation::IfNeeded);
+        assert_eq!(s.webhooks.namespace_selector, Some(json!({"matchLabels": {"team": "a"}})));
+        let err = Settings::parse("[webhooks]\ntimeout-seconds = 31\n").unwrap_err().to_string();
+        assert_eq!(err, "webhooks.timeout-seconds must be between 1 and 30, not 31");
+        let err = Settings::parse("[webhooks]\nobject-selector = { matchLabels = 3 }\n").unwrap_err().to_string();
+        assert!(err.starts_with("webhooks.object-selector: "), "{err}");
+        let err = Settings::parse("[webhooks]\nfailure-policy = \"Maybe\"\n").unwrap_err().to_string();
+        assert!(err.contains("Maybe"), "{err}");
     }
 
     #[test]
