@@ -22,7 +22,7 @@ pub enum Operation {
 }
 
 impl Operation {
-    /// `CREATE`, `UPDATE`, `DELETE`, `CONNECT`: the words of AdmissionReview and of
+    /// `CREATE`, `UPDATE`, `DELETE`, `CONNECT`: the words of `AdmissionReview` and of
     /// webhook rules.
     pub fn as_str(self) -> &'static str {
         match self {
@@ -33,7 +33,7 @@ impl Operation {
         }
     }
 
-    /// The operation an AdmissionReview names (`CREATE`...).
+    /// The operation an `AdmissionReview` names (`CREATE`...).
     pub fn parse(word: &str) -> Option<Self> {
         [Self::Create, Self::Update, Self::Delete, Self::Connect].into_iter().find(|o| o.as_str() == word)
     }
@@ -84,7 +84,7 @@ pub struct UserInfo {
 /// One write the API server asks about.
 #[derive(Clone, Debug, PartialEq)]
 pub struct AdmissionRequest {
-    /// The AdmissionReview's uid.
+    /// The `AdmissionReview`'s uid.
     pub uid: String,
     /// The object's kind, in the version the rule names.
     pub kind: KindRef,
@@ -352,10 +352,6 @@ mod tests {
 
     #[test]
     fn a_request_names_its_object_and_reads_it_typed() {
-        let kind = KindRef::namespaced("batch.tutorial.kubebuilder.io", "v1", "CronJob", "cronjobs");
-        let object = json!({"metadata": {"name": "a", "namespace": "n"}, "spec": {"schedule": 5}});
-        let request = AdmissionRequest::new(Operation::Create, kind, Some(object), None);
-        assert_eq!((request.name.as_str(), request.namespace.as_deref()), ("a", Some("n")));
         #[derive(serde::Deserialize, Debug)]
         #[allow(dead_code)]
         struct Spec {
@@ -366,6 +362,10 @@ mod tests {
         struct CronJob {
             spec: Spec,
         }
+        let kind = KindRef::namespaced("batch.tutorial.kubebuilder.io", "v1", "CronJob", "cronjobs");
+        let object = json!({"metadata": {"name": "a", "namespace": "n"}, "spec": {"schedule": 5}});
+        let request = AdmissionRequest::new(Operation::Create, kind, Some(object), None);
+        assert_eq!((request.name.as_str(), request.namespace.as_deref()), ("a", Some("n")));
         let error = request.object_as::<CronJob>().unwrap_err();
         assert!(error.message.starts_with("spec.schedule: invalid type"), "{error}");
     }
