@@ -10,7 +10,9 @@
 //! stands on [`runtime`] (the plugins and their runners), which stands on
 //! [`controller`] (one plugin as a Kubernetes controller), which stands on [`plugin`]
 //! (a component, its engine and its sandbox); [`coordination`] (several replicas),
-//! [`metrics`], [`health`] and [`logging`] serve them from the side.
+//! [`metrics`], [`health`] and [`logging`] serve them from the side; [`distribution`]
+//! (plugins pushed to and pulled from OCI registries, and their signatures) stands on
+//! [`plugin`] alone.
 
 #![warn(clippy::pedantic)]
 // Accessors like `Plugin::manifest` have nothing to add beyond their name.
@@ -19,6 +21,7 @@
 pub mod controller;
 pub mod coordination;
 pub mod discovery;
+pub mod distribution;
 pub(crate) mod events;
 pub mod handler;
 pub mod health;
