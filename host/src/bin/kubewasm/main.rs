@@ -2,7 +2,8 @@
 //! The command-line tools live here, not in the library, so that a user of the
 //! library does not compile what they need (wit-component, wasm-encoder, clap):
 //! `render` (one offline reconcile), `rbac` (the RBAC the plugins need), `scaffold`
-//! (a new plugin) and `componentize` (a Go plugin's core module made a component).
+//! (a new plugin), `componentize` (a Go plugin's core module made a component) and
+//! `registry` (`push`, `pull`, `sign`, `verify`: plugins in OCI registries).
 
 #![warn(clippy::pedantic)]
 #![allow(clippy::must_use_candidate)]
@@ -14,6 +15,7 @@ mod componentize;
 #[cfg(feature = "dev")]
 mod dev;
 mod rbac;
+mod registry;
 mod render;
 mod scaffold;
 
@@ -160,6 +162,11 @@ fn run(cli: Cli) -> Result<()> {
         Command::Rbac { dir, namespace, name, service_account_namespace } => {
             rbac_command(&dir, namespace, name, service_account_namespace)?;
         }
+        command @ (Command::Push { .. }
+        | Command::Pull { .. }
+        | Command::Sign { .. }
+        | Command::Verify { .. }
+        | Command::GenerateKey { .. }) => registry::command(command)?,
     }
     Ok(())
 }

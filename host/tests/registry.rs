@@ -1,0 +1,318 @@
+//! `kubewasm push`, `pull`, `sign` and `verify` against a real OCI registry: Debian's
+//! `docker-registry` (the CNCF distribution server), started by each test on a free
+//! loopback port with its own storage. The plugins are built by `make plugins`.
+//!
+//! The registry must be installed (`apt-get install docker-registry`, as `.ci/run`
+//! does); without it these tests fail, naming the package.
+
+// Only its target_dir: the rest serves the tests that run hosts.
+#[allow(dead_code)]
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use kubewasm::distribution::{self, Registry, RegistryOptions, artifact, signature};
+
+/// `s3cret`, hashed with bcrypt (the only scheme distribution's htpasswd accepts).
+const HTPASSWD: &str = "kw:$2b$04$mcERlzatEJxbpM/D5SWWk.U/hRuDa/jNnzZwzE5ya.IzmwY/N8v86\n";
+
+/// A `docker-registry serve` process and its directory, both gone when dropped.
+struct TestRegistry {
+    child: Child,
+    dir: PathBuf,
+    /// `127.0.0.1:PORT`.
+    addr: String,
+}
+
+impl TestRegistry {
+    /// A registry on a free loopback port; with `htpasswd`, one that requires its users.
+    fn start(name: &str, htpasswd: Option<&str>) -> Self {
+        let bin = std::env::var_os("KUBEWASM_TEST_REGISTRY_BIN")
+            .map_or_else(|| PathBuf::from("/usr/bin/docker-registry"), PathBuf::from);
+        assert!(
+            bin.is_file(),
+            "{} is missing: install Debian's `docker-registry` package (apt-get install docker-registry, \
+             as .ci/run does) or set KUBEWASM_TEST_REGISTRY_BIN",
+            bin.display()
+        );
+        let dir = common::target_dir().join(format!("registry-test-{name}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let auth = match htpasswd {
+            Some(users) => {
+                std::fs::write(dir.join("htpasswd"), users).unwrap();
+                format!("auth:\n  htpasswd:\n    realm: kubewasm-test\n    path: {}\n", dir.join("htpasswd").display())
+            }
+            None => String::new(),
+        };
+        let config = format!(
+            "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    \
+             rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:0\n  secret: kubewasm-test\n{auth}",
+            dir.join("data").display()
+        );
+        std::fs::write(dir.join("config.yml"), config).unwrap();
+        let mut child = Command::new(&bin)
+            .arg("serve")
+            .arg(dir.join("config.yml"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+        // It logs the port it was given on stderr; the rest of its log is drained.
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("listening on ").nth(1) {
+                    let _ = tx.send(rest.split(['"', ' ']).next().unwrap_or_default().to_owned());
+                }
+            }
+        });
+        let addr = rx.recv_timeout(Duration::from_secs(30)).expect("docker-registry says where it listens");
+        Self { child, dir, addr }
+    }
+
+    fn reference(&self, repository_and_tag: &str) -> String {
+        format!("{}/{repository_and_tag}", self.addr)
+    }
+
+    /// The file the registry keeps a blob in.
+    fn blob_path(&self, digest: &str) -> PathBuf {
+        let hex = digest.strip_prefix("sha256:").unwrap();
+        self.dir.join("data/docker/registry/v2/blobs/sha256").join(&hex[..2]).join(hex).join("data")
+    }
+}
+
+impl Drop for TestRegistry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn plugin(name: &str) -> PathBuf {
+    let path = common::target_dir().join("plugins").join(format!("{name}.wasm"));
+    assert!(path.exists(), "{} is missing: run `make plugins` first", path.display());
+    path
+}
+
+/// A directory for one test's files (keys, pulled modules, the module cache).
+fn work_dir(name: &str) -> PathBuf {
+    let dir = common::target_dir().join(format!("registry-test-{name}-files"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `kubewasm ARGS` with its own module cache and no docker config of the user's.
+fn kubewasm(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(args)
+        .current_dir(dir)
+        .env("KUBEWASM_CACHE_DIR", dir.join("cache"))
+        .env("DOCKER_CONFIG", dir.join("no-docker-config"))
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("kubewasm runs")
+}
+
+fn succeeds(out: &Output) -> (String, String) {
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "kubewasm failed:\n{stderr}");
+    (stdout.into_owned(), stderr.into_owned())
+}
+
+fn fails_with(out: &Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "kubewasm succeeded, expected {needle:?}");
+    assert!(stderr.contains(needle), "expected {needle:?} in:\n{stderr}");
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+#[test]
+fn a_pushed_plugin_is_a_wasm_artifact_and_pulls_back_byte_for_byte_by_tag_and_by_digest() {
+    let registry = TestRegistry::start("round-trip", None);
+    let dir = work_dir("round-trip");
+    let wasm = plugin("demo-application");
+    let tagged = registry.reference("plugins/demo:0.1.0");
+
+    let (stdout, _) = succeeds(&kubewasm(&dir, &["push", path(&wasm), &tagged, "--insecure"]));
+    let pinned = stdout.trim().to_owned();
+    assert!(pinned.starts_with(&format!("{}/plugins/demo@sha256:", registry.addr)), "{pinned}");
+
+    // The layout wkg and oci-wasm read.
+    let reference = distribution::parse_reference(&tagged).unwrap();
+    let options = RegistryOptions { insecure: true, ..RegistryOptions::default() };
+    let client = Registry::for_reference(&reference, &options).unwrap();
+    let manifest = runtime().block_on(client.manifest(&reference)).unwrap().expect("the tag exists");
+    assert_eq!(format!("{}/plugins/demo@{}", registry.addr, manifest.digest), pinned);
+    assert_eq!(manifest.manifest.media_type.as_deref(), Some(artifact::MANIFEST_MEDIA_TYPE));
+    assert_eq!(manifest.manifest.config.media_type, "application/vnd.wasm.config.v0+json");
+    let [layer] = manifest.manifest.layers.as_slice() else { panic!("one layer") };
+    assert_eq!(layer.media_type, "application/wasm");
+    let bytes = std::fs::read(&wasm).unwrap();
+    assert_eq!(layer.digest, format!("sha256:{}", kubewasm::plugin::digest(&bytes)));
+    assert_eq!(layer.annotations.as_ref().unwrap()[artifact::TITLE_ANNOTATION], "demo-application.wasm");
+    let config = runtime().block_on(client.blob(&reference, &manifest.manifest.config)).unwrap();
+    let config = artifact::check(&manifest.manifest, &config).unwrap();
+    assert_eq!((config.architecture.as_str(), config.os.as_str()), ("wasm", "wasip2"));
+    let component = config.component.unwrap();
+    assert!(component.exports.iter().any(|e| e.starts_with("kubewasm:reconciler/reconciler@")), "{component:?}");
+    assert!(component.imports.iter().any(|i| i.starts_with("wasi:")), "{component:?}");
+
+    let (_, stderr) = succeeds(&kubewasm(&dir, &["pull", &tagged, "--insecure", "-o", "by-tag.wasm"]));
+    assert!(stderr.contains(&format!("pulled {pinned}")), "{stderr}");
+    assert!(!stderr.contains("from the cache"), "{stderr}");
+    assert_eq!(std::fs::read(dir.join("by-tag.wasm")).unwrap(), bytes);
+    // Kept by digest where compiled plugins are kept, and taken from there next time.
+    assert_eq!(std::fs::read(dir.join("cache/blobs").join(layer.digest.replace(':', "/"))).unwrap(), bytes);
+    let (_, stderr) = succeeds(&kubewasm(&dir, &["pull", &pinned, "--insecure"]));
+    assert!(stderr.contains("from the cache"), "{stderr}");
+    assert_eq!(std::fs::read(dir.join("demo.wasm")).unwrap(), bytes);
+
+    fails_with(
+        &kubewasm(&dir, &["pull", &registry.reference("plugins/demo:0.2.0"), "--insecure"]),
+        "plugins/demo:0.2.0: not found in the registry",
+    );
+}
+
+#[test]
+fn credentials_come_from_the_docker_config_given() {
+    let registry = TestRegistry::start("credentials", Some(HTPASSWD));
+    let dir = work_dir("credentials");
+    let wasm = plugin("demo-application");
+    let reference = registry.reference("plugins/demo:1");
+    let config = |name: &str, auth: &str| {
+        let file = dir.join(format!("{name}.json"));
+        std::fs::write(&file, format!(r#"{{"auths": {{"{}": {{"auth": "{auth}"}}}}}}"#, registry.addr)).unwrap();
+        file
+    };
+    // base64 of kw:s3cret and of kw:wrong.
+    let (good, bad) = (config("good", "a3c6czNjcmV0"), config("bad", "a3c6d3Jvbmcx"));
+
+    let refused = format!("the registry {} wants credentials, or refused those given (HTTP 401)", registry.addr);
+    fails_with(&kubewasm(&dir, &["push", path(&wasm), &reference, "--insecure"]), &refused);
+    fails_with(
+        &kubewasm(&dir, &["push", path(&wasm), &reference, "--insecure", "--registry-config", path(&bad)]),
+        &refused,
+    );
+
+    succeeds(&kubewasm(&dir, &["push", path(&wasm), &reference, "--insecure", "--registry-config", path(&good)]));
+    succeeds(&kubewasm(&dir, &["pull", &reference, "--insecure", "--registry-config", path(&good), "-o", "p.wasm"]));
+    assert_eq!(std::fs::read(dir.join("p.wasm")).unwrap(), std::fs::read(&wasm).unwrap());
+    fails_with(&kubewasm(&dir, &["pull", &reference, "--insecure", "-o", "q.wasm"]), &refused);
+
+    fails_with(
+        &kubewasm(&dir, &["pull", &reference, "--registry-config", path(&dir.join("missing.json"))]),
+        "cannot read the docker config",
+    );
+}
+
+#[test]
+fn only_an_artifact_signed_by_a_trusted_key_over_its_own_digest_is_pulled() {
+    let registry = TestRegistry::start("signatures", None);
+    let dir = work_dir("signatures");
+    let tagged = registry.reference("plugins/demo:1");
+    succeeds(&kubewasm(&dir, &["generate-key", "release"]));
+    succeeds(&kubewasm(&dir, &["generate-key", "other"]));
+    fails_with(&kubewasm(&dir, &["generate-key", "release"]), "release.key exists; not overwriting a key");
+    let (stdout, _) = succeeds(&kubewasm(&dir, &["push", path(&plugin("demo-application")), &tagged, "--insecure"]));
+    let pinned = stdout.trim().to_owned();
+    let digest = pinned.rsplit('@').next().unwrap().to_owned();
+    let tag = signature::signature_tag(&digest);
+    let pull = |key: &str| kubewasm(&dir, &["pull", &tagged, "--insecure", "-o", "p.wasm", "--verify-key", key]);
+
+    fails_with(
+        &pull("release.pub"),
+        &format!("{pinned} is not signed: the registry has no signature at the tag {tag}"),
+    );
+    assert!(!dir.join("p.wasm").exists(), "an unsigned module was written");
+
+    let (_, stderr) = succeeds(&kubewasm(&dir, &["sign", &tagged, "--key", "release.key", "--insecure"]));
+    assert!(stderr.contains(&format!("signed {pinned} (signature at the tag {tag})")), "{stderr}");
+    let (_, stderr) = succeeds(&pull("release.pub"));
+    assert!(stderr.contains("verified: signed by release.pub"), "{stderr}");
+    let (stdout, _) =
+        succeeds(&kubewasm(&dir, &["verify", &tagged, "--insecure", "--key", "other.pub", "--key", "release.pub"]));
+    assert_eq!(stdout.trim(), format!("{pinned}: signed by release.pub"));
+    std::fs::remove_file(dir.join("p.wasm")).unwrap();
+
+    // Signed, but not by the key trusted.
+    fails_with(&pull("other.pub"), &format!("{pinned} is not signed by a trusted key: none of its 1 signature(s)"));
+    assert!(!dir.join("p.wasm").exists(), "a module signed by another key was written");
+
+    // A second signer is added beside the first, as cosign does; both then verify.
+    succeeds(&kubewasm(&dir, &["sign", &pinned, "--key", "other.key", "--insecure", "-a", "team=platform"]));
+    succeeds(&pull("other.pub"));
+    succeeds(&pull("release.pub"));
+}
+
+#[test]
+fn a_tampered_artifact_is_refused_saying_how() {
+    let registry = TestRegistry::start("tamper", None);
+    let dir = work_dir("tamper");
+    let tagged = registry.reference("plugins/demo:1");
+    succeeds(&kubewasm(&dir, &["generate-key", "release"]));
+    let (stdout, _) = succeeds(&kubewasm(&dir, &["push", path(&plugin("demo-application")), &tagged, "--insecure"]));
+    let signed = stdout.trim().to_owned();
+    let signed_digest = signed.rsplit('@').next().unwrap().to_owned();
+    succeeds(&kubewasm(&dir, &["sign", &tagged, "--key", "release.key", "--insecure"]));
+    let pull = |reference: &str| {
+        let _ = std::fs::remove_dir_all(dir.join("cache"));
+        kubewasm(&dir, &["pull", reference, "--insecure", "-o", "p.wasm", "--verify-key", "release.pub"])
+    };
+
+    // The module's bytes changed in the registry's storage: the layer's digest catches it.
+    let reference = distribution::parse_reference(&tagged).unwrap();
+    let client =
+        Registry::for_reference(&reference, &RegistryOptions { insecure: true, ..Default::default() }).unwrap();
+    let manifest = runtime().block_on(client.manifest(&reference)).unwrap().unwrap();
+    let blob = registry.blob_path(&manifest.manifest.layers[0].digest);
+    let original = std::fs::read(&blob).unwrap();
+    let mut altered = original.clone();
+    let last = altered.len() - 1;
+    altered[last] ^= 0xff;
+    std::fs::write(&blob, &altered).unwrap();
+    fails_with(&pull(&tagged), "(tampered or corrupt)");
+    assert!(!dir.join("p.wasm").exists(), "a tampered module was written");
+    std::fs::write(&blob, &original).unwrap();
+    succeeds(&pull(&tagged));
+
+    // Another module under the signed tag: its digest has no signature.
+    let (stdout, _) = succeeds(&kubewasm(&dir, &["push", path(&plugin("foo")), &tagged, "--insecure"]));
+    let replaced = stdout.trim().to_owned();
+    let replaced_digest = replaced.rsplit('@').next().unwrap().to_owned();
+    fails_with(&pull(&tagged), &format!("{replaced} is not signed"));
+
+    // The first module's signature copied to the second's signature tag: it verifies, but
+    // names the first digest.
+    let rt = runtime();
+    let signature_of = |digest: &str| {
+        distribution::parse_reference(
+            &registry.reference(&format!("plugins/demo:{}", signature::signature_tag(digest))),
+        )
+        .unwrap()
+    };
+    let copied = rt.block_on(client.manifest(&signature_of(&signed_digest))).unwrap().unwrap();
+    rt.block_on(client.push_manifest(&signature_of(&replaced_digest), &copied.manifest)).unwrap();
+    fails_with(
+        &pull(&tagged),
+        &format!("a signature by a trusted key signs {signed_digest}, not this artifact's {replaced_digest}"),
+    );
+
+    // Pinned by digest, the signed module still pulls.
+    succeeds(&pull(&signed));
+    assert_eq!(std::fs::read(dir.join("p.wasm")).unwrap(), original);
+}
