@@ -12,7 +12,8 @@
 //! (a component, its engine and its sandbox); [`coordination`] (several replicas),
 //! [`metrics`], [`health`] and [`logging`] serve them from the side; [`distribution`]
 //! (plugins pushed to and pulled from OCI registries, and their signatures) stands on
-//! [`plugin`] alone.
+//! [`plugin`] alone; [`resource`] (the `Plugin` kind: a plugin taken from a registry)
+//! stands on both.
 
 #![warn(clippy::pedantic)]
 // Accessors like `Plugin::manifest` have nothing to add beyond their name.
@@ -28,6 +29,7 @@ pub mod health;
 pub mod logging;
 pub mod metrics;
 pub mod plugin;
+pub mod resource;
 pub mod run;
 pub mod runtime;
 pub mod secrets;

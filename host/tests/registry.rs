@@ -15,7 +15,8 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
 
-use kubewasm::distribution::{self, Registry, RegistryOptions, artifact, signature};
+use kubewasm::distribution::{self, DockerConfig, Registry, RegistryOptions, artifact, signature};
+use kubewasm::resource::{self, PluginSpec, Step};
 
 /// `s3cret`, hashed with bcrypt (the only scheme distribution's htpasswd accepts).
 const HTPASSWD: &str = "kw:$2b$04$mcERlzatEJxbpM/D5SWWk.U/hRuDa/jNnzZwzE5ya.IzmwY/N8v86\n";
@@ -315,4 +316,68 @@ fn a_tampered_artifact_is_refused_saying_how() {
     // Pinned by digest, the signed module still pulls.
     succeeds(&pull(&signed));
     assert_eq!(std::fs::read(dir.join("p.wasm")).unwrap(), original);
+}
+
+#[test]
+fn a_plugin_resources_module_is_pulled_verified_and_loaded_or_the_failed_step_says_why() {
+    let registry = TestRegistry::start("resource", None);
+    let dir = work_dir("resource");
+    let demo = registry.reference("plugins/demo:1");
+    succeeds(&kubewasm(&dir, &["generate-key", "release"]));
+    succeeds(&kubewasm(&dir, &["generate-key", "other"]));
+    let (stdout, _) = succeeds(&kubewasm(&dir, &["push", path(&plugin("demo-application")), &demo, "--insecure"]));
+    let demo_digest = stdout.trim().rsplit('@').next().unwrap().to_owned();
+    succeeds(&kubewasm(&dir, &["sign", &demo, "--key", "release.key", "--insecure"]));
+    let unsigned = registry.reference("plugins/demo:2");
+    let (stdout, _) = succeeds(&kubewasm(&dir, &["push", path(&plugin("foo")), &unsigned, "--insecure"]));
+    let foo_digest = stdout.trim().rsplit('@').next().unwrap().to_owned();
+
+    let key = |name: &str| std::fs::read_to_string(dir.join(format!("{name}.pub"))).unwrap();
+    let spec = |oci: &str, keys: Vec<String>| {
+        let mut spec = PluginSpec { enabled: true, ..PluginSpec::default() };
+        spec.source.oci = oci.to_owned();
+        spec.source.insecure = true;
+        spec.verification.keys = keys;
+        spec
+    };
+    let engine = kubewasm::plugin::Engine::new().expect("engine");
+    let rt = runtime();
+    let fetch = |spec: &PluginSpec| {
+        let context = resource::Context { engine: &engine, credentials: DockerConfig::default(), cache: None };
+        rt.block_on(resource::fetch("demo", spec, context))
+    };
+    let failure = |spec: &PluginSpec| match fetch(spec) {
+        Ok(_) => panic!("{} was taken", spec.source.oci),
+        Err(failure) => failure,
+    };
+
+    let fetched = fetch(&spec(&demo, vec![key("other"), key("release")])).expect("signed by a trusted key");
+    assert_eq!(fetched.plugin.manifest().name, "demo-application");
+    assert_eq!(fetched.digest, demo_digest);
+    assert!(fetched.verified);
+    let fetched = fetch(&spec(&demo, Vec::new())).expect("no keys, no signature required");
+    assert!(!fetched.verified);
+
+    let untrusted = failure(&spec(&demo, vec![key("other")]));
+    assert_eq!((untrusted.step, untrusted.reason), (Step::Verified, "UntrustedSigner"));
+    let unsigned = failure(&spec(&unsigned, vec![key("release")]));
+    assert_eq!((unsigned.step, unsigned.reason), (Step::Verified, "NoSignatures"));
+    assert!(unsigned.message.contains(&format!("@{foo_digest} is not signed")), "{}", unsigned.message);
+    let missing = failure(&spec(&registry.reference("plugins/none:1"), Vec::new()));
+    assert_eq!((missing.step, missing.reason), (Step::Pulled, "PullFailed"));
+    let bad_key = failure(&spec(&demo, vec!["not a key".into()]));
+    assert_eq!((bad_key.step, bad_key.reason), (Step::Verified, "KeyInvalid"));
+    assert!(bad_key.message.starts_with("spec.verification.keys[0]: not a P-256 public key"), "{}", bad_key.message);
+
+    // A digest pins what runs, whatever the tag names.
+    let mut pinned = spec(&demo, Vec::new());
+    pinned.source.digest = Some(foo_digest.clone());
+    let fetched = fetch(&pinned).expect("the pinned manifest");
+    assert_eq!((fetched.plugin.manifest().name.as_str(), fetched.digest.as_str()), ("foo", foo_digest.as_str()));
+
+    let mut bad_settings = spec(&demo, Vec::new());
+    bad_settings.settings = Some(serde_json::json!({"limits": {"memory-mib": 0}}));
+    let refused = failure(&bad_settings);
+    assert_eq!((refused.step, refused.reason), (Step::Loaded, "SettingsInvalid"));
+    assert_eq!(refused.message, "spec.settings: limits.memory-mib must be positive");
 }

@@ -49,6 +49,8 @@ pub enum CredentialsError {
     Parse { origin: String, source: serde_json::Error },
     #[error("{origin}: auths.{registry}.auth is not base64 of USER:PASSWORD")]
     BadAuth { origin: String, registry: String },
+    #[error("Secret {secret} has no key .dockerconfigjson (make it with kubectl create secret docker-registry)")]
+    NotDockerConfig { secret: String },
 }
 
 impl DockerConfig {
@@ -76,6 +78,26 @@ impl DockerConfig {
             Some(path) if path.is_file() => Self::read(&path),
             _ => Ok(Self::default()),
         }
+    }
+
+    /// The docker config of a `kubernetes.io/dockerconfigjson` Secret (`namespace/name`
+    /// in errors), its key `.dockerconfigjson`.
+    ///
+    /// # Errors
+    ///
+    /// When the Secret has no such key or it is not a docker config.
+    pub fn from_secret(secret: &k8s_openapi::api::core::v1::Secret) -> Result<Self, CredentialsError> {
+        let name = format!(
+            "{}/{}",
+            secret.metadata.namespace.as_deref().unwrap_or_default(),
+            secret.metadata.name.as_deref().unwrap_or_default()
+        );
+        let bytes = secret
+            .data
+            .as_ref()
+            .and_then(|data| data.get(".dockerconfigjson"))
+            .ok_or_else(|| CredentialsError::NotDockerConfig { secret: name.clone() })?;
+        Self::from_json(&bytes.0, &format!("Secret {name}"))
     }
 
     /// Parses a docker config (`origin` names it in errors: a file, a Secret).
@@ -158,6 +180,25 @@ mod tests {
         assert_eq!(basic(&config.auth_for("127.0.0.1:5000")), Some(("kw", "s3cret")));
         assert_eq!(basic(&config.auth_for("registry.example")), Some(("u", "p:w")));
         assert!(matches!(config.auth_for("other.example"), RegistryAuth::Anonymous));
+    }
+
+    #[test]
+    fn a_docker_config_secret_is_read_from_its_key() {
+        let secret: k8s_openapi::api::core::v1::Secret = serde_json::from_value(serde_json::json!({
+            "metadata": {"name": "registry", "namespace": "kubewasm-system"},
+            "type": "kubernetes.io/dockerconfigjson",
+            // {"auths":{"r.example":{"username":"kw","password":"s3cret"}}}
+            "data": {".dockerconfigjson": "eyJhdXRocyI6eyJyLmV4YW1wbGUiOnsidXNlcm5hbWUiOiJrdyIsInBhc3N3b3JkIjoiczNjcmV0In19fQ=="}
+        }))
+        .unwrap();
+        let config = DockerConfig::from_secret(&secret).unwrap();
+        assert_eq!(basic(&config.auth_for("r.example")), Some(("kw", "s3cret")));
+        let opaque: k8s_openapi::api::core::v1::Secret =
+            serde_json::from_value(serde_json::json!({"metadata": {"name": "x", "namespace": "ns"}})).unwrap();
+        assert_eq!(
+            DockerConfig::from_secret(&opaque).unwrap_err().to_string(),
+            "Secret ns/x has no key .dockerconfigjson (make it with kubectl create secret docker-registry)"
+        );
     }
 
     #[test]

@@ -147,6 +147,9 @@ pub enum Command {
         /// A plugin directory: every `*.wasm` in it.
         #[arg(long = "plugins", value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// Also print the host's own: the Plugin kind (kubewasm.io/v1alpha1).
+        #[arg(long)]
+        host: bool,
     },
     /// Print the RBAC the plugins need, as YAML: a ServiceAccount, a ClusterRole
     /// (or with --namespace a Role) granting exactly what they use, and the binding.

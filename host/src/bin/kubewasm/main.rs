@@ -145,20 +145,7 @@ fn run(cli: Cli) -> Result<()> {
             print!("{}", serde_yaml_ng::to_string(&describe(&plugin)?)?);
         }
         Command::Render(args) => render_command(*args)?,
-        Command::Crds { plugins, dir } => {
-            let mut files = plugins;
-            if let Some(dir) = dir {
-                files.extend(runtime::plugin_files(&dir)?);
-            }
-            anyhow::ensure!(!files.is_empty(), "name plugin files or a directory with --plugins DIR");
-            let engine = engine(&one_shot())?;
-            for file in files {
-                let plugin = Plugin::load(&engine, &file)?;
-                for crd in plugin.crds() {
-                    print!("---\n{}", serde_yaml_ng::to_string(crd)?);
-                }
-            }
-        }
+        Command::Crds { plugins, dir, host } => crds_command(plugins, dir, host)?,
         Command::Rbac { dir, namespace, name, service_account_namespace } => {
             rbac_command(&dir, namespace, name, service_account_namespace)?;
         }
@@ -211,6 +198,29 @@ fn render_command(args: cli::RenderArgs) -> Result<()> {
     print!("{}", rendered.to_yaml()?);
     if let render::Outcome::Handled { error: Some(error), .. } = &rendered.outcome {
         anyhow::bail!("the handler did not accept the event: {error}");
+    }
+    Ok(())
+}
+
+/// `kubewasm crds`: the CRDs the plugins define, and with `host` the host's own.
+fn crds_command(plugins: Vec<PathBuf>, dir: Option<PathBuf>, host: bool) -> Result<()> {
+    let mut files = plugins;
+    if let Some(dir) = dir {
+        files.extend(runtime::plugin_files(&dir)?);
+    }
+    anyhow::ensure!(host || !files.is_empty(), "name plugin files, a directory with --plugins DIR, or --host");
+    if host {
+        print!("---\n{}", serde_yaml_ng::to_string(&kubewasm::resource::crd::definition())?);
+    }
+    if files.is_empty() {
+        return Ok(());
+    }
+    let engine = engine(&one_shot())?;
+    for file in files {
+        let plugin = Plugin::load(&engine, &file)?;
+        for crd in plugin.crds() {
+            print!("---\n{}", serde_yaml_ng::to_string(crd)?);
+        }
     }
     Ok(())
 }
