@@ -381,3 +381,102 @@ fn a_plugin_resources_module_is_pulled_verified_and_loaded_or_the_failed_step_sa
     assert_eq!((refused.step, refused.reason), (Step::Loaded, "SettingsInvalid"));
     assert_eq!(refused.message, "spec.settings: limits.memory-mib must be positive");
 }
+
+/// Polls `check` every 100 ms until it returns something, for at most a minute.
+async fn eventually<T, F: std::future::Future<Output = Option<T>>>(what: &str, mut check: impl FnMut() -> F) -> T {
+    let deadline = tokio::time::Instant::now() + Duration::from_mins(1);
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_host_runs_a_plugin_object_and_keeps_its_version_when_a_new_generation_is_refused() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+    use kubewasm::run;
+    use kubewasm_devcluster::{DevCluster, Options};
+
+    let registry = TestRegistry::start("host", None);
+    let dir = work_dir("host");
+    let (demo, unsigned) = (registry.reference("plugins/demo:1"), registry.reference("plugins/demo:2"));
+    let demo_digest = tokio::task::block_in_place(|| {
+        succeeds(&kubewasm(&dir, &["generate-key", "release"]));
+        let (stdout, _) = succeeds(&kubewasm(&dir, &["push", path(&plugin("demo-application")), &demo, "--insecure"]));
+        succeeds(&kubewasm(&dir, &["sign", &demo, "--key", "release.key", "--insecure"]));
+        succeeds(&kubewasm(&dir, &["push", path(&plugin("foo")), &unsigned, "--insecure"]));
+        stdout.trim().rsplit('@').next().unwrap().to_owned()
+    });
+    let key = std::fs::read_to_string(dir.join("release.pub")).unwrap();
+
+    let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
+    let client = cluster.client();
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    let options = run::Options { install_crds: true, plugin_resources: true, ..run::Options::new(dir.join("plugins")) };
+    let engine = kubewasm::plugin::Engine::new().expect("engine");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let host_client = client.clone();
+    let host = tokio::spawn(async move {
+        run::run(&engine, &host_client, &options, async move { drop(stopped.await) }, |_| {}).await
+    });
+
+    let gvk = GroupVersionKind::gvk("kubewasm.io", "v1alpha1", "Plugin");
+    let plugins: Api<DynamicObject> = Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk));
+    eventually("the Plugin CRD", || async { plugins.list(&Default::default()).await.ok() }).await;
+    let object = serde_json::json!({
+        "apiVersion": "kubewasm.io/v1alpha1", "kind": "Plugin", "metadata": {"name": "demo"},
+        "spec": {"source": {"oci": demo, "insecure": true}, "verification": {"keys": [key]}}
+    });
+    plugins.create(&Default::default(), &serde_json::from_value(object).unwrap()).await.expect("a Plugin");
+    let condition = |status: &serde_json::Value, kind: &str| {
+        let conditions = status["conditions"].as_array().cloned().unwrap_or_default();
+        conditions.into_iter().find(|c| c["type"] == kind).map(|c| (c["status"].clone(), c["reason"].clone()))
+    };
+    let status_at = |generation: i64| {
+        let plugins = plugins.clone();
+        async move {
+            let object = plugins.get("demo").await.ok()?;
+            let status = object.data["status"].clone();
+            (status["observedGeneration"] == generation).then_some(status)
+        }
+    };
+    let status = eventually("the Plugin's status", || status_at(1)).await;
+    assert_eq!(condition(&status, "Pulled"), Some(("True".into(), "Pulled".into())), "{status}");
+    assert_eq!(condition(&status, "Verified"), Some(("True".into(), "SignatureVerified".into())), "{status}");
+    assert_eq!(condition(&status, "Loaded"), Some(("True".into(), "Loaded".into())), "{status}");
+    assert_eq!(status["digest"], demo_digest.as_str());
+    assert_eq!(status["plugin"], "demo-application");
+
+    // It reconciles: a parent gets its Deployment.
+    let parent = |name: &str| {
+        format!(
+            "apiVersion: paas.cmft.com/v1beta1\nkind: DemoApplication\nmetadata:\n  name: {name}\n  namespace: default\n\
+             spec:\n  image: nginx:1.27\n  replica: 1\n  ports:\n  - port: 80\n"
+        )
+    };
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
+    eventually("the DemoApplication CRD", || async { cluster.apply(&parent("web")).ok() }).await;
+    eventually("web's Deployment", || async { deployments.get_opt("web").await.ok().flatten() }).await;
+
+    // A generation naming an unsigned module is refused, and says so; what ran runs on.
+    let spec = serde_json::json!({"spec": {"source": {"oci": unsigned, "insecure": true}}});
+    plugins.patch("demo", &PatchParams::default(), &Patch::Merge(&spec)).await.expect("the Plugin patched");
+    let status = eventually("the refused generation's status", || status_at(2)).await;
+    assert_eq!(condition(&status, "Verified"), Some(("False".into(), "NoSignatures".into())), "{status}");
+    assert_eq!(condition(&status, "Loaded"), Some(("Unknown".into(), "NotAttempted".into())), "{status}");
+    assert!(status["lastError"].as_str().unwrap().contains("is not signed"), "{status}");
+    assert_eq!(status["digest"], demo_digest.as_str(), "status.digest names what still runs");
+    cluster.apply(&parent("web2")).expect("a second parent");
+    eventually("web2's Deployment, by the version that stayed", || async {
+        deployments.get_opt("web2").await.ok().flatten()
+    })
+    .await;
+
+    stop.send(()).unwrap();
+    host.await.unwrap().expect("the host stops cleanly");
+    cluster.shutdown().await;
+}

@@ -325,6 +325,12 @@ pub struct HostArgs {
     /// (ConfigMaps kubewasm-ledger-PLUGIN) kept there.
     #[arg(long = "namespace", env = "POD_NAMESPACE", default_value = "default", value_name = "NS")]
     pub host_namespace: String,
+    /// Also run the cluster's Plugin objects (kubewasm.io/v1alpha1, CRD from `kubewasm
+    /// crds --host`; `dev` installs it): each pulled from its OCI registry, its signature
+    /// checked, loaded as a file of DIR is; a failure at any step leaves the running
+    /// version in place and is written to the object's status.
+    #[arg(long)]
+    pub plugin_resources: bool,
 }
 
 impl HostArgs {

@@ -90,6 +90,7 @@ fn run(cli: Cli) -> Result<()> {
                 health_addr,
                 install_crds: true,
                 namespace: host.host_namespace.clone(),
+                plugin_resources: host.plugin_resources,
                 ..run::Options::new(dir)
             };
             let runtime = tokio_runtime()?;
@@ -101,6 +102,7 @@ fn run(cli: Cli) -> Result<()> {
                 health_addr: Some(health_addr),
                 replicas: leader.mode(),
                 namespace: host.host_namespace.clone(),
+                plugin_resources: host.plugin_resources,
                 ..run::Options::new(dir)
             };
             let runtime = tokio_runtime()?;

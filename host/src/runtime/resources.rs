@@ -1,0 +1,152 @@
+//! The `Plugin` resources a host runs beside its plugin directory: watched, each new
+//! generation's module fetched (pulled, verified, loaded: `resource::fetch`), and the
+//! outcome written to the object's status. A generation that fails at any step leaves
+//! the version that runs in place; the conditions say which step failed and why, and
+//! `status.digest` keeps naming what runs.
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use futures::StreamExt as _;
+use futures::stream::BoxStream;
+use k8s_openapi::api::core::v1::Secret;
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
+use kube::runtime::{WatchStreamExt as _, watcher};
+use serde_json::json;
+
+use crate::distribution::{BlobCache, DockerConfig};
+use crate::plugin::{Engine, Plugin, Settings};
+use crate::resource::crd::{GROUP, KIND, VERSION};
+use crate::resource::status::{Succeeded, conditions};
+use crate::resource::{self, Condition, Failure, Fetched, PluginSpec, Step};
+
+/// The `Plugin` objects of the cluster and what the host made of each.
+pub(super) struct Resources {
+    api: Api<DynamicObject>,
+    secrets: Api<Secret>,
+    cache: Option<BlobCache>,
+    pub(super) slots: BTreeMap<String, Slot>,
+}
+
+/// One `Plugin` object as the host runs it.
+#[derive(Default)]
+pub(super) struct Slot {
+    /// The version that runs (or last ran) and its settings.
+    pub(super) plugin: Option<Arc<Plugin>>,
+    pub(super) settings: Settings,
+    /// `spec.source.oci` of the generation last attempted.
+    pub(super) reference: String,
+    /// Why the last generation attempted is not in use.
+    pub(super) error: Option<String>,
+    /// The generation last attempted.
+    generation: Option<i64>,
+    /// The manifest digest of what runs.
+    digest: Option<String>,
+    conditions: Vec<Condition>,
+}
+
+impl Resources {
+    pub(super) fn new(client: &kube::Client, host_namespace: &str, engine: &Engine) -> Self {
+        let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(GROUP, VERSION, KIND));
+        Self {
+            api: Api::all_with(client.clone(), &resource),
+            secrets: Api::namespaced(client.clone(), host_namespace),
+            cache: engine.cache_dir().map(BlobCache::new),
+            slots: BTreeMap::new(),
+        }
+    }
+
+    /// The changes of every `Plugin` object, retried with backoff when the watch fails;
+    /// boxed, so the host's loop does not carry an object's size in its own.
+    pub(super) fn watch(&self) -> BoxStream<'static, Result<Box<watcher::Event<DynamicObject>>, Box<watcher::Error>>> {
+        watcher(self.api.clone(), watcher::Config::default())
+            .default_backoff()
+            .map(|event| event.map(Box::new).map_err(Box::new))
+            .boxed()
+    }
+
+    /// Fetches the module of `object`'s generation, unless that generation was attempted
+    /// already: `None` then.
+    pub(super) async fn attempt(
+        &mut self,
+        engine: &Engine,
+        object: &DynamicObject,
+    ) -> Option<(String, Result<Fetched, Failure>)> {
+        let name = object.metadata.name.clone()?;
+        let generation = object.metadata.generation.unwrap_or_default();
+        let slot = self.slots.entry(name.clone()).or_default();
+        if slot.generation == Some(generation) {
+            return None;
+        }
+        slot.generation = Some(generation);
+        let spec = match serde_json::from_value::<PluginSpec>(object.data["spec"].clone()) {
+            Ok(spec) => spec,
+            Err(e) => {
+                let failure = Failure { step: Step::Pulled, reason: "SpecInvalid", message: format!("spec: {e}") };
+                return Some((name, Err(failure)));
+            }
+        };
+        slot.reference.clone_from(&spec.source.oci);
+        let credentials = match &spec.source.pull_secret {
+            None => DockerConfig::default(),
+            Some(secret) => match self.pull_secret(secret).await {
+                Ok(credentials) => credentials,
+                Err(message) => {
+                    return Some((name, Err(Failure { step: Step::Pulled, reason: "PullSecretUnreadable", message })));
+                }
+            },
+        };
+        let context = resource::Context { engine, credentials, cache: self.cache.as_ref() };
+        Some((name.clone(), resource::fetch(&name, &spec, context).await))
+    }
+
+    async fn pull_secret(&self, name: &str) -> Result<DockerConfig, String> {
+        let secret = self.secrets.get(name).await.map_err(|e| format!("spec.source.pullSecret {name}: {e}"))?;
+        DockerConfig::from_secret(&secret).map_err(|e| e.to_string())
+    }
+
+    /// Whether a `Plugin` object runs a plugin of this name.
+    pub(super) fn runs(&self, plugin: &str) -> bool {
+        self.slots.values().any(|s| s.plugin.as_ref().is_some_and(|p| p.manifest().name == plugin))
+    }
+
+    /// Records the outcome of `name`'s attempt and writes it to the object's status: on
+    /// success the slot already holds the new version.
+    pub(super) async fn report(&mut self, name: &str, attempt: Result<&Fetched, &Failure>) {
+        let Some(slot) = self.slots.get_mut(name) else { return };
+        let now = jiff::Timestamp::now().to_string();
+        let generation = slot.generation.unwrap_or_default();
+        let summary;
+        let outcome = match attempt {
+            Ok(fetched) => {
+                slot.digest = Some(fetched.digest.clone());
+                slot.error = None;
+                summary = Succeeded {
+                    reference: &slot.reference,
+                    digest: &fetched.digest,
+                    verified: fetched.verified,
+                    plugin: &fetched.plugin.manifest().name,
+                };
+                Ok(&summary)
+            }
+            Err(failure) => {
+                slot.error = Some(failure.to_string());
+                tracing::error!(plugin = %name, "Plugin not updated, the running version stays: {failure}");
+                Err(failure)
+            }
+        };
+        let next = conditions(outcome, generation, &now, &slot.conditions);
+        slot.conditions = next;
+        let status = json!({"status": {
+            "observedGeneration": generation,
+            "digest": slot.digest,
+            "layerDigest": slot.plugin.as_ref().map(|p| format!("sha256:{}", p.hash())),
+            "plugin": slot.plugin.as_ref().map(|p| p.manifest().name.clone()),
+            "lastError": slot.error.clone().unwrap_or_default(),
+            "conditions": slot.conditions,
+        }});
+        if let Err(e) = self.api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await {
+            tracing::warn!(plugin = %name, error = %e, "Plugin status not written");
+        }
+    }
+}
