@@ -420,8 +420,14 @@ async fn the_host_runs_a_plugin_object_and_keeps_its_version_when_a_new_generati
     let engine = kubewasm::plugin::Engine::new().expect("engine");
     let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
     let host_client = client.clone();
+    // What the host runs, and its table's lines, after each change.
+    let shown = std::sync::Arc::new(std::sync::Mutex::new((Vec::<String>::new(), String::new())));
+    let record = shown.clone();
     let host = tokio::spawn(async move {
-        run::run(&engine, &host_client, &options, async move { drop(stopped.await) }, |_| {}).await
+        let on_change = move |runtime: &kubewasm::Runtime| {
+            *record.lock().unwrap() = (runtime.plugins().map(str::to_owned).collect(), run::plugin_table(runtime));
+        };
+        run::run(&engine, &host_client, &options, async move { drop(stopped.await) }, on_change).await
     });
 
     let gvk = GroupVersionKind::gvk("kubewasm.io", "v1alpha1", "Plugin");
@@ -475,6 +481,13 @@ async fn the_host_runs_a_plugin_object_and_keeps_its_version_when_a_new_generati
         deployments.get_opt("web2").await.ok().flatten()
     })
     .await;
+    let table = shown.lock().unwrap().1.clone();
+    let line = table.lines().find(|l| l.contains("demo-application")).unwrap_or_else(|| panic!("{table}"));
+    assert!(line.contains("running") && line.contains("ERROR Verified failed (NoSignatures)"), "{table}");
+
+    // A deleted Plugin's plugin stops.
+    plugins.delete("demo", &Default::default()).await.expect("the Plugin deleted");
+    eventually("the plugin stopped", || async { shown.lock().unwrap().0.is_empty().then_some(()) }).await;
 
     stop.send(()).unwrap();
     host.await.unwrap().expect("the host stops cleanly");
