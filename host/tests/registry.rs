@@ -493,3 +493,82 @@ async fn the_host_runs_a_plugin_object_and_keeps_its_version_when_a_new_generati
     host.await.unwrap().expect("the host stops cleanly");
     cluster.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_objects_credentials_come_from_its_pull_secret_and_a_failed_pull_is_attempted_again() {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
+    use kubewasm::run;
+    use kubewasm_devcluster::{DevCluster, Options};
+
+    let registry = TestRegistry::start("pull-secret", Some(HTPASSWD));
+    let dir = work_dir("pull-secret");
+    let reference = registry.reference("plugins/demo:1");
+    let docker_config = format!(r#"{{"auths": {{"{}": {{"auth": "a3c6czNjcmV0"}}}}}}"#, registry.addr);
+    std::fs::write(dir.join("config.json"), &docker_config).unwrap();
+    let (wasm, config) = (plugin("demo-application"), dir.join("config.json"));
+    tokio::task::block_in_place(|| {
+        succeeds(&kubewasm(&dir, &["push", path(&wasm), &reference, "--insecure", "--registry-config", path(&config)]));
+    });
+
+    let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
+    let client = cluster.client();
+    std::fs::create_dir_all(dir.join("plugins")).unwrap();
+    let options = run::Options { install_crds: true, plugin_resources: true, ..run::Options::new(dir.join("plugins")) };
+    let engine = kubewasm::plugin::Engine::new().expect("engine");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let host_client = client.clone();
+    let host = tokio::spawn(async move {
+        run::run(&engine, &host_client, &options, async move { drop(stopped.await) }, |_| {}).await
+    });
+    let gvk = GroupVersionKind::gvk("kubewasm.io", "v1alpha1", "Plugin");
+    let plugins: Api<DynamicObject> = Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk));
+    eventually("the Plugin CRD", || async { plugins.list(&Default::default()).await.ok() }).await;
+    let object = serde_json::json!({
+        "apiVersion": "kubewasm.io/v1alpha1", "kind": "Plugin", "metadata": {"name": "demo"},
+        "spec": {"source": {"oci": reference, "insecure": true, "pullSecret": "registry"}}
+    });
+    plugins.create(&PostParams::default(), &serde_json::from_value(object).unwrap()).await.expect("a Plugin");
+    let pulled_at = |generation: i64| {
+        let plugins = plugins.clone();
+        async move {
+            let status = plugins.get("demo").await.ok()?.data["status"].clone();
+            let pulled = status["conditions"].as_array()?.iter().find(|c| c["type"] == "Pulled")?.clone();
+            (status["observedGeneration"] == generation).then_some((pulled["status"].clone(), pulled["reason"].clone()))
+        }
+    };
+    // The Secret is not there yet.
+    let pulled = eventually("the first generation's status", || pulled_at(1)).await;
+    assert_eq!(pulled, ("False".into(), "PullSecretUnreadable".into()));
+
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "registry", "namespace": "default"},
+        "type": "kubernetes.io/dockerconfigjson",
+        "stringData": {".dockerconfigjson": docker_config}
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(client.clone(), "default").create(&PostParams::default(), &secret).await.unwrap();
+    // The failed generation is attempted again, now with the Secret.
+    let pulled = eventually("the retried generation's status", || async {
+        pulled_at(1).await.filter(|(status, _)| status == "True")
+    })
+    .await;
+    assert_eq!(pulled, ("True".into(), "Pulled".into()));
+
+    // A generation whose registry refuses it (no such tag) is attempted again too, and
+    // taken once it is pushed.
+    let later = registry.reference("plugins/demo:2");
+    let spec = serde_json::json!({"spec": {"source": {"oci": later}}});
+    plugins.patch("demo", &PatchParams::default(), &Patch::Merge(&spec)).await.unwrap();
+    let pulled = eventually("the second generation's status", || pulled_at(2)).await;
+    assert_eq!(pulled, ("False".into(), "PullFailed".into()));
+    tokio::task::block_in_place(|| {
+        succeeds(&kubewasm(&dir, &["push", path(&wasm), &later, "--insecure", "--registry-config", path(&config)]));
+    });
+    eventually("the second generation taken", || async { pulled_at(2).await.filter(|(status, _)| status == "True") })
+        .await;
+
+    stop.send(()).unwrap();
+    host.await.unwrap().expect("the host stops cleanly");
+    cluster.shutdown().await;
+}

@@ -277,6 +277,8 @@ impl Runtime {
             Some(resources) => resources.watch(),
             None => futures::stream::pending().boxed(),
         };
+        let mut retry_resources = tokio::time::interval(resources::RETRY);
+        retry_resources.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let backstop = writes.backstop();
             let touched: HashSet<PathBuf> = tokio::select! {
@@ -300,6 +302,11 @@ impl Runtime {
                     touched
                 }
                 () = warnings.changed() => {
+                    on_change(&self);
+                    continue;
+                }
+                _ = retry_resources.tick(), if self.resources.as_ref().is_some_and(|r| !r.due().is_empty()) => {
+                    Box::pin(self.retry_resources()).await;
                     on_change(&self);
                     continue;
                 }
@@ -482,6 +489,25 @@ impl Runtime {
         let Some(engine) = self.directory.as_ref().map(|d| d.engine.clone()) else { return };
         let Some(resources) = self.resources.as_mut() else { return };
         let Some((name, attempt)) = resources.attempt(&engine, &object).await else { return };
+        self.take_resource(name, attempt).await;
+    }
+
+    /// Attempts again the `Plugin` objects whose generation failed at its registry or
+    /// pull Secret.
+    async fn retry_resources(&mut self) {
+        let Some(engine) = self.directory.as_ref().map(|d| d.engine.clone()) else { return };
+        for name in self.resources.as_ref().map(|r| r.due()).unwrap_or_default() {
+            let Some(resources) = self.resources.as_ref() else { return };
+            if let Some(attempt) = resources.fetch(&engine, &name).await {
+                self.take_resource(name, attempt).await;
+            }
+        }
+    }
+
+    /// Runs what an attempt at `name`'s module fetched, as a new version of a file is
+    /// run, or reports why not; either way the object's status says so.
+    async fn take_resource(&mut self, name: String, attempt: Result<resource::Fetched, resource::Failure>) {
+        let Some(resources) = self.resources.as_mut() else { return };
         let fetched = match attempt {
             Ok(fetched) => fetched,
             Err(failure) => return resources.report(&name, Err(&failure)).await,

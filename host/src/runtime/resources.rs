@@ -2,7 +2,8 @@
 //! generation's module fetched (pulled, verified, loaded: `resource::fetch`), and the
 //! outcome written to the object's status. A generation that fails at any step leaves
 //! the version that runs in place; the conditions say which step failed and why, and
-//! `status.digest` keeps naming what runs.
+//! `status.digest` keeps naming what runs. A generation that failed at its registry or
+//! pull Secret is attempted again every [`RETRY`].
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -19,6 +20,9 @@ use crate::plugin::{Engine, Plugin, Settings};
 use crate::resource::crd::{GROUP, KIND, VERSION};
 use crate::resource::status::{Succeeded, conditions};
 use crate::resource::{self, Condition, Failure, Fetched, PluginSpec, Step};
+
+/// How often a generation that failed at its registry or pull Secret is attempted again.
+pub(super) const RETRY: std::time::Duration = std::time::Duration::from_secs(10);
 
 /// The `Plugin` objects of the cluster and what the host made of each.
 pub(super) struct Resources {
@@ -38,8 +42,11 @@ pub(super) struct Slot {
     pub(super) reference: String,
     /// Why the last generation attempted is not in use.
     pub(super) error: Option<String>,
-    /// The generation last attempted.
+    /// The generation last attempted, and its spec.
     generation: Option<i64>,
+    spec: Option<PluginSpec>,
+    /// Whether its last attempt failed for a reason that may pass.
+    retry: bool,
     /// The manifest digest of what runs.
     digest: Option<String>,
     conditions: Vec<Condition>,
@@ -79,25 +86,40 @@ impl Resources {
             return None;
         }
         slot.generation = Some(generation);
-        let spec = match serde_json::from_value::<PluginSpec>(object.data["spec"].clone()) {
-            Ok(spec) => spec,
+        match serde_json::from_value::<PluginSpec>(object.data["spec"].clone()) {
+            Ok(spec) => {
+                slot.reference.clone_from(&spec.source.oci);
+                slot.spec = Some(spec);
+            }
             Err(e) => {
+                slot.spec = None;
                 let failure = Failure { step: Step::Pulled, reason: "SpecInvalid", message: format!("spec: {e}") };
                 return Some((name, Err(failure)));
             }
-        };
-        slot.reference.clone_from(&spec.source.oci);
+        }
+        Some((name.clone(), self.fetch(engine, &name).await?))
+    }
+
+    /// The objects whose last attempt failed for a reason that may pass (the registry
+    /// or the pull Secret), to be attempted again.
+    pub(super) fn due(&self) -> Vec<String> {
+        self.slots.iter().filter(|(_, slot)| slot.retry).map(|(name, _)| name.clone()).collect()
+    }
+
+    /// Fetches the module of `name`'s current spec.
+    pub(super) async fn fetch(&self, engine: &Engine, name: &str) -> Option<Result<Fetched, Failure>> {
+        let spec = self.slots.get(name)?.spec.as_ref()?;
         let credentials = match &spec.source.pull_secret {
             None => DockerConfig::default(),
             Some(secret) => match self.pull_secret(secret).await {
                 Ok(credentials) => credentials,
                 Err(message) => {
-                    return Some((name, Err(Failure { step: Step::Pulled, reason: "PullSecretUnreadable", message })));
+                    return Some(Err(Failure { step: Step::Pulled, reason: "PullSecretUnreadable", message }));
                 }
             },
         };
         let context = resource::Context { engine, credentials, cache: self.cache.as_ref() };
-        Some((name.clone(), resource::fetch(&name, &spec, context).await))
+        Some(resource::fetch(name, spec, context).await)
     }
 
     async fn pull_secret(&self, name: &str) -> Result<DockerConfig, String> {
@@ -121,6 +143,7 @@ impl Resources {
             Ok(fetched) => {
                 slot.digest = Some(fetched.digest.clone());
                 slot.error = None;
+                slot.retry = false;
                 summary = Succeeded {
                     reference: &slot.reference,
                     digest: &fetched.digest,
@@ -131,6 +154,7 @@ impl Resources {
             }
             Err(failure) => {
                 slot.error = Some(failure.to_string());
+                slot.retry = matches!(failure.reason, "PullFailed" | "PullSecretUnreadable");
                 tracing::error!(plugin = %name, "Plugin not updated, the running version stays: {failure}");
                 Err(failure)
             }
