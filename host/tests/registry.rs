@@ -134,6 +134,17 @@ fn fails_with(out: &Output, needle: &str) {
     assert!(stderr.contains(needle), "expected {needle:?} in:\n{stderr}");
 }
 
+/// `kubewasm push` of the plugin `name` to `reference` (plain HTTP, and `extra` flags):
+/// the pinned reference it prints, and its digest.
+fn push(dir: &Path, name: &str, reference: &str, extra: &[&str]) -> (String, String) {
+    let wasm = plugin(name);
+    let args = [&["push", path(&wasm), reference, "--insecure"][..], extra].concat();
+    let (stdout, _) = succeeds(&kubewasm(dir, &args));
+    let pinned = stdout.trim().to_owned();
+    let digest = pinned.rsplit('@').next().unwrap().to_owned();
+    (pinned, digest)
+}
+
 fn path(p: &Path) -> &str {
     p.to_str().unwrap()
 }
@@ -229,9 +240,7 @@ fn only_an_artifact_signed_by_a_trusted_key_over_its_own_digest_is_pulled() {
     succeeds(&kubewasm(&dir, &["generate-key", "release"]));
     succeeds(&kubewasm(&dir, &["generate-key", "other"]));
     fails_with(&kubewasm(&dir, &["generate-key", "release"]), "release.key exists; not overwriting a key");
-    let (stdout, _) = succeeds(&kubewasm(&dir, &["push", path(&plugin("demo-application")), &tagged, "--insecure"]));
-    let pinned = stdout.trim().to_owned();
-    let digest = pinned.rsplit('@').next().unwrap().to_owned();
+    let (pinned, digest) = push(&dir, "demo-application", &tagged, &[]);
     let tag = signature::signature_tag(&digest);
     let pull = |key: &str| kubewasm(&dir, &["pull", &tagged, "--insecure", "-o", "p.wasm", "--verify-key", key]);
 
@@ -266,9 +275,7 @@ fn a_tampered_artifact_is_refused_saying_how() {
     let dir = work_dir("tamper");
     let tagged = registry.reference("plugins/demo:1");
     succeeds(&kubewasm(&dir, &["generate-key", "release"]));
-    let (stdout, _) = succeeds(&kubewasm(&dir, &["push", path(&plugin("demo-application")), &tagged, "--insecure"]));
-    let signed = stdout.trim().to_owned();
-    let signed_digest = signed.rsplit('@').next().unwrap().to_owned();
+    let (signed, signed_digest) = push(&dir, "demo-application", &tagged, &[]);
     succeeds(&kubewasm(&dir, &["sign", &tagged, "--key", "release.key", "--insecure"]));
     let pull = |reference: &str| {
         let _ = std::fs::remove_dir_all(dir.join("cache"));
@@ -292,9 +299,7 @@ fn a_tampered_artifact_is_refused_saying_how() {
     succeeds(&pull(&tagged));
 
     // Another module under the signed tag: its digest has no signature.
-    let (stdout, _) = succeeds(&kubewasm(&dir, &["push", path(&plugin("foo")), &tagged, "--insecure"]));
-    let replaced = stdout.trim().to_owned();
-    let replaced_digest = replaced.rsplit('@').next().unwrap().to_owned();
+    let (replaced, replaced_digest) = push(&dir, "foo", &tagged, &[]);
     fails_with(&pull(&tagged), &format!("{replaced} is not signed"));
 
     // The first module's signature copied to the second's signature tag: it verifies, but
@@ -325,12 +330,10 @@ fn a_plugin_resources_module_is_pulled_verified_and_loaded_or_the_failed_step_sa
     let demo = registry.reference("plugins/demo:1");
     succeeds(&kubewasm(&dir, &["generate-key", "release"]));
     succeeds(&kubewasm(&dir, &["generate-key", "other"]));
-    let (stdout, _) = succeeds(&kubewasm(&dir, &["push", path(&plugin("demo-application")), &demo, "--insecure"]));
-    let demo_digest = stdout.trim().rsplit('@').next().unwrap().to_owned();
+    let (_, demo_digest) = push(&dir, "demo-application", &demo, &[]);
     succeeds(&kubewasm(&dir, &["sign", &demo, "--key", "release.key", "--insecure"]));
     let unsigned = registry.reference("plugins/demo:2");
-    let (stdout, _) = succeeds(&kubewasm(&dir, &["push", path(&plugin("foo")), &unsigned, "--insecure"]));
-    let foo_digest = stdout.trim().rsplit('@').next().unwrap().to_owned();
+    let (_, foo_digest) = push(&dir, "foo", &unsigned, &[]);
 
     let key = |name: &str| std::fs::read_to_string(dir.join(format!("{name}.pub"))).unwrap();
     let spec = |oci: &str, keys: Vec<String>| {
@@ -394,66 +397,100 @@ async fn eventually<T, F: std::future::Future<Output = Option<T>>>(what: &str, m
     }
 }
 
+/// `kubewasm run --plugin-resources` in-process on the embedded API server, with an empty
+/// plugin directory; what it runs and its table recorded after each change.
+struct Host {
+    cluster: kubewasm_devcluster::DevCluster,
+    plugins: kube::Api<kube::api::DynamicObject>,
+    /// The names of the running plugins and the host's table.
+    shown: std::sync::Arc<std::sync::Mutex<(Vec<String>, String)>>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), kubewasm::run::Error>>,
+}
+
+impl Host {
+    async fn start(dir: &Path) -> Self {
+        use kube::api::{ApiResource, GroupVersionKind};
+        use kubewasm::run;
+
+        let cluster = kubewasm_devcluster::DevCluster::start(kubewasm_devcluster::Options::default())
+            .await
+            .expect("the embedded API server starts");
+        std::fs::create_dir_all(dir.join("plugins")).unwrap();
+        let options =
+            run::Options { install_crds: true, plugin_resources: true, ..run::Options::new(dir.join("plugins")) };
+        let engine = kubewasm::plugin::Engine::new().expect("engine");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let client = cluster.client();
+        let shown = std::sync::Arc::new(std::sync::Mutex::new((Vec::new(), String::new())));
+        let record = shown.clone();
+        let task = tokio::spawn(async move {
+            let on_change = move |runtime: &kubewasm::Runtime| {
+                *record.lock().unwrap() = (runtime.plugins().map(str::to_owned).collect(), run::plugin_table(runtime));
+            };
+            run::run(&engine, &client, &options, async move { drop(stopped.await) }, on_change).await
+        });
+        let gvk = GroupVersionKind::gvk("kubewasm.io", "v1alpha1", "Plugin");
+        let plugins = kube::Api::all_with(cluster.client(), &ApiResource::from_gvk(&gvk));
+        eventually("the Plugin CRD", || async { plugins.list(&Default::default()).await.ok() }).await;
+        Self { cluster, plugins, shown, stop, task }
+    }
+
+    /// Creates the Plugin `demo` with this spec.
+    async fn create_plugin(&self, spec: serde_json::Value) {
+        let object = serde_json::json!({
+            "apiVersion": "kubewasm.io/v1alpha1", "kind": "Plugin", "metadata": {"name": "demo"}, "spec": spec
+        });
+        self.plugins.create(&Default::default(), &serde_json::from_value(object).unwrap()).await.expect("a Plugin");
+    }
+
+    /// The status of the Plugin `demo` once it has observed `generation`.
+    async fn status_at(&self, generation: i64) -> serde_json::Value {
+        eventually(&format!("the status of generation {generation}"), || async {
+            let status = self.plugins.get("demo").await.ok()?.data["status"].clone();
+            (status["observedGeneration"] == generation).then_some(status)
+        })
+        .await
+    }
+
+    async fn stop(self) {
+        self.stop.send(()).unwrap();
+        self.task.await.unwrap().expect("the host stops cleanly");
+        self.cluster.shutdown().await;
+    }
+}
+
+/// The status and reason of the condition `kind` of a Plugin's status.
+fn condition(status: &serde_json::Value, kind: &str) -> Option<(String, String)> {
+    let found = status["conditions"].as_array()?.iter().find(|c| c["type"] == kind)?;
+    Some((found["status"].as_str()?.to_owned(), found["reason"].as_str()?.to_owned()))
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_host_runs_a_plugin_object_and_keeps_its_version_when_a_new_generation_is_refused() {
     use k8s_openapi::api::apps::v1::Deployment;
-    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams};
-    use kubewasm::run;
-    use kubewasm_devcluster::{DevCluster, Options};
+    use kube::api::{Api, Patch, PatchParams};
 
     let registry = TestRegistry::start("host", None);
     let dir = work_dir("host");
     let (demo, unsigned) = (registry.reference("plugins/demo:1"), registry.reference("plugins/demo:2"));
     let demo_digest = tokio::task::block_in_place(|| {
         succeeds(&kubewasm(&dir, &["generate-key", "release"]));
-        let (stdout, _) = succeeds(&kubewasm(&dir, &["push", path(&plugin("demo-application")), &demo, "--insecure"]));
+        let (_, digest) = push(&dir, "demo-application", &demo, &[]);
         succeeds(&kubewasm(&dir, &["sign", &demo, "--key", "release.key", "--insecure"]));
-        succeeds(&kubewasm(&dir, &["push", path(&plugin("foo")), &unsigned, "--insecure"]));
-        stdout.trim().rsplit('@').next().unwrap().to_owned()
+        push(&dir, "foo", &unsigned, &[]);
+        digest
     });
     let key = std::fs::read_to_string(dir.join("release.pub")).unwrap();
 
-    let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
-    let client = cluster.client();
-    std::fs::create_dir_all(dir.join("plugins")).unwrap();
-    let options = run::Options { install_crds: true, plugin_resources: true, ..run::Options::new(dir.join("plugins")) };
-    let engine = kubewasm::plugin::Engine::new().expect("engine");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let host_client = client.clone();
-    // What the host runs, and its table's lines, after each change.
-    let shown = std::sync::Arc::new(std::sync::Mutex::new((Vec::<String>::new(), String::new())));
-    let record = shown.clone();
-    let host = tokio::spawn(async move {
-        let on_change = move |runtime: &kubewasm::Runtime| {
-            *record.lock().unwrap() = (runtime.plugins().map(str::to_owned).collect(), run::plugin_table(runtime));
-        };
-        run::run(&engine, &host_client, &options, async move { drop(stopped.await) }, on_change).await
-    });
-
-    let gvk = GroupVersionKind::gvk("kubewasm.io", "v1alpha1", "Plugin");
-    let plugins: Api<DynamicObject> = Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk));
-    eventually("the Plugin CRD", || async { plugins.list(&Default::default()).await.ok() }).await;
-    let object = serde_json::json!({
-        "apiVersion": "kubewasm.io/v1alpha1", "kind": "Plugin", "metadata": {"name": "demo"},
-        "spec": {"source": {"oci": demo, "insecure": true}, "verification": {"keys": [key]}}
-    });
-    plugins.create(&Default::default(), &serde_json::from_value(object).unwrap()).await.expect("a Plugin");
-    let condition = |status: &serde_json::Value, kind: &str| {
-        let conditions = status["conditions"].as_array().cloned().unwrap_or_default();
-        conditions.into_iter().find(|c| c["type"] == kind).map(|c| (c["status"].clone(), c["reason"].clone()))
-    };
-    let status_at = |generation: i64| {
-        let plugins = plugins.clone();
-        async move {
-            let object = plugins.get("demo").await.ok()?;
-            let status = object.data["status"].clone();
-            (status["observedGeneration"] == generation).then_some(status)
-        }
-    };
-    let status = eventually("the Plugin's status", || status_at(1)).await;
-    assert_eq!(condition(&status, "Pulled"), Some(("True".into(), "Pulled".into())), "{status}");
-    assert_eq!(condition(&status, "Verified"), Some(("True".into(), "SignatureVerified".into())), "{status}");
-    assert_eq!(condition(&status, "Loaded"), Some(("True".into(), "Loaded".into())), "{status}");
+    let host = Host::start(&dir).await;
+    host.create_plugin(serde_json::json!({"source": {"oci": demo, "insecure": true}, "verification": {"keys": [key]}}))
+        .await;
+    let status = host.status_at(1).await;
+    let expected = |status: &str, reason: &str| Some((status.to_owned(), reason.to_owned()));
+    assert_eq!(condition(&status, "Pulled"), expected("True", "Pulled"), "{status}");
+    assert_eq!(condition(&status, "Verified"), expected("True", "SignatureVerified"), "{status}");
+    assert_eq!(condition(&status, "Loaded"), expected("True", "Loaded"), "{status}");
     assert_eq!(status["digest"], demo_digest.as_str());
     assert_eq!(status["plugin"], "demo-application");
 
@@ -464,82 +501,53 @@ async fn the_host_runs_a_plugin_object_and_keeps_its_version_when_a_new_generati
              spec:\n  image: nginx:1.27\n  replica: 1\n  ports:\n  - port: 80\n"
         )
     };
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), "default");
-    eventually("the DemoApplication CRD", || async { cluster.apply(&parent("web")).ok() }).await;
+    let deployments: Api<Deployment> = Api::namespaced(host.cluster.client(), "default");
+    eventually("the DemoApplication CRD", || async { host.cluster.apply(&parent("web")).ok() }).await;
     eventually("web's Deployment", || async { deployments.get_opt("web").await.ok().flatten() }).await;
 
     // A generation naming an unsigned module is refused, and says so; what ran runs on.
     let spec = serde_json::json!({"spec": {"source": {"oci": unsigned, "insecure": true}}});
-    plugins.patch("demo", &PatchParams::default(), &Patch::Merge(&spec)).await.expect("the Plugin patched");
-    let status = eventually("the refused generation's status", || status_at(2)).await;
-    assert_eq!(condition(&status, "Verified"), Some(("False".into(), "NoSignatures".into())), "{status}");
-    assert_eq!(condition(&status, "Loaded"), Some(("Unknown".into(), "NotAttempted".into())), "{status}");
+    host.plugins.patch("demo", &PatchParams::default(), &Patch::Merge(&spec)).await.expect("the Plugin patched");
+    let status = host.status_at(2).await;
+    assert_eq!(condition(&status, "Verified"), expected("False", "NoSignatures"), "{status}");
+    assert_eq!(condition(&status, "Loaded"), expected("Unknown", "NotAttempted"), "{status}");
     assert!(status["lastError"].as_str().unwrap().contains("is not signed"), "{status}");
     assert_eq!(status["digest"], demo_digest.as_str(), "status.digest names what still runs");
-    cluster.apply(&parent("web2")).expect("a second parent");
+    host.cluster.apply(&parent("web2")).expect("a second parent");
     eventually("web2's Deployment, by the version that stayed", || async {
         deployments.get_opt("web2").await.ok().flatten()
     })
     .await;
-    let table = shown.lock().unwrap().1.clone();
+    let table = host.shown.lock().unwrap().1.clone();
     let line = table.lines().find(|l| l.contains("demo-application")).unwrap_or_else(|| panic!("{table}"));
     assert!(line.contains("running") && line.contains("ERROR Verified failed (NoSignatures)"), "{table}");
 
     // A deleted Plugin's plugin stops.
-    plugins.delete("demo", &Default::default()).await.expect("the Plugin deleted");
-    eventually("the plugin stopped", || async { shown.lock().unwrap().0.is_empty().then_some(()) }).await;
-
-    stop.send(()).unwrap();
-    host.await.unwrap().expect("the host stops cleanly");
-    cluster.shutdown().await;
+    host.plugins.delete("demo", &Default::default()).await.expect("the Plugin deleted");
+    eventually("the plugin stopped", || async { host.shown.lock().unwrap().0.is_empty().then_some(()) }).await;
+    host.stop().await;
 }
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_plugin_objects_credentials_come_from_its_pull_secret_and_a_failed_pull_is_attempted_again() {
     use k8s_openapi::api::core::v1::Secret;
-    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchParams, PostParams};
-    use kubewasm::run;
-    use kubewasm_devcluster::{DevCluster, Options};
+    use kube::api::{Api, Patch, PatchParams, PostParams};
 
     let registry = TestRegistry::start("pull-secret", Some(HTPASSWD));
     let dir = work_dir("pull-secret");
     let reference = registry.reference("plugins/demo:1");
     let docker_config = format!(r#"{{"auths": {{"{}": {{"auth": "a3c6czNjcmV0"}}}}}}"#, registry.addr);
-    std::fs::write(dir.join("config.json"), &docker_config).unwrap();
-    let (wasm, config) = (plugin("demo-application"), dir.join("config.json"));
-    tokio::task::block_in_place(|| {
-        succeeds(&kubewasm(&dir, &["push", path(&wasm), &reference, "--insecure", "--registry-config", path(&config)]));
-    });
+    let config = dir.join("config.json");
+    std::fs::write(&config, &docker_config).unwrap();
+    let credentials = ["--registry-config", path(&config)];
+    tokio::task::block_in_place(|| push(&dir, "demo-application", &reference, &credentials));
 
-    let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
-    let client = cluster.client();
-    std::fs::create_dir_all(dir.join("plugins")).unwrap();
-    let options = run::Options { install_crds: true, plugin_resources: true, ..run::Options::new(dir.join("plugins")) };
-    let engine = kubewasm::plugin::Engine::new().expect("engine");
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let host_client = client.clone();
-    let host = tokio::spawn(async move {
-        run::run(&engine, &host_client, &options, async move { drop(stopped.await) }, |_| {}).await
-    });
-    let gvk = GroupVersionKind::gvk("kubewasm.io", "v1alpha1", "Plugin");
-    let plugins: Api<DynamicObject> = Api::all_with(client.clone(), &ApiResource::from_gvk(&gvk));
-    eventually("the Plugin CRD", || async { plugins.list(&Default::default()).await.ok() }).await;
-    let object = serde_json::json!({
-        "apiVersion": "kubewasm.io/v1alpha1", "kind": "Plugin", "metadata": {"name": "demo"},
-        "spec": {"source": {"oci": reference, "insecure": true, "pullSecret": "registry"}}
-    });
-    plugins.create(&PostParams::default(), &serde_json::from_value(object).unwrap()).await.expect("a Plugin");
-    let pulled_at = |generation: i64| {
-        let plugins = plugins.clone();
-        async move {
-            let status = plugins.get("demo").await.ok()?.data["status"].clone();
-            let pulled = status["conditions"].as_array()?.iter().find(|c| c["type"] == "Pulled")?.clone();
-            (status["observedGeneration"] == generation).then_some((pulled["status"].clone(), pulled["reason"].clone()))
-        }
-    };
+    let host = Host::start(&dir).await;
+    host.create_plugin(serde_json::json!({"source": {"oci": reference, "insecure": true, "pullSecret": "registry"}}))
+        .await;
+    let pulled = |status: serde_json::Value| condition(&status, "Pulled").unwrap();
     // The Secret is not there yet.
-    let pulled = eventually("the first generation's status", || pulled_at(1)).await;
-    assert_eq!(pulled, ("False".into(), "PullSecretUnreadable".into()));
+    assert_eq!(pulled(host.status_at(1).await), ("False".into(), "PullSecretUnreadable".into()));
 
     let secret: Secret = serde_json::from_value(serde_json::json!({
         "metadata": {"name": "registry", "namespace": "default"},
@@ -547,28 +555,23 @@ async fn a_plugin_objects_credentials_come_from_its_pull_secret_and_a_failed_pul
         "stringData": {".dockerconfigjson": docker_config}
     }))
     .unwrap();
-    Api::<Secret>::namespaced(client.clone(), "default").create(&PostParams::default(), &secret).await.unwrap();
+    Api::<Secret>::namespaced(host.cluster.client(), "default").create(&PostParams::default(), &secret).await.unwrap();
     // The failed generation is attempted again, now with the Secret.
-    let pulled = eventually("the retried generation's status", || async {
-        pulled_at(1).await.filter(|(status, _)| status == "True")
+    eventually("the retried generation pulled", || async {
+        (pulled(host.status_at(1).await).0 == "True").then_some(())
     })
     .await;
-    assert_eq!(pulled, ("True".into(), "Pulled".into()));
 
     // A generation whose registry refuses it (no such tag) is attempted again too, and
     // taken once it is pushed.
     let later = registry.reference("plugins/demo:2");
     let spec = serde_json::json!({"spec": {"source": {"oci": later}}});
-    plugins.patch("demo", &PatchParams::default(), &Patch::Merge(&spec)).await.unwrap();
-    let pulled = eventually("the second generation's status", || pulled_at(2)).await;
-    assert_eq!(pulled, ("False".into(), "PullFailed".into()));
-    tokio::task::block_in_place(|| {
-        succeeds(&kubewasm(&dir, &["push", path(&wasm), &later, "--insecure", "--registry-config", path(&config)]));
-    });
-    eventually("the second generation taken", || async { pulled_at(2).await.filter(|(status, _)| status == "True") })
-        .await;
-
-    stop.send(()).unwrap();
-    host.await.unwrap().expect("the host stops cleanly");
-    cluster.shutdown().await;
+    host.plugins.patch("demo", &PatchParams::default(), &Patch::Merge(&spec)).await.unwrap();
+    assert_eq!(pulled(host.status_at(2).await), ("False".into(), "PullFailed".into()));
+    tokio::task::block_in_place(|| push(&dir, "demo-application", &later, &credentials));
+    eventually("the second generation pulled", || async {
+        (pulled(host.status_at(2).await).0 == "True").then_some(())
+    })
+    .await;
+    host.stop().await;
 }
