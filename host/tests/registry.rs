@@ -491,6 +491,12 @@ async fn the_host_runs_a_plugin_object_and_keeps_its_version_when_a_new_generati
     assert_eq!(condition(&status, "Pulled"), expected("True", "Pulled"), "{status}");
     assert_eq!(condition(&status, "Verified"), expected("True", "SignatureVerified"), "{status}");
     assert_eq!(condition(&status, "Loaded"), expected("True", "Loaded"), "{status}");
+    let ready = eventually("Ready", || async {
+        let status = host.status_at(1).await;
+        condition(&status, "Ready").filter(|(s, _)| s == "True")
+    })
+    .await;
+    assert_eq!(Some(ready), expected("True", "Running"));
     assert_eq!(status["digest"], demo_digest.as_str());
     assert_eq!(status["plugin"], "demo-application");
 
@@ -511,6 +517,11 @@ async fn the_host_runs_a_plugin_object_and_keeps_its_version_when_a_new_generati
     let status = host.status_at(2).await;
     assert_eq!(condition(&status, "Verified"), expected("False", "NoSignatures"), "{status}");
     assert_eq!(condition(&status, "Loaded"), expected("Unknown", "NotAttempted"), "{status}");
+    assert_eq!(condition(&status, "Ready"), expected("False", "GenerationRefused"), "{status}");
+    let message = |status: &serde_json::Value, kind: &str| {
+        status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == kind).unwrap()["message"].clone()
+    };
+    assert_eq!(message(&status, "Ready"), format!("generation 2 was refused; {demo_digest} keeps running").as_str());
     assert!(status["lastError"].as_str().unwrap().contains("is not signed"), "{status}");
     assert_eq!(status["digest"], demo_digest.as_str(), "status.digest names what still runs");
     host.cluster.apply(&parent("web2")).expect("a second parent");

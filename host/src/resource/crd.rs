@@ -79,7 +79,7 @@ pub fn definition() -> Value {
         "type": "object",
         "required": ["type", "status", "reason", "message", "lastTransitionTime"],
         "properties": {
-            "type": {"type": "string", "description": "Pulled, Verified or Loaded."},
+            "type": {"type": "string", "description": "Pulled, Verified, Loaded or Ready."},
             "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
             "reason": {"type": "string"},
             "message": {"type": "string"},
@@ -154,7 +154,7 @@ pub fn definition() -> Value {
                     column("Source", ".spec.source.oci"),
                     column("Digest", ".status.digest"),
                     column("Verified", ".status.conditions[?(@.type==\"Verified\")].status"),
-                    column("Loaded", ".status.conditions[?(@.type==\"Loaded\")].status"),
+                    column("Ready", ".status.conditions[?(@.type==\"Ready\")].status"),
                     {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
                 ],
                 "schema": {"openAPIV3Schema": {

@@ -1,7 +1,8 @@
 //! A `Plugin` resource's conditions after an attempt to take its module: `Pulled`,
 //! `Verified`, `Loaded`, each `True`, `False` (the step that failed, with its reason) or
-//! `Unknown` (not reached), with apimachinery's rule that a condition's
-//! `lastTransitionTime` moves only when its status changes.
+//! `Unknown` (not reached); and `Ready`, whether the generation asked for runs. With
+//! apimachinery's rule that a condition's `lastTransitionTime` moves only when its status
+//! changes.
 
 use super::crd::Condition;
 use super::source::{Failure, Step};
@@ -42,21 +43,65 @@ pub fn conditions(
                 Err(failure) if reached(failure, step) => ("True", step.as_str(), String::new()),
                 Err(_) => ("Unknown", "NotAttempted", "an earlier step failed".to_owned()),
             };
-            let kind = step.as_str();
-            let last_transition_time = previous
-                .iter()
-                .find(|c| c.kind == kind && c.status == status)
-                .map_or_else(|| now.to_owned(), |c| c.last_transition_time.clone());
-            Condition {
-                kind: kind.to_owned(),
-                status: status.to_owned(),
-                reason: reason.to_owned(),
-                message,
-                last_transition_time,
-                observed_generation: generation,
-            }
+            condition(step.as_str(), status, reason, message, generation, now, previous)
         })
         .collect()
+}
+
+/// What runs for a `Plugin` object, for its `Ready` condition.
+pub struct Serving<'a> {
+    /// Whether the generation last attempted was refused.
+    pub refused: bool,
+    pub enabled: bool,
+    /// Whether its plugin's controller or handler runs.
+    pub running: bool,
+    /// The kind its plugin waits for, not served yet.
+    pub waiting_for: Option<&'a str>,
+    /// The manifest digest of the version that runs (or last ran).
+    pub digest: Option<&'a str>,
+}
+
+/// The `Ready` condition: `True` only when the generation asked for runs.
+pub fn ready(serving: &Serving<'_>, generation: i64, now: &str, previous: &[Condition]) -> Condition {
+    let digest = serving.digest.unwrap_or("no version");
+    let (status, reason, message) = if serving.refused {
+        let runs = if serving.running { format!("{digest} keeps running") } else { "nothing runs".to_owned() };
+        ("False", "GenerationRefused", format!("generation {generation} was refused; {runs}"))
+    } else if !serving.enabled {
+        ("False", "Disabled", "spec.enabled is false; its children stay".to_owned())
+    } else if serving.running {
+        ("True", "Running", format!("{digest} runs"))
+    } else if let Some(kind) = serving.waiting_for {
+        ("False", "WaitingForKind", format!("{kind} is not served yet"))
+    } else {
+        ("False", "NotRunning", format!("{digest} is loaded but does not run"))
+    };
+    condition("Ready", status, reason, message, generation, now, previous)
+}
+
+/// A condition, keeping the transition time of `previous`'s of its type when its status
+/// did not change.
+fn condition(
+    kind: &str,
+    status: &str,
+    reason: &str,
+    message: String,
+    generation: i64,
+    now: &str,
+    previous: &[Condition],
+) -> Condition {
+    let last_transition_time = previous
+        .iter()
+        .find(|c| c.kind == kind && c.status == status)
+        .map_or_else(|| now.to_owned(), |c| c.last_transition_time.clone());
+    Condition {
+        kind: kind.to_owned(),
+        status: status.to_owned(),
+        reason: reason.to_owned(),
+        message,
+        last_transition_time,
+        observed_generation: generation,
+    }
 }
 
 /// Whether `step` was passed before `failure`: the manifest was pulled when the failure
@@ -101,6 +146,31 @@ mod tests {
                 ("Verified", "Unknown", "NotAttempted"),
                 ("Loaded", "False", "SettingsInvalid")
             ]
+        );
+    }
+
+    #[test]
+    fn ready_is_true_only_when_the_generation_asked_for_runs() {
+        let serving = |refused, enabled, running, waiting_for| Serving {
+            refused,
+            enabled,
+            running,
+            waiting_for,
+            digest: Some("sha256:d"),
+        };
+        let of = |s: &Serving<'_>| {
+            let c = ready(s, 4, "2026-01-01T00:00:00Z", &[]);
+            (c.status, c.reason, c.message)
+        };
+        assert_eq!(of(&serving(false, true, true, None)), ("True".into(), "Running".into(), "sha256:d runs".into()));
+        assert_eq!(
+            of(&serving(true, true, true, None)),
+            ("False".into(), "GenerationRefused".into(), "generation 4 was refused; sha256:d keeps running".into())
+        );
+        assert_eq!(of(&serving(false, false, false, None)).1, "Disabled");
+        assert_eq!(
+            of(&serving(false, true, false, Some("example.com/v1/App"))),
+            ("False".into(), "WaitingForKind".into(), "example.com/v1/App is not served yet".into())
         );
     }
 

@@ -285,6 +285,7 @@ impl Runtime {
                 () = &mut shutdown => break,
                 _ = retry.tick(), if self.runners.any_waiting() => {
                     if self.runners.start_waiting().await {
+                        Box::pin(self.publish_resources()).await;
                         on_change(&self);
                     }
                     continue;
@@ -510,7 +511,10 @@ impl Runtime {
         let Some(resources) = self.resources.as_mut() else { return };
         let fetched = match attempt {
             Ok(fetched) => fetched,
-            Err(failure) => return resources.report(&name, Err(&failure)).await,
+            Err(failure) => {
+                resources.report(&name, Err(&failure));
+                return self.publish_resources().await;
+            }
         };
         let plugin_name = fetched.plugin.manifest().name.clone();
         let in_directory = self.directory.as_ref().is_some_and(|d| {
@@ -524,7 +528,8 @@ impl Runtime {
             let message =
                 format!("a plugin named {plugin_name} already runs from the plugin directory or another Plugin");
             let failure = resource::Failure { step: resource::Step::Loaded, reason: "NameTaken", message };
-            return resources.report(&name, Err(&failure)).await;
+            resources.report(&name, Err(&failure));
+            return self.publish_resources().await;
         }
         let Some(slot) = resources.slots.get_mut(&name) else { return };
         let running = slot.plugin.as_ref().filter(|p| self.runners.running(&p.manifest().name));
@@ -534,8 +539,19 @@ impl Runtime {
         );
         let previous = slot.plugin.replace(fetched.plugin.clone());
         slot.settings = fetched.settings.clone();
-        resources.report(&name, Ok(&fetched)).await;
+        resources.report(&name, Ok(&fetched));
         self.apply(decision, previous, fetched.plugin, fetched.settings).await;
+        self.publish_resources().await;
+    }
+
+    /// Writes each `Plugin` object's status where what runs changed it.
+    async fn publish_resources(&mut self) {
+        let Some(resources) = self.resources.as_mut() else { return };
+        for (object, plugin) in resources.plugin_names() {
+            let running = plugin.as_ref().is_some_and(|p| self.runners.running(p));
+            let waiting_for = plugin.as_ref().and_then(|p| self.runners.waiting_for(p));
+            resources.publish(&object, running, waiting_for).await;
+        }
     }
 
     /// Carries out `decision` for `plugin` with `settings`; `previous` is the version

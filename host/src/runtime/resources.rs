@@ -18,7 +18,7 @@ use serde_json::json;
 use crate::distribution::{BlobCache, DockerConfig};
 use crate::plugin::{Engine, Plugin, Settings};
 use crate::resource::crd::{GROUP, KIND, VERSION};
-use crate::resource::status::{Succeeded, conditions};
+use crate::resource::status::{Serving, Succeeded, conditions, ready};
 use crate::resource::{self, Condition, Failure, Fetched, PluginSpec, Step};
 
 /// How often a generation that failed at its registry or pull Secret is attempted again.
@@ -50,6 +50,8 @@ pub(super) struct Slot {
     /// The manifest digest of what runs.
     digest: Option<String>,
     conditions: Vec<Condition>,
+    /// The status last written, so that an unchanged one is not written again.
+    published: Option<serde_json::Value>,
 }
 
 impl Resources {
@@ -132,9 +134,9 @@ impl Resources {
         self.slots.values().any(|s| s.plugin.as_ref().is_some_and(|p| p.manifest().name == plugin))
     }
 
-    /// Records the outcome of `name`'s attempt and writes it to the object's status: on
-    /// success the slot already holds the new version.
-    pub(super) async fn report(&mut self, name: &str, attempt: Result<&Fetched, &Failure>) {
+    /// Records the outcome of `name`'s attempt in its conditions (`Ready` aside), which
+    /// `publish` writes; on success the slot already holds the new version.
+    pub(super) fn report(&mut self, name: &str, attempt: Result<&Fetched, &Failure>) {
         let Some(slot) = self.slots.get_mut(name) else { return };
         let now = jiff::Timestamp::now().to_string();
         let generation = slot.generation.unwrap_or_default();
@@ -159,18 +161,59 @@ impl Resources {
                 Err(failure)
             }
         };
-        let next = conditions(outcome, generation, &now, &slot.conditions);
+        let mut next = conditions(outcome, generation, &now, &slot.conditions);
+        // Ready stays as it was until `publish` says what runs now.
+        next.extend(slot.conditions.iter().find(|c| c.kind == "Ready").cloned());
         slot.conditions = next;
-        let status = json!({"status": {
+    }
+
+    /// The plugins of the objects, by object name: what `publish` asks the runners about.
+    pub(super) fn plugin_names(&self) -> Vec<(String, Option<String>)> {
+        self.slots
+            .iter()
+            .map(|(name, slot)| (name.clone(), slot.plugin.as_ref().map(|p| p.manifest().name.clone())))
+            .collect()
+    }
+
+    /// Writes `name`'s status, with its `Ready` condition from what runs (`running`, or
+    /// waiting for a kind), unless it is what was written last.
+    pub(super) async fn publish(&mut self, name: &str, running: bool, waiting_for: Option<&str>) {
+        let Some(slot) = self.slots.get_mut(name) else { return };
+        let generation = slot.generation.unwrap_or_default();
+        let serving = Serving {
+            refused: slot.error.is_some(),
+            enabled: slot.settings.enabled,
+            running,
+            waiting_for,
+            digest: slot.digest.as_deref(),
+        };
+        let now = jiff::Timestamp::now().to_string();
+        let ready = ready(&serving, generation, &now, &slot.conditions);
+        slot.conditions.retain(|c| c.kind != "Ready");
+        slot.conditions.push(ready);
+        let status = json!({
             "observedGeneration": generation,
             "digest": slot.digest,
             "layerDigest": slot.plugin.as_ref().map(|p| format!("sha256:{}", p.hash())),
             "plugin": slot.plugin.as_ref().map(|p| p.manifest().name.clone()),
             "lastError": slot.error.clone().unwrap_or_default(),
             "conditions": slot.conditions,
-        }});
-        if let Err(e) = self.api.patch_status(name, &PatchParams::default(), &Patch::Merge(&status)).await {
-            tracing::warn!(plugin = %name, error = %e, "Plugin status not written");
+        });
+        // Transition times aside, nothing changed: nothing to write.
+        let comparable = |status: &serde_json::Value| {
+            let mut status = status.clone();
+            status["conditions"].as_array_mut().into_iter().flatten().for_each(|c| {
+                c["lastTransitionTime"].take();
+            });
+            status
+        };
+        if slot.published.as_ref().map(comparable) == Some(comparable(&status)) {
+            return;
+        }
+        let patch = json!({"status": status});
+        match self.api.patch_status(name, &PatchParams::default(), &Patch::Merge(&patch)).await {
+            Ok(_) => slot.published = Some(status),
+            Err(e) => tracing::warn!(plugin = %name, error = %e, "Plugin status not written"),
         }
     }
 }
