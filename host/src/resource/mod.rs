@@ -2,8 +2,8 @@
 //! asks for by its OCI reference, verification keys and settings, instead of a file in
 //! the plugin directory. [`crd`] defines the kind, [`source`] turns a spec into a loaded
 //! plugin (pull, verify, compile, describe), [`status`] says how that went as conditions.
-//!
-//! The host does not watch `Plugin` objects yet: this is what a watcher would call.
+//! The runtime follows the objects with these (`runtime/resources.rs`, `kubewasm run
+//! --plugin-resources`).
 
 pub mod crd;
 pub mod source;
