@@ -293,7 +293,14 @@ fn a_tampered_artifact_is_refused_saying_how() {
     let last = altered.len() - 1;
     altered[last] ^= 0xff;
     std::fs::write(&blob, &altered).unwrap();
-    fails_with(&pull(&tagged), "(tampered or corrupt)");
+    let layer_digest = &manifest.manifest.layers[0].digest;
+    let altered_digest = format!("sha256:{}", kubewasm::plugin::digest(&altered));
+    fails_with(
+        &pull(&tagged),
+        &format!(
+            "the registry served a blob of digest {altered_digest}, expected {layer_digest} (tampered or corrupt)"
+        ),
+    );
     assert!(!dir.join("p.wasm").exists(), "a tampered module was written");
     std::fs::write(&blob, &original).unwrap();
     succeeds(&pull(&tagged));

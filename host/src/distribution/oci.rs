@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::net::IpAddr;
 
 use oci_client::client::{ClientConfig, ClientProtocol};
-use oci_client::errors::{OciDistributionError, OciErrorCode};
+use oci_client::errors::{DigestError, OciDistributionError, OciErrorCode};
 use oci_client::manifest::{OciDescriptor, OciImageManifest};
 use oci_client::secrets::RegistryAuth;
 use oci_client::{Client, Reference};
@@ -17,6 +17,44 @@ use oci_client::{Client, Reference};
 use super::artifact::{self, ArtifactError, WasmConfig};
 use super::credentials::DockerConfig;
 use crate::plugin::digest;
+
+/// The largest blob pulled: a module or config beyond it is refused before it is read.
+pub const MAX_BLOB_BYTES: usize = 512 << 20;
+
+/// A blob being received: refuses bytes beyond what its descriptor announced.
+struct Bounded {
+    bytes: Vec<u8>,
+    limit: usize,
+}
+
+impl tokio::io::AsyncWrite for Bounded {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        if self.bytes.len() + buf.len() > self.limit {
+            let e = std::io::Error::new(std::io::ErrorKind::FileTooLarge, "more bytes than the descriptor's size");
+            return std::task::Poll::Ready(Err(e));
+        }
+        self.bytes.extend_from_slice(buf);
+        std::task::Poll::Ready(Ok(buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
 
 /// How to reach registries.
 #[derive(Clone, Debug, Default)]
@@ -47,6 +85,8 @@ pub enum OciError {
     Artifact { reference: String, source: ArtifactError },
     #[error("{reference}: the registry served {what} of digest {actual}, expected {expected} (tampered or corrupt)")]
     DigestMismatch { reference: String, what: &'static str, expected: String, actual: String },
+    #[error("{reference}: the blob {digest} is {size} bytes, more than a plugin may be")]
+    TooLarge { reference: String, digest: String, size: usize },
 }
 
 /// Parses `text` as an OCI reference.
@@ -171,34 +211,43 @@ impl Registry {
         Ok(Some(Manifest { bytes, digest: actual, manifest }))
     }
 
-    /// The blob `descriptor` names, in the repository of `reference`, its digest checked.
+    /// The blob `descriptor` names, in the repository of `reference`, its digest checked
+    /// and its size bounded by the descriptor's (so a registry cannot fill the host's
+    /// memory) and by [`MAX_BLOB_BYTES`].
     ///
     /// # Errors
     ///
     /// When the registry cannot be reached or refuses, or serves other bytes.
     pub async fn blob(&self, reference: &Reference, descriptor: &OciDescriptor) -> Result<Vec<u8>, OciError> {
-        let mut out = Vec::new();
-        self.client.pull_blob(reference, descriptor, &mut out).await.map_err(|source| match source {
-            OciDistributionError::DigestError(e) => OciError::DigestMismatch {
+        let mismatch = |actual: String| OciError::DigestMismatch {
+            reference: reference.whole(),
+            what: "a blob",
+            expected: descriptor.digest.clone(),
+            actual,
+        };
+        let limit = usize::try_from(descriptor.size).unwrap_or(0);
+        if limit > MAX_BLOB_BYTES {
+            return Err(OciError::TooLarge {
                 reference: reference.whole(),
-                what: "a blob",
-                expected: descriptor.digest.clone(),
-                actual: e.to_string(),
-            },
+                digest: descriptor.digest.clone(),
+                size: limit,
+            });
+        }
+        let mut out = Bounded { bytes: Vec::with_capacity(limit.min(16 << 20)), limit };
+        self.client.pull_blob(reference, descriptor, &mut out).await.map_err(|source| match source {
+            OciDistributionError::DigestError(DigestError::VerificationError { actual, .. }) => mismatch(actual),
+            OciDistributionError::IoError(e) if e.kind() == std::io::ErrorKind::FileTooLarge => {
+                mismatch(format!("more than the {limit} bytes its descriptor says"))
+            }
             source => registry_error(reference, source),
         })?;
         // oci-client checks as it streams; checked again here because what runs is
         // decided by this digest.
-        let actual = format!("sha256:{}", digest(&out));
+        let actual = format!("sha256:{}", digest(&out.bytes));
         if actual != descriptor.digest {
-            return Err(OciError::DigestMismatch {
-                reference: reference.whole(),
-                what: "a blob",
-                expected: descriptor.digest.clone(),
-                actual,
-            });
+            return Err(mismatch(actual));
         }
-        Ok(out)
+        Ok(out.bytes)
     }
 
     /// Uploads `bytes` as a blob to the repository of `reference`. Returns its descriptor's digest.
@@ -291,6 +340,17 @@ fn is_loopback(registry: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[tokio::test]
+    async fn a_blob_longer_than_its_descriptor_is_refused_as_it_arrives() {
+        use tokio::io::AsyncWriteExt as _;
+        let mut blob = Bounded { bytes: Vec::new(), limit: 8 };
+        blob.write_all(b"1234").await.unwrap();
+        blob.write_all(b"5678").await.unwrap();
+        let err = blob.write_all(b"9").await.unwrap_err();
+        assert_eq!(err.kind(), std::io::ErrorKind::FileTooLarge);
+        assert_eq!(blob.bytes, b"12345678");
+    }
 
     #[test]
     fn plain_http_is_refused_off_loopback() {
