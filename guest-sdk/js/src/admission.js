@@ -55,13 +55,10 @@ export class Denial extends Error {
     return new Denial('').field(field, message);
   }
 
-  /** Blames `field` too (`FieldValueInvalid`). */
-  field(field, message) {
-    return this.cause(field, 'FieldValueInvalid', message);
-  }
-
-  /** Blames `field` with Kubernetes' cause type `reason` (`FieldValueRequired`...). */
-  cause(field, reason, message) {
+  /** Blames `field` too: `message` says why, `reason` is Kubernetes' cause type
+   * (`FieldValueInvalid` unless given: `FieldValueRequired`, `FieldValueNotSupported`...).
+   * (Not `cause`: that is every Error's own property.) */
+  field(field, message, reason = 'FieldValueInvalid') {
     this.causes.push({ field, message, reason });
     this.message = shownDenial(this.summary, this.causes);
     return this;

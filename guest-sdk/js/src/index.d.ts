@@ -406,10 +406,9 @@ export class Denial extends Error {
   readonly summary: string;
   /** A refusal blaming `field`; `message` says why. */
   static invalid(field: string, message: string): Denial;
-  /** Blames `field` too (`FieldValueInvalid`). */
-  field(field: string, message: string): this;
-  /** Blames `field` with Kubernetes' cause type `reason`. */
-  cause(field: string, reason: string, message: string): this;
+  /** Blames `field` too, with Kubernetes' cause type `reason` (`FieldValueInvalid`
+   * unless given: `FieldValueRequired`, `FieldValueNotSupported`...). */
+  field(field: string, message: string, reason?: string): this;
 }
 
 /** What validation decided about a write, with warnings for the client. */

@@ -287,7 +287,7 @@ function admissionRequest(manifest, which, object, { operation, oldObject, kind,
 
 /** The denial the plugin answered, as a `Denial`. */
 function denialFromWit(d) {
-  return d.causes.reduce((denial, c) => denial.cause(c.field, c.reason, c.message), new Denial(d.message));
+  return d.causes.reduce((denial, c) => denial.field(c.field, c.message, c.reason), new Denial(d.message));
 }
 
 /** Calls an admission export; its `denial` record is thrown as a `Denial` carrying what

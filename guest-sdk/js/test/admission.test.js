@@ -49,7 +49,7 @@ const widgets = plugin({
     seen.push(request);
     if (request.operation === Operation.Delete) throw new Denial('widgets are forever');
     const { size } = request.object.spec;
-    if (size > 10) throw Denial.invalid('spec.size', 'must be at most 10').cause('spec.mode', 'FieldValueRequired', 'Required value');
+    if (size > 10) throw Denial.invalid('spec.size', 'must be at most 10').field('spec.mode', 'Required value', 'FieldValueRequired');
     return size > 5 ? Verdict.allow().warning('a big widget') : undefined;
   },
   convert(object, desired) {
