@@ -15,6 +15,7 @@ import (
 // Defaulter is a plugin that completes writes before they are stored (a mutating
 // webhook, Kubebuilder's CustomDefaulter).
 type Defaulter interface {
+	Plugin
 	// Default changes req.Object in place (the object is stored as it leaves it), or
 	// returns a [Defaulted] with a whole object or a JSON patch, and warnings for the
 	// client. An error refuses the write: a [*Denial] as it is, any other with its
@@ -25,6 +26,7 @@ type Defaulter interface {
 // Validator is a plugin that may refuse writes (a validating webhook, Kubebuilder's
 // CustomValidator).
 type Validator interface {
+	Plugin
 	// Validate allows the write (a nil error) or refuses it (a [*Denial], or any other
 	// error with its message); the warnings are shown to the client either way.
 	Validate(req *AdmissionRequest) (warnings []string, err error)
@@ -33,6 +35,7 @@ type Validator interface {
 // Converter is a plugin that converts its parent between the versions its CRD serves
 // (a conversion webhook, Kubebuilder's Convertible).
 type Converter interface {
+	Plugin
 	// Convert is object in desiredAPIVersion (`group/version`). Only labels and
 	// annotations of its metadata may change. An error fails the read or write that
 	// needed the conversion.
