@@ -216,6 +216,129 @@ fn pod_services_renders_its_expected_annotations() {
     golden("pod-services", &[("--related", "related.yaml")], "expected.yaml");
 }
 
+// ---- admission and conversion, offline (the Kubebuilder CronJob) -------------------
+
+fn cronjob_example(name: &str) -> PathBuf {
+    workspace().join("plugins/cronjob/examples").join(name)
+}
+
+/// `kubewasm render` of the cronjob plugin with `args`.
+fn render_cronjob(args: &[&str]) -> Output {
+    let plugin = fixture("cronjob");
+    kubewasm(&[&["render", path_str(&plugin)][..], args, &["--now", "2026-01-01T00:00:00Z"]].concat())
+}
+
+#[test]
+fn cronjob_renders_its_expected_jobs_and_status() {
+    golden_of(&fixture("cronjob"), "cronjob", &[("--observed", "observed.yaml")], "expected.yaml");
+}
+
+#[test]
+fn the_invalid_cronjob_example_is_denied_with_the_tutorials_messages() {
+    let invalid = cronjob_example("invalid.yaml");
+    let out = render_cronjob(&["--admission", "create", "--object", path_str(&invalid)]);
+    let name = "a-cronjob-whose-name-is-far-too-long-for-the-names-of-its-jobs";
+    let stderr = assert_fails_with(
+        &out,
+        &[
+            "the write is denied: CronJob.batch.tutorial.kubebuilder.io",
+            &format!("metadata.name: Invalid value: \"{name}\": must be no more than 52 characters"),
+            "spec.schedule: Invalid value: \"invalid-cron-schedule\": Expected exactly 5 fields, found 1: invalid-cron-schedule",
+        ],
+    );
+    let documents = yaml_stream(&String::from_utf8_lossy(&out.stdout));
+    let verdict = documents.last().expect("an Admission document");
+    assert_eq!(
+        (&verdict["kind"], &verdict["allowed"]),
+        (&json_str("Admission"), &serde_json::json!(false)),
+        "{stderr}"
+    );
+    assert_eq!(verdict["status"]["code"], 422);
+    assert_eq!(verdict["status"]["reason"], "Invalid");
+    let fields: Vec<&str> = verdict["status"]["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["metadata.name", "spec.schedule"]);
+    assert_eq!(documents.len(), 1, "a denied write is not shown as stored");
+}
+
+#[test]
+fn the_defaulted_cronjob_example_comes_back_with_the_tutorials_defaults() {
+    let written = cronjob_example("defaulted.yaml");
+    let out = render_cronjob(&["--admission", "create", "--object", path_str(&written)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let documents = yaml_stream(&String::from_utf8_lossy(&out.stdout));
+    let [stored, verdict] = documents.as_slice() else { panic!("the object and the verdict: {documents:?}") };
+    assert_eq!((&verdict["allowed"], &verdict["defaulted"]), (&serde_json::json!(true), &serde_json::json!(true)));
+    let spec = &stored["spec"];
+    assert_eq!(
+        [
+            &spec["concurrencyPolicy"],
+            &spec["suspend"],
+            &spec["successfulJobsHistoryLimit"],
+            &spec["failedJobsHistoryLimit"]
+        ],
+        [&json_str("Allow"), &serde_json::json!(false), &serde_json::json!(3), &serde_json::json!(1)]
+    );
+    let original = &yaml_stream(&std::fs::read_to_string(&written).unwrap())[0];
+    assert_eq!((&stored["metadata"], &spec["jobTemplate"]), (&original["metadata"], &original["spec"]["jobTemplate"]));
+
+    // An update is defaulted and validated too; the stored object goes with --old.
+    let update =
+        render_cronjob(&["--admission", "update", "--object", path_str(&written), "--old", path_str(&written)]);
+    assert!(update.status.success(), "{}", String::from_utf8_lossy(&update.stderr));
+    assert_fails_with(
+        &render_cronjob(&["--admission", "update", "--object", path_str(&written)]),
+        &["UPDATE needs the stored object: give it with --old"],
+    );
+    // The tutorial's webhooks are registered for create and update only.
+    assert_fails_with(
+        &render_cronjob(&["--admission", "delete", "--old", path_str(&written)]),
+        &["plugin cronjob neither defaults nor validates DELETE of batch.tutorial.kubebuilder.io/v1 CronJob"],
+    );
+}
+
+#[test]
+fn a_cronjob_converted_to_v2_and_back_is_the_object_it_was() {
+    let parent = cronjob_example("parent.yaml");
+    let out = render_cronjob(&["--convert", "v2", "--object", path_str(&parent)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v2 = String::from_utf8(out.stdout).unwrap();
+    let converted = &yaml_stream(&v2)[0];
+    assert_eq!(converted["apiVersion"], "batch.tutorial.kubebuilder.io/v2");
+    assert_eq!(converted["spec"]["schedule"], serde_json::json!({"minute": "*/1"}));
+    let v2_file = write_temp("cronjob-v2.yaml", v2.as_bytes());
+    let back = render_cronjob(&["--convert", "batch.tutorial.kubebuilder.io/v1", "--object", path_str(&v2_file)]);
+    assert!(back.status.success(), "{}", String::from_utf8_lossy(&back.stderr));
+    let original = yaml_stream(&std::fs::read_to_string(&parent).unwrap());
+    assert_eq!(yaml_stream(&String::from_utf8_lossy(&back.stdout)), original);
+
+    assert_fails_with(
+        &render_cronjob(&["--convert", "v2", "--object", path_str(&cronjob_example("observed.yaml"))]),
+        &["observed.yaml", "batch/v1 Job is not a CronJob of group batch.tutorial.kubebuilder.io"],
+    );
+    assert_fails_with(
+        &render_cronjob(&["--convert", "v3", "--object", path_str(&parent)]),
+        &["conversion webhook for batch.tutorial.kubebuilder.io/v1, Kind=CronJob failed:", "is not a version"],
+    );
+}
+
+#[test]
+fn admission_and_conversion_of_a_plugin_that_declares_neither_are_refused_by_name() {
+    let parent = misbehave_parent();
+    assert_fails_with(
+        &kubewasm(&["render", path_str(&fixture("misbehave")), "--admission", "create", "--object", path_str(&parent)]),
+        &["neither defaults nor validates CREATE of test.kubewasm.io/v1 Misbehave"],
+    );
+    assert_fails_with(
+        &kubewasm(&["render", path_str(&fixture("misbehave")), "--convert", "v2", "--object", path_str(&parent)]),
+        &["converts nothing: its manifest does not declare converts"],
+    );
+}
+
 // ---- event handlers, offline ---------------------------------------------------
 
 /// `kubewasm render --event added` of kubewatch's example Pod with the settings `settings`,

@@ -35,20 +35,20 @@ fn names(children: &[Object]) -> Vec<String> {
 
 #[test]
 fn a_due_run_starts_its_job_keeps_the_running_one_and_prunes_beyond_the_history_limit() {
-    let mut request = TestRequest::new(example("parent.yaml")).now("2026-01-01T10:00:30Z");
+    let mut request = TestRequest::new(example("parent.yaml")).now("2026-01-01T00:00:30Z");
     for job in jobs() {
         request = request.child(job);
     }
     let outcome = testing::reconcile::<CronJobs>(request).unwrap();
-    // 09:57 is the older of two complete Jobs with a limit of one: left out, so deleted.
+    // 23:57 is the older of two complete Jobs with a limit of one: left out, so deleted.
     assert_eq!(
         names(&outcome.children),
-        ["cronjob-sample-1767261600", "cronjob-sample-1767261480", "cronjob-sample-1767261540"]
+        ["cronjob-sample-1767225600", "cronjob-sample-1767225480", "cronjob-sample-1767225540"]
     );
     let new = &outcome.children[0];
     assert_eq!(
         new.json()["metadata"]["annotations"]["batch.tutorial.kubebuilder.io/scheduled-at"],
-        "2026-01-01T10:00:00Z"
+        "2026-01-01T00:00:00Z"
     );
     assert_eq!(new.json()["metadata"]["labels"], json!({"app": "hello"}));
     assert_eq!(new.json()["spec"], example("parent.yaml")["spec"]["jobTemplate"]["spec"]);
@@ -56,9 +56,9 @@ fn a_due_run_starts_its_job_keeps_the_running_one_and_prunes_beyond_the_history_
     // The kept ones carry their uid: the host neither writes nor deletes them.
     assert!(outcome.children[1..].iter().all(|c| !c.uid().is_empty()));
     let status = outcome.status.clone().unwrap();
-    assert_eq!(status["lastScheduleTime"], "2026-01-01T10:00:00Z");
+    assert_eq!(status["lastScheduleTime"], "2026-01-01T00:00:00Z");
     assert_eq!(status["active"].as_array().unwrap().len(), 1);
-    assert_eq!(status["active"][0]["name"], "cronjob-sample-1767261540");
+    assert_eq!(status["active"][0]["name"], "cronjob-sample-1767225540");
     assert_eq!(status["conditions"][0]["reason"], "JobsActive");
     assert_eq!(outcome.requeue_after, Some(Duration::from_secs(30)));
 }
@@ -67,25 +67,25 @@ fn a_due_run_starts_its_job_keeps_the_running_one_and_prunes_beyond_the_history_
 fn forbid_skips_a_run_while_a_job_is_active_and_replace_ends_the_active_one() {
     let run = |policy: &str| {
         let parent = with_spec(example("parent.yaml"), json!({"concurrencyPolicy": policy}));
-        let mut request = TestRequest::new(parent).now("2026-01-01T10:00:30Z");
+        let mut request = TestRequest::new(parent).now("2026-01-01T00:00:30Z");
         for job in jobs() {
             request = request.child(job);
         }
         testing::reconcile::<CronJobs>(request).unwrap()
     };
     let forbid = run("Forbid");
-    assert_eq!(names(&forbid.children), ["cronjob-sample-1767261480", "cronjob-sample-1767261540"]);
-    assert_eq!(forbid.status.as_ref().unwrap()["lastScheduleTime"], "2026-01-01T09:59:00Z");
+    assert_eq!(names(&forbid.children), ["cronjob-sample-1767225480", "cronjob-sample-1767225540"]);
+    assert_eq!(forbid.status.as_ref().unwrap()["lastScheduleTime"], "2025-12-31T23:59:00Z");
     assert!(forbid.events.iter().any(|e| e.reason == "JobAlreadyActive"), "{:?}", forbid.events);
     let replace = run("Replace");
-    assert_eq!(names(&replace.children), ["cronjob-sample-1767261600", "cronjob-sample-1767261480"]);
+    assert_eq!(names(&replace.children), ["cronjob-sample-1767225600", "cronjob-sample-1767225480"]);
     assert!(replace.status.as_ref().unwrap().get("active").is_none());
 }
 
 #[test]
 fn a_suspended_cronjob_starts_nothing_and_is_not_requeued() {
     let parent = with_spec(example("parent.yaml"), json!({"suspend": true}));
-    let outcome = testing::reconcile::<CronJobs>(TestRequest::new(parent).now("2026-01-01T10:00:30Z")).unwrap();
+    let outcome = testing::reconcile::<CronJobs>(TestRequest::new(parent).now("2026-01-01T00:00:30Z")).unwrap();
     assert!(outcome.children.is_empty());
     assert_eq!(outcome.requeue_after, None);
     assert_eq!(outcome.status.unwrap()["conditions"][0]["reason"], "Suspended");
@@ -94,12 +94,12 @@ fn a_suspended_cronjob_starts_nothing_and_is_not_requeued() {
 #[test]
 fn a_run_missed_beyond_the_starting_deadline_is_skipped_and_the_next_one_awaited() {
     let parent = with_spec(example("parent.yaml"), json!({"schedule": "0 * * * *", "startingDeadlineSeconds": 10}));
-    let outcome = testing::reconcile::<CronJobs>(TestRequest::new(parent).now("2026-01-01T10:00:30Z")).unwrap();
+    let outcome = testing::reconcile::<CronJobs>(TestRequest::new(parent).now("2026-01-01T00:00:30Z")).unwrap();
     assert!(outcome.children.is_empty());
     assert_eq!(outcome.requeue_after, Some(Duration::from_secs(3570)));
     let within = with_spec(example("parent.yaml"), json!({"schedule": "0 * * * *", "startingDeadlineSeconds": 60}));
-    let outcome = testing::reconcile::<CronJobs>(TestRequest::new(within).now("2026-01-01T10:00:30Z")).unwrap();
-    assert_eq!(names(&outcome.children), ["cronjob-sample-1767261600"]);
+    let outcome = testing::reconcile::<CronJobs>(TestRequest::new(within).now("2026-01-01T00:00:30Z")).unwrap();
+    assert_eq!(names(&outcome.children), ["cronjob-sample-1767225600"]);
 }
 
 #[test]

@@ -1,5 +1,6 @@
-//! One offline reconcile, or one event handed to a handler, on objects read from YAML
-//! files: what `kubewasm render` prints and what golden tests compare.
+//! One offline reconcile, one event handed to a handler, one write put to the plugin's
+//! admission webhooks, or objects converted by it, on objects read from YAML files: what
+//! `kubewasm render` prints and what golden tests compare.
 //!
 //! The plugin sees exactly what the host would hand it ([`kubewasm::plugin::view`], the
 //! function the controllers use): only the observed objects its parent controls, only
@@ -18,6 +19,7 @@ use kubewasm::plugin::{
     Settings, Transport, validate, view,
 };
 use kubewasm::secrets::{self, SecretError};
+use kubewasm_contract::{AdmissionRequest, AdmissionRule, ConversionRequest, Mutation, Operation, Verdict};
 
 /// Why a render failed; each variant names what to fix.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +37,10 @@ pub enum RenderError {
     Call(#[from] CallError),
     #[error(transparent)]
     Refused(#[from] Refusal),
+    /// The plugin's answer to an admission or conversion call is one the API server
+    /// would refuse, or the conversion failed; the message says which and why.
+    #[error("{0}")]
+    Webhook(String),
     /// A Secret the config names is not in `--secrets`.
     #[error("{}: {source}", file.as_ref().map_or_else(|| "--secrets".to_string(), |f| f.display().to_string()))]
     Secret { file: Option<PathBuf>, source: SecretError },
@@ -55,11 +61,31 @@ pub struct Inputs {
     pub secrets: Option<PathBuf>,
 }
 
-/// What to hand the plugin: a parent to reconcile, or a change to handle.
+/// What to hand the plugin: a parent to reconcile, a change to handle, a write to
+/// admit, or objects to convert.
 #[derive(Clone, Debug)]
 pub enum Call {
-    Reconcile { parent: PathBuf },
-    Handle { change: Change, object: PathBuf, old: Option<PathBuf>, initial: bool, final_state_unknown: bool },
+    Reconcile {
+        parent: PathBuf,
+    },
+    Handle {
+        change: Change,
+        object: PathBuf,
+        old: Option<PathBuf>,
+        initial: bool,
+        final_state_unknown: bool,
+    },
+    /// `object` is written (none for a delete), `old` is stored (update and delete).
+    Admit {
+        operation: Operation,
+        object: Option<PathBuf>,
+        old: Option<PathBuf>,
+    },
+    /// Every object of `objects` to `version` (`v2`, or `group/v2`).
+    Convert {
+        objects: PathBuf,
+        version: String,
+    },
 }
 
 /// What the plugin did: a validated decision or a handled event, the requests it
@@ -87,6 +113,19 @@ pub enum Outcome {
     },
     /// The event handed over, and the handler's error if it did not accept it.
     Handled { event: ObjectEvent, error: Option<CallError> },
+    /// A write as the API server would store it, after the plugin's defaulting (when it
+    /// defaults this write) and its validation (when it validates it).
+    Admitted {
+        request: Box<AdmissionRequest>,
+        /// The object as it would be stored; `None` for a delete, or when defaulting
+        /// refused the write.
+        object: Option<Value>,
+        /// Whether the plugin's defaulting changed the object.
+        defaulted: bool,
+        verdict: Verdict,
+    },
+    /// The objects in the desired version, as the API server keeps them.
+    Converted { objects: Vec<Value> },
 }
 
 /// The plugin's config and HTTP settings for a render, its Secret values, and the canned
@@ -189,6 +228,10 @@ pub fn render(plugin: &Plugin, call: &Call, inputs: &Inputs, now: &str) -> Resul
         Call::Handle { change, object, old, initial, final_state_unknown } => {
             handle(&prepared, *change, object, old.as_deref(), *initial, *final_state_unknown, now)?
         }
+        Call::Admit { operation, object, old } => {
+            (admit(&prepared, *operation, object.as_deref(), old.as_deref(), now)?, Vec::new())
+        }
+        Call::Convert { objects, version } => (convert(&prepared, objects, version, now)?, Vec::new()),
     };
     let requests = mask(prepared.canned.recorded(), &prepared.hidden);
     Ok(Rendered { outcome, requests, http: inputs.http.is_some(), notes })
@@ -259,6 +302,142 @@ fn handle(
     instance.set_time(now);
     let error = instance.handle(&event).err();
     Ok((Outcome::Handled { event, error }, Vec::new()))
+}
+
+/// The write put to the plugin's `default` (if its manifest defaults it), then, unless
+/// refused, the defaulted write to its `validate` (if it validates it): the order of
+/// kube-apiserver's mutating and validating webhooks. Each call in a fresh instance.
+fn admit(
+    prepared: &Prepared,
+    operation: Operation,
+    object_file: Option<&Path>,
+    old_file: Option<&Path>,
+    now: &str,
+) -> Result<Outcome, RenderError> {
+    let manifest = prepared.plugin.manifest();
+    let wrong = |file: &Path, message: &str| RenderError::Input { file: file.to_path_buf(), message: message.into() };
+    let (object, old) = match (operation, object_file, old_file) {
+        (Operation::Create, Some(object), None) => (Some(object), None),
+        (Operation::Update, Some(object), Some(old)) => (Some(object), Some(old)),
+        (Operation::Delete, None, Some(old)) => (None, Some(old)),
+        (Operation::Create, _, Some(old)) => return Err(wrong(old, "--old: a create has no stored object")),
+        (Operation::Delete, Some(object), _) => {
+            return Err(wrong(object, "a delete writes no object: give the stored one with --old"));
+        }
+        (Operation::Update | Operation::Delete, _, None) => {
+            return Err(wrong(Path::new("--old"), &format!("{operation} needs the stored object: give it with --old")));
+        }
+        _ => {
+            return Err(wrong(
+                Path::new("--object"),
+                &format!("{operation} needs the object written: give it with --object"),
+            ));
+        }
+    };
+    let object = object.map(one_object).transpose()?;
+    let old = old.map(one_object).transpose()?;
+    let subject = object.as_ref().or(old.as_ref()).unwrap_or(&Value::Null);
+    let rule = |rules: &[AdmissionRule]| {
+        rules.iter().find(|r| r.kind.matches(subject) && r.effective_operations().contains(&operation)).cloned()
+    };
+    let (defaults, validates) = (rule(&manifest.defaults), rule(&manifest.validates));
+    let Some(kind) = defaults.as_ref().or(validates.as_ref()).map(|r| r.kind.clone()) else {
+        return Err(wrong(
+            object_file.or(old_file).unwrap_or(Path::new("--object")),
+            &format!(
+                "plugin {} neither defaults nor validates {operation} of {} {}",
+                manifest.name,
+                subject["apiVersion"].as_str().unwrap_or("<no apiVersion>"),
+                subject["kind"].as_str().unwrap_or("<no kind>")
+            ),
+        ));
+    };
+    let mut request = AdmissionRequest::new(operation, kind, object, old);
+    request.now = now.to_string();
+    request.config = prepared.config.clone();
+    let instance = || {
+        let mut instance = prepared.plugin.instance();
+        instance.hide(prepared.hidden.clone());
+        instance
+    };
+    let (mut defaulted, mut warnings) = (false, Vec::new());
+    if defaults.is_some() {
+        let answer = match instance().default(&request)? {
+            Ok(answer) => answer,
+            Err(denial) => return Ok(admitted(request, false, Verdict::deny(denial))),
+        };
+        let object = answer
+            .apply(&request)
+            .map_err(|e| RenderError::Webhook(format!("the API server would refuse the defaulting: {e}")))?;
+        defaulted = answer.mutation != Mutation::Unchanged;
+        if request.object.is_some() {
+            request.object = Some(kubewasm_contract::Object::new(object));
+        }
+        warnings = answer.warnings;
+    }
+    let mut verdict = if validates.is_some() { instance().validate(&request)? } else { Verdict::allow() };
+    warnings.append(&mut verdict.warnings);
+    verdict.warnings = warnings;
+    Ok(admitted(request, defaulted, verdict))
+}
+
+fn admitted(request: AdmissionRequest, defaulted: bool, verdict: Verdict) -> Outcome {
+    let object = request.object.as_ref().filter(|_| verdict.allowed()).map(|o| o.json().clone());
+    Outcome::Admitted { request: Box::new(request), object, defaulted, verdict }
+}
+
+/// Every object of `file` converted by the plugin to `version`, checked and kept as
+/// kube-apiserver keeps a conversion webhook's answer.
+fn convert(prepared: &Prepared, file: &Path, version: &str, now: &str) -> Result<Outcome, RenderError> {
+    let manifest = prepared.plugin.manifest();
+    let wrong = |message: String| RenderError::Input { file: file.to_path_buf(), message };
+    let parent = match &manifest.parent {
+        Some(parent) if manifest.converts => parent,
+        _ => {
+            return Err(wrong(format!(
+                "plugin {} converts nothing: its manifest does not declare converts",
+                manifest.name
+            )));
+        }
+    };
+    let objects = read_objects(file)?;
+    if objects.is_empty() {
+        return Err(wrong("no object to convert".into()));
+    }
+    let ours = |object: &Value| {
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        object["kind"] == parent.kind.as_str()
+            && api_version.rsplit_once('/').is_some_and(|(group, _)| group == parent.group)
+    };
+    if let Some(other) = objects.iter().find(|o| !ours(o)) {
+        return Err(wrong(format!(
+            "{} {} is not a {} of group {}: plugin {} converts only its parent",
+            other["apiVersion"].as_str().unwrap_or("<no apiVersion>"),
+            other["kind"].as_str().unwrap_or("<no kind>"),
+            parent.kind,
+            parent.group,
+            manifest.name
+        )));
+    }
+    let desired = if version.contains('/') { version.to_string() } else { format!("{}/{version}", parent.group) };
+    let gvk = |object: &Value| {
+        let api_version = object["apiVersion"].as_str().unwrap_or_default();
+        format!("{api_version}, Kind={}", parent.kind)
+    };
+    let failed = |message: String| {
+        RenderError::Webhook(format!("conversion webhook for {} failed: {message}", gvk(&objects[0])))
+    };
+    let request = ConversionRequest {
+        objects: objects.clone(),
+        desired_api_version: desired,
+        now: now.to_string(),
+        config: prepared.config.clone(),
+    };
+    let mut instance = prepared.plugin.instance();
+    instance.hide(prepared.hidden.clone());
+    let converted = instance.convert(&request)?.map_err(failed)?;
+    let objects = request.check(converted).map_err(failed)?;
+    Ok(Outcome::Converted { objects })
 }
 
 /// The one object of `file`, as the plugin is shown it.
@@ -385,7 +564,7 @@ impl Rendered {
     pub fn remarks(&self) -> impl Iterator<Item = String> + '_ {
         let (kept, deleted): (&[String], &[String]) = match &self.outcome {
             Outcome::Reconciled { kept, deleted, .. } => (kept, deleted),
-            Outcome::Handled { .. } => (&[], &[]),
+            Outcome::Handled { .. } | Outcome::Admitted { .. } | Outcome::Converted { .. } => (&[], &[]),
         };
         let notes = self.notes.iter().map(|note| format!("note: {note}"));
         let kept = kept.iter().map(|c| format!("kept: {c} (observed, kept as it is: neither written nor deleted)"));
@@ -421,11 +600,69 @@ impl Rendered {
                 }
                 format!("---\n{}", serde_yaml_ng::to_string(&document)?)
             }
+            Outcome::Admitted { request, object, defaulted, verdict } => {
+                admitted_yaml(request, object.as_ref(), *defaulted, verdict)?
+            }
+            Outcome::Converted { objects } => {
+                let mut out = String::new();
+                for object in objects {
+                    out.push_str("---\n");
+                    out.push_str(&serde_yaml_ng::to_string(object)?);
+                }
+                out
+            }
         };
         if self.http || !self.requests.is_empty() {
             out.push_str(&requests_yaml(&self.requests)?);
         }
         Ok(out)
+    }
+}
+
+/// The object as it would be stored (when allowed and not a delete), then an
+/// `Admission` document: the operation, the object, whether defaulting changed it,
+/// whether the write is allowed, the warnings, and for a denial the `Status` the API
+/// server answers with.
+fn admitted_yaml(
+    request: &AdmissionRequest,
+    object: Option<&Value>,
+    defaulted: bool,
+    verdict: &Verdict,
+) -> Result<String, serde_yaml_ng::Error> {
+    let mut out = String::new();
+    if let Some(object) = object {
+        out.push_str("---\n");
+        out.push_str(&serde_yaml_ng::to_string(object)?);
+    }
+    let mut document = json!({
+        "apiVersion": "render.kubewasm.io/v1alpha1",
+        "kind": "Admission",
+        "operation": request.operation.as_str(),
+        "object": {"kind": request.kind.to_string(), "name": request.name},
+        "defaulted": defaulted,
+        "allowed": verdict.allowed(),
+    });
+    if let Some(namespace) = &request.namespace {
+        document["object"]["namespace"] = json!(namespace);
+    }
+    if !verdict.warnings.is_empty() {
+        document["warnings"] = json!(verdict.warnings);
+    }
+    if let Some(denial) = &verdict.denied {
+        document["status"] = denial.status(&request.kind, &request.name);
+    }
+    out.push_str("---\n");
+    out.push_str(&serde_yaml_ng::to_string(&document)?);
+    Ok(out)
+}
+
+/// The `Status` message of a denied write, for the error `kubewasm render` exits with.
+pub fn denial_message(outcome: &Outcome) -> Option<String> {
+    match outcome {
+        Outcome::Admitted { request, verdict: Verdict { denied: Some(denial), .. }, .. } => {
+            Some(denial.status(&request.kind, &request.name)["message"].as_str().unwrap_or_default().to_string())
+        }
+        _ => None,
     }
 }
 
