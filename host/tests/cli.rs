@@ -326,6 +326,38 @@ fn a_cronjob_converted_to_v2_and_back_is_the_object_it_was() {
     );
 }
 
+/// The TypeScript port (plugins/cronjob-ts) renders every example as the Rust plugin does
+/// (the same documents; the SDKs write an object's keys in different orders): its reconcile
+/// (the golden file), its defaulting and validation, its conversion.
+#[test]
+fn the_typescript_cronjob_renders_what_the_rust_one_does() {
+    let render = |plugin: &str, args: &[&str]| {
+        let out =
+            kubewasm(&[&["render", path_str(&fixture(plugin))][..], args, &["--now", "2026-01-01T00:00:00Z"]].concat());
+        (out.status.code(), yaml_stream(&String::from_utf8_lossy(&out.stdout)))
+    };
+    let (parent, observed) = (cronjob_example("parent.yaml"), cronjob_example("observed.yaml"));
+    let expected = yaml_stream(&std::fs::read_to_string(cronjob_example("expected.yaml")).unwrap());
+    let reconciled = render("cronjob-ts", &["--parent", path_str(&parent), "--observed", path_str(&observed)]);
+    assert_eq!(reconciled, (Some(0), expected));
+
+    let (invalid, written) = (cronjob_example("invalid.yaml"), cronjob_example("defaulted.yaml"));
+    let renders: [&[&str]; 4] = [
+        &["--admission", "create", "--object", path_str(&invalid)],
+        &["--admission", "create", "--object", path_str(&written)],
+        &["--admission", "update", "--object", path_str(&written), "--old", path_str(&written)],
+        &["--convert", "v2", "--object", path_str(&parent)],
+    ];
+    let mut codes = Vec::new();
+    for args in renders {
+        let (code, documents) = render("cronjob-ts", args);
+        assert!(!documents.is_empty(), "{args:?}: nothing rendered");
+        assert_eq!((code, documents), render("cronjob", args), "{args:?}");
+        codes.push(code);
+    }
+    assert_eq!(codes, [Some(1), Some(0), Some(0), Some(0)], "the invalid example is denied, the others pass");
+}
+
 #[test]
 fn admission_and_conversion_of_a_plugin_that_declares_neither_are_refused_by_name() {
     let parent = misbehave_parent();

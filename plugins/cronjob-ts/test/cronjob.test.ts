@@ -18,7 +18,7 @@ const example = (name: string): JsonObject => parseYaml(readFileSync(new URL(`..
 const jobs = (): JsonObject[] => example('observed.yaml').items;
 const withSpec = (parent: JsonObject, spec: JsonObject): JsonObject => ({ ...parent, spec: { ...parent.spec, ...spec } });
 const names = (children: KubeObject[]) => children.map((c) => c.name);
-const NOW = '2026-01-01T10:00:30Z';
+const NOW = '2026-01-01T00:00:30Z';
 const V1 = 'batch.tutorial.kubebuilder.io/v1';
 const V2 = 'batch.tutorial.kubebuilder.io/v2';
 
@@ -62,16 +62,16 @@ test('runs come when robfig/cron schedules them', () => {
 
 test('a due run starts its Job, keeps the running one and prunes beyond the history limit', () => {
   const out = testing.reconcile(reconciler, example('parent.yaml'), { children: jobs(), now: NOW });
-  // 09:57 is the older of two complete Jobs with a limit of one: left out, so deleted.
-  assert.deepEqual(names(out.children), ['cronjob-sample-1767261600', 'cronjob-sample-1767261480', 'cronjob-sample-1767261540']);
+  // 23:57 is the older of two complete Jobs with a limit of one: left out, so deleted.
+  assert.deepEqual(names(out.children), ['cronjob-sample-1767225600', 'cronjob-sample-1767225480', 'cronjob-sample-1767225540']);
   const [created, ...kept] = out.children;
-  assert.equal(created.annotations['batch.tutorial.kubebuilder.io/scheduled-at'], '2026-01-01T10:00:00Z');
+  assert.equal(created.annotations['batch.tutorial.kubebuilder.io/scheduled-at'], '2026-01-01T00:00:00Z');
   assert.deepEqual(created.labels, { app: 'hello' });
   assert.deepEqual(created.spec, example('parent.yaml').spec.jobTemplate.spec);
   assert.equal(created.uid, '', 'a new Job, not a kept one');
   assert.ok(kept.every((c) => c.uid !== ''));
-  assert.equal(out.status?.lastScheduleTime, '2026-01-01T10:00:00Z');
-  assert.deepEqual(out.status?.active.map((a: JsonObject) => a.name), ['cronjob-sample-1767261540']);
+  assert.equal(out.status?.lastScheduleTime, '2026-01-01T00:00:00Z');
+  assert.deepEqual(out.status?.active.map((a: JsonObject) => a.name), ['cronjob-sample-1767225540']);
   assert.equal(out.status?.conditions[0].reason, 'JobsActive');
   assert.equal(out.requeueAfterMs, 30_000);
 });
@@ -80,11 +80,11 @@ test('Forbid skips a run while a Job is active, and Replace ends the active one'
   const run = (concurrencyPolicy: string) =>
     testing.reconcile(reconciler, withSpec(example('parent.yaml'), { concurrencyPolicy }), { children: jobs(), now: NOW });
   const forbid = run('Forbid');
-  assert.deepEqual(names(forbid.children), ['cronjob-sample-1767261480', 'cronjob-sample-1767261540']);
-  assert.equal(forbid.status?.lastScheduleTime, '2026-01-01T09:59:00Z');
+  assert.deepEqual(names(forbid.children), ['cronjob-sample-1767225480', 'cronjob-sample-1767225540']);
+  assert.equal(forbid.status?.lastScheduleTime, '2025-12-31T23:59:00Z');
   assert.ok(forbid.events.some((e) => e.reason === 'JobAlreadyActive'));
   const replace = run('Replace');
-  assert.deepEqual(names(replace.children), ['cronjob-sample-1767261600', 'cronjob-sample-1767261480']);
+  assert.deepEqual(names(replace.children), ['cronjob-sample-1767225600', 'cronjob-sample-1767225480']);
   assert.equal(replace.status?.active, undefined);
 });
 
@@ -100,7 +100,7 @@ test('a run missed beyond the starting deadline is skipped and the next one awai
   assert.deepEqual(late.children, []);
   assert.equal(late.requeueAfterMs, 3_570_000);
   const within = testing.reconcile(reconciler, withSpec(example('parent.yaml'), { schedule: '0 * * * *', startingDeadlineSeconds: 60 }), { now: NOW });
-  assert.deepEqual(names(within.children), ['cronjob-sample-1767261600']);
+  assert.deepEqual(names(within.children), ['cronjob-sample-1767225600']);
 });
 
 test("more than a hundred missed runs fail with the tutorial's advice", () => {
