@@ -1318,15 +1318,50 @@ fn new_creates_a_plugin_that_passes_its_tests_and_renders() {
     assert_fails_with(&bad, &["--kind \"cron\"", "UpperCamelCase"]);
 }
 
+#[test]
+fn new_with_webhooks_creates_a_plugin_whose_webhooks_pass_their_tests_and_render() {
+    let base = target_dir().join("cli-test-new-webhooks");
+    let _ = std::fs::remove_dir_all(&base);
+    std::fs::create_dir_all(&base).expect("create base");
+    let dir = base.join("hello-hooks");
+    let out = kubewasm(&["new", "hello-hooks", "--webhooks", "--path", path_str(&dir)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--admission create --object examples/no-message.yaml"));
+    let component = build_and_describe_tested(&dir, "hello_hooks", 4, &["defaults:", "validates:", "kind: HelloHooks"]);
+    renders_hello(&component, &dir, "hello-hooks");
+
+    let no_message = dir.join("examples/no-message.yaml");
+    let admitted =
+        kubewasm(&["render", path_str(&component), "--admission", "create", "--object", path_str(&no_message)]);
+    assert!(admitted.status.success(), "{}", String::from_utf8_lossy(&admitted.stderr));
+    let documents = yaml_stream(&String::from_utf8_lossy(&admitted.stdout));
+    assert_eq!(documents[0]["spec"]["message"], "Hello from hello-hooks");
+    assert_eq!(
+        (&documents[1]["allowed"], &documents[1]["defaulted"]),
+        (&serde_json::json!(true), &serde_json::json!(true))
+    );
+
+    // A template without webhooks is refused by name, not scaffolded without them.
+    let python = base.join("python");
+    let out = kubewasm(&["new", "x", "--lang", "python", "--webhooks", "--path", path_str(&python)]);
+    assert_fails_with(&out, &["--webhooks: the Python template has no webhooks yet"]);
+    assert!(!python.exists(), "nothing written");
+}
+
 /// Runs the new crate's tests, builds it with the README's command and describes the
 /// component, which must mention every one of `expect`; returns the component.
 fn build_and_describe(dir: &Path, krate: &str, expect: &[&str]) -> PathBuf {
+    build_and_describe_tested(dir, krate, 2, expect)
+}
+
+/// [`build_and_describe`] of a crate with `tests` tests.
+fn build_and_describe_tested(dir: &Path, krate: &str, tests: usize, expect: &[&str]) -> PathBuf {
     // The workspace's versions of every dependency, already downloaded and built.
     std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy Cargo.lock");
     let tested = cargo_in(dir, &["test"]);
     let test_output = String::from_utf8_lossy(&tested.stdout);
     assert!(tested.status.success(), "{test_output}{}", String::from_utf8_lossy(&tested.stderr));
-    assert!(test_output.contains("test result: ok. 2 passed"), "{test_output}");
+    assert!(test_output.contains(&format!("test result: ok. {tests} passed")), "{test_output}");
 
     let built = cargo_in(dir, &["build", "--profile", "plugin", "--target", "wasm32-wasip2"]);
     assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));

@@ -68,19 +68,12 @@ pub fn validate(request: &AdmissionRequest) -> Verdict {
     if let Err(e) = cron::parse(schedule) {
         causes.push(("spec.schedule", format!("Invalid value: {schedule:?}: {e}")));
     }
-    let mut denial: Option<Denial> = None;
-    for (field, message) in causes {
-        denial = Some(match denial {
-            None => Denial::invalid(field, message),
-            Some(d) => d.field(field, message),
-        });
+    let verdict = Verdict::invalid(causes);
+    if !verdict.allowed() || crate::conversion::v2_schedule(schedule).is_some() {
+        return verdict;
     }
-    match denial {
-        Some(denial) => Verdict::deny(denial),
-        None if crate::conversion::v2_schedule(schedule).is_none() => Verdict::allow().warning(format!(
-            "spec.schedule {schedule:?} is not five fields separated by single spaces: the object cannot be read as {}/v2",
-            crate::GROUP
-        )),
-        None => Verdict::allow(),
-    }
+    verdict.warning(format!(
+        "spec.schedule {schedule:?} is not five fields separated by single spaces: the object cannot be read as {}/v2",
+        crate::GROUP
+    ))
 }

@@ -288,6 +288,17 @@ impl Verdict {
         Self { denied: Some(denial), warnings: Vec::new() }
     }
 
+    /// Refuse the write blaming every one of `causes` (field, message), as a Kubebuilder
+    /// validator returns `NewInvalid` of its `field.ErrorList`; allow it when there are
+    /// none. For validations that collect what is wrong before answering.
+    pub fn invalid<F: AsRef<str>, M: Into<String>>(causes: impl IntoIterator<Item = (F, M)>) -> Self {
+        let mut denial = Denial::new(String::new());
+        for (field, message) in causes {
+            denial = denial.field(field.as_ref(), message);
+        }
+        if denial.causes.is_empty() { Self::allow() } else { Self::deny(denial) }
+    }
+
     /// Show `warning` to the client.
     #[must_use]
     pub fn warning(mut self, warning: impl Into<String>) -> Self {
@@ -528,6 +539,15 @@ mod tests {
         let rule = AdmissionRule::new(KindRef::namespaced("", "v1", "Pod", "pods"));
         assert_eq!(rule.effective_operations(), vec![Operation::Create, Operation::Update]);
     }
+    #[test]
+    fn a_validation_that_collects_causes_denies_with_all_of_them_or_allows() {
+        let none: [(&str, String); 0] = [];
+        assert!(Verdict::invalid(none).allowed());
+        let verdict = Verdict::invalid([("metadata.name", "too long"), ("spec.schedule", "bad")]);
+        let fields: Vec<&str> = verdict.denied.as_ref().unwrap().causes.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(fields, ["metadata.name", "spec.schedule"]);
+    }
+
     #[test]
     fn a_denial_with_causes_is_the_status_apimachinery_words_for_an_invalid_object() {
         let kind = KindRef::namespaced("batch.tutorial.kubebuilder.io", "v1", "CronJob", "cronjobs");

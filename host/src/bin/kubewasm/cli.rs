@@ -118,6 +118,10 @@ pub enum Command {
         /// module (its SDK is the checkout's `guest-sdk/go`).
         #[arg(long, value_enum, default_value_t = Lang::Rust)]
         lang: Lang,
+        /// Also a defaulting and a validating webhook for the parent kind, with their
+        /// tests (refused for a language whose template has none yet).
+        #[arg(long)]
+        webhooks: bool,
     },
     /// Make a plugin component of a core module built for WASI preview 1 (Go's
     /// `GOOS=wasip1 -buildmode=c-shared`): the contract embedded, WASI adapted.

@@ -111,7 +111,7 @@ fn run(cli: Cli) -> Result<()> {
                 anyhow::Ok(())
             })?;
         }
-        Command::New { name, path, sdk, group, version, kind, scope, lang } => {
+        Command::New { name, path, sdk, group, version, kind, scope, lang, webhooks } => {
             let dir = path.unwrap_or_else(|| PathBuf::from(&name));
             let language = match lang {
                 cli::Lang::Rust => scaffold::Language::Rust,
@@ -125,7 +125,7 @@ fn run(cli: Cli) -> Result<()> {
                 None => scaffold::Sdk::of_this_build(language),
             };
             let parent = scaffold::Parent { group, version, kind, cluster: scope == cli::Scope::Cluster };
-            let created = scaffold::create(&name, &parent, &dir, &sdk, language)?;
+            let created = scaffold::create(&name, &parent, &dir, &sdk, language, webhooks)?;
             println!("created {} ({}), with the SDK from {sdk}", dir.display(), created.kind);
             for file in &created.files {
                 println!("  {}", file.display());
