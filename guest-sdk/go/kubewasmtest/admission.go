@@ -76,9 +76,14 @@ func rulesFromWire(rules []wire.AdmissionRule) []kubewasm.AdmissionRule {
 	return out
 }
 
-// request is the contract's record of w, for the rules of the manifest's which
-// (`defaults`, `validates`), as the host sends it; a *HostWouldRefuse when none selects it.
-func request(manifest kubewasm.Manifest, which string, w Write) (wire.AdmissionRequest, error) {
+// request is the contract's record of w, for the rules of plugin's manifest's which
+// (`defaults`, `validates`), as the host sends it; a *HostWouldRefuse when the host would
+// not load the plugin or none of the rules selects w.
+func request(plugin kubewasm.Plugin, which string, w Write) (wire.AdmissionRequest, error) {
+	manifest, err := Describe(plugin)
+	if err != nil {
+		return wire.AdmissionRequest{}, err
+	}
 	op := w.Operation
 	if op == "" {
 		op = kubewasm.Create
@@ -176,11 +181,7 @@ func denialFromWire(d wire.Denial) *kubewasm.Denial {
 // holds the call's Logs), or a *HostWouldRefuse when the manifest does not select the
 // write or the patch does not apply.
 func Default(plugin kubewasm.Defaulter, w Write) (*Defaulted, error) {
-	manifest, err := Describe(plugin)
-	if err != nil {
-		return nil, err
-	}
-	req, err := request(manifest, "defaults", w)
+	req, err := request(plugin, "defaults", w)
 	if err != nil {
 		return nil, err
 	}
@@ -218,11 +219,7 @@ func Default(plugin kubewasm.Defaulter, w Write) (*Defaulted, error) {
 // manifest's Validates select, and returns its verdict; the error is a
 // *HostWouldRefuse when the manifest does not select the write.
 func Validate(plugin kubewasm.Validator, w Write) (*Verdict, error) {
-	manifest, err := Describe(plugin)
-	if err != nil {
-		return nil, err
-	}
-	req, err := request(manifest, "validates", w)
+	req, err := request(plugin, "validates", w)
 	if err != nil {
 		return nil, err
 	}

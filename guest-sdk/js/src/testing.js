@@ -12,7 +12,7 @@
 
 import { AssertionError } from 'node:assert';
 
-import { AdmissionRequest, Denial, Operation, Verdict, admissionRequestToWit } from './admission.js';
+import { AdmissionRequest, Denial, Operation, Verdict } from './admission.js';
 import { PermanentError, ReconcileError, RetryableError } from './errors.js';
 import { Change, deliveryIdOf } from './event.js';
 import * as glue from './export.js';
@@ -95,13 +95,20 @@ function withReplies(replies, call) {
 }
 
 /** Calls the export `call`; what the plugin logged is kept, and its error record becomes
- * the SDK's error, as the host would receive it, with those lines (`logs`). */
+ * the SDK's error (a `ReconcileError`, or a `Denial` from `default`), as the host would
+ * receive it, with those lines (`logs`). */
 function calling(call) {
   log.takeCaptured();
   try {
     return { value: call(), logs: log.takeCaptured() };
   } catch (e) {
     const logs = log.takeCaptured();
+    if (e !== null && typeof e === 'object' && !(e instanceof Error) && Array.isArray(e.causes)) {
+      // The contract's `denial` record, from `default`.
+      const denial = denialFromWit(e);
+      denial.logs = logs;
+      throw denial;
+    }
     if (e !== null && typeof e === 'object' && !(e instanceof Error) && typeof e.message === 'string') {
       const error = e.retryable ? new RetryableError(e.message) : new PermanentError(e.message);
       error.logs = logs;
@@ -282,27 +289,12 @@ function admissionRequest(manifest, which, object, { operation, oldObject, kind,
     nowRfc3339: now,
     config,
   });
-  return admissionRequestToWit(request, glue.kindToWit);
+  return glue.admissionRequestToWit(request);
 }
 
 /** The denial the plugin answered, as a `Denial`. */
 function denialFromWit(d) {
   return d.causes.reduce((denial, c) => denial.field(c.field, c.message, c.reason), new Denial(d.message));
-}
-
-/** Calls an admission export; its `denial` record is thrown as a `Denial` carrying what
- * the call logged (`logs`). */
-function admitting(call) {
-  log.takeCaptured();
-  try {
-    return { value: call(), logs: log.takeCaptured() };
-  } catch (e) {
-    const logs = log.takeCaptured();
-    if (e === null || typeof e !== 'object' || e instanceof Error || !Array.isArray(e.causes)) throw e;
-    const denial = denialFromWit(e);
-    denial.logs = logs;
-    throw denial;
-  }
 }
 
 /**
@@ -319,7 +311,7 @@ function admitting(call) {
 export function defaulted(exported, object, options = {}) {
   const manifest = describe(exported);
   const request = admissionRequest(manifest, 'defaults', object, options);
-  const { value: answer, logs } = admitting(() => exported.default(request));
+  const { value: answer, logs } = calling(() => exported.default(request));
   const m = answer.mutation;
   let stored = structuredClone(object);
   let mutation = { unchanged: true };
