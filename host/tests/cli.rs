@@ -1239,12 +1239,18 @@ fn cargo_in(dir: &Path, args: &[&str]) -> Output {
         .expect("cargo runs")
 }
 
+/// `name` under the target directory, emptied: where a test creates plugins (inside the
+/// checkout, so that its rust-toolchain.toml, and wasm32-wasip2, applies).
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = target_dir().join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create the test's directory");
+    dir
+}
+
 #[test]
 fn new_creates_a_plugin_that_passes_its_tests_and_renders() {
-    // Inside the checkout, so that its rust-toolchain.toml (and wasm32-wasip2) applies.
-    let base = target_dir().join("cli-test-new");
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).expect("create base");
+    let base = fresh_dir("cli-test-new");
     let dir = base.join("hello-world");
 
     let out = kubewasm(&["new", "hello-world", "--path", path_str(&dir)]);
@@ -1288,9 +1294,7 @@ fn new_creates_a_plugin_that_passes_its_tests_and_renders() {
 
 #[test]
 fn new_with_webhooks_creates_a_plugin_whose_webhooks_pass_their_tests_and_render() {
-    let base = target_dir().join("cli-test-new-webhooks");
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).expect("create base");
+    let base = fresh_dir("cli-test-new-webhooks");
     let dir = base.join("hello-hooks");
     let out = kubewasm(&["new", "hello-hooks", "--webhooks", "--path", path_str(&dir)]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -1392,9 +1396,7 @@ fn pytest_passes(dir: &Path, expected: &str) {
 
 #[test]
 fn new_creates_a_python_plugin_that_passes_its_tests_builds_and_renders() {
-    let base = target_dir().join("cli-test-new-python");
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).expect("create base");
+    let base = fresh_dir("cli-test-new-python");
     let dir = base.join("hello-py");
 
     let out = kubewasm(&["new", "hello-py", "--lang", "python", "--path", path_str(&dir)]);
@@ -1445,9 +1447,7 @@ fn npm_in(dir: &Path, args: &[&str]) -> String {
 fn new_npm_plugin_passes_its_tests_builds_and_renders(lang: &str, name: &str, app: &str) {
     // The SDK's tools are installed by `make js-plugins`, which also builds this fixture.
     fixture("demo-application-js");
-    let base = target_dir().join(format!("cli-test-new-{lang}"));
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).expect("create base");
+    let base = fresh_dir(&format!("cli-test-new-{lang}"));
     let dir = base.join(name);
 
     let out = kubewasm(&["new", name, "--lang", lang, "--path", path_str(&dir)]);
@@ -1573,9 +1573,7 @@ fn go_test_passes(dir: &Path) {
 
 #[test]
 fn new_creates_a_go_plugin_that_passes_its_tests_builds_and_renders() {
-    let base = target_dir().join("cli-test-new-go");
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).expect("create base");
+    let base = fresh_dir("cli-test-new-go");
     let dir = base.join("hello-go");
 
     let out = kubewasm(&["new", "hello-go", "--lang", "go", "--path", path_str(&dir)]);
