@@ -327,6 +327,27 @@ fn a_cronjob_converted_to_v2_and_back_is_the_object_it_was() {
 }
 
 #[test]
+fn a_v2_write_is_admitted_through_conversion_as_match_policy_equivalent_has_it() {
+    let converted = render_cronjob(&["--convert", "v2", "--object", path_str(&cronjob_example("defaulted.yaml"))]);
+    assert!(converted.status.success(), "{}", String::from_utf8_lossy(&converted.stderr));
+    let v2 = write_temp("cronjob-defaulted-v2.yaml", &converted.stdout);
+    let out = render_cronjob(&["--admission", "create", "--object", path_str(&v2)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let documents = yaml_stream(&String::from_utf8_lossy(&out.stdout));
+    // Defaulted by the v1 webhook, stored as written: in v2.
+    assert_eq!(documents[0]["apiVersion"], "batch.tutorial.kubebuilder.io/v2");
+    assert_eq!(documents[0]["spec"]["schedule"], serde_json::json!({"minute": "*/1"}));
+    assert_eq!(documents[0]["spec"]["successfulJobsHistoryLimit"], 3);
+    assert_eq!(documents[1]["allowed"], true);
+
+    let exact = write_temp("cronjob-exact.toml", b"[webhooks]\nmatch-policy = \"Exact\"\n");
+    assert_fails_with(
+        &render_cronjob(&["--admission", "create", "--object", path_str(&v2), "--settings", path_str(&exact)]),
+        &["neither defaults nor validates CREATE of batch.tutorial.kubebuilder.io/v2 CronJob"],
+    );
+}
+
+#[test]
 fn admission_and_conversion_of_a_plugin_that_declares_neither_are_refused_by_name() {
     let parent = misbehave_parent();
     assert_fails_with(
