@@ -286,6 +286,25 @@ pub fn reconcile<R: Reconciler>(request: TestRequest) -> Result<Outcome, Error> 
     })
 }
 
+/// The `now` and `config` setters of a test input holding `now` and `config` fields.
+macro_rules! now_and_config {
+    () => {
+        /// The host's current time, RFC 3339 ([`NOW`] unless set).
+        #[must_use]
+        pub fn now(mut self, rfc3339: &str) -> Self {
+            self.now = rfc3339.into();
+            self
+        }
+
+        /// The plugin's settings.
+        #[must_use]
+        pub fn config(mut self, config: impl Serialize) -> Self {
+            self.config = to_json(config);
+            self
+        }
+    };
+}
+
 /// One change of a watched object, built the way the host builds it.
 #[derive(Clone, Debug)]
 pub struct TestEvent {
@@ -351,18 +370,7 @@ impl TestEvent {
         self
     }
 
-    #[must_use]
-    pub fn now(mut self, rfc3339: &str) -> Self {
-        self.now = rfc3339.into();
-        self
-    }
-
-    /// The plugin's settings.
-    #[must_use]
-    pub fn config(mut self, config: impl Serialize) -> Self {
-        self.config = to_json(config);
-        self
-    }
+    now_and_config!();
 
     /// Answers the plugin's HTTP requests with `http`.
     #[must_use]
@@ -506,18 +514,7 @@ impl TestWrite {
         self
     }
 
-    #[must_use]
-    pub fn now(mut self, rfc3339: &str) -> Self {
-        self.now = rfc3339.into();
-        self
-    }
-
-    /// The plugin's settings.
-    #[must_use]
-    pub fn config(mut self, config: impl Serialize) -> Self {
-        self.config = to_json(config);
-        self
-    }
+    now_and_config!();
 
     /// The request the host sends for a write `rules` (the manifest's `defaults` or
     /// `validates`, named by `list`) cover.

@@ -328,7 +328,8 @@ fn a_cronjob_converted_to_v2_and_back_is_the_object_it_was() {
 
 /// The TypeScript port (plugins/cronjob-ts) renders every example as the Rust plugin does
 /// (the same documents; the SDKs write an object's keys in different orders): its reconcile
-/// (the golden file), its defaulting and validation, its conversion.
+/// (the golden file), its defaulting and validation, its conversion, and the admission of a
+/// v2 write through it.
 #[test]
 fn the_typescript_cronjob_renders_what_the_rust_one_does() {
     let render = |plugin: &str, args: &[&str]| {
@@ -342,11 +343,15 @@ fn the_typescript_cronjob_renders_what_the_rust_one_does() {
     assert_eq!(reconciled, (Some(0), expected));
 
     let (invalid, written) = (cronjob_example("invalid.yaml"), cronjob_example("defaulted.yaml"));
-    let renders: [&[&str]; 4] = [
+    let v2 = render_cronjob(&["--convert", "v2", "--object", path_str(&written)]);
+    let v2 = write_temp("cronjob-ts-defaulted-v2.yaml", &v2.stdout);
+    let renders: [&[&str]; 5] = [
         &["--admission", "create", "--object", path_str(&invalid)],
         &["--admission", "create", "--object", path_str(&written)],
         &["--admission", "update", "--object", path_str(&written), "--old", path_str(&written)],
         &["--convert", "v2", "--object", path_str(&parent)],
+        // A v2 write: converted to v1 for the webhooks and back, by the plugin.
+        &["--admission", "create", "--object", path_str(&v2)],
     ];
     let mut codes = Vec::new();
     for args in renders {
@@ -355,7 +360,28 @@ fn the_typescript_cronjob_renders_what_the_rust_one_does() {
         assert_eq!((code, documents), render("cronjob", args), "{args:?}");
         codes.push(code);
     }
-    assert_eq!(codes, [Some(1), Some(0), Some(0), Some(0)], "the invalid example is denied, the others pass");
+    assert_eq!(codes, [Some(1), Some(0), Some(0), Some(0), Some(0)], "the invalid example is denied, the others pass");
+}
+
+#[test]
+fn a_v2_write_is_admitted_through_conversion_as_match_policy_equivalent_has_it() {
+    let converted = render_cronjob(&["--convert", "v2", "--object", path_str(&cronjob_example("defaulted.yaml"))]);
+    assert!(converted.status.success(), "{}", String::from_utf8_lossy(&converted.stderr));
+    let v2 = write_temp("cronjob-defaulted-v2.yaml", &converted.stdout);
+    let out = render_cronjob(&["--admission", "create", "--object", path_str(&v2)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let documents = yaml_stream(&String::from_utf8_lossy(&out.stdout));
+    // Defaulted by the v1 webhook, stored as written: in v2.
+    assert_eq!(documents[0]["apiVersion"], "batch.tutorial.kubebuilder.io/v2");
+    assert_eq!(documents[0]["spec"]["schedule"], serde_json::json!({"minute": "*/1"}));
+    assert_eq!(documents[0]["spec"]["successfulJobsHistoryLimit"], 3);
+    assert_eq!(documents[1]["allowed"], true);
+
+    let exact = write_temp("cronjob-exact.toml", b"[webhooks]\nmatch-policy = \"Exact\"\n");
+    assert_fails_with(
+        &render_cronjob(&["--admission", "create", "--object", path_str(&v2), "--settings", path_str(&exact)]),
+        &["neither defaults nor validates CREATE of batch.tutorial.kubebuilder.io/v2 CronJob"],
+    );
 }
 
 #[test]
@@ -1271,12 +1297,18 @@ fn cargo_in(dir: &Path, args: &[&str]) -> Output {
         .expect("cargo runs")
 }
 
+/// `name` under the target directory, emptied: where a test creates plugins (inside the
+/// checkout, so that its rust-toolchain.toml, and wasm32-wasip2, applies).
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = target_dir().join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create the test's directory");
+    dir
+}
+
 #[test]
 fn new_creates_a_plugin_that_passes_its_tests_and_renders() {
-    // Inside the checkout, so that its rust-toolchain.toml (and wasm32-wasip2) applies.
-    let base = target_dir().join("cli-test-new");
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).expect("create base");
+    let base = fresh_dir("cli-test-new");
     let dir = base.join("hello-world");
 
     let out = kubewasm(&["new", "hello-world", "--path", path_str(&dir)]);
@@ -1320,9 +1352,7 @@ fn new_creates_a_plugin_that_passes_its_tests_and_renders() {
 
 #[test]
 fn new_with_webhooks_creates_a_plugin_whose_webhooks_pass_their_tests_and_render() {
-    let base = target_dir().join("cli-test-new-webhooks");
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).expect("create base");
+    let base = fresh_dir("cli-test-new-webhooks");
     let dir = base.join("hello-hooks");
     let out = kubewasm(&["new", "hello-hooks", "--webhooks", "--path", path_str(&dir)]);
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
@@ -1355,9 +1385,7 @@ fn admits_no_message(component: &Path, dir: &Path, name: &str) {
 fn new_with_webhooks_in_every_sdk_language_passes_their_tests_and_renders() {
     // The SDK's npm tools are installed by `make js-plugins`, which also builds this fixture.
     fixture("demo-application-js");
-    let base = target_dir().join("cli-test-new-webhooks-sdks");
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).expect("create base");
+    let base = fresh_dir("cli-test-new-webhooks-sdks");
     for lang in ["python", "js", "ts", "go"] {
         let name = format!("hooks-{lang}");
         let dir = base.join(&name);
@@ -1466,9 +1494,7 @@ fn pytest_passes(dir: &Path, expected: &str) {
 
 #[test]
 fn new_creates_a_python_plugin_that_passes_its_tests_builds_and_renders() {
-    let base = target_dir().join("cli-test-new-python");
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).expect("create base");
+    let base = fresh_dir("cli-test-new-python");
     let dir = base.join("hello-py");
 
     let out = kubewasm(&["new", "hello-py", "--lang", "python", "--path", path_str(&dir)]);
@@ -1519,9 +1545,7 @@ fn npm_in(dir: &Path, args: &[&str]) -> String {
 fn new_npm_plugin_passes_its_tests_builds_and_renders(lang: &str, name: &str, app: &str) {
     // The SDK's tools are installed by `make js-plugins`, which also builds this fixture.
     fixture("demo-application-js");
-    let base = target_dir().join(format!("cli-test-new-{lang}"));
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).expect("create base");
+    let base = fresh_dir(&format!("cli-test-new-{lang}"));
     let dir = base.join(name);
 
     let out = kubewasm(&["new", name, "--lang", lang, "--path", path_str(&dir)]);
@@ -1652,9 +1676,7 @@ fn go_tests_pass(dir: &Path, count: usize) {
 
 #[test]
 fn new_creates_a_go_plugin_that_passes_its_tests_builds_and_renders() {
-    let base = target_dir().join("cli-test-new-go");
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).expect("create base");
+    let base = fresh_dir("cli-test-new-go");
     let dir = base.join("hello-go");
 
     let out = kubewasm(&["new", "hello-go", "--lang", "go", "--path", path_str(&dir)]);

@@ -71,7 +71,9 @@ export function reconcileCronJob(request: Request): Response {
   const active = jobs.filter((j) => finished(j.job) === undefined);
   const succeeded = jobs.filter((j) => finished(j.job) === 'Complete');
   const failed = jobs.filter((j) => finished(j.job) === 'Failed');
-  let lastSchedule = latest(jobs.map((j) => j.scheduled));
+  // The latest run of a Job still there, or the one the status records: a Job the history
+  // limits already deleted must not make its run look missed.
+  let lastSchedule = latest([...jobs.map((j) => j.scheduled), time(parent.status?.lastScheduleTime)]);
 
   // History: the oldest finished Jobs beyond the limits are left out, so deleted.
   const kept: KubeObject[] = [];

@@ -88,6 +88,14 @@ test('Forbid skips a run while a Job is active, and Replace ends the active one'
   assert.equal(replace.status?.active, undefined);
 });
 
+test('a run whose Job the history limit deleted is not started again', () => {
+  const parent = { ...withSpec(example('parent.yaml'), { successfulJobsHistoryLimit: 0 }), status: { lastScheduleTime: '2026-01-01T00:00:00Z' } };
+  const out = testing.reconcile(reconciler, parent, { now: '2026-01-01T00:00:45Z' });
+  assert.deepEqual(names(out.children), []);
+  assert.equal(out.status?.lastScheduleTime, '2026-01-01T00:00:00Z');
+  assert.equal(out.requeueAfterMs, 15_000);
+});
+
 test('a suspended CronJob starts nothing and is not requeued', () => {
   const out = testing.reconcile(reconciler, withSpec(example('parent.yaml'), { suspend: true }), { now: NOW });
   assert.deepEqual(out.children, []);

@@ -86,7 +86,11 @@ pub fn reconcile(req: &Request) -> Result<Response, Error> {
             Some(_) => failed.push(observed),
         }
     }
-    let mut last_schedule = jobs.iter().filter_map(|j| j.scheduled).max();
+    // The latest run of a Job still there, or the one the status records: a Job the
+    // history limits already deleted must not make its run look missed (the tutorial's
+    // controller, which reads only the Jobs, starts such a run again when a limit is 0).
+    let recorded = time(&parent.status()["lastScheduleTime"]);
+    let mut last_schedule = jobs.iter().filter_map(|j| j.scheduled).chain(recorded).max();
 
     // History: the oldest finished Jobs beyond the limits are left out, so deleted.
     let mut kept: Vec<&Object> = Vec::new();

@@ -83,6 +83,16 @@ fn forbid_skips_a_run_while_a_job_is_active_and_replace_ends_the_active_one() {
 }
 
 #[test]
+fn a_run_whose_job_the_history_limit_deleted_is_not_started_again() {
+    let mut parent = with_spec(example("parent.yaml"), json!({"successfulJobsHistoryLimit": 0}));
+    parent["status"] = json!({"lastScheduleTime": "2026-01-01T00:00:00Z"});
+    let outcome = testing::reconcile::<CronJobs>(TestRequest::new(parent).now("2026-01-01T00:00:45Z")).unwrap();
+    assert!(outcome.children.is_empty(), "{:?}", names(&outcome.children));
+    assert_eq!(outcome.status.unwrap()["lastScheduleTime"], "2026-01-01T00:00:00Z");
+    assert_eq!(outcome.requeue_after, Some(Duration::from_secs(15)));
+}
+
+#[test]
 fn a_suspended_cronjob_starts_nothing_and_is_not_requeued() {
     let parent = with_spec(example("parent.yaml"), json!({"suspend": true}));
     let outcome = testing::reconcile::<CronJobs>(TestRequest::new(parent).now("2026-01-01T00:00:30Z")).unwrap();

@@ -190,8 +190,9 @@ pub struct RenderArgs {
     pub event: Option<EventChange>,
     /// Put this write of --object (for update and delete, --old is the stored object)
     /// to the plugin's defaulting, then the defaulted object to its validation, as the
-    /// API server calls its webhooks; print the object as it would be stored and the
-    /// verdict, and fail if the write is denied.
+    /// API server calls its webhooks (a version of the kind they do not name is asked
+    /// through the plugin's conversion, unless the settings' match-policy is Exact);
+    /// print the object as it would be stored and the verdict, and fail if denied.
     #[arg(long, value_enum, conflicts_with = "convert")]
     pub admission: Option<AdmissionOperation>,
     /// Convert the objects of --object (YAML stream or List) to VERSION of their kind

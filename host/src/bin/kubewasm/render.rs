@@ -15,11 +15,11 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use kubewasm::plugin::{
-    CallError, Canned, Change, Egress, HttpSettings, Object, ObjectEvent, Plugin, Recorded, Refusal, Request, Response,
-    Settings, Transport, validate, view,
+    CallError, Canned, Change, Egress, HttpSettings, MatchPolicy, Object, ObjectEvent, Plugin, Recorded, Refusal,
+    Request, Response, Settings, Transport, validate, view,
 };
 use kubewasm::secrets::{self, SecretError};
-use kubewasm_contract::{AdmissionRequest, AdmissionRule, ConversionRequest, Mutation, Operation, Verdict};
+use kubewasm_contract::{AdmissionRequest, AdmissionRule, ConversionRequest, KindRef, Mutation, Operation, Verdict};
 
 /// Why a render failed; each variant names what to fix.
 #[derive(Debug, thiserror::Error)]
@@ -135,6 +135,9 @@ struct Prepared {
     config: Value,
     hidden: Vec<String>,
     canned: Arc<Canned>,
+    /// Whether a write of another version of a kind the plugin admits is admitted through
+    /// conversion (`[webhooks] match-policy`).
+    match_policy: MatchPolicy,
 }
 
 fn prepare(plugin: &Plugin, inputs: &Inputs) -> Result<Prepared, RenderError> {
@@ -194,7 +197,8 @@ fn prepare(plugin: &Plugin, inputs: &Inputs) -> Result<Prepared, RenderError> {
         let limits = settings.lower(plugin.limits());
         plugin = plugin.with_limits(limits);
     }
-    Ok(Prepared { plugin, config: resolved.config, hidden: resolved.hidden, canned })
+    let match_policy = settings.as_ref().map(|s| s.webhooks.match_policy).unwrap_or_default();
+    Ok(Prepared { plugin, config: resolved.config, hidden: resolved.hidden, canned, match_policy })
 }
 
 /// Standard base64, as Secrets' `data` holds it.
@@ -336,11 +340,11 @@ fn admit(
     };
     let object = object.map(one_object).transpose()?;
     let old = old.map(one_object).transpose()?;
-    let subject = object.as_ref().or(old.as_ref()).unwrap_or(&Value::Null);
-    let rule = |rules: &[AdmissionRule]| {
-        rules.iter().find(|r| r.kind.matches(subject) && r.effective_operations().contains(&operation)).cloned()
-    };
-    let (defaults, validates) = (rule(&manifest.defaults), rule(&manifest.validates));
+    let subject = object.as_ref().or(old.as_ref()).unwrap_or(&Value::Null).clone();
+    let (defaults, validates) = (
+        rule(prepared, &manifest.defaults, &subject, operation),
+        rule(prepared, &manifest.validates, &subject, operation),
+    );
     let Some(kind) = defaults.as_ref().or(validates.as_ref()).map(|r| r.kind.clone()) else {
         return Err(wrong(
             object_file.or(old_file).unwrap_or(Path::new("--object")),
@@ -352,33 +356,97 @@ fn admit(
             ),
         ));
     };
+    let written_version = subject["apiVersion"].as_str().unwrap_or_default().to_string();
     let mut request = AdmissionRequest::new(operation, kind, object, old);
     request.now = now.to_string();
     request.config = prepared.config.clone();
-    let instance = || {
-        let mut instance = prepared.plugin.instance();
-        instance.hide(prepared.hidden.clone());
-        instance
-    };
     let (mut defaulted, mut warnings) = (false, Vec::new());
-    if defaults.is_some() {
-        let answer = match instance().default(&request)? {
+    if let Some(rule) = defaults {
+        let asked = in_version(prepared, &request, &rule.kind)?;
+        let answer = match instance(prepared).default(&asked)? {
             Ok(answer) => answer,
-            Err(denial) => return Ok(admitted(request, false, Verdict::deny(denial))),
+            Err(denial) => return Ok(admitted(asked, false, Verdict::deny(denial))),
         };
         let object = answer
-            .apply(&request)
+            .apply(&asked)
             .map_err(|e| RenderError::Webhook(format!("the API server would refuse the defaulting: {e}")))?;
         defaulted = answer.mutation != Mutation::Unchanged;
         if request.object.is_some() {
+            // Back in the version written, as the API server converts a mutated object.
+            let object = if object["apiVersion"] == written_version.as_str() {
+                object
+            } else {
+                convert_objects(prepared, vec![object], &written_version, now)?.remove(0)
+            };
             request.object = Some(kubewasm_contract::Object::new(object));
         }
         warnings = answer.warnings;
     }
-    let mut verdict = if validates.is_some() { instance().validate(&request)? } else { Verdict::allow() };
+    let mut verdict = match &validates {
+        Some(rule) => instance(prepared).validate(&in_version(prepared, &request, &rule.kind)?)?,
+        None => Verdict::allow(),
+    };
     warnings.append(&mut verdict.warnings);
     verdict.warnings = warnings;
     Ok(admitted(request, defaulted, verdict))
+}
+
+/// The rule of `rules` that has the API server ask about `operation` of `subject`: one
+/// naming its version, else, under `matchPolicy: Equivalent` and when the plugin converts
+/// the kind, one naming another version of it (asked through conversion).
+fn rule(prepared: &Prepared, rules: &[AdmissionRule], subject: &Value, operation: Operation) -> Option<AdmissionRule> {
+    let manifest = prepared.plugin.manifest();
+    let asks = |r: &&AdmissionRule| r.effective_operations().contains(&operation);
+    let exact = rules.iter().filter(asks).find(|r| r.kind.matches(subject));
+    let equivalent = || {
+        let group = subject["apiVersion"].as_str().and_then(|v| v.rsplit_once('/')).map(|(group, _)| group);
+        let converted = manifest.converts
+            && manifest
+                .parent
+                .as_ref()
+                .is_some_and(|p| Some(p.group.as_str()) == group && subject["kind"] == p.kind.as_str());
+        rules
+            .iter()
+            .filter(asks)
+            .filter(|_| converted && prepared.match_policy == MatchPolicy::Equivalent)
+            .find(|r| Some(r.kind.group.as_str()) == group && subject["kind"] == r.kind.kind.as_str())
+    };
+    exact.or_else(equivalent).cloned()
+}
+
+/// `request` about objects of `kind`'s version: as it is, or its objects converted by the
+/// plugin, as the API server asks a webhook that matched another version.
+fn in_version(
+    prepared: &Prepared,
+    request: &AdmissionRequest,
+    kind: &KindRef,
+) -> Result<AdmissionRequest, RenderError> {
+    let version = kind.api_version();
+    let convert = |object: &Option<kubewasm_contract::Object>| -> Result<_, RenderError> {
+        object
+            .as_ref()
+            .map(|o| {
+                if o.api_version() == version {
+                    return Ok(o.clone());
+                }
+                let converted = convert_objects(prepared, vec![o.json().clone()], &version, &request.now)?;
+                Ok(kubewasm_contract::Object::new(converted.into_iter().next().unwrap_or_default()))
+            })
+            .transpose()
+    };
+    Ok(AdmissionRequest {
+        kind: kind.clone(),
+        object: convert(&request.object)?,
+        old_object: convert(&request.old_object)?,
+        ..request.clone()
+    })
+}
+
+/// A fresh instance of the plugin, its Secret values hidden: one per webhook call.
+fn instance(prepared: &Prepared) -> kubewasm::plugin::Instance<'_> {
+    let mut instance = prepared.plugin.instance();
+    instance.hide(prepared.hidden.clone());
+    instance
 }
 
 fn admitted(request: AdmissionRequest, defaulted: bool, verdict: Verdict) -> Outcome {
@@ -420,24 +488,32 @@ fn convert(prepared: &Prepared, file: &Path, version: &str, now: &str) -> Result
         )));
     }
     let desired = if version.contains('/') { version.to_string() } else { format!("{}/{version}", parent.group) };
-    let gvk = |object: &Value| {
-        let api_version = object["apiVersion"].as_str().unwrap_or_default();
-        format!("{api_version}, Kind={}", parent.kind)
-    };
-    let failed = |message: String| {
-        RenderError::Webhook(format!("conversion webhook for {} failed: {message}", gvk(&objects[0])))
-    };
+    Ok(Outcome::Converted { objects: convert_objects(prepared, objects, &desired, now)? })
+}
+
+/// `objects` (of the plugin's parent kind) converted by the plugin to `desired`
+/// (`group/version`), checked and kept as kube-apiserver keeps a conversion webhook's
+/// answer; a failure worded as the API server words it.
+fn convert_objects(
+    prepared: &Prepared,
+    objects: Vec<Value>,
+    desired: &str,
+    now: &str,
+) -> Result<Vec<Value>, RenderError> {
+    let gvk = format!(
+        "{}, Kind={}",
+        objects.first().and_then(|o| o["apiVersion"].as_str()).unwrap_or_default(),
+        objects.first().and_then(|o| o["kind"].as_str()).unwrap_or_default()
+    );
+    let failed = |message: String| RenderError::Webhook(format!("conversion webhook for {gvk} failed: {message}"));
     let request = ConversionRequest {
-        objects: objects.clone(),
-        desired_api_version: desired,
+        objects,
+        desired_api_version: desired.to_string(),
         now: now.to_string(),
         config: prepared.config.clone(),
     };
-    let mut instance = prepared.plugin.instance();
-    instance.hide(prepared.hidden.clone());
-    let converted = instance.convert(&request)?.map_err(failed)?;
-    let objects = request.check(converted).map_err(failed)?;
-    Ok(Outcome::Converted { objects })
+    let converted = instance(prepared).convert(&request)?.map_err(failed)?;
+    request.check(converted).map_err(failed)
 }
 
 /// The one object of `file`, as the plugin is shown it.
