@@ -1379,8 +1379,8 @@ fn admits_no_message(component: &Path, dir: &Path, name: &str) {
 }
 
 /// `kubewasm new --webhooks` in every SDK language: the webhooks' native tests pass beside
-/// the reconciler's, and the component (TypeScript and Go, the quick builds) admits a
-/// write as the Rust one does.
+/// the reconciler's, and the component (Python, TypeScript and Go; JavaScript's glue is
+/// TypeScript's) admits a write as the Rust one does.
 #[test]
 fn new_with_webhooks_in_every_sdk_language_passes_their_tests_and_renders() {
     // The SDK's npm tools are installed by `make js-plugins`, which also builds this fixture.
@@ -1395,7 +1395,12 @@ fn new_with_webhooks_in_every_sdk_language_passes_their_tests_and_renders() {
         assert!(String::from_utf8_lossy(&out.stdout).contains(&next), "{lang}");
         let component = dir.join(format!("{name}.wasm"));
         match lang {
-            "python" => pytest_passes(&dir, "4 passed"),
+            "python" => {
+                pytest_passes(&dir, "4 passed");
+                let built = python_in(&dir, &["-m", "kubewasm", "build", "app.py", "-o", &format!("{name}.wasm")]);
+                assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+                admits_no_message(&component, &dir, &name);
+            }
             "js" | "ts" => {
                 npm_in(&dir, &["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"]);
                 let tested = npm_in(&dir, &["test"]);
