@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use kubewasm_sdk::k8s_openapi::jiff::civil::{Date, DateTime};
 use kubewasm_sdk::k8s_openapi::jiff::tz::TimeZone;
-use kubewasm_sdk::k8s_openapi::jiff::{Timestamp, ToSpan};
+use kubewasm_sdk::k8s_openapi::jiff::{Span, Timestamp, ToSpan};
 
 /// Set on a field written `*` or `?`: what switches day matching to "both".
 const STAR: u64 = 1 << 63;
@@ -260,10 +260,54 @@ fn day_matches(dom: u64, dow: u64, t: DateTime) -> bool {
     if dom & STAR != 0 || dow & STAR != 0 { dom_match && dow_match } else { dom_match || dow_match }
 }
 
+/// One step of `SpecSchedule.Next`: whether a time matches the field, the time truncated
+/// to the start of its unit, the unit, and whether stepping one unit wrapped the field
+/// above it (back to the first month, day, hour, minute).
+struct Stage {
+    matches: fn(&[u64; 5], DateTime) -> bool,
+    truncate: fn(DateTime) -> Option<DateTime>,
+    unit: fn() -> Span,
+    wrapped: fn(DateTime) -> bool,
+}
+
+const STAGES: [Stage; 5] = [
+    Stage {
+        matches: |s, t| has(s[3], t.month()),
+        truncate: |t| Date::new(t.year(), t.month(), 1).ok().map(|d| d.at(0, 0, 0, 0)),
+        unit: || 1.month(),
+        wrapped: |t| t.month() == 1,
+    },
+    Stage {
+        matches: |s, t| day_matches(s[2], s[4], t),
+        truncate: |t| Some(t.date().at(0, 0, 0, 0)),
+        unit: || 1.day(),
+        wrapped: |t| t.day() == 1,
+    },
+    Stage {
+        matches: |s, t| has(s[1], t.hour()),
+        truncate: |t| Some(t.date().at(t.hour(), 0, 0, 0)),
+        unit: || 1.hour(),
+        wrapped: |t| t.hour() == 0,
+    },
+    Stage {
+        matches: |s, t| has(s[0], t.minute()),
+        truncate: |t| Some(t.date().at(t.hour(), t.minute(), 0, 0)),
+        unit: || 1.minute(),
+        wrapped: |t| t.minute() == 0,
+    },
+    // The seconds field is always "0".
+    Stage {
+        matches: |_, t| t.second() == 0,
+        truncate: |t| Some(t.date().at(t.hour(), t.minute(), t.second(), 0)),
+        unit: || 1.second(),
+        wrapped: |t| t.second() == 0,
+    },
+];
+
 /// `SpecSchedule.Next` of robfig/cron v1.2.0, in UTC: advance month, day, hour, minute in
-/// turn until each matches, starting over when one wraps; seconds are always 0.
-fn next_spec([minute, hour, dom, month, dow]: [u64; 5], after: Timestamp) -> Option<Timestamp> {
-    let utc = |t: DateTime| t.to_zoned(TimeZone::UTC).ok().map(|z| z.timestamp());
+/// turn until each matches (truncating the lower units at the first step), starting over
+/// when one wraps; at most five years ahead.
+fn next_spec(spec: [u64; 5], after: Timestamp) -> Option<Timestamp> {
     // The upcoming whole second.
     let start =
         after.checked_add(1.second()).ok()?.checked_sub(i64::from(after.subsec_nanosecond()).nanoseconds()).ok()?;
@@ -274,58 +318,19 @@ fn next_spec([minute, hour, dom, month, dow]: [u64; 5], after: Timestamp) -> Opt
         if t.year() > year_limit {
             return None;
         }
-        while !has(month, t.month()) {
-            if !added {
-                added = true;
-                t = Date::new(t.year(), t.month(), 1).ok()?.at(0, 0, 0, 0);
-            }
-            t = t.checked_add(1.month()).ok()?;
-            if t.month() == 1 {
-                continue 'wrap;
-            }
-        }
-        while !day_matches(dom, dow, t) {
-            if !added {
-                added = true;
-                t = t.date().at(0, 0, 0, 0);
-            }
-            t = t.checked_add(1.day()).ok()?;
-            if t.day() == 1 {
-                continue 'wrap;
+        for stage in &STAGES {
+            while !(stage.matches)(&spec, t) {
+                if !added {
+                    added = true;
+                    t = (stage.truncate)(t)?;
+                }
+                t = t.checked_add((stage.unit)()).ok()?;
+                if (stage.wrapped)(t) {
+                    continue 'wrap;
+                }
             }
         }
-        while !has(hour, t.hour()) {
-            if !added {
-                added = true;
-                t = t.date().at(t.hour(), 0, 0, 0);
-            }
-            t = t.checked_add(1.hour()).ok()?;
-            if t.hour() == 0 {
-                continue 'wrap;
-            }
-        }
-        while !has(minute, t.minute()) {
-            if !added {
-                added = true;
-                t = t.date().at(t.hour(), t.minute(), 0, 0);
-            }
-            t = t.checked_add(1.minute()).ok()?;
-            if t.minute() == 0 {
-                continue 'wrap;
-            }
-        }
-        // The seconds field is always "0".
-        while t.second() != 0 {
-            if !added {
-                added = true;
-                t = t.date().at(t.hour(), t.minute(), t.second(), 0);
-            }
-            t = t.checked_add(1.second()).ok()?;
-            if t.second() == 0 {
-                continue 'wrap;
-            }
-        }
-        return utc(t);
+        return t.to_zoned(TimeZone::UTC).ok().map(|z| z.timestamp());
     }
 }
 
