@@ -402,16 +402,27 @@ def _rule_kind(manifest: Manifest, which: str, obj: Optional[dict], operation: O
 
 
 def _admission_request(
-    manifest: Manifest,
+    plugin: type,
     which: str,
     obj: dict,
-    operation: Optional[Operation | str],
-    old_object: Optional[dict],
-    kind: Optional[KindRef],
-    now: str,
-    config: Any,
-    fields: dict[str, Any],
+    *,
+    operation: Optional[Operation | str] = None,
+    old_object: Optional[dict] = None,
+    kind: Optional[KindRef] = None,
+    now: str = NOW,
+    config: Any = None,
+    **fields: Any,
 ) -> Any:
+    """The contract's record of a write of ``obj``, as the host sends it to ``plugin``'s
+    export for its manifest's rules ``which`` (``defaults``, ``validates``).
+
+    ``operation`` is CREATE unless ``old_object`` is given (then UPDATE); for DELETE,
+    ``obj`` is the stored object. ``kind`` is the rule's that selects the write unless
+    given: :class:`HostWouldRefuse` when none does. Any other field of
+    :class:`~kubewasm.AdmissionRequest` goes by its name (``user_info``, ``dry_run``,
+    ``options``...).
+    """
+    manifest = describe(plugin)
     op = Operation(operation) if operation is not None else (Operation.CREATE if old_object is None else Operation.UPDATE)
     deleting = op is Operation.DELETE
     subject = (old_object or obj) if deleting else obj
@@ -456,31 +467,21 @@ def _admitting(call: Callable[[], Any]) -> tuple[Any, list[log.Line]]:
     return value, logs
 
 
-def defaulted(
-    plugin: type,
-    object: dict,
-    *,
-    operation: Optional[Operation | str] = None,
-    old_object: Optional[dict] = None,
-    kind: Optional[KindRef] = None,
-    now: str = NOW,
-    config: Any = None,
-    **fields: Any,
-) -> DefaultedWrite:
+def defaulted(plugin: type, object: dict, **write: Any) -> DefaultedWrite:
     """Run ``plugin``'s ``default`` natively, through the export glue, for a write of
     ``object`` the manifest's ``defaults`` select, and return the object as the API server
     would store it (the plugin's object, or the written one with its JSON patch applied).
 
-    ``operation`` is CREATE unless ``old_object`` is given (then UPDATE); any other field
-    of :class:`~kubewasm.AdmissionRequest` goes by its name (``user_info``, ``dry_run``,
+    ``write`` says more of the write: ``operation`` (CREATE unless ``old_object`` is given,
+    then UPDATE), ``old_object``, ``kind``, ``now``, ``config`` and any other field of
+    :class:`~kubewasm.AdmissionRequest` by its name (``user_info``, ``dry_run``,
     ``options``...). Raises the plugin's :class:`~kubewasm.Denial` when it refuses the
     write, and :class:`HostWouldRefuse` when the manifest does not select the write or the
     patch does not apply.
     """
     import jsonpatch
 
-    manifest = describe(plugin)
-    request = _admission_request(manifest, "defaults", object, operation, old_object, kind, now, config, fields)
+    request = _admission_request(plugin, "defaults", object, **write)
     answer, logs = _admitting(lambda: export.default(plugin(), request))
     wit, _ = export._wit()
     stored = json.loads(json.dumps(object))
@@ -504,22 +505,11 @@ class Validated(Verdict):
     logs: list[log.Line] = field(default_factory=list)
 
 
-def validated(
-    plugin: type,
-    object: dict,
-    *,
-    operation: Optional[Operation | str] = None,
-    old_object: Optional[dict] = None,
-    kind: Optional[KindRef] = None,
-    now: str = NOW,
-    config: Any = None,
-    **fields: Any,
-) -> Validated:
+def validated(plugin: type, object: dict, **write: Any) -> Validated:
     """Run ``plugin``'s ``validate`` natively, through the export glue, for a write of
     ``object`` the manifest's ``validates`` select (for DELETE, ``object`` is the stored
-    object), and return its verdict. Options as for :func:`defaulted`."""
-    manifest = describe(plugin)
-    request = _admission_request(manifest, "validates", object, operation, old_object, kind, now, config, fields)
+    object), and return its verdict. ``write`` as for :func:`defaulted`."""
+    request = _admission_request(plugin, "validates", object, **write)
     answer, logs = _admitting(lambda: export.validate(plugin(), request))
     denied = None if answer.denied is None else _denial_from_wit(answer.denied)
     return Validated(denied=denied, warnings=list(answer.warnings), logs=logs)
