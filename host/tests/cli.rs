@@ -1596,3 +1596,40 @@ fn render_lists_the_children_kept_as_observed_and_those_the_host_would_delete() 
     assert!(stderr.contains("deleted: Deployment old (the parent controls it and the answer omits it)"), "{stderr}");
     assert!(!stderr.contains("deleted: Deployment m "), "{stderr}");
 }
+
+/// render marks the observed children of a kind the plugin keeps unlisted that the answer
+/// omits as kept, and lists as deleted only the omitted children of the other kinds.
+#[test]
+fn render_marks_omitted_children_of_a_kind_kept_unlisted_as_kept() {
+    let parent = write_temp(
+        "keep-jobs-parent.yaml",
+        b"apiVersion: test.kubewasm.io/v1\nkind: Schedule\nmetadata:\n  name: nightly\n  namespace: default\n  \
+          uid: u-1\nspec:\n  run: [b]\n",
+    );
+    let owned = |api_version: &str, kind: &str, name: &str| {
+        format!(
+            "apiVersion: {api_version}\nkind: {kind}\nmetadata:\n  name: {name}\n  namespace: default\n  uid: uid-{name}\n  \
+             ownerReferences:\n  - {{apiVersion: test.kubewasm.io/v1, kind: Schedule, name: nightly, uid: u-1, controller: true}}\n"
+        )
+    };
+    let observed = [owned("batch/v1", "Job", "a"), owned("batch/v1", "Job", "b"), owned("v1", "ConfigMap", "stale")];
+    let observed = write_temp("keep-jobs-observed.yaml", observed.join("---\n").as_bytes());
+    let out = kubewasm(&[
+        "render",
+        path_str(&fixture("keep-jobs")),
+        "--parent",
+        path_str(&parent),
+        "--observed",
+        path_str(&observed),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "kept: Job a (observed and omitted, of a kind the plugin keeps unlisted: neither written nor deleted)"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("deleted: ConfigMap stale (the parent controls it and the answer omits it)"), "{stderr}");
+    assert!(!stderr.contains("Job b") && !stderr.contains("deleted: Job"), "{stderr}");
+}
