@@ -9,6 +9,7 @@ mod hostile;
 mod hot_reload;
 mod in_flight;
 mod isolation;
+mod keep_unlisted;
 mod pod_services;
 mod rbac;
 mod run;
