@@ -31,8 +31,10 @@ PLUGINS := demo-application foo pod-services
 PLUGIN_DIR := $(TARGET_DIR)/plugins
 # Example plugins that do nothing without an operator's settings (the URLs they may
 # reach, a token): built beside the fixtures, not into the plugin directory `make dev`
-# runs and `deploy/rbac.yaml` is made from. Their README says how to run them.
-EXAMPLES := kubewatch dns-record
+# runs and `deploy/rbac.yaml` is made from. Their README says how to run them. cronjob
+# (the Kubebuilder tutorial's) answers admission and conversion webhooks, which its
+# CRD's second version needs served before it can run beside the others.
+EXAMPLES := kubewatch dns-record cronjob
 # Test fixtures (host/tests/fixtures), copied to $(FIXTURE_DIR).
 FIXTURES := misbehave future-contract contract-0-1-0 gate bad-describe demo-relabel stack panic-handler sandbox keep-jobs
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
@@ -94,7 +96,7 @@ python-plugins: $(PYTHON_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix
 NPM ?= npm
 NPM_CI := $(NPM) install --no-audit --no-fund --loglevel=error
 JS_SDK := guest-sdk/js
-JS_PLUGINS := demo-application-js demo-application-ts kubewatch-ts dns-record-ts
+JS_PLUGINS := demo-application-js demo-application-ts kubewatch-ts dns-record-ts cronjob-ts
 KUBEWASM_JS := node $(abspath $(JS_SDK))/bin/kubewasm-js.js
 SDK_JS := $(wildcard $(JS_SDK)/src/*.js $(JS_SDK)/bin/*.js) $(wildcard wit/*.wit)
 

@@ -8,6 +8,7 @@
 // functions natively with the same records, so tests exercise the path a WebAssembly call
 // takes.
 
+import { convertFor, defaultFor, operationToWit, validateFor } from './admission.js';
 import { ReconcileError, PermanentError } from './errors.js';
 import { ObjectEvent } from './event.js';
 import { KindRef, isPlainObject } from './kinds.js';
@@ -42,8 +43,8 @@ export function useBigIntU64() {
 export function plugin(impl) {
   const proto = typeof impl === 'function' ? impl.prototype : impl;
   if (typeof proto?.describe !== 'function') throw new TypeError('a kubewasm plugin needs a method `describe`');
-  if (typeof proto.reconcile !== 'function' && typeof proto.handle !== 'function') {
-    throw new TypeError('a kubewasm plugin needs a method `reconcile` or `handle` (or both)');
+  if (!['reconcile', 'handle', 'default', 'validate', 'convert'].some((m) => typeof proto[m] === 'function')) {
+    throw new TypeError('a kubewasm plugin needs a method `reconcile`, `handle`, `default`, `validate` or `convert`');
   }
   const fresh = () => (typeof impl === 'function' ? new impl() : impl);
   return {
@@ -52,12 +53,15 @@ export function plugin(impl) {
     related: (parent) => trapping(() => related(fresh(), parent)),
     reconcile: (request) => reconcile(fresh(), request),
     handle: (event) => handle(fresh(), event),
+    default: (request) => defaultFor(fresh(), request, toJson, uncaught),
+    validate: (request) => validateFor(fresh(), request, uncaught),
+    convert: (request) => convertFor(fresh(), request, toJson, uncaught),
   };
 }
 
 /**
  * The component's exports, one per WIT interface the contract's world exports
- * (`plugin-info`, `reconciler`, `handler`), of the value `plugin()` returned among
+ * (`plugin-info`, `reconciler`, `handler`, `admission`), of the value `plugin()` returned among
  * `module`'s exports (or of its `reconciler`, the contract's records written without
  * the SDK): the build's entry exports them.
  */
@@ -75,8 +79,20 @@ export function componentExports(module) {
     pluginInfo: { describe: p.describe },
     reconciler: { related: p.related, reconcile: p.reconcile },
     handler: { handle: p.handle },
+    admission: p.default === undefined ? NO_ADMISSION : { default: p.default, validate: p.validate, convert: p.convert },
   };
 }
+
+/** The admission exports of a module written against the contract's records that admits
+ * nothing: its manifest declares no `defaults`, `validates` or `converts`, so the host
+ * never calls them. */
+const NO_ADMISSION = {
+  default: () => ({ mutation: { tag: 'unchanged' }, warnings: [] }),
+  validate: () => ({ denied: undefined, warnings: [] }),
+  convert: () => {
+    throw 'this plugin converts no objects';
+  },
+};
 
 /** The object or class `plugin()` exported, or `undefined` for anything else. */
 export function pluginOf(exported) {
@@ -99,11 +115,19 @@ export function describe(p) {
     limits: { deadlineMs: manifest.limits.deadlineMs ?? undefined, memoryMib: manifest.limits.memoryMib ?? undefined },
     watches: manifest.watches.map((w) => ({ kind: kindToWit(w.kind), labelSelector: w.labelSelector, fieldSelector: w.fieldSelector })),
     outbound: [...manifest.outbound],
+    keepUnlisted: manifest.keepUnlisted.map(kindToWit),
+    defaults: manifest.defaults.map(ruleToWit),
+    validates: manifest.validates.map(ruleToWit),
+    converts: Boolean(manifest.converts),
   };
 }
 
 export function kindToWit(k) {
   return { group: k.group, version: k.version, kind: k.kind, plural: k.plural, namespaced: k.namespaced };
+}
+
+function ruleToWit(r) {
+  return { kind: kindToWit(r.kind), operations: r.operations.map(operationToWit) };
 }
 
 // ---- related -------------------------------------------------------------------
