@@ -200,6 +200,71 @@ fn an_uncaught_javascript_exception_is_reported_with_its_message_and_stack() {
     assert!(!stderr.contains("Value(Exception("), "the runtime's debug text is decoded: {stderr}");
 }
 
+/// The line of a failed render's stderr that starts its error, and the whole error from
+/// there: what the Event's first line and the host's log show of a failed call.
+fn render_error(plugin: &str) -> (String, String) {
+    let parent = write_temp(
+        "thrower-parent.yaml",
+        b"apiVersion: test.kubewasm.io/v1\nkind: Thrower\nmetadata:\n  name: t\n  namespace: default\n  uid: u-1\nspec: {}\n",
+    );
+    let out = kubewasm(&["render", path_str(&fixture(plugin)), "--parent", path_str(&parent)]);
+    let stderr = assert_fails_with(&out, &[]);
+    let error = &stderr[stderr.find("error: ").unwrap_or_else(|| panic!("no error: {stderr}"))..];
+    (error.lines().next().unwrap_or_default().to_string(), error.to_string())
+}
+
+/// A TypeScript exception nothing catches names the line of the `.ts` file first, and its
+/// stack is in the plugin's sources (the build appends the bundle's source map).
+#[test]
+fn an_uncaught_typescript_exception_names_the_ts_files_line_first() {
+    let (first, error) = render_error("ts-throw");
+    assert_eq!(
+        first,
+        "error: plugin ts-throw panicked in reconcile: uncaught exception: TypeError: cannot read property 'size' of \
+         undefined (at app.ts:23:11)"
+    );
+    assert!(error.contains("\n    at sizeOf (app.ts:23:11)\n    at reconcile (app.ts:18:"), "{error}");
+    assert!(error.contains("(@kubewasm/sdk/src/export.js:"), "the SDK's frames are named as its: {error}");
+    assert!(!error.contains("bundle.js"), "{error}");
+}
+
+/// So does a JavaScript one, bundled with the SDK: the line of `app.js`.
+#[test]
+fn an_uncaught_javascript_exception_names_the_js_files_line_first() {
+    let (first, error) = render_error("js-throw");
+    assert!(
+        first.ends_with("uncaught exception: TypeError: cannot read property 'size' of undefined (at app.js:18:10)")
+    );
+    assert!(error.contains("\n    at sizeOf (app.js:18:10)\n    at reconcile (app.js:13:"), "{error}");
+}
+
+/// A Python exception nothing catches: the traceback's last line and the plugin's own
+/// innermost frame first, then the whole traceback.
+#[test]
+fn an_uncaught_python_exception_names_its_last_traceback_line_and_the_plugins_line_first() {
+    let (first, error) = render_error("python-throw");
+    assert_eq!(
+        first,
+        "error: plugin python-throw panicked in reconcile: KeyError: 'settings' (at app.py:21 in size_of)"
+    );
+    let traceback = "Traceback (most recent call last):\n";
+    let frames =
+        "  File \"/0/app.py\", line 17, in reconcile\n  File \"/0/app.py\", line 21, in size_of\nKeyError: 'settings'";
+    assert!(error.contains(traceback) && error.contains(frames), "the whole traceback: {error}");
+}
+
+/// A Go panic: its message and the plugin's first frame first, then the goroutine's trace.
+#[test]
+fn a_go_panic_names_its_message_and_the_plugins_line_first() {
+    let (first, error) = render_error("go-panic");
+    assert_eq!(
+        first,
+        "error: plugin go-panic trapped in reconcile: panic: assignment to entry in nil map (at main.go:28 in main.count)"
+    );
+    assert!(error.contains("\ngoroutine 1 [running]:\nmain.count(...)\n"), "{error}");
+    assert!(error.contains("/go-panic/main.go:22 +0x") && error.contains("kubewasm.dev/sdk.reconcile("), "{error}");
+}
+
 #[test]
 fn foo_renders_its_expected_children() {
     let inputs = [("--observed", "observed.yaml"), ("--related", "related.yaml")];
