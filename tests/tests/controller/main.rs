@@ -16,3 +16,4 @@ mod run;
 mod stack;
 mod status;
 mod steady_state;
+mod uncaught;
