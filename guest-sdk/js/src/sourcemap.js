@@ -87,6 +87,10 @@ export function mapStack(stack) {
 
 /** The first position of `stack` (mapped) in the author's code, not the SDK's: `app.ts:17:10`. */
 export function authorsFrame(stack) {
-  const positions = String(stack).match(/[^\s()@]+:\d+:\d+/g) ?? [];
+  // A frame's position: QuickJS's `at f (POSITION)`, SpiderMonkey's `f@POSITION`.
+  const positions = String(stack)
+    .split('\n')
+    .map((line) => (line.match(/\(([^()]+:\d+:\d+)\)\s*$/) ?? line.match(/@(.+:\d+:\d+)\s*$/))?.[1])
+    .filter((p) => p !== undefined);
   return positions.find((p) => !p.startsWith(SDK_SOURCES) && !p.includes('node_modules/') && !p.includes('bundle.js:'));
 }
