@@ -245,11 +245,11 @@ fn an_uncaught_python_exception_names_its_last_traceback_line_and_the_plugins_li
     let (first, error) = render_error("python-throw");
     assert_eq!(
         first,
-        "error: plugin python-throw panicked in reconcile: KeyError: 'settings' (at app.py:21 in size_of)"
+        "error: plugin python-throw panicked in reconcile: KeyError: 'settings' (at app.py:37 in size_of)"
     );
     let traceback = "Traceback (most recent call last):\n";
     let frames =
-        "  File \"/0/app.py\", line 17, in reconcile\n  File \"/0/app.py\", line 21, in size_of\nKeyError: 'settings'";
+        "  File \"/0/app.py\", line 33, in reconcile\n  File \"/0/app.py\", line 37, in size_of\nKeyError: 'settings'";
     assert!(error.contains(traceback) && error.contains(frames), "the whole traceback: {error}");
 }
 
@@ -952,6 +952,65 @@ fn dev_printing_its_kubeconfig(dir: &Path, relative: &str, extra: &[&str]) -> (P
     wait_until_ready(&mut child, &addr);
     let path = first.trim().strip_prefix("export KUBECONFIG=").unwrap_or_else(|| panic!("{first:?}"));
     (PathBuf::from(path), child)
+}
+
+/// `kubectl get events`, one line an event, shows what a Python exception nothing caught
+/// is and where the plugin raised it; the host's log has the whole traceback.
+#[test]
+fn dev_shows_a_python_exception_in_one_event_line_and_its_traceback_in_the_log() {
+    let dir = target_dir().join("cli-test-inputs").join("dev-python-throw");
+    let plugins = dir.join("plugins");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&plugins).expect("a plugin directory");
+    std::fs::copy(fixture("python-throw"), plugins.join("python-throw.wasm")).expect("copy the plugin");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let kubeconfig = dir.join("kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(["dev", "--plugins", path_str(&plugins), "--health-addr", &addr, "--kubeconfig", path_str(&kubeconfig)])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubewasm dev starts");
+    wait_until_ready(&mut child, &addr);
+    let kubectl = |args: &[&str], stdin: &[u8]| {
+        use std::io::Write;
+        let mut kubectl = Command::new("kubectl")
+            .arg("--kubeconfig")
+            .arg(&kubeconfig)
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .expect("kubectl runs");
+        kubectl.stdin.take().expect("stdin").write_all(stdin).expect("kubectl's stdin");
+        kubectl.wait_with_output().expect("kubectl's output")
+    };
+    let thrower =
+        b"apiVersion: test.kubewasm.io/v1\nkind: Thrower\nmetadata: {name: t, namespace: default}\nspec: {}\n";
+    let created = kubectl(&["create", "-f", "-"], thrower);
+    assert!(created.status.success(), "{created:?}");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let line = loop {
+        let events = kubectl(&["get", "events"], b"");
+        let text = String::from_utf8_lossy(&events.stdout).into_owned();
+        if let Some(line) = text.lines().find(|l| l.contains("PluginFailed")) {
+            break line.to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "no PluginFailed event: {text}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert!(
+        line.contains("plugin python-throw panicked in reconcile: KeyError: 'settings' (at app.py:37 in size_of)"),
+        "{line}"
+    );
+    let log = terminate_cleanly(child);
+    let failed = &log[log.find("reconcile failed").unwrap_or_else(|| panic!("no failure logged: {log}"))..];
+    let traceback = "Traceback (most recent call last):\n  File \"/1/kubewasm/export.py\"";
+    let frames =
+        "  File \"/0/app.py\", line 33, in reconcile\n  File \"/0/app.py\", line 37, in size_of\nKeyError: 'settings'";
+    assert!(failed.contains(traceback) && failed.contains(frames), "the whole traceback in the log: {failed}");
 }
 
 #[test]

@@ -6,12 +6,12 @@
 use std::time::{Duration, Instant};
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, PostParams};
+use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
 
 use crate::harness::{Env, eventually, resource};
 
-/// The `Thrower` kind of the throwing fixtures, which define no CRD of their own.
+/// The `Thrower` kind of the throwing fixtures, which (but for python-throw) define no CRD.
 async fn install_throwers(env: &Env) {
     let crd = json!({
         "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
@@ -21,17 +21,19 @@ async fn install_throwers(env: &Env) {
             "versions": [{"name": "v1", "served": true, "storage": true, "subresources": {"status": {}},
                 "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}}]},
     });
-    let crd: CustomResourceDefinition = serde_json::from_value(crd).expect("CRD");
-    Api::<CustomResourceDefinition>::all(env.client.clone()).create(&PostParams::default(), &crd).await.expect("CRD");
+    let api = Api::<CustomResourceDefinition>::all(env.client.clone());
+    let apply = PatchParams::apply("kubewasm-tests").force();
+    api.patch("throwers.test.kubewasm.io", &apply, &Patch::Apply(crd)).await.expect("the CRD applied");
 }
 
 /// The note of the `PluginFailed` Warning that the fixture `plugin` leaves on a `Thrower`.
 async fn failure_of(plugin: &str) -> String {
     let mut env = Env::start(&[plugin]).await;
     install_throwers(&env).await;
-    // The plugin waited for its kind; it starts once discovery serves it.
+    // A plugin whose kind was not served waits; it starts once discovery serves it.
     let deadline = Instant::now() + Duration::from_secs(20);
-    while !env.host.start_waiting().await {
+    while env.host.controller(plugin).is_none() {
+        env.host.start_waiting().await;
         assert!(Instant::now() < deadline, "the plugin did not start once Throwers are served");
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
@@ -67,7 +69,7 @@ async fn a_typescript_exception_is_recorded_with_the_ts_files_line_first() {
 async fn a_python_exception_is_recorded_with_its_last_traceback_line_and_the_plugins_line_first() {
     let note = failure_of("python-throw").await;
     let first = note.lines().next().unwrap_or_default();
-    assert_eq!(first, "plugin python-throw panicked in reconcile: KeyError: 'settings' (at app.py:21 in size_of)");
+    assert_eq!(first, "plugin python-throw panicked in reconcile: KeyError: 'settings' (at app.py:37 in size_of)");
     assert!(
         note.contains("\nTraceback (most recent call last):\n") && note.ends_with("\nKeyError: 'settings'"),
         "{note}"
