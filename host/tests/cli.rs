@@ -243,15 +243,18 @@ fn an_uncaught_javascript_exception_names_the_js_files_line_first() {
 #[test]
 fn an_uncaught_python_exception_names_its_last_traceback_line_and_the_plugins_line_first() {
     let (first, error) = render_error("python-throw");
-    assert_eq!(
-        first,
-        "error: plugin python-throw panicked in reconcile: KeyError: 'settings' (at app.py:37 in size_of)"
-    );
-    let traceback = "Traceback (most recent call last):\n";
-    let frames =
-        "  File \"/0/app.py\", line 33, in reconcile\n  File \"/0/app.py\", line 37, in size_of\nKeyError: 'settings'";
-    assert!(error.contains(traceback) && error.contains(frames), "the whole traceback: {error}");
+    assert_eq!(first, format!("error: {PYTHON_THROW_SUMMARY}"));
+    assert!(error.contains(PYTHON_THROW_TRACEBACK_START), "the whole traceback: {error}");
+    assert!(error.contains(PYTHON_THROW_TRACEBACK_END), "the whole traceback: {error}");
 }
+
+/// What python-throw's exception is reported with first.
+const PYTHON_THROW_SUMMARY: &str =
+    "plugin python-throw panicked in reconcile: KeyError: 'settings' (at app.py:37 in size_of)";
+/// The start and the end of python-throw's traceback, as Python prints it in the sandbox.
+const PYTHON_THROW_TRACEBACK_START: &str = "Traceback (most recent call last):\n  File \"/1/kubewasm/export.py\"";
+const PYTHON_THROW_TRACEBACK_END: &str =
+    "  File \"/0/app.py\", line 33, in reconcile\n  File \"/0/app.py\", line 37, in size_of\nKeyError: 'settings'";
 
 /// A Go panic: its message and the plugin's first frame first, then the goroutine's trace.
 #[test]
@@ -707,12 +710,17 @@ fn the_checked_in_deploy_rbac_matches_what_kubewasm_rbac_prints() {
 
 /// Runs kubectl against `cluster` with `stdin` as the input; returns stdout.
 fn kubectl_with_stdin(cluster: &kubewasm_devcluster::DevCluster, args: &[&str], stdin: &[u8]) -> String {
+    kubectl_at(cluster.kubeconfig_path(), args, stdin)
+}
+
+/// kubectl with `kubeconfig`, `stdin` fed to it: its output, once it succeeded.
+fn kubectl_at(kubeconfig: &Path, args: &[&str], stdin: &[u8]) -> String {
     use std::io::Write;
     let mut child = Command::new("kubectl")
         .arg("--kubeconfig")
-        .arg(cluster.kubeconfig_path())
+        .arg(kubeconfig)
         .arg("--cache-dir")
-        .arg(cluster.kubeconfig_path().with_extension("kubectl-cache"))
+        .arg(kubeconfig.with_extension("kubectl-cache"))
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -973,44 +981,23 @@ fn dev_shows_a_python_exception_in_one_event_line_and_its_traceback_in_the_log()
         .spawn()
         .expect("kubewasm dev starts");
     wait_until_ready(&mut child, &addr);
-    let kubectl = |args: &[&str], stdin: &[u8]| {
-        use std::io::Write;
-        let mut kubectl = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&kubeconfig)
-            .args(args)
-            .stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped())
-            .stderr(std::process::Stdio::piped())
-            .spawn()
-            .expect("kubectl runs");
-        kubectl.stdin.take().expect("stdin").write_all(stdin).expect("kubectl's stdin");
-        kubectl.wait_with_output().expect("kubectl's output")
-    };
     let thrower =
         b"apiVersion: test.kubewasm.io/v1\nkind: Thrower\nmetadata: {name: t, namespace: default}\nspec: {}\n";
-    let created = kubectl(&["create", "-f", "-"], thrower);
-    assert!(created.status.success(), "{created:?}");
+    kubectl_at(&kubeconfig, &["create", "-f", "-"], thrower);
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
     let line = loop {
-        let events = kubectl(&["get", "events"], b"");
-        let text = String::from_utf8_lossy(&events.stdout).into_owned();
+        let text = kubectl_at(&kubeconfig, &["get", "events"], b"");
         if let Some(line) = text.lines().find(|l| l.contains("PluginFailed")) {
             break line.to_string();
         }
         assert!(std::time::Instant::now() < deadline, "no PluginFailed event: {text}");
         std::thread::sleep(std::time::Duration::from_millis(200));
     };
-    assert!(
-        line.contains("plugin python-throw panicked in reconcile: KeyError: 'settings' (at app.py:37 in size_of)"),
-        "{line}"
-    );
+    assert!(line.contains(PYTHON_THROW_SUMMARY), "{line}");
     let log = terminate_cleanly(child);
     let failed = &log[log.find("reconcile failed").unwrap_or_else(|| panic!("no failure logged: {log}"))..];
-    let traceback = "Traceback (most recent call last):\n  File \"/1/kubewasm/export.py\"";
-    let frames =
-        "  File \"/0/app.py\", line 33, in reconcile\n  File \"/0/app.py\", line 37, in size_of\nKeyError: 'settings'";
-    assert!(failed.contains(traceback) && failed.contains(frames), "the whole traceback in the log: {failed}");
+    assert!(failed.contains(PYTHON_THROW_TRACEBACK_START), "the whole traceback in the log: {failed}");
+    assert!(failed.contains(PYTHON_THROW_TRACEBACK_END), "the whole traceback in the log: {failed}");
 }
 
 #[test]

@@ -592,6 +592,16 @@ mod tests {
         assert!(plan.children.is_empty() && plan.prune.is_empty());
     }
 
+    /// What the host observes of `parent` with these `children` and cache, no status written yet.
+    fn observing<'a>(
+        parent: &'a DynamicObject,
+        resource: &'a ApiResource,
+        children: &'a [(KindRef, Arc<DynamicObject>)],
+        cached: &'a Lookup<'a>,
+    ) -> Observed<'a> {
+        Observed { parent, parent_resource: resource, manager: "kubewasm.app", children, cached, status_written: None }
+    }
+
     #[test]
     fn an_omitted_child_of_a_kind_kept_unlisted_stays_and_one_of_another_kind_is_pruned() {
         let jobs = KindRef::namespaced("batch", "v1", "Job", "jobs");
@@ -610,14 +620,7 @@ mod tests {
         let lookup = |_: &KindRef, _: Option<&str>, name: &str| {
             children.iter().map(|(_, o)| o).find(|o| o.name_any() == name).cloned()
         };
-        let observed = Observed {
-            parent: &parent,
-            parent_resource: &resource,
-            manager: "kubewasm.app",
-            children: &children,
-            cached: &lookup,
-            status_written: None,
-        };
+        let observed = observing(&parent, &resource, &children, &lookup);
         let next = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "next", "namespace": "team"}});
         let answer = response(vec![next]);
         let plan = plan(&manifest, Phase::Apply { add_finalizer: false }, &answer, &observed, REQUEUE);
@@ -719,14 +722,7 @@ mod tests {
         let cached = [applied(&desired("a", "1"), "uid-1")];
         let children = [(config_map_kind(), cached[0].clone())];
         let lookup = |_: &KindRef, _: Option<&str>, _: &str| None;
-        let observed = Observed {
-            parent: &parent,
-            parent_resource: &resource,
-            manager: "kubewasm.app",
-            children: &children,
-            cached: &lookup,
-            status_written: None,
-        };
+        let observed = observing(&parent, &resource, &children, &lookup);
         let mut answer = response(Vec::new());
         answer.events = vec![crate::plugin::Event {
             type_: crate::plugin::EventType::Normal,
