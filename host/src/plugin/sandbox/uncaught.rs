@@ -6,8 +6,9 @@
 //! events` shows of it), with the whole trace after it for the log.
 
 /// The summary line of the last Python traceback in `stderr`: its last line (the
-/// exception) and the innermost frame of the plugin's own code, neither the SDK's nor the
-/// standard library's (else the innermost frame).
+/// exception) and the innermost frame of the plugin's own code: in its module's directory
+/// (`/0/`, the first entry of the path the SDK's build gives componentize-py), else in
+/// neither the SDK (`kubewasm/`) nor the standard library (`/python/`), else the innermost.
 pub(crate) fn python(stderr: &str) -> Option<String> {
     let traceback = &stderr[stderr.rfind("Traceback (most recent call last):")?..];
     let exception = traceback.lines().rev().find(|l| !l.trim().is_empty() && !l.starts_with(' '))?.trim();
@@ -15,8 +16,12 @@ pub(crate) fn python(stderr: &str) -> Option<String> {
         return None;
     }
     let frames: Vec<(&str, &str, &str)> = traceback.lines().filter_map(python_frame).collect();
-    let own = |(file, ..): &&(&str, &str, &str)| !file.contains("/kubewasm/") && !file.contains("/lib/python");
-    let located = match frames.iter().rev().find(own).or(frames.last()) {
+    let in_module_dir = |(file, ..): &&(&str, &str, &str)| file.starts_with("/0/");
+    let not_sdk_or_stdlib = |(file, ..): &&(&str, &str, &str)| {
+        !file.contains("/kubewasm/") && !file.starts_with("/python/") && !file.contains("/lib/python")
+    };
+    let own = frames.iter().rev().find(in_module_dir).or_else(|| frames.iter().rev().find(not_sdk_or_stdlib));
+    let located = match own.or(frames.last()) {
         Some((file, line, function)) => format!(" (at {}:{line} in {function})", short(file)),
         None => String::new(),
     };
@@ -72,7 +77,7 @@ mod tests {
             "  File \"/1/kubewasm/export.py\", line 87, in reconcile\n",
             "  File \"/0/app.py\", line 17, in reconcile\n",
             "  File \"/0/app.py\", line 21, in size_of\n",
-            "  File \"/python/lib/python3.14/json/decoder.py\", line 345, in decode\n",
+            "  File \"/python/json/decoder.py\", line 345, in decode\n",
             "KeyError: 'settings'\n",
         );
         assert_eq!(python(stderr).as_deref(), Some("KeyError: 'settings' (at app.py:21 in size_of)"));
@@ -85,6 +90,11 @@ mod tests {
         // Raised in the SDK alone: its frame, as there is no other.
         let sdk = "Traceback (most recent call last):\n  File \"/1/kubewasm/export.py\", line 9, in f\nTypeError: x\n";
         assert_eq!(python(sdk).as_deref(), Some("TypeError: x (at export.py:9 in f)"));
+        // Built otherwise than by the SDK: the innermost frame of neither the SDK nor the
+        // standard library.
+        let elsewhere = "Traceback (most recent call last):\n  File \"/src/op.py\", line 4, in f\n  \
+                         File \"/python/json/decoder.py\", line 3, in d\nValueError: x\n";
+        assert_eq!(python(elsewhere).as_deref(), Some("ValueError: x (at op.py:4 in f)"));
         assert_eq!(python("no traceback here"), None);
         assert_eq!(python("Traceback (most recent call last):\n"), None, "cut short before the exception");
     }
