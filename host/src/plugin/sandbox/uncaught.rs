@@ -37,7 +37,8 @@ fn python_frame(line: &str) -> Option<(&str, &str, &str)> {
 }
 
 /// The summary line of a Go panic in `stderr`: its `panic: ` line and the first frame of
-/// the panicking goroutine in the plugin's own code, neither the runtime's nor the SDK's.
+/// the panicking goroutine in the plugin's own code, neither the SDK's nor the standard
+/// library's (the runtime's among them).
 pub(crate) fn go(stderr: &str) -> Option<String> {
     let start = stderr.lines().position(|l| l.starts_with("panic: "))?;
     let lines: Vec<&str> = stderr.lines().skip(start).collect();
@@ -48,9 +49,7 @@ pub(crate) fn go(stderr: &str) -> Option<String> {
         [function, at] if at.starts_with('\t') => Some((*function, at.trim())),
         _ => None,
     });
-    let own = |(function, _): &(&str, &str)| {
-        !["runtime.", "panic(", "kubewasm.dev/sdk", "kubewasm:"].iter().any(|p| function.starts_with(p))
-    };
+    let own = |(function, _): &(&str, &str)| !function.starts_with("kubewasm.dev/sdk") && !go_standard(function);
     let located = frames.filter(own).find_map(|(function, at)| {
         let at = at.split(" +0x").next()?;
         let (file, line) = at.rsplit_once(':')?;
@@ -58,6 +57,15 @@ pub(crate) fn go(stderr: &str) -> Option<String> {
         Some(format!(" (at {}:{line} in {name})", short(file)))
     });
     Some(format!("{panic}{}", located.unwrap_or_default()))
+}
+
+/// Whether `function` (`encoding/json.(*decodeState).value`, `runtime.gopanic`, `panic(...)`)
+/// is of Go's standard library or runtime: its package's import path starts with an
+/// element without a dot, and it is not `main`.
+fn go_standard(function: &str) -> bool {
+    let name = function.rfind('/').map_or(0, |slash| slash + 1);
+    let package = &function[..function[name..].find('.').map_or(function.len(), |dot| name + dot)];
+    package != "main" && !package.split('/').next().unwrap_or_default().contains('.')
 }
 
 /// The file's name, without the directories a build or a runtime put before it.
@@ -116,6 +124,12 @@ mod tests {
             "\t/sdk/export.go:167 +0x17\n",
         );
         assert_eq!(go(stderr).as_deref(), Some("panic: boom [recovered] (at main.go:28 in main.count)"));
+        let in_a_library = concat!(
+            "panic: x\n\ngoroutine 1 [running]:\n",
+            "encoding/json.(*decodeState).value(0x1)\n\t/go/src/encoding/json/decode.go:3 +0x1\n",
+            "example.com/op/internal/spec.Parse(...)\n\t/src/op/internal/spec/spec.go:9\n",
+        );
+        assert_eq!(go(in_a_library).as_deref(), Some("panic: x (at spec.go:9 in example.com/op/internal/spec.Parse)"));
         let in_the_sdk = "panic: x\n\ngoroutine 1 [running]:\nkubewasm.dev/sdk.f()\n\t/sdk/f.go:3 +0x1\n";
         assert_eq!(go(in_the_sdk).as_deref(), Some("panic: x"), "no frame of the plugin's own");
         assert_eq!(go("no panic"), None);
