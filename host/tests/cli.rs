@@ -2,8 +2,9 @@
 //! with a non-zero exit for every bad input.
 //!
 //! The plugins and fixtures are built to wasm32-wasip2 by `make plugins`, the Python
-//! plugins (`*-python`) by `make python-plugins`, the JavaScript and TypeScript ones
-//! (`*-js`, `*-ts`, `js-*`) by `make js-plugins`, the Go ones (`*-go`) by `make go-plugins`.
+//! plugins (`*-python`, `python-*`) by `make python-plugins`, the JavaScript and TypeScript
+//! ones (`*-js`, `*-ts`, `js-*`, `ts-*`) by `make js-plugins`, the Go ones (`*-go`, `go-*`) by
+//! `make go-plugins`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -17,11 +18,11 @@ fn target_dir() -> PathBuf {
 
 fn wasm(folder: &str, name: &str) -> PathBuf {
     let path = target_dir().join(folder).join(format!("{name}.wasm"));
-    let make = if name.ends_with("-python") {
+    let make = if name.ends_with("-python") || name.starts_with("python-") {
         "make python-plugins"
-    } else if name.ends_with("-js") || name.ends_with("-ts") || name.starts_with("js-") {
+    } else if name.ends_with("-js") || name.ends_with("-ts") || name.starts_with("js-") || name.starts_with("ts-") {
         "make js-plugins"
-    } else if name.ends_with("-go") {
+    } else if name.ends_with("-go") || name.starts_with("go-") {
         "make go-plugins"
     } else {
         "make plugins"
