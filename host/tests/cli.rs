@@ -326,6 +326,43 @@ fn a_cronjob_converted_to_v2_and_back_is_the_object_it_was() {
     );
 }
 
+/// The TypeScript port (plugins/cronjob-ts) renders every example as the Rust plugin does
+/// (the same documents; the SDKs write an object's keys in different orders): its reconcile
+/// (the golden file), its defaulting and validation, its conversion, and the admission of a
+/// v2 write through it.
+#[test]
+fn the_typescript_cronjob_renders_what_the_rust_one_does() {
+    let render = |plugin: &str, args: &[&str]| {
+        let out =
+            kubewasm(&[&["render", path_str(&fixture(plugin))][..], args, &["--now", "2026-01-01T00:00:00Z"]].concat());
+        (out.status.code(), yaml_stream(&String::from_utf8_lossy(&out.stdout)))
+    };
+    let (parent, observed) = (cronjob_example("parent.yaml"), cronjob_example("observed.yaml"));
+    let expected = yaml_stream(&std::fs::read_to_string(cronjob_example("expected.yaml")).unwrap());
+    let reconciled = render("cronjob-ts", &["--parent", path_str(&parent), "--observed", path_str(&observed)]);
+    assert_eq!(reconciled, (Some(0), expected));
+
+    let (invalid, written) = (cronjob_example("invalid.yaml"), cronjob_example("defaulted.yaml"));
+    let v2 = render_cronjob(&["--convert", "v2", "--object", path_str(&written)]);
+    let v2 = write_temp("cronjob-ts-defaulted-v2.yaml", &v2.stdout);
+    let renders: [&[&str]; 5] = [
+        &["--admission", "create", "--object", path_str(&invalid)],
+        &["--admission", "create", "--object", path_str(&written)],
+        &["--admission", "update", "--object", path_str(&written), "--old", path_str(&written)],
+        &["--convert", "v2", "--object", path_str(&parent)],
+        // A v2 write: converted to v1 for the webhooks and back, by the plugin.
+        &["--admission", "create", "--object", path_str(&v2)],
+    ];
+    let mut codes = Vec::new();
+    for args in renders {
+        let (code, documents) = render("cronjob-ts", args);
+        assert!(!documents.is_empty(), "{args:?}: nothing rendered");
+        assert_eq!((code, documents), render("cronjob", args), "{args:?}");
+        codes.push(code);
+    }
+    assert_eq!(codes, [Some(1), Some(0), Some(0), Some(0), Some(0)], "the invalid example is denied, the others pass");
+}
+
 #[test]
 fn a_v2_write_is_admitted_through_conversion_as_match_policy_equivalent_has_it() {
     let converted = render_cronjob(&["--convert", "v2", "--object", path_str(&cronjob_example("defaulted.yaml"))]);
@@ -1323,22 +1360,67 @@ fn new_with_webhooks_creates_a_plugin_whose_webhooks_pass_their_tests_and_render
     let component = build_and_describe_tested(&dir, "hello_hooks", 4, &["defaults:", "validates:", "kind: HelloHooks"]);
     renders_hello(&component, &dir, "hello-hooks");
 
+    admits_no_message(&component, &dir, "hello-hooks");
+}
+
+/// `kubewasm render --admission create` of the new plugin's `examples/no-message.yaml`:
+/// its defaulting fills in the message, its validation allows it.
+fn admits_no_message(component: &Path, dir: &Path, name: &str) {
     let no_message = dir.join("examples/no-message.yaml");
     let admitted =
-        kubewasm(&["render", path_str(&component), "--admission", "create", "--object", path_str(&no_message)]);
+        kubewasm(&["render", path_str(component), "--admission", "create", "--object", path_str(&no_message)]);
     assert!(admitted.status.success(), "{}", String::from_utf8_lossy(&admitted.stderr));
     let documents = yaml_stream(&String::from_utf8_lossy(&admitted.stdout));
-    assert_eq!(documents[0]["spec"]["message"], "Hello from hello-hooks");
+    assert_eq!(documents[0]["spec"]["message"], format!("Hello from {name}"));
     assert_eq!(
         (&documents[1]["allowed"], &documents[1]["defaulted"]),
         (&serde_json::json!(true), &serde_json::json!(true))
     );
+}
 
-    // A template without webhooks is refused by name, not scaffolded without them.
-    let python = base.join("python");
-    let out = kubewasm(&["new", "x", "--lang", "python", "--webhooks", "--path", path_str(&python)]);
-    assert_fails_with(&out, &["--webhooks: the Python template has no webhooks yet"]);
-    assert!(!python.exists(), "nothing written");
+/// `kubewasm new --webhooks` in every SDK language: the webhooks' native tests pass beside
+/// the reconciler's, and the component (Python, TypeScript and Go; JavaScript's glue is
+/// TypeScript's) admits a write as the Rust one does.
+#[test]
+fn new_with_webhooks_in_every_sdk_language_passes_their_tests_and_renders() {
+    // The SDK's npm tools are installed by `make js-plugins`, which also builds this fixture.
+    fixture("demo-application-js");
+    let base = fresh_dir("cli-test-new-webhooks-sdks");
+    for lang in ["python", "js", "ts", "go"] {
+        let name = format!("hooks-{lang}");
+        let dir = base.join(&name);
+        let out = kubewasm(&["new", &name, "--lang", lang, "--webhooks", "--path", path_str(&dir)]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let next = format!("kubewasm render {name}.wasm --admission create --object examples/no-message.yaml");
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&next), "{lang}");
+        let component = dir.join(format!("{name}.wasm"));
+        match lang {
+            "python" => {
+                pytest_passes(&dir, "4 passed");
+                let built = python_in(&dir, &["-m", "kubewasm", "build", "app.py", "-o", &format!("{name}.wasm")]);
+                assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+                admits_no_message(&component, &dir, &name);
+            }
+            "js" | "ts" => {
+                npm_in(&dir, &["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"]);
+                let tested = npm_in(&dir, &["test"]);
+                assert!(tested.contains("# pass 4") && tested.contains("# fail 0"), "{tested}");
+                if lang == "ts" {
+                    npm_in(&dir, &["run", "build"]);
+                    admits_no_message(&component, &dir, &name);
+                }
+            }
+            _ => {
+                go_tests_pass(&dir, 4);
+                let wasip1 = [("GOOS", "wasip1"), ("GOARCH", "wasm")];
+                let built = go_in(&dir, &["build", "-buildmode=c-shared", "-o", "core.wasm", "."], &wasip1);
+                assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+                let made = kubewasm(&["componentize", path_str(&dir.join("core.wasm")), "-o", path_str(&component)]);
+                assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+                admits_no_message(&component, &dir, &name);
+            }
+        }
+    }
 }
 
 /// Runs the new crate's tests, builds it with the README's command and describes the
@@ -1586,10 +1668,15 @@ fn go_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
 
 /// Runs the new Go plugin's tests with the README's command; they must all pass.
 fn go_test_passes(dir: &Path) {
+    go_tests_pass(dir, 2);
+}
+
+/// `go test` in `dir` passes `count` tests.
+fn go_tests_pass(dir: &Path, count: usize) {
     let tested = go_in(dir, &["test", "-v", "./..."], &[]);
     let output = String::from_utf8_lossy(&tested.stdout);
     assert!(tested.status.success(), "{output}{}", String::from_utf8_lossy(&tested.stderr));
-    assert_eq!(output.matches("--- PASS").count(), 2, "{output}");
+    assert_eq!(output.matches("--- PASS").count(), count, "{output}");
 }
 
 #[test]

@@ -44,7 +44,7 @@ function entry(app, engine) {
     `useHostLog(hostLog);`,
     `useTransport(hostHttp);`,
     engine === 'starlingmonkey' ? 'useBigIntU64();' : '',
-    `export const { pluginInfo, reconciler, handler } = componentExports(app);`,
+    `export const { pluginInfo, reconciler, handler, admission } = componentExports(app);`,
     '',
   ].join('\n');
 }

@@ -119,7 +119,7 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Lang::Rust)]
         lang: Lang,
         /// Also a defaulting and a validating webhook for the parent kind, with their
-        /// tests (refused for a language whose template has none yet).
+        /// tests.
         #[arg(long)]
         webhooks: bool,
     },
