@@ -1,5 +1,6 @@
-//! One offline reconcile, or one event handed to a handler, on objects read from YAML
-//! files: what `kubewasm render` prints and what golden tests compare.
+//! One offline reconcile, one event handed to a handler, one write put to the plugin's
+//! admission webhooks, or objects converted by it, on objects read from YAML files: what
+//! `kubewasm render` prints and what golden tests compare.
 //!
 //! The plugin sees exactly what the host would hand it ([`kubewasm::plugin::view`], the
 //! function the controllers use): only the observed objects its parent controls, only
@@ -14,10 +15,15 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use kubewasm::plugin::{
-    CallError, Canned, Change, Egress, HttpSettings, Object, ObjectEvent, Plugin, Recorded, Refusal, Request, Response,
-    Settings, Transport, validate, view,
+    CallError, Canned, Change, Egress, HttpSettings, MatchPolicy, Object, ObjectEvent, Plugin, Recorded, Refusal,
+    Request, Response, Settings, Transport, validate, view,
 };
 use kubewasm::secrets::{self, SecretError};
+use kubewasm_contract::{AdmissionRequest, Operation, Verdict};
+
+mod admission;
+
+pub use admission::denial_message;
 
 /// Why a render failed; each variant names what to fix.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +41,10 @@ pub enum RenderError {
     Call(#[from] CallError),
     #[error(transparent)]
     Refused(#[from] Refusal),
+    /// The plugin's answer to an admission or conversion call is one the API server
+    /// would refuse, or the conversion failed; the message says which and why.
+    #[error("{0}")]
+    Webhook(String),
     /// A Secret the config names is not in `--secrets`.
     #[error("{}: {source}", file.as_ref().map_or_else(|| "--secrets".to_string(), |f| f.display().to_string()))]
     Secret { file: Option<PathBuf>, source: SecretError },
@@ -55,11 +65,31 @@ pub struct Inputs {
     pub secrets: Option<PathBuf>,
 }
 
-/// What to hand the plugin: a parent to reconcile, or a change to handle.
+/// What to hand the plugin: a parent to reconcile, a change to handle, a write to
+/// admit, or objects to convert.
 #[derive(Clone, Debug)]
 pub enum Call {
-    Reconcile { parent: PathBuf },
-    Handle { change: Change, object: PathBuf, old: Option<PathBuf>, initial: bool, final_state_unknown: bool },
+    Reconcile {
+        parent: PathBuf,
+    },
+    Handle {
+        change: Change,
+        object: PathBuf,
+        old: Option<PathBuf>,
+        initial: bool,
+        final_state_unknown: bool,
+    },
+    /// `object` is written (none for a delete), `old` is stored (update and delete).
+    Admit {
+        operation: Operation,
+        object: Option<PathBuf>,
+        old: Option<PathBuf>,
+    },
+    /// Every object of `objects` to `version` (`v2`, or `group/v2`).
+    Convert {
+        objects: PathBuf,
+        version: String,
+    },
 }
 
 /// What the plugin did: a validated decision or a handled event, the requests it
@@ -81,12 +111,28 @@ pub enum Outcome {
         /// The observed children the answer keeps as they are (`Response::keep`, as
         /// `Kind name`): the host neither writes nor deletes them.
         kept: Vec<String>,
-        /// The observed children the parent controls that the answer omits: the host
-        /// deletes them.
+        /// The observed children the answer omits whose kind the manifest keeps unlisted
+        /// (`keepUnlisted`): the host neither writes nor deletes them either.
+        unlisted: Vec<String>,
+        /// The observed children the parent controls that the answer omits, of the other
+        /// kinds: the host deletes them.
         deleted: Vec<String>,
     },
     /// The event handed over, and the handler's error if it did not accept it.
     Handled { event: ObjectEvent, error: Option<CallError> },
+    /// A write as the API server would store it, after the plugin's defaulting (when it
+    /// defaults this write) and its validation (when it validates it).
+    Admitted {
+        request: Box<AdmissionRequest>,
+        /// The object as it would be stored; `None` for a delete, or when defaulting
+        /// refused the write.
+        object: Option<Value>,
+        /// Whether the plugin's defaulting changed the object.
+        defaulted: bool,
+        verdict: Verdict,
+    },
+    /// The objects in the desired version, as the API server keeps them.
+    Converted { objects: Vec<Value> },
 }
 
 /// The plugin's config and HTTP settings for a render, its Secret values, and the canned
@@ -96,6 +142,9 @@ struct Prepared {
     config: Value,
     hidden: Vec<String>,
     canned: Arc<Canned>,
+    /// Whether a write of another version of a kind the plugin admits is admitted through
+    /// conversion (`[webhooks] match-policy`).
+    match_policy: MatchPolicy,
 }
 
 fn prepare(plugin: &Plugin, inputs: &Inputs) -> Result<Prepared, RenderError> {
@@ -155,7 +204,8 @@ fn prepare(plugin: &Plugin, inputs: &Inputs) -> Result<Prepared, RenderError> {
         let limits = settings.lower(plugin.limits());
         plugin = plugin.with_limits(limits);
     }
-    Ok(Prepared { plugin, config: resolved.config, hidden: resolved.hidden, canned })
+    let match_policy = settings.as_ref().map(|s| s.webhooks.match_policy).unwrap_or_default();
+    Ok(Prepared { plugin, config: resolved.config, hidden: resolved.hidden, canned, match_policy })
 }
 
 /// Standard base64, as Secrets' `data` holds it.
@@ -189,6 +239,10 @@ pub fn render(plugin: &Plugin, call: &Call, inputs: &Inputs, now: &str) -> Resul
         Call::Handle { change, object, old, initial, final_state_unknown } => {
             handle(&prepared, *change, object, old.as_deref(), *initial, *final_state_unknown, now)?
         }
+        Call::Admit { operation, object, old } => {
+            (admission::admit(&prepared, *operation, object.as_deref(), old.as_deref(), now)?, Vec::new())
+        }
+        Call::Convert { objects, version } => (admission::convert(&prepared, objects, version, now)?, Vec::new()),
     };
     let requests = mask(prepared.canned.recorded(), &prepared.hidden);
     Ok(Rendered { outcome, requests, http: inputs.http.is_some(), notes })
@@ -315,15 +369,16 @@ fn reconcile(
     let response = validate(manifest, request.parent().json(), response)?;
     let kept = response.children.iter().filter(|c| c["metadata"]["uid"].is_string()).map(describe).collect();
     let namespace = request.parent().json()["metadata"]["namespace"].as_str();
-    let deleted = request
+    let (unlisted, deleted): (Vec<&Value>, Vec<&Value>) = request
         .children()
         .iter()
         .map(kubewasm_contract::Object::json)
         .filter(|o| !answered(&response.children, o, namespace))
-        .map(describe)
-        .collect();
+        .partition(|o| manifest.keep_unlisted.iter().any(|kind| kind.matches(o)));
+    let (unlisted, deleted) =
+        (unlisted.into_iter().map(describe).collect(), deleted.into_iter().map(describe).collect());
     let parent = request.parent().json().clone();
-    Ok((Outcome::Reconciled { parent, response, kept, deleted }, shown.left_out))
+    Ok((Outcome::Reconciled { parent, response, kept, unlisted, deleted }, shown.left_out))
 }
 
 /// Whether one of the answer's `children` is `observed`: the same kind, namespace (a child
@@ -381,16 +436,22 @@ pub fn requests_yaml(requests: &[Recorded]) -> Result<String, serde_yaml_ng::Err
 
 impl Rendered {
     /// What render says besides the YAML, one line each: inputs the host would not have
-    /// passed, children kept as they are, children the host would delete.
+    /// passed, children kept as they are (returned with their uid, or omitted and of a kind
+    /// kept unlisted), children the host would delete.
     pub fn remarks(&self) -> impl Iterator<Item = String> + '_ {
-        let (kept, deleted): (&[String], &[String]) = match &self.outcome {
-            Outcome::Reconciled { kept, deleted, .. } => (kept, deleted),
-            Outcome::Handled { .. } => (&[], &[]),
+        let (kept, unlisted, deleted): (&[String], &[String], &[String]) = match &self.outcome {
+            Outcome::Reconciled { kept, unlisted, deleted, .. } => (kept, unlisted, deleted),
+            Outcome::Handled { .. } | Outcome::Admitted { .. } | Outcome::Converted { .. } => (&[], &[], &[]),
         };
         let notes = self.notes.iter().map(|note| format!("note: {note}"));
         let kept = kept.iter().map(|c| format!("kept: {c} (observed, kept as it is: neither written nor deleted)"));
+        let unlisted = unlisted.iter().map(|c| {
+            format!(
+                "kept: {c} (observed and omitted, of a kind the plugin keeps unlisted: neither written nor deleted)"
+            )
+        });
         let deleted = deleted.iter().map(|c| format!("deleted: {c} (the parent controls it and the answer omits it)"));
-        notes.chain(kept).chain(deleted)
+        notes.chain(kept).chain(unlisted).chain(deleted)
     }
 
     /// What the plugin did as a YAML stream. A reconcile: the parent with its new status,
@@ -420,6 +481,17 @@ impl Rendered {
                     document["error"] = json!({"message": error.to_string(), "retryable": error.is_retryable()});
                 }
                 format!("---\n{}", serde_yaml_ng::to_string(&document)?)
+            }
+            Outcome::Admitted { request, object, defaulted, verdict } => {
+                admission::admitted_yaml(request, object.as_ref(), *defaulted, verdict)?
+            }
+            Outcome::Converted { objects } => {
+                let mut out = String::new();
+                for object in objects {
+                    out.push_str("---\n");
+                    out.push_str(&serde_yaml_ng::to_string(object)?);
+                }
+                out
             }
         };
         if self.http || !self.requests.is_empty() {
