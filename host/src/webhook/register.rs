@@ -707,4 +707,89 @@ mod tests {
         .unwrap_err();
         assert!(matches!(err, RegisterError::ConvertsNoCrd(ref p) if p == "pods"), "{err}");
     }
+
+    /// The CronJob CRD with versions v1 (stored) and v2.
+    fn cronjob_crd() -> Value {
+        let version = |name: &str, storage: bool| {
+            json!({"name": name, "served": true, "storage": storage,
+                   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
+        };
+        json!({
+            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+            "metadata": {"name": "cronjobs.batch.tutorial.kubebuilder.io"},
+            "spec": {"group": "batch.tutorial.kubebuilder.io", "scope": "Namespaced",
+                     "names": {"kind": "CronJob", "plural": "cronjobs", "singular": "cronjob", "listKind": "CronJobList"},
+                     "versions": [version("v1", true), version("v2", false)]}
+        })
+    }
+
+    fn admits<'a>(manifests: &[&'a Manifest], settings: &'a WebhookSettings) -> Vec<Admits<'a>> {
+        manifests.iter().map(|manifest| Admits { manifest, settings }).collect()
+    }
+
+    #[tokio::test]
+    async fn a_sync_registers_the_running_plugins_and_takes_back_what_those_that_went_registered() {
+        let cluster = kubewasm_devcluster::DevCluster::start(kubewasm_devcluster::Options::default()).await.unwrap();
+        let client = cluster.client();
+        let crds: Api<apiextensions::CustomResourceDefinition> = Api::all(client.clone());
+        crds.patch(
+            "cronjobs.batch.tutorial.kubebuilder.io",
+            &PatchParams::apply("kubewasm"),
+            &Patch::Apply(cronjob_crd()),
+        )
+        .await
+        .unwrap();
+        let identity = super::super::tls::Identity::generate(&["127.0.0.1".into()]).unwrap();
+        let registrar = Registrar::new(
+            client.clone(),
+            "kubewasm",
+            Endpoint::url("https://127.0.0.1:9443").unwrap(),
+            identity.ca_bundle().map(str::to_string),
+        );
+        let (cronjob, guard) =
+            (cronjob(), Manifest::new("guard", cronjobs("v1")).validates(AdmissionRule::new(cronjobs("v1"))));
+        let settings = WebhookSettings::default();
+        let mutating: Api<admission::MutatingWebhookConfiguration> = Api::all(client.clone());
+        let validating: Api<admission::ValidatingWebhookConfiguration> = Api::all(client.clone());
+        let names = |hooks: Option<Vec<String>>| hooks.unwrap_or_default();
+        let validating_names = || async {
+            validating
+                .get_opt("kubewasm")
+                .await
+                .unwrap()
+                .map(|c| c.webhooks.unwrap_or_default().into_iter().map(|w| w.name).collect::<Vec<_>>())
+        };
+        let conversion =
+            || async { crds.get("cronjobs.batch.tutorial.kubebuilder.io").await.unwrap().spec.conversion.unwrap() };
+
+        registrar.sync(&admits(&[&cronjob, &guard], &settings)).await.unwrap();
+        let hooks = mutating.get("kubewasm").await.unwrap().webhooks.unwrap();
+        assert_eq!(hooks.len(), 1);
+        assert_eq!(
+            hooks[0].client_config.ca_bundle.as_ref().map(|b| b.0.as_slice()),
+            identity.ca_bundle().map(str::as_bytes)
+        );
+        assert_eq!(names(validating_names().await), ["cronjob.kubewasm.io", "guard.kubewasm.io"]);
+        let set = conversion().await;
+        assert_eq!(set.strategy, "Webhook");
+        let webhook = set.webhook.unwrap();
+        assert_eq!(
+            webhook.client_config.and_then(|c| c.url).as_deref(),
+            Some("https://127.0.0.1:9443/convert/cronjob")
+        );
+        registrar
+            .sync(&admits(&[&cronjob, &guard], &settings))
+            .await
+            .expect("a second sync changes nothing and succeeds");
+
+        // The cronjob plugin goes: its entries and its conversion go with it.
+        registrar.sync(&admits(&[&guard], &settings)).await.unwrap();
+        assert!(mutating.get_opt("kubewasm").await.unwrap().is_none(), "no plugin defaults: no configuration");
+        assert_eq!(names(validating_names().await), ["guard.kubewasm.io"]);
+        let released = conversion().await;
+        assert_eq!((released.strategy.as_str(), released.webhook), ("None", None));
+
+        registrar.sync(&admits(&[], &settings)).await.unwrap();
+        assert_eq!(validating_names().await, None);
+    }
 }
