@@ -708,7 +708,7 @@ mod tests {
         assert!(matches!(err, RegisterError::ConvertsNoCrd(ref p) if p == "pods"), "{err}");
     }
 
-    /// The CronJob CRD with versions v1 (stored) and v2.
+    /// The `CronJob` CRD with versions v1 (stored) and v2.
     fn cronjob_crd() -> Value {
         let version = |name: &str, storage: bool| {
             json!({"name": name, "served": true, "storage": storage,
