@@ -69,6 +69,38 @@ pub fn service_names(namespace: &str, name: &str) -> Vec<String> {
     ]
 }
 
+/// The CA bundle of the PEM file `path`, checked to hold certificates: for configurations
+/// that name a server whose key the host does not hold (`kubewasm webhooks --ca-bundle`).
+///
+/// # Errors
+///
+/// [`TlsError::Io`] for a file that cannot be read, [`TlsError::Invalid`] for one that
+/// holds no PEM certificate.
+pub fn read_ca_bundle(path: &Path) -> Result<String, TlsError> {
+    let pem = std::fs::read(path).map_err(|source| TlsError::Io { path: path.to_path_buf(), source })?;
+    bundle(&path.display().to_string(), &pem)
+}
+
+/// `pem` as text, checked to hold certificates.
+fn bundle(origin: &str, pem: &[u8]) -> Result<String, TlsError> {
+    certificates(origin, pem)?;
+    std::str::from_utf8(pem)
+        .map(str::to_string)
+        .map_err(|e| TlsError::Invalid { origin: origin.to_string(), message: e.to_string() })
+}
+
+/// The PEM certificates of `pem`, at least one.
+fn certificates(origin: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let invalid = |message: String| TlsError::Invalid { origin: origin.to_string(), message };
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| invalid(format!("not PEM certificates: {e}")))?;
+    if certs.is_empty() {
+        return Err(invalid("holds no PEM certificate".into()));
+    }
+    Ok(certs)
+}
+
 /// The certificate chain and key the webhook server presents, and the CA bundle to register.
 /// Cheap to clone; make the [`ServerConfig`](rustls::ServerConfig) once per identity.
 #[derive(Clone)]
@@ -134,24 +166,11 @@ impl Identity {
         ca_bundle: Option<(&str, &[u8])>,
     ) -> Result<Identity, TlsError> {
         let invalid = |origin: &str, message: String| TlsError::Invalid { origin: origin.to_string(), message };
-        let certificates = |(origin, pem): (&str, &[u8])| {
-            let certs = CertificateDer::pem_slice_iter(pem)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| invalid(origin, format!("not PEM certificates: {e}")))?;
-            if certs.is_empty() {
-                return Err(invalid(origin, "holds no PEM certificate".into()));
-            }
-            Ok(certs)
-        };
-        let chain_der = certificates(chain)?;
+        let chain_der = certificates(chain.0, chain.1)?;
         let key_der =
             PrivateKeyDer::from_pem_slice(key.1).map_err(|e| invalid(key.0, format!("no PEM private key: {e}")))?;
         let ca_bundle = match ca_bundle {
-            Some(bundle) => {
-                certificates(bundle)?;
-                let text = std::str::from_utf8(bundle.1).map_err(|e| invalid(bundle.0, e.to_string()))?;
-                Some(text.to_string())
-            }
+            Some((origin, pem)) => Some(bundle(origin, pem)?),
             None => None,
         };
         let identity = Identity { chain: chain_der, key: Arc::new(key_der), ca_bundle };
