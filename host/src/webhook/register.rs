@@ -458,21 +458,23 @@ impl Registrar {
         Self::release_conversions(&crds, &wanted, &params).await
     }
 
-    /// Sets back to `None` the conversion of the CRDs this manager made convert by webhook,
-    /// but for `wanted`.
+    /// Sets back to `None` the conversion of the CRDs that convert by webhook as this manager
+    /// set them, but for `wanted`. (One set back keeps this manager as the owner of its
+    /// `None`, and is left alone after.)
     async fn release_conversions(
         crds: &Api<apiextensions::CustomResourceDefinition>,
         wanted: &BTreeSet<&str>,
         params: &PatchParams,
     ) -> Result<(), RegisterError> {
-        let listed = match crds.list_metadata(&ListParams::default()).await {
-            Ok(list) => list,
-            Err(source) => return Err(RegisterError::Api { object: "CustomResourceDefinitions".into(), source }),
-        };
+        let listed = crds
+            .list(&ListParams::default())
+            .await
+            .map_err(|source| RegisterError::Api { object: "CustomResourceDefinitions".into(), source })?;
         for crd in listed {
             let name = crd.metadata.name.clone().unwrap_or_default();
+            let by_webhook = crd.spec.conversion.as_ref().is_some_and(|c| c.strategy == "Webhook");
             let ours = crd.metadata.managed_fields.iter().flatten().any(|f| f.manager.as_deref() == Some(MANAGER));
-            if !ours || wanted.contains(name.as_str()) {
+            if !by_webhook || !ours || wanted.contains(name.as_str()) {
                 continue;
             }
             let none = json!({

@@ -164,6 +164,11 @@ pub enum Command {
         /// Namespace of the ServiceAccount (default: --namespace, else kubewasm-system).
         #[arg(long, value_name = "NS")]
         service_account_namespace: Option<String>,
+        /// The kubernetes.io/tls Secret, in the ServiceAccount's namespace, the host reads
+        /// its webhook certificate from: `get` on it by name when a plugin defaults,
+        /// validates or converts.
+        #[arg(long, value_name = "NAME")]
+        webhook_secret: Option<String>,
     },
     /// Print, as YAML, what points the API server at the host's webhooks for the plugins
     /// that default, validate or convert: a MutatingWebhookConfiguration and a

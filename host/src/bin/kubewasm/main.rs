@@ -156,8 +156,8 @@ fn run(cli: Cli) -> Result<()> {
                 print_stream(Plugin::load(&engine, &file)?.crds())?;
             }
         }
-        Command::Rbac { dir, namespace, name, service_account_namespace } => {
-            rbac_command(&dir, namespace, name, service_account_namespace)?;
+        Command::Rbac { dir, namespace, name, service_account_namespace, webhook_secret } => {
+            rbac_command(&dir, namespace, name, service_account_namespace, webhook_secret)?;
         }
         Command::Webhooks(args) => webhooks_command(&args)?,
     }
@@ -214,6 +214,7 @@ fn rbac_command(
     namespace: Option<String>,
     name: String,
     service_account_namespace: Option<String>,
+    tls_secret: Option<String>,
 ) -> Result<()> {
     let plugins = load_with_settings(dir, "RBAC for the other plugins alone would not let it run")?;
     // The Secrets each plugin's NAME.toml names.
@@ -226,7 +227,7 @@ fn rbac_command(
     let service_account_namespace = service_account_namespace
         .or_else(|| namespace.clone())
         .unwrap_or_else(|| rbac::Options::default().service_account_namespace);
-    let options = rbac::Options { name, namespace, service_account_namespace };
+    let options = rbac::Options { name, namespace, service_account_namespace, tls_secret };
     print_stream(&rbac::objects(&needs, &options))
 }
 

@@ -38,6 +38,15 @@ pub const WATCH_VERBS: &[&str] = &["get", "list", "watch"];
 pub const SECRET_VERBS: &[&str] = &["get", "list", "watch"];
 /// Verbs on the `ConfigMap`s of the event handlers' ledgers, in the host's namespace.
 pub const LEDGER_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update"];
+/// Verbs on `MutatingWebhookConfigurations` and `ValidatingWebhookConfigurations` when a
+/// plugin defaults or validates: server-side apply (`patch`, and `create` when the apply
+/// creates), and `delete` of a configuration no loaded plugin needs any more.
+pub const WEBHOOK_CONFIGURATION_VERBS: &[&str] = &["create", "delete", "patch"];
+/// Verbs on `CustomResourceDefinitions` when a plugin converts: its CRD's `spec.conversion`
+/// is applied (beside [`CRD_VERBS`]; the list finds the CRDs whose conversion to set back).
+pub const CRD_CONVERSION_VERBS: &[&str] = &["patch"];
+/// Verbs on the webhook server's TLS Secret, by name: read once at start.
+pub const TLS_SECRET_VERBS: &[&str] = &["get"];
 
 /// What RBAC needs to know of one plugin.
 #[derive(Clone, Copy, Debug)]
@@ -88,11 +97,20 @@ pub struct Options {
     pub namespace: Option<String>,
     /// Namespace of the `ServiceAccount` the host runs as.
     pub service_account_namespace: String,
+    /// The `kubernetes.io/tls` Secret, in the host's namespace, the webhook server's
+    /// certificate is read from: granted ([`TLS_SECRET_VERBS`], by name) when a plugin
+    /// defaults, validates or converts.
+    pub tls_secret: Option<String>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { name: "kubewasm".into(), namespace: None, service_account_namespace: "kubewasm-system".into() }
+        Self {
+            name: "kubewasm".into(),
+            namespace: None,
+            service_account_namespace: "kubewasm-system".into(),
+            tls_secret: None,
+        }
     }
 }
 
@@ -105,6 +123,9 @@ impl Default for Options {
 /// owner references, which clusters enforcing `OwnerReferencesPermissionEnforcement`
 /// allow only with that verb), children ([`CHILD_VERBS`]), related
 /// ([`RELATED_VERBS`]), watched kinds ([`WATCH_VERBS`]). Always: Events, Leases and CRDs.
+/// When a plugin defaults or validates: both kinds of webhook configuration
+/// ([`WEBHOOK_CONFIGURATION_VERBS`]); when one converts: CRDs' conversion
+/// ([`CRD_CONVERSION_VERBS`]).
 pub fn rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>) -> Vec<Rule> {
     let mut merged: BTreeMap<(String, String), Rule> = BTreeMap::new();
     let mut grant = |api_group: &str, resource: String, namespaced: bool, verbs: &[&'static str]| {
@@ -127,6 +148,7 @@ pub fn rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>) -> Vec<Rule>
         };
         grant(&k.group, resource, k.namespaced, verbs);
     };
+    let (mut admission, mut conversion) = (false, false);
     for m in manifests {
         if let Some(parent) = &m.parent {
             kind(parent, None, PARENT_VERBS);
@@ -144,6 +166,16 @@ pub fn rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>) -> Vec<Rule>
         for watch in &m.watches {
             kind(&watch.kind, None, WATCH_VERBS);
         }
+        admission |= !m.defaults.is_empty() || !m.validates.is_empty();
+        conversion |= m.converts;
+    }
+    if admission {
+        for configurations in ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"] {
+            grant("admissionregistration.k8s.io", configurations.into(), false, WEBHOOK_CONFIGURATION_VERBS);
+        }
+    }
+    if conversion {
+        grant("apiextensions.k8s.io", "customresourcedefinitions".into(), false, CRD_CONVERSION_VERBS);
     }
     grant("", "events".into(), true, EVENT_VERBS);
     grant("events.k8s.io", "events".into(), true, EVENT_VERBS);
@@ -153,9 +185,10 @@ pub fn rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>) -> Vec<Rule>
 }
 
 /// What the host needs in its own namespace for `plugins`: `get`, `list` and `watch` on
-/// exactly the Secrets their settings name ([`SECRET_VERBS`], by `resourceNames`), and
-/// the ledger `ConfigMap`s ([`LEDGER_VERBS`]) when one handles events.
-pub fn host_rules(plugins: &[Needs<'_>]) -> Vec<Rule> {
+/// exactly the Secrets their settings name ([`SECRET_VERBS`], by `resourceNames`), the
+/// ledger `ConfigMap`s ([`LEDGER_VERBS`]) when one handles events, and `get` on the TLS
+/// Secret `tls_secret` ([`TLS_SECRET_VERBS`]) when one admits or converts.
+pub fn host_rules(plugins: &[Needs<'_>], tls_secret: Option<&str>) -> Vec<Rule> {
     let mut rules = Vec::new();
     let secrets: BTreeSet<String> = plugins.iter().flat_map(|p| p.secrets.iter().cloned()).collect();
     if !secrets.is_empty() {
@@ -176,6 +209,15 @@ pub fn host_rules(plugins: &[Needs<'_>]) -> Vec<Rule> {
             resource_names: BTreeSet::new(),
         });
     }
+    if let Some(secret) = tls_secret.filter(|_| plugins.iter().any(|p| p.manifest.admits())) {
+        rules.push(Rule {
+            api_group: String::new(),
+            resource: "secrets".into(),
+            namespaced: true,
+            verbs: TLS_SECRET_VERBS.iter().copied().collect(),
+            resource_names: [secret.to_string()].into(),
+        });
+    }
     rules
 }
 
@@ -183,7 +225,7 @@ pub fn host_rules(plugins: &[Needs<'_>]) -> Vec<Rule> {
 /// (in the `ServiceAccount`'s namespace), in that order, ready to print as a YAML stream.
 pub fn objects(plugins: &[Needs<'_>], options: &Options) -> Vec<Value> {
     let rules = rules(plugins.iter().map(|p| p.manifest));
-    let host = host_rules(plugins);
+    let host = host_rules(plugins, options.tls_secret.as_deref());
     let sa_namespace = &options.service_account_namespace;
     let mut out = vec![json!({
         "apiVersion": "v1",
@@ -372,6 +414,7 @@ mod tests {
             name: "ops".into(),
             namespace: Some("team-a".into()),
             service_account_namespace: "team-a".into(),
+            tls_secret: None,
         };
         let objects = objects(&needs(&m), &options);
         let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
@@ -384,5 +427,105 @@ mod tests {
         assert_eq!(objects[3]["rules"].as_array().map(Vec::len), Some(1), "only the CRD rule: {}", objects[3]);
         assert_eq!(objects[3]["rules"][0]["resources"][0], "customresourcedefinitions");
         assert_eq!(objects[2]["subjects"][0]["name"], "ops");
+    }
+
+    #[test]
+    fn plugins_that_admit_or_convert_may_register_webhooks_patch_crds_and_read_the_tls_secret() {
+        let foos = kind("example.com", "Foo", "foos", true);
+        let plain = manifest("plain", foos.clone(), vec![], vec![], false);
+        let options = Options { tls_secret: Some("kubewasm-webhooks-tls".into()), ..Options::default() };
+        let granted = rules([&plain]);
+        assert_eq!(verbs(&granted, "admissionregistration.k8s.io", "validatingwebhookconfigurations"), None);
+        assert_eq!(
+            verbs(&granted, "apiextensions.k8s.io", "customresourcedefinitions"),
+            Some(vec!["get", "list", "watch"])
+        );
+        let printed = objects(&needs(&plain), &options);
+        assert!(
+            printed.iter().all(|o| o["kind"] != "Role"),
+            "no plugin admits: no Secret to read, no Role: {printed:?}"
+        );
+
+        let validates =
+            Manifest { validates: vec![kubewasm_contract::AdmissionRule::new(foos.clone())], ..plain.clone() };
+        let granted = rules([&validates]);
+        for configurations in ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"] {
+            assert_eq!(
+                verbs(&granted, "admissionregistration.k8s.io", configurations),
+                Some(vec!["create", "delete", "patch"]),
+                "{configurations}"
+            );
+        }
+        assert_eq!(
+            verbs(&granted, "apiextensions.k8s.io", "customresourcedefinitions"),
+            Some(vec!["get", "list", "watch"])
+        );
+        let printed = objects(&needs(&validates), &options);
+        let role = printed.iter().find(|o| o["kind"] == "Role").expect("a Role in the host's namespace");
+        assert_eq!(role["metadata"]["namespace"], "kubewasm-system");
+        assert_eq!(
+            role["rules"],
+            json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["kubewasm-webhooks-tls"]}])
+        );
+        let cluster = printed.iter().find(|o| o["kind"] == "ClusterRole").unwrap();
+        assert!(cluster["rules"].as_array().unwrap().iter().all(|r| r["resources"][0] != "secrets"));
+
+        let converts = Manifest { converts: true, ..plain };
+        let granted = rules([&converts]);
+        assert_eq!(verbs(&granted, "admissionregistration.k8s.io", "mutatingwebhookconfigurations"), None);
+        assert_eq!(
+            verbs(&granted, "apiextensions.k8s.io", "customresourcedefinitions"),
+            Some(vec!["get", "list", "patch", "watch"])
+        );
+    }
+
+    /// A client of the host's service account once `printed` (its RBAC) is applied.
+    async fn as_host(cluster: &kubewasm_devcluster::DevCluster, printed: &[Value]) -> kube::Client {
+        let stream = crate::yaml_stream(printed).unwrap();
+        cluster
+            .apply(&format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: kubewasm-system\n---\n{stream}"))
+            .unwrap();
+        let token = cluster.service_account_token("kubewasm-system", "kubewasm").await.unwrap();
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&cluster.kubeconfig_for_token(&token)).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+            .await
+            .unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_host_registers_its_webhooks_with_exactly_the_rbac_printed() {
+        use kubewasm::webhook::register::{Admits, Endpoint, Registrar};
+        use kubewasm::webhook::tls::Identity;
+
+        let cluster = kubewasm_devcluster::DevCluster::start(kubewasm_devcluster::Options::default()).await.unwrap();
+        let foos = kind("example.com", "Foo", "foos", true);
+        cluster
+            .apply(
+                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: foos.example.com}\n\
+                 spec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Foo, plural: foos, singular: foo, listKind: FooList}\n  \
+                 versions:\n  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}\n  \
+                 - {name: v2, served: true, storage: false, schema: {openAPIV3Schema: {type: object}}}\n",
+            )
+            .unwrap();
+        let admits = Manifest {
+            defaults: vec![kubewasm_contract::AdmissionRule::new(foos.clone())],
+            validates: vec![kubewasm_contract::AdmissionRule::new(foos.clone())],
+            converts: true,
+            ..manifest("foo", foos.clone(), vec![], vec![], false)
+        };
+        let client = as_host(&cluster, &objects(&needs(&admits), &Options::default())).await;
+        let identity = Identity::generate(&["127.0.0.1".into()]).unwrap();
+        let endpoint = Endpoint::url("https://127.0.0.1:9443").unwrap();
+        let registrar = Registrar::new(client, "kubewasm", endpoint, identity.ca_bundle().map(str::to_string));
+        let settings = kubewasm::plugin::WebhookSettings::default();
+        registrar.sync(&[Admits { manifest: &admits, settings: &settings }]).await.expect("registered as the host");
+        registrar.sync(&[]).await.expect("taken back as the host");
+
+        // Without a plugin that admits, the host is granted nothing of it, and a sync is quiet.
+        let plain = manifest("foo", foos, vec![], vec![], false);
+        let client = as_host(&cluster, &objects(&needs(&plain), &Options::default())).await;
+        let registrar = Registrar::new(client, "kubewasm", Endpoint::url("https://127.0.0.1:9443").unwrap(), None);
+        registrar.sync(&[]).await.expect("nothing to do, and nothing refused");
     }
 }
