@@ -99,8 +99,9 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    /// An `https://` base URL, checked as kube-apiserver checks a webhook's `url` (no user,
-    /// query or fragment; a host), with any trailing `/` dropped.
+    /// An `https://` base URL, checked as kube-apiserver checks a webhook's `url`
+    /// (`validateWebhookClientConfig`: https, a host, no user, query or fragment; its
+    /// words), with any trailing `/` dropped.
     ///
     /// # Errors
     ///
@@ -109,10 +110,10 @@ impl Endpoint {
         let fail = |reason| RegisterError::Url { url: base.to_string(), reason };
         let parsed = url::Url::parse(base).map_err(|_| fail("not a URL"))?;
         if parsed.scheme() != "https" {
-            return Err(fail("the scheme must be https"));
+            return Err(fail("'https' is the only allowed URL scheme; desired format: https://host[/path]"));
         }
         if parsed.host_str().is_none_or(str::is_empty) {
-            return Err(fail("the host must not be empty"));
+            return Err(fail("host must be provided; desired format: https://host[/path]"));
         }
         if !parsed.username().is_empty() || parsed.password().is_some() {
             return Err(fail("user information is not permitted in the URL"));
@@ -673,7 +674,10 @@ mod tests {
     #[test]
     fn endpoints_the_api_server_would_refuse_are_refused_with_its_reason() {
         let url_err = |url: &str| Endpoint::url(url).unwrap_err().to_string();
-        assert_eq!(url_err("http://127.0.0.1:9443"), "webhook URL \"http://127.0.0.1:9443\": the scheme must be https");
+        assert_eq!(
+            url_err("http://127.0.0.1:9443"),
+            "webhook URL \"http://127.0.0.1:9443\": 'https' is the only allowed URL scheme; desired format: https://host[/path]"
+        );
         assert!(url_err("https://h:1/x?a=b").ends_with("query parameters are not permitted in the URL"));
         assert!(url_err("https://h:1/#top").ends_with("fragments are not permitted in the URL"));
         assert!(url_err("https://u:p@h:1").ends_with("user information is not permitted in the URL"));
@@ -710,21 +714,6 @@ mod tests {
         assert!(matches!(err, RegisterError::ConvertsNoCrd(ref p) if p == "pods"), "{err}");
     }
 
-    /// The `CronJob` CRD with versions v1 (stored) and v2.
-    fn cronjob_crd() -> Value {
-        let version = |name: &str, storage: bool| {
-            json!({"name": name, "served": true, "storage": storage,
-                   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
-        };
-        json!({
-            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": "cronjobs.batch.tutorial.kubebuilder.io"},
-            "spec": {"group": "batch.tutorial.kubebuilder.io", "scope": "Namespaced",
-                     "names": {"kind": "CronJob", "plural": "cronjobs", "singular": "cronjob", "listKind": "CronJobList"},
-                     "versions": [version("v1", true), version("v2", false)]}
-        })
-    }
-
     fn admits<'a>(manifests: &[&'a Manifest], settings: &'a WebhookSettings) -> Vec<Admits<'a>> {
         manifests.iter().map(|manifest| Admits { manifest, settings }).collect()
     }
@@ -734,13 +723,8 @@ mod tests {
         let cluster = kubewasm_devcluster::DevCluster::start(kubewasm_devcluster::Options::default()).await.unwrap();
         let client = cluster.client();
         let crds: Api<apiextensions::CustomResourceDefinition> = Api::all(client.clone());
-        crds.patch(
-            "cronjobs.batch.tutorial.kubebuilder.io",
-            &PatchParams::apply("kubewasm"),
-            &Patch::Apply(cronjob_crd()),
-        )
-        .await
-        .unwrap();
+        let crd = kubewasm_tests::crd("batch.tutorial.kubebuilder.io", "CronJob", "cronjobs", &["v1", "v2"]);
+        cluster.apply(&crd.to_string()).unwrap();
         let identity = super::super::tls::Identity::generate(&["127.0.0.1".into()]).unwrap();
         let registrar = Registrar::new(
             client.clone(),

@@ -500,14 +500,8 @@ mod tests {
 
         let cluster = kubewasm_devcluster::DevCluster::start(kubewasm_devcluster::Options::default()).await.unwrap();
         let foos = kind("example.com", "Foo", "foos", true);
-        cluster
-            .apply(
-                "apiVersion: apiextensions.k8s.io/v1\nkind: CustomResourceDefinition\nmetadata: {name: foos.example.com}\n\
-                 spec:\n  group: example.com\n  scope: Namespaced\n  names: {kind: Foo, plural: foos, singular: foo, listKind: FooList}\n  \
-                 versions:\n  - {name: v1, served: true, storage: true, schema: {openAPIV3Schema: {type: object}}}\n  \
-                 - {name: v2, served: true, storage: false, schema: {openAPIV3Schema: {type: object}}}\n",
-            )
-            .unwrap();
+        let crd = kubewasm_tests::crd("example.com", "Foo", "foos", &["v1", "v2"]);
+        cluster.apply(&crd.to_string()).unwrap();
         let admits = Manifest {
             defaults: vec![kubewasm_contract::AdmissionRule::new(foos.clone())],
             validates: vec![kubewasm_contract::AdmissionRule::new(foos.clone())],

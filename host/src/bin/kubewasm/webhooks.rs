@@ -63,20 +63,6 @@ mod tests {
         (manifest, settings)
     }
 
-    fn crd() -> Value {
-        let version = |name: &str, storage: bool| {
-            json!({"name": name, "served": true, "storage": storage,
-                   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
-        };
-        json!({
-            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": "widgets.test.kubewasm.io"},
-            "spec": {"group": "test.kubewasm.io", "scope": "Namespaced",
-                     "names": {"kind": "Widget", "plural": "widgets", "singular": "widget", "listKind": "WidgetList"},
-                     "versions": [version("v1", true), version("v2", false)]}
-        })
-    }
-
     /// The YAML stream the command prints, read back.
     fn printed(objects: &[Value]) -> Vec<DynamicObject> {
         let text = crate::yaml_stream(objects).unwrap();
@@ -87,15 +73,9 @@ mod tests {
     async fn the_printed_objects_are_accepted_by_the_api_server_for_a_service_and_for_a_url() {
         let cluster = DevCluster::start(Options::default()).await.unwrap();
         let client = cluster.client();
-        let crd_resource = ApiResource {
-            group: "apiextensions.k8s.io".into(),
-            version: "v1".into(),
-            api_version: "apiextensions.k8s.io/v1".into(),
-            kind: "CustomResourceDefinition".into(),
-            plural: "customresourcedefinitions".into(),
-        };
-        let crds: Api<DynamicObject> = Api::all_with(client.clone(), &crd_resource);
-        crds.patch("widgets.test.kubewasm.io", &PatchParams::apply("kubewasm"), &Patch::Apply(crd())).await.unwrap();
+        cluster
+            .apply(&kubewasm_tests::crd("test.kubewasm.io", "Widget", "widgets", &["v1", "v2"]).to_string())
+            .unwrap();
         let identity = kubewasm::webhook::tls::Identity::generate(&["127.0.0.1".into()]).unwrap();
         let (manifest, settings) = plugin();
         for endpoint in [
