@@ -8,20 +8,16 @@
 //! as the process: every start registers its new CA, so it suits `kubewasm dev` and a single
 //! replica; replicas behind one Service need one identity, from a Secret or files.
 //!
-//! Keys are ECDSA P-256 made by `rcgen`, TLS is rustls with the ring provider, as everywhere
-//! in the host.
+//! A made CA and leaf are `kubewasm-pki`'s, as the embedded API server makes its own; TLS is
+//! rustls with the ring provider, as everywhere in the host.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Secret;
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-    KeyUsagePurpose,
-};
+use kubewasm_pki::Authority;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use time::{Duration, OffsetDateTime};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 /// Keys of a `kubernetes.io/tls` Secret.
 const TLS_CRT: &str = "tls.crt";
@@ -55,7 +51,7 @@ pub enum TlsError {
     MissingKey { namespace: String, name: String, key: &'static str },
     /// A certificate could not be made (a name that is neither a DNS name nor an address).
     #[error("could not make the webhook certificate: {0}")]
-    Generate(#[from] rcgen::Error),
+    Generate(#[from] kubewasm_pki::Error),
 }
 
 /// The names the webhook Service `name` of `namespace` is dialed by: kube-apiserver checks
@@ -127,30 +123,11 @@ impl Identity {
     ///
     /// [`TlsError::Generate`] for a name a certificate cannot carry.
     pub fn generate(names: &[String]) -> Result<Identity, TlsError> {
-        let now = OffsetDateTime::now_utc();
-        let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-        ca_params.distinguished_name.push(DnType::CommonName, "kubewasm webhook CA");
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-        ca_params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyCertSign];
-        ca_params.not_before = now - Duration::minutes(5);
-        ca_params.not_after = now + Duration::days(LEAF_DAYS + 1);
-        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
-
-        // Names that parse as addresses become IP SANs, the others DNS SANs.
-        let mut params = CertificateParams::new(names.to_vec())?;
-        params.distinguished_name.push(DnType::CommonName, names.first().map_or("kubewasm", String::as_str));
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        params.not_before = now - Duration::minutes(5);
-        params.not_after = now + Duration::days(LEAF_DAYS);
-        params.use_authority_key_identifier_extension = true;
-        let key = KeyPair::generate()?;
-        let leaf = params.signed_by(&key, &ca)?;
-        Ok(Identity {
-            chain: vec![leaf.der().clone()],
-            key: Arc::new(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()))),
-            ca_bundle: Some(ca.pem()),
-        })
+        // The CA outlives the leaf by a day: the leaf's end is the identity's.
+        let authority = Authority::generate("kubewasm webhook CA", LEAF_DAYS + 1)?;
+        let common_name = names.first().map_or("kubewasm", String::as_str);
+        let (chain, key) = authority.serving(names, common_name, LEAF_DAYS)?;
+        Ok(Identity { chain, key: Arc::new(key), ca_bundle: Some(authority.cert_pem().to_string()) })
     }
 
     /// The identity of PEM texts: a certificate chain (leaf first), its key, and the CA
@@ -319,13 +296,11 @@ mod tests {
 
     /// A leaf and key as PEM, and the CA's PEM, as cert-manager would write them.
     fn pem_files() -> (String, String, String) {
-        let ca_key = KeyPair::generate().unwrap();
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca = CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
-        let key = KeyPair::generate().unwrap();
-        let leaf = CertificateParams::new(vec!["hooks.team.svc".to_string()]).unwrap().signed_by(&key, &ca).unwrap();
-        (leaf.pem(), key.serialize_pem(), ca.pem())
+        let ca = Authority::generate("test CA", 1).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let params = rcgen::CertificateParams::new(vec!["hooks.team.svc".to_string()]).unwrap();
+        let leaf = ca.sign(params, &key, 1).unwrap();
+        (leaf.pem(), key.serialize_pem(), ca.cert_pem().to_string())
     }
 
     #[tokio::test]
