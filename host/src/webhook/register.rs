@@ -21,7 +21,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use crate::plugin::{FailurePolicy, MatchPolicy, Reinvocation, WebhookSettings};
 use crate::plugin::{KindRef, Manifest, Settings};
@@ -290,6 +290,11 @@ fn typed<K: kube::Resource<DynamicType = ()> + serde::Serialize>(object: &K) -> 
     Ok(value)
 }
 
+/// The name of the CRD of a custom `kind`: `PLURAL.GROUP`.
+pub fn crd_name(kind: &KindRef) -> String {
+    format!("{}.{}", kind.plural, kind.group)
+}
+
 /// The name of `plugin`'s webhooks.
 pub fn webhook_name(plugin: &str) -> String {
     format!("{plugin}.{WEBHOOK_SUFFIX}")
@@ -399,7 +404,7 @@ fn conversion(manifest: &Manifest, endpoint: &Endpoint, ca_bundle: Option<&str>)
         ca_bundle: config.ca_bundle,
     };
     Ok(Conversion {
-        crd: format!("{}.{}", parent.plural, parent.group),
+        crd: crd_name(parent),
         plugin: manifest.name.clone(),
         conversion: apiextensions::CustomResourceConversion {
             strategy: "Webhook".into(),
@@ -484,8 +489,16 @@ impl Registrar {
                 "metadata": { "name": name },
                 "spec": { "conversion": { "strategy": "None" } },
             });
-            apply(crds, &name, &none, params).await?;
-            info!(crd = %name, "conversion webhook removed: no loaded plugin converts this kind");
+            match apply(crds, &name, &none, params).await {
+                Ok(()) => info!(crd = %name, "conversion webhook removed: no loaded plugin converts this kind"),
+                // The host's RBAC names only the CRDs its plugins convert now.
+                Err(RegisterError::Api { source: kube::Error::Api(status), .. }) if status.code == 403 => warn!(
+                    crd = %name,
+                    "no loaded plugin converts this kind, but the host may not set its CRD's conversion back: \
+                     set spec.conversion.strategy to None by hand"
+                ),
+                Err(e) => return Err(e),
+            }
         }
         Ok(())
     }

@@ -169,6 +169,10 @@ pub enum Command {
         /// validates or converts.
         #[arg(long, value_name = "NAME")]
         webhook_secret: Option<String>,
+        /// The name the host registers its webhook configurations under: the only ones it
+        /// may patch or delete.
+        #[arg(long, value_name = "NAME", default_value = "kubewasm")]
+        webhook_configuration: String,
     },
     /// Print, as YAML, what points the API server at the host's webhooks for the plugins
     /// that default, validate or convert: a MutatingWebhookConfiguration and a

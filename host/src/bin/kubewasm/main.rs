@@ -156,8 +156,8 @@ fn run(cli: Cli) -> Result<()> {
                 print_stream(Plugin::load(&engine, &file)?.crds())?;
             }
         }
-        Command::Rbac { dir, namespace, name, service_account_namespace, webhook_secret } => {
-            rbac_command(&dir, namespace, name, service_account_namespace, webhook_secret)?;
+        Command::Rbac { dir, namespace, name, service_account_namespace, webhook_secret, webhook_configuration } => {
+            rbac_command(&dir, namespace, name, service_account_namespace, webhook_secret, webhook_configuration)?;
         }
         Command::Webhooks(args) => webhooks_command(&args)?,
     }
@@ -215,6 +215,7 @@ fn rbac_command(
     name: String,
     service_account_namespace: Option<String>,
     tls_secret: Option<String>,
+    webhook_configuration: String,
 ) -> Result<()> {
     let plugins = load_with_settings(dir, "RBAC for the other plugins alone would not let it run")?;
     // The Secrets each plugin's NAME.toml names.
@@ -227,7 +228,7 @@ fn rbac_command(
     let service_account_namespace = service_account_namespace
         .or_else(|| namespace.clone())
         .unwrap_or_else(|| rbac::Options::default().service_account_namespace);
-    let options = rbac::Options { name, namespace, service_account_namespace, tls_secret };
+    let options = rbac::Options { name, namespace, service_account_namespace, tls_secret, webhook_configuration };
     print_stream(&rbac::objects(&needs, &options))
 }
 

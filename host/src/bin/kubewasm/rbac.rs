@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 
 use kubewasm::plugin::{KindRef, Manifest};
+use kubewasm::webhook::register::{DEFAULT_NAME, crd_name};
 
 /// Verbs on a plugin's parent kind: watch it, write its metadata (labels,
 /// annotations, finalizers) with server-side apply.
@@ -38,12 +39,15 @@ pub const WATCH_VERBS: &[&str] = &["get", "list", "watch"];
 pub const SECRET_VERBS: &[&str] = &["get", "list", "watch"];
 /// Verbs on the `ConfigMap`s of the event handlers' ledgers, in the host's namespace.
 pub const LEDGER_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update"];
-/// Verbs on `MutatingWebhookConfigurations` and `ValidatingWebhookConfigurations` when a
-/// plugin defaults or validates: server-side apply (`patch`, and `create` when the apply
-/// creates), and `delete` of a configuration no loaded plugin needs any more.
-pub const WEBHOOK_CONFIGURATION_VERBS: &[&str] = &["create", "delete", "patch"];
-/// Verbs on `CustomResourceDefinitions` when a plugin converts: its CRD's `spec.conversion`
-/// is applied (beside [`CRD_VERBS`]; the list finds the CRDs whose conversion to set back).
+/// Verbs on `MutatingWebhookConfigurations` and `ValidatingWebhookConfigurations` of any
+/// name when a plugin defaults or validates: a server-side apply that creates one is
+/// authorized as `create`, which RBAC cannot limit to names.
+pub const WEBHOOK_CREATE_VERBS: &[&str] = &["create"];
+/// Verbs on the host's own webhook configurations, by name: server-side apply, and `delete`
+/// of one no loaded plugin needs any more. Others' configurations stay out of reach.
+pub const WEBHOOK_CONFIGURATION_VERBS: &[&str] = &["delete", "patch"];
+/// Verbs on the CRDs of the kinds plugins convert, by name: their `spec.conversion` is
+/// applied (the list of [`CRD_VERBS`] finds those to set back).
 pub const CRD_CONVERSION_VERBS: &[&str] = &["patch"];
 /// Verbs on the webhook server's TLS Secret, by name: read once at start.
 pub const TLS_SECRET_VERBS: &[&str] = &["get"];
@@ -101,6 +105,9 @@ pub struct Options {
     /// certificate is read from: granted ([`TLS_SECRET_VERBS`], by name) when a plugin
     /// defaults, validates or converts.
     pub tls_secret: Option<String>,
+    /// The name the host registers its webhook configurations under: the only ones it may
+    /// patch or delete.
+    pub webhook_configuration: String,
 }
 
 impl Default for Options {
@@ -110,6 +117,7 @@ impl Default for Options {
             namespace: None,
             service_account_namespace: "kubewasm-system".into(),
             tls_secret: None,
+            webhook_configuration: DEFAULT_NAME.into(),
         }
     }
 }
@@ -123,9 +131,6 @@ impl Default for Options {
 /// owner references, which clusters enforcing `OwnerReferencesPermissionEnforcement`
 /// allow only with that verb), children ([`CHILD_VERBS`]), related
 /// ([`RELATED_VERBS`]), watched kinds ([`WATCH_VERBS`]). Always: Events, Leases and CRDs.
-/// When a plugin defaults or validates: both kinds of webhook configuration
-/// ([`WEBHOOK_CONFIGURATION_VERBS`]); when one converts: CRDs' conversion
-/// ([`CRD_CONVERSION_VERBS`]).
 pub fn rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>) -> Vec<Rule> {
     let mut merged: BTreeMap<(String, String), Rule> = BTreeMap::new();
     let mut grant = |api_group: &str, resource: String, namespaced: bool, verbs: &[&'static str]| {
@@ -148,7 +153,6 @@ pub fn rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>) -> Vec<Rule>
         };
         grant(&k.group, resource, k.namespaced, verbs);
     };
-    let (mut admission, mut conversion) = (false, false);
     for m in manifests {
         if let Some(parent) = &m.parent {
             kind(parent, None, PARENT_VERBS);
@@ -166,22 +170,42 @@ pub fn rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>) -> Vec<Rule>
         for watch in &m.watches {
             kind(&watch.kind, None, WATCH_VERBS);
         }
-        admission |= !m.defaults.is_empty() || !m.validates.is_empty();
-        conversion |= m.converts;
-    }
-    if admission {
-        for configurations in ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"] {
-            grant("admissionregistration.k8s.io", configurations.into(), false, WEBHOOK_CONFIGURATION_VERBS);
-        }
-    }
-    if conversion {
-        grant("apiextensions.k8s.io", "customresourcedefinitions".into(), false, CRD_CONVERSION_VERBS);
     }
     grant("", "events".into(), true, EVENT_VERBS);
     grant("events.k8s.io", "events".into(), true, EVENT_VERBS);
     grant("coordination.k8s.io", "leases".into(), true, LEASE_VERBS);
     grant("apiextensions.k8s.io", "customresourcedefinitions".into(), false, CRD_VERBS);
     merged.into_values().collect()
+}
+
+/// What registering the plugins' webhooks takes, separate from [`rules`] because it is
+/// limited to names: when one defaults or validates, both kinds of webhook configuration
+/// ([`WEBHOOK_CREATE_VERBS`], and [`WEBHOOK_CONFIGURATION_VERBS`] on `configuration`, the
+/// name the host registers them under); when one converts, [`CRD_CONVERSION_VERBS`] on the
+/// CRDs of the converted kinds. Nothing when none does.
+pub fn webhook_rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>, configuration: &str) -> Vec<Rule> {
+    let manifests: Vec<&Manifest> = manifests.into_iter().collect();
+    let rule = |api_group: &str, resource: &str, verbs: &[&'static str], names: BTreeSet<String>| Rule {
+        api_group: api_group.to_string(),
+        resource: resource.to_string(),
+        namespaced: false,
+        verbs: verbs.iter().copied().collect(),
+        resource_names: names,
+    };
+    let mut rules = Vec::new();
+    if manifests.iter().any(|m| !m.defaults.is_empty() || !m.validates.is_empty()) {
+        for configurations in ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"] {
+            let group = "admissionregistration.k8s.io";
+            rules.push(rule(group, configurations, WEBHOOK_CREATE_VERBS, BTreeSet::new()));
+            rules.push(rule(group, configurations, WEBHOOK_CONFIGURATION_VERBS, [configuration.to_string()].into()));
+        }
+    }
+    let converted: BTreeSet<String> =
+        manifests.iter().filter(|m| m.converts).filter_map(|m| m.parent.as_ref()).map(crd_name).collect();
+    if !converted.is_empty() {
+        rules.push(rule("apiextensions.k8s.io", "customresourcedefinitions", CRD_CONVERSION_VERBS, converted));
+    }
+    rules
 }
 
 /// What the host needs in its own namespace for `plugins`: `get`, `list` and `watch` on
@@ -224,7 +248,8 @@ pub fn host_rules(plugins: &[Needs<'_>], tls_secret: Option<&str>) -> Vec<Rule> 
 /// The `ServiceAccount`, role(s) and binding(s) granting [`rules`] and [`host_rules`]
 /// (in the `ServiceAccount`'s namespace), in that order, ready to print as a YAML stream.
 pub fn objects(plugins: &[Needs<'_>], options: &Options) -> Vec<Value> {
-    let rules = rules(plugins.iter().map(|p| p.manifest));
+    let mut rules = rules(plugins.iter().map(|p| p.manifest));
+    rules.extend(webhook_rules(plugins.iter().map(|p| p.manifest), &options.webhook_configuration));
     let host = host_rules(plugins, options.tls_secret.as_deref());
     let sa_namespace = &options.service_account_namespace;
     let mut out = vec![json!({
@@ -414,7 +439,7 @@ mod tests {
             name: "ops".into(),
             namespace: Some("team-a".into()),
             service_account_namespace: "team-a".into(),
-            tls_secret: None,
+            ..Options::default()
         };
         let objects = objects(&needs(&m), &options);
         let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
@@ -430,16 +455,11 @@ mod tests {
     }
 
     #[test]
-    fn plugins_that_admit_or_convert_may_register_webhooks_patch_crds_and_read_the_tls_secret() {
+    fn plugins_that_admit_or_convert_may_register_webhooks_patch_their_crds_and_read_the_tls_secret() {
         let foos = kind("example.com", "Foo", "foos", true);
         let plain = manifest("plain", foos.clone(), vec![], vec![], false);
         let options = Options { tls_secret: Some("kubewasm-webhooks-tls".into()), ..Options::default() };
-        let granted = rules([&plain]);
-        assert_eq!(verbs(&granted, "admissionregistration.k8s.io", "validatingwebhookconfigurations"), None);
-        assert_eq!(
-            verbs(&granted, "apiextensions.k8s.io", "customresourcedefinitions"),
-            Some(vec!["get", "list", "watch"])
-        );
+        assert_eq!(webhook_rules([&plain], "kubewasm"), []);
         let printed = objects(&needs(&plain), &options);
         assert!(
             printed.iter().all(|o| o["kind"] != "Role"),
@@ -448,18 +468,15 @@ mod tests {
 
         let validates =
             Manifest { validates: vec![kubewasm_contract::AdmissionRule::new(foos.clone())], ..plain.clone() };
-        let granted = rules([&validates]);
+        let granted: Vec<Value> = webhook_rules([&validates], "ops").iter().map(Rule::to_json).collect();
+        let mut expected = Vec::new();
         for configurations in ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"] {
-            assert_eq!(
-                verbs(&granted, "admissionregistration.k8s.io", configurations),
-                Some(vec!["create", "delete", "patch"]),
-                "{configurations}"
-            );
+            let group = "admissionregistration.k8s.io";
+            expected.push(json!({"apiGroups": [group], "resources": [configurations], "verbs": ["create"]}));
+            expected.push(json!({"apiGroups": [group], "resources": [configurations], "verbs": ["delete", "patch"],
+                                 "resourceNames": ["ops"]}));
         }
-        assert_eq!(
-            verbs(&granted, "apiextensions.k8s.io", "customresourcedefinitions"),
-            Some(vec!["get", "list", "watch"])
-        );
+        assert_eq!(granted, expected, "others' configurations stay out of reach");
         let printed = objects(&needs(&validates), &options);
         let role = printed.iter().find(|o| o["kind"] == "Role").expect("a Role in the host's namespace");
         assert_eq!(role["metadata"]["namespace"], "kubewasm-system");
@@ -468,14 +485,16 @@ mod tests {
             json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["kubewasm-webhooks-tls"]}])
         );
         let cluster = printed.iter().find(|o| o["kind"] == "ClusterRole").unwrap();
-        assert!(cluster["rules"].as_array().unwrap().iter().all(|r| r["resources"][0] != "secrets"));
+        let cluster_rules = cluster["rules"].as_array().unwrap();
+        assert!(cluster_rules.iter().all(|r| r["resources"][0] != "secrets"));
+        assert!(cluster_rules.iter().any(|r| r["resourceNames"] == json!(["kubewasm"])), "the default name: {cluster}");
 
         let converts = Manifest { converts: true, ..plain };
-        let granted = rules([&converts]);
-        assert_eq!(verbs(&granted, "admissionregistration.k8s.io", "mutatingwebhookconfigurations"), None);
         assert_eq!(
-            verbs(&granted, "apiextensions.k8s.io", "customresourcedefinitions"),
-            Some(vec!["get", "list", "patch", "watch"])
+            webhook_rules([&converts], "kubewasm").iter().map(Rule::to_json).collect::<Vec<_>>(),
+            [json!({"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
+                    "verbs": ["patch"], "resourceNames": ["foos.example.com"]})],
+            "only the CRDs of the kinds converted, and no webhook configuration"
         );
     }
 
@@ -513,13 +532,25 @@ mod tests {
         let endpoint = Endpoint::url("https://127.0.0.1:9443").unwrap();
         let registrar = Registrar::new(client, "kubewasm", endpoint, identity.ca_bundle().map(str::to_string));
         let settings = kubewasm::plugin::WebhookSettings::default();
-        registrar.sync(&[Admits { manifest: &admits, settings: &settings }]).await.expect("registered as the host");
+        let registered = [Admits { manifest: &admits, settings: &settings }];
+        registrar.sync(&registered).await.expect("registered as the host");
         registrar.sync(&[]).await.expect("taken back as the host");
+        registrar.sync(&registered).await.expect("registered again");
 
-        // Without a plugin that admits, the host is granted nothing of it, and a sync is quiet.
+        // Without a plugin that admits, the host is granted nothing of it: what another
+        // registered stays, and the sync is not refused for it.
         let plain = manifest("foo", foos, vec![], vec![], false);
         let client = as_host(&cluster, &objects(&needs(&plain), &Options::default())).await;
         let registrar = Registrar::new(client, "kubewasm", Endpoint::url("https://127.0.0.1:9443").unwrap(), None);
-        registrar.sync(&[]).await.expect("nothing to do, and nothing refused");
+        registrar.sync(&[]).await.expect("nothing it may do, and nothing refused");
+        let admin = cluster.client();
+        let validating: kube::Api<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration> =
+            kube::Api::all(admin.clone());
+        assert!(validating.get_opt("kubewasm").await.unwrap().is_some());
+        let crds: kube::Api<
+            k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        > = kube::Api::all(admin);
+        let conversion = crds.get("foos.example.com").await.unwrap().spec.conversion.unwrap();
+        assert_eq!(conversion.strategy, "Webhook", "left for whoever may set it back");
     }
 }
