@@ -39,13 +39,12 @@ pub const WATCH_VERBS: &[&str] = &["get", "list", "watch"];
 pub const SECRET_VERBS: &[&str] = &["get", "list", "watch"];
 /// Verbs on the `ConfigMap`s of the event handlers' ledgers, in the host's namespace.
 pub const LEDGER_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update"];
-/// Verbs on `MutatingWebhookConfigurations` and `ValidatingWebhookConfigurations` of any
-/// name when a plugin defaults or validates: a server-side apply that creates one is
-/// authorized as `create`, which RBAC cannot limit to names.
-pub const WEBHOOK_CREATE_VERBS: &[&str] = &["create"];
-/// Verbs on the host's own webhook configurations, by name: server-side apply, and `delete`
-/// of one no loaded plugin needs any more. Others' configurations stay out of reach.
-pub const WEBHOOK_CONFIGURATION_VERBS: &[&str] = &["delete", "patch"];
+/// Verbs on the host's own `MutatingWebhookConfiguration` and
+/// `ValidatingWebhookConfiguration`, by name, when a plugin defaults or validates:
+/// server-side apply (`patch`; an apply that creates is authorized as a `create` of that
+/// name, kube-apiserver's patch handler), and `delete` of one no loaded plugin needs any
+/// more. Others' configurations stay out of reach.
+pub const WEBHOOK_CONFIGURATION_VERBS: &[&str] = &["create", "delete", "patch"];
 /// Verbs on the CRDs of the kinds plugins convert, by name: their `spec.conversion` is
 /// applied (the list of [`CRD_VERBS`] finds those to set back).
 pub const CRD_CONVERSION_VERBS: &[&str] = &["patch"];
@@ -179,9 +178,9 @@ pub fn rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>) -> Vec<Rule>
 }
 
 /// What registering the plugins' webhooks takes, separate from [`rules`] because it is
-/// limited to names: when one defaults or validates, both kinds of webhook configuration
-/// ([`WEBHOOK_CREATE_VERBS`], and [`WEBHOOK_CONFIGURATION_VERBS`] on `configuration`, the
-/// name the host registers them under); when one converts, [`CRD_CONVERSION_VERBS`] on the
+/// limited to names: when one defaults or validates, [`WEBHOOK_CONFIGURATION_VERBS`] on both
+/// kinds of webhook configuration named `configuration` (the name the host registers them
+/// under); when one converts, [`CRD_CONVERSION_VERBS`] on the
 /// CRDs of the converted kinds. Nothing when none does.
 pub fn webhook_rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>, configuration: &str) -> Vec<Rule> {
     let manifests: Vec<&Manifest> = manifests.into_iter().collect();
@@ -195,9 +194,8 @@ pub fn webhook_rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>, conf
     let mut rules = Vec::new();
     if manifests.iter().any(|m| !m.defaults.is_empty() || !m.validates.is_empty()) {
         for configurations in ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"] {
-            let group = "admissionregistration.k8s.io";
-            rules.push(rule(group, configurations, WEBHOOK_CREATE_VERBS, BTreeSet::new()));
-            rules.push(rule(group, configurations, WEBHOOK_CONFIGURATION_VERBS, [configuration.to_string()].into()));
+            let names = [configuration.to_string()].into();
+            rules.push(rule("admissionregistration.k8s.io", configurations, WEBHOOK_CONFIGURATION_VERBS, names));
         }
     }
     let converted: BTreeSet<String> =
@@ -471,10 +469,8 @@ mod tests {
         let granted: Vec<Value> = webhook_rules([&validates], "ops").iter().map(Rule::to_json).collect();
         let mut expected = Vec::new();
         for configurations in ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"] {
-            let group = "admissionregistration.k8s.io";
-            expected.push(json!({"apiGroups": [group], "resources": [configurations], "verbs": ["create"]}));
-            expected.push(json!({"apiGroups": [group], "resources": [configurations], "verbs": ["delete", "patch"],
-                                 "resourceNames": ["ops"]}));
+            expected.push(json!({"apiGroups": ["admissionregistration.k8s.io"], "resources": [configurations],
+                                 "verbs": ["create", "delete", "patch"], "resourceNames": ["ops"]}));
         }
         assert_eq!(granted, expected, "others' configurations stay out of reach");
         let printed = objects(&needs(&validates), &options);
