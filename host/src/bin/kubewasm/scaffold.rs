@@ -2,8 +2,9 @@
 //! as it is: a Rust crate (templates in `host/templates/plugin`), a Python project
 //! (`host/templates/plugin-python`), an npm package in JavaScript or TypeScript
 //! (`host/templates/plugin-js`, `plugin-ts`) or a Go module (`host/templates/plugin-go`),
-//! all sharing the CRD and examples. The templates are compiled into the binary so that it
-//! needs no checkout to run.
+//! all sharing the CRD and examples. With `--webhooks`, each adds the plugin's defaulting
+//! and validating webhooks and their tests. The templates are compiled into the binary so
+//! that it needs no checkout to run.
 
 use std::path::{Path, PathBuf};
 
@@ -355,13 +356,14 @@ macro_rules! template {
 
 /// One language's templates from its folder of `host/templates/`: (path in the plugin,
 /// template file) for its own files; its `README.md` and `.gitignore` follow the
-/// shared ones.
+/// shared ones; then its webhooks.
 macro_rules! templates {
-    ($folder:literal, [$(($path:literal, $file:literal)),* $(,)?]) => {
+    ($folder:literal, [$(($path:literal, $file:literal)),* $(,)?], $webhooks:expr) => {
         Templates {
             own: &[$(($path, template!(concat!($folder, "/", $file)))),*],
             readme: template!(concat!($folder, "/README.md.tmpl")),
             gitignore: template!(concat!($folder, "/gitignore.tmpl")),
+            webhooks: $webhooks,
         }
     };
 }
@@ -372,14 +374,35 @@ struct Templates {
     own: &'static [(&'static str, &'static str)],
     readme: &'static str,
     gitignore: &'static str,
+    /// What `--webhooks` changes.
+    webhooks: Webhooks,
+}
+
+/// A template's defaulting and validating webhooks: its placeholders filled one way
+/// with `--webhooks`, the other without, and files only a plugin with webhooks has.
+struct Webhooks {
+    /// (placeholder, without webhooks, with them); the text filled in may hold the
+    /// plugin's own placeholders (`{{kind}}`...).
+    fills: &'static [(&'static str, &'static str, &'static str)],
+    /// (path in the plugin, template).
+    files: &'static [(&'static str, &'static str)],
 }
 
 impl Templates {
     /// Every file: the language's own, the CRD and examples every language shares,
-    /// then its README and `.gitignore`.
-    fn files(&self) -> impl Iterator<Item = (&'static str, &'static str)> {
+    /// those of its webhooks when `webhooks`, then its README and `.gitignore`.
+    fn files(&self, webhooks: bool) -> impl Iterator<Item = (&'static str, &'static str)> {
         let last = [("README.md", self.readme), (".gitignore", self.gitignore)];
-        self.own.iter().copied().chain(SHARED.iter().copied()).chain(last)
+        let hooks = if webhooks { self.webhooks.files } else { &[] };
+        self.own.iter().copied().chain(SHARED.iter().copied()).chain(hooks.iter().copied()).chain(last)
+    }
+
+    /// `template` of this language filled in for `names`, with its webhooks or without.
+    fn fill(&self, template: &str, names: &Names, sdk: &Sdk, webhooks: bool) -> String {
+        let template = self.webhooks.fills.iter().fold(template.to_string(), |text, (placeholder, without, with)| {
+            text.replace(placeholder, if webhooks { with } else { without })
+        });
+        names.fill(&template, sdk)
     }
 }
 
@@ -390,19 +413,120 @@ const SHARED: &[(&str, &str)] = &[
     ("examples/{{name}}.yaml", template!("plugin/object.yaml.tmpl")),
 ];
 
-/// A Rust crate.
-const RUST: Templates = templates!("plugin", [("Cargo.toml", "Cargo.toml.tmpl"), ("src/lib.rs", "lib.rs.tmpl")]);
+/// A Rust crate, with `impl Admission` and its tests when it has webhooks.
+const RUST: Templates = templates!(
+    "plugin",
+    [("Cargo.toml", "Cargo.toml.tmpl"), ("src/lib.rs", "lib.rs.tmpl")],
+    Webhooks {
+        fills: &[
+            (
+                "{{webhooks_doc}}",
+                "",
+                "//! Webhooks:       `kubewasm render target/wasm32-wasip2/plugin/{{crate}}.wasm --admission create \
+                 --object examples/no-message.yaml`\n",
+            ),
+            (
+                "{{webhooks_manifest}}",
+                "",
+                "\n            .defaults(AdmissionRule::new(KindRef::{{kindref}}(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\")))\
+                 \n            .validates(AdmissionRule::new(KindRef::{{kindref}}(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\")))",
+            ),
+            ("{{webhooks}}", "", template!("plugin/webhooks.rs.tmpl")),
+            (
+                "{{export}}",
+                "kubewasm_sdk::export_reconciler!({{kind}}Reconciler);",
+                "kubewasm_sdk::export_plugin!(reconciler: {{kind}}Reconciler, admission: {{kind}}Reconciler);",
+            ),
+            ("{{webhooks_tests}}", "", template!("plugin/webhooks_tests.rs.tmpl")),
+            ("{{webhooks_readme}}", "", template!("plugin/README-webhooks.md.tmpl")),
+            ("{{component}}", "", "target/wasm32-wasip2/plugin/{{crate}}.wasm"),
+        ],
+        files: NO_MESSAGE,
+    }
+);
 
-/// A Python plugin: its own module, tests and README.
+/// The write a new plugin's defaulting completes, for every language's webhooks.
+const NO_MESSAGE: &[(&str, &str)] = &[("examples/no-message.yaml", template!("plugin/no-message.yaml.tmpl"))];
+
+/// `Webhooks:` in a plugin's opening comment, after `prefix` (`// `, `//\t`...).
+macro_rules! webhooks_doc {
+    ($prefix:literal) => {
+        concat!(
+            $prefix,
+            "Webhooks:       kubewasm render {{name}}.wasm --admission create --object examples/no-message.yaml\n"
+        )
+    };
+}
+
+/// A Python plugin: its own module, tests and README; with webhooks, `default` and
+/// `validate` methods of the plugin class and their tests.
 const PYTHON: Templates = templates!(
     "plugin-python",
-    [("pyproject.toml", "pyproject.toml.tmpl"), ("app.py", "app.py.tmpl"), ("tests/test_app.py", "test_app.py.tmpl")]
+    [("pyproject.toml", "pyproject.toml.tmpl"), ("app.py", "app.py.tmpl"), ("tests/test_app.py", "test_app.py.tmpl")],
+    Webhooks {
+        fills: &[
+            ("{{webhooks_doc}}", "", webhooks_doc!("")),
+            (
+                "{{webhooks_constants}}",
+                "",
+                "\n# The longest message a {{kind}} may hold: its validation refuses longer ones.\nMAX_MESSAGE = 1024\n",
+            ),
+            (
+                "{{webhooks_manifest}}",
+                "",
+                "\n            defaults=[kubewasm.AdmissionRule(KindRef(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\"{{py_scope}}))],\
+                 \n            validates=[kubewasm.AdmissionRule(KindRef(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\"{{py_scope}}))],",
+            ),
+            ("{{webhooks}}", "", template!("plugin-python/webhooks.py.tmpl")),
+            ("{{webhooks_tests}}", "", template!("plugin-python/test_webhooks.py.tmpl")),
+            ("{{webhooks_readme}}", "", template!("plugin-python/README-webhooks.md.tmpl")),
+            ("{{component}}", "", "{{name}}.wasm"),
+        ],
+        files: NO_MESSAGE,
+    }
 );
+
+/// What `--webhooks` fills in a JavaScript or TypeScript plugin (`webhooks`, `tests` and
+/// `readme`: the language's files), and `types`, the type-only imports.
+macro_rules! npm_webhooks {
+    ($webhooks:literal, $tests:literal, $readme:literal, $types:literal) => {
+        Webhooks {
+            fills: &[
+                ("{{webhooks_doc}}", "", webhooks_doc!("// ")),
+                ("{{webhooks_imports}}", "", "AdmissionRule, Denial, "),
+                ("{{webhooks_types}}", "", $types),
+                (
+                    "{{webhooks_constants}}",
+                    "",
+                    "\n/** The longest message a {{kind}} may hold: its validation refuses longer ones. */\n\
+                     const MAX_MESSAGE = 1024;\n",
+                ),
+                (
+                    "{{webhooks_manifest}}",
+                    "",
+                    "\n      defaults: [new AdmissionRule(new KindRef('{{group}}', '{{version}}', '{{kind}}', '{{plural}}'{{js_scope}}))],\
+                     \n      validates: [new AdmissionRule(new KindRef('{{group}}', '{{version}}', '{{kind}}', '{{plural}}'{{js_scope}}))],",
+                ),
+                ("{{webhooks}}", "", template!($webhooks)),
+                ("{{webhooks_tests}}", "", template!($tests)),
+                ("{{webhooks_readme}}", "", template!($readme)),
+                ("{{component}}", "", "{{name}}.wasm"),
+            ],
+            files: NO_MESSAGE,
+        }
+    };
+}
 
 /// A JavaScript plugin: an npm package with its module, `node --test` tests and README.
 const JS: Templates = templates!(
     "plugin-js",
-    [("package.json", "package.json.tmpl"), ("app.js", "app.js.tmpl"), ("test/app.test.js", "app.test.js.tmpl")]
+    [("package.json", "package.json.tmpl"), ("app.js", "app.js.tmpl"), ("test/app.test.js", "app.test.js.tmpl")],
+    npm_webhooks!(
+        "plugin-js/webhooks.js.tmpl",
+        "plugin-js/webhooks.test.js.tmpl",
+        "plugin-js/README-webhooks.md.tmpl",
+        ""
+    )
 );
 
 /// A TypeScript plugin: the JavaScript one typed, with `tsc` run by its tests.
@@ -413,13 +537,43 @@ const TS: Templates = templates!(
         ("tsconfig.json", "tsconfig.json.tmpl"),
         ("app.ts", "app.ts.tmpl"),
         ("test/app.test.ts", "app.test.ts.tmpl"),
-    ]
+    ],
+    npm_webhooks!(
+        "plugin-ts/webhooks.ts.tmpl",
+        "plugin-ts/webhooks.test.ts.tmpl",
+        "plugin-ts/README-webhooks.md.tmpl",
+        "AdmissionRequest, "
+    )
 );
 
 /// A Go plugin: its own module, tests and README.
 const GO: Templates = templates!(
     "plugin-go",
-    [("go.mod", "go.mod.tmpl"), ("main.go", "main.go.tmpl"), ("main_test.go", "main_test.go.tmpl")]
+    [("go.mod", "go.mod.tmpl"), ("main.go", "main.go.tmpl"), ("main_test.go", "main_test.go.tmpl")],
+    Webhooks {
+        fills: &[
+            ("{{webhooks_doc}}", "", webhooks_doc!("//\t")),
+            ("{{webhooks_imports}}", "", "\n\t\"fmt\""),
+            (
+                "{{webhooks_constants}}",
+                "",
+                "\n// maxMessage is the longest message a {{kind}} may hold: its validation refuses longer ones.\n\
+                 const maxMessage = 1024\n",
+            ),
+            (
+                "{{webhooks_manifest}}",
+                "",
+                "\n\n\t\t// The writes the API server asks Default and Validate about.\
+                 \n\t\tDefaults:  []kubewasm.AdmissionRule{kubewasm.Admitting(kubewasm.{{go_scope}}(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\"))},\
+                 \n\t\tValidates: []kubewasm.AdmissionRule{kubewasm.Admitting(kubewasm.{{go_scope}}(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\"))},",
+            ),
+            ("{{webhooks}}", "", template!("plugin-go/webhooks.go.tmpl")),
+            ("{{webhooks_tests}}", "", template!("plugin-go/webhooks_test.go.tmpl")),
+            ("{{webhooks_readme}}", "", template!("plugin-go/README-webhooks.md.tmpl")),
+            ("{{component}}", "", "{{name}}.wasm"),
+        ],
+        files: NO_MESSAGE,
+    }
 );
 
 /// What [`create`] made.
@@ -443,7 +597,14 @@ pub struct Created {
 /// [`Error::NoJsSdk`] for a JavaScript or TypeScript plugin with the SDK only in git,
 /// [`Error::Exists`] when `dir` exists, [`Error::Write`] when a file cannot be
 /// written.
-pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Language) -> Result<Created, Error> {
+pub fn create(
+    name: &str,
+    parent: &Parent,
+    dir: &Path,
+    sdk: &Sdk,
+    language: Language,
+    webhooks: bool,
+) -> Result<Created, Error> {
     let names = Names::of(name, parent, language)?;
     let npm = matches!(language, Language::JavaScript | Language::TypeScript);
     if npm && matches!(sdk, Sdk::Git(_)) {
@@ -460,13 +621,13 @@ pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Lang
         Language::TypeScript => &TS,
         Language::Go => &GO,
     };
-    for (path, template) in templates.files() {
+    for (path, template) in templates.files(webhooks) {
         let path = dir.join(path.replace("{{name}}", name));
         let write = |path: &Path| -> std::io::Result<()> {
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent)?;
             }
-            std::fs::write(path, names.fill(template, sdk))
+            std::fs::write(path, templates.fill(template, &names, sdk, webhooks))
         };
         write(&path).map_err(|source| Error::Write { path: path.clone(), source })?;
         files.push(path);
@@ -499,6 +660,13 @@ pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Lang
             format!("kubewasm render {name}.wasm --parent examples/parent.yaml"),
         ],
     };
+    if webhooks {
+        let component = match language {
+            Language::Rust => format!("target/wasm32-wasip2/plugin/{}.wasm", names.krate),
+            _ => format!("{name}.wasm"),
+        };
+        next_steps.push(format!("kubewasm render {component} --admission create --object examples/no-message.yaml"));
+    }
     next_steps.push(watch);
     Ok(Created { kind: format!("{}.{}/{}", names.kind, names.group, names.version), files, next_steps })
 }
@@ -570,10 +738,10 @@ mod tests {
             (Language::Go, &GO),
         ];
         for (language, templates) in languages {
-            for cluster in [false, true] {
+            for (cluster, webhooks) in [(false, false), (true, false), (false, true), (true, true)] {
                 let names = Names::of("hello-world", &Parent { cluster, ..Parent::default() }, language).unwrap();
-                for (path, template) in templates.files() {
-                    let text = names.fill(template, &sdk);
+                for (path, template) in templates.files(webhooks) {
+                    let text = templates.fill(template, &names, &sdk, webhooks);
                     assert!(!text.contains("{{"), "{language:?} {path} keeps a placeholder: {text}");
                 }
             }
@@ -621,7 +789,7 @@ mod tests {
         let dir = std::env::temp_dir().join("kubewasm-scaffold-no-js-sdk");
         let git = Sdk::Git("https://example.com/kubewasm.git".into());
         for language in [Language::JavaScript, Language::TypeScript] {
-            assert!(matches!(create("hello", &Parent::default(), &dir, &git, language), Err(Error::NoJsSdk)));
+            assert!(matches!(create("hello", &Parent::default(), &dir, &git, language, false), Err(Error::NoJsSdk)));
         }
         assert!(!dir.exists(), "nothing is written");
     }
