@@ -173,7 +173,7 @@ pub enum Command {
         /// its webhook certificate from: `get` on it by name when a plugin defaults,
         /// validates or converts.
         #[arg(long, value_name = "NAME")]
-        webhook_secret: Option<String>,
+        webhook_tls_secret: Option<String>,
         /// The name the host registers its webhook configurations under: the only ones it
         /// may patch or delete.
         #[arg(long, value_name = "NAME", default_value = "kubewasm")]

@@ -157,8 +157,15 @@ fn run(cli: Cli) -> Result<()> {
                 print_stream(Plugin::load(&engine, &file)?.crds())?;
             }
         }
-        Command::Rbac { dir, namespace, name, service_account_namespace, webhook_secret, webhook_configuration } => {
-            rbac_command(&dir, namespace, name, service_account_namespace, webhook_secret, webhook_configuration)?;
+        Command::Rbac {
+            dir,
+            namespace,
+            name,
+            service_account_namespace,
+            webhook_tls_secret,
+            webhook_configuration,
+        } => {
+            rbac_command(&dir, namespace, name, service_account_namespace, webhook_tls_secret, webhook_configuration)?;
         }
         Command::Webhooks(args) => webhooks_command(&args)?,
     }
