@@ -942,6 +942,31 @@ async fn generated_rbac_is_accepted_by_the_api_server() {
     cluster.shutdown().await;
 }
 
+// ---- webhooks ------------------------------------------------------------------
+
+#[test]
+fn webhooks_of_plugins_that_admit_nothing_are_nothing_and_a_bad_endpoint_or_bundle_is_refused() {
+    let dir = target_dir().join("plugins");
+    let webhooks = |extra: &[&str]| {
+        let mut args = vec!["webhooks", "--plugins", path_str(&dir)];
+        args.extend(extra);
+        kubewasm(&args)
+    };
+    let out = webhooks(&["--service", "kubewasm-system/kubewasm-webhooks"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(out.stdout.is_empty(), "no example plugin defaults, validates or converts");
+    assert!(stderr.contains("defaults, validates or converts: nothing to register"), "{stderr}");
+
+    let out = webhooks(&["--url", "http://127.0.0.1:9443"]);
+    assert_fails_with(&out, &["\"http://127.0.0.1:9443\"", "'https' is the only allowed URL scheme"]);
+    let out = webhooks(&["--service", "kubewasm-webhooks"]);
+    assert_fails_with(&out, &["expected NAMESPACE/NAME or NAMESPACE/NAME:PORT"]);
+    let not_pem = workspace().join("Cargo.toml");
+    let out = webhooks(&["--url", "https://127.0.0.1:9443", "--ca-bundle", path_str(&not_pem)]);
+    assert_fails_with(&out, &["Cargo.toml: holds no PEM certificate"]);
+}
+
 // ---- log format ----------------------------------------------------------------
 
 fn describe_logging(format: &str) -> Output {
