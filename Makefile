@@ -98,7 +98,7 @@ NPM_CI := $(NPM) install --no-audit --no-fund --loglevel=error
 JS_SDK := guest-sdk/js
 JS_PLUGINS := demo-application-js demo-application-ts kubewatch-ts dns-record-ts cronjob-ts
 KUBEWASM_JS := node $(abspath $(JS_SDK))/bin/kubewasm-js.js
-SDK_JS := $(wildcard $(JS_SDK)/src/*.js $(JS_SDK)/bin/*.js) $(wildcard wit/*.wit)
+SDK_JS := $(wildcard $(JS_SDK)/src/*.js $(JS_SDK)/bin/*.js $(JS_SDK)/wit-js/*.wit) $(wildcard wit/*.wit)
 
 $(JS_SDK)/node_modules/.installed: $(JS_SDK)/package-lock.json
 	cd $(JS_SDK) && $(NPM_CI)

@@ -19,6 +19,9 @@ import { TEXT_EXTENSIONS } from '../src/text-extensions.js';
 
 const SDK = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const WIT = join(SDK, 'wit');
+// QuickJS plugins build for the contract's world with wasi:random (wit-js/plugin.wit),
+// over which src/globals.js defines the `crypto` and `Math.random` the engine lacks.
+const QUICKJS_WIT = join(SDK, 'wit-js');
 const WORLD = 'plugin';
 const ENGINES = ['quickjs', 'starlingmonkey'];
 const require = createRequire(import.meta.url);
@@ -31,10 +34,23 @@ function fail(message) {
   process.exit(1);
 }
 
-/** The wrapper the bundle starts from: the host's log and HTTP, the engine's u64s, then
- * the app's plugin. */
-function entry(app, engine) {
+/** The wrapper the bundle starts from: for QuickJS the globals it lacks (a module of its
+ * own, so that they are there before the app's module runs), the host's log and HTTP, the
+ * engine's u64s, then the app's plugin. */
+function entry(app, engine, dir) {
+  if (engine === 'quickjs') {
+    writeFileSync(
+      join(dir, 'globals.js'),
+      [
+        `import { getRandomBytes } from 'wasi:random/random@0.2.12';`,
+        `import { useSandboxGlobals } from ${JSON.stringify(join(SDK, 'src/globals.js'))};`,
+        `useSandboxGlobals(getRandomBytes);`,
+        '',
+      ].join('\n'),
+    );
+  }
   return [
+    engine === 'quickjs' ? `import './globals.js';` : '',
     `import { log as hostLog } from 'kubewasm:reconciler/log@0.2.0';`,
     `import { useHostLog } from ${JSON.stringify(join(SDK, 'src/log.js'))};`,
     `import { componentExports, useBigIntU64 } from ${JSON.stringify(join(SDK, 'src/export.js'))};`,
@@ -54,7 +70,7 @@ function entry(app, engine) {
 async function bundle(app, engine, dir) {
   const { rolldown } = await import('rolldown');
   const entryPath = join(dir, 'entry.js');
-  writeFileSync(entryPath, entry(app, engine));
+  writeFileSync(entryPath, entry(app, engine, dir));
   const text = {
     name: 'kubewasm-text',
     load(id) {
@@ -89,7 +105,8 @@ function componentize(script, output, engine) {
       : // jco's defaults; jco 1.35.0 needs its WIT parser given the filesystem (jco-preopens.js).
         [];
   const preopens = join(SDK, 'bin/jco-preopens.js');
-  const args = ['--import', preopens, jco, 'componentize', script, '--wit', WIT, '--world-name', WORLD, ...flags, '--out', output];
+  const wit = engine === 'quickjs' ? QUICKJS_WIT : WIT;
+  const args = ['--import', preopens, jco, 'componentize', script, '--wit', wit, '--world-name', WORLD, ...flags, '--out', output];
   const run = spawnSync(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] });
   if (run.status !== 0) fail(`jco componentize failed (exit ${run.status ?? run.signal})`);
 }
