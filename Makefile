@@ -129,6 +129,11 @@ $(FIXTURE_DIR)/js-throw.wasm: $(JS_SDK)/node_modules/.installed $(SDK_JS) host/t
 	mkdir -p $(FIXTURE_DIR)
 	$(KUBEWASM_JS) build host/tests/fixtures/js-throw/app.js -o $(abspath $@)
 
+# sandbox-js is a test fixture (host/tests/fixtures): what JavaScript reads of the sandbox.
+$(FIXTURE_DIR)/sandbox-js.wasm: $(JS_SDK)/node_modules/.installed $(SDK_JS) host/tests/fixtures/sandbox-js/app.js
+	mkdir -p $(FIXTURE_DIR)
+	$(KUBEWASM_JS) build host/tests/fixtures/sandbox-js/app.js -o $(abspath $@)
+
 # The contract's TypeScript types in $(JS_SDK)/src/wit are jco's (`npm run wit-types` there):
 # made again from wit/ and compared, so that they cannot fall behind it.
 JS_WIT_TYPES := $(abspath $(TARGET_DIR))/js-wit-types
@@ -137,7 +142,7 @@ js-wit-types-current: $(JS_SDK)/node_modules/.installed $(wildcard wit/*.wit)
 	cd $(JS_SDK) && node --import ./bin/jco-preopens.js node_modules/@bytecodealliance/jco/dist/jco.js guest-types wit --world-name plugin --quiet --out-dir $(JS_WIT_TYPES)
 	diff -r $(JS_WIT_TYPES) $(JS_SDK)/src/wit || { echo "$(JS_SDK)/src/wit is not what jco makes of wit/: run \`npm run wit-types\` in $(JS_SDK) and commit the result" >&2; exit 1; }
 
-js-plugins: js-wit-types-current $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(JS_PLUGINS) js-fetch js-throw))
+js-plugins: js-wit-types-current $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(JS_PLUGINS) js-fetch js-throw sandbox-js))
 	cd $(JS_SDK) && $(NPM) test
 	for p in $(JS_PLUGINS); do (cd plugins/$$p && $(NPM) test) || exit 1; done
 
