@@ -138,9 +138,18 @@ class TextDecoder {
       bytes.set(this.#pending);
       bytes.set(fresh, this.#pending.length);
     }
-    let { text, held } = decodeUtf8Prefix(bytes, { fatal: this.#fatal });
+    let text;
+    let held;
+    try {
+      ({ text, held } = decodeUtf8Prefix(bytes, { fatal: this.#fatal }));
+      if (!stream && held > 0) text += decodeUtf8(bytes.subarray(bytes.length - held), { fatal: this.#fatal });
+    } catch (e) {
+      // A fatal error ends the stream: the next call starts afresh, as in browsers and Node.
+      this.#pending = new Uint8Array(0);
+      this.#started = false;
+      throw e;
+    }
     this.#pending = stream ? bytes.slice(bytes.length - held) : new Uint8Array(0);
-    if (!stream && held > 0) text += decodeUtf8(bytes.subarray(bytes.length - held), { fatal: this.#fatal });
     if (!this.#started && text.length > 0) {
       // A byte order mark is dropped once, where the stream starts.
       this.#started = true;
