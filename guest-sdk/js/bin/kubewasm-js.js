@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // kubewasm-js build app.js -o plugin.wasm: the plugin module, what it imports and the
 // text files it reads, bundled into one script and built with a JavaScript engine into
-// one component of the contract's `plugin` world.
+// one component of the contract's `plugin` world (for QuickJS, with wasi:random too, over
+// which the SDK defines the Web globals the engine lacks: src/globals.js).
 //
 // Engines, both through `jco componentize`: `quickjs` (the default: jco's QuickJS backend,
 // componentize-qjs; a component of about 2 MB) or `starlingmonkey` (jco's default engine,
