@@ -1840,9 +1840,10 @@ fn a_go_plugin_reads_the_requests_time_and_real_randomness() {
     assert_the_sandbox_is_like_the_languages_runtime("sandbox-go", &["cryptoRand", "mathRand"]);
 }
 
-/// In QuickJS, which has neither `crypto` nor a Math.random seeded afresh, nor TextEncoder
-/// and TextDecoder, the JavaScript SDK defines them: random values differ in every call, a
-/// UUID is a version 4 one, and text round-trips as UTF-8. (QuickJS has no sleep.)
+/// In QuickJS, which has neither `crypto` nor a Math.random seeded afresh, nor TextEncoder,
+/// TextDecoder and structuredClone, the JavaScript SDK defines them: random values differ
+/// in every call, a UUID is a version 4 one, text round-trips as UTF-8, and a clone keeps a
+/// Date and a cycle. (QuickJS has no sleep.)
 #[test]
 fn a_javascript_plugin_reads_the_requests_time_real_randomness_and_utf8() {
     let readings = assert_the_wall_clock_and_randomness("sandbox-js", &["mathRandom", "uuid", "randomValues"]);
@@ -1859,6 +1860,8 @@ fn a_javascript_plugin_reads_the_requests_time_real_randomness_and_utf8() {
         let utf8: String = text.bytes().map(|b| format!("{b:02x}")).collect();
         assert_eq!(readings["utf8"], utf8.as_str(), "TextEncoder gives the text's UTF-8 bytes");
         assert_eq!(readings["decoded"], text, "and TextDecoder the text again");
+        let cloned = serde_json::json!({"at": "1970-01-01T00:00:00.000Z", "cyclic": true, "fresh": true});
+        assert_eq!(readings["cloned"], cloned, "structuredClone copies a Date and a cycle");
     }
 }
 

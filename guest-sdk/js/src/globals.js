@@ -1,8 +1,8 @@
 // The Web globals a plugin expects that QuickJS lacks, defined over the host: `crypto`
-// (getRandomValues, randomUUID) and `Math.random` drawn from wasi:random, and UTF-8
-// `TextEncoder` and `TextDecoder`. QuickJS seeds its own Math.random once, when the
-// component is built (its state is a snapshot), so without this every call would draw
-// the same sequence.
+// (getRandomValues, randomUUID) and `Math.random` drawn from wasi:random, UTF-8
+// `TextEncoder` and `TextDecoder`, and `structuredClone`. QuickJS seeds its own
+// Math.random once, when the component is built (its state is a snapshot), so without
+// this every call would draw the same sequence.
 //
 // Nothing here draws at import: code that runs at import runs when the component is built,
 // and a value drawn then would be the same in every call.
@@ -23,8 +23,9 @@ const INTEGER_ARRAYS = [
   ...(typeof BigInt64Array === 'undefined' ? [] : [BigInt64Array, BigUint64Array]),
 ];
 
-/** `crypto`, `Math.random`, `TextEncoder` and `TextDecoder` over `randomBytes(n)`, a source
- * of `n` cryptographically secure bytes (wasi:random's get-random-bytes in the component). */
+/** `crypto`, `Math.random`, `TextEncoder`, `TextDecoder` and `structuredClone`; the first
+ * two over `randomBytes(n)`, a source of `n` cryptographically secure bytes (wasi:random's
+ * get-random-bytes in the component). */
 export function sandboxGlobals(randomBytes) {
   function getRandomValues(array) {
     if (!INTEGER_ARRAYS.some((type) => array instanceof type)) {
@@ -57,7 +58,7 @@ export function sandboxGlobals(randomBytes) {
     return (high * 2 ** 32 + low) / 2 ** 53;
   }
 
-  return { crypto: { getRandomValues, randomUUID }, random, TextEncoder, TextDecoder };
+  return { crypto: { getRandomValues, randomUUID }, random, TextEncoder, TextDecoder, structuredClone };
 }
 
 /** Defines on `globalThis` what the engine lacks of sandboxGlobals(randomBytes), and makes
@@ -65,7 +66,7 @@ export function sandboxGlobals(randomBytes) {
 export function useSandboxGlobals(randomBytes) {
   const globals = sandboxGlobals(randomBytes);
   Math.random = globals.random;
-  for (const name of ['crypto', 'TextEncoder', 'TextDecoder']) {
+  for (const name of ['crypto', 'TextEncoder', 'TextDecoder', 'structuredClone']) {
     if (globalThis[name] === undefined) {
       Object.defineProperty(globalThis, name, { value: globals[name], writable: true, configurable: true });
     }
@@ -158,4 +159,70 @@ class TextDecoder {
     if (!stream) this.#started = false;
     return text;
   }
+}
+
+/** A DOMException named DataCloneError, as structuredClone throws in browsers and Node
+ * (QuickJS has no DOMException). */
+class DataCloneError extends Error {
+  get name() {
+    return 'DataCloneError';
+  }
+}
+
+const ERRORS = { Error, EvalError, RangeError, ReferenceError, SyntaxError, TypeError, URIError };
+const UNCLONABLE = [WeakMap, WeakSet, Promise, ...(typeof WeakRef === 'undefined' ? [] : [WeakRef])];
+
+/** The HTML standard's structuredClone of what JavaScript itself defines: primitives, their
+ * wrappers, Date, RegExp, ArrayBuffer and its views, Map, Set, errors, arrays and plain
+ * objects, with shared and cyclic references kept; a function, a symbol or a WeakMap is a
+ * DataCloneError. Nothing can be transferred. */
+function structuredClone(value, options = {}) {
+  if (options?.transfer !== undefined && [...options.transfer].length > 0) {
+    throw new DataCloneError('structuredClone: transferring is not supported in the sandbox');
+  }
+  const memory = new Map();
+  function clone(v) {
+    if (typeof v === 'symbol') throw new DataCloneError(`structuredClone: ${String(v)} could not be cloned`);
+    if (typeof v === 'function') throw new DataCloneError(`structuredClone: function ${v.name || '(anonymous)'} could not be cloned`);
+    if (v === null || typeof v !== 'object') return v;
+    if (memory.has(v)) return memory.get(v);
+    const keep = (copy) => (memory.set(v, copy), copy);
+    if (UNCLONABLE.some((type) => v instanceof type)) {
+      throw new DataCloneError(`structuredClone: a ${v.constructor.name} could not be cloned`);
+    }
+    for (const Wrapper of [Boolean, Number, String, BigInt]) {
+      if (v instanceof Wrapper) return keep(Object(Wrapper.prototype.valueOf.call(v)));
+    }
+    if (v instanceof Date) return keep(new Date(v.getTime()));
+    if (v instanceof RegExp) return keep(new RegExp(v.source, v.flags));
+    if (v instanceof ArrayBuffer) return keep(v.slice(0));
+    if (ArrayBuffer.isView(v)) {
+      const buffer = clone(v.buffer);
+      const length = v instanceof DataView ? v.byteLength : v.length;
+      return keep(new v.constructor(buffer, v.byteOffset, length));
+    }
+    if (v instanceof Map) {
+      const copy = keep(new Map());
+      for (const [key, entry] of v) copy.set(clone(key), clone(entry));
+      return copy;
+    }
+    if (v instanceof Set) {
+      const copy = keep(new Set());
+      for (const entry of v) copy.add(clone(entry));
+      return copy;
+    }
+    let copy;
+    if (v instanceof Error) {
+      const Type = Object.hasOwn(ERRORS, v.name) ? ERRORS[v.name] : Error;
+      copy = keep(new Type(v.message));
+      const own = (key, value) => Object.defineProperty(copy, key, { value, writable: true, configurable: true });
+      if (typeof v.stack === 'string') own('stack', v.stack);
+      if (Object.hasOwn(v, 'cause')) own('cause', clone(v.cause));
+      return copy;
+    }
+    copy = keep(Array.isArray(v) ? new Array(v.length) : {});
+    for (const key of Object.keys(v)) copy[key] = clone(v[key]);
+    return copy;
+  }
+  return clone(value);
 }

@@ -147,3 +147,36 @@ test('TextDecoder takes an ArrayBuffer or any view, and only UTF-8', () => {
   assert.equal(ours.decode(new DataView(bytes.buffer, 2)), '☃');
   assert.throws(() => new real.TextDecoder('latin1'), /latin1 is not supported here, only utf-8/);
 });
+
+test('structuredClone copies what Node copies, shared and cyclic references kept', () => {
+  const shared = { n: 1 };
+  const cyclic = { name: 'c', list: [shared, shared] };
+  cyclic.self = cyclic;
+  const bytes = Uint8Array.from([1, 2, 3, 4]);
+  const values = [
+    undefined, null, true, 3.5, -0, NaN, 10n, 'text',
+    new Date(86400000), /a+b/giu, new Map([[shared, 'x'], ['k', [1, 2]]]), new Set([1, 'a', shared]),
+    bytes, new Int16Array(bytes.buffer, 2, 1), new DataView(bytes.buffer, 1, 2), bytes.buffer,
+    Object(false), Object(2), Object('s'), Object(3n),
+    new TypeError('bad', { cause: shared }), new (class Custom extends Error {})('custom'),
+    [1, , 3], Object.assign([1], { extra: 'kept' }), new (class Point { x = 1; y = 2; })(), cyclic,
+  ];
+  for (const value of values) {
+    const [ours, node] = [real.structuredClone(value), structuredClone(value)];
+    assert.deepStrictEqual(ours, node, String(value));
+    if (value !== null && typeof value === 'object') assert.notEqual(ours, value);
+  }
+  const copy = real.structuredClone(cyclic);
+  assert.equal(copy.self, copy);
+  assert.equal(copy.list[0], copy.list[1]);
+  const views = real.structuredClone([bytes, new Int16Array(bytes.buffer, 2, 1)]);
+  assert.equal(views[0].buffer, views[1].buffer, 'views of one buffer share the copy of it');
+});
+
+test('structuredClone refuses what Node refuses', () => {
+  for (const value of [() => 1, Symbol('s'), new WeakMap(), Promise.resolve(), { f() {} }]) {
+    assert.throws(() => structuredClone(value), { name: 'DataCloneError' });
+    assert.throws(() => real.structuredClone(value), { name: 'DataCloneError' });
+  }
+  assert.throws(() => real.structuredClone(new ArrayBuffer(1), { transfer: [new ArrayBuffer(1)] }), /transferring is not supported/);
+});
