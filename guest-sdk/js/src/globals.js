@@ -130,6 +130,9 @@ class TextDecoder {
 
   decode(input = new Uint8Array(0), options = {}) {
     const stream = Boolean(options.stream);
+    if (!ArrayBuffer.isView(input) && !(input instanceof ArrayBuffer)) {
+      throw new TypeError('TextDecoder.decode: the input must be an ArrayBuffer or a view of one');
+    }
     const fresh = ArrayBuffer.isView(input)
       ? new Uint8Array(input.buffer, input.byteOffset, input.byteLength)
       : new Uint8Array(input);

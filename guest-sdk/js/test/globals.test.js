@@ -146,6 +146,10 @@ test('TextDecoder takes an ArrayBuffer or any view, and only UTF-8', () => {
   assert.equal(ours.decode(bytes.buffer), 'xx☃');
   assert.equal(ours.decode(new DataView(bytes.buffer, 2)), '☃');
   assert.throws(() => new real.TextDecoder('latin1'), /latin1 is not supported here, only utf-8/);
+  for (const input of ['text', [104, 105]]) {
+    assert.throws(() => new TextDecoder().decode(input), TypeError);
+    assert.throws(() => ours.decode(input), /the input must be an ArrayBuffer or a view of one/);
+  }
 });
 
 test('structuredClone copies what Node copies, shared and cyclic references kept', () => {
