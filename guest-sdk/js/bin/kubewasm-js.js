@@ -35,23 +35,12 @@ function fail(message) {
   process.exit(1);
 }
 
-/** The wrapper the bundle starts from: for QuickJS the globals it lacks (a module of its
- * own, so that they are there before the app's module runs), the host's log and HTTP, the
- * engine's u64s, then the app's plugin. */
-function entry(app, engine, dir) {
-  if (engine === 'quickjs') {
-    writeFileSync(
-      join(dir, 'globals.js'),
-      [
-        `import { getRandomBytes } from 'wasi:random/random@0.2.12';`,
-        `import { useSandboxGlobals } from ${JSON.stringify(join(SDK, 'src/globals.js'))};`,
-        `useSandboxGlobals(getRandomBytes);`,
-        '',
-      ].join('\n'),
-    );
-  }
+/** The wrapper the bundle starts from: for QuickJS the globals it lacks (first, so that
+ * they are there before the app's module runs), the host's log and HTTP, the engine's
+ * u64s, then the app's plugin. */
+function entry(app, engine) {
   return [
-    engine === 'quickjs' ? `import './globals.js';` : '',
+    engine === 'quickjs' ? `import ${JSON.stringify(join(SDK, 'src/install-globals.js'))};` : '',
     `import { log as hostLog } from 'kubewasm:reconciler/log@0.2.0';`,
     `import { useHostLog } from ${JSON.stringify(join(SDK, 'src/log.js'))};`,
     `import { componentExports, useBigIntU64 } from ${JSON.stringify(join(SDK, 'src/export.js'))};`,
@@ -71,7 +60,7 @@ function entry(app, engine, dir) {
 async function bundle(app, engine, dir) {
   const { rolldown } = await import('rolldown');
   const entryPath = join(dir, 'entry.js');
-  writeFileSync(entryPath, entry(app, engine, dir));
+  writeFileSync(entryPath, entry(app, engine));
   const text = {
     name: 'kubewasm-text',
     load(id) {
