@@ -2,8 +2,9 @@
 //! with a non-zero exit for every bad input.
 //!
 //! The plugins and fixtures are built to wasm32-wasip2 by `make plugins`, the Python
-//! plugins (`*-python`) by `make python-plugins`, the JavaScript and TypeScript ones
-//! (`*-js`, `*-ts`, `js-*`) by `make js-plugins`, the Go ones (`*-go`) by `make go-plugins`.
+//! plugins (`*-python`, `python-*`) by `make python-plugins`, the JavaScript and TypeScript
+//! ones (`*-js`, `*-ts`, `js-*`, `ts-*`) by `make js-plugins`, the Go ones (`*-go`, `go-*`) by
+//! `make go-plugins`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -17,11 +18,11 @@ fn target_dir() -> PathBuf {
 
 fn wasm(folder: &str, name: &str) -> PathBuf {
     let path = target_dir().join(folder).join(format!("{name}.wasm"));
-    let make = if name.ends_with("-python") {
+    let make = if name.ends_with("-python") || name.starts_with("python-") {
         "make python-plugins"
-    } else if name.ends_with("-js") || name.ends_with("-ts") || name.starts_with("js-") {
+    } else if name.ends_with("-js") || name.ends_with("-ts") || name.starts_with("js-") || name.starts_with("ts-") {
         "make js-plugins"
-    } else if name.ends_with("-go") {
+    } else if name.ends_with("-go") || name.starts_with("go-") {
         "make go-plugins"
     } else {
         "make plugins"
@@ -198,6 +199,74 @@ fn an_uncaught_javascript_exception_is_reported_with_its_message_and_stack() {
         ],
     );
     assert!(!stderr.contains("Value(Exception("), "the runtime's debug text is decoded: {stderr}");
+}
+
+/// The line of a failed render's stderr that starts its error, and the whole error from
+/// there: what the Event's first line and the host's log show of a failed call.
+fn render_error(plugin: &str) -> (String, String) {
+    let parent = write_temp(
+        "thrower-parent.yaml",
+        b"apiVersion: test.kubewasm.io/v1\nkind: Thrower\nmetadata:\n  name: t\n  namespace: default\n  uid: u-1\nspec: {}\n",
+    );
+    let out = kubewasm(&["render", path_str(&fixture(plugin)), "--parent", path_str(&parent)]);
+    let stderr = assert_fails_with(&out, &[]);
+    let error = &stderr[stderr.find("error: ").unwrap_or_else(|| panic!("no error: {stderr}"))..];
+    (error.lines().next().unwrap_or_default().to_string(), error.to_string())
+}
+
+/// A TypeScript exception nothing catches names the line of the `.ts` file first, and its
+/// stack is in the plugin's sources (the build appends the bundle's source map).
+#[test]
+fn an_uncaught_typescript_exception_names_the_ts_files_line_first() {
+    let (first, error) = render_error("ts-throw");
+    assert_eq!(
+        first,
+        "error: plugin ts-throw panicked in reconcile: uncaught exception: TypeError: cannot read property 'size' of \
+         undefined (at app.ts:23:11)"
+    );
+    assert!(error.contains("\n    at sizeOf (app.ts:23:11)\n    at reconcile (app.ts:18:"), "{error}");
+    assert!(error.contains("(@kubewasm/sdk/src/export.js:"), "the SDK's frames are named as its: {error}");
+    assert!(!error.contains("bundle.js"), "{error}");
+}
+
+/// So does a JavaScript one, bundled with the SDK: the line of `app.js`.
+#[test]
+fn an_uncaught_javascript_exception_names_the_js_files_line_first() {
+    let (first, error) = render_error("js-throw");
+    assert!(
+        first.ends_with("uncaught exception: TypeError: cannot read property 'size' of undefined (at app.js:18:10)")
+    );
+    assert!(error.contains("\n    at sizeOf (app.js:18:10)\n    at reconcile (app.js:13:"), "{error}");
+}
+
+/// A Python exception nothing catches: the traceback's last line and the plugin's own
+/// innermost frame first, then the whole traceback.
+#[test]
+fn an_uncaught_python_exception_names_its_last_traceback_line_and_the_plugins_line_first() {
+    let (first, error) = render_error("python-throw");
+    assert_eq!(first, format!("error: {PYTHON_THROW_SUMMARY}"));
+    assert!(error.contains(PYTHON_THROW_TRACEBACK_START), "the whole traceback: {error}");
+    assert!(error.contains(PYTHON_THROW_TRACEBACK_END), "the whole traceback: {error}");
+}
+
+/// What python-throw's exception is reported with first.
+const PYTHON_THROW_SUMMARY: &str =
+    "plugin python-throw panicked in reconcile: KeyError: 'settings' (at app.py:37 in size_of)";
+/// The start and the end of python-throw's traceback, as Python prints it in the sandbox.
+const PYTHON_THROW_TRACEBACK_START: &str = "Traceback (most recent call last):\n  File \"/1/kubewasm/export.py\"";
+const PYTHON_THROW_TRACEBACK_END: &str =
+    "  File \"/0/app.py\", line 33, in reconcile\n  File \"/0/app.py\", line 37, in size_of\nKeyError: 'settings'";
+
+/// A Go panic: its message and the plugin's first frame first, then the goroutine's trace.
+#[test]
+fn a_go_panic_names_its_message_and_the_plugins_line_first() {
+    let (first, error) = render_error("go-panic");
+    assert_eq!(
+        first,
+        "error: plugin go-panic trapped in reconcile: panic: assignment to entry in nil map (at main.go:28 in main.count)"
+    );
+    assert!(error.contains("\ngoroutine 1 [running]:\nmain.count(...)\n"), "{error}");
+    assert!(error.contains("/go-panic/main.go:22 +0x") && error.contains("kubewasm.dev/sdk.reconcile("), "{error}");
 }
 
 #[test]
@@ -823,12 +892,17 @@ fn the_checked_in_deploy_rbac_matches_what_kubewasm_rbac_prints() {
 
 /// Runs kubectl against `cluster` with `stdin` as the input; returns stdout.
 fn kubectl_with_stdin(cluster: &kubewasm_devcluster::DevCluster, args: &[&str], stdin: &[u8]) -> String {
+    kubectl_at(cluster.kubeconfig_path(), args, stdin)
+}
+
+/// kubectl with `kubeconfig`, `stdin` fed to it: its output, once it succeeded.
+fn kubectl_at(kubeconfig: &Path, args: &[&str], stdin: &[u8]) -> String {
     use std::io::Write;
     let mut child = Command::new("kubectl")
         .arg("--kubeconfig")
-        .arg(cluster.kubeconfig_path())
+        .arg(kubeconfig)
         .arg("--cache-dir")
-        .arg(cluster.kubeconfig_path().with_extension("kubectl-cache"))
+        .arg(kubeconfig.with_extension("kubectl-cache"))
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -1068,6 +1142,44 @@ fn dev_printing_its_kubeconfig(dir: &Path, relative: &str, extra: &[&str]) -> (P
     wait_until_ready(&mut child, &addr);
     let path = first.trim().strip_prefix("export KUBECONFIG=").unwrap_or_else(|| panic!("{first:?}"));
     (PathBuf::from(path), child)
+}
+
+/// `kubectl get events`, one line an event, shows what a Python exception nothing caught
+/// is and where the plugin raised it; the host's log has the whole traceback.
+#[test]
+fn dev_shows_a_python_exception_in_one_event_line_and_its_traceback_in_the_log() {
+    let dir = target_dir().join("cli-test-inputs").join("dev-python-throw");
+    let plugins = dir.join("plugins");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&plugins).expect("a plugin directory");
+    std::fs::copy(fixture("python-throw"), plugins.join("python-throw.wasm")).expect("copy the plugin");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let kubeconfig = dir.join("kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(["dev", "--plugins", path_str(&plugins), "--health-addr", &addr, "--kubeconfig", path_str(&kubeconfig)])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubewasm dev starts");
+    wait_until_ready(&mut child, &addr);
+    let thrower =
+        b"apiVersion: test.kubewasm.io/v1\nkind: Thrower\nmetadata: {name: t, namespace: default}\nspec: {}\n";
+    kubectl_at(&kubeconfig, &["create", "-f", "-"], thrower);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let line = loop {
+        let text = kubectl_at(&kubeconfig, &["get", "events"], b"");
+        if let Some(line) = text.lines().find(|l| l.contains("PluginFailed")) {
+            break line.to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "no PluginFailed event: {text}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert!(line.contains(PYTHON_THROW_SUMMARY), "{line}");
+    let log = terminate_cleanly(child);
+    let failed = &log[log.find("reconcile failed").unwrap_or_else(|| panic!("no failure logged: {log}"))..];
+    assert!(failed.contains(PYTHON_THROW_TRACEBACK_START), "the whole traceback in the log: {failed}");
+    assert!(failed.contains(PYTHON_THROW_TRACEBACK_END), "the whole traceback in the log: {failed}");
 }
 
 #[test]
@@ -1894,4 +2006,41 @@ fn render_lists_the_children_kept_as_observed_and_those_the_host_would_delete() 
     assert!(stderr.contains("kept: Deployment m (observed, kept as it is: neither written nor deleted)"), "{stderr}");
     assert!(stderr.contains("deleted: Deployment old (the parent controls it and the answer omits it)"), "{stderr}");
     assert!(!stderr.contains("deleted: Deployment m "), "{stderr}");
+}
+
+/// render marks the observed children of a kind the plugin keeps unlisted that the answer
+/// omits as kept, and lists as deleted only the omitted children of the other kinds.
+#[test]
+fn render_marks_omitted_children_of_a_kind_kept_unlisted_as_kept() {
+    let parent = write_temp(
+        "keep-jobs-parent.yaml",
+        b"apiVersion: test.kubewasm.io/v1\nkind: Schedule\nmetadata:\n  name: nightly\n  namespace: default\n  \
+          uid: u-1\nspec:\n  run: [b]\n",
+    );
+    let owned = |api_version: &str, kind: &str, name: &str| {
+        format!(
+            "apiVersion: {api_version}\nkind: {kind}\nmetadata:\n  name: {name}\n  namespace: default\n  uid: uid-{name}\n  \
+             ownerReferences:\n  - {{apiVersion: test.kubewasm.io/v1, kind: Schedule, name: nightly, uid: u-1, controller: true}}\n"
+        )
+    };
+    let observed = [owned("batch/v1", "Job", "a"), owned("batch/v1", "Job", "b"), owned("v1", "ConfigMap", "stale")];
+    let observed = write_temp("keep-jobs-observed.yaml", observed.join("---\n").as_bytes());
+    let out = kubewasm(&[
+        "render",
+        path_str(&fixture("keep-jobs")),
+        "--parent",
+        path_str(&parent),
+        "--observed",
+        path_str(&observed),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "kept: Job a (observed and omitted, of a kind the plugin keeps unlisted: neither written nor deleted)"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("deleted: ConfigMap stale (the parent controls it and the answer omits it)"), "{stderr}");
+    assert!(!stderr.contains("Job b") && !stderr.contains("deleted: Job"), "{stderr}");
 }

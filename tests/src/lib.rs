@@ -85,11 +85,15 @@ pub fn wasm_path(name: &str) -> PathBuf {
         .map(|dir| dir.join(format!("{name}.wasm")))
         .find(|p| p.exists())
         .unwrap_or_else(|| {
-            let make = if name.ends_with("-python") {
+            let make = if name.ends_with("-python") || name.starts_with("python-") {
                 "make python-plugins"
-            } else if name.ends_with("-js") || name.ends_with("-ts") {
+            } else if name.ends_with("-js")
+                || name.ends_with("-ts")
+                || name.starts_with("js-")
+                || name.starts_with("ts-")
+            {
                 "make js-plugins"
-            } else if name.ends_with("-go") {
+            } else if name.ends_with("-go") || name.starts_with("go-") {
                 "make go-plugins"
             } else {
                 "make plugins"

@@ -18,6 +18,7 @@ import { KubeObject } from './objects.js';
 import { LabelOperator, Query } from './query.js';
 import { Request } from './request.js';
 import { EventType, Response } from './response.js';
+import { authorsFrame, hasSourceMap, mapStack } from './sourcemap.js';
 
 const PLUGIN = Symbol.for('kubewasm.plugin');
 
@@ -245,9 +246,26 @@ function trapping(f) {
  */
 function uncaught(e, who) {
   const error = e instanceof Error ? e : new Error(`${who} threw ${typeName(e)} ${shown(e)}, not an Error`);
+  locate(error);
   if (typeof console !== 'undefined') console.error(`Uncaught ${error.stack ?? error}`);
   else if (!String(error.message).startsWith(`${error.name}:`)) error.message = `${error.name}: ${error.message}`;
   return error;
+}
+
+/**
+ * `error` with its stack in the plugin's sources rather than the bundle (where the build
+ * appended the map), and the first of those positions in the author's code after its
+ * message (`... (at app.ts:17:10)`), the line the host reports first.
+ */
+function locate(error) {
+  try {
+    if (!hasSourceMap() || typeof error.stack !== 'string') return;
+    error.stack = mapStack(error.stack);
+    const at = authorsFrame(error.stack);
+    if (at !== undefined) error.message = `${error.message} (at ${at})`;
+  } catch {
+    // An error whose stack or message cannot be set is reported as it is.
+  }
 }
 
 /** `text` parsed; `Failure` (a `PermanentError`, or a `Denial` for a write to admit)
