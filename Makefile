@@ -99,7 +99,7 @@ NPM_CI := $(NPM) install --no-audit --no-fund --loglevel=error
 JS_SDK := guest-sdk/js
 JS_PLUGINS := demo-application-js demo-application-ts kubewatch-ts dns-record-ts cronjob-ts
 KUBEWASM_JS := node $(abspath $(JS_SDK))/bin/kubewasm-js.js
-SDK_JS := $(wildcard $(JS_SDK)/src/*.js $(JS_SDK)/bin/*.js) $(wildcard wit/*.wit)
+SDK_JS := $(wildcard $(JS_SDK)/src/*.js $(JS_SDK)/bin/*.js $(JS_SDK)/wit-js/*.wit) $(wildcard wit/*.wit)
 
 $(JS_SDK)/node_modules/.installed: $(JS_SDK)/package-lock.json
 	cd $(JS_SDK) && $(NPM_CI)
@@ -134,6 +134,11 @@ $(FIXTURE_DIR)/ts-throw.wasm: $(JS_SDK)/node_modules/.installed $(SDK_JS) host/t
 	mkdir -p $(FIXTURE_DIR)
 	$(KUBEWASM_JS) build host/tests/fixtures/ts-throw/app.ts -o $(abspath $@)
 
+# sandbox-js is a test fixture (host/tests/fixtures): what JavaScript reads of the sandbox.
+$(FIXTURE_DIR)/sandbox-js.wasm: $(JS_SDK)/node_modules/.installed $(SDK_JS) host/tests/fixtures/sandbox-js/app.js
+	mkdir -p $(FIXTURE_DIR)
+	$(KUBEWASM_JS) build host/tests/fixtures/sandbox-js/app.js -o $(abspath $@)
+
 # The contract's TypeScript types in $(JS_SDK)/src/wit are jco's (`npm run wit-types` there):
 # made again from wit/ and compared, so that they cannot fall behind it.
 JS_WIT_TYPES := $(abspath $(TARGET_DIR))/js-wit-types
@@ -142,7 +147,7 @@ js-wit-types-current: $(JS_SDK)/node_modules/.installed $(wildcard wit/*.wit)
 	cd $(JS_SDK) && node --import ./bin/jco-preopens.js node_modules/@bytecodealliance/jco/dist/jco.js guest-types wit --world-name plugin --quiet --out-dir $(JS_WIT_TYPES)
 	diff -r $(JS_WIT_TYPES) $(JS_SDK)/src/wit || { echo "$(JS_SDK)/src/wit is not what jco makes of wit/: run \`npm run wit-types\` in $(JS_SDK) and commit the result" >&2; exit 1; }
 
-js-plugins: js-wit-types-current $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(JS_PLUGINS) js-fetch js-throw ts-throw))
+js-plugins: js-wit-types-current $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(JS_PLUGINS) js-fetch js-throw ts-throw sandbox-js))
 	cd $(JS_SDK) && $(NPM) test
 	for p in $(JS_PLUGINS); do (cd plugins/$$p && $(NPM) test) || exit 1; done
 

@@ -33,6 +33,7 @@ pub mod resource;
 pub mod run;
 pub mod runtime;
 pub mod secrets;
+pub mod webhook;
 
 pub use controller::Controller;
 pub use plugin::{Engine, Plugin};

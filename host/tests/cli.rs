@@ -942,6 +942,31 @@ async fn generated_rbac_is_accepted_by_the_api_server() {
     cluster.shutdown().await;
 }
 
+// ---- webhooks ------------------------------------------------------------------
+
+#[test]
+fn webhooks_of_plugins_that_admit_nothing_are_nothing_and_a_bad_endpoint_or_bundle_is_refused() {
+    let dir = target_dir().join("plugins");
+    let webhooks = |extra: &[&str]| {
+        let mut args = vec!["webhooks", "--plugins", path_str(&dir)];
+        args.extend(extra);
+        kubewasm(&args)
+    };
+    let out = webhooks(&["--service", "kubewasm-system/kubewasm-webhooks"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(out.stdout.is_empty(), "no example plugin defaults, validates or converts");
+    assert!(stderr.contains("defaults, validates or converts: nothing to register"), "{stderr}");
+
+    let out = webhooks(&["--url", "http://127.0.0.1:9443"]);
+    assert_fails_with(&out, &["\"http://127.0.0.1:9443\"", "'https' is the only allowed URL scheme"]);
+    let out = webhooks(&["--service", "kubewasm-webhooks"]);
+    assert_fails_with(&out, &["expected NAMESPACE/NAME or NAMESPACE/NAME:PORT"]);
+    let not_pem = workspace().join("Cargo.toml");
+    let out = webhooks(&["--url", "https://127.0.0.1:9443", "--ca-bundle", path_str(&not_pem)]);
+    assert_fails_with(&out, &["Cargo.toml: holds no PEM certificate"]);
+}
+
 // ---- log format ----------------------------------------------------------------
 
 fn describe_logging(format: &str) -> Output {
@@ -1900,11 +1925,24 @@ fn sandbox_readings(name: &str, now: &str) -> serde_json::Value {
 /// --now` sets), draws real random numbers (different in every call), and a sleep of an
 /// hour returns at once with an hour elapsed on both clocks.
 fn assert_the_sandbox_is_like_the_languages_runtime(name: &str, random_fields: &[&str]) {
+    let started = std::time::Instant::now();
+    let readings = assert_the_wall_clock_and_randomness(name, random_fields);
+    assert!(started.elapsed() < std::time::Duration::from_secs(120), "{name}: the sleeps did not wait");
+    for readings in &readings {
+        let wall = readings["wall"].as_f64().expect("wall");
+        let slept = readings["slept"].as_f64().expect("slept");
+        assert!((3600.0..3601.0).contains(&slept), "{name}: an hour elapsed on the monotonic clock: {readings}");
+        let after = readings["wallAfterSleep"].as_f64().expect("wallAfterSleep");
+        assert!(after - wall >= 3600.0 && after - wall < 3601.0, "{name}: and on the wall clock: {readings}");
+    }
+}
+
+/// The readings of two renders of the sandbox fixture `name`, each of whose wall clocks read
+/// the request's time, and whose `random_fields` differ from one call to the next.
+fn assert_the_wall_clock_and_randomness(name: &str, random_fields: &[&str]) -> [serde_json::Value; 2] {
     let now = "2026-01-01T00:00:00Z";
     let now_seconds = 1_767_225_600.0;
-    let started = std::time::Instant::now();
     let (first, second) = (sandbox_readings(name, now), sandbox_readings(name, now));
-    assert!(started.elapsed() < std::time::Duration::from_secs(120), "{name}: the sleeps did not wait");
     for readings in [&first, &second] {
         assert_eq!(readings["requestNow"], now, "{name}: {readings}");
         let wall = readings["wall"].as_f64().expect("wall");
@@ -1912,15 +1950,12 @@ fn assert_the_sandbox_is_like_the_languages_runtime(name: &str, random_fields: &
             (now_seconds..now_seconds + 1.0).contains(&wall),
             "{name}: the wall clock reads the request's now: {readings}"
         );
-        let slept = readings["slept"].as_f64().expect("slept");
-        assert!((3600.0..3601.0).contains(&slept), "{name}: an hour elapsed on the monotonic clock: {readings}");
-        let after = readings["wallAfterSleep"].as_f64().expect("wallAfterSleep");
-        assert!(after - wall >= 3600.0 && after - wall < 3601.0, "{name}: and on the wall clock: {readings}");
     }
     for field in random_fields {
         assert!(first[field].is_string() || first[field].is_number(), "{name}: {field} drawn: {first}");
         assert_ne!(first[field], second[field], "{name}: {field} is drawn afresh in every call");
     }
+    [first, second]
 }
 
 #[test]
@@ -1940,6 +1975,31 @@ fn a_python_plugin_reads_the_requests_time_and_real_randomness() {
 #[test]
 fn a_go_plugin_reads_the_requests_time_and_real_randomness() {
     assert_the_sandbox_is_like_the_languages_runtime("sandbox-go", &["cryptoRand", "mathRand"]);
+}
+
+/// In QuickJS, which has neither `crypto` nor a Math.random seeded afresh, nor TextEncoder,
+/// TextDecoder and structuredClone, the JavaScript SDK defines them: random values differ
+/// in every call, a UUID is a version 4 one, text round-trips as UTF-8, and a clone keeps a
+/// Date and a cycle. (QuickJS has no sleep.)
+#[test]
+fn a_javascript_plugin_reads_the_requests_time_real_randomness_and_utf8() {
+    let readings = assert_the_wall_clock_and_randomness("sandbox-js", &["mathRandom", "uuid", "randomValues"]);
+    for readings in &readings {
+        let random = readings["mathRandom"].as_f64().expect("mathRandom");
+        assert!((0.0..1.0).contains(&random), "Math.random() is in [0, 1): {readings}");
+        let uuid = readings["uuid"].as_str().expect("uuid");
+        let parsed = uuid::Uuid::parse_str(uuid).expect("crypto.randomUUID() parses as a UUID");
+        assert_eq!(parsed.get_version(), Some(uuid::Version::Random), "a version 4 UUID: {uuid}");
+        assert_eq!(parsed.get_variant(), uuid::Variant::RFC4122, "of RFC 9562's variant: {uuid}");
+        assert_eq!(uuid, parsed.hyphenated().to_string(), "in lower case, hyphenated");
+        let text = readings["text"].as_str().expect("text");
+        assert!(!text.is_ascii(), "the fixture's text is not ASCII: {text}");
+        let utf8: String = text.bytes().map(|b| format!("{b:02x}")).collect();
+        assert_eq!(readings["utf8"], utf8.as_str(), "TextEncoder gives the text's UTF-8 bytes");
+        assert_eq!(readings["decoded"], text, "and TextDecoder the text again");
+        let cloned = serde_json::json!({"at": "1970-01-01T00:00:00.000Z", "cyclic": true, "fresh": true});
+        assert_eq!(readings["cloned"], cloned, "structuredClone copies a Date and a cycle");
+    }
 }
 
 /// render says which observed children the answer keeps as they are and which the host

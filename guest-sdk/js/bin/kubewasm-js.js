@@ -1,7 +1,8 @@
 #!/usr/bin/env node
 // kubewasm-js build app.js -o plugin.wasm: the plugin module, what it imports and the
 // text files it reads, bundled into one script and built with a JavaScript engine into
-// one component of the contract's `plugin` world.
+// one component of the contract's `plugin` world (for QuickJS, with wasi:random too, over
+// which the SDK defines the Web globals the engine lacks: src/globals.js).
 //
 // Engines, both through `jco componentize`: `quickjs` (the default: jco's QuickJS backend,
 // componentize-qjs; a component of about 2 MB) or `starlingmonkey` (jco's default engine,
@@ -20,6 +21,9 @@ import { TEXT_EXTENSIONS } from '../src/text-extensions.js';
 
 const SDK = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const WIT = join(SDK, 'wit');
+// QuickJS plugins build for the contract's world with wasi:random (wit-js/plugin.wit),
+// over which src/globals.js defines the `crypto` and `Math.random` the engine lacks.
+const QUICKJS_WIT = join(SDK, 'wit-js');
 const WORLD = 'plugin';
 const ENGINES = ['quickjs', 'starlingmonkey'];
 const require = createRequire(import.meta.url);
@@ -32,10 +36,12 @@ function fail(message) {
   process.exit(1);
 }
 
-/** The wrapper the bundle starts from: the host's log and HTTP, the engine's u64s, then
- * the app's plugin. */
+/** The wrapper the bundle starts from: for QuickJS the globals it lacks (first, so that
+ * they are there before the app's module runs), the host's log and HTTP, the engine's
+ * u64s, then the app's plugin. */
 function entry(app, engine) {
   return [
+    engine === 'quickjs' ? `import ${JSON.stringify(join(SDK, 'src/install-globals.js'))};` : '',
     `import { log as hostLog } from 'kubewasm:reconciler/log@0.2.0';`,
     `import { useHostLog } from ${JSON.stringify(join(SDK, 'src/log.js'))};`,
     `import { componentExports, useBigIntU64 } from ${JSON.stringify(join(SDK, 'src/export.js'))};`,
@@ -105,7 +111,8 @@ function componentize(script, output, engine) {
       : // jco's defaults; jco 1.35.0 needs its WIT parser given the filesystem (jco-preopens.js).
         [];
   const preopens = join(SDK, 'bin/jco-preopens.js');
-  const args = ['--import', preopens, jco, 'componentize', script, '--wit', WIT, '--world-name', WORLD, ...flags, '--out', output];
+  const wit = engine === 'quickjs' ? QUICKJS_WIT : WIT;
+  const args = ['--import', preopens, jco, 'componentize', script, '--wit', wit, '--world-name', WORLD, ...flags, '--out', output];
   const run = spawnSync(process.execPath, args, { stdio: ['ignore', 'ignore', 'inherit'] });
   if (run.status !== 0) fail(`jco componentize failed (exit ${run.status ?? run.signal})`);
 }

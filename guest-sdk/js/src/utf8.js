@@ -1,5 +1,5 @@
-// UTF-8 text to bytes and back, for HTTP bodies: QuickJS has neither TextEncoder nor
-// TextDecoder.
+// UTF-8 text to bytes and back, for HTTP bodies and the TextEncoder and TextDecoder
+// QuickJS lacks (globals.js).
 
 /** The UTF-8 bytes of `text`; a lone surrogate becomes U+FFFD, as TextEncoder does. */
 export function encodeUtf8(text) {
@@ -16,8 +16,16 @@ export function encodeUtf8(text) {
 }
 
 /** The text of UTF-8 `bytes`; malformed sequences become U+FFFD exactly as TextDecoder
- * replaces them (the WHATWG Encoding standard's UTF-8 decoder). */
-export function decodeUtf8(bytes) {
+ * replaces them (the WHATWG Encoding standard's UTF-8 decoder), or with `fatal` throw a
+ * TypeError as TextDecoder's fatal mode does. */
+export function decodeUtf8(bytes, { fatal = false } = {}) {
+  const { text, held } = decodeUtf8Prefix(bytes, { fatal });
+  return held === 0 ? text : text + malformed(fatal, bytes.length - held);
+}
+
+/** The text of `bytes` up to a sequence the last bytes begin and do not finish, and how
+ * many bytes that sequence has so far: what a streaming decoder keeps for the next chunk. */
+export function decodeUtf8Prefix(bytes, { fatal = false } = {}) {
   let out = '';
   let code = 0;
   let needed = 0;
@@ -37,13 +45,13 @@ export function decodeUtf8(bytes) {
         if (b === 0xf0) lower = 0x90;
         if (b === 0xf4) upper = 0x8f;
         [needed, code] = [3, b & 0x07];
-      } else out += '\ufffd';
+      } else out += malformed(fatal, i);
       continue;
     }
     if (b < lower || b > upper) {
       // The sequence ends early: one replacement, and this byte starts afresh.
       [code, needed, seen, lower, upper] = [0, 0, 0, 0x80, 0xbf];
-      out += '\ufffd';
+      out += malformed(fatal, i);
       i--;
       continue;
     }
@@ -54,5 +62,10 @@ export function decodeUtf8(bytes) {
       [code, needed, seen] = [0, 0, 0];
     }
   }
-  return needed === 0 ? out : `${out}\ufffd`;
+  return { text: out, held: needed === 0 ? 0 : seen + 1 };
+}
+
+function malformed(fatal, offset) {
+  if (fatal) throw new TypeError(`the input is not valid UTF-8 (at byte ${offset})`);
+  return '\ufffd';
 }

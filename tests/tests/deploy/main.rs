@@ -80,6 +80,27 @@ fn the_deployment_runs_the_host_locked_down_with_probes_and_a_metrics_port() {
     assert!(cache.as_ref().is_some_and(mounted), "the plugin cache directory {cache:?} is a mounted volume");
 }
 
+#[test]
+fn the_webhook_service_reaches_the_hosts_webhook_port_by_the_name_its_certificate_carries() {
+    let objects = documents(&kustomize());
+    let service = find(&objects, "Service");
+    assert_eq!(
+        (&service["metadata"]["name"], &service["metadata"]["namespace"]),
+        (&"kubewasm-webhooks".into(), &"kubewasm-system".into()),
+        "kubewasm webhooks --service kubewasm-system/kubewasm-webhooks, and the name the API server checks: \
+         kubewasm-webhooks.kubewasm-system.svc"
+    );
+    let port = &service["spec"]["ports"][0];
+    assert_eq!(port["port"], 443, "the port a webhook's service reference defaults to");
+    let pod = &find(&objects, "Deployment")["spec"]["template"];
+    let labels = pod["metadata"]["labels"].as_object().expect("pod labels");
+    let selector = service["spec"]["selector"].as_object().expect("a selector");
+    assert!(selector.iter().all(|(k, v)| labels.get(k) == Some(v)), "{selector:?} selects the host's pods {labels:?}");
+    let container = &pod["spec"]["containers"][0];
+    let target = container["ports"].as_array().expect("ports").iter().find(|p| p["name"] == port["targetPort"]);
+    assert_eq!(target.map(|p| p["containerPort"].clone()), Some(9443.into()), "kubewasm run's --webhook-listen");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_kustomization_is_accepted_by_the_api_server() {
     let manifests = kustomize();
@@ -188,13 +209,22 @@ fn the_dockerfile_builds_what_the_deployment_runs() {
     );
     let build = lines.iter().find(|l| l.contains("--target wasm32-wasip2")).expect("the plugin build");
     // The Rust examples; demo-application-python is the same controller in Python, kept
-    // out of the image so that one DemoApplication has one controller. kubewatch and
-    // dns-record do nothing without an operator's settings (the URLs they may reach, a
-    // token), so the image, and deploy/rbac.yaml, leave them out (the Makefile's EXAMPLES).
+    // out of the image so that one DemoApplication has one controller. The Makefile's
+    // EXAMPLES need what a bare install lacks (kubewatch and dns-record an operator's
+    // settings: the URLs they may reach, a token; cronjob its webhooks' certificate and
+    // rights), so the image, and deploy/rbac.yaml, leave them out.
+    let makefile = std::fs::read_to_string(deploy_dir().with_file_name("Makefile")).expect("Makefile");
+    let left_out: Vec<&str> = makefile
+        .lines()
+        .find_map(|l| l.strip_prefix("EXAMPLES :="))
+        .expect("the Makefile's EXAMPLES")
+        .split_whitespace()
+        .collect();
+    assert!(left_out.contains(&"kubewatch"), "EXAMPLES as the Makefile writes them: {left_out:?}");
     let examples = std::fs::read_dir(deploy_dir().with_file_name("plugins")).expect("plugins/");
     for example in examples {
         let example = example.expect("entry");
-        let needs_settings = ["kubewatch", "dns-record"].contains(&&*example.file_name().to_string_lossy());
+        let needs_settings = left_out.contains(&&*example.file_name().to_string_lossy());
         if !example.path().join("Cargo.toml").is_file() || needs_settings {
             continue;
         }
