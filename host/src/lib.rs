@@ -10,7 +10,10 @@
 //! stands on [`runtime`] (the plugins and their runners), which stands on
 //! [`controller`] (one plugin as a Kubernetes controller), which stands on [`plugin`]
 //! (a component, its engine and its sandbox); [`coordination`] (several replicas),
-//! [`metrics`], [`health`] and [`logging`] serve them from the side.
+//! [`metrics`], [`health`] and [`logging`] serve them from the side; [`distribution`]
+//! (plugins pushed to and pulled from OCI registries, and their signatures) stands on
+//! [`plugin`] alone; [`resource`] (the `Plugin` kind: a plugin taken from a registry)
+//! stands on both.
 
 #![warn(clippy::pedantic)]
 // Accessors like `Plugin::manifest` have nothing to add beyond their name.
@@ -19,12 +22,14 @@
 pub mod controller;
 pub mod coordination;
 pub mod discovery;
+pub mod distribution;
 pub(crate) mod events;
 pub mod handler;
 pub mod health;
 pub mod logging;
 pub mod metrics;
 pub mod plugin;
+pub mod resource;
 pub mod run;
 pub mod runtime;
 pub mod secrets;

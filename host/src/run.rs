@@ -50,6 +50,9 @@ pub struct Options {
     /// The host's own namespace: the Secrets plugins' settings name are read there, and
     /// the event handlers' ledgers kept.
     pub namespace: String,
+    /// Also run the cluster's `Plugin` objects, pulled from their registries (with
+    /// `install_crds`, their CRD is installed too).
+    pub plugin_resources: bool,
 }
 
 impl Options {
@@ -62,6 +65,7 @@ impl Options {
             install_crds: false,
             replicas: ReplicaMode::Single,
             namespace: "default".into(),
+            plugin_resources: false,
         }
     }
 }
@@ -170,7 +174,14 @@ async fn lead_and_serve(
         install_crds: options.install_crds,
         controller: controller::Options { metrics, shard, ..controller::Options::default() },
         host_namespace: options.namespace.clone(),
+        plugin_resources: options.plugin_resources,
     };
+    if options.install_crds
+        && options.plugin_resources
+        && let Err(e) = Box::pin(runtime::install_host_crd(client)).await
+    {
+        error!(error = %e, "the Plugin CRD is not installed");
+    }
     let runtime = Runtime::from_dir(client, engine, &options.dir, runtime_options).await?;
     on_change(&runtime);
     let synced = runtime.wait_synced(SYNC_LIMIT).await;

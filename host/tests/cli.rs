@@ -2069,3 +2069,48 @@ fn render_marks_omitted_children_of_a_kind_kept_unlisted_as_kept() {
     assert!(stderr.contains("deleted: ConfigMap stale (the parent controls it and the answer omits it)"), "{stderr}");
     assert!(!stderr.contains("Job b") && !stderr.contains("deleted: Job"), "{stderr}");
 }
+
+// ---- the host's own kinds --------------------------------------------------------
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_plugin_crd_is_accepted_and_the_api_server_validates_and_defaults_plugins_by_it() {
+    use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind};
+    use kubewasm::resource::PluginSpec;
+    use kubewasm_devcluster::{DevCluster, Options};
+
+    let cluster = DevCluster::start(Options::default()).await.expect("the embedded API server starts");
+    let out = kubewasm(&["crds", "--host"]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let crds = yaml_stream(&String::from_utf8_lossy(&out.stdout));
+    assert_eq!(crds.len(), 1);
+    assert_eq!(crds[0]["metadata"]["name"], "plugins.kubewasm.io");
+    cluster.apply(&String::from_utf8_lossy(&out.stdout)).expect("the Plugin CRD is accepted");
+
+    let plugin = |name: &str, source: &str| {
+        format!("apiVersion: kubewasm.io/v1alpha1\nkind: Plugin\nmetadata:\n  name: {name}\nspec:\n  source:\n{source}")
+    };
+    cluster
+        .apply(&plugin(
+            "cronjob",
+            "    oci: registry.example/plugins/cronjob:0.2.0\n    pullSecret: registry\n  verification:\n    keys: [\"-----BEGIN PUBLIC KEY-----\"]\n  settings:\n    namespace: team-a\n    config: {replicas: 3}\n",
+        ))
+        .expect("a Plugin is accepted");
+    let gvk = GroupVersionKind::gvk("kubewasm.io", "v1alpha1", "Plugin");
+    let plugins: Api<DynamicObject> = Api::all_with(cluster.client(), &ApiResource::from_gvk(&gvk));
+    let stored = plugins.get("cronjob").await.expect("the Plugin is served");
+    let spec: PluginSpec = serde_json::from_value(stored.data["spec"].clone()).expect("the host reads the spec");
+    assert_eq!(spec.source.oci, "registry.example/plugins/cronjob:0.2.0");
+    assert_eq!(spec.source.pull_secret.as_deref(), Some("registry"));
+    assert!(spec.enabled, "enabled defaults to true");
+    assert_eq!(stored.data["spec"]["enabled"], true, "the API server applies the schema's default");
+    assert_eq!(spec.settings.unwrap()["config"]["replicas"], 3);
+
+    let refused = cluster.apply(&plugin("no-source", "    pullSecret: registry\n")).unwrap_err().to_string();
+    assert!(refused.contains("spec.source.oci"), "{refused}");
+    let refused = cluster
+        .apply(&plugin("bad-digest", "    oci: r.example/p:1\n    digest: sha256:short\n"))
+        .unwrap_err()
+        .to_string();
+    assert!(refused.contains("spec.source.digest"), "{refused}");
+    cluster.shutdown().await;
+}

@@ -281,6 +281,11 @@ impl Engine {
         self.0.optimized.budget.as_ref().map(|b| b.size())
     }
 
+    /// Where compiled plugins are kept, if anywhere: pulled modules are kept beside them.
+    pub fn cache_dir(&self) -> Option<&Path> {
+        self.0.cache_dir.as_deref()
+    }
+
     /// Whether a component the cache lacks runs first with baseline code.
     pub fn tiered(&self) -> bool {
         self.0.baseline.is_some()

@@ -214,6 +214,9 @@ pub enum InvalidSettings {
     /// Not TOML, or a field unknown or of the wrong type; the message gives the line.
     #[error("{}", .0.to_string().trim_end())]
     Toml(#[from] toml::de::Error),
+    /// A `Plugin` resource's settings with a field unknown or of the wrong type.
+    #[error("{0}")]
+    Json(#[source] serde_json::Error),
     /// A limit of zero would refuse every call.
     #[error("{field} must be positive")]
     ZeroLimit { field: &'static str },
@@ -252,7 +255,20 @@ impl Settings {
     ///
     /// What is wrong, with the line and column for bad TOML.
     pub fn parse(text: &str) -> Result<Self, InvalidSettings> {
-        let file: File = toml::from_str(text)?;
+        Self::from_file(toml::from_str(text)?)
+    }
+
+    /// Reads the same keys as a settings file from a JSON object: a `Plugin` resource's
+    /// `spec.settings`.
+    ///
+    /// # Errors
+    ///
+    /// What is wrong, naming the field.
+    pub fn from_json(value: &Value) -> Result<Self, InvalidSettings> {
+        Self::from_file(File::deserialize(value).map_err(InvalidSettings::Json)?)
+    }
+
+    fn from_file(file: File) -> Result<Self, InvalidSettings> {
         let http = &file.http;
         for (field, value) in [
             ("limits.deadline-ms", file.limits.deadline_ms),
@@ -343,6 +359,26 @@ mod tests {
         assert_eq!(s.deadline, Some(Duration::from_millis(250)));
         assert_eq!(s.memory_bytes, Some(16 << 20));
         assert_eq!(s.config, json!({"replicas": 3, "image": {"tag": "1.2"}}));
+    }
+
+    #[test]
+    fn a_plugin_resources_settings_are_read_as_a_settings_file_is() {
+        let toml = Settings::parse(
+            "namespace = \"team-a\"\n[limits]\ndeadline-ms = 250\n[http]\nallow = [\"https://api.example\"]\n[config]\nreplicas = 3\n",
+        )
+        .unwrap();
+        let json = Settings::from_json(&json!({
+            "namespace": "team-a",
+            "limits": {"deadline-ms": 250},
+            "http": {"allow": ["https://api.example"]},
+            "config": {"replicas": 3}
+        }))
+        .unwrap();
+        assert_eq!(json, toml);
+        let err = Settings::from_json(&json!({"limits": {"deadline": 250}})).unwrap_err();
+        assert!(err.to_string().contains("unknown field `deadline`"), "{err}");
+        let err = Settings::from_json(&json!({"limits": {"memory-mib": 0}})).unwrap_err();
+        assert_eq!(err.to_string(), "limits.memory-mib must be positive");
     }
 
     #[test]

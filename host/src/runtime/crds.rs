@@ -67,6 +67,21 @@ pub async fn install_crds(client: &Client, plugins: &[Arc<Plugin>]) -> Result<Ve
     Ok(installed)
 }
 
+/// Installs the host's own CRD (the `Plugin` kind), as `install_crds` does a plugin's.
+///
+/// # Errors
+///
+/// When the API server refuses it or it is not established within 30 s.
+pub async fn install_host_crd(client: &Client) -> Result<Installed, CrdError> {
+    let api: Api<CustomResourceDefinition> = Api::all(client.clone());
+    let crd = crate::resource::crd::definition();
+    let crd_name = crd["metadata"]["name"].as_str().unwrap_or_default().to_string();
+    install(&api, &crd_name, &crd).await.map_err(|e| match e {
+        Failed::Refused(source) => CrdError::Refused { plugin: "kubewasm".into(), crd: crd_name, source },
+        Failed::NotEstablished(source) => CrdError::NotEstablished { plugin: "kubewasm".into(), crd: crd_name, source },
+    })
+}
+
 /// Why one CRD was not installed, before the plugin is named.
 enum Failed {
     Refused(kube::Error),

@@ -3,11 +3,13 @@
 //!
 //! `directory` reads the files, [`Runtime`] loads them and asks `reload` (a pure
 //! function) what a new version or new settings do to what runs, and `runners` starts,
-//! swaps and stops the controllers; `crds` installs the plugins' CRDs for `kubewasm dev`.
+//! swaps and stops the controllers; `crds` installs the plugins' CRDs for `kubewasm dev`;
+//! `resources` follows the cluster's `Plugin` objects, whose modules come from registries.
 
 mod crds;
 mod directory;
 mod reload;
+mod resources;
 mod runners;
 
 use std::collections::{BTreeMap, HashSet};
@@ -16,19 +18,23 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
+use futures::StreamExt as _;
 use kube::Client;
+use kube::api::DynamicObject;
+use kube::runtime::watcher;
 use tracing::{error, info};
 
 use crate::controller::{self, Controller};
 use crate::handler::{self, Handler};
 use crate::metrics::{Metrics, Outcome};
 use crate::plugin::{self, Egress, Engine, LoadError, Plugin, Settings, SettingsError, Transport};
+use crate::resource;
 use crate::secrets::Secrets;
 use directory::{Stamp, Writes};
 use reload::{Decision, Version};
 use runners::{Launch, Runners};
 
-pub use crds::{CrdError, Installed, install_crds};
+pub use crds::{CrdError, Installed, install_crds, install_host_crd};
 
 /// Why the runtime could not follow its plugin directory. A plugin that fails to load,
 /// or whose CRDs are refused, is no error of the runtime: it is reported and skipped.
@@ -76,11 +82,19 @@ pub struct Options {
     /// The host's own namespace: where the Secrets that settings name are read and the
     /// event handlers' ledgers are kept.
     pub host_namespace: String,
+    /// Also run the cluster's `Plugin` objects (`kubewasm.io/v1alpha1`; their CRD from
+    /// `kubewasm crds --host`), their pull Secrets read in the host's namespace.
+    pub plugin_resources: bool,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { install_crds: false, controller: controller::Options::default(), host_namespace: "default".into() }
+        Self {
+            install_crds: false,
+            controller: controller::Options::default(),
+            host_namespace: "default".into(),
+            plugin_resources: false,
+        }
     }
 }
 
@@ -156,6 +170,9 @@ pub struct Runtime {
     runners: Runners,
     /// The plugin directory the runtime follows, if it was started from one.
     directory: Option<Directory>,
+    /// The `Plugin` objects it follows, if asked to (boxed: the host's future holds the
+    /// runtime, and most hosts follow none).
+    resources: Option<Box<resources::Resources>>,
     options: Options,
 }
 
@@ -197,7 +214,7 @@ impl Runtime {
             };
             runners.start(plugin, Launch { controller: options, handler }).await;
         }
-        Self { client: client.clone(), runners, directory: None, options: Options::default() }
+        Self { client: client.clone(), runners, directory: None, resources: None, options: Options::default() }
     }
 
     /// Loads the plugins of `dir` and starts their controllers; then
@@ -215,8 +232,16 @@ impl Runtime {
             compiles: 0,
             failures: 0,
         };
-        let mut runtime =
-            Self { client: client.clone(), runners: Runners::new(client), directory: Some(directory), options };
+        let resources = options
+            .plugin_resources
+            .then(|| Box::new(resources::Resources::new(client, &options.host_namespace, engine)));
+        let mut runtime = Self {
+            client: client.clone(),
+            runners: Runners::new(client),
+            directory: Some(directory),
+            resources,
+            options,
+        };
         runtime.rescan().await?;
         Ok(runtime)
     }
@@ -248,12 +273,19 @@ impl Runtime {
         let warnings = self.options.controller.warnings.clone();
         let mut retry = tokio::time::interval(WAIT_RETRY);
         retry.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut plugin_events = match &self.resources {
+            Some(resources) => resources.watch(),
+            None => futures::stream::pending().boxed(),
+        };
+        let mut retry_resources = tokio::time::interval(resources::RETRY);
+        retry_resources.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let backstop = writes.backstop();
             let touched: HashSet<PathBuf> = tokio::select! {
                 () = &mut shutdown => break,
                 _ = retry.tick(), if self.runners.any_waiting() => {
                     if self.runners.start_waiting().await {
+                        Box::pin(self.publish_resources()).await;
                         on_change(&self);
                     }
                     continue;
@@ -271,6 +303,20 @@ impl Runtime {
                     touched
                 }
                 () = warnings.changed() => {
+                    on_change(&self);
+                    continue;
+                }
+                _ = retry_resources.tick(), if self.resources.as_ref().is_some_and(|r| !r.due().is_empty()) => {
+                    Box::pin(self.retry_resources()).await;
+                    on_change(&self);
+                    continue;
+                }
+                Some(event) = plugin_events.next() => {
+                    match event {
+                        // Boxed: a fetch holds a pull and a compile, which the loop need not carry.
+                        Ok(event) => Box::pin(self.sync_resource(*event)).await,
+                        Err(e) => error!(error = %e, "watching Plugin objects"),
+                    }
                     on_change(&self);
                     continue;
                 }
@@ -392,10 +438,10 @@ impl Runtime {
             let name = &new.manifest().name;
             let taken = dir.slots.iter().any(|(stem, other)| {
                 *stem != entry.stem && other.plugin.as_ref().is_some_and(|p| p.manifest().name == *name)
-            });
+            }) || self.resources.as_ref().is_some_and(|r| r.runs(name));
             if taken {
                 errors.push(format!(
-                    "{}: a plugin named {name} is already loaded from another file",
+                    "{}: a plugin named {name} is already loaded from another file or a Plugin object",
                     entry.wasm.display()
                 ));
                 plugin = dir.slots[&entry.stem].plugin.clone();
@@ -423,6 +469,89 @@ impl Runtime {
         let previous = slot.plugin.replace(plugin.clone());
         slot.settings = settings.clone();
         self.apply(decision, previous, plugin, settings).await;
+    }
+
+    /// Takes a change of a `Plugin` object: a new generation's module is fetched and, if
+    /// every step succeeds, run as a new version of a file would be; a deleted object's
+    /// plugin stops (its children stay).
+    async fn sync_resource(&mut self, event: watcher::Event<DynamicObject>) {
+        let object = match event {
+            watcher::Event::Apply(object) | watcher::Event::InitApply(object) => object,
+            watcher::Event::Delete(object) => {
+                let removed = object.metadata.name.as_ref().and_then(|n| self.resources.as_mut()?.slots.remove(n));
+                if let Some(name) = removed.and_then(|slot| slot.plugin).map(|p| p.manifest().name.clone()) {
+                    self.runners.stop(&name).await;
+                    info!(plugin = %name, "Plugin deleted; its children stay");
+                }
+                return;
+            }
+            watcher::Event::Init | watcher::Event::InitDone => return,
+        };
+        let Some(engine) = self.directory.as_ref().map(|d| d.engine.clone()) else { return };
+        let Some(resources) = self.resources.as_mut() else { return };
+        let Some((name, attempt)) = resources.attempt(&engine, &object).await else { return };
+        self.take_resource(name, attempt).await;
+    }
+
+    /// Attempts again the `Plugin` objects whose generation failed at its registry or
+    /// pull Secret.
+    async fn retry_resources(&mut self) {
+        let Some(engine) = self.directory.as_ref().map(|d| d.engine.clone()) else { return };
+        for name in self.resources.as_ref().map(|r| r.due()).unwrap_or_default() {
+            let Some(resources) = self.resources.as_ref() else { return };
+            if let Some(attempt) = resources.fetch(&engine, &name).await {
+                self.take_resource(name, attempt).await;
+            }
+        }
+    }
+
+    /// Runs what an attempt at `name`'s module fetched, as a new version of a file is
+    /// run, or reports why not; either way the object's status says so.
+    async fn take_resource(&mut self, name: String, attempt: Result<resource::Fetched, resource::Failure>) {
+        let Some(resources) = self.resources.as_mut() else { return };
+        let fetched = match attempt {
+            Ok(fetched) => fetched,
+            Err(failure) => {
+                resources.report(&name, Err(&failure));
+                return self.publish_resources().await;
+            }
+        };
+        let plugin_name = fetched.plugin.manifest().name.clone();
+        let in_directory = self.directory.as_ref().is_some_and(|d| {
+            d.slots.values().any(|s| s.plugin.as_ref().is_some_and(|p| p.manifest().name == plugin_name))
+        });
+        let in_other = resources
+            .slots
+            .iter()
+            .any(|(other, s)| *other != name && s.plugin.as_ref().is_some_and(|p| p.manifest().name == plugin_name));
+        if in_directory || in_other {
+            let message =
+                format!("a plugin named {plugin_name} already runs from the plugin directory or another Plugin");
+            let failure = resource::Failure { step: resource::Step::Loaded, reason: "NameTaken", message };
+            resources.report(&name, Err(&failure));
+            return self.publish_resources().await;
+        }
+        let Some(slot) = resources.slots.get_mut(&name) else { return };
+        let running = slot.plugin.as_ref().filter(|p| self.runners.running(&p.manifest().name));
+        let decision = reload::decide(
+            running.map(|p| Version { manifest: p.manifest(), settings: &slot.settings }),
+            Some(Version { manifest: fetched.plugin.manifest(), settings: &fetched.settings }),
+        );
+        let previous = slot.plugin.replace(fetched.plugin.clone());
+        slot.settings = fetched.settings.clone();
+        resources.report(&name, Ok(&fetched));
+        self.apply(decision, previous, fetched.plugin, fetched.settings).await;
+        self.publish_resources().await;
+    }
+
+    /// Writes each `Plugin` object's status where what runs changed it.
+    async fn publish_resources(&mut self) {
+        let Some(resources) = self.resources.as_mut() else { return };
+        for (object, plugin) in resources.plugin_names() {
+            let running = plugin.as_ref().is_some_and(|p| self.runners.running(p));
+            let waiting_for = plugin.as_ref().and_then(|p| self.runners.waiting_for(p));
+            resources.publish(&object, running, waiting_for).await;
+        }
     }
 
     /// Carries out `decision` for `plugin` with `settings`; `previous` is the version
@@ -505,21 +634,27 @@ impl Runtime {
         &self.options.controller.metrics
     }
 
-    /// Every plugin file and how it runs.
+    /// Every plugin file (and `Plugin` object) and how it runs.
     pub fn status(&self) -> Vec<PluginStatus> {
         let Some(dir) = &self.directory else { return Vec::new() };
-        dir.slots
-            .values()
-            .map(|slot| {
-                let name = slot.plugin.as_ref().map(|p| p.manifest().name.clone());
+        let files = dir.slots.values().map(|slot| (slot.wasm.display().to_string(), &slot.plugin, &slot.error));
+        let objects = self
+            .resources
+            .iter()
+            .flat_map(|r| &r.slots)
+            .map(|(name, slot)| (format!("Plugin {name} ({})", slot.reference), &slot.plugin, &slot.error));
+        files
+            .chain(objects)
+            .map(|(file, plugin, error)| {
+                let name = plugin.as_ref().map(|p| p.manifest().name.clone());
                 PluginStatus {
-                    file: slot.wasm.display().to_string(),
+                    file,
                     running: name.as_ref().is_some_and(|n| self.runners.running(n)),
                     waiting_for: name.as_ref().and_then(|n| self.runners.waiting_for(n)).map(str::to_string),
-                    hash: slot.plugin.as_ref().map(|p| p.hash().to_string()),
+                    hash: plugin.as_ref().map(|p| p.hash().to_string()),
                     warning: name.as_ref().and_then(|n| self.options.controller.warnings.of(n)),
                     name,
-                    error: slot.error.clone(),
+                    error: error.clone(),
                 }
             })
             .collect()

@@ -152,6 +152,9 @@ pub enum Command {
         /// A plugin directory: every `*.wasm` in it.
         #[arg(long = "plugins", value_name = "DIR")]
         dir: Option<PathBuf>,
+        /// Also print the host's own: the Plugin kind (kubewasm.io/v1alpha1).
+        #[arg(long)]
+        host: bool,
     },
     /// Print the RBAC the plugins need, as YAML: a ServiceAccount, a ClusterRole
     /// (or with --namespace a Role) granting exactly what they use, and the binding.
@@ -178,6 +181,66 @@ pub enum Command {
         /// may patch or delete.
         #[arg(long, value_name = "NAME", default_value = "kubewasm")]
         webhook_configuration: String,
+    },
+    /// Push a plugin to an OCI registry as a Wasm artifact (the CNCF layout: config
+    /// application/vnd.wasm.config.v0+json, one application/wasm layer, as wkg pushes
+    /// it). Prints the reference pinned by the manifest's digest.
+    Push {
+        /// The plugin component (`.wasm`).
+        plugin: PathBuf,
+        /// Where to push it: REGISTRY/REPOSITORY:TAG.
+        reference: String,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
+    /// Pull a plugin from an OCI registry, its digests checked and, with --verify-key,
+    /// its cosign signature: an unsigned, wrongly signed or tampered artifact is refused.
+    /// Pulled modules are kept by digest in the cache directory.
+    Pull {
+        /// REGISTRY/REPOSITORY:TAG or REGISTRY/REPOSITORY@sha256:DIGEST.
+        reference: String,
+        /// Where to write the component (default: ./NAME.wasm, NAME the repository's
+        /// last segment).
+        #[arg(short, long, value_name = "FILE")]
+        output: Option<PathBuf>,
+        /// Require a signature by this public key (PEM, as cosign.pub); repeat to accept
+        /// any of several keys.
+        #[arg(long = "verify-key", value_name = "PUB")]
+        verify_keys: Vec<PathBuf>,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
+    /// Sign a pushed plugin in cosign's classic format (keyed ECDSA P-256, the signature
+    /// stored at the tag sha256-DIGEST.sig), which `cosign verify --key` accepts.
+    Sign {
+        /// The artifact: by tag (resolved to its digest, which is what is signed) or digest.
+        reference: String,
+        /// The private key: unencrypted PKCS#8 (`PRIVATE KEY`) or SEC1 (`EC PRIVATE KEY`)
+        /// PEM, P-256, as `kubewasm generate-key` writes it.
+        #[arg(long, value_name = "KEY")]
+        key: PathBuf,
+        /// Annotations to sign with the digest (the payload's `optional`).
+        #[arg(short = 'a', long = "annotation", value_name = "KEY=VALUE")]
+        annotations: Vec<String>,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
+    /// Check a pushed plugin's cosign signature against public keys, without pulling it.
+    Verify {
+        /// The artifact, by tag or digest.
+        reference: String,
+        /// A public key (PEM, as cosign.pub); repeat to accept any of several keys.
+        #[arg(long = "key", value_name = "PUB", required = true)]
+        keys: Vec<PathBuf>,
+        #[command(flatten)]
+        registry: RegistryArgs,
+    },
+    /// Make a signing key pair: PREFIX.key (unencrypted PKCS#8 PEM, readable by its
+    /// owner only) and PREFIX.pub (the public key, as cosign.pub).
+    GenerateKey {
+        /// The files' path without extension.
+        #[arg(default_value = "kubewasm")]
+        prefix: PathBuf,
     },
     /// Print, as YAML, what points the API server at the host's webhooks for the plugins
     /// that default, validate or convert: a MutatingWebhookConfiguration and a
@@ -333,6 +396,12 @@ pub struct HostArgs {
     /// (ConfigMaps kubewasm-ledger-PLUGIN) kept there.
     #[arg(long = "namespace", env = "POD_NAMESPACE", default_value = "default", value_name = "NS")]
     pub host_namespace: String,
+    /// Also run the cluster's Plugin objects (kubewasm.io/v1alpha1, CRD from `kubewasm
+    /// crds --host`; `dev` installs it): each pulled from its OCI registry, its signature
+    /// checked, loaded as a file of DIR is; a failure at any step leaves the running
+    /// version in place and is written to the object's status.
+    #[arg(long)]
+    pub plugin_resources: bool,
 }
 
 impl HostArgs {
@@ -401,4 +470,18 @@ impl LeaderArgs {
             ReplicaMode::Single
         }
     }
+}
+
+/// How `push`, `pull`, `sign` and `verify` reach a registry.
+#[derive(Debug, clap::Args)]
+pub struct RegistryArgs {
+    /// The registries' credentials: a docker config (`auths`, as `docker login` writes
+    /// it or a Secret's .dockerconfigjson holds it); default: $DOCKER_CONFIG/config.json,
+    /// else ~/.docker/config.json.
+    #[arg(long, value_name = "FILE")]
+    pub registry_config: Option<PathBuf>,
+    /// Plain HTTP instead of HTTPS, for a registry on loopback only (a local or test
+    /// registry).
+    #[arg(long)]
+    pub insecure: bool,
 }

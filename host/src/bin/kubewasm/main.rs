@@ -2,8 +2,9 @@
 //! The command-line tools live here, not in the library, so that a user of the
 //! library does not compile what they need (wit-component, wasm-encoder, clap):
 //! `render` (one offline reconcile), `rbac` (the RBAC the plugins need), `webhooks` (the
-//! webhook registration they need), `scaffold` (a new plugin) and `componentize` (a Go
-//! plugin's core module made a component).
+//! webhook registration they need), `scaffold` (a new plugin), `componentize` (a Go
+//! plugin's core module made a component) and `registry` (`push`, `pull`, `sign`,
+//! `verify`: plugins in OCI registries).
 
 #![warn(clippy::pedantic)]
 #![allow(clippy::must_use_candidate)]
@@ -15,6 +16,7 @@ mod componentize;
 #[cfg(feature = "dev")]
 mod dev;
 mod rbac;
+mod registry;
 mod render;
 mod scaffold;
 mod webhooks;
@@ -91,6 +93,7 @@ fn run(cli: Cli) -> Result<()> {
                 health_addr,
                 install_crds: true,
                 namespace: host.host_namespace.clone(),
+                plugin_resources: host.plugin_resources,
                 ..run::Options::new(dir)
             };
             let runtime = tokio_runtime()?;
@@ -102,6 +105,7 @@ fn run(cli: Cli) -> Result<()> {
                 health_addr: Some(health_addr),
                 replicas: leader.mode(),
                 namespace: host.host_namespace.clone(),
+                plugin_resources: host.plugin_resources,
                 ..run::Options::new(dir)
             };
             let runtime = tokio_runtime()?;
@@ -146,17 +150,7 @@ fn run(cli: Cli) -> Result<()> {
             print!("{}", serde_yaml_ng::to_string(&describe(&plugin)?)?);
         }
         Command::Render(args) => render_command(*args)?,
-        Command::Crds { plugins, dir } => {
-            let mut files = plugins;
-            if let Some(dir) = dir {
-                files.extend(runtime::plugin_files(&dir)?);
-            }
-            anyhow::ensure!(!files.is_empty(), "name plugin files or a directory with --plugins DIR");
-            let engine = engine(&one_shot())?;
-            for file in files {
-                print_stream(Plugin::load(&engine, &file)?.crds())?;
-            }
-        }
+        Command::Crds { plugins, dir, host } => crds_command(plugins, dir, host)?,
         Command::Rbac {
             dir,
             namespace,
@@ -168,6 +162,11 @@ fn run(cli: Cli) -> Result<()> {
             rbac_command(&dir, namespace, name, service_account_namespace, webhook_tls_secret, webhook_configuration)?;
         }
         Command::Webhooks(args) => webhooks_command(&args)?,
+        command @ (Command::Push { .. }
+        | Command::Pull { .. }
+        | Command::Sign { .. }
+        | Command::Verify { .. }
+        | Command::GenerateKey { .. }) => registry::command(command)?,
     }
     Ok(())
 }
@@ -229,6 +228,26 @@ fn render_command(args: cli::RenderArgs) -> Result<()> {
     }
     if let Some(message) = render::denial_message(&rendered.outcome) {
         anyhow::bail!("the write is denied: {message}");
+    }
+    Ok(())
+}
+
+/// `kubewasm crds`: the CRDs the plugins define, and with `host` the host's own.
+fn crds_command(plugins: Vec<PathBuf>, dir: Option<PathBuf>, host: bool) -> Result<()> {
+    let mut files = plugins;
+    if let Some(dir) = dir {
+        files.extend(runtime::plugin_files(&dir)?);
+    }
+    anyhow::ensure!(host || !files.is_empty(), "name plugin files, a directory with --plugins DIR, or --host");
+    if host {
+        print_stream(&[kubewasm::resource::crd::definition()])?;
+    }
+    if files.is_empty() {
+        return Ok(());
+    }
+    let engine = engine(&one_shot())?;
+    for file in files {
+        print_stream(Plugin::load(&engine, &file)?.crds())?;
     }
     Ok(())
 }

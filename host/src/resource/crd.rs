@@ -1,0 +1,169 @@
+//! The `Plugin` kind (`kubewasm.io/v1alpha1`, cluster-scoped): its custom resource definition,
+//! which `kubewasm crds --host` prints, and the spec and status the host reads and writes.
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+/// The API group of the host's own kinds.
+pub const GROUP: &str = "kubewasm.io";
+/// The version of the `Plugin` kind.
+pub const VERSION: &str = "v1alpha1";
+/// The kind.
+pub const KIND: &str = "Plugin";
+
+/// What an operator asks of one plugin.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct PluginSpec {
+    pub source: Source,
+    #[serde(default)]
+    pub verification: Verification,
+    /// The keys of a plugin directory's `NAME.toml` (`namespace`, `limits`, `events`,
+    /// `http`, `webhooks`, `config`), as an object.
+    #[serde(default)]
+    pub settings: Option<Value>,
+    /// `false` stops the plugin; its children stay.
+    #[serde(default = "enabled")]
+    pub enabled: bool,
+}
+
+fn enabled() -> bool {
+    true
+}
+
+/// Where the module comes from.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Source {
+    /// An OCI reference: `REGISTRY/REPOSITORY:TAG` or `…@sha256:DIGEST`.
+    pub oci: String,
+    /// The manifest digest the reference must resolve to; pins a tag.
+    #[serde(default)]
+    pub digest: Option<String>,
+    /// A `kubernetes.io/dockerconfigjson` Secret in the host's namespace with the registry's
+    /// credentials.
+    #[serde(default)]
+    pub pull_secret: Option<String>,
+    /// Plain HTTP, for a registry on loopback only.
+    #[serde(default)]
+    pub insecure: bool,
+}
+
+/// Which signatures make the module trusted.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Verification {
+    /// PEM public keys (as `cosign.pub`); when any is given, the module loads only with a
+    /// cosign signature by one of them over its manifest's digest.
+    #[serde(default)]
+    pub keys: Vec<String>,
+}
+
+/// One condition of the status, as `metav1.Condition`.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Condition {
+    #[serde(rename = "type")]
+    pub kind: String,
+    /// `True` or `False`.
+    pub status: String,
+    pub reason: String,
+    pub message: String,
+    pub last_transition_time: String,
+    pub observed_generation: i64,
+}
+
+/// The `Plugin` custom resource definition.
+pub fn definition() -> Value {
+    let condition = json!({
+        "type": "object",
+        "required": ["type", "status", "reason", "message", "lastTransitionTime"],
+        "properties": {
+            "type": {"type": "string", "description": "Pulled, Verified, Loaded or Ready."},
+            "status": {"type": "string", "enum": ["True", "False", "Unknown"]},
+            "reason": {"type": "string"},
+            "message": {"type": "string"},
+            "lastTransitionTime": {"type": "string", "format": "date-time"},
+            "observedGeneration": {"type": "integer", "format": "int64"}
+        }
+    });
+    let spec = json!({
+        "type": "object",
+        "required": ["source"],
+        "properties": {
+            "source": {
+                "type": "object",
+                "description": "Where the module comes from: a Wasm OCI artifact (kubewasm push).",
+                "required": ["oci"],
+                "properties": {
+                    "oci": {"type": "string", "minLength": 1,
+                            "description": "REGISTRY/REPOSITORY:TAG or REGISTRY/REPOSITORY@sha256:DIGEST."},
+                    "digest": {"type": "string", "pattern": "^sha256:[a-f0-9]{64}$",
+                               "description": "The manifest digest the reference must resolve to."},
+                    "pullSecret": {"type": "string",
+                                   "description": "A kubernetes.io/dockerconfigjson Secret in the host's namespace."},
+                    "insecure": {"type": "boolean", "description": "Plain HTTP, for a loopback registry only."}
+                }
+            },
+            "verification": {
+                "type": "object",
+                "properties": {
+                    "keys": {"type": "array", "items": {"type": "string"},
+                             "description": "PEM public keys; when given, only a module with a cosign signature by one of them loads."}
+                }
+            },
+            "settings": {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": true,
+                "description": "What a plugin directory's NAME.toml holds, with its keys: namespace, limits, events, http, webhooks, config."
+            },
+            "enabled": {"type": "boolean", "default": true, "description": "false stops the plugin; its children stay."}
+        }
+    });
+    let status = json!({
+        "type": "object",
+        "properties": {
+            "observedGeneration": {"type": "integer", "format": "int64"},
+            "digest": {"type": "string", "description": "The manifest digest of the version that runs."},
+            "layerDigest": {"type": "string", "description": "The module's SHA-256, the plugin's hash."},
+            "plugin": {"type": "string", "description": "The name in the module's manifest."},
+            "lastError": {"type": "string"},
+            "conditions": {
+                "type": "array",
+                "items": condition,
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["type"]
+            }
+        }
+    });
+    let column = |name: &str, path: &str| json!({"name": name, "type": "string", "jsonPath": path});
+    json!({
+        "apiVersion": "apiextensions.k8s.io/v1",
+        "kind": "CustomResourceDefinition",
+        "metadata": {"name": format!("plugins.{GROUP}")},
+        "spec": {
+            "group": GROUP,
+            "scope": "Cluster",
+            "names": {"kind": KIND, "plural": "plugins", "singular": "plugin", "listKind": "PluginList"},
+            "versions": [{
+                "name": VERSION,
+                "served": true,
+                "storage": true,
+                "subresources": {"status": {}},
+                "additionalPrinterColumns": [
+                    column("Source", ".spec.source.oci"),
+                    column("Digest", ".status.digest"),
+                    column("Verified", ".status.conditions[?(@.type==\"Verified\")].status"),
+                    column("Ready", ".status.conditions[?(@.type==\"Ready\")].status"),
+                    {"name": "Age", "type": "date", "jsonPath": ".metadata.creationTimestamp"}
+                ],
+                "schema": {"openAPIV3Schema": {
+                    "type": "object",
+                    "description": "A plugin the host pulls from an OCI registry, verifies and runs.",
+                    "required": ["spec"],
+                    "properties": {"spec": spec, "status": status}
+                }}
+            }]
+        }
+    })
+}

@@ -1,0 +1,595 @@
+//! `kubewasm push`, `pull`, `sign` and `verify` against a real OCI registry: Debian's
+//! `docker-registry` (the CNCF distribution server), started by each test on a free
+//! loopback port with its own storage. The plugins are built by `make plugins`.
+//!
+//! The registry must be installed (`apt-get install docker-registry`, as `.ci/run`
+//! does); without it these tests fail, naming the package.
+
+// Only its target_dir: the rest serves the tests that run hosts.
+#[allow(dead_code)]
+mod common;
+
+use std::io::{BufRead, BufReader};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::mpsc;
+use std::time::Duration;
+
+use kubewasm::distribution::{self, DockerConfig, Registry, RegistryOptions, artifact, signature};
+use kubewasm::resource::{self, PluginSpec, Step};
+
+/// `s3cret`, hashed with bcrypt (the only scheme distribution's htpasswd accepts).
+const HTPASSWD: &str = "kw:$2b$04$mcERlzatEJxbpM/D5SWWk.U/hRuDa/jNnzZwzE5ya.IzmwY/N8v86\n";
+
+/// A `docker-registry serve` process and its directory, both gone when dropped.
+struct TestRegistry {
+    child: Child,
+    dir: PathBuf,
+    /// `127.0.0.1:PORT`.
+    addr: String,
+}
+
+impl TestRegistry {
+    /// A registry on a free loopback port; with `htpasswd`, one that requires its users.
+    fn start(name: &str, htpasswd: Option<&str>) -> Self {
+        let bin = std::env::var_os("KUBEWASM_TEST_REGISTRY_BIN")
+            .map_or_else(|| PathBuf::from("/usr/bin/docker-registry"), PathBuf::from);
+        assert!(
+            bin.is_file(),
+            "{} is missing: install Debian's `docker-registry` package (apt-get install docker-registry, \
+             as .ci/run does) or set KUBEWASM_TEST_REGISTRY_BIN",
+            bin.display()
+        );
+        let dir = common::target_dir().join(format!("registry-test-{name}"));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let auth = match htpasswd {
+            Some(users) => {
+                std::fs::write(dir.join("htpasswd"), users).unwrap();
+                format!("auth:\n  htpasswd:\n    realm: kubewasm-test\n    path: {}\n", dir.join("htpasswd").display())
+            }
+            None => String::new(),
+        };
+        let config = format!(
+            "version: 0.1\nlog:\n  level: info\n  accesslog:\n    disabled: true\nstorage:\n  filesystem:\n    \
+             rootdirectory: {}\n  delete:\n    enabled: true\nhttp:\n  addr: 127.0.0.1:0\n  secret: kubewasm-test\n{auth}",
+            dir.join("data").display()
+        );
+        std::fs::write(dir.join("config.yml"), config).unwrap();
+        let mut child = Command::new(&bin)
+            .arg("serve")
+            .arg(dir.join("config.yml"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", bin.display()));
+        // It logs the port it was given on stderr; the rest of its log is drained.
+        let stderr = child.stderr.take().unwrap();
+        let (tx, rx) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if let Some(rest) = line.split("listening on ").nth(1) {
+                    let _ = tx.send(rest.split(['"', ' ']).next().unwrap_or_default().to_owned());
+                }
+            }
+        });
+        let addr = rx.recv_timeout(Duration::from_secs(30)).expect("docker-registry says where it listens");
+        Self { child, dir, addr }
+    }
+
+    fn reference(&self, repository_and_tag: &str) -> String {
+        format!("{}/{repository_and_tag}", self.addr)
+    }
+
+    /// The file the registry keeps a blob in.
+    fn blob_path(&self, digest: &str) -> PathBuf {
+        let hex = digest.strip_prefix("sha256:").unwrap();
+        self.dir.join("data/docker/registry/v2/blobs/sha256").join(&hex[..2]).join(hex).join("data")
+    }
+}
+
+impl Drop for TestRegistry {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+fn plugin(name: &str) -> PathBuf {
+    let path = common::target_dir().join("plugins").join(format!("{name}.wasm"));
+    assert!(path.exists(), "{} is missing: run `make plugins` first", path.display());
+    path
+}
+
+/// A directory for one test's files (keys, pulled modules, the module cache).
+fn work_dir(name: &str) -> PathBuf {
+    let dir = common::target_dir().join(format!("registry-test-{name}-files"));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// `kubewasm ARGS` with its own module cache and no docker config of the user's.
+fn kubewasm(dir: &Path, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(args)
+        .current_dir(dir)
+        .env("KUBEWASM_CACHE_DIR", dir.join("cache"))
+        .env("DOCKER_CONFIG", dir.join("no-docker-config"))
+        .env("RUST_LOG", "warn")
+        .output()
+        .expect("kubewasm runs")
+}
+
+fn succeeds(out: &Output) -> (String, String) {
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert!(out.status.success(), "kubewasm failed:\n{stderr}");
+    (stdout.into_owned(), stderr.into_owned())
+}
+
+fn fails_with(out: &Output, needle: &str) {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "kubewasm succeeded, expected {needle:?}");
+    assert!(stderr.contains(needle), "expected {needle:?} in:\n{stderr}");
+}
+
+/// `kubewasm push` of the plugin `name` to `reference` (plain HTTP, and `extra` flags):
+/// the pinned reference it prints, and its digest.
+fn push(dir: &Path, name: &str, reference: &str, extra: &[&str]) -> (String, String) {
+    let wasm = plugin(name);
+    let args = [&["push", path(&wasm), reference, "--insecure"][..], extra].concat();
+    let (stdout, _) = succeeds(&kubewasm(dir, &args));
+    let pinned = stdout.trim().to_owned();
+    let digest = pinned.rsplit('@').next().unwrap().to_owned();
+    (pinned, digest)
+}
+
+fn path(p: &Path) -> &str {
+    p.to_str().unwrap()
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap()
+}
+
+#[test]
+fn a_pushed_plugin_is_a_wasm_artifact_and_pulls_back_byte_for_byte_by_tag_and_by_digest() {
+    let registry = TestRegistry::start("round-trip", None);
+    let dir = work_dir("round-trip");
+    let wasm = plugin("demo-application");
+    let tagged = registry.reference("plugins/demo:0.1.0");
+
+    let (stdout, _) = succeeds(&kubewasm(&dir, &["push", path(&wasm), &tagged, "--insecure"]));
+    let pinned = stdout.trim().to_owned();
+    assert!(pinned.starts_with(&format!("{}/plugins/demo@sha256:", registry.addr)), "{pinned}");
+
+    // The layout wkg and oci-wasm read.
+    let reference = distribution::parse_reference(&tagged).unwrap();
+    let options = RegistryOptions { insecure: true, ..RegistryOptions::default() };
+    let client = Registry::for_reference(&reference, &options).unwrap();
+    let manifest = runtime().block_on(client.manifest(&reference)).unwrap().expect("the tag exists");
+    assert_eq!(format!("{}/plugins/demo@{}", registry.addr, manifest.digest), pinned);
+    assert_eq!(manifest.manifest.media_type.as_deref(), Some(artifact::MANIFEST_MEDIA_TYPE));
+    assert_eq!(manifest.manifest.config.media_type, "application/vnd.wasm.config.v0+json");
+    let [layer] = manifest.manifest.layers.as_slice() else { panic!("one layer") };
+    assert_eq!(layer.media_type, "application/wasm");
+    let bytes = std::fs::read(&wasm).unwrap();
+    assert_eq!(layer.digest, format!("sha256:{}", kubewasm::plugin::digest(&bytes)));
+    assert_eq!(layer.annotations.as_ref().unwrap()[artifact::TITLE_ANNOTATION], "demo-application.wasm");
+    let config = runtime().block_on(client.blob(&reference, &manifest.manifest.config)).unwrap();
+    let config = artifact::check(&manifest.manifest, &config).unwrap();
+    assert_eq!((config.architecture.as_str(), config.os.as_str()), ("wasm", "wasip2"));
+    let component = config.component.unwrap();
+    assert!(component.exports.iter().any(|e| e.starts_with("kubewasm:reconciler/reconciler@")), "{component:?}");
+    assert!(component.imports.iter().any(|i| i.starts_with("wasi:")), "{component:?}");
+
+    let (_, stderr) = succeeds(&kubewasm(&dir, &["pull", &tagged, "--insecure", "-o", "by-tag.wasm"]));
+    assert!(stderr.contains(&format!("pulled {pinned}")), "{stderr}");
+    assert!(!stderr.contains("from the cache"), "{stderr}");
+    assert_eq!(std::fs::read(dir.join("by-tag.wasm")).unwrap(), bytes);
+    // Kept by digest where compiled plugins are kept, and taken from there next time.
+    assert_eq!(std::fs::read(dir.join("cache/blobs").join(layer.digest.replace(':', "/"))).unwrap(), bytes);
+    let (_, stderr) = succeeds(&kubewasm(&dir, &["pull", &pinned, "--insecure"]));
+    assert!(stderr.contains("from the cache"), "{stderr}");
+    assert_eq!(std::fs::read(dir.join("demo.wasm")).unwrap(), bytes);
+
+    fails_with(
+        &kubewasm(&dir, &["pull", &registry.reference("plugins/demo:0.2.0"), "--insecure"]),
+        "plugins/demo:0.2.0: not found in the registry",
+    );
+}
+
+#[test]
+fn credentials_come_from_the_docker_config_given() {
+    let registry = TestRegistry::start("credentials", Some(HTPASSWD));
+    let dir = work_dir("credentials");
+    let wasm = plugin("demo-application");
+    let reference = registry.reference("plugins/demo:1");
+    let config = |name: &str, auth: &str| {
+        let file = dir.join(format!("{name}.json"));
+        std::fs::write(&file, format!(r#"{{"auths": {{"{}": {{"auth": "{auth}"}}}}}}"#, registry.addr)).unwrap();
+        file
+    };
+    // base64 of kw:s3cret and of kw:wrong.
+    let (good, bad) = (config("good", "a3c6czNjcmV0"), config("bad", "a3c6d3Jvbmcx"));
+
+    let refused = format!("the registry {} wants credentials, or refused those given (HTTP 401)", registry.addr);
+    fails_with(&kubewasm(&dir, &["push", path(&wasm), &reference, "--insecure"]), &refused);
+    fails_with(
+        &kubewasm(&dir, &["push", path(&wasm), &reference, "--insecure", "--registry-config", path(&bad)]),
+        &refused,
+    );
+
+    succeeds(&kubewasm(&dir, &["push", path(&wasm), &reference, "--insecure", "--registry-config", path(&good)]));
+    succeeds(&kubewasm(&dir, &["pull", &reference, "--insecure", "--registry-config", path(&good), "-o", "p.wasm"]));
+    assert_eq!(std::fs::read(dir.join("p.wasm")).unwrap(), std::fs::read(&wasm).unwrap());
+    fails_with(&kubewasm(&dir, &["pull", &reference, "--insecure", "-o", "q.wasm"]), &refused);
+
+    fails_with(
+        &kubewasm(&dir, &["pull", &reference, "--registry-config", path(&dir.join("missing.json"))]),
+        "cannot read the docker config",
+    );
+}
+
+#[test]
+fn only_an_artifact_signed_by_a_trusted_key_over_its_own_digest_is_pulled() {
+    let registry = TestRegistry::start("signatures", None);
+    let dir = work_dir("signatures");
+    let tagged = registry.reference("plugins/demo:1");
+    succeeds(&kubewasm(&dir, &["generate-key", "release"]));
+    succeeds(&kubewasm(&dir, &["generate-key", "other"]));
+    fails_with(&kubewasm(&dir, &["generate-key", "release"]), "release.key exists; not overwriting a key");
+    let (pinned, digest) = push(&dir, "demo-application", &tagged, &[]);
+    let tag = signature::signature_tag(&digest);
+    let pull = |key: &str| kubewasm(&dir, &["pull", &tagged, "--insecure", "-o", "p.wasm", "--verify-key", key]);
+
+    fails_with(
+        &pull("release.pub"),
+        &format!("{pinned} is not signed: the registry has no signature at the tag {tag}"),
+    );
+    assert!(!dir.join("p.wasm").exists(), "an unsigned module was written");
+
+    let (_, stderr) = succeeds(&kubewasm(&dir, &["sign", &tagged, "--key", "release.key", "--insecure"]));
+    assert!(stderr.contains(&format!("signed {pinned} (signature at the tag {tag})")), "{stderr}");
+    let (_, stderr) = succeeds(&pull("release.pub"));
+    assert!(stderr.contains("verified: signed by release.pub"), "{stderr}");
+    let (stdout, _) =
+        succeeds(&kubewasm(&dir, &["verify", &tagged, "--insecure", "--key", "other.pub", "--key", "release.pub"]));
+    assert_eq!(stdout.trim(), format!("{pinned}: signed by release.pub"));
+    std::fs::remove_file(dir.join("p.wasm")).unwrap();
+
+    // Signed, but not by the key trusted.
+    fails_with(&pull("other.pub"), &format!("{pinned} is not signed by a trusted key: none of its 1 signature(s)"));
+    assert!(!dir.join("p.wasm").exists(), "a module signed by another key was written");
+
+    // A second signer is added beside the first, as cosign does; both then verify.
+    succeeds(&kubewasm(&dir, &["sign", &pinned, "--key", "other.key", "--insecure", "-a", "team=platform"]));
+    succeeds(&pull("other.pub"));
+    succeeds(&pull("release.pub"));
+}
+
+#[test]
+fn a_tampered_artifact_is_refused_saying_how() {
+    let registry = TestRegistry::start("tamper", None);
+    let dir = work_dir("tamper");
+    let tagged = registry.reference("plugins/demo:1");
+    succeeds(&kubewasm(&dir, &["generate-key", "release"]));
+    let (signed, signed_digest) = push(&dir, "demo-application", &tagged, &[]);
+    succeeds(&kubewasm(&dir, &["sign", &tagged, "--key", "release.key", "--insecure"]));
+    let pull = |reference: &str| {
+        let _ = std::fs::remove_dir_all(dir.join("cache"));
+        kubewasm(&dir, &["pull", reference, "--insecure", "-o", "p.wasm", "--verify-key", "release.pub"])
+    };
+
+    // The module's bytes changed in the registry's storage: the layer's digest catches it.
+    let reference = distribution::parse_reference(&tagged).unwrap();
+    let client =
+        Registry::for_reference(&reference, &RegistryOptions { insecure: true, ..Default::default() }).unwrap();
+    let manifest = runtime().block_on(client.manifest(&reference)).unwrap().unwrap();
+    let blob = registry.blob_path(&manifest.manifest.layers[0].digest);
+    let original = std::fs::read(&blob).unwrap();
+    let mut altered = original.clone();
+    let last = altered.len() - 1;
+    altered[last] ^= 0xff;
+    std::fs::write(&blob, &altered).unwrap();
+    let layer_digest = &manifest.manifest.layers[0].digest;
+    let altered_digest = format!("sha256:{}", kubewasm::plugin::digest(&altered));
+    fails_with(
+        &pull(&tagged),
+        &format!(
+            "the registry served a blob of digest {altered_digest}, expected {layer_digest} (tampered or corrupt)"
+        ),
+    );
+    assert!(!dir.join("p.wasm").exists(), "a tampered module was written");
+    std::fs::write(&blob, &original).unwrap();
+    succeeds(&pull(&tagged));
+
+    // Another module under the signed tag: its digest has no signature.
+    let (replaced, replaced_digest) = push(&dir, "foo", &tagged, &[]);
+    fails_with(&pull(&tagged), &format!("{replaced} is not signed"));
+
+    // The first module's signature copied to the second's signature tag: it verifies, but
+    // names the first digest.
+    let rt = runtime();
+    let signature_of = |digest: &str| {
+        distribution::parse_reference(
+            &registry.reference(&format!("plugins/demo:{}", signature::signature_tag(digest))),
+        )
+        .unwrap()
+    };
+    let copied = rt.block_on(client.manifest(&signature_of(&signed_digest))).unwrap().unwrap();
+    rt.block_on(client.push_manifest(&signature_of(&replaced_digest), &copied.manifest)).unwrap();
+    fails_with(
+        &pull(&tagged),
+        &format!("a signature by a trusted key signs {signed_digest}, not this artifact's {replaced_digest}"),
+    );
+
+    // Pinned by digest, the signed module still pulls.
+    succeeds(&pull(&signed));
+    assert_eq!(std::fs::read(dir.join("p.wasm")).unwrap(), original);
+}
+
+#[test]
+fn a_plugin_resources_module_is_pulled_verified_and_loaded_or_the_failed_step_says_why() {
+    let registry = TestRegistry::start("resource", None);
+    let dir = work_dir("resource");
+    let demo = registry.reference("plugins/demo:1");
+    succeeds(&kubewasm(&dir, &["generate-key", "release"]));
+    succeeds(&kubewasm(&dir, &["generate-key", "other"]));
+    let (_, demo_digest) = push(&dir, "demo-application", &demo, &[]);
+    succeeds(&kubewasm(&dir, &["sign", &demo, "--key", "release.key", "--insecure"]));
+    let unsigned = registry.reference("plugins/demo:2");
+    let (_, foo_digest) = push(&dir, "foo", &unsigned, &[]);
+
+    let key = |name: &str| std::fs::read_to_string(dir.join(format!("{name}.pub"))).unwrap();
+    let spec = |oci: &str, keys: Vec<String>| {
+        let mut spec = PluginSpec { enabled: true, ..PluginSpec::default() };
+        spec.source.oci = oci.to_owned();
+        spec.source.insecure = true;
+        spec.verification.keys = keys;
+        spec
+    };
+    let engine = kubewasm::plugin::Engine::new().expect("engine");
+    let rt = runtime();
+    let fetch = |spec: &PluginSpec| {
+        let context = resource::Context { engine: &engine, credentials: DockerConfig::default(), cache: None };
+        rt.block_on(resource::fetch("demo", spec, context))
+    };
+    let failure = |spec: &PluginSpec| match fetch(spec) {
+        Ok(_) => panic!("{} was taken", spec.source.oci),
+        Err(failure) => failure,
+    };
+
+    let fetched = fetch(&spec(&demo, vec![key("other"), key("release")])).expect("signed by a trusted key");
+    assert_eq!(fetched.plugin.manifest().name, "demo-application");
+    assert_eq!(fetched.digest, demo_digest);
+    assert!(fetched.verified);
+    let fetched = fetch(&spec(&demo, Vec::new())).expect("no keys, no signature required");
+    assert!(!fetched.verified);
+
+    let untrusted = failure(&spec(&demo, vec![key("other")]));
+    assert_eq!((untrusted.step, untrusted.reason), (Step::Verified, "UntrustedSigner"));
+    let unsigned = failure(&spec(&unsigned, vec![key("release")]));
+    assert_eq!((unsigned.step, unsigned.reason), (Step::Verified, "NoSignatures"));
+    assert!(unsigned.message.contains(&format!("@{foo_digest} is not signed")), "{}", unsigned.message);
+    let missing = failure(&spec(&registry.reference("plugins/none:1"), Vec::new()));
+    assert_eq!((missing.step, missing.reason), (Step::Pulled, "PullFailed"));
+    let bad_key = failure(&spec(&demo, vec!["not a key".into()]));
+    assert_eq!((bad_key.step, bad_key.reason), (Step::Verified, "KeyInvalid"));
+    assert!(bad_key.message.starts_with("spec.verification.keys[0]: not a P-256 public key"), "{}", bad_key.message);
+
+    // A digest pins what runs, whatever the tag names.
+    let mut pinned = spec(&demo, Vec::new());
+    pinned.source.digest = Some(foo_digest.clone());
+    let fetched = fetch(&pinned).expect("the pinned manifest");
+    assert_eq!((fetched.plugin.manifest().name.as_str(), fetched.digest.as_str()), ("foo", foo_digest.as_str()));
+
+    let mut bad_settings = spec(&demo, Vec::new());
+    bad_settings.settings = Some(serde_json::json!({"limits": {"memory-mib": 0}}));
+    let refused = failure(&bad_settings);
+    assert_eq!((refused.step, refused.reason), (Step::Loaded, "SettingsInvalid"));
+    assert_eq!(refused.message, "spec.settings: limits.memory-mib must be positive");
+}
+
+/// Polls `check` every 100 ms until it returns something, for at most a minute.
+async fn eventually<T, F: std::future::Future<Output = Option<T>>>(what: &str, mut check: impl FnMut() -> F) -> T {
+    let deadline = tokio::time::Instant::now() + Duration::from_mins(1);
+    loop {
+        if let Some(value) = check().await {
+            return value;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// `kubewasm run --plugin-resources` in-process on the embedded API server, with an empty
+/// plugin directory; what it runs and its table recorded after each change.
+struct Host {
+    cluster: kubewasm_devcluster::DevCluster,
+    plugins: kube::Api<kube::api::DynamicObject>,
+    /// The names of the running plugins and the host's table.
+    shown: std::sync::Arc<std::sync::Mutex<(Vec<String>, String)>>,
+    stop: tokio::sync::oneshot::Sender<()>,
+    task: tokio::task::JoinHandle<Result<(), kubewasm::run::Error>>,
+}
+
+impl Host {
+    async fn start(dir: &Path) -> Self {
+        use kube::api::{ApiResource, GroupVersionKind};
+        use kubewasm::run;
+
+        let cluster = kubewasm_devcluster::DevCluster::start(kubewasm_devcluster::Options::default())
+            .await
+            .expect("the embedded API server starts");
+        std::fs::create_dir_all(dir.join("plugins")).unwrap();
+        let options =
+            run::Options { install_crds: true, plugin_resources: true, ..run::Options::new(dir.join("plugins")) };
+        let engine = kubewasm::plugin::Engine::new().expect("engine");
+        let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+        let client = cluster.client();
+        let shown = std::sync::Arc::new(std::sync::Mutex::new((Vec::new(), String::new())));
+        let record = shown.clone();
+        let task = tokio::spawn(async move {
+            let on_change = move |runtime: &kubewasm::Runtime| {
+                *record.lock().unwrap() = (runtime.plugins().map(str::to_owned).collect(), run::plugin_table(runtime));
+            };
+            run::run(&engine, &client, &options, async move { drop(stopped.await) }, on_change).await
+        });
+        let gvk = GroupVersionKind::gvk("kubewasm.io", "v1alpha1", "Plugin");
+        let plugins = kube::Api::all_with(cluster.client(), &ApiResource::from_gvk(&gvk));
+        eventually("the Plugin CRD", || async { plugins.list(&Default::default()).await.ok() }).await;
+        Self { cluster, plugins, shown, stop, task }
+    }
+
+    /// Creates the Plugin `demo` with this spec.
+    async fn create_plugin(&self, spec: serde_json::Value) {
+        let object = serde_json::json!({
+            "apiVersion": "kubewasm.io/v1alpha1", "kind": "Plugin", "metadata": {"name": "demo"}, "spec": spec
+        });
+        self.plugins.create(&Default::default(), &serde_json::from_value(object).unwrap()).await.expect("a Plugin");
+    }
+
+    /// The status of the Plugin `demo` once it has observed `generation`.
+    async fn status_at(&self, generation: i64) -> serde_json::Value {
+        eventually(&format!("the status of generation {generation}"), || async {
+            let status = self.plugins.get("demo").await.ok()?.data["status"].clone();
+            (status["observedGeneration"] == generation).then_some(status)
+        })
+        .await
+    }
+
+    async fn stop(self) {
+        self.stop.send(()).unwrap();
+        self.task.await.unwrap().expect("the host stops cleanly");
+        self.cluster.shutdown().await;
+    }
+}
+
+/// The status and reason of the condition `kind` of a Plugin's status.
+fn condition(status: &serde_json::Value, kind: &str) -> Option<(String, String)> {
+    let found = status["conditions"].as_array()?.iter().find(|c| c["type"] == kind)?;
+    Some((found["status"].as_str()?.to_owned(), found["reason"].as_str()?.to_owned()))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_host_runs_a_plugin_object_and_keeps_its_version_when_a_new_generation_is_refused() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::api::{Api, Patch, PatchParams};
+
+    let registry = TestRegistry::start("host", None);
+    let dir = work_dir("host");
+    let (demo, unsigned) = (registry.reference("plugins/demo:1"), registry.reference("plugins/demo:2"));
+    let demo_digest = tokio::task::block_in_place(|| {
+        succeeds(&kubewasm(&dir, &["generate-key", "release"]));
+        let (_, digest) = push(&dir, "demo-application", &demo, &[]);
+        succeeds(&kubewasm(&dir, &["sign", &demo, "--key", "release.key", "--insecure"]));
+        push(&dir, "foo", &unsigned, &[]);
+        digest
+    });
+    let key = std::fs::read_to_string(dir.join("release.pub")).unwrap();
+
+    let host = Host::start(&dir).await;
+    host.create_plugin(serde_json::json!({"source": {"oci": demo, "insecure": true}, "verification": {"keys": [key]}}))
+        .await;
+    let status = host.status_at(1).await;
+    let expected = |status: &str, reason: &str| Some((status.to_owned(), reason.to_owned()));
+    assert_eq!(condition(&status, "Pulled"), expected("True", "Pulled"), "{status}");
+    assert_eq!(condition(&status, "Verified"), expected("True", "SignatureVerified"), "{status}");
+    assert_eq!(condition(&status, "Loaded"), expected("True", "Loaded"), "{status}");
+    let ready = eventually("Ready", || async {
+        let status = host.status_at(1).await;
+        condition(&status, "Ready").filter(|(s, _)| s == "True")
+    })
+    .await;
+    assert_eq!(Some(ready), expected("True", "Running"));
+    assert_eq!(status["digest"], demo_digest.as_str());
+    assert_eq!(status["plugin"], "demo-application");
+
+    // It reconciles: a parent gets its Deployment.
+    let parent = |name: &str| {
+        format!(
+            "apiVersion: paas.cmft.com/v1beta1\nkind: DemoApplication\nmetadata:\n  name: {name}\n  namespace: default\n\
+             spec:\n  image: nginx:1.27\n  replica: 1\n  ports:\n  - port: 80\n"
+        )
+    };
+    let deployments: Api<Deployment> = Api::namespaced(host.cluster.client(), "default");
+    eventually("the DemoApplication CRD", || async { host.cluster.apply(&parent("web")).ok() }).await;
+    eventually("web's Deployment", || async { deployments.get_opt("web").await.ok().flatten() }).await;
+
+    // A generation naming an unsigned module is refused, and says so; what ran runs on.
+    let spec = serde_json::json!({"spec": {"source": {"oci": unsigned, "insecure": true}}});
+    host.plugins.patch("demo", &PatchParams::default(), &Patch::Merge(&spec)).await.expect("the Plugin patched");
+    let status = host.status_at(2).await;
+    assert_eq!(condition(&status, "Verified"), expected("False", "NoSignatures"), "{status}");
+    assert_eq!(condition(&status, "Loaded"), expected("Unknown", "NotAttempted"), "{status}");
+    assert_eq!(condition(&status, "Ready"), expected("False", "GenerationRefused"), "{status}");
+    let message = |status: &serde_json::Value, kind: &str| {
+        status["conditions"].as_array().unwrap().iter().find(|c| c["type"] == kind).unwrap()["message"].clone()
+    };
+    assert_eq!(message(&status, "Ready"), format!("generation 2 was refused; {demo_digest} keeps running").as_str());
+    assert!(status["lastError"].as_str().unwrap().contains("is not signed"), "{status}");
+    assert_eq!(status["digest"], demo_digest.as_str(), "status.digest names what still runs");
+    host.cluster.apply(&parent("web2")).expect("a second parent");
+    eventually("web2's Deployment, by the version that stayed", || async {
+        deployments.get_opt("web2").await.ok().flatten()
+    })
+    .await;
+    let table = host.shown.lock().unwrap().1.clone();
+    let line = table.lines().find(|l| l.contains("demo-application")).unwrap_or_else(|| panic!("{table}"));
+    assert!(line.contains("running") && line.contains("ERROR Verified failed (NoSignatures)"), "{table}");
+
+    // A deleted Plugin's plugin stops.
+    host.plugins.delete("demo", &Default::default()).await.expect("the Plugin deleted");
+    eventually("the plugin stopped", || async { host.shown.lock().unwrap().0.is_empty().then_some(()) }).await;
+    host.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_objects_credentials_come_from_its_pull_secret_and_a_failed_pull_is_attempted_again() {
+    use k8s_openapi::api::core::v1::Secret;
+    use kube::api::{Api, Patch, PatchParams, PostParams};
+
+    let registry = TestRegistry::start("pull-secret", Some(HTPASSWD));
+    let dir = work_dir("pull-secret");
+    let reference = registry.reference("plugins/demo:1");
+    let docker_config = format!(r#"{{"auths": {{"{}": {{"auth": "a3c6czNjcmV0"}}}}}}"#, registry.addr);
+    let config = dir.join("config.json");
+    std::fs::write(&config, &docker_config).unwrap();
+    let credentials = ["--registry-config", path(&config)];
+    tokio::task::block_in_place(|| push(&dir, "demo-application", &reference, &credentials));
+
+    let host = Host::start(&dir).await;
+    host.create_plugin(serde_json::json!({"source": {"oci": reference, "insecure": true, "pullSecret": "registry"}}))
+        .await;
+    let pulled = |status: serde_json::Value| condition(&status, "Pulled").unwrap();
+    // The Secret is not there yet.
+    assert_eq!(pulled(host.status_at(1).await), ("False".into(), "PullSecretUnreadable".into()));
+
+    let secret: Secret = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": "registry", "namespace": "default"},
+        "type": "kubernetes.io/dockerconfigjson",
+        "stringData": {".dockerconfigjson": docker_config}
+    }))
+    .unwrap();
+    Api::<Secret>::namespaced(host.cluster.client(), "default").create(&PostParams::default(), &secret).await.unwrap();
+    // The failed generation is attempted again, now with the Secret.
+    eventually("the retried generation pulled", || async {
+        (pulled(host.status_at(1).await).0 == "True").then_some(())
+    })
+    .await;
+
+    // A generation whose registry refuses it (no such tag) is attempted again too, and
+    // taken once it is pushed.
+    let later = registry.reference("plugins/demo:2");
+    let spec = serde_json::json!({"spec": {"source": {"oci": later}}});
+    host.plugins.patch("demo", &PatchParams::default(), &Patch::Merge(&spec)).await.unwrap();
+    assert_eq!(pulled(host.status_at(2).await), ("False".into(), "PullFailed".into()));
+    tokio::task::block_in_place(|| push(&dir, "demo-application", &later, &credentials));
+    eventually("the second generation pulled", || async {
+        (pulled(host.status_at(2).await).0 == "True").then_some(())
+    })
+    .await;
+    host.stop().await;
+}
