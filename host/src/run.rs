@@ -50,6 +50,9 @@ pub struct Options {
     /// The host's own namespace: the Secrets plugins' settings name are read there, and
     /// the event handlers' ledgers kept.
     pub namespace: String,
+    /// Each plugin reads and writes as its own `ServiceAccount`
+    /// (`kubewasm-plugin-NAME` in [`Options::namespace`]), impersonated.
+    pub plugin_identities: bool,
 }
 
 impl Options {
@@ -62,6 +65,7 @@ impl Options {
             install_crds: false,
             replicas: ReplicaMode::Single,
             namespace: "default".into(),
+            plugin_identities: false,
         }
     }
 }
@@ -170,6 +174,7 @@ async fn lead_and_serve(
         install_crds: options.install_crds,
         controller: controller::Options { metrics, shard, ..controller::Options::default() },
         host_namespace: options.namespace.clone(),
+        identities: options.plugin_identities.then(|| runtime::Identities { namespace: options.namespace.clone() }),
     };
     let runtime = Runtime::from_dir(client, engine, &options.dir, runtime_options).await?;
     on_change(&runtime);

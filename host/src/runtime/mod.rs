@@ -7,6 +7,7 @@
 
 mod crds;
 mod directory;
+mod identity;
 mod reload;
 mod runners;
 
@@ -29,6 +30,7 @@ use reload::{Decision, Version};
 use runners::{Launch, Runners};
 
 pub use crds::{CrdError, Installed, install_crds};
+pub use identity::{ACCOUNT_PREFIX, Identities, IdentityError};
 
 /// Why the runtime could not follow its plugin directory. A plugin that fails to load,
 /// or whose CRDs are refused, is no error of the runtime: it is reported and skipped.
@@ -76,11 +78,19 @@ pub struct Options {
     /// The host's own namespace: where the Secrets that settings name are read and the
     /// event handlers' ledgers are kept.
     pub host_namespace: String,
+    /// Each plugin reads and writes as its own `ServiceAccount`, impersonated; `None`: as
+    /// the host.
+    pub identities: Option<Identities>,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { install_crds: false, controller: controller::Options::default(), host_namespace: "default".into() }
+        Self {
+            install_crds: false,
+            controller: controller::Options::default(),
+            host_namespace: "default".into(),
+            identities: None,
+        }
     }
 }
 
@@ -186,7 +196,17 @@ impl Runtime {
     /// Starts a controller for each plugin. A plugin whose controller cannot start
     /// (its kinds are not served, say) is reported and skipped.
     pub async fn start(client: &Client, plugins: Vec<(Arc<Plugin>, controller::Options)>) -> Self {
-        let mut runners = Runners::new(client);
+        Self::start_as(client, plugins, None).await
+    }
+
+    /// Like [`Runtime::start`], each plugin acting as its own identity when `identities`
+    /// is given.
+    pub async fn start_as(
+        client: &Client,
+        plugins: Vec<(Arc<Plugin>, controller::Options)>,
+        identities: Option<Identities>,
+    ) -> Self {
+        let mut runners = Runners::new(client, identities.clone());
         for (plugin, options) in plugins {
             let handler = handler::Options {
                 namespace: options.namespace.clone(),
@@ -197,7 +217,7 @@ impl Runtime {
             };
             runners.start(plugin, Launch { controller: options, handler }).await;
         }
-        Self { client: client.clone(), runners, directory: None, options: Options::default() }
+        Self { client: client.clone(), runners, directory: None, options: Options { identities, ..Options::default() } }
     }
 
     /// Loads the plugins of `dir` and starts their controllers; then
@@ -215,8 +235,12 @@ impl Runtime {
             compiles: 0,
             failures: 0,
         };
-        let mut runtime =
-            Self { client: client.clone(), runners: Runners::new(client), directory: Some(directory), options };
+        let mut runtime = Self {
+            client: client.clone(),
+            runners: Runners::new(client, options.identities.clone()),
+            directory: Some(directory),
+            options,
+        };
         runtime.rescan().await?;
         Ok(runtime)
     }

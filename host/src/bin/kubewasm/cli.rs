@@ -86,6 +86,11 @@ pub enum Command {
         host: HostArgs,
         #[command(flatten)]
         leader: LeaderArgs,
+        /// Each plugin reads and writes as its own ServiceAccount, kubewasm-plugin-NAME in
+        /// the host's namespace, impersonated (`kubewasm rbac --plugin-identities` writes
+        /// them and lets the host impersonate only them).
+        #[arg(long)]
+        plugin_identities: bool,
     },
     /// Create a plugin crate to start from: a reconciler with its CRD, native tests
     /// and examples, that builds to a component as it is.

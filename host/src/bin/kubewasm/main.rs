@@ -95,11 +95,12 @@ fn run(cli: Cli) -> Result<()> {
             let engine = engine(&host.engine_options())?;
             runtime.block_on(dev::dev(&engine, &options, cluster, faults, projects))?;
         }
-        Command::Run { dir, health_addr, host, leader } => {
+        Command::Run { dir, health_addr, host, leader, plugin_identities } => {
             let options = run::Options {
                 health_addr: Some(health_addr),
                 replicas: leader.mode(),
                 namespace: host.host_namespace.clone(),
+                plugin_identities,
                 ..run::Options::new(dir)
             };
             let runtime = tokio_runtime()?;
