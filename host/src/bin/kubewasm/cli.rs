@@ -174,6 +174,11 @@ pub enum Command {
         /// Namespace of the ServiceAccount (default: --namespace, else kubewasm-system).
         #[arg(long, value_name = "NS")]
         service_account_namespace: Option<String>,
+        /// One ServiceAccount and role per plugin (kubewasm-plugin-NAME, beside the
+        /// host's), holding only what its manifest declares; the host may only
+        /// impersonate them. For `kubewasm run --plugin-identities`.
+        #[arg(long)]
+        plugin_identities: bool,
     },
 }
 

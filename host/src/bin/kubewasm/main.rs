@@ -159,8 +159,8 @@ fn run(cli: Cli) -> Result<()> {
                 }
             }
         }
-        Command::Rbac { dir, namespace, name, service_account_namespace } => {
-            rbac_command(&dir, namespace, name, service_account_namespace)?;
+        Command::Rbac { dir, namespace, name, service_account_namespace, plugin_identities } => {
+            rbac_command(&dir, namespace, name, service_account_namespace, plugin_identities)?;
         }
     }
     Ok(())
@@ -233,6 +233,7 @@ fn rbac_command(
     namespace: Option<String>,
     name: String,
     service_account_namespace: Option<String>,
+    plugin_identities: bool,
 ) -> Result<()> {
     let (plugins, failures) = runtime::load_dir(&engine(&one_shot())?, dir)?;
     if let Some(failure) = failures.first() {
@@ -257,7 +258,9 @@ fn rbac_command(
         .or_else(|| namespace.clone())
         .unwrap_or_else(|| rbac::Options::default().service_account_namespace);
     let options = rbac::Options { name, namespace, service_account_namespace };
-    for object in rbac::objects(&needs, &options) {
+    let objects =
+        if plugin_identities { rbac::objects_per_plugin(&needs, &options) } else { rbac::objects(&needs, &options) };
+    for object in objects {
         print!("---\n{}", serde_yaml_ng::to_string(&object)?);
     }
     Ok(())
