@@ -81,15 +81,31 @@ impl Env {
     /// Like [`Env::start`], with each plugin's controller options. The CRDs are installed by
     /// the administrator, as on a cluster before the host runs.
     pub async fn start_with_options(plugins: Vec<(&str, Options)>) -> Env {
+        Self::start_as(plugins, false).await
+    }
+
+    /// Like [`Env::start`], each plugin reading and writing as its own account
+    /// (`kubewasm run --plugin-identities`), with the RBAC `kubewasm rbac
+    /// --plugin-identities` prints.
+    pub async fn start_with_identities(plugins: &[&str]) -> Env {
+        Self::start_as(plugins.iter().map(|p| (*p, quick())).collect(), true).await
+    }
+
+    async fn start_as(plugins: Vec<(&str, Options)>, identities: bool) -> Env {
         let base = Cluster::start().await;
         let loaded: Vec<Arc<Plugin>> = plugins.iter().map(|(name, _)| plugin(name)).collect();
         runtime::install_crds(&base.client, &loaded).await.expect("CRDs install");
         let paths: Vec<PathBuf> = plugins.iter().map(|(name, _)| wasm_path(name)).collect();
-        let kubeconfig =
-            kubewasm_tests::host_kubeconfig(&base.cluster, &kubewasm_tests::kubewasm_binary(), &paths).await;
+        let kubewasm = kubewasm_tests::kubewasm_binary();
+        let kubeconfig = if identities {
+            kubewasm_tests::host_kubeconfig_with_identities(&base.cluster, &kubewasm, &paths).await
+        } else {
+            kubewasm_tests::host_kubeconfig(&base.cluster, &kubewasm, &paths).await
+        };
         let host_client = DevCluster::client_from(&kubeconfig).await.expect("the host's client");
         let with_options = loaded.into_iter().zip(plugins).map(|(p, (_, options))| (p, options)).collect();
-        let host = Runtime::start(&host_client, with_options).await;
+        let identities = identities.then(|| runtime::Identities { namespace: kubewasm_tests::HOST_ACCOUNT.0.into() });
+        let host = Runtime::start_as(&host_client, with_options, identities).await;
         Env { base, host, host_client }
     }
 
