@@ -9,7 +9,9 @@ use kube::core::Status;
 use kubewasm::runtime::Identities;
 use serde_json::json;
 
-use crate::harness::{Env, deployments, resource, services, wait_for};
+use kubewasm::plugin::KindRef;
+
+use crate::harness::{Env, configmaps, deployments, eventually, resource, services, wait_for};
 
 fn refusal<T: std::fmt::Debug>(result: kube::Result<T>, what: &str) -> Box<Status> {
     match result {
@@ -71,5 +73,35 @@ async fn a_plugin_writes_as_its_own_account_and_the_api_server_refuses_it_what_i
         refused.message,
         r#"serviceaccounts "kubewasm-plugin-other" is forbidden: User "system:serviceaccount:kubewasm-system:kubewasm" cannot impersonate resource "serviceaccounts" in API group "" in the namespace "kubewasm-system""#
     );
+    env.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_hosts_check_switched_off_the_api_server_still_refuses_a_kind_the_plugin_did_not_declare() {
+    // misbehave declares ConfigMaps as related (read only), not as children; told to, it
+    // answers a ConfigMap child. The host is made to take ConfigMaps as declared children,
+    // so only the API server stands between the plugin and the write (a server-side apply:
+    // a patch).
+    let config_maps = KindRef::namespaced("", "v1", "ConfigMap", "configmaps");
+    let env =
+        Env::start_unchecked_with_identities(vec![("misbehave", json!({"mode": "config-map"}))], &[config_maps]).await;
+    env.create(
+        &resource("test.kubewasm.io", "v1", "Misbehave", "misbehaves"),
+        json!({"apiVersion": "test.kubewasm.io/v1", "kind": "Misbehave", "metadata": {"name": "m", "namespace": "default"}}),
+    )
+    .await;
+    let events = eventually("a WriteFailed warning", || async {
+        let events = env.events("m", "WriteFailed").await;
+        (!events.is_empty()).then_some(events)
+    })
+    .await;
+    let message = events[0].message.as_deref().unwrap_or_default();
+    assert!(
+        message.contains(
+            r#"configmaps "m" is forbidden: User "system:serviceaccount:kubewasm-system:kubewasm-plugin-misbehave" cannot patch resource "configmaps" in API group "" in the namespace "default""#
+        ),
+        "the API server refused the plugin's own account: {message}"
+    );
+    assert!(env.get(&configmaps(), "m").await.is_none(), "no ConfigMap was written");
     env.stop().await;
 }
