@@ -3,6 +3,7 @@
 //! and `kubewasm rbac --plugin-identities` grants only what the plugin declares. The API
 //! server, not only the host's check of declared kinds, then fences each plugin.
 
+use k8s_openapi::api::authentication::v1::SelfSubjectReview;
 use k8s_openapi::api::core::v1::ConfigMap;
 use kube::api::{Api, DynamicObject, ListParams, PostParams};
 use kube::core::Status;
@@ -48,9 +49,25 @@ async fn a_plugin_writes_as_its_own_account_and_the_api_server_refuses_it_what_i
     wait_for(&env, &services(), "web", "the Service", |_| true).await;
     wait_for(&env, &demo, "web", "the status", |d| d["status"]["availableReplicas"].is_number()).await;
 
-    // The plugin's account, which the host acts as, is refused a kind the plugin did not
-    // declare by the API server itself, whatever the host checks before writing.
+    // The API server takes the plugin's client for the plugin's account, with the groups a
+    // token of that account would carry.
     let as_plugin = identities.client(&env.host_client, "demo-application").expect("the plugin's client");
+    let review: SelfSubjectReview = Api::all(as_plugin.clone())
+        .create(&PostParams::default(), &SelfSubjectReview::default())
+        .await
+        .expect("a SelfSubjectReview");
+    let user = review.status.and_then(|s| s.user_info).unwrap_or_default();
+    assert_eq!(
+        user.username.as_deref(),
+        Some("system:serviceaccount:kubewasm-system:kubewasm-plugin-demo-application")
+    );
+    assert_eq!(
+        user.groups.unwrap_or_default(),
+        ["system:serviceaccounts", "system:serviceaccounts:kubewasm-system", "system:authenticated"]
+    );
+
+    // The plugin's account is refused a kind the plugin did not declare by the API server
+    // itself, whatever the host checks before writing.
     let config_map: ConfigMap = serde_json::from_value(json!({ "metadata": { "name": "undeclared" } })).unwrap();
     let refused = refusal(
         Api::<ConfigMap>::namespaced(as_plugin, "default").create(&PostParams::default(), &config_map).await,
