@@ -53,6 +53,9 @@ pub struct Options {
     /// Also run the cluster's `Plugin` objects, pulled from their registries (with
     /// `install_crds`, their CRD is installed too).
     pub plugin_resources: bool,
+    /// Each plugin reads and writes as its own `ServiceAccount`
+    /// (`kubewasm-plugin-NAME` in [`Options::namespace`]), impersonated.
+    pub plugin_identities: bool,
 }
 
 impl Options {
@@ -66,6 +69,7 @@ impl Options {
             replicas: ReplicaMode::Single,
             namespace: "default".into(),
             plugin_resources: false,
+            plugin_identities: false,
         }
     }
 }
@@ -175,6 +179,7 @@ async fn lead_and_serve(
         controller: controller::Options { metrics, shard, ..controller::Options::default() },
         host_namespace: options.namespace.clone(),
         plugin_resources: options.plugin_resources,
+        identities: options.plugin_identities.then(|| runtime::Identities { namespace: options.namespace.clone() }),
     };
     if options.install_crds
         && options.plugin_resources

@@ -28,8 +28,20 @@ pub fn kubewasm_binary() -> PathBuf {
 /// the RBAC `kubewasm rbac --plugins` prints for `plugins` (built components) are applied: a
 /// bearer token of the account, as a host in a cluster would hold.
 pub async fn host_kubeconfig(cluster: &DevCluster, kubewasm: &Path, plugins: &[PathBuf]) -> String {
+    kubeconfig_after(cluster, kubewasm, plugins, &[]).await
+}
+
+/// Like [`host_kubeconfig`], with the RBAC `kubewasm rbac --plugin-identities` prints: an
+/// account per plugin, `kubewasm-plugin-NAME` beside the host's, and a host that may only
+/// impersonate them.
+pub async fn host_kubeconfig_with_identities(cluster: &DevCluster, kubewasm: &Path, plugins: &[PathBuf]) -> String {
+    kubeconfig_after(cluster, kubewasm, plugins, &["--plugin-identities"]).await
+}
+
+/// The host's kubeconfig once what `kubewasm rbac ARGS` prints for `plugins` is applied.
+async fn kubeconfig_after(cluster: &DevCluster, kubewasm: &Path, plugins: &[PathBuf], args: &[&str]) -> String {
     let (namespace, name) = HOST_ACCOUNT;
-    let manifests = rbac(kubewasm, plugins);
+    let manifests = rbac(kubewasm, plugins, args);
     cluster
         .apply(&format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: {namespace}\n---\n{manifests}"))
         .expect("the host's RBAC applies");
@@ -46,12 +58,14 @@ pub async fn host_kubeconfig_file(cluster: &DevCluster, kubewasm: &Path, plugins
     file.into_temp_path()
 }
 
-/// What `kubewasm rbac --plugins DIR` prints for a directory of `plugins`; run once per
-/// plugin set and process (loading plugins takes a while).
-fn rbac(kubewasm: &Path, plugins: &[PathBuf]) -> String {
-    static PRINTED: Mutex<Option<HashMap<Vec<PathBuf>, String>>> = Mutex::new(None);
-    let mut key = plugins.to_vec();
-    key.sort();
+/// What `kubewasm rbac --plugins DIR ARGS` prints for a directory of `plugins`; run once
+/// per plugin set, arguments and process (loading plugins takes a while).
+fn rbac(kubewasm: &Path, plugins: &[PathBuf], args: &[&str]) -> String {
+    type Printed = HashMap<(Vec<PathBuf>, Vec<String>), String>;
+    static PRINTED: Mutex<Option<Printed>> = Mutex::new(None);
+    let mut sorted = plugins.to_vec();
+    sorted.sort();
+    let key = (sorted, args.iter().map(ToString::to_string).collect::<Vec<_>>());
     let mut printed = PRINTED.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
     if let Some(text) = printed.get_or_insert_with(HashMap::new).get(&key) {
         return text.clone();
@@ -62,11 +76,12 @@ fn rbac(kubewasm: &Path, plugins: &[PathBuf]) -> String {
         printed.as_ref().map_or(0, HashMap::len)
     ));
     std::fs::create_dir_all(&dir).expect("a plugin directory");
-    for plugin in &key {
+    for plugin in &key.0 {
         let file = plugin.file_name().expect("a plugin file");
         std::fs::copy(plugin, dir.join(file)).unwrap_or_else(|e| panic!("{}: {e}", plugin.display()));
     }
-    let out = Command::new(kubewasm).arg("rbac").arg("--plugins").arg(&dir).output().expect("kubewasm rbac runs");
+    let out =
+        Command::new(kubewasm).arg("rbac").arg("--plugins").arg(&dir).args(args).output().expect("kubewasm rbac runs");
     let _ = std::fs::remove_dir_all(&dir);
     assert!(out.status.success(), "kubewasm rbac failed: {}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).expect("YAML");

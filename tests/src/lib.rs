@@ -11,7 +11,9 @@ use std::sync::Once;
 use std::time::Duration;
 
 pub use crd::crd;
-pub use identity::{HOST_ACCOUNT, host_kubeconfig, host_kubeconfig_file, kubewasm_binary};
+pub use identity::{
+    HOST_ACCOUNT, host_kubeconfig, host_kubeconfig_file, host_kubeconfig_with_identities, kubewasm_binary,
+};
 
 /// The longest a test binary may run before it is ended.
 pub const TEST_BINARY_LIMIT: Duration = Duration::from_secs(600);

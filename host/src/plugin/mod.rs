@@ -55,6 +55,9 @@ pub struct Plugin {
     limits: Limits,
     /// Where its requests may go: nowhere until the operator grants something.
     egress: Arc<sandbox::http::Egress>,
+    /// What the host takes as declared when a test switched its check off
+    /// ([`Plugin::unchecked_children`]); `None`, always outside tests: the manifest.
+    unchecked: Option<Arc<Manifest>>,
 }
 
 impl std::fmt::Debug for Plugin {
@@ -103,7 +106,7 @@ impl Plugin {
         let declared = &loaded.manifest.limits;
         let limits = Limits::default().lowered_to(declared.deadline(), declared.memory_bytes());
         let egress = Arc::new(sandbox::http::Egress::denied(&loaded.manifest.name));
-        Ok(Self { engine: engine.clone(), origin: origin.to_string(), loaded, limits, egress })
+        Ok(Self { engine: engine.clone(), origin: origin.to_string(), loaded, limits, egress, unchecked: None })
     }
 
     /// What each call's instance takes from the engine's instance pool; calls wait
@@ -119,7 +122,20 @@ impl Plugin {
 
     /// What the plugin declared.
     pub fn manifest(&self) -> &Manifest {
-        &self.loaded.manifest
+        self.unchecked.as_deref().unwrap_or(&self.loaded.manifest)
+    }
+
+    /// For tests only: the same plugin, with the host's own check of its answers switched
+    /// off for children of `kinds`: the host takes them as declared children, resolves,
+    /// watches and writes them. With an identity per plugin, what is left to refuse such a
+    /// write is the API server's RBAC, which a test proves. No setting or flag reaches this.
+    #[doc(hidden)]
+    #[must_use]
+    pub fn unchecked_children(mut self, kinds: &[KindRef]) -> Self {
+        let mut manifest = self.manifest().clone();
+        manifest.children.extend(kinds.iter().cloned());
+        self.unchecked = Some(Arc::new(manifest));
+        self
     }
 
     /// Where the plugin came from (its file), for messages.

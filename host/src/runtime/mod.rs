@@ -8,6 +8,7 @@
 
 mod crds;
 mod directory;
+mod identity;
 mod reload;
 mod resources;
 mod runners;
@@ -35,6 +36,7 @@ use reload::{Decision, Version};
 use runners::{Launch, Runners};
 
 pub use crds::{CrdError, Installed, install_crds, install_host_crd};
+pub use identity::{ACCOUNT_PREFIX, Identities, IdentityError};
 
 /// Why the runtime could not follow its plugin directory. A plugin that fails to load,
 /// or whose CRDs are refused, is no error of the runtime: it is reported and skipped.
@@ -85,6 +87,9 @@ pub struct Options {
     /// Also run the cluster's `Plugin` objects (`kubewasm.io/v1alpha1`; their CRD from
     /// `kubewasm crds --host`), their pull Secrets read in the host's namespace.
     pub plugin_resources: bool,
+    /// Each plugin reads and writes as its own `ServiceAccount`, impersonated; `None`: as
+    /// the host.
+    pub identities: Option<Identities>,
 }
 
 impl Default for Options {
@@ -94,6 +99,7 @@ impl Default for Options {
             controller: controller::Options::default(),
             host_namespace: "default".into(),
             plugin_resources: false,
+            identities: None,
         }
     }
 }
@@ -203,7 +209,17 @@ impl Runtime {
     /// Starts a controller for each plugin. A plugin whose controller cannot start
     /// (its kinds are not served, say) is reported and skipped.
     pub async fn start(client: &Client, plugins: Vec<(Arc<Plugin>, controller::Options)>) -> Self {
-        let mut runners = Runners::new(client);
+        Self::start_as(client, plugins, None).await
+    }
+
+    /// Like [`Runtime::start`], each plugin acting as its own identity when `identities`
+    /// is given.
+    pub async fn start_as(
+        client: &Client,
+        plugins: Vec<(Arc<Plugin>, controller::Options)>,
+        identities: Option<Identities>,
+    ) -> Self {
+        let mut runners = Runners::new(client, identities.clone());
         for (plugin, options) in plugins {
             let handler = handler::Options {
                 namespace: options.namespace.clone(),
@@ -214,7 +230,13 @@ impl Runtime {
             };
             runners.start(plugin, Launch { controller: options, handler }).await;
         }
-        Self { client: client.clone(), runners, directory: None, resources: None, options: Options::default() }
+        Self {
+            client: client.clone(),
+            runners,
+            directory: None,
+            resources: None,
+            options: Options { identities, ..Options::default() },
+        }
     }
 
     /// Loads the plugins of `dir` and starts their controllers; then
@@ -237,7 +259,7 @@ impl Runtime {
             .then(|| Box::new(resources::Resources::new(client, &options.host_namespace, engine)));
         let mut runtime = Self {
             client: client.clone(),
-            runners: Runners::new(client),
+            runners: Runners::new(client, options.identities.clone()),
             directory: Some(directory),
             resources,
             options,

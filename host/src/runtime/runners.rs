@@ -15,6 +15,8 @@ use crate::discovery::KindError;
 use crate::handler::{self, Handler};
 use crate::plugin::Plugin;
 
+use super::identity::Identities;
+
 /// How to start one plugin's runners.
 #[derive(Clone, Debug)]
 pub(crate) struct Launch {
@@ -33,6 +35,8 @@ struct Waiting {
 /// their kinds.
 pub(crate) struct Runners {
     client: Client,
+    /// Each plugin acts as its own `ServiceAccount`; `None`: as the host.
+    identities: Option<Identities>,
     running: BTreeMap<String, Controller>,
     handlers: BTreeMap<String, Handler>,
     waiting: BTreeMap<String, Waiting>,
@@ -45,8 +49,23 @@ enum Refused {
 }
 
 impl Runners {
-    pub(crate) fn new(client: &Client) -> Self {
-        Self { client: client.clone(), running: BTreeMap::new(), handlers: BTreeMap::new(), waiting: BTreeMap::new() }
+    pub(crate) fn new(client: &Client, identities: Option<Identities>) -> Self {
+        Self {
+            client: client.clone(),
+            identities,
+            running: BTreeMap::new(),
+            handlers: BTreeMap::new(),
+            waiting: BTreeMap::new(),
+        }
+    }
+
+    /// The client plugin `name`'s runners read and write with: its own identity's, or the
+    /// host's.
+    fn client(&self, name: &str) -> Result<Client, Refused> {
+        match &self.identities {
+            Some(identities) => identities.client(&self.client, name).map_err(|e| Refused::Other(e.to_string())),
+            None => Ok(self.client.clone()),
+        }
     }
 
     /// Starts `plugin`'s controller and event handler, as its manifest asks; if one of
@@ -79,8 +98,9 @@ impl Runners {
     async fn start_both(&mut self, plugin: &Arc<Plugin>, launch: &Launch) -> Result<(), Refused> {
         let manifest = plugin.manifest();
         let name = manifest.name.clone();
+        let client = self.client(&name)?;
         if !manifest.watches.is_empty() {
-            let handler = Handler::start(self.client.clone(), plugin.clone(), launch.handler.clone()).await;
+            let handler = Handler::start(client.clone(), plugin.clone(), launch.handler.clone()).await;
             match handler {
                 Ok(h) => {
                     self.handlers.insert(name.clone(), h);
@@ -90,7 +110,7 @@ impl Runners {
             }
         }
         if manifest.parent.is_some() {
-            match Controller::start(self.client.clone(), plugin.clone(), launch.controller.clone()).await {
+            match Controller::start(client, plugin.clone(), launch.controller.clone()).await {
                 Ok(c) => {
                     self.running.insert(name, c);
                 }

@@ -11,7 +11,7 @@ use kube::Client;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::discovery::ApiResource;
 use kubewasm::controller::Options;
-use kubewasm::plugin::{Engine, Plugin};
+use kubewasm::plugin::{Engine, KindRef, Plugin};
 use kubewasm::runtime::{self, Runtime};
 use kubewasm_devcluster::{self as devcluster, DevCluster};
 use serde_json::{Value, json};
@@ -81,15 +81,46 @@ impl Env {
     /// Like [`Env::start`], with each plugin's controller options. The CRDs are installed by
     /// the administrator, as on a cluster before the host runs.
     pub async fn start_with_options(plugins: Vec<(&str, Options)>) -> Env {
+        Self::start_as(plugins, false, &[]).await
+    }
+
+    /// Like [`Env::start`], each plugin reading and writing as its own account
+    /// (`kubewasm run --plugin-identities`), with the RBAC `kubewasm rbac
+    /// --plugin-identities` prints.
+    pub async fn start_with_identities(plugins: &[&str]) -> Env {
+        Self::start_as(plugins.iter().map(|p| (*p, quick())).collect(), true, &[]).await
+    }
+
+    /// Like [`Env::start_with_identities`], each plugin with its `config`, and the host's
+    /// own check of answers switched off for children of `unchecked` kinds: the host writes
+    /// them as the plugin's account, whose RBAC `kubewasm rbac` made from what the plugin
+    /// really declares.
+    pub async fn start_unchecked_with_identities(plugins: Vec<(&str, Value)>, unchecked: &[KindRef]) -> Env {
+        let plugins = plugins.into_iter().map(|(name, config)| (name, Options { config, ..quick() })).collect();
+        Self::start_as(plugins, true, unchecked).await
+    }
+
+    async fn start_as(plugins: Vec<(&str, Options)>, identities: bool, unchecked: &[KindRef]) -> Env {
         let base = Cluster::start().await;
-        let loaded: Vec<Arc<Plugin>> = plugins.iter().map(|(name, _)| plugin(name)).collect();
+        let loaded: Vec<Arc<Plugin>> = plugins
+            .iter()
+            .map(|(name, _)| match unchecked {
+                [] => plugin(name),
+                kinds => Arc::new(Plugin::clone(&plugin(name)).unchecked_children(kinds)),
+            })
+            .collect();
         runtime::install_crds(&base.client, &loaded).await.expect("CRDs install");
         let paths: Vec<PathBuf> = plugins.iter().map(|(name, _)| wasm_path(name)).collect();
-        let kubeconfig =
-            kubewasm_tests::host_kubeconfig(&base.cluster, &kubewasm_tests::kubewasm_binary(), &paths).await;
+        let kubewasm = kubewasm_tests::kubewasm_binary();
+        let kubeconfig = if identities {
+            kubewasm_tests::host_kubeconfig_with_identities(&base.cluster, &kubewasm, &paths).await
+        } else {
+            kubewasm_tests::host_kubeconfig(&base.cluster, &kubewasm, &paths).await
+        };
         let host_client = DevCluster::client_from(&kubeconfig).await.expect("the host's client");
         let with_options = loaded.into_iter().zip(plugins).map(|(p, (_, options))| (p, options)).collect();
-        let host = Runtime::start(&host_client, with_options).await;
+        let identities = identities.then(|| runtime::Identities { namespace: kubewasm_tests::HOST_ACCOUNT.0.into() });
+        let host = Runtime::start_as(&host_client, with_options, identities).await;
         Env { base, host, host_client }
     }
 

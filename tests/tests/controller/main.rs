@@ -7,6 +7,7 @@ mod foo;
 mod harness;
 mod hostile;
 mod hot_reload;
+mod identities;
 mod in_flight;
 mod isolation;
 mod keep_unlisted;

@@ -54,7 +54,7 @@ impl Host {
             install_crds: true,
             controller: controller::Options { debounce: Duration::from_millis(10), ..controller::Options::default() },
             host_namespace: "default".into(),
-            plugin_resources: false,
+            ..runtime::Options::default()
         };
         let runtime = Runtime::from_dir(&self.client, &self.engine, self.dir.path(), options).await.expect("host");
         for status in runtime.status() {

@@ -86,6 +86,11 @@ pub enum Command {
         host: HostArgs,
         #[command(flatten)]
         leader: LeaderArgs,
+        /// Each plugin reads and writes as its own ServiceAccount, kubewasm-plugin-NAME in
+        /// the host's namespace, impersonated (`kubewasm rbac --plugin-identities` writes
+        /// them and lets the host impersonate only them).
+        #[arg(long)]
+        plugin_identities: bool,
     },
     /// Create a plugin crate to start from: a reconciler with its CRD, native tests
     /// and examples, that builds to a component as it is.
@@ -181,6 +186,11 @@ pub enum Command {
         /// may patch or delete.
         #[arg(long, value_name = "NAME", default_value = "kubewasm")]
         webhook_configuration: String,
+        /// One ServiceAccount and role per plugin (kubewasm-plugin-NAME, beside the
+        /// host's), holding only what its manifest declares; the host may only
+        /// impersonate them. For `kubewasm run --plugin-identities`.
+        #[arg(long)]
+        plugin_identities: bool,
     },
     /// Push a plugin to an OCI registry as a Wasm artifact (the CNCF layout: config
     /// application/vnd.wasm.config.v0+json, one application/wasm layer, as wkg pushes

@@ -100,12 +100,13 @@ fn run(cli: Cli) -> Result<()> {
             let engine = engine(&host.engine_options())?;
             runtime.block_on(dev::dev(&engine, &options, cluster, faults, projects))?;
         }
-        Command::Run { dir, health_addr, host, leader } => {
+        Command::Run { dir, health_addr, host, leader, plugin_identities } => {
             let options = run::Options {
                 health_addr: Some(health_addr),
                 replicas: leader.mode(),
                 namespace: host.host_namespace.clone(),
                 plugin_resources: host.plugin_resources,
+                plugin_identities,
                 ..run::Options::new(dir)
             };
             let runtime = tokio_runtime()?;
@@ -158,8 +159,10 @@ fn run(cli: Cli) -> Result<()> {
             service_account_namespace,
             webhook_tls_secret,
             webhook_configuration,
+            plugin_identities,
         } => {
-            rbac_command(&dir, namespace, name, service_account_namespace, webhook_tls_secret, webhook_configuration)?;
+            let webhooks = (webhook_tls_secret, webhook_configuration);
+            rbac_command(&dir, namespace, name, service_account_namespace, webhooks, plugin_identities)?;
         }
         Command::Webhooks(args) => webhooks_command(&args)?,
         command @ (Command::Push { .. }
@@ -258,8 +261,8 @@ fn rbac_command(
     namespace: Option<String>,
     name: String,
     service_account_namespace: Option<String>,
-    tls_secret: Option<String>,
-    webhook_configuration: String,
+    (tls_secret, webhook_configuration): (Option<String>, String),
+    plugin_identities: bool,
 ) -> Result<()> {
     let plugins = load_with_settings(dir, "RBAC for the other plugins alone would not let it run")?;
     // The Secrets each plugin's NAME.toml names.
@@ -273,7 +276,11 @@ fn rbac_command(
         .or_else(|| namespace.clone())
         .unwrap_or_else(|| rbac::Options::default().service_account_namespace);
     let options = rbac::Options { name, namespace, service_account_namespace, tls_secret, webhook_configuration };
-    print_stream(&rbac::objects(&needs, &options))
+    if plugin_identities {
+        print_stream(&rbac::objects_per_plugin(&needs, &options))
+    } else {
+        print_stream(&rbac::objects(&needs, &options))
+    }
 }
 
 /// `kubewasm webhooks`: the registration of the plugins of `args.dir`, as their settings say.

@@ -5,13 +5,15 @@
 //! like controller-gen's RBAC output. It is pure: `kubewasm rbac` prints its result
 //! and `deploy/rbac.yaml` is that output for the example plugins. What the host needs in
 //! its own namespace (the Secrets the settings name, by name; the event handlers'
-//! ledger `ConfigMap`s) is a Role there.
+//! ledger `ConfigMap`s) is a Role there. [`objects_per_plugin`] gives each plugin its own
+//! account and the host only the right to act as them.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Value, json};
 
 use kubewasm::plugin::{KindRef, Manifest};
+use kubewasm::runtime::Identities;
 use kubewasm::webhook::register::{DEFAULT_NAME, crd_name};
 
 /// Verbs on a plugin's parent kind: watch it, write its metadata (labels,
@@ -50,6 +52,8 @@ pub const WEBHOOK_CONFIGURATION_VERBS: &[&str] = &["create", "delete", "patch"];
 pub const CRD_CONVERSION_VERBS: &[&str] = &["patch"];
 /// Verbs on the webhook server's TLS Secret, by name: read once at start.
 pub const TLS_SECRET_VERBS: &[&str] = &["get"];
+/// Verbs of the host on its plugins' `ServiceAccount`s, by name: act as them.
+pub const IMPERSONATE_VERBS: &[&str] = &["impersonate"];
 
 /// What RBAC needs to know of one plugin.
 #[derive(Clone, Copy, Debug)]
@@ -211,36 +215,43 @@ pub fn webhook_rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>, conf
 /// ledger `ConfigMap`s ([`LEDGER_VERBS`]) when one handles events, and `get` on the TLS
 /// Secret `tls_secret` ([`TLS_SECRET_VERBS`]) when one admits or converts.
 pub fn host_rules(plugins: &[Needs<'_>], tls_secret: Option<&str>) -> Vec<Rule> {
-    let mut rules = Vec::new();
+    secrets_rule(plugins).into_iter().chain(ledger_rule(plugins)).chain(tls_rule(plugins, tls_secret)).collect()
+}
+
+/// The Secrets the settings of `plugins` name, by name; `None` when they name none.
+fn secrets_rule(plugins: &[Needs<'_>]) -> Option<Rule> {
     let secrets: BTreeSet<String> = plugins.iter().flat_map(|p| p.secrets.iter().cloned()).collect();
-    if !secrets.is_empty() {
-        rules.push(Rule {
-            api_group: String::new(),
-            resource: "secrets".into(),
-            namespaced: true,
-            verbs: SECRET_VERBS.iter().copied().collect(),
-            resource_names: secrets,
-        });
-    }
-    if plugins.iter().any(|p| !p.manifest.watches.is_empty()) {
-        rules.push(Rule {
-            api_group: String::new(),
-            resource: "configmaps".into(),
-            namespaced: true,
-            verbs: LEDGER_VERBS.iter().copied().collect(),
-            resource_names: BTreeSet::new(),
-        });
-    }
-    if let Some(secret) = tls_secret.filter(|_| plugins.iter().any(|p| p.manifest.admits())) {
-        rules.push(Rule {
-            api_group: String::new(),
-            resource: "secrets".into(),
-            namespaced: true,
-            verbs: TLS_SECRET_VERBS.iter().copied().collect(),
-            resource_names: [secret.to_string()].into(),
-        });
-    }
-    rules
+    (!secrets.is_empty()).then(|| Rule {
+        api_group: String::new(),
+        resource: "secrets".into(),
+        namespaced: true,
+        verbs: SECRET_VERBS.iter().copied().collect(),
+        resource_names: secrets,
+    })
+}
+
+/// The ledger `ConfigMap`s, when one of `plugins` handles events.
+fn ledger_rule(plugins: &[Needs<'_>]) -> Option<Rule> {
+    plugins.iter().any(|p| !p.manifest.watches.is_empty()).then(|| Rule {
+        api_group: String::new(),
+        resource: "configmaps".into(),
+        namespaced: true,
+        verbs: LEDGER_VERBS.iter().copied().collect(),
+        resource_names: BTreeSet::new(),
+    })
+}
+
+/// The webhook server's TLS Secret `tls_secret`, by name, when one of `plugins` admits or
+/// converts.
+fn tls_rule(plugins: &[Needs<'_>], tls_secret: Option<&str>) -> Option<Rule> {
+    let secret = tls_secret.filter(|_| plugins.iter().any(|p| p.manifest.admits()))?;
+    Some(Rule {
+        api_group: String::new(),
+        resource: "secrets".into(),
+        namespaced: true,
+        verbs: TLS_SECRET_VERBS.iter().copied().collect(),
+        resource_names: [secret.to_string()].into(),
+    })
 }
 
 /// The `ServiceAccount`, role(s) and binding(s) granting [`rules`] and [`host_rules`]
@@ -248,15 +259,50 @@ pub fn host_rules(plugins: &[Needs<'_>], tls_secret: Option<&str>) -> Vec<Rule> 
 pub fn objects(plugins: &[Needs<'_>], options: &Options) -> Vec<Value> {
     let mut rules = rules(plugins.iter().map(|p| p.manifest));
     rules.extend(webhook_rules(plugins.iter().map(|p| p.manifest), &options.webhook_configuration));
-    let host = host_rules(plugins, options.tls_secret.as_deref());
+    account(&options.name, options, &rules, &host_rules(plugins, options.tls_secret.as_deref()))
+}
+
+/// With an identity per plugin (`kubewasm run --plugin-identities`): for each plugin a
+/// `ServiceAccount` ([`Identities::account`], beside the host's) holding only its own
+/// [`rules`] (without Leases: the host elects) and its event handler's ledger; for the
+/// host, its own account holding Events, Leases and CRDs, the Secrets the settings name,
+/// what registering the plugins' webhooks takes (the host serves and registers them), and
+/// `impersonate` on exactly the plugins' accounts, by name.
+pub fn objects_per_plugin(plugins: &[Needs<'_>], options: &Options) -> Vec<Value> {
+    let accounts: BTreeSet<String> = plugins.iter().map(|p| Identities::account(&p.manifest.name)).collect();
+    let mut host: Vec<Rule> =
+        secrets_rule(plugins).into_iter().chain(tls_rule(plugins, options.tls_secret.as_deref())).collect();
+    host.push(Rule {
+        api_group: String::new(),
+        resource: "serviceaccounts".into(),
+        namespaced: true,
+        verbs: IMPERSONATE_VERBS.iter().copied().collect(),
+        resource_names: accounts,
+    });
+    let mut own = rules([]);
+    own.extend(webhook_rules(plugins.iter().map(|p| p.manifest), &options.webhook_configuration));
+    let mut out = account(&options.name, options, &own, &host);
+    for plugin in plugins {
+        let own: Vec<Rule> =
+            rules([plugin.manifest]).into_iter().filter(|r| r.api_group != "coordination.k8s.io").collect();
+        let ledger: Vec<Rule> = ledger_rule(std::slice::from_ref(plugin)).into_iter().collect();
+        out.extend(account(&Identities::account(&plugin.manifest.name), options, &own, &ledger));
+    }
+    out
+}
+
+/// A `ServiceAccount` `name` in the options' account namespace, and the role(s) and
+/// binding(s) granting it `rules` (as [`Options::namespace`] scopes them) and `own`, in
+/// its own namespace.
+fn account(name: &str, options: &Options, rules: &[Rule], own: &[Rule]) -> Vec<Value> {
     let sa_namespace = &options.service_account_namespace;
     let mut out = vec![json!({
         "apiVersion": "v1",
         "kind": "ServiceAccount",
-        "metadata": { "name": options.name, "namespace": sa_namespace },
+        "metadata": { "name": name, "namespace": sa_namespace },
     })];
-    let subject = json!([{ "kind": "ServiceAccount", "name": options.name, "namespace": sa_namespace }]);
-    let role_ref = |kind: &str| json!({ "apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": options.name });
+    let subject = json!([{ "kind": "ServiceAccount", "name": name, "namespace": sa_namespace }]);
+    let role_ref = |kind: &str| json!({ "apiGroup": "rbac.authorization.k8s.io", "kind": kind, "name": name });
     let (namespaced, cluster): (Vec<&Rule>, Vec<&Rule>) = match &options.namespace {
         Some(_) => rules.iter().partition(|r| r.namespaced),
         None => (Vec::new(), rules.iter().collect()),
@@ -266,40 +312,40 @@ pub fn objects(plugins: &[Needs<'_>], options: &Options) -> Vec<Value> {
             json!({
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "Role",
-                "metadata": { "name": options.name, "namespace": ns },
+                "metadata": { "name": name, "namespace": ns },
                 "rules": rules,
             }),
             json!({
                 "apiVersion": "rbac.authorization.k8s.io/v1",
                 "kind": "RoleBinding",
-                "metadata": { "name": options.name, "namespace": ns },
+                "metadata": { "name": name, "namespace": ns },
                 "roleRef": role_ref("Role"),
                 "subjects": subject,
             }),
         ]
     };
-    let mut host_rules: Vec<Value> = host.iter().map(Rule::to_json).collect();
+    let mut own: Vec<Value> = own.iter().map(Rule::to_json).collect();
     if let Some(ns) = &options.namespace {
         let mut rules: Vec<Value> = namespaced.iter().map(|r| r.to_json()).collect();
         if ns == sa_namespace {
-            rules.append(&mut host_rules);
+            rules.append(&mut own);
         }
         out.extend(role(ns, rules));
     }
-    if !host_rules.is_empty() {
-        out.extend(role(sa_namespace, host_rules));
+    if !own.is_empty() {
+        out.extend(role(sa_namespace, own));
     }
     if !cluster.is_empty() {
         out.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRole",
-            "metadata": { "name": options.name },
+            "metadata": { "name": name },
             "rules": cluster.iter().map(|r| r.to_json()).collect::<Vec<_>>(),
         }));
         out.push(json!({
             "apiVersion": "rbac.authorization.k8s.io/v1",
             "kind": "ClusterRoleBinding",
-            "metadata": { "name": options.name },
+            "metadata": { "name": name },
             "roleRef": role_ref("ClusterRole"),
             "subjects": subject,
         }));
@@ -450,6 +496,56 @@ mod tests {
         assert_eq!(objects[3]["rules"].as_array().map(Vec::len), Some(1), "only the CRD rule: {}", objects[3]);
         assert_eq!(objects[3]["rules"][0]["resources"][0], "customresourcedefinitions");
         assert_eq!(objects[2]["subjects"][0]["name"], "ops");
+    }
+
+    #[test]
+    fn with_identities_each_plugin_holds_only_its_kinds_and_the_host_may_only_impersonate_them() {
+        let foo = manifest("foo", kind("example.com", "Foo", "foos", true), vec![deployments()], vec![], false);
+        let pods = manifest("pods", kind("", "Pod", "pods", true), vec![], vec![], false);
+        let secrets = ["token".to_string()];
+        let plugins = [Needs { manifest: &foo, secrets: &secrets }, Needs { manifest: &pods, secrets: &[] }];
+        let objects = objects_per_plugin(&plugins, &Options::default());
+        let accounts: Vec<&str> = objects
+            .iter()
+            .filter(|o| o["kind"] == "ServiceAccount")
+            .filter_map(|o| o["metadata"]["name"].as_str())
+            .collect();
+        assert_eq!(accounts, ["kubewasm", "kubewasm-plugin-foo", "kubewasm-plugin-pods"]);
+        let role = |name: &str, kind: &str| {
+            objects.iter().find(|o| o["kind"] == kind && o["metadata"]["name"] == name).cloned().unwrap_or_default()
+        };
+        let resources = |role: &Value| -> Vec<String> {
+            role["rules"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter_map(|r| r["resources"][0].as_str())
+                .map(String::from)
+                .collect()
+        };
+        let host = role("kubewasm", "Role");
+        assert_eq!(host["metadata"]["namespace"], "kubewasm-system");
+        assert_eq!(
+            host["rules"],
+            json!([
+                { "apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch"], "resourceNames": ["token"] },
+                { "apiGroups": [""], "resources": ["serviceaccounts"], "verbs": ["impersonate"],
+                  "resourceNames": ["kubewasm-plugin-foo", "kubewasm-plugin-pods"] },
+            ])
+        );
+        let host_cluster = resources(&role("kubewasm", "ClusterRole"));
+        assert!(!host_cluster.iter().any(|r| r == "deployments" || r == "foos" || r == "pods"), "{host_cluster:?}");
+        let foo_rules = resources(&role("kubewasm-plugin-foo", "ClusterRole"));
+        assert!(
+            foo_rules.contains(&"deployments".into()) && foo_rules.contains(&"foos/status".into()),
+            "{foo_rules:?}"
+        );
+        assert!(!foo_rules.iter().any(|r| r == "pods" || r == "leases" || r == "secrets"), "{foo_rules:?}");
+        let pods_rules = resources(&role("kubewasm-plugin-pods", "ClusterRole"));
+        assert!(pods_rules.contains(&"pods".into()) && !pods_rules.contains(&"deployments".into()), "{pods_rules:?}");
+        let binding = role("kubewasm-plugin-foo", "ClusterRoleBinding");
+        assert_eq!(binding["subjects"][0]["name"], "kubewasm-plugin-foo");
+        assert_eq!(binding["subjects"][0]["namespace"], "kubewasm-system");
     }
 
     #[test]
