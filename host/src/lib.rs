@@ -28,6 +28,7 @@ pub mod plugin;
 pub mod run;
 pub mod runtime;
 pub mod secrets;
+pub mod webhook;
 
 pub use controller::Controller;
 pub use plugin::{Engine, Plugin};

@@ -1,0 +1,15 @@
+//! Admission and conversion webhooks served from plugins: the API server calls the host,
+//! the host calls the plugin's `default`, `validate` or `convert`.
+//!
+//! `served` is the table of the plugins' current versions the runtime keeps up to date;
+//! `review` turns the API server's reviews into the contract's requests and the plugins'
+//! answers into reviews; `serve` is the HTTPS server between them. Imports go one way:
+//! `serve` stands on `review` and `served`, which stand on the plugin room.
+
+mod review;
+mod serve;
+mod served;
+
+pub use review::{BadAnswer, BadReview};
+pub use serve::{Error, Server, serve};
+pub use served::{Served, Webhooks};
