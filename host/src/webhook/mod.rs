@@ -1,6 +1,8 @@
-//! Admission and conversion webhooks served from plugins: the API server calls the host,
-//! the host calls the plugin's `default`, `validate` or `convert`.
+//! Admission and conversion webhooks: the plugins that default, validate or convert, served
+//! to the API server over HTTPS and registered with it. The API server calls the host; the
+//! host calls the plugin's `default`, `validate` or `convert`.
 //!
+//! [`tls`] is the server's identity and the CA bundle the API server trusts it by;
 //! `served` is the table of the plugins' current versions the runtime keeps up to date;
 //! `review` turns the API server's reviews into the contract's requests and the plugins'
 //! answers into reviews; `serve` is the HTTPS server between them. Imports go one way:
@@ -9,6 +11,7 @@
 mod review;
 mod serve;
 mod served;
+pub mod tls;
 
 pub use review::{BadAnswer, BadReview};
 pub use serve::{Error, Server, serve};
