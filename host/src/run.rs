@@ -30,6 +30,7 @@ use crate::health::{self, Health};
 use crate::metrics::Metrics;
 use crate::plugin::Engine;
 use crate::runtime::{self, PluginStatus, Runtime};
+use crate::webhook::{self, Webhooks, tls::Identity};
 
 /// How long the host waits for every controller's first list before it reports ready
 /// anyway (not ready: `/readyz` stays 503).
@@ -50,6 +51,16 @@ pub struct Options {
     /// The host's own namespace: the Secrets plugins' settings name are read there, and
     /// the event handlers' ledgers kept.
     pub namespace: String,
+    /// Serve the admission and conversion webhooks of the plugins that declare any.
+    pub webhooks: Option<WebhookOptions>,
+}
+
+/// Where and as whom the webhook server listens.
+#[derive(Clone, Debug)]
+pub struct WebhookOptions {
+    pub listen: SocketAddr,
+    /// The certificate it presents, and the CA bundle the API server trusts it by.
+    pub identity: Identity,
 }
 
 impl Options {
@@ -62,6 +73,7 @@ impl Options {
             install_crds: false,
             replicas: ReplicaMode::Single,
             namespace: "default".into(),
+            webhooks: None,
         }
     }
 }
@@ -75,6 +87,11 @@ pub enum Error {
     Health(#[from] health::Error),
     #[error(transparent)]
     Runtime(#[from] runtime::Error),
+    #[error(transparent)]
+    Webhooks(#[from] webhook::Error),
+    /// The webhook server's certificate and key do not go together.
+    #[error("the webhook server's certificate: {0}")]
+    Certificate(#[from] rustls::Error),
     /// The election task ended before this replica ever led.
     #[error("leader election for lease {lease} stopped")]
     ElectionStopped { lease: String },
@@ -166,12 +183,22 @@ async fn lead_and_serve(
         }
     };
 
+    let webhooks = Webhooks::new();
     let runtime_options = runtime::Options {
         install_crds: options.install_crds,
-        controller: controller::Options { metrics, shard, ..controller::Options::default() },
+        controller: controller::Options { metrics: metrics.clone(), shard, ..controller::Options::default() },
         host_namespace: options.namespace.clone(),
+        webhooks: webhooks.clone(),
     };
     let runtime = Runtime::from_dir(client, engine, &options.dir, runtime_options).await?;
+    // Once the plugins are loaded, and only if one of them admits or converts.
+    let webhook_server = match &options.webhooks {
+        Some(serving) if webhooks.any() => {
+            let tls = serving.identity.server_config()?;
+            Some(webhook::serve(serving.listen, tls, webhooks, metrics).await?)
+        }
+        _ => None,
+    };
     on_change(&runtime);
     let synced = runtime.wait_synced(SYNC_LIMIT).await;
     if !synced {
@@ -195,7 +222,11 @@ async fn lead_and_serve(
         }
         health.set_ready(false);
     };
-    runtime.watch(stop, on_change).await?;
+    let watched = runtime.watch(stop, on_change).await;
+    if let Some(server) = webhook_server {
+        server.shutdown().await;
+    }
+    watched?;
     match role {
         Role::Single => Ok(()),
         Role::Member(joined) => joined.leave().await.map_err(Error::Leave),

@@ -24,6 +24,7 @@ use crate::handler::{self, Handler};
 use crate::metrics::{Metrics, Outcome};
 use crate::plugin::{self, Egress, Engine, LoadError, Plugin, Settings, SettingsError, Transport};
 use crate::secrets::Secrets;
+use crate::webhook::{Served, Webhooks};
 use directory::{Stamp, Writes};
 use reload::{Decision, Version};
 use runners::{Launch, Runners};
@@ -76,11 +77,19 @@ pub struct Options {
     /// The host's own namespace: where the Secrets that settings name are read and the
     /// event handlers' ledgers are kept.
     pub host_namespace: String,
+    /// Where the plugins that admit or convert are published for the webhook server: the
+    /// version that runs, with its settings, at every change.
+    pub webhooks: Webhooks,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { install_crds: false, controller: controller::Options::default(), host_namespace: "default".into() }
+        Self {
+            install_crds: false,
+            controller: controller::Options::default(),
+            host_namespace: "default".into(),
+            webhooks: Webhooks::new(),
+        }
     }
 }
 
@@ -307,6 +316,7 @@ impl Runtime {
                 && let Some(name) = slot.plugin.map(|p| p.manifest().name.clone())
             {
                 self.runners.stop(&name).await;
+                self.options.webhooks.remove(&name);
                 info!(file = %slot.wasm.display(), "plugin removed; its children stay");
             }
         }
@@ -439,8 +449,10 @@ impl Runtime {
             && prev.manifest().name != name
         {
             self.runners.stop(&prev.manifest().name).await;
+            self.options.webhooks.remove(&prev.manifest().name);
         }
         if decision == Decision::Stop {
+            self.options.webhooks.remove(&name);
             if self.runners.running(&name) {
                 self.runners.stop(&name).await;
                 info!(plugin = %name, "plugin disabled; its children stay");
@@ -466,6 +478,8 @@ impl Runtime {
             error!(error = %e, "CRDs not installed");
         }
         if decision == Decision::Swap && self.runners.swap(limited.clone(), &settings.config) {
+            // Its webhooks answer with the new version from the next call on.
+            self.options.webhooks.swap(limited, settings.webhooks, settings.config);
             return;
         }
         self.runners.stop(&name).await;
@@ -485,6 +499,12 @@ impl Runtime {
             secrets: secrets.clone(),
             ..handler::Options::default()
         };
+        self.options.webhooks.set(Served {
+            plugin: limited.clone(),
+            settings: settings.webhooks.clone(),
+            config: settings.config.clone(),
+            secrets: secrets.clone(),
+        });
         let controller = controller::Options {
             config: settings.config,
             namespace: settings.namespace,
@@ -498,6 +518,11 @@ impl Runtime {
     /// `limit` in all; false if one is not. Readiness means this.
     pub async fn wait_synced(&self, limit: Duration) -> bool {
         self.runners.wait_synced(limit).await
+    }
+
+    /// The plugins whose webhooks are served, as this runtime keeps them.
+    pub fn webhooks(&self) -> &Webhooks {
+        &self.options.webhooks
     }
 
     /// Where reloads are counted; controllers started from the directory share it.
