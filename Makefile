@@ -34,7 +34,7 @@ PLUGIN_DIR := $(TARGET_DIR)/plugins
 # runs and `deploy/rbac.yaml` is made from. Their README says how to run them.
 EXAMPLES := kubewatch dns-record
 # Test fixtures (host/tests/fixtures), copied to $(FIXTURE_DIR).
-FIXTURES := misbehave future-contract contract-0-1-0 gate bad-describe demo-relabel stack panic-handler sandbox admit
+FIXTURES := misbehave future-contract contract-0-1-0 gate bad-describe demo-relabel stack panic-handler sandbox admit admit-strict
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 

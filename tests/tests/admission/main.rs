@@ -235,11 +235,20 @@ async fn the_host_down_refuses_writes_under_fail_and_lets_them_through_under_ign
 async fn a_swap_changes_the_verdict_at_once() {
     let mut admitting = Admitting::start("").await;
     admitting.create(widget("five", json!({"replicas": 5}))).await.expect("5 of at most 10");
-    admitting.host.settings("admit", "[config]\nmax-replicas = 3\n").await;
-    // No waiting: the next call finds the new version.
+    // The next version allows at most 3. No waiting: the next call finds it.
+    admitting.host.replace("admit-strict", "admit").await;
     let refused = admitting.refused(widget("five-again", json!({"replicas": 5}))).await;
     assert!(
         refused.message.ends_with("spec.replicas: Invalid value: 5: must be no more than 3"),
+        "{}",
+        refused.message
+    );
+    // New settings swap in as much at once.
+    admitting.host.settings("admit", "[config]\nmax-replicas = 6\n").await;
+    admitting.create(widget("five-again", json!({"replicas": 5}))).await.expect("5 of at most 6");
+    let refused = admitting.refused(widget("seven", json!({"replicas": 7}))).await;
+    assert!(
+        refused.message.ends_with("spec.replicas: Invalid value: 7: must be no more than 6"),
         "{}",
         refused.message
     );

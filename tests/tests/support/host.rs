@@ -83,6 +83,16 @@ impl Host {
         }
     }
 
+    /// Replaces the plugin's file `name.wasm` with the component of `plugin` and loads it now.
+    pub async fn replace(&mut self, plugin: &str, name: &str) {
+        let staged = self.dir.path().join(format!(".{name}.wasm.new"));
+        std::fs::copy(kubewasm_tests::wasm_path(plugin), &staged).expect("copy the plugin");
+        std::fs::rename(&staged, self.dir.path().join(format!("{name}.wasm"))).expect("replace the plugin");
+        if let Some(runtime) = self.runtime.as_mut() {
+            runtime.rescan().await.expect("rescan");
+        }
+    }
+
     /// Rewrites the plugin's settings and applies them now.
     pub async fn settings(&mut self, name: &str, settings: &str) {
         std::fs::write(self.dir.path().join(format!("{name}.toml")), settings).expect("write the settings");
