@@ -380,3 +380,102 @@ impl axum::serve::Listener for TlsListener {
         Ok(self.local)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use axum::body::Body;
+    use axum::http::Request;
+    use http_body_util::BodyExt;
+    use serde_json::json;
+    use tower::ServiceExt;
+
+    use super::*;
+    use crate::plugin::{Engine, Plugin, WebhookSettings};
+    use crate::secrets::Secrets;
+
+    /// A test fixture as `make plugins` builds it.
+    fn fixture(engine: &Engine, name: &str) -> Arc<Plugin> {
+        let exe = std::env::current_exe().expect("test binary path");
+        // <target>/<profile>/deps/<test binary>
+        let path = exe.ancestors().nth(3).expect("target directory").join("fixtures").join(format!("{name}.wasm"));
+        Arc::new(Plugin::load(engine, &path).unwrap_or_else(|e| panic!("{e}: run `make plugins` first")))
+    }
+
+    /// The server's routes with `plugins` served, each with default settings.
+    fn server(plugins: &[Arc<Plugin>]) -> Router {
+        let webhooks = Webhooks::new();
+        for plugin in plugins {
+            let settings = WebhookSettings::default();
+            webhooks.set(Served { plugin: plugin.clone(), settings, config: Value::Null, secrets: Secrets::none() });
+        }
+        router(Arc::new(Shared { webhooks, metrics: Metrics::new() }))
+    }
+
+    async fn post(router: &Router, path: &str, body: &Value) -> (StatusCode, String) {
+        let request = Request::post(path).body(Body::from(body.to_string())).expect("request");
+        let response = router.clone().oneshot(request).await.expect("answer");
+        let status = response.status();
+        let bytes = response.into_body().collect().await.expect("body").to_bytes();
+        (status, String::from_utf8_lossy(&bytes).into_owned())
+    }
+
+    fn review(operation: &str) -> Value {
+        json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": {
+            "uid": "u-1", "operation": operation, "name": "w", "namespace": "default",
+            "kind": {"group": "test.kubewasm.io", "version": "v1", "kind": "Widget"},
+            "resource": {"group": "test.kubewasm.io", "version": "v1", "resource": "widgets"},
+            "userInfo": {"username": "admin"}, "dryRun": false,
+            "object": {"apiVersion": "test.kubewasm.io/v1", "kind": "Widget",
+                       "metadata": {"name": "w", "namespace": "default"}, "spec": {"replicas": 2}}}})
+    }
+
+    #[tokio::test]
+    async fn a_declared_call_is_answered_by_the_plugin() {
+        let engine = Engine::new().expect("engine");
+        let router = server(&[fixture(&engine, "admit")]);
+        let (status, body) = post(&router, "/validate/admit", &review("CREATE")).await;
+        assert_eq!(status, StatusCode::OK, "{body}");
+        let answer: Value = serde_json::from_str(&body).expect("JSON");
+        assert_eq!(answer["response"], json!({"uid": "u-1", "allowed": true, "warnings": ["2 replicas"]}));
+    }
+
+    #[tokio::test]
+    async fn what_a_plugin_does_not_declare_is_not_found() {
+        let engine = Engine::new().expect("engine");
+        // misbehave admits nothing: it is not served at all.
+        let router = server(&[fixture(&engine, "admit"), fixture(&engine, "misbehave")]);
+        let (status, body) = post(&router, "/validate/misbehave", &review("CREATE")).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (StatusCode::NOT_FOUND, "no plugin named misbehave serves webhooks here\n")
+        );
+        let (status, body) = post(&router, "/default/nope", &review("CREATE")).await;
+        assert_eq!((status, body.as_str()), (StatusCode::NOT_FOUND, "no plugin named nope serves webhooks here\n"));
+        let (status, body) = post(&router, "/validate/admit", &review("DELETE")).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (StatusCode::NOT_FOUND, "plugin admit does not validate DELETE of test.kubewasm.io/v1 Widget\n")
+        );
+        let mut other_version = review("CREATE");
+        other_version["request"]["kind"]["version"] = json!("v2");
+        let (status, body) = post(&router, "/default/admit", &other_version).await;
+        assert_eq!(
+            (status, body.as_str()),
+            (StatusCode::NOT_FOUND, "plugin admit does not default CREATE of test.kubewasm.io/v2 Widget\n")
+        );
+    }
+
+    #[tokio::test]
+    async fn a_body_that_is_no_review_is_a_bad_request() {
+        let engine = Engine::new().expect("engine");
+        let router = server(&[fixture(&engine, "admit")]);
+        let (status, body) = post(&router, "/validate/admit", &json!({"hello": "world"})).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(body.starts_with("the body is not an AdmissionReview: "), "{body}");
+        let (status, body) = post(&router, "/convert/admit", &review("CREATE")).await;
+        assert_eq!(status, StatusCode::BAD_REQUEST);
+        assert!(body.starts_with("the body is not a ConversionReview: missing field `desiredAPIVersion`"), "{body}");
+        let health = Request::get("/healthz").body(Body::empty()).expect("request");
+        assert_eq!(router.oneshot(health).await.expect("answer").status(), StatusCode::OK);
+    }
+}
