@@ -34,7 +34,9 @@ pub use sandbox::failure::CallError;
 pub use sandbox::http::allow::{Pattern, PatternError};
 pub use sandbox::http::{Canned, CannedError, Egress, EgressError, HttpSettings, Recorded, Transport};
 pub use sandbox::limits::Limits;
-pub use settings::{EventSettings, FailurePolicy, InvalidSettings, Settings, SettingsError, WebhookSettings};
+pub use settings::{
+    EventSettings, FailurePolicy, InvalidSettings, MatchPolicy, Reinvocation, Settings, SettingsError, WebhookSettings,
+};
 // The contract's types and the check of an answer live in one crate the SDK shares, so
 // a plugin's native tests refuse exactly what the host refuses.
 pub use kubewasm_contract::{

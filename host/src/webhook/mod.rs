@@ -3,11 +3,14 @@
 //! host calls the plugin's `default`, `validate` or `convert`.
 //!
 //! [`tls`] is the server's identity and the CA bundle the API server trusts it by;
-//! `served` is the table of the plugins' current versions the runtime keeps up to date;
-//! `review` turns the API server's reviews into the contract's requests and the plugins'
-//! answers into reviews; `serve` is the HTTPS server between them. Imports go one way:
-//! `serve` stands on `review` and `served`, which stand on the plugin room.
+//! [`register`] turns the loaded plugins into the webhook configurations and CRD conversions
+//! that point the API server at the server, and keeps them in step; `served` is the table
+//! of the plugins' current versions the runtime keeps up to date; `review` turns the API
+//! server's reviews into the contract's requests and the plugins' answers into reviews;
+//! `serve` is the HTTPS server between them. Imports go one way: `serve` stands on
+//! `review` and `served`, which stand on the plugin room.
 
+pub mod register;
 mod review;
 mod serve;
 mod served;
