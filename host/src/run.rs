@@ -30,7 +30,7 @@ use crate::health::{self, Health};
 use crate::metrics::Metrics;
 use crate::plugin::Engine;
 use crate::runtime::{self, PluginStatus, Runtime};
-use crate::webhook::{self, Webhooks, tls::Identity};
+use crate::webhook::{self, WebhookOptions, Webhooks};
 
 /// How long the host waits for every controller's first list before it reports ready
 /// anyway (not ready: `/readyz` stays 503).
@@ -53,14 +53,6 @@ pub struct Options {
     pub namespace: String,
     /// Serve the admission and conversion webhooks of the plugins that declare any.
     pub webhooks: Option<WebhookOptions>,
-}
-
-/// Where and as whom the webhook server listens.
-#[derive(Clone, Debug)]
-pub struct WebhookOptions {
-    pub listen: SocketAddr,
-    /// The certificate it presents, and the CA bundle the API server trusts it by.
-    pub identity: Identity,
 }
 
 impl Options {
@@ -88,10 +80,7 @@ pub enum Error {
     #[error(transparent)]
     Runtime(#[from] runtime::Error),
     #[error(transparent)]
-    Webhooks(#[from] webhook::Error),
-    /// The webhook server's certificate and key do not go together.
-    #[error("the webhook server's certificate: {0}")]
-    Certificate(#[from] rustls::Error),
+    Webhooks(#[from] webhook::FollowError),
     /// The election task ended before this replica ever led.
     #[error("leader election for lease {lease} stopped")]
     ElectionStopped { lease: String },
@@ -191,13 +180,16 @@ async fn lead_and_serve(
         webhooks: webhooks.clone(),
     };
     let runtime = Runtime::from_dir(client, engine, &options.dir, runtime_options).await?;
-    // Once the plugins are loaded, and only if one of them admits or converts.
-    let webhook_server = match &options.webhooks {
-        Some(serving) if webhooks.any() => {
-            let tls = serving.identity.server_config()?;
-            Some(webhook::serve(serving.listen, tls, webhooks, metrics).await?)
-        }
-        _ => None,
+    // Once the plugins are loaded: served from when one of them admits or converts.
+    let webhooks = match &options.webhooks {
+        Some(serving) => match webhook::follow(client.clone(), serving.clone(), webhooks, metrics).await {
+            Ok(following) => Some(following),
+            Err(e) => {
+                runtime.stop().await;
+                return Err(e.into());
+            }
+        },
+        None => None,
     };
     on_change(&runtime);
     let synced = runtime.wait_synced(SYNC_LIMIT).await;
@@ -223,8 +215,8 @@ async fn lead_and_serve(
         health.set_ready(false);
     };
     let watched = runtime.watch(stop, on_change).await;
-    if let Some(server) = webhook_server {
-        server.shutdown().await;
+    if let Some(webhooks) = webhooks {
+        webhooks.stop().await;
     }
     watched?;
     match role {

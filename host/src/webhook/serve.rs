@@ -52,6 +52,8 @@ pub enum Error {
 #[derive(Debug)]
 pub struct Server {
     addr: SocketAddr,
+    /// Accepts connections and runs their handshakes; owns the port.
+    accepting: JoinHandle<()>,
     stop: oneshot::Sender<()>,
     task: JoinHandle<std::io::Result<()>>,
 }
@@ -65,6 +67,10 @@ impl Server {
     /// Stops accepting connections (the port is closed at once) and waits for the
     /// calls in flight.
     pub async fn shutdown(self) {
+        // The port closes once the accepting task is gone, not merely told to go: a client
+        // then finds it refused rather than reset.
+        self.accepting.abort();
+        let _ = self.accepting.await;
         let _ = self.stop.send(());
         match self.task.await {
             Ok(Ok(())) => {}
@@ -89,7 +95,7 @@ pub async fn serve(
     let bind = |source| Error::Bind { addr, source };
     let tcp = TcpListener::bind(addr).await.map_err(bind)?;
     let local = tcp.local_addr().map_err(bind)?;
-    let listener = TlsListener::new(tcp, TlsAcceptor::from(tls), local);
+    let (listener, accepting) = TlsListener::new(tcp, TlsAcceptor::from(tls), local);
     let router = router(Arc::new(Shared { webhooks, metrics }));
     let (stop, stopped) = oneshot::channel::<()>();
     let task = tokio::spawn(async move {
@@ -100,7 +106,7 @@ pub async fn serve(
             .await
     });
     tracing::info!(addr = %local, "serving admission and conversion webhooks");
-    Ok(Server { addr: local, stop, task })
+    Ok(Server { addr: local, accepting, stop, task })
 }
 
 /// What every call reads.
@@ -321,20 +327,11 @@ async fn convert(State(shared): State<Arc<Shared>>, Path(name): Path<String>, bo
 struct TlsListener {
     streams: mpsc::Receiver<(TlsStream<TcpStream>, SocketAddr)>,
     local: SocketAddr,
-    /// Ends the accepting (and closes the port) when the server stops.
-    accepting: AbortOnDrop,
-}
-
-struct AbortOnDrop(JoinHandle<()>);
-
-impl Drop for AbortOnDrop {
-    fn drop(&mut self) {
-        self.0.abort();
-    }
 }
 
 impl TlsListener {
-    fn new(tcp: TcpListener, acceptor: TlsAcceptor, local: SocketAddr) -> Self {
+    /// The listener, and the accepting task that owns `tcp`.
+    fn new(tcp: TcpListener, acceptor: TlsAcceptor, local: SocketAddr) -> (Self, JoinHandle<()>) {
         let (send, streams) = mpsc::channel(64);
         let accepting = tokio::spawn(async move {
             loop {
@@ -359,7 +356,7 @@ impl TlsListener {
                 });
             }
         });
-        Self { streams, local, accepting: AbortOnDrop(accepting) }
+        (Self { streams, local }, accepting)
     }
 }
 
@@ -370,13 +367,12 @@ impl axum::serve::Listener for TlsListener {
     async fn accept(&mut self) -> (Self::Io, Self::Addr) {
         match self.streams.recv().await {
             Some(accepted) => accepted,
-            // The accepting task only ends when aborted, with this listener.
+            // The accepting task ended: the server is stopping.
             None => std::future::pending().await,
         }
     }
 
     fn local_addr(&self) -> std::io::Result<Self::Addr> {
-        let _ = &self.accepting;
         Ok(self.local)
     }
 }

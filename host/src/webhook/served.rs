@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::Value;
+use tokio::sync::watch;
 
 use crate::plugin::{Plugin, WebhookSettings};
 use crate::secrets::Secrets;
@@ -22,24 +23,53 @@ pub struct Served {
 }
 
 /// The plugins whose webhooks are served, by name. Cheap to clone; clones share it.
-#[derive(Clone, Debug, Default)]
-pub struct Webhooks(Arc<RwLock<BTreeMap<String, Served>>>);
+#[derive(Clone, Debug)]
+pub struct Webhooks(Arc<Inner>);
+
+#[derive(Debug)]
+struct Inner {
+    table: RwLock<BTreeMap<String, Served>>,
+    /// Bumped at every change, for what registers the plugins with the API server.
+    changes: watch::Sender<u64>,
+}
+
+impl Default for Webhooks {
+    fn default() -> Self {
+        Self(Arc::new(Inner { table: RwLock::default(), changes: watch::channel(0).0 }))
+    }
+}
 
 impl Webhooks {
     pub fn new() -> Self {
         Self::default()
     }
 
+    /// Changes from now on: the receiver sees one after each [`Webhooks::set`],
+    /// [`Webhooks::swap`] and [`Webhooks::remove`].
+    pub fn changes(&self) -> watch::Receiver<u64> {
+        self.0.changes.subscribe()
+    }
+
+    fn changed(&self) {
+        self.0.changes.send_modify(|n| *n += 1);
+    }
+
+    fn table(&self) -> std::sync::RwLockReadGuard<'_, BTreeMap<String, Served>> {
+        self.0.table.read().unwrap_or_else(PoisonError::into_inner)
+    }
+
     /// Serves `served`'s webhooks from now on, in place of any version before; a plugin
     /// that admits nothing is taken out.
     pub fn set(&self, served: Served) {
         let name = served.plugin.manifest().name.clone();
-        let mut table = self.0.write().unwrap_or_else(PoisonError::into_inner);
+        let mut table = self.0.table.write().unwrap_or_else(PoisonError::into_inner);
         if served.plugin.manifest().admits() {
             table.insert(name, served);
-        } else {
-            table.remove(&name);
+        } else if table.remove(&name).is_none() {
+            return;
         }
+        drop(table);
+        self.changed();
     }
 
     /// A new version of `plugin` or new settings, its Secrets followed as before.
@@ -50,21 +80,24 @@ impl Webhooks {
 
     /// Stops serving plugin `name`: its webhooks answer 404.
     pub fn remove(&self, name: &str) {
-        self.0.write().unwrap_or_else(PoisonError::into_inner).remove(name);
+        let removed = self.0.table.write().unwrap_or_else(PoisonError::into_inner).remove(name);
+        if removed.is_some() {
+            self.changed();
+        }
     }
 
     /// The version of plugin `name` that answers now.
     pub fn get(&self, name: &str) -> Option<Served> {
-        self.0.read().unwrap_or_else(PoisonError::into_inner).get(name).cloned()
+        self.table().get(name).cloned()
     }
 
     /// Whether any plugin's webhooks are served.
     pub fn any(&self) -> bool {
-        !self.0.read().unwrap_or_else(PoisonError::into_inner).is_empty()
+        !self.table().is_empty()
     }
 
-    /// The names of the served plugins, in order.
-    pub fn names(&self) -> Vec<String> {
-        self.0.read().unwrap_or_else(PoisonError::into_inner).keys().cloned().collect()
+    /// Every served plugin, in name order.
+    pub fn all(&self) -> Vec<Served> {
+        self.table().values().cloned().collect()
     }
 }

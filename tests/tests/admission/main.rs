@@ -11,19 +11,17 @@
 #[allow(dead_code)] // shared with the other end-to-end tests, which use all of it
 mod host;
 
-use std::net::SocketAddr;
 use std::time::{Duration, Instant};
 
-use base64::Engine as _;
 use kube::api::{Api, DynamicObject, Patch, PatchParams, PostParams};
 use kube::discovery::ApiResource;
-use kubewasm::webhook::{self, tls::Identity};
+use kubewasm::webhook::{self, WebhookOptions, tls::Identity};
 use serde_json::{Value, json};
 
-use host::{Host, resource};
+use host::{Host, eventually, resource};
 
-const MUTATING: &str = "default.admit.kubewasm.io";
-const VALIDATING: &str = "validate.admit.kubewasm.io";
+/// The name the API server quotes the plugin's webhooks by.
+const WEBHOOK: &str = "admit.kubewasm.io";
 
 fn widgets(version: &str) -> ApiResource {
     resource("test.kubewasm.io", version, "Widget", "widgets")
@@ -34,79 +32,59 @@ fn widget(name: &str, spec: Value) -> Value {
            "metadata": {"name": name, "namespace": "default"}, "spec": spec})
 }
 
-/// The host running the `admit` fixture with `settings`, its webhook server on loopback,
-/// and the webhooks registered with the cluster.
+/// The host running the `admit` fixture with `settings`, serving and registering its
+/// webhooks on loopback as `kubewasm dev` does.
 struct Admitting {
     host: Host,
-    server: Option<webhook::Server>,
-    identity: Identity,
-    addr: SocketAddr,
+    following: Option<webhook::Following>,
+    options: WebhookOptions,
 }
 
 impl Admitting {
     async fn start(settings: &str) -> Admitting {
         let host = Host::start("admit", "admit", settings).await;
-        let identity = Identity::generate(&["127.0.0.1".to_string()]).expect("certificate");
-        let mut admitting = Admitting { host, server: None, identity, addr: "127.0.0.1:0".parse().unwrap() };
+        let options = WebhookOptions {
+            listen: "127.0.0.1:0".parse().expect("address"),
+            identity: Identity::generate(&["127.0.0.1".to_string()]).expect("certificate"),
+            endpoint: None,
+            name: "kubewasm".into(),
+        };
+        let mut admitting = Admitting { host, following: None, options };
         admitting.serve().await;
-        admitting.register("Fail").await;
         admitting
     }
 
-    /// Starts the webhook server (again, on the same port once it had one).
+    /// Starts serving and registering (again, on the same port once it had one).
     async fn serve(&mut self) {
-        let tls = self.identity.server_config().expect("server config");
         let metrics = self.host.runtime().metrics().clone();
-        let server = webhook::serve(self.addr, tls, self.host.webhooks.clone(), metrics).await.expect("serves");
-        self.addr = server.local_addr();
-        self.server = Some(server);
+        let following =
+            webhook::follow(self.host.client.clone(), self.options.clone(), self.host.webhooks.clone(), metrics)
+                .await
+                .expect("serves");
+        self.options.listen = following.local_addr().expect("the plugin admits: served at once");
+        self.following = Some(following);
     }
 
+    /// Stops the webhook server; the registration stays, as when the host is down.
     async fn halt(&mut self) {
-        if let Some(server) = self.server.take() {
-            server.shutdown().await;
+        if let Some(following) = self.following.take() {
+            following.stop().await;
         }
     }
 
-    fn client_config(&self, path: &str) -> Value {
-        let ca = self.identity.ca_bundle().expect("a made identity has a CA");
-        json!({"url": format!("https://{}{path}", self.addr),
-               "caBundle": base64::engine::general_purpose::STANDARD.encode(ca)})
-    }
-
-    /// The webhook configurations and the CRD's conversion, pointing at the server, with
-    /// `failure_policy`.
-    async fn register(&self, failure_policy: &str) {
-        let rules = json!([{"apiGroups": ["test.kubewasm.io"], "apiVersions": ["v1"],
-                            "operations": ["CREATE", "UPDATE"], "resources": ["widgets"]}]);
-        let hook = |name: &str, path: &str| {
-            json!({"name": name, "clientConfig": self.client_config(path), "rules": rules,
-                   "sideEffects": "None", "admissionReviewVersions": ["v1"],
-                   "failurePolicy": failure_policy, "timeoutSeconds": 5})
-        };
-        let apply = |kind: &str, plural: &str, hook: Value| {
-            let api: Api<DynamicObject> =
-                Api::all_with(self.host.client.clone(), &resource("admissionregistration.k8s.io", "v1", kind, plural));
-            let object = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": kind,
-                                "metadata": {"name": "admit"}, "webhooks": [hook]});
-            async move {
-                api.patch("admit", &PatchParams::apply("admission-test").force(), &Patch::Apply(object))
-                    .await
-                    .expect("webhook configuration")
-            }
-        };
-        apply("MutatingWebhookConfiguration", "mutatingwebhookconfigurations", hook(MUTATING, "/default/admit")).await;
-        apply("ValidatingWebhookConfiguration", "validatingwebhookconfigurations", hook(VALIDATING, "/validate/admit"))
-            .await;
-        let crds: Api<DynamicObject> = Api::all_with(
+    /// The failure policy the validating webhook is registered with.
+    async fn registered_policy(&self) -> Option<String> {
+        let api: Api<DynamicObject> = Api::all_with(
             self.host.client.clone(),
-            &resource("apiextensions.k8s.io", "v1", "CustomResourceDefinition", "customresourcedefinitions"),
+            &resource(
+                "admissionregistration.k8s.io",
+                "v1",
+                "ValidatingWebhookConfiguration",
+                "validatingwebhookconfigurations",
+            ),
         );
-        let conversion = json!({"spec": {"conversion": {"strategy": "Webhook", "webhook": {
-            "conversionReviewVersions": ["v1"], "clientConfig": self.client_config("/convert/admit")}}}});
-        crds.patch("widgets.test.kubewasm.io", &PatchParams::default(), &Patch::Merge(conversion))
-            .await
-            .expect("conversion webhook");
+        let config = api.get_opt("kubewasm").await.expect("get")?;
+        config.data["webhooks"][0]["failurePolicy"].as_str().map(str::to_string)
     }
 
     fn api(&self, version: &str) -> Api<DynamicObject> {
@@ -145,7 +123,7 @@ async fn a_write_the_plugin_denies_is_refused_with_its_message() {
     assert_eq!(forbidden.reason, "Forbidden");
     assert_eq!(
         forbidden.message,
-        format!("admission webhook \"{VALIDATING}\" denied the request: widgets named forbidden-* are not allowed")
+        format!("admission webhook \"{WEBHOOK}\" denied the request: widgets named forbidden-* are not allowed")
     );
 
     let invalid = admitting.refused(widget("big", json!({"replicas": 20}))).await;
@@ -153,7 +131,7 @@ async fn a_write_the_plugin_denies_is_refused_with_its_message() {
     assert_eq!(
         invalid.message,
         format!(
-            "admission webhook \"{VALIDATING}\" denied the request: Widget.test.kubewasm.io \"big\" is invalid: \
+            "admission webhook \"{WEBHOOK}\" denied the request: Widget.test.kubewasm.io \"big\" is invalid: \
              spec.replicas: Invalid value: 20: must be no more than 10"
         )
     );
@@ -194,7 +172,7 @@ async fn a_plugin_that_loops_in_validate_is_cut_at_its_deadline() {
     assert_eq!(
         refused.message,
         format!(
-            "admission webhook \"{VALIDATING}\" denied the request: plugin admit exceeded its deadline of 300ms in validate"
+            "admission webhook \"{WEBHOOK}\" denied the request: plugin admit exceeded its deadline of 300ms in validate"
         )
     );
     let errors = [("plugin", "admit"), ("webhook", "validate"), ("verdict", "error")];
@@ -211,17 +189,24 @@ async fn a_plugin_that_loops_in_validate_is_cut_at_its_deadline() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_host_down_refuses_writes_under_fail_and_lets_them_through_under_ignore() {
     let mut admitting = Admitting::start("").await;
+    assert_eq!(admitting.registered_policy().await.as_deref(), Some("Fail"));
     admitting.halt().await;
     let refused = admitting.refused(widget("while-down", json!({}))).await;
     assert_eq!(refused.code, 500, "{refused:?}");
     assert!(
-        refused.message.starts_with(&format!("Internal error occurred: failed calling webhook \"{MUTATING}\": ")),
+        refused.message.starts_with(&format!("Internal error occurred: failed calling webhook \"{WEBHOOK}\": ")),
         "{}",
         refused.message
     );
     assert!(refused.message.contains("connection refused"), "{}", refused.message);
 
-    admitting.register("Ignore").await;
+    admitting.serve().await;
+    admitting.host.settings("admit", "[webhooks]\nfailure-policy = \"Ignore\"\n").await;
+    eventually("failurePolicy Ignore registered", || async {
+        (admitting.registered_policy().await.as_deref() == Some("Ignore")).then_some(())
+    })
+    .await;
+    admitting.halt().await;
     let created = admitting.create(widget("while-down", json!({"size": "small"}))).await.expect("let through");
     assert_eq!(spec(&created), json!({"size": "small"}), "stored as written: no webhook answered");
 
