@@ -24,6 +24,8 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use kubewasm::logging;
 use kubewasm::plugin::{Engine, EngineOptions, Plugin};
+use kubewasm::webhook::tls::{self, Identity};
+use kubewasm::webhook::{WebhookOptions, register};
 use kubewasm::{run, runtime};
 #[cfg(feature = "dev")]
 use kubewasm_devcluster as devcluster;
@@ -66,10 +68,38 @@ fn report(e: &anyhow::Error) -> String {
     out
 }
 
+/// The webhook server of `kubewasm run`: behind the Service `--webhook-service`, with the
+/// certificate of `--webhook-tls-secret` or one made for the Service's names.
+async fn webhook_options(client: &kube::Client, args: &cli::WebhookArgs, namespace: &str) -> Result<WebhookOptions> {
+    let endpoint = register::Endpoint::service(&format!("{namespace}/{}", args.webhook_service))?;
+    let service = args.webhook_service.split(':').next().unwrap_or_default();
+    let identity = match &args.webhook_tls_secret {
+        Some(secret) => Identity::from_secret(client.clone(), namespace, secret).await?,
+        None => Identity::generate(&tls::service_names(namespace, service))?,
+    };
+    Ok(WebhookOptions {
+        listen: args.webhook_listen,
+        identity,
+        endpoint: Some(endpoint),
+        name: register::DEFAULT_NAME.into(),
+    })
+}
+
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         #[cfg(feature = "dev")]
-        Command::Dev { dir, watch, data_dir, kubeconfig, port, health_addr, faults, insecure_http, host } => {
+        Command::Dev {
+            dir,
+            watch,
+            data_dir,
+            kubeconfig,
+            port,
+            health_addr,
+            faults,
+            insecure_http,
+            webhook_listen,
+            host,
+        } => {
             let faults = faults.as_deref().map(devcluster::Faults::read).transpose()?;
             let mut projects = watch.iter().map(|p| build::Project::at(p)).collect::<Result<Vec<_>, _>>()?;
             for found in build::Project::found_in(&dir) {
@@ -84,21 +114,30 @@ fn run(cli: Cli) -> Result<()> {
                 plain_http: insecure_http,
                 ..devcluster::Options::default()
             };
+            let webhooks = WebhookOptions {
+                listen: webhook_listen,
+                identity: Identity::generate(&[webhook_listen.ip().to_string()])?,
+                // The address the server is bound to: the port is chosen then.
+                endpoint: None,
+                name: register::DEFAULT_NAME.into(),
+            };
             let options = run::Options {
                 health_addr,
                 install_crds: true,
                 namespace: host.host_namespace.clone(),
+                webhooks: Some(webhooks),
                 ..run::Options::new(dir)
             };
             let runtime = tokio_runtime()?;
             let engine = engine(&host.engine_options())?;
             runtime.block_on(dev::dev(&engine, &options, cluster, faults, projects))?;
         }
-        Command::Run { dir, health_addr, host, leader } => {
-            let options = run::Options {
+        Command::Run { dir, health_addr, webhooks, host, leader } => {
+            let namespace = host.host_namespace.clone();
+            let mut options = run::Options {
                 health_addr: Some(health_addr),
                 replicas: leader.mode(),
-                namespace: host.host_namespace.clone(),
+                namespace: namespace.clone(),
                 ..run::Options::new(dir)
             };
             let runtime = tokio_runtime()?;
@@ -106,6 +145,7 @@ fn run(cli: Cli) -> Result<()> {
             runtime.block_on(async {
                 let shutdown = run::shutdown_signal();
                 let client = kube::Client::try_default().await.context("no cluster: set KUBECONFIG or run in a Pod")?;
+                options.webhooks = Some(webhook_options(&client, &webhooks, &namespace).await?);
                 run::run(&engine, &client, &options, shutdown, |_| {}).await?;
                 anyhow::Ok(())
             })?;
