@@ -89,8 +89,8 @@ pub async fn follow(
         loop {
             tokio::select! {
                 _ = &mut stopped => break,
-                changed = changes.changed() => {
-                    if changed.is_err() {
+                signal = changes.changed() => {
+                    if signal.is_err() {
                         break;
                     }
                     if let Err(e) = state.step().await {
@@ -116,9 +116,9 @@ struct State {
 impl State {
     /// Starts the server if a plugin needs it, then registers the plugins served now.
     async fn step(&mut self) -> Result<(), FollowError> {
-        let served = self.webhooks.all();
+        let plugins = self.webhooks.all();
         if self.server.is_none() {
-            if served.is_empty() {
+            if plugins.is_empty() {
                 return Ok(());
             }
             let tls = self.options.identity.server_config()?;
@@ -133,9 +133,9 @@ impl State {
         }
         let Some(registrar) = &self.registrar else { return Ok(()) };
         let admits: Vec<Admits<'_>> =
-            served.iter().map(|s| Admits { manifest: s.plugin.manifest(), settings: &s.settings }).collect();
+            plugins.iter().map(|s| Admits { manifest: s.plugin.manifest(), settings: &s.settings }).collect();
         registrar.sync(&admits).await?;
-        let names: Vec<&str> = served.iter().map(|s| s.plugin.manifest().name.as_str()).collect();
+        let names: Vec<&str> = plugins.iter().map(|s| s.plugin.manifest().name.as_str()).collect();
         info!(plugins = ?names, "webhooks registered");
         Ok(())
     }

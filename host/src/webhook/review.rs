@@ -320,7 +320,7 @@ mod tests {
 
     use super::*;
 
-    fn admission_review(operation: &str, object: Value, old: Value) -> Vec<u8> {
+    fn admission_review(operation: &str, object: &Value, old: &Value) -> Vec<u8> {
         serde_json::to_vec(&json!({
             "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
             "request": {
@@ -335,7 +335,7 @@ mod tests {
         .expect("JSON")
     }
 
-    fn cronjob(spec: Value) -> Value {
+    fn cronjob(spec: &Value) -> Value {
         json!({"apiVersion": "batch.tutorial.kubebuilder.io/v1", "kind": "CronJob",
                "metadata": {"name": "sample", "namespace": "default", "creationTimestamp": null}, "spec": spec})
     }
@@ -359,8 +359,8 @@ mod tests {
 
     #[test]
     fn a_review_reads_into_the_contracts_request_with_the_objects_as_written() {
-        let written = cronjob(json!({"schedule": "*/1 * * * *"}));
-        let request = read(&admission_review("UPDATE", written.clone(), cronjob(json!({}))));
+        let written = cronjob(&json!({"schedule": "*/1 * * * *"}));
+        let request = read(&admission_review("UPDATE", &written, &cronjob(&json!({}))));
         assert_eq!(request.operation, Operation::Update);
         assert_eq!(request.kind, KindRef::namespaced("batch.tutorial.kubebuilder.io", "v1", "CronJob", "cronjobs"));
         assert_eq!((request.namespace.as_deref(), request.name.as_str()), (Some("default"), "sample"));
@@ -375,9 +375,9 @@ mod tests {
 
     #[test]
     fn null_objects_are_absent() {
-        let request = read(&admission_review("CREATE", cronjob(json!({})), Value::Null));
+        let request = read(&admission_review("CREATE", &cronjob(&json!({})), &Value::Null));
         assert!(request.old_object.is_none());
-        let request = read(&admission_review("DELETE", Value::Null, cronjob(json!({}))));
+        let request = read(&admission_review("DELETE", &Value::Null, &cronjob(&json!({}))));
         assert!(request.object.is_none());
         assert_eq!(request.operation, Operation::Delete);
     }
@@ -396,8 +396,8 @@ mod tests {
 
     #[test]
     fn a_defaulted_object_becomes_a_base64_json_patch_from_the_written_one() {
-        let request = read(&admission_review("CREATE", cronjob(json!({"schedule": "@daily"})), Value::Null));
-        let object = cronjob(json!({"schedule": "@daily", "suspend": false, "concurrencyPolicy": "Allow"}));
+        let request = read(&admission_review("CREATE", &cronjob(&json!({"schedule": "@daily"})), &Value::Null));
+        let object = cronjob(&json!({"schedule": "@daily", "suspend": false, "concurrencyPolicy": "Allow"}));
         let answer = Defaulted { mutation: Mutation::Object(object.clone()), warnings: vec!["w".into()] };
         let (review, outcome) = defaulted(&request, Ok(answer)).expect("a good answer");
         assert_eq!(outcome, Outcome::Mutated);
@@ -412,8 +412,8 @@ mod tests {
 
     #[test]
     fn an_unchanged_object_is_allowed_without_a_patch() {
-        let written = cronjob(json!({"schedule": "@daily"}));
-        let request = read(&admission_review("CREATE", written.clone(), Value::Null));
+        let written = cronjob(&json!({"schedule": "@daily"}));
+        let request = read(&admission_review("CREATE", &written, &Value::Null));
         for mutation in [Mutation::Unchanged, Mutation::Object(written), Mutation::Patch(json!([]))] {
             let (review, outcome) =
                 defaulted(&request, Ok(Defaulted { mutation, warnings: vec![] })).expect("a good answer");
@@ -424,7 +424,7 @@ mod tests {
 
     #[test]
     fn a_plugins_patch_is_passed_on_once_checked() {
-        let request = read(&admission_review("CREATE", cronjob(json!({})), Value::Null));
+        let request = read(&admission_review("CREATE", &cronjob(&json!({})), &Value::Null));
         let ops = json!([{"op": "add", "path": "/spec/suspend", "value": false}]);
         let (review, _) =
             defaulted(&request, Ok(Defaulted { mutation: Mutation::Patch(ops.clone()), warnings: vec![] })).unwrap();
@@ -438,14 +438,14 @@ mod tests {
             defaulted(&request, Ok(Defaulted { mutation: Mutation::Patch(missing), warnings: vec![] })).unwrap_err();
         assert!(err.to_string().starts_with("its patch does not apply to the written object: "), "{err}");
 
-        let delete = read(&admission_review("DELETE", Value::Null, cronjob(json!({}))));
+        let delete = read(&admission_review("DELETE", &Value::Null, &cronjob(&json!({}))));
         let err = defaulted(&delete, Ok(Defaulted { mutation: Mutation::Patch(ops), warnings: vec![] })).unwrap_err();
         assert_eq!(err.to_string(), "it changed a DELETE, which has no object to change");
     }
 
     #[test]
     fn a_denial_without_causes_is_403_forbidden() {
-        let request = read(&admission_review("CREATE", cronjob(json!({})), Value::Null));
+        let request = read(&admission_review("CREATE", &cronjob(&json!({})), &Value::Null));
         let (review, outcome) = validated(&request, Verdict::deny(Denial::new("no cronjobs on Sundays")).warning("w"));
         assert_eq!(outcome, Outcome::Denied);
         assert_eq!(
@@ -459,7 +459,7 @@ mod tests {
 
     #[test]
     fn a_denial_with_causes_is_422_invalid_as_apierrors_words_it() {
-        let request = read(&admission_review("CREATE", cronjob(json!({})), Value::Null));
+        let request = read(&admission_review("CREATE", &cronjob(&json!({})), &Value::Null));
         let one = Denial::invalid("metadata.name", "Invalid value: \"sample\": must be no more than 52 characters");
         let (review, _) = validated(&request, Verdict::deny(one));
         assert_eq!(
@@ -494,7 +494,7 @@ mod tests {
         );
     }
 
-    fn conversion(objects: Vec<Value>) -> Conversion {
+    fn conversion(objects: &[Value]) -> Conversion {
         let body = json!({"apiVersion": "apiextensions.k8s.io/v1", "kind": "ConversionReview",
                           "request": {"uid": "c-1", "desiredAPIVersion": "x.io/v2", "objects": objects}});
         conversion_request(&serde_json::to_vec(&body).unwrap(), "now".into(), Value::Null).expect("reads")
@@ -507,7 +507,7 @@ mod tests {
 
     #[test]
     fn a_conversion_answers_the_converted_objects_or_the_plugins_reason() {
-        let asked = conversion(vec![widget("v1", "a"), widget("v1", "b")]);
+        let asked = conversion(&[widget("v1", "a"), widget("v1", "b")]);
         assert_eq!(asked.uid(), "c-1");
         assert_eq!(asked.request.desired_api_version, "x.io/v2");
         let answer = converted(asked, Ok(vec![widget("v2", "a"), widget("v2", "b")])).expect("good objects");
@@ -517,7 +517,7 @@ mod tests {
         assert_eq!(answer["response"]["result"]["status"], "Success");
         assert_eq!(answer["response"]["convertedObjects"], json!([widget("v2", "a"), widget("v2", "b")]));
 
-        let refused = converted(conversion(vec![widget("v1", "a")]), Err("no v2 for you".into())).expect("answer");
+        let refused = converted(conversion(&[widget("v1", "a")]), Err("no v2 for you".into())).expect("answer");
         assert_eq!(refused["response"]["result"]["status"], "Failure");
         assert_eq!(refused["response"]["result"]["message"], "no v2 for you");
         assert_eq!(refused["response"]["uid"], "c-1");
@@ -525,11 +525,11 @@ mod tests {
 
     #[test]
     fn a_conversion_answer_of_other_objects_is_refused() {
-        let err = converted(conversion(vec![widget("v1", "a")]), Ok(vec![])).unwrap_err();
+        let err = converted(conversion(&[widget("v1", "a")]), Ok(vec![])).unwrap_err();
         assert_eq!(err.to_string(), "it returned 0 objects for 1");
-        let err = converted(conversion(vec![widget("v1", "a")]), Ok(vec![widget("v2", "b")])).unwrap_err();
+        let err = converted(conversion(&[widget("v1", "a")]), Ok(vec![widget("v2", "b")])).unwrap_err();
         assert_eq!(err.to_string(), r#"converted object #0: metadata.uid changed from "a" to "b""#);
-        let err = converted(conversion(vec![widget("v1", "a")]), Ok(vec![widget("v1", "a")])).unwrap_err();
+        let err = converted(conversion(&[widget("v1", "a")]), Ok(vec![widget("v1", "a")])).unwrap_err();
         assert_eq!(err.to_string(), r#"converted object #0: apiVersion "x.io/v1" instead of x.io/v2"#);
         let failed = conversion_failed("c-1", "plugin p trapped in convert: boom");
         assert_eq!(failed["response"]["result"]["status"], "Failure");

@@ -126,9 +126,20 @@ fn router(shared: Arc<Shared>) -> Router {
 }
 
 /// A 404 or 400 the API server treats as a failed call (its `failurePolicy` applies).
+struct Refused {
+    status: StatusCode,
+    message: String,
+}
+
+impl IntoResponse for Refused {
+    fn into_response(self) -> Response {
+        tracing::warn!(status = %self.status, "webhook call refused: {}", self.message);
+        (self.status, format!("{}\n", self.message)).into_response()
+    }
+}
+
 fn refuse(status: StatusCode, message: &str) -> Response {
-    tracing::warn!(%status, "webhook call refused: {message}");
-    (status, format!("{message}\n")).into_response()
+    Refused { status, message: message.to_string() }.into_response()
 }
 
 /// A review as the API server reads it: JSON, 200 whatever the verdict.
@@ -137,11 +148,11 @@ fn answer(review: &Value) -> Response {
 }
 
 /// The plugin named in the path, or a 404 naming it.
-fn served(shared: &Shared, name: &str) -> Result<Served, Response> {
-    shared
-        .webhooks
-        .get(name)
-        .ok_or_else(|| refuse(StatusCode::NOT_FOUND, &format!("no plugin named {name} serves webhooks here")))
+fn served(shared: &Shared, name: &str) -> Result<Served, Refused> {
+    shared.webhooks.get(name).ok_or_else(|| Refused {
+        status: StatusCode::NOT_FOUND,
+        message: format!("no plugin named {name} serves webhooks here"),
+    })
 }
 
 /// The plugin's config with its Secret references resolved now, and their values to hide.
@@ -165,7 +176,7 @@ async fn validate(State(shared): State<Arc<Shared>>, Path(name): Path<String>, b
 async fn admit(shared: &Shared, name: &str, body: &[u8], call: Call) -> Response {
     let served = match served(shared, name) {
         Ok(served) => served,
-        Err(refused) => return refused,
+        Err(refused) => return refused.into_response(),
     };
     let resolved = resolved(&served);
     let config = resolved.as_ref().map_or(Value::Null, |r| r.config.clone());
@@ -174,7 +185,7 @@ async fn admit(shared: &Shared, name: &str, body: &[u8], call: Call) -> Response
         Err(e) => return refuse(StatusCode::BAD_REQUEST, &e.to_string()),
     };
     if let Err(refused) = declared(&served, &request, call) {
-        return refused;
+        return refused.into_response();
     }
     let (uid, ignore) = (request.uid.clone(), served.settings.failure_policy == FailurePolicy::Ignore);
     let started = Instant::now();
@@ -263,7 +274,7 @@ async fn run<T: Send + 'static>(
 
 /// Whether the plugin's manifest declares `call` for the request's kind and operation; a
 /// 404 saying what it does declare otherwise.
-fn declared(served: &Served, request: &AdmissionRequest, call: Call) -> Result<(), Response> {
+fn declared(served: &Served, request: &AdmissionRequest, call: Call) -> Result<(), Refused> {
     let manifest = served.plugin.manifest();
     let rules = if call == Call::Default { &manifest.defaults } else { &manifest.validates };
     let kind = &request.kind;
@@ -274,16 +285,16 @@ fn declared(served: &Served, request: &AdmissionRequest, call: Call) -> Result<(
     if matches {
         return Ok(());
     }
-    Err(refuse(
-        StatusCode::NOT_FOUND,
-        &format!("plugin {} does not {} {} of {kind}", manifest.name, call.as_str(), request.operation),
-    ))
+    Err(Refused {
+        status: StatusCode::NOT_FOUND,
+        message: format!("plugin {} does not {} {} of {kind}", manifest.name, call.as_str(), request.operation),
+    })
 }
 
 async fn convert(State(shared): State<Arc<Shared>>, Path(name): Path<String>, body: Bytes) -> Response {
     let served = match served(&shared, &name) {
         Ok(served) => served,
-        Err(refused) => return refused,
+        Err(refused) => return refused.into_response(),
     };
     if !served.plugin.manifest().converts {
         return refuse(StatusCode::NOT_FOUND, &format!("plugin {name} does not convert"));

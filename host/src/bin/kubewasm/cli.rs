@@ -276,17 +276,17 @@ pub struct HostArgs {
 #[derive(Debug, clap::Args)]
 pub struct WebhookArgs {
     /// Serve the webhooks here, over HTTPS.
-    #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:9443")]
-    pub webhook_listen: SocketAddr,
+    #[arg(long = "webhook-listen", value_name = "ADDR", default_value = "0.0.0.0:9443")]
+    pub listen: SocketAddr,
     /// The Service in front of the host the API server calls, NAME or NAME:PORT in the
     /// host's namespace (port 443 unless given).
-    #[arg(long, value_name = "NAME[:PORT]", default_value = "kubewasm-webhooks")]
-    pub webhook_service: String,
+    #[arg(long = "webhook-service", value_name = "NAME[:PORT]", default_value = "kubewasm-webhooks")]
+    pub service: String,
     /// The `kubernetes.io/tls` Secret, in the host's namespace, whose certificate the server
     /// presents and whose `ca.crt` is registered (default: a CA and a certificate made at
     /// start for the Service's names; fine for one replica).
-    #[arg(long, value_name = "NAME")]
-    pub webhook_tls_secret: Option<String>,
+    #[arg(long = "webhook-tls-secret", value_name = "NAME")]
+    pub tls_secret: Option<String>,
 }
 
 impl HostArgs {

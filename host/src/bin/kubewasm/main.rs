@@ -68,21 +68,29 @@ fn report(e: &anyhow::Error) -> String {
     out
 }
 
+/// `kubewasm run`: the host against the cluster of the in-cluster config or KUBECONFIG.
+fn run_in_cluster(mut options: run::Options, webhooks: &cli::WebhookArgs, host: &cli::HostArgs) -> Result<()> {
+    let runtime = tokio_runtime()?;
+    let engine = engine(&host.engine_options())?;
+    runtime.block_on(async {
+        let shutdown = run::shutdown_signal();
+        let client = kube::Client::try_default().await.context("no cluster: set KUBECONFIG or run in a Pod")?;
+        options.webhooks = Some(webhook_options(&client, webhooks, &options.namespace).await?);
+        run::run(&engine, &client, &options, shutdown, |_| {}).await?;
+        anyhow::Ok(())
+    })
+}
+
 /// The webhook server of `kubewasm run`: behind the Service `--webhook-service`, with the
 /// certificate of `--webhook-tls-secret` or one made for the Service's names.
 async fn webhook_options(client: &kube::Client, args: &cli::WebhookArgs, namespace: &str) -> Result<WebhookOptions> {
-    let endpoint = register::Endpoint::service(&format!("{namespace}/{}", args.webhook_service))?;
-    let service = args.webhook_service.split(':').next().unwrap_or_default();
-    let identity = match &args.webhook_tls_secret {
+    let endpoint = register::Endpoint::service(&format!("{namespace}/{}", args.service))?;
+    let service = args.service.split(':').next().unwrap_or_default();
+    let identity = match &args.tls_secret {
         Some(secret) => Identity::from_secret(client.clone(), namespace, secret).await?,
         None => Identity::generate(&tls::service_names(namespace, service))?,
     };
-    Ok(WebhookOptions {
-        listen: args.webhook_listen,
-        identity,
-        endpoint: Some(endpoint),
-        name: register::DEFAULT_NAME.into(),
-    })
+    Ok(WebhookOptions { listen: args.listen, identity, endpoint: Some(endpoint), name: register::DEFAULT_NAME.into() })
 }
 
 fn run(cli: Cli) -> Result<()> {
@@ -114,18 +122,11 @@ fn run(cli: Cli) -> Result<()> {
                 plain_http: insecure_http,
                 ..devcluster::Options::default()
             };
-            let webhooks = WebhookOptions {
-                listen: webhook_listen,
-                identity: Identity::generate(&[webhook_listen.ip().to_string()])?,
-                // The address the server is bound to: the port is chosen then.
-                endpoint: None,
-                name: register::DEFAULT_NAME.into(),
-            };
             let options = run::Options {
                 health_addr,
                 install_crds: true,
                 namespace: host.host_namespace.clone(),
-                webhooks: Some(webhooks),
+                webhooks: Some(dev::webhooks(webhook_listen)?),
                 ..run::Options::new(dir)
             };
             let runtime = tokio_runtime()?;
@@ -133,22 +134,13 @@ fn run(cli: Cli) -> Result<()> {
             runtime.block_on(dev::dev(&engine, &options, cluster, faults, projects))?;
         }
         Command::Run { dir, health_addr, webhooks, host, leader } => {
-            let namespace = host.host_namespace.clone();
-            let mut options = run::Options {
+            let options = run::Options {
                 health_addr: Some(health_addr),
                 replicas: leader.mode(),
-                namespace: namespace.clone(),
+                namespace: host.host_namespace.clone(),
                 ..run::Options::new(dir)
             };
-            let runtime = tokio_runtime()?;
-            let engine = engine(&host.engine_options())?;
-            runtime.block_on(async {
-                let shutdown = run::shutdown_signal();
-                let client = kube::Client::try_default().await.context("no cluster: set KUBECONFIG or run in a Pod")?;
-                options.webhooks = Some(webhook_options(&client, &webhooks, &namespace).await?);
-                run::run(&engine, &client, &options, shutdown, |_| {}).await?;
-                anyhow::Ok(())
-            })?;
+            run_in_cluster(options, &webhooks, &host)?;
         }
         Command::New { name, path, sdk, group, version, kind, scope, lang } => {
             let dir = path.unwrap_or_else(|| PathBuf::from(&name));
