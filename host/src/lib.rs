@@ -28,6 +28,7 @@ pub mod plugin;
 pub mod run;
 pub mod runtime;
 pub mod secrets;
+mod serving;
 pub mod webhook;
 
 pub use controller::Controller;

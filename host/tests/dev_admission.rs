@@ -3,10 +3,10 @@
 //! server as `kubewasm run` registers them in a cluster, so a denied `kubectl apply`, a
 //! defaulted object and a read in another version behave as they would there.
 
-#[allow(dead_code)] // shared with the tests that start `kubewasm run`, which use all of it
+#[allow(dead_code)] // shared with the tests that start `kubewasm` processes, which use all of it
 mod common;
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
@@ -25,26 +25,7 @@ struct Dev {
 
 impl Dev {
     fn start(plugins: &Path, kubeconfig: &Path) -> Dev {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
-            .args(["dev", "--plugins"])
-            .arg(plugins)
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .env("KUBEWASM_CACHE_DIR", plugins.with_extension("cache"))
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kubewasm dev starts");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let (pipe, sink) = (child.stderr.take().expect("stderr"), stderr.clone());
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                let mut all = sink.lock().expect("stderr");
-                all.push_str(&line);
-                all.push('\n');
-            }
-        });
+        let (child, stderr) = common::spawn_collecting_stderr(&mut common::kubewasm_dev(plugins, kubeconfig));
         Dev { child, stderr, kubeconfig: kubeconfig.to_path_buf() }
     }
 

@@ -21,7 +21,7 @@ use axum::routing::{get, post};
 use kubewasm_contract::AdmissionRequest;
 use serde_json::Value;
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 use tokio_rustls::server::TlsStream;
@@ -30,6 +30,7 @@ use super::review::{self, BadAnswer, Outcome};
 use super::served::{Served, Webhooks};
 use crate::metrics::{Call, Failure, Metrics, WebhookVerdict};
 use crate::plugin::{CallError, FailurePolicy, Instance};
+pub use crate::serving::Server;
 
 /// The largest review read: kube-apiserver's objects are at most 3 MiB, an update's
 /// review holds two.
@@ -45,39 +46,6 @@ pub enum Error {
     /// `--webhook-listen`.
     #[error("cannot serve webhooks on {addr}: {source}")]
     Bind { addr: SocketAddr, source: std::io::Error },
-}
-
-/// A running webhook server; [`Server::shutdown`] stops it (dropping it leaves it
-/// running until the process ends).
-#[derive(Debug)]
-pub struct Server {
-    addr: SocketAddr,
-    /// Accepts connections and runs their handshakes; owns the port.
-    accepting: JoinHandle<()>,
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<std::io::Result<()>>,
-}
-
-impl Server {
-    /// The address it listens on (the port the OS chose when given port 0).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Stops accepting connections (the port is closed at once) and waits for the
-    /// calls in flight.
-    pub async fn shutdown(self) {
-        // The port closes once the accepting task is gone, not merely told to go: a client
-        // then finds it refused rather than reset.
-        self.accepting.abort();
-        let _ = self.accepting.await;
-        let _ = self.stop.send(());
-        match self.task.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(error = %e, "webhook server stopped with an error"),
-            Err(e) => tracing::warn!(error = %e, "webhook server task failed"),
-        }
-    }
 }
 
 /// Binds `addr` and serves the webhooks of the plugins in `webhooks` over TLS with `tls`,
@@ -97,16 +65,8 @@ pub async fn serve(
     let local = tcp.local_addr().map_err(bind)?;
     let (listener, accepting) = TlsListener::new(tcp, TlsAcceptor::from(tls), local);
     let router = router(Arc::new(Shared { webhooks, metrics }));
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async move {
-                let _ = stopped.await;
-            })
-            .await
-    });
     tracing::info!(addr = %local, "serving admission and conversion webhooks");
-    Ok(Server { addr: local, accepting, stop, task })
+    Ok(crate::serving::spawn(listener, router, local, Some(accepting), "webhook"))
 }
 
 /// What every call reads.
