@@ -31,8 +31,10 @@ PLUGINS := demo-application foo pod-services
 PLUGIN_DIR := $(TARGET_DIR)/plugins
 # Example plugins that do nothing without an operator's settings (the URLs they may
 # reach, a token): built beside the fixtures, not into the plugin directory `make dev`
-# runs and `deploy/rbac.yaml` is made from. Their README says how to run them.
-EXAMPLES := kubewatch dns-record
+# runs and `deploy/rbac.yaml` is made from. Their README says how to run them. cronjob
+# (the Kubebuilder tutorial's) answers admission and conversion webhooks, which its
+# CRD's second version needs served before it can run beside the others.
+EXAMPLES := kubewatch dns-record cronjob
 # Test fixtures (host/tests/fixtures), copied to $(FIXTURE_DIR).
 FIXTURES := misbehave future-contract contract-0-1-0 gate bad-describe demo-relabel stack panic-handler sandbox admit admit-strict
 FIXTURE_DIR := $(TARGET_DIR)/fixtures

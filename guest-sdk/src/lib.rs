@@ -5,7 +5,8 @@
 //! export line: [`export_reconciler!`], [`export_handler!`], or [`export_plugin!`] for
 //! both. Build it with `cargo build --target wasm32-wasip2` and drop the `.wasm` file
 //! into the host's plugin directory. Reach the outside with [`http`], within what the
-//! operator grants. Test it natively with [`testing`]: the same decoding, call and
+//! operator grants. Default, validate and convert the writes of its kinds with
+//! [`Admission`]. Test it natively with [`testing`]: the same decoding, call and
 //! encoding code runs there as in the WebAssembly export.
 //!
 //! ```no_run
@@ -54,6 +55,47 @@
 //! }
 //!
 //! kubewasm_sdk::export_handler!(Notify);
+//! ```
+//!
+//! A reconciler that also defaults and validates the writes of its kind, as Kubebuilder's
+//! webhooks do ([`Admission`]; the manifest names the writes):
+//!
+//! ```no_run
+//! use kubewasm_sdk::prelude::*;
+//!
+//! struct Tasks;
+//!
+//! fn task() -> KindRef {
+//!     KindRef::namespaced("example.com", "v1", "Task", "tasks")
+//! }
+//!
+//! impl Reconciler for Tasks {
+//!     fn describe() -> Manifest {
+//!         Manifest::new("tasks", task()).defaults(AdmissionRule::new(task())).validates(AdmissionRule::new(task()))
+//!     }
+//!
+//!     fn reconcile(_: &Request) -> Result<Response, Error> {
+//!         Ok(Response::new())
+//!     }
+//! }
+//!
+//! impl Admission for Tasks {
+//!     fn default(request: &AdmissionRequest) -> Result<Defaulted, Denial> {
+//!         match &request.object {
+//!             Some(task) if task.spec()["priority"].is_null() => Ok(Defaulted::patch(
+//!                 kubewasm_sdk::serde_json::json!([{"op": "add", "path": "/spec/priority", "value": 1}]),
+//!             )),
+//!             _ => Ok(Defaulted::unchanged()),
+//!         }
+//!     }
+//!
+//!     fn validate(request: &AdmissionRequest) -> Verdict {
+//!         let name = request.name.as_str();
+//!         Verdict::invalid((name.len() > 40).then(|| ("metadata.name", "must be no more than 40 characters")))
+//!     }
+//! }
+//!
+//! kubewasm_sdk::export_plugin!(reconciler: Tasks, admission: Tasks);
 //! ```
 
 #![warn(clippy::pedantic)]

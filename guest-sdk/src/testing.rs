@@ -3,7 +3,10 @@
 //! [`reconcile`] encodes the request exactly as the host does, runs the same export
 //! glue as the WebAssembly component, decodes the answer and checks it with the host's
 //! own validation (`kubewasm_contract::validate`): an answer the host would refuse
-//! fails the test. [`handle`] does the same with one change of a watched object. The
+//! fails the test. [`handle`] does the same with one change of a watched object;
+//! [`default`], [`validate`] and [`convert`] with a write to admit or objects to convert,
+//! checking the answer as kube-apiserver does (a defaulting patch must apply, converted
+//! objects keep their identity and metadata). The
 //! plugin's HTTP requests ([`crate::http`]) are answered from canned responses
 //! ([`Http`]) and recorded, for the test to check what was sent.
 //!
@@ -33,8 +36,9 @@ use serde_json::Value;
 use crate::bindings::kubewasm::reconciler::types as wit;
 use crate::http::{HttpError, HttpRequest, HttpResponse};
 use crate::{
-    Change, Error, Event, EventType, Handler, KindRef, Manifest, Object, ObjectEvent, Query, Reconciler, Request,
-    Response, export,
+    Admission, AdmissionRequest, Change, ConversionRequest, Defaulted, Denial, Error, Event, EventType, Handler,
+    KindRef, Manifest, Mutation, Object, ObjectEvent, Operation, Query, Reconciler, Request, Response, UserInfo,
+    Verdict, export,
 };
 
 /// The input of one reconcile, built the way the host builds it.
@@ -282,6 +286,25 @@ pub fn reconcile<R: Reconciler>(request: TestRequest) -> Result<Outcome, Error> 
     })
 }
 
+/// The `now` and `config` setters of a test input holding `now` and `config` fields.
+macro_rules! now_and_config {
+    () => {
+        /// The host's current time, RFC 3339 ([`NOW`] unless set).
+        #[must_use]
+        pub fn now(mut self, rfc3339: &str) -> Self {
+            self.now = rfc3339.into();
+            self
+        }
+
+        /// The plugin's settings.
+        #[must_use]
+        pub fn config(mut self, config: impl Serialize) -> Self {
+            self.config = to_json(config);
+            self
+        }
+    };
+}
+
 /// One change of a watched object, built the way the host builds it.
 #[derive(Clone, Debug)]
 pub struct TestEvent {
@@ -347,18 +370,7 @@ impl TestEvent {
         self
     }
 
-    #[must_use]
-    pub fn now(mut self, rfc3339: &str) -> Self {
-        self.now = rfc3339.into();
-        self
-    }
-
-    /// The plugin's settings.
-    #[must_use]
-    pub fn config(mut self, config: impl Serialize) -> Self {
-        self.config = to_json(config);
-        self
-    }
+    now_and_config!();
 
     /// Answers the plugin's HTTP requests with `http`.
     #[must_use]
@@ -436,4 +448,203 @@ pub fn handle<H: Handler>(event: TestEvent) -> Handled {
     let (result, requests) = http.serve(|| export::handle::<H>(wit::ObjectEvent::from(&object_event)));
     let logs = crate::log::native::CAPTURED.with(|c| std::mem::take(&mut *c.borrow_mut()));
     Handled { result: result.map_err(Error::from), requests, logs }
+}
+
+/// One write to admit, built the way the host builds the admission request.
+#[derive(Clone, Debug)]
+pub struct TestWrite {
+    operation: Operation,
+    object: Option<Value>,
+    old: Option<Value>,
+    sub_resource: Option<String>,
+    user: UserInfo,
+    dry_run: bool,
+    now: String,
+    config: Value,
+}
+
+impl TestWrite {
+    fn new(operation: Operation, object: Option<Value>, old: Option<Value>) -> Self {
+        Self {
+            operation,
+            object,
+            old,
+            sub_resource: None,
+            user: UserInfo::default(),
+            dry_run: false,
+            now: NOW.into(),
+            config: Value::Null,
+        }
+    }
+
+    /// `object` is created.
+    pub fn create(object: impl Serialize) -> Self {
+        Self::new(Operation::Create, Some(to_json(object)), None)
+    }
+
+    /// The stored `old` is replaced by `new`.
+    pub fn update(old: impl Serialize, new: impl Serialize) -> Self {
+        Self::new(Operation::Update, Some(to_json(new)), Some(to_json(old)))
+    }
+
+    /// The stored `old` is deleted: the request has no object, only the old one.
+    pub fn delete(old: impl Serialize) -> Self {
+        Self::new(Operation::Delete, None, Some(to_json(old)))
+    }
+
+    /// A write to a subresource (`status`, `scale`).
+    #[must_use]
+    pub fn sub_resource(mut self, name: &str) -> Self {
+        self.sub_resource = Some(name.into());
+        self
+    }
+
+    /// Written by `username`, member of `groups`.
+    #[must_use]
+    pub fn by(mut self, username: &str, groups: &[&str]) -> Self {
+        self.user.username = username.into();
+        self.user.groups = groups.iter().map(ToString::to_string).collect();
+        self
+    }
+
+    /// A dry run: nothing the plugin decides is stored.
+    #[must_use]
+    pub fn dry_run(mut self) -> Self {
+        self.dry_run = true;
+        self
+    }
+
+    now_and_config!();
+
+    /// The request the host sends for a write `rules` (the manifest's `defaults` or
+    /// `validates`, named by `list`) cover.
+    fn request(self, rules: &[crate::AdmissionRule], list: &str) -> AdmissionRequest {
+        let subject = self.object.as_ref().or(self.old.as_ref()).unwrap_or(&Value::Null);
+        let Some(rule) =
+            rules.iter().find(|r| r.kind.matches(subject) && r.effective_operations().contains(&self.operation))
+        else {
+            panic!(
+                "the manifest's {list} has no rule for {} of {} {}: the host would never ask",
+                self.operation,
+                subject["apiVersion"].as_str().unwrap_or("?"),
+                subject["kind"].as_str().unwrap_or("?")
+            );
+        };
+        let mut request = AdmissionRequest::new(self.operation, rule.kind.clone(), self.object, self.old);
+        request.sub_resource = self.sub_resource;
+        request.user_info = self.user;
+        request.dry_run = self.dry_run;
+        request.now = self.now;
+        request.config = self.config;
+        request
+    }
+}
+
+/// What defaulting made of a write.
+#[derive(Clone, Debug)]
+pub struct DefaultedWrite {
+    /// The object as it would be stored: the written one with the plugin's patch
+    /// applied, or the object it returned (`null` for a delete).
+    pub object: Value,
+    /// What the plugin answered.
+    pub mutation: Mutation,
+    pub warnings: Vec<String>,
+    /// Lines the plugin logged during the call: level, message, fields.
+    pub logs: Vec<crate::log::Line>,
+}
+
+impl DefaultedWrite {
+    /// The defaulted object parsed into `T` (your type of the kind).
+    ///
+    /// # Panics
+    ///
+    /// When it does not parse as `T`.
+    pub fn object_as<T: DeserializeOwned>(&self) -> T {
+        serde_json::from_value(self.object.clone())
+            .unwrap_or_else(|e| panic!("the defaulted object does not parse: {e}"))
+    }
+
+    /// Whether defaulting changed anything.
+    pub fn changed(&self) -> bool {
+        self.mutation != Mutation::Unchanged
+    }
+}
+
+/// Runs `P`'s defaulting of one write natively, through the export glue, and reads the
+/// object back whole as the API server would store it.
+///
+/// # Errors
+///
+/// The plugin's [`Denial`], as the host would receive it.
+///
+/// # Panics
+///
+/// When the manifest's `defaults` does not cover the write (the host would never ask),
+/// or the host would refuse the answer (a patch that does not apply, a change to a
+/// delete): the message says why.
+pub fn default<P: Reconciler + Admission>(write: TestWrite) -> Result<DefaultedWrite, Denial> {
+    let manifest = describe::<P>();
+    let request = write.request(&manifest.defaults, "defaults");
+    crate::log::native::CAPTURED.with(|c| c.borrow_mut().clear());
+    let answer = export::default::<P>(wit::AdmissionRequest::from(&request));
+    let logs = crate::log::native::CAPTURED.with(|c| std::mem::take(&mut *c.borrow_mut()));
+    let defaulted = Defaulted::try_from(answer.map_err(Denial::from)?)
+        .unwrap_or_else(|e| panic!("the host would refuse this answer: {e}"));
+    let object = defaulted.apply(&request).unwrap_or_else(|e| panic!("the host would refuse this answer: {e}"));
+    Ok(DefaultedWrite { object, mutation: defaulted.mutation, warnings: defaulted.warnings, logs })
+}
+
+/// Runs `P`'s validation of one write natively, through the export glue.
+///
+/// # Panics
+///
+/// When the manifest's `validates` does not cover the write: the host would never ask.
+pub fn validate<P: Reconciler + Admission>(write: TestWrite) -> Verdict {
+    let manifest = describe::<P>();
+    let request = write.request(&manifest.validates, "validates");
+    Verdict::from(export::validate::<P>(wit::AdmissionRequest::from(&request)))
+}
+
+/// Runs `P`'s conversion of `objects` to `desired_api_version` (`group/version`)
+/// natively, through the export glue, and keeps of the answer what kube-apiserver keeps:
+/// only labels and annotations of each object's `metadata` may change.
+///
+/// # Errors
+///
+/// The plugin's message, or the API server's reason to refuse its answer (a missing
+/// object, another version, another name...).
+///
+/// # Panics
+///
+/// When the manifest does not declare `converts`, or an object is not of its parent's
+/// group and kind: the host would never ask.
+pub fn convert<P: Reconciler + Admission>(
+    objects: impl IntoIterator<Item = impl Serialize>,
+    desired_api_version: &str,
+) -> Result<Vec<Value>, String> {
+    let manifest = describe::<P>();
+    let parent = manifest.parent.as_ref().filter(|_| manifest.converts);
+    let Some(parent) = parent else {
+        panic!("the manifest does not declare `converts`: the host would never ask");
+    };
+    let objects: Vec<Value> = objects.into_iter().map(to_json).collect();
+    let group_of = |api_version: &str| api_version.rsplit_once('/').map_or("", |(group, _)| group).to_string();
+    for object in &objects {
+        let ours = object["kind"] == parent.kind.as_str()
+            && group_of(object["apiVersion"].as_str().unwrap_or_default()) == parent.group;
+        assert!(ours, "{} {} is not of the parent's group and kind {parent}", object["apiVersion"], object["kind"]);
+    }
+    assert_eq!(group_of(desired_api_version), parent.group, "convert to a version of the parent's group");
+    let request = ConversionRequest {
+        objects,
+        desired_api_version: desired_api_version.into(),
+        now: NOW.into(),
+        config: Value::Null,
+    };
+    let converted = export::convert::<P>(wit::ConversionRequest::from(&request))?;
+    let converted: Vec<Value> = converted
+        .iter()
+        .map(|text| serde_json::from_str(text).unwrap_or_else(|e| panic!("a converted object is not JSON: {e}")))
+        .collect();
+    request.check(converted)
 }

@@ -216,6 +216,150 @@ fn pod_services_renders_its_expected_annotations() {
     golden("pod-services", &[("--related", "related.yaml")], "expected.yaml");
 }
 
+// ---- admission and conversion, offline (the Kubebuilder CronJob) -------------------
+
+fn cronjob_example(name: &str) -> PathBuf {
+    workspace().join("plugins/cronjob/examples").join(name)
+}
+
+/// `kubewasm render` of the cronjob plugin with `args`.
+fn render_cronjob(args: &[&str]) -> Output {
+    let plugin = fixture("cronjob");
+    kubewasm(&[&["render", path_str(&plugin)][..], args, &["--now", "2026-01-01T00:00:00Z"]].concat())
+}
+
+#[test]
+fn cronjob_renders_its_expected_jobs_and_status() {
+    golden_of(&fixture("cronjob"), "cronjob", &[("--observed", "observed.yaml")], "expected.yaml");
+}
+
+#[test]
+fn the_invalid_cronjob_example_is_denied_with_the_tutorials_messages() {
+    let invalid = cronjob_example("invalid.yaml");
+    let out = render_cronjob(&["--admission", "create", "--object", path_str(&invalid)]);
+    let name = "a-cronjob-whose-name-is-far-too-long-for-the-names-of-its-jobs";
+    let stderr = assert_fails_with(
+        &out,
+        &[
+            "the write is denied: CronJob.batch.tutorial.kubebuilder.io",
+            &format!("metadata.name: Invalid value: \"{name}\": must be no more than 52 characters"),
+            "spec.schedule: Invalid value: \"invalid-cron-schedule\": Expected exactly 5 fields, found 1: invalid-cron-schedule",
+        ],
+    );
+    let documents = yaml_stream(&String::from_utf8_lossy(&out.stdout));
+    let verdict = documents.last().expect("an Admission document");
+    assert_eq!(
+        (&verdict["kind"], &verdict["allowed"]),
+        (&json_str("Admission"), &serde_json::json!(false)),
+        "{stderr}"
+    );
+    assert_eq!(verdict["status"]["code"], 422);
+    assert_eq!(verdict["status"]["reason"], "Invalid");
+    let fields: Vec<&str> = verdict["status"]["details"]["causes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["field"].as_str().unwrap())
+        .collect();
+    assert_eq!(fields, ["metadata.name", "spec.schedule"]);
+    assert_eq!(documents.len(), 1, "a denied write is not shown as stored");
+}
+
+#[test]
+fn the_defaulted_cronjob_example_comes_back_with_the_tutorials_defaults() {
+    let written = cronjob_example("defaulted.yaml");
+    let out = render_cronjob(&["--admission", "create", "--object", path_str(&written)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let documents = yaml_stream(&String::from_utf8_lossy(&out.stdout));
+    let [stored, verdict] = documents.as_slice() else { panic!("the object and the verdict: {documents:?}") };
+    assert_eq!((&verdict["allowed"], &verdict["defaulted"]), (&serde_json::json!(true), &serde_json::json!(true)));
+    let spec = &stored["spec"];
+    assert_eq!(
+        [
+            &spec["concurrencyPolicy"],
+            &spec["suspend"],
+            &spec["successfulJobsHistoryLimit"],
+            &spec["failedJobsHistoryLimit"]
+        ],
+        [&json_str("Allow"), &serde_json::json!(false), &serde_json::json!(3), &serde_json::json!(1)]
+    );
+    let original = &yaml_stream(&std::fs::read_to_string(&written).unwrap())[0];
+    assert_eq!((&stored["metadata"], &spec["jobTemplate"]), (&original["metadata"], &original["spec"]["jobTemplate"]));
+
+    // An update is defaulted and validated too; the stored object goes with --old.
+    let update =
+        render_cronjob(&["--admission", "update", "--object", path_str(&written), "--old", path_str(&written)]);
+    assert!(update.status.success(), "{}", String::from_utf8_lossy(&update.stderr));
+    assert_fails_with(
+        &render_cronjob(&["--admission", "update", "--object", path_str(&written)]),
+        &["UPDATE needs the stored object: give it with --old"],
+    );
+    // The tutorial's webhooks are registered for create and update only.
+    assert_fails_with(
+        &render_cronjob(&["--admission", "delete", "--old", path_str(&written)]),
+        &["plugin cronjob neither defaults nor validates DELETE of batch.tutorial.kubebuilder.io/v1 CronJob"],
+    );
+}
+
+#[test]
+fn a_cronjob_converted_to_v2_and_back_is_the_object_it_was() {
+    let parent = cronjob_example("parent.yaml");
+    let out = render_cronjob(&["--convert", "v2", "--object", path_str(&parent)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let v2 = String::from_utf8(out.stdout).unwrap();
+    let converted = &yaml_stream(&v2)[0];
+    assert_eq!(converted["apiVersion"], "batch.tutorial.kubebuilder.io/v2");
+    assert_eq!(converted["spec"]["schedule"], serde_json::json!({"minute": "*/1"}));
+    let v2_file = write_temp("cronjob-v2.yaml", v2.as_bytes());
+    let back = render_cronjob(&["--convert", "batch.tutorial.kubebuilder.io/v1", "--object", path_str(&v2_file)]);
+    assert!(back.status.success(), "{}", String::from_utf8_lossy(&back.stderr));
+    let original = yaml_stream(&std::fs::read_to_string(&parent).unwrap());
+    assert_eq!(yaml_stream(&String::from_utf8_lossy(&back.stdout)), original);
+
+    assert_fails_with(
+        &render_cronjob(&["--convert", "v2", "--object", path_str(&cronjob_example("observed.yaml"))]),
+        &["observed.yaml", "batch/v1 Job is not a CronJob of group batch.tutorial.kubebuilder.io"],
+    );
+    assert_fails_with(
+        &render_cronjob(&["--convert", "v3", "--object", path_str(&parent)]),
+        &["conversion webhook for batch.tutorial.kubebuilder.io/v1, Kind=CronJob failed:", "is not a version"],
+    );
+}
+
+#[test]
+fn a_v2_write_is_admitted_through_conversion_as_match_policy_equivalent_has_it() {
+    let converted = render_cronjob(&["--convert", "v2", "--object", path_str(&cronjob_example("defaulted.yaml"))]);
+    assert!(converted.status.success(), "{}", String::from_utf8_lossy(&converted.stderr));
+    let v2 = write_temp("cronjob-defaulted-v2.yaml", &converted.stdout);
+    let out = render_cronjob(&["--admission", "create", "--object", path_str(&v2)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let documents = yaml_stream(&String::from_utf8_lossy(&out.stdout));
+    // Defaulted by the v1 webhook, stored as written: in v2.
+    assert_eq!(documents[0]["apiVersion"], "batch.tutorial.kubebuilder.io/v2");
+    assert_eq!(documents[0]["spec"]["schedule"], serde_json::json!({"minute": "*/1"}));
+    assert_eq!(documents[0]["spec"]["successfulJobsHistoryLimit"], 3);
+    assert_eq!(documents[1]["allowed"], true);
+
+    let exact = write_temp("cronjob-exact.toml", b"[webhooks]\nmatch-policy = \"Exact\"\n");
+    assert_fails_with(
+        &render_cronjob(&["--admission", "create", "--object", path_str(&v2), "--settings", path_str(&exact)]),
+        &["neither defaults nor validates CREATE of batch.tutorial.kubebuilder.io/v2 CronJob"],
+    );
+}
+
+#[test]
+fn admission_and_conversion_of_a_plugin_that_declares_neither_are_refused_by_name() {
+    let parent = misbehave_parent();
+    assert_fails_with(
+        &kubewasm(&["render", path_str(&fixture("misbehave")), "--admission", "create", "--object", path_str(&parent)]),
+        &["neither defaults nor validates CREATE of test.kubewasm.io/v1 Misbehave"],
+    );
+    assert_fails_with(
+        &kubewasm(&["render", path_str(&fixture("misbehave")), "--convert", "v2", "--object", path_str(&parent)]),
+        &["converts nothing: its manifest does not declare converts"],
+    );
+}
+
 // ---- event handlers, offline ---------------------------------------------------
 
 /// `kubewasm render --event added` of kubewatch's example Pod with the settings `settings`,
@@ -1116,12 +1260,18 @@ fn cargo_in(dir: &Path, args: &[&str]) -> Output {
         .expect("cargo runs")
 }
 
+/// `name` under the target directory, emptied: where a test creates plugins (inside the
+/// checkout, so that its rust-toolchain.toml, and wasm32-wasip2, applies).
+fn fresh_dir(name: &str) -> PathBuf {
+    let dir = target_dir().join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("create the test's directory");
+    dir
+}
+
 #[test]
 fn new_creates_a_plugin_that_passes_its_tests_and_renders() {
-    // Inside the checkout, so that its rust-toolchain.toml (and wasm32-wasip2) applies.
-    let base = target_dir().join("cli-test-new");
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).expect("create base");
+    let base = fresh_dir("cli-test-new");
     let dir = base.join("hello-world");
 
     let out = kubewasm(&["new", "hello-world", "--path", path_str(&dir)]);
@@ -1163,15 +1313,48 @@ fn new_creates_a_plugin_that_passes_its_tests_and_renders() {
     assert_fails_with(&bad, &["--kind \"cron\"", "UpperCamelCase"]);
 }
 
+#[test]
+fn new_with_webhooks_creates_a_plugin_whose_webhooks_pass_their_tests_and_render() {
+    let base = fresh_dir("cli-test-new-webhooks");
+    let dir = base.join("hello-hooks");
+    let out = kubewasm(&["new", "hello-hooks", "--webhooks", "--path", path_str(&dir)]);
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("--admission create --object examples/no-message.yaml"));
+    let component = build_and_describe_tested(&dir, "hello_hooks", 4, &["defaults:", "validates:", "kind: HelloHooks"]);
+    renders_hello(&component, &dir, "hello-hooks");
+
+    let no_message = dir.join("examples/no-message.yaml");
+    let admitted =
+        kubewasm(&["render", path_str(&component), "--admission", "create", "--object", path_str(&no_message)]);
+    assert!(admitted.status.success(), "{}", String::from_utf8_lossy(&admitted.stderr));
+    let documents = yaml_stream(&String::from_utf8_lossy(&admitted.stdout));
+    assert_eq!(documents[0]["spec"]["message"], "Hello from hello-hooks");
+    assert_eq!(
+        (&documents[1]["allowed"], &documents[1]["defaulted"]),
+        (&serde_json::json!(true), &serde_json::json!(true))
+    );
+
+    // A template without webhooks is refused by name, not scaffolded without them.
+    let python = base.join("python");
+    let out = kubewasm(&["new", "x", "--lang", "python", "--webhooks", "--path", path_str(&python)]);
+    assert_fails_with(&out, &["--webhooks: the Python template has no webhooks yet"]);
+    assert!(!python.exists(), "nothing written");
+}
+
 /// Runs the new crate's tests, builds it with the README's command and describes the
 /// component, which must mention every one of `expect`; returns the component.
 fn build_and_describe(dir: &Path, krate: &str, expect: &[&str]) -> PathBuf {
+    build_and_describe_tested(dir, krate, 2, expect)
+}
+
+/// [`build_and_describe`] of a crate with `tests` tests.
+fn build_and_describe_tested(dir: &Path, krate: &str, tests: usize, expect: &[&str]) -> PathBuf {
     // The workspace's versions of every dependency, already downloaded and built.
     std::fs::copy(workspace().join("Cargo.lock"), dir.join("Cargo.lock")).expect("copy Cargo.lock");
     let tested = cargo_in(dir, &["test"]);
     let test_output = String::from_utf8_lossy(&tested.stdout);
     assert!(tested.status.success(), "{test_output}{}", String::from_utf8_lossy(&tested.stderr));
-    assert!(test_output.contains("test result: ok. 2 passed"), "{test_output}");
+    assert!(test_output.contains(&format!("test result: ok. {tests} passed")), "{test_output}");
 
     let built = cargo_in(dir, &["build", "--profile", "plugin", "--target", "wasm32-wasip2"]);
     assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
@@ -1234,9 +1417,7 @@ fn pytest_passes(dir: &Path, expected: &str) {
 
 #[test]
 fn new_creates_a_python_plugin_that_passes_its_tests_builds_and_renders() {
-    let base = target_dir().join("cli-test-new-python");
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).expect("create base");
+    let base = fresh_dir("cli-test-new-python");
     let dir = base.join("hello-py");
 
     let out = kubewasm(&["new", "hello-py", "--lang", "python", "--path", path_str(&dir)]);
@@ -1287,9 +1468,7 @@ fn npm_in(dir: &Path, args: &[&str]) -> String {
 fn new_npm_plugin_passes_its_tests_builds_and_renders(lang: &str, name: &str, app: &str) {
     // The SDK's tools are installed by `make js-plugins`, which also builds this fixture.
     fixture("demo-application-js");
-    let base = target_dir().join(format!("cli-test-new-{lang}"));
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).expect("create base");
+    let base = fresh_dir(&format!("cli-test-new-{lang}"));
     let dir = base.join(name);
 
     let out = kubewasm(&["new", name, "--lang", lang, "--path", path_str(&dir)]);
@@ -1415,9 +1594,7 @@ fn go_test_passes(dir: &Path) {
 
 #[test]
 fn new_creates_a_go_plugin_that_passes_its_tests_builds_and_renders() {
-    let base = target_dir().join("cli-test-new-go");
-    let _ = std::fs::remove_dir_all(&base);
-    std::fs::create_dir_all(&base).expect("create base");
+    let base = fresh_dir("cli-test-new-go");
     let dir = base.join("hello-go");
 
     let out = kubewasm(&["new", "hello-go", "--lang", "go", "--path", path_str(&dir)]);

@@ -214,6 +214,43 @@ impl Denial {
     }
 }
 
+impl Denial {
+    /// The `metav1.Status` a webhook answers with, as controller-runtime shapes a
+    /// validator's error: with causes, 422 `Invalid` worded as apimachinery's
+    /// `NewInvalid` (`CronJob.batch.tutorial.kubebuilder.io "x" is invalid: metadata.name:
+    /// ...`, a `message` of its own replacing the head); without, 403 `Forbidden` with the
+    /// message as it is. `kind` and `name` are the object's.
+    pub fn status(&self, kind: &KindRef, name: &str) -> Value {
+        if self.causes.is_empty() {
+            return serde_json::json!({
+                "apiVersion": "v1", "kind": "Status", "status": "Failure",
+                "message": self.message, "reason": "Forbidden", "code": 403,
+            });
+        }
+        let qualified = if kind.group.is_empty() { kind.kind.clone() } else { format!("{}.{}", kind.kind, kind.group) };
+        let head =
+            if self.message.is_empty() { format!("{qualified} {name:?} is invalid") } else { self.message.clone() };
+        let errors: Vec<String> = self.causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
+        let message = match errors.as_slice() {
+            [one] => format!("{head}: {one}"),
+            many => format!("{head}: [{}]", many.join(", ")),
+        };
+        let causes: Vec<Value> = self
+            .causes
+            .iter()
+            .map(|c| {
+                let reason = if c.reason.is_empty() { "FieldValueInvalid" } else { c.reason.as_str() };
+                serde_json::json!({"reason": reason, "message": c.message, "field": c.field})
+            })
+            .collect();
+        serde_json::json!({
+            "apiVersion": "v1", "kind": "Status", "status": "Failure", "message": message, "reason": "Invalid",
+            "details": {"name": name, "group": kind.group, "kind": kind.kind, "causes": causes},
+            "code": 422,
+        })
+    }
+}
+
 impl std::fmt::Display for Denial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.message)?;
@@ -249,6 +286,17 @@ impl Verdict {
     /// Refuse the write.
     pub fn deny(denial: Denial) -> Self {
         Self { denied: Some(denial), warnings: Vec::new() }
+    }
+
+    /// Refuse the write blaming every one of `causes` (field, message), as a Kubebuilder
+    /// validator returns `NewInvalid` of its `field.ErrorList`; allow it when there are
+    /// none. For validations that collect what is wrong before answering.
+    pub fn invalid<F: AsRef<str>, M: Into<String>>(causes: impl IntoIterator<Item = (F, M)>) -> Self {
+        let mut denial = Denial::new(String::new());
+        for (field, message) in causes {
+            denial = denial.field(field.as_ref(), message);
+        }
+        if denial.causes.is_empty() { Self::allow() } else { Self::deny(denial) }
     }
 
     /// Show `warning` to the client.
@@ -320,6 +368,47 @@ impl Defaulted {
     }
 }
 
+impl Defaulted {
+    /// The object `request` writes as defaulting leaves it, refused as kube-apiserver
+    /// refuses a mutating webhook's answer: a change to a delete (or to a write without an
+    /// object), a patch that is not a list of RFC 6902 operations or does not apply, or a
+    /// result that is not an object.
+    ///
+    /// # Errors
+    ///
+    /// What is wrong, in words for the plugin's author.
+    #[cfg(feature = "patch")]
+    pub fn apply(&self, request: &AdmissionRequest) -> Result<Value, String> {
+        let written = request.object.as_ref().map(Object::json);
+        let object = match (&self.mutation, written) {
+            (Mutation::Unchanged, Some(written)) => return Ok(written.clone()),
+            (Mutation::Unchanged, None) => return Ok(Value::Null),
+            (_, None) => {
+                return Err(format!(
+                    "defaulting changed the object of a {} request, which has none to change",
+                    request.operation
+                ));
+            }
+            (Mutation::Object(object), Some(_)) => object.clone(),
+            (Mutation::Patch(patch), Some(written)) => {
+                let patch: json_patch::Patch = serde_json::from_value(patch.clone())
+                    .map_err(|e| format!("the defaulting patch is not a list of JSON patch operations: {e}"))?;
+                let mut object = written.clone();
+                json_patch::patch(&mut object, &patch)
+                    .map_err(|e| format!("the defaulting patch does not apply to the written object: {e}"))?;
+                object
+            }
+        };
+        if request.operation == Operation::Delete {
+            return Err("defaulting changed the object of a DELETE request, which kube-apiserver refuses".into());
+        }
+        if !object.is_object() {
+            return Err(format!("defaulting made the written object {object}, which is no object"));
+        }
+        Ok(object)
+    }
+}
+
 /// Objects of the parent's kind to convert to one version.
 #[derive(Clone, Debug, PartialEq)]
 pub struct ConversionRequest {
@@ -331,6 +420,77 @@ pub struct ConversionRequest {
     pub now: String,
     /// The plugin's settings (`null` if none).
     pub config: Value,
+}
+
+impl ConversionRequest {
+    /// The plugin's `converted` objects as kube-apiserver keeps them: one for each
+    /// object asked about, each of the desired version, of the same kind, name, namespace
+    /// and uid, with its `metadata` restored from the original but for the labels and
+    /// annotations the plugin returned (its other changes there are dropped, silently, as
+    /// the API server drops them).
+    ///
+    /// # Errors
+    ///
+    /// The API server's own words for what it refuses (`returned 1 objects, expected 2`,
+    /// `invalid groupVersion (expected ..., received ...)`...), naming the object's index.
+    pub fn check(&self, converted: Vec<Value>) -> Result<Vec<Value>, String> {
+        if converted.len() != self.objects.len() {
+            return Err(format!("returned {} objects, expected {}", converted.len(), self.objects.len()));
+        }
+        self.objects
+            .iter()
+            .zip(converted)
+            .enumerate()
+            .map(|(i, (original, mut converted))| {
+                let invalid = |what: String| format!("returned invalid converted object at index {i}: {what}");
+                let received = converted["apiVersion"].as_str().unwrap_or_default();
+                if received != self.desired_api_version {
+                    return Err(invalid(format!(
+                        "invalid groupVersion (expected {}, received {received})",
+                        self.desired_api_version
+                    )));
+                }
+                if converted["kind"] != original["kind"] {
+                    return Err(invalid(format!(
+                        "invalid kind (expected {}, received {})",
+                        original["kind"].as_str().unwrap_or_default(),
+                        converted["kind"].as_str().unwrap_or_default()
+                    )));
+                }
+                for field in ["name", "namespace", "uid"] {
+                    if converted["metadata"][field] != original["metadata"][field] {
+                        return Err(invalid(format!(
+                            "must have the same {field}: {} != {}",
+                            converted["metadata"][field], original["metadata"][field]
+                        )));
+                    }
+                }
+                let Some(returned) = converted.get("metadata").and_then(Value::as_object).cloned() else {
+                    return Err(invalid("missing metadata in converted object".into()));
+                };
+                let mut metadata = original["metadata"].as_object().cloned().unwrap_or_default();
+                for field in ["labels", "annotations"] {
+                    match returned.get(field) {
+                        None | Some(Value::Null) => {
+                            metadata.remove(field);
+                        }
+                        Some(value) => {
+                            if let Some((key, _)) =
+                                value.as_object().and_then(|m| m.iter().find(|(_, v)| !v.is_string()))
+                            {
+                                return Err(invalid(format!(
+                                    "metadata.{field}[{key}] must be a string in the converted object"
+                                )));
+                            }
+                            metadata.insert(field.to_string(), value.clone());
+                        }
+                    }
+                }
+                converted["metadata"] = Value::Object(metadata);
+                Ok(converted)
+            })
+            .collect()
+    }
 }
 
 #[cfg(test)]
@@ -378,5 +538,70 @@ mod tests {
         assert_eq!(Operation::parse("create"), None);
         let rule = AdmissionRule::new(KindRef::namespaced("", "v1", "Pod", "pods"));
         assert_eq!(rule.effective_operations(), vec![Operation::Create, Operation::Update]);
+    }
+    #[test]
+    fn a_validation_that_collects_causes_denies_with_all_of_them_or_allows() {
+        let none: [(&str, String); 0] = [];
+        assert!(Verdict::invalid(none).allowed());
+        let verdict = Verdict::invalid([("metadata.name", "too long"), ("spec.schedule", "bad")]);
+        let fields: Vec<&str> = verdict.denied.as_ref().unwrap().causes.iter().map(|c| c.field.as_str()).collect();
+        assert_eq!(fields, ["metadata.name", "spec.schedule"]);
+    }
+
+    #[test]
+    fn a_denial_with_causes_is_the_status_apimachinery_words_for_an_invalid_object() {
+        let kind = KindRef::namespaced("batch.tutorial.kubebuilder.io", "v1", "CronJob", "cronjobs");
+        let one = Denial::invalid("metadata.name", "Invalid value: \"x\": must be no more than 52 characters");
+        let status = one.status(&kind, "x");
+        assert_eq!(status["code"], 422);
+        assert_eq!(
+            status["message"],
+            "CronJob.batch.tutorial.kubebuilder.io \"x\" is invalid: metadata.name: Invalid value: \"x\": must be no more than 52 characters"
+        );
+        assert_eq!(status["details"]["causes"][0]["reason"], "FieldValueInvalid");
+        let two = one.field("spec.schedule", "Invalid value: \"a\": no");
+        let message = two.status(&kind, "x")["message"].as_str().unwrap().to_string();
+        assert!(message.ends_with("is invalid: [metadata.name: Invalid value: \"x\": must be no more than 52 characters, spec.schedule: Invalid value: \"a\": no]"), "{message}");
+        let forbidden = Denial::new("no").status(&kind, "x");
+        assert_eq!((forbidden["code"].clone(), forbidden["message"].clone()), (json!(403), json!("no")));
+    }
+
+    #[test]
+    fn converted_objects_keep_their_metadata_but_labels_and_annotations() {
+        let request = ConversionRequest {
+            objects: vec![json!({"apiVersion": "x.io/v1", "kind": "X",
+                "metadata": {"name": "a", "uid": "u", "generation": 2, "labels": {"l": "1"}}})],
+            desired_api_version: "x.io/v2".into(),
+            now: String::new(),
+            config: Value::Null,
+        };
+        let converted = json!({"apiVersion": "x.io/v2", "kind": "X",
+            "metadata": {"name": "a", "uid": "u", "generation": 7, "annotations": {"a": "2"}}, "spec": {}});
+        let kept = request.check(vec![converted.clone()]).unwrap();
+        assert_eq!(kept[0]["metadata"], json!({"name": "a", "uid": "u", "generation": 2, "annotations": {"a": "2"}}));
+        assert_eq!(request.check(vec![]).unwrap_err(), "returned 0 objects, expected 1");
+        let mut v1 = converted.clone();
+        v1["apiVersion"] = json!("x.io/v1");
+        assert!(
+            request.check(vec![v1]).unwrap_err().ends_with("invalid groupVersion (expected x.io/v2, received x.io/v1)")
+        );
+        let mut renamed = converted;
+        renamed["metadata"]["name"] = json!("b");
+        assert!(request.check(vec![renamed]).unwrap_err().contains("must have the same name"));
+    }
+
+    #[cfg(feature = "patch")]
+    #[test]
+    fn a_defaulted_write_reads_back_whole_and_a_patch_that_does_not_apply_is_refused() {
+        let kind = KindRef::namespaced("x.io", "v1", "X", "xs");
+        let object = json!({"metadata": {"name": "a"}, "spec": {}});
+        let create = AdmissionRequest::new(Operation::Create, kind.clone(), Some(object.clone()), None);
+        let patch = Defaulted::patch(json!([{"op": "add", "path": "/spec/suspend", "value": false}]));
+        assert_eq!(patch.apply(&create).unwrap()["spec"], json!({"suspend": false}));
+        assert_eq!(Defaulted::unchanged().apply(&create).unwrap(), object);
+        let bad = Defaulted::patch(json!([{"op": "replace", "path": "/nope/x", "value": 1}]));
+        assert!(bad.apply(&create).unwrap_err().contains("does not apply"));
+        let delete = AdmissionRequest::new(Operation::Delete, kind, None, Some(object));
+        assert!(patch.apply(&delete).unwrap_err().contains("DELETE"));
     }
 }

@@ -125,6 +125,10 @@ pub enum Command {
         /// module (its SDK is the checkout's `guest-sdk/go`).
         #[arg(long, value_enum, default_value_t = Lang::Rust)]
         lang: Lang,
+        /// Also a defaulting and a validating webhook for the parent kind, with their
+        /// tests (refused for a language whose template has none yet).
+        #[arg(long)]
+        webhooks: bool,
     },
     /// Make a plugin component of a core module built for WASI preview 1 (Go's
     /// `GOOS=wasip1 -buildmode=c-shared`): the contract embedded, WASI adapted.
@@ -144,8 +148,9 @@ pub enum Command {
     /// Run one reconcile offline and print the desired objects as YAML, listing on stderr
     /// the observed children the answer keeps as they are and those the host would
     /// delete; or, with --event, hand one change of an object to the plugin's event
-    /// handler. With --http, the plugin's HTTP requests are answered from canned
-    /// responses and printed.
+    /// handler; or, with --admission, put one write to its defaulting and validation;
+    /// or, with --convert, convert objects to another version of its kind. With --http,
+    /// the plugin's HTTP requests are answered from canned responses and printed.
     Render(Box<RenderArgs>),
     /// Print the CustomResourceDefinitions the plugins define, as YAML.
     Crds {
@@ -180,17 +185,35 @@ pub struct RenderArgs {
     /// The plugin component (`.wasm`).
     pub plugin: PathBuf,
     /// The parent object (YAML or JSON) to reconcile.
-    #[arg(long, required_unless_present = "event", conflicts_with = "event")]
+    #[arg(
+        long,
+        required_unless_present_any = ["event", "admission", "convert"],
+        conflicts_with_all = ["event", "admission", "convert"]
+    )]
     pub parent: Option<PathBuf>,
     /// Hand the event handler this change of --object (and --old for `updated`)
     /// instead of reconciling a parent.
-    #[arg(long, value_enum, requires = "object")]
+    #[arg(long, value_enum, requires = "object", conflicts_with_all = ["admission", "convert"])]
     pub event: Option<EventChange>,
-    /// The object of the event: as it is now, or as last known when deleted.
-    #[arg(long)]
+    /// Put this write of --object (for update and delete, --old is the stored object)
+    /// to the plugin's defaulting, then the defaulted object to its validation, as the
+    /// API server calls its webhooks (a version of the kind they do not name is asked
+    /// through the plugin's conversion, unless the settings' match-policy is Exact);
+    /// print the object as it would be stored and the verdict, and fail if denied.
+    #[arg(long, value_enum, conflicts_with = "convert")]
+    pub admission: Option<AdmissionOperation>,
+    /// Convert the objects of --object (YAML stream or List) to VERSION of their kind
+    /// (`v2`, or `group/v2`) through the plugin, and print them as the API server would
+    /// keep them.
+    #[arg(long, value_name = "VERSION", requires = "object")]
+    pub convert: Option<String>,
+    /// The object of the event: as it is now, or as last known when deleted; the object
+    /// written, for --admission; the objects to convert, for --convert.
+    #[arg(long, conflicts_with = "parent")]
     pub object: Option<PathBuf>,
-    /// The object before an `updated` event.
-    #[arg(long, requires = "event")]
+    /// The object before an `updated` event; the stored object, for --admission update
+    /// and delete.
+    #[arg(long, conflicts_with_all = ["parent", "convert"])]
     pub old: Option<PathBuf>,
     /// The event is of an object that existed before the plugin was first loaded.
     #[arg(long, requires = "event")]
@@ -233,6 +256,14 @@ pub enum EventChange {
     Added,
     Updated,
     Deleted,
+}
+
+/// The write of `render --admission`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum AdmissionOperation {
+    Create,
+    Update,
+    Delete,
 }
 
 /// The scope of a new plugin's parent kind.

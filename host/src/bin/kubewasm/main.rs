@@ -33,6 +33,7 @@ use serde_json::{Value, json};
 
 use cli::{Cli, Command};
 use kubewasm::plugin::Change;
+use kubewasm_contract::Operation;
 use render::Inputs;
 
 fn main() -> ExitCode {
@@ -142,7 +143,7 @@ fn run(cli: Cli) -> Result<()> {
             };
             run_in_cluster(options, &webhooks, &host)?;
         }
-        Command::New { name, path, sdk, group, version, kind, scope, lang } => {
+        Command::New { name, path, sdk, group, version, kind, scope, lang, webhooks } => {
             let dir = path.unwrap_or_else(|| PathBuf::from(&name));
             let language = match lang {
                 cli::Lang::Rust => scaffold::Language::Rust,
@@ -156,7 +157,7 @@ fn run(cli: Cli) -> Result<()> {
                 None => scaffold::Sdk::of_this_build(language),
             };
             let parent = scaffold::Parent { group, version, kind, cluster: scope == cli::Scope::Cluster };
-            let created = scaffold::create(&name, &parent, &dir, &sdk, language)?;
+            let created = scaffold::create(&name, &parent, &dir, &sdk, language, webhooks)?;
             println!("created {} ({}), with the SDK from {sdk}", dir.display(), created.kind);
             for file in &created.files {
                 println!("  {}", file.display());
@@ -202,6 +203,8 @@ fn render_command(args: cli::RenderArgs) -> Result<()> {
         plugin,
         parent,
         event,
+        admission,
+        convert,
         object,
         old,
         initial,
@@ -218,6 +221,15 @@ fn render_command(args: cli::RenderArgs) -> Result<()> {
     let now = now.unwrap_or_else(jiff::Timestamp::now).to_string();
     let call = match (parent, event, object) {
         (Some(parent), _, _) => render::Call::Reconcile { parent },
+        (None, None, object) if let Some(admission) = admission => {
+            let operation = match admission {
+                cli::AdmissionOperation::Create => Operation::Create,
+                cli::AdmissionOperation::Update => Operation::Update,
+                cli::AdmissionOperation::Delete => Operation::Delete,
+            };
+            render::Call::Admit { operation, object, old }
+        }
+        (None, None, Some(objects)) if let Some(version) = convert => render::Call::Convert { objects, version },
         (None, Some(change), Some(object)) => {
             let change = match change {
                 cli::EventChange::Added => Change::Added,
@@ -226,7 +238,10 @@ fn render_command(args: cli::RenderArgs) -> Result<()> {
             };
             render::Call::Handle { change, object, old, initial, final_state_unknown }
         }
-        _ => anyhow::bail!("give --parent to reconcile, or --event and --object to handle an event"),
+        _ => anyhow::bail!(
+            "give --parent to reconcile, --event and --object to handle an event, --admission to admit a write, \
+             or --convert and --object to convert objects"
+        ),
     };
     let inputs = Inputs { observed, related, config, settings, http, secrets };
     let rendered = render::render(&plugin, &call, &inputs, &now)?;
@@ -236,6 +251,9 @@ fn render_command(args: cli::RenderArgs) -> Result<()> {
     print!("{}", rendered.to_yaml()?);
     if let render::Outcome::Handled { error: Some(error), .. } = &rendered.outcome {
         anyhow::bail!("the handler did not accept the event: {error}");
+    }
+    if let Some(message) = render::denial_message(&rendered.outcome) {
+        anyhow::bail!("the write is denied: {message}");
     }
     Ok(())
 }

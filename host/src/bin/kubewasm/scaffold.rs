@@ -2,8 +2,9 @@
 //! as it is: a Rust crate (templates in `host/templates/plugin`), a Python project
 //! (`host/templates/plugin-python`), an npm package in JavaScript or TypeScript
 //! (`host/templates/plugin-js`, `plugin-ts`) or a Go module (`host/templates/plugin-go`),
-//! all sharing the CRD and examples. The templates are compiled into the binary so that it
-//! needs no checkout to run.
+//! all sharing the CRD and examples. With `--webhooks`, a template that has them adds the
+//! plugin's defaulting and validating webhooks and their tests. The templates are compiled
+//! into the binary so that it needs no checkout to run.
 
 use std::path::{Path, PathBuf};
 
@@ -29,6 +30,8 @@ pub enum Error {
     BadGroup { group: String },
     #[error("--version {version:?}: use a Kubernetes API version (like `v1`, `v1beta1`, `v2alpha1`)")]
     BadVersion { version: String },
+    #[error("--webhooks: the {language} template has no webhooks yet; write them with the SDK's admission API")]
+    NoWebhooks { language: &'static str },
 }
 
 /// The language a new plugin is written in.
@@ -49,6 +52,17 @@ pub enum Language {
 }
 
 impl Language {
+    /// As people name it.
+    fn name(self) -> &'static str {
+        match self {
+            Language::Rust => "Rust",
+            Language::Python => "Python",
+            Language::JavaScript => "JavaScript",
+            Language::TypeScript => "TypeScript",
+            Language::Go => "Go",
+        }
+    }
+
     /// The SDK's folder in a checkout, under `guest-sdk`.
     fn sdk_folder(self) -> &'static str {
         match self {
@@ -355,15 +369,18 @@ macro_rules! template {
 
 /// One language's templates from its folder of `host/templates/`: (path in the plugin,
 /// template file) for its own files; its `README.md` and `.gitignore` follow the
-/// shared ones.
+/// shared ones; its webhooks, if it has them.
 macro_rules! templates {
-    ($folder:literal, [$(($path:literal, $file:literal)),* $(,)?]) => {
+    ($folder:literal, [$(($path:literal, $file:literal)),* $(,)?] $(, $webhooks:expr)?) => {
         Templates {
             own: &[$(($path, template!(concat!($folder, "/", $file)))),*],
             readme: template!(concat!($folder, "/README.md.tmpl")),
             gitignore: template!(concat!($folder, "/gitignore.tmpl")),
+            webhooks: templates!(@webhooks $($webhooks)?),
         }
     };
+    (@webhooks) => { None };
+    (@webhooks $webhooks:expr) => { Some($webhooks) };
 }
 
 /// The files of a new plugin in one language: `{{name}}` in a path is the plugin's name.
@@ -372,14 +389,36 @@ struct Templates {
     own: &'static [(&'static str, &'static str)],
     readme: &'static str,
     gitignore: &'static str,
+    /// What `--webhooks` changes; `None`: the language's template has no webhooks.
+    webhooks: Option<Webhooks>,
+}
+
+/// A template's defaulting and validating webhooks: its placeholders filled one way
+/// with `--webhooks`, the other without, and files only a plugin with webhooks has.
+struct Webhooks {
+    /// (placeholder, without webhooks, with them); the text filled in may hold the
+    /// plugin's own placeholders (`{{kind}}`...).
+    fills: &'static [(&'static str, &'static str, &'static str)],
+    /// (path in the plugin, template).
+    files: &'static [(&'static str, &'static str)],
 }
 
 impl Templates {
     /// Every file: the language's own, the CRD and examples every language shares,
-    /// then its README and `.gitignore`.
-    fn files(&self) -> impl Iterator<Item = (&'static str, &'static str)> {
+    /// those of its webhooks when `webhooks`, then its README and `.gitignore`.
+    fn files(&self, webhooks: bool) -> impl Iterator<Item = (&'static str, &'static str)> {
         let last = [("README.md", self.readme), (".gitignore", self.gitignore)];
-        self.own.iter().copied().chain(SHARED.iter().copied()).chain(last)
+        let hooks = self.webhooks.as_ref().filter(|_| webhooks).map_or(&[][..], |w| w.files);
+        self.own.iter().copied().chain(SHARED.iter().copied()).chain(hooks.iter().copied()).chain(last)
+    }
+
+    /// `template` of this language filled in for `names`, with its webhooks or without.
+    fn fill(&self, template: &str, names: &Names, sdk: &Sdk, webhooks: bool) -> String {
+        let fills = self.webhooks.as_ref().map_or(&[][..], |w| w.fills);
+        let template = fills.iter().fold(template.to_string(), |text, (placeholder, without, with)| {
+            text.replace(placeholder, if webhooks { with } else { without })
+        });
+        names.fill(&template, sdk)
     }
 }
 
@@ -390,8 +429,36 @@ const SHARED: &[(&str, &str)] = &[
     ("examples/{{name}}.yaml", template!("plugin/object.yaml.tmpl")),
 ];
 
-/// A Rust crate.
-const RUST: Templates = templates!("plugin", [("Cargo.toml", "Cargo.toml.tmpl"), ("src/lib.rs", "lib.rs.tmpl")]);
+/// A Rust crate, with `impl Admission` and its tests when it has webhooks.
+const RUST: Templates = templates!(
+    "plugin",
+    [("Cargo.toml", "Cargo.toml.tmpl"), ("src/lib.rs", "lib.rs.tmpl")],
+    Webhooks {
+        fills: &[
+            (
+                "{{webhooks_doc}}",
+                "",
+                "//! Webhooks:       `kubewasm render target/wasm32-wasip2/plugin/{{crate}}.wasm --admission create \
+                 --object examples/no-message.yaml`\n",
+            ),
+            (
+                "{{webhooks_manifest}}",
+                "",
+                "\n            .defaults(AdmissionRule::new(KindRef::{{kindref}}(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\")))\
+                 \n            .validates(AdmissionRule::new(KindRef::{{kindref}}(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\")))",
+            ),
+            ("{{webhooks}}", "", template!("plugin/webhooks.rs.tmpl")),
+            (
+                "{{export}}",
+                "kubewasm_sdk::export_reconciler!({{kind}}Reconciler);",
+                "kubewasm_sdk::export_plugin!(reconciler: {{kind}}Reconciler, admission: {{kind}}Reconciler);",
+            ),
+            ("{{webhooks_tests}}", "", template!("plugin/webhooks_tests.rs.tmpl")),
+            ("{{webhooks_readme}}", "", template!("plugin/README-webhooks.md.tmpl")),
+        ],
+        files: &[("examples/no-message.yaml", template!("plugin/no-message.yaml.tmpl"))],
+    }
+);
 
 /// A Python plugin: its own module, tests and README.
 const PYTHON: Templates = templates!(
@@ -441,9 +508,17 @@ pub struct Created {
 /// [`Error::BadKind`], [`Error::BadGroup`] or [`Error::BadVersion`] for a parent kind
 /// Kubernetes would refuse,
 /// [`Error::NoJsSdk`] for a JavaScript or TypeScript plugin with the SDK only in git,
+/// [`Error::NoWebhooks`] for `webhooks` in a language whose template has none,
 /// [`Error::Exists`] when `dir` exists, [`Error::Write`] when a file cannot be
 /// written.
-pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Language) -> Result<Created, Error> {
+pub fn create(
+    name: &str,
+    parent: &Parent,
+    dir: &Path,
+    sdk: &Sdk,
+    language: Language,
+    webhooks: bool,
+) -> Result<Created, Error> {
     let names = Names::of(name, parent, language)?;
     let npm = matches!(language, Language::JavaScript | Language::TypeScript);
     if npm && matches!(sdk, Sdk::Git(_)) {
@@ -460,13 +535,16 @@ pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Lang
         Language::TypeScript => &TS,
         Language::Go => &GO,
     };
-    for (path, template) in templates.files() {
+    if webhooks && templates.webhooks.is_none() {
+        return Err(Error::NoWebhooks { language: language.name() });
+    }
+    for (path, template) in templates.files(webhooks) {
         let path = dir.join(path.replace("{{name}}", name));
         let write = |path: &Path| -> std::io::Result<()> {
             if let Some(parent) = path.parent() {
                 std::fs::create_dir_all(parent)?;
             }
-            std::fs::write(path, names.fill(template, sdk))
+            std::fs::write(path, templates.fill(template, &names, sdk, webhooks))
         };
         write(&path).map_err(|source| Error::Write { path: path.clone(), source })?;
         files.push(path);
@@ -499,6 +577,12 @@ pub fn create(name: &str, parent: &Parent, dir: &Path, sdk: &Sdk, language: Lang
             format!("kubewasm render {name}.wasm --parent examples/parent.yaml"),
         ],
     };
+    if webhooks && language == Language::Rust {
+        next_steps.push(format!(
+            "kubewasm render target/wasm32-wasip2/plugin/{}.wasm --admission create --object examples/no-message.yaml",
+            names.krate
+        ));
+    }
     next_steps.push(watch);
     Ok(Created { kind: format!("{}.{}/{}", names.kind, names.group, names.version), files, next_steps })
 }
@@ -570,10 +654,13 @@ mod tests {
             (Language::Go, &GO),
         ];
         for (language, templates) in languages {
-            for cluster in [false, true] {
+            for (cluster, webhooks) in [(false, false), (true, false), (false, true), (true, true)] {
+                if webhooks && templates.webhooks.is_none() {
+                    continue;
+                }
                 let names = Names::of("hello-world", &Parent { cluster, ..Parent::default() }, language).unwrap();
-                for (path, template) in templates.files() {
-                    let text = names.fill(template, &sdk);
+                for (path, template) in templates.files(webhooks) {
+                    let text = templates.fill(template, &names, &sdk, webhooks);
                     assert!(!text.contains("{{"), "{language:?} {path} keeps a placeholder: {text}");
                 }
             }
@@ -621,8 +708,27 @@ mod tests {
         let dir = std::env::temp_dir().join("kubewasm-scaffold-no-js-sdk");
         let git = Sdk::Git("https://example.com/kubewasm.git".into());
         for language in [Language::JavaScript, Language::TypeScript] {
-            assert!(matches!(create("hello", &Parent::default(), &dir, &git, language), Err(Error::NoJsSdk)));
+            assert!(matches!(create("hello", &Parent::default(), &dir, &git, language, false), Err(Error::NoJsSdk)));
         }
         assert!(!dir.exists(), "nothing is written");
+    }
+
+    #[test]
+    fn webhooks_in_a_language_whose_template_has_none_are_refused_by_name() {
+        let dir = std::env::temp_dir().join("kubewasm-scaffold-no-webhooks");
+        let sdk = Sdk::Path(std::env::temp_dir());
+        let languages = [
+            (Language::Python, &PYTHON),
+            (Language::JavaScript, &JS),
+            (Language::TypeScript, &TS),
+            (Language::Go, &GO),
+        ];
+        for (language, _) in languages.into_iter().filter(|(_, templates)| templates.webhooks.is_none()) {
+            let refused = create("hello", &Parent::default(), &dir, &sdk, language, true).unwrap_err();
+            assert!(matches!(refused, Error::NoWebhooks { .. }), "{language:?}: {refused}");
+            assert!(refused.to_string().contains(&format!("the {} template has no webhooks", language.name())));
+        }
+        assert!(!dir.exists(), "nothing is written");
+        assert!(RUST.webhooks.is_some());
     }
 }
