@@ -71,15 +71,16 @@ const FORBIDDEN: &str =
     "apiVersion: test.kubewasm.io/v1\nkind: Widget\nmetadata:\n  name: forbidden-one\n  namespace: default\nspec: {}\n";
 const PLAIN: &str = "apiVersion: test.kubewasm.io/v1\nkind: Widget\nmetadata:\n  name: plain\n  namespace: default\nspec:\n  size: large\n";
 
-#[test]
-fn kubectl_sees_the_plugins_verdicts_defaults_and_conversion_through_kubewasm_dev() {
-    let base = common::target_dir().join("dev-admission-test");
+/// `kubewasm dev` on a directory holding `plugin` (from `folder` of the target directory),
+/// once it has registered the plugin's webhooks.
+fn dev_with(folder: &str, plugin: &str) -> Dev {
+    let base = common::target_dir().join(format!("dev-admission-test-{plugin}"));
     let _ = std::fs::remove_dir_all(&base);
     let plugins = base.join("plugins");
     std::fs::create_dir_all(&plugins).expect("plugin dir");
-    let admit = common::target_dir().join("fixtures/admit.wasm");
-    assert!(admit.exists(), "{} is missing: run `make plugins` first", admit.display());
-    std::fs::copy(&admit, plugins.join("admit.wasm")).expect("copy the plugin");
+    let wasm = common::target_dir().join(folder).join(format!("{plugin}.wasm"));
+    assert!(wasm.exists(), "{} is missing: run `make plugins` first", wasm.display());
+    std::fs::copy(&wasm, plugins.join(format!("{plugin}.wasm"))).expect("copy the plugin");
     let kubeconfig = base.join("kubeconfig");
     let dev = Dev::start(&plugins, &kubeconfig);
     dev.until("the kubeconfig", || kubeconfig.exists());
@@ -87,6 +88,12 @@ fn kubectl_sees_the_plugins_verdicts_defaults_and_conversion_through_kubewasm_de
         let got = dev.kubectl(&["get", "validatingwebhookconfiguration", "kubewasm", "-o", "name"], "");
         got.status.success()
     });
+    dev
+}
+
+#[test]
+fn kubectl_sees_the_plugins_verdicts_defaults_and_conversion_through_kubewasm_dev() {
+    let dev = dev_with("fixtures", "admit");
 
     let denied = dev.kubectl(&["apply", "-f", "-"], FORBIDDEN);
     assert!(!denied.status.success(), "applied: {}", text(&denied.stdout));
@@ -107,4 +114,46 @@ fn kubectl_sees_the_plugins_verdicts_defaults_and_conversion_through_kubewasm_de
     let v2: Value = serde_json::from_slice(&got.stdout).expect("JSON");
     assert_eq!(v2["apiVersion"], "test.kubewasm.io/v2");
     assert_eq!(v2["spec"]["size"], serde_json::json!({"name": "large"}), "converted by the plugin");
+}
+
+/// The Kubebuilder tutorial's CronJob as `plugins/cronjob` ships it: its examples applied.
+#[test]
+fn the_cronjob_examples_are_denied_and_defaulted_as_in_the_kubebuilder_tutorial() {
+    let dev = dev_with("fixtures", "cronjob");
+    let example = |name: &str| {
+        let path = common::workspace().join("plugins/cronjob/examples").join(name);
+        std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    };
+
+    let denied = dev.kubectl(&["apply", "-f", "-"], &example("invalid.yaml"));
+    assert!(!denied.status.success(), "applied: {}", text(&denied.stdout));
+    let name = "a-cronjob-whose-name-is-far-too-long-for-the-names-of-its-jobs";
+    // kubectl shows a 422's causes, as it shows the tutorial's validator's.
+    assert_eq!(
+        text(&denied.stderr).trim_end(),
+        format!(
+            "The CronJob \"{name}\" is invalid: \n\
+             * metadata.name: Invalid value: \"{name}\": must be no more than 52 characters\n\
+             * spec.schedule: Invalid value: \"invalid-cron-schedule\": Expected exactly 5 fields, found 1: invalid-cron-schedule"
+        )
+    );
+
+    let applied = dev.kubectl(&["apply", "-f", "-"], &example("defaulted.yaml"));
+    assert!(applied.status.success(), "{}", text(&applied.stderr));
+    let got = dev.kubectl(&["get", "cronjobs.v1.batch.tutorial.kubebuilder.io", "cronjob-sample", "-o", "json"], "");
+    let v1: Value = serde_json::from_slice(&got.stdout).expect("JSON");
+    let spec = &v1["spec"];
+    assert_eq!(
+        (
+            &spec["concurrencyPolicy"],
+            &spec["suspend"],
+            &spec["successfulJobsHistoryLimit"],
+            &spec["failedJobsHistoryLimit"]
+        ),
+        (&serde_json::json!("Allow"), &serde_json::json!(false), &serde_json::json!(3), &serde_json::json!(1)),
+        "the tutorial's defaults: {spec}"
+    );
+    let got = dev.kubectl(&["get", "cronjobs.v2.batch.tutorial.kubebuilder.io", "cronjob-sample", "-o", "json"], "");
+    let v2: Value = serde_json::from_slice(&got.stdout).expect("JSON");
+    assert_eq!(v2["spec"]["schedule"], serde_json::json!({"minute": "*/1"}), "v2's schedule, converted");
 }

@@ -8,10 +8,9 @@
 use base64::Engine as _;
 use kube::core::admission::{AdmissionRequest as Review, AdmissionReview, Operation as ReviewOperation};
 use kube::core::conversion::{ConversionRequest as ConversionReviewRequest, ConversionResponse, ConversionReview};
-use kube::core::response::{StatusCause, StatusDetails};
 use kube::core::{DynamicObject, Status};
 use kubewasm_contract::{
-    AdmissionRequest, ConversionRequest, Defaulted, Denial, KindRef, Mutation, Object, Operation, UserInfo, Verdict,
+    AdmissionRequest, ConversionRequest, Defaulted, Denial, KindRef, Object, Operation, UserInfo, Verdict,
 };
 use serde::Serialize;
 use serde_json::Value;
@@ -30,19 +29,16 @@ pub enum BadReview {
 }
 
 /// What makes a plugin's answer unusable: a failure of the plugin, answered by its
-/// failure policy.
+/// failure policy. The words are the contract's checks', which the SDK's tests share.
 #[derive(Debug, thiserror::Error)]
 pub enum BadAnswer {
-    #[error("its patch is not a JSON patch: {0}")]
-    NotAPatch(serde_json::Error),
-    #[error("its patch does not apply to the written object: {0}")]
-    PatchFails(json_patch::PatchError),
-    #[error("it changed a {0}, which has no object to change")]
-    NothingToChange(Operation),
-    #[error("it returned {got} objects for {expected}")]
-    Count { expected: usize, got: usize },
-    #[error("converted object #{index}: {why}")]
-    Converted { index: usize, why: String },
+    /// Defaulting the API server would refuse: a patch that does not apply, a change to
+    /// a delete.
+    #[error("{0}")]
+    Defaulting(String),
+    /// Converted objects that are not the ones asked about, in the desired version.
+    #[error("conversion webhook {0}")]
+    Conversion(String),
 }
 
 /// Reads an `AdmissionReview` v1; the plugin's settings (`config`, its Secret references
@@ -106,7 +102,7 @@ struct Response {
     uid: String,
     allowed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    status: Option<Status>,
+    status: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     patch: Option<String>,
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -145,19 +141,14 @@ pub fn defaulted(request: &AdmissionRequest, answer: Result<Defaulted, Denial>) 
         Ok(defaulted) => defaulted,
         Err(denial) => return Ok((denied(request, &denial, Vec::new()), Outcome::Denied)),
     };
-    let written = request.object.as_ref().map(Object::json);
-    let patch = match (defaulted.mutation, written) {
-        (Mutation::Unchanged, _) => None,
-        (Mutation::Object(_) | Mutation::Patch(_), None) => return Err(BadAnswer::NothingToChange(request.operation)),
-        (Mutation::Object(object), Some(written)) => Some(json_patch::diff(written, &object)),
-        (Mutation::Patch(patch), Some(written)) => {
-            let patch: json_patch::Patch = serde_json::from_value(patch).map_err(BadAnswer::NotAPatch)?;
-            // A patch that does not apply would be the API server's 500, whatever the policy.
-            json_patch::patch(&mut written.clone(), &patch).map_err(BadAnswer::PatchFails)?;
-            Some(patch)
-        }
-    }
-    .filter(|patch| !patch.0.is_empty());
+    // The patch the API server applies is the one from the written object to the
+    // defaulted one, whichever way the plugin said it.
+    let object = defaulted.apply(request).map_err(BadAnswer::Defaulting)?;
+    let patch = request
+        .object
+        .as_ref()
+        .map(|written| json_patch::diff(written.json(), &object))
+        .filter(|patch| !patch.0.is_empty());
     let mut response = Response::allow(&request.uid, defaulted.warnings);
     let Some(patch) = patch else { return Ok((response.review(), Outcome::Allowed)) };
     // A `Patch` serializes to JSON always.
@@ -183,38 +174,16 @@ pub fn failed(uid: &str, reason: &str, ignore: bool) -> Value {
         let warning = format!("{reason}; admitted by failurePolicy Ignore");
         return Response::allow(uid, vec![warning]).review();
     }
-    let status = Status::failure(reason, "InternalError").with_code(500);
+    // A `Status` serializes always.
+    let status = serde_json::to_value(Status::failure(reason, "InternalError").with_code(500)).unwrap_or_default();
     Response { status: Some(status), allowed: false, ..Response::allow(uid, Vec::new()) }.review()
 }
 
 /// A denial as controller-runtime answers for a Kubebuilder validator: 403 Forbidden with
 /// the message; with field causes, 422 Invalid worded as `apierrors.NewInvalid`.
 fn denied(request: &AdmissionRequest, denial: &Denial, warnings: Vec<String>) -> Value {
-    let status = if denial.causes.is_empty() {
-        Status::failure(&denial.message, "Forbidden").with_code(403)
-    } else {
-        let kind = &request.kind;
-        let qualified = if kind.group.is_empty() { kind.kind.clone() } else { format!("{}.{}", kind.kind, kind.group) };
-        let name = if request.name.is_empty() { object_name(request) } else { request.name.clone() };
-        let causes: Vec<String> = denial.causes.iter().map(|c| format!("{}: {}", c.field, c.message)).collect();
-        let listed = if causes.len() == 1 { causes[0].clone() } else { format!("[{}]", causes.join(", ")) };
-        let message = match denial.message.as_str() {
-            "" => format!("{qualified} {name:?} is invalid: {listed}"),
-            own => format!("{qualified} {name:?} is invalid: {own}: {listed}"),
-        };
-        let causes = denial
-            .causes
-            .iter()
-            .map(|c| StatusCause {
-                reason: if c.reason.is_empty() { "FieldValueInvalid".into() } else { c.reason.clone() },
-                message: c.message.clone(),
-                field: c.field.clone(),
-            })
-            .collect();
-        let (group, kind) = (kind.group.clone(), kind.kind.clone());
-        let details = StatusDetails { name, group, kind, uid: String::new(), causes, retry_after_seconds: 0 };
-        Status::failure(&message, "Invalid").with_code(422).with_details(details)
-    };
+    let name = if request.name.is_empty() { object_name(request) } else { request.name.clone() };
+    let status = denial.status(&request.kind, &name);
     Response { allowed: false, status: Some(status), ..Response::allow(&request.uid, warnings) }.review()
 }
 
@@ -266,15 +235,13 @@ pub fn conversion_request(body: &[u8], now: String, config: Value) -> Result<Con
 /// # Errors
 ///
 /// A [`BadAnswer`] when the plugin returned another number of objects, or objects that
-/// are not the ones asked about (uid, name, namespace, kind) in the desired version.
+/// are not the ones asked about (uid, name, namespace, kind) in the desired version. Their
+/// metadata is restored but for labels and annotations, as the API server restores it.
 pub fn converted(conversion: Conversion, answer: Result<Vec<Value>, String>) -> Result<Value, BadAnswer> {
     let response = ConversionResponse::for_request(conversion.review);
     let response = match answer {
         Err(message) => response.failure(Status::failure(&message, "")),
-        Ok(objects) => {
-            check_converted(&conversion.request, &objects)?;
-            response.success(objects)
-        }
+        Ok(objects) => response.success(conversion.request.check(objects).map_err(BadAnswer::Conversion)?),
     };
     // A review of JSON values serializes always.
     Ok(serde_json::to_value(response.into_review()).unwrap_or_default())
@@ -292,30 +259,9 @@ pub fn conversion_failed(uid: &str, reason: &str) -> Value {
     serde_json::to_value(response.into_review()).unwrap_or_default()
 }
 
-/// The checks kube-apiserver makes of a conversion webhook's answer, made before it
-/// answers, so that the plugin is named in the message.
-fn check_converted(request: &ConversionRequest, objects: &[Value]) -> Result<(), BadAnswer> {
-    if objects.len() != request.objects.len() {
-        return Err(BadAnswer::Count { expected: request.objects.len(), got: objects.len() });
-    }
-    for (index, (asked, got)) in request.objects.iter().zip(objects).enumerate() {
-        let bad = |why: String| BadAnswer::Converted { index, why };
-        if got["apiVersion"].as_str() != Some(&request.desired_api_version) {
-            return Err(bad(format!("apiVersion {} instead of {}", got["apiVersion"], request.desired_api_version)));
-        }
-        for field in ["/kind", "/metadata/uid", "/metadata/name", "/metadata/namespace"] {
-            if asked.pointer(field) != got.pointer(field) {
-                let text = |v: Option<&Value>| v.map_or_else(|| "nothing".to_string(), Value::to_string);
-                let (asked, got) = (text(asked.pointer(field)), text(got.pointer(field)));
-                return Err(bad(format!("{} changed from {asked} to {got}", &field[1..].replace('/', "."))));
-            }
-        }
-    }
-    Ok(())
-}
-
 #[cfg(test)]
 mod tests {
+    use kubewasm_contract::Mutation;
     use serde_json::json;
 
     use super::*;
@@ -432,15 +378,15 @@ mod tests {
 
         let not_a_patch = Defaulted { mutation: Mutation::Patch(json!({"spec": {}})), warnings: vec![] };
         let err = defaulted(&request, Ok(not_a_patch)).unwrap_err();
-        assert!(err.to_string().starts_with("its patch is not a JSON patch: "), "{err}");
+        assert!(err.to_string().starts_with("the defaulting patch is not a list of JSON patch operations: "), "{err}");
         let missing = json!([{"op": "replace", "path": "/spec/nothing/here", "value": 1}]);
         let err =
             defaulted(&request, Ok(Defaulted { mutation: Mutation::Patch(missing), warnings: vec![] })).unwrap_err();
-        assert!(err.to_string().starts_with("its patch does not apply to the written object: "), "{err}");
+        assert!(err.to_string().starts_with("the defaulting patch does not apply to the written object: "), "{err}");
 
         let delete = read(&admission_review("DELETE", &Value::Null, &cronjob(&json!({}))));
         let err = defaulted(&delete, Ok(Defaulted { mutation: Mutation::Patch(ops), warnings: vec![] })).unwrap_err();
-        assert_eq!(err.to_string(), "it changed a DELETE, which has no object to change");
+        assert_eq!(err.to_string(), "defaulting changed the object of a DELETE request, which has none to change");
     }
 
     #[test]
@@ -451,7 +397,8 @@ mod tests {
         assert_eq!(
             response(&review),
             &json!({"uid": "705ab4f5", "allowed": false, "warnings": ["w"],
-                    "status": {"status": "Failure", "code": 403, "reason": "Forbidden", "message": "no cronjobs on Sundays"}})
+                    "status": {"apiVersion": "v1", "kind": "Status", "status": "Failure", "code": 403,
+                               "reason": "Forbidden", "message": "no cronjobs on Sundays"}})
         );
         let (review, _) = defaulted(&request, Err(Denial::new("no"))).expect("a denial");
         assert_eq!(response(&review)["status"]["code"], 403);
@@ -464,7 +411,7 @@ mod tests {
         let (review, _) = validated(&request, Verdict::deny(one));
         assert_eq!(
             response(&review)["status"],
-            json!({"status": "Failure", "code": 422, "reason": "Invalid",
+            json!({"apiVersion": "v1", "kind": "Status", "status": "Failure", "code": 422, "reason": "Invalid",
                    "message": "CronJob.batch.tutorial.kubebuilder.io \"sample\" is invalid: metadata.name: Invalid value: \"sample\": must be no more than 52 characters",
                    "details": {"name": "sample", "group": "batch.tutorial.kubebuilder.io", "kind": "CronJob",
                                "causes": [{"reason": "FieldValueInvalid", "field": "metadata.name",
@@ -526,11 +473,17 @@ mod tests {
     #[test]
     fn a_conversion_answer_of_other_objects_is_refused() {
         let err = converted(conversion(&[widget("v1", "a")]), Ok(vec![])).unwrap_err();
-        assert_eq!(err.to_string(), "it returned 0 objects for 1");
+        assert_eq!(err.to_string(), "conversion webhook returned 0 objects, expected 1");
         let err = converted(conversion(&[widget("v1", "a")]), Ok(vec![widget("v2", "b")])).unwrap_err();
-        assert_eq!(err.to_string(), r#"converted object #0: metadata.uid changed from "a" to "b""#);
+        assert_eq!(
+            err.to_string(),
+            r#"conversion webhook returned invalid converted object at index 0: must have the same uid: "b" != "a""#
+        );
         let err = converted(conversion(&[widget("v1", "a")]), Ok(vec![widget("v1", "a")])).unwrap_err();
-        assert_eq!(err.to_string(), r#"converted object #0: apiVersion "x.io/v1" instead of x.io/v2"#);
+        assert_eq!(
+            err.to_string(),
+            "conversion webhook returned invalid converted object at index 0: invalid groupVersion (expected x.io/v2, received x.io/v1)"
+        );
         let failed = conversion_failed("c-1", "plugin p trapped in convert: boom");
         assert_eq!(failed["response"]["result"]["status"], "Failure");
         assert_eq!(failed["response"]["result"]["message"], "plugin p trapped in convert: boom");

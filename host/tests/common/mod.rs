@@ -10,6 +10,13 @@ pub fn target_dir() -> PathBuf {
     exe.ancestors().nth(3).expect("target directory").to_path_buf()
 }
 
+/// The workspace's root: the examples plugins ship live there.
+// Only the dev tests read examples.
+#[allow(dead_code)]
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("the host crate is in the workspace").to_path_buf()
+}
+
 /// The status of `GET /readyz`, or `None` when nothing answers.
 pub fn readyz(addr: &str) -> Option<u16> {
     use std::io::{Read, Write};
