@@ -40,16 +40,20 @@ struct Admitting {
     options: WebhookOptions,
 }
 
+/// Serving on a free loopback port, registered as `kubewasm dev` registers.
+fn loopback() -> WebhookOptions {
+    WebhookOptions {
+        listen: "127.0.0.1:0".parse().expect("address"),
+        identity: Identity::generate(&["127.0.0.1".to_string()]).expect("certificate"),
+        endpoint: None,
+        name: "kubewasm".into(),
+    }
+}
+
 impl Admitting {
     async fn start(settings: &str) -> Admitting {
         let host = Host::start("admit", "admit", settings).await;
-        let options = WebhookOptions {
-            listen: "127.0.0.1:0".parse().expect("address"),
-            identity: Identity::generate(&["127.0.0.1".to_string()]).expect("certificate"),
-            endpoint: None,
-            name: "kubewasm".into(),
-        };
-        let mut admitting = Admitting { host, following: None, options };
+        let mut admitting = Admitting { host, following: None, options: loopback() };
         admitting.serve().await;
         admitting
     }
@@ -258,4 +262,31 @@ async fn objects_written_as_v1_read_as_v2_and_back() {
     let labels = [("plugin", "admit"), ("webhook", "convert"), ("verdict", "allowed")];
     assert!(admitting.host.metric("kubewasm_webhook_requests_total", &labels) >= 2.0);
     admitting.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_server_starts_when_a_plugin_that_admits_is_loaded() {
+    let mut host = Host::start("admit", "admit", "enabled = false\n").await;
+    let metrics = host.runtime().metrics().clone();
+    let following =
+        webhook::follow(host.client.clone(), loopback(), host.webhooks.clone(), metrics).await.expect("follows");
+    assert_eq!(following.local_addr(), None, "no plugin admits: nothing served");
+
+    host.settings("admit", "").await;
+    let configurations: Api<DynamicObject> = Api::all_with(
+        host.client.clone(),
+        &resource(
+            "admissionregistration.k8s.io",
+            "v1",
+            "MutatingWebhookConfiguration",
+            "mutatingwebhookconfigurations",
+        ),
+    );
+    eventually("the plugin's webhooks registered", || async { configurations.get_opt("kubewasm").await.expect("get") })
+        .await;
+    let object: DynamicObject = serde_json::from_value(widget("late", json!({}))).expect("object JSON");
+    let created = host.api(&widgets("v1"), "default").create(&PostParams::default(), &object).await.expect("create");
+    assert_eq!(spec(&created)["color"], "blue", "defaulted by the server started on the plugin's load");
+    following.stop().await;
+    host.stop().await;
 }
