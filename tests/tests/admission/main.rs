@@ -114,6 +114,12 @@ impl Admitting {
     }
 }
 
+/// `status` refuses `replicas` for being over `limit`, naming the field.
+fn assert_over_the_limit(status: &kube::core::Status, replicas: u32, limit: &str) {
+    let expected = format!("spec.replicas: Invalid value: {replicas}: must be no more than {limit}");
+    assert!(status.message.ends_with(&expected), "{}", status.message);
+}
+
 fn spec(object: &DynamicObject) -> Value {
     object.data["spec"].clone()
 }
@@ -227,20 +233,12 @@ async fn a_swap_changes_the_verdict_at_once() {
     // The next version allows at most 3. No waiting: the next call finds it.
     admitting.host.replace("admit-strict", "admit").await;
     let refused = admitting.refused(widget("five-again", json!({"replicas": 5}))).await;
-    assert!(
-        refused.message.ends_with("spec.replicas: Invalid value: 5: must be no more than 3"),
-        "{}",
-        refused.message
-    );
+    assert_over_the_limit(&refused, 5, "3");
     // New settings swap in as much at once.
     admitting.host.settings("admit", "[config]\nmax-replicas = 6\n").await;
     admitting.create(widget("five-again", json!({"replicas": 5}))).await.expect("5 of at most 6");
     let refused = admitting.refused(widget("seven", json!({"replicas": 7}))).await;
-    assert!(
-        refused.message.ends_with("spec.replicas: Invalid value: 7: must be no more than 6"),
-        "{}",
-        refused.message
-    );
+    assert_over_the_limit(&refused, 7, "6");
     admitting.stop().await;
 }
 
@@ -263,11 +261,7 @@ async fn the_plugin_gets_its_config_with_secret_references_resolved() {
     .await;
     // 3 is refused: the limit is the Secret's 2, not the plugin's default of 10. The value
     // is a Secret's: the host masks it in what the plugin says, denials included.
-    assert!(
-        refused.message.ends_with("spec.replicas: Invalid value: 3: must be no more than [secret]"),
-        "{}",
-        refused.message
-    );
+    assert_over_the_limit(&refused, 3, "[secret]");
     admitting.stop().await;
 }
 
