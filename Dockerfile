@@ -35,7 +35,8 @@ COPY --from=build /out/plugins/ /
 FROM gcr.io/distroless/cc-debian12:nonroot AS host
 COPY --from=build /out/kubewasm /usr/local/bin/kubewasm
 USER 65532:65532
-# Probes and /metrics (--health-addr).
-EXPOSE 8080
+# Probes and /metrics (--health-addr); the admission and conversion webhooks of the
+# plugins that declare any (HTTPS).
+EXPOSE 8080 9443
 ENTRYPOINT ["/usr/local/bin/kubewasm"]
 CMD ["run", "--plugins", "/plugins"]

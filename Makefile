@@ -36,7 +36,7 @@ PLUGIN_DIR := $(TARGET_DIR)/plugins
 # CRD's second version needs served before it can run beside the others.
 EXAMPLES := kubewatch dns-record cronjob
 # Test fixtures (host/tests/fixtures), copied to $(FIXTURE_DIR).
-FIXTURES := misbehave future-contract contract-0-1-0 gate bad-describe demo-relabel stack panic-handler sandbox admit admit-strict
+FIXTURES := misbehave future-contract contract-0-1-0 gate bad-describe demo-relabel stack panic-handler sandbox keep-jobs admit admit-strict
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 
@@ -75,12 +75,13 @@ $(FIXTURE_DIR)/%-python.wasm: $(PYTHON_VENV)/installed $(SDK_PY) plugins/%-pytho
 	mkdir -p $(FIXTURE_DIR)
 	cd plugins/$*-python && $(VENV_PYTHON) -m kubewasm build app.py -o $(abspath $@)
 
-# sandbox-python is a test fixture (host/tests/fixtures): what Python reads of the sandbox.
-$(FIXTURE_DIR)/sandbox-python.wasm: $(PYTHON_VENV)/installed $(SDK_PY) host/tests/fixtures/sandbox-python/app.py
+# sandbox-python and python-throw are test fixtures (host/tests/fixtures): what Python reads
+# of the sandbox, and an exception nothing catches.
+$(FIXTURE_DIR)/sandbox-python.wasm $(FIXTURE_DIR)/python-throw.wasm: $(FIXTURE_DIR)/%.wasm: $(PYTHON_VENV)/installed $(SDK_PY) host/tests/fixtures/%/app.py
 	mkdir -p $(FIXTURE_DIR)
-	cd host/tests/fixtures/sandbox-python && $(VENV_PYTHON) -m kubewasm build app.py -o $(abspath $@)
+	cd host/tests/fixtures/$* && $(VENV_PYTHON) -m kubewasm build app.py -o $(abspath $@)
 
-python-plugins: $(PYTHON_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(PYTHON_PLUGINS) sandbox-python))
+python-plugins: $(PYTHON_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(PYTHON_PLUGINS) sandbox-python python-throw))
 	cd guest-sdk/python && $(VENV_PYTHON) -m pytest -q -p no:cacheprovider
 	for p in $(PYTHON_PLUGINS); do (cd plugins/$$p && $(VENV_PYTHON) -m pytest -q -p no:cacheprovider) || exit 1; done
 
@@ -92,11 +93,11 @@ python-plugins: $(PYTHON_VENV)/installed $(addprefix $(FIXTURE_DIR)/,$(addsuffix
 # install links the SDK. `npm install`, not `npm ci`: the lock lists only the native
 # bindings (rolldown's, componentize-qjs's) the registry has for this platform, and
 # `npm ci` refuses a lock without every platform's. js-fetch is a test fixture built
-# with jco's default engine; js-throw one built with the default, QuickJS.
+# with jco's default engine; js-throw and ts-throw ones built with the default, QuickJS.
 NPM ?= npm
 NPM_CI := $(NPM) install --no-audit --no-fund --loglevel=error
 JS_SDK := guest-sdk/js
-JS_PLUGINS := demo-application-js demo-application-ts kubewatch-ts dns-record-ts
+JS_PLUGINS := demo-application-js demo-application-ts kubewatch-ts dns-record-ts cronjob-ts
 KUBEWASM_JS := node $(abspath $(JS_SDK))/bin/kubewasm-js.js
 SDK_JS := $(wildcard $(JS_SDK)/src/*.js $(JS_SDK)/bin/*.js) $(wildcard wit/*.wit)
 
@@ -129,6 +130,10 @@ $(FIXTURE_DIR)/js-throw.wasm: $(JS_SDK)/node_modules/.installed $(SDK_JS) host/t
 	mkdir -p $(FIXTURE_DIR)
 	$(KUBEWASM_JS) build host/tests/fixtures/js-throw/app.js -o $(abspath $@)
 
+$(FIXTURE_DIR)/ts-throw.wasm: $(JS_SDK)/node_modules/.installed $(SDK_JS) host/tests/fixtures/ts-throw/app.ts
+	mkdir -p $(FIXTURE_DIR)
+	$(KUBEWASM_JS) build host/tests/fixtures/ts-throw/app.ts -o $(abspath $@)
+
 # The contract's TypeScript types in $(JS_SDK)/src/wit are jco's (`npm run wit-types` there):
 # made again from wit/ and compared, so that they cannot fall behind it.
 JS_WIT_TYPES := $(abspath $(TARGET_DIR))/js-wit-types
@@ -137,7 +142,7 @@ js-wit-types-current: $(JS_SDK)/node_modules/.installed $(wildcard wit/*.wit)
 	cd $(JS_SDK) && node --import ./bin/jco-preopens.js node_modules/@bytecodealliance/jco/dist/jco.js guest-types wit --world-name plugin --quiet --out-dir $(JS_WIT_TYPES)
 	diff -r $(JS_WIT_TYPES) $(JS_SDK)/src/wit || { echo "$(JS_SDK)/src/wit is not what jco makes of wit/: run \`npm run wit-types\` in $(JS_SDK) and commit the result" >&2; exit 1; }
 
-js-plugins: js-wit-types-current $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(JS_PLUGINS) js-fetch js-throw))
+js-plugins: js-wit-types-current $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(JS_PLUGINS) js-fetch js-throw ts-throw))
 	cd $(JS_SDK) && $(NPM) test
 	for p in $(JS_PLUGINS); do (cd plugins/$$p && $(NPM) test) || exit 1; done
 
@@ -178,16 +183,17 @@ endef
 $(FIXTURE_DIR)/%-go.wasm: $(GO_INSTALLED) host/src/bin/kubewasm/componentize.rs $(SDK_GO) $$(wildcard plugins/%-go/*.go) plugins/%-go/go.mod plugins/%-go/crd.yaml
 	$(call go-component,plugins/$*-go)
 
-# sandbox-go is a test fixture (host/tests/fixtures): what Go reads of the sandbox.
-$(FIXTURE_DIR)/sandbox-go.wasm: $(GO_INSTALLED) host/src/bin/kubewasm/componentize.rs $(SDK_GO) host/tests/fixtures/sandbox-go/main.go host/tests/fixtures/sandbox-go/go.mod
-	$(call go-component,host/tests/fixtures/sandbox-go)
+# sandbox-go and go-panic are test fixtures (host/tests/fixtures): what Go reads of the
+# sandbox, and a panic.
+$(FIXTURE_DIR)/sandbox-go.wasm $(FIXTURE_DIR)/go-panic.wasm: $(FIXTURE_DIR)/%.wasm: $(GO_INSTALLED) host/src/bin/kubewasm/componentize.rs $(SDK_GO) host/tests/fixtures/%/main.go host/tests/fixtures/%/go.mod
+	$(call go-component,host/tests/fixtures/$*)
 
 # gofmt lists the files it would change: none may be listed.
 GOFMT_CHECK = test -z "$$($$($(GO) env GOROOT)/bin/gofmt -l .)" || { $$($(GO) env GOROOT)/bin/gofmt -l .; echo "not gofmt-formatted" >&2; exit 1; }
 
 # The SDK is vetted for wasip1 too: the component's side of the generated bindings
 # (package wire's and the ABI test's *_wasip1.go) compiles only there.
-go-plugins: $(GO_INSTALLED) $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(GO_PLUGINS) sandbox-go))
+go-plugins: $(GO_INSTALLED) $(addprefix $(FIXTURE_DIR)/,$(addsuffix .wasm,$(GO_PLUGINS) sandbox-go go-panic))
 	cd guest-sdk/go && $(GOFMT_CHECK) && $(GO_ENV) $(GO) vet ./... && $(GO_ENV) GOOS=wasip1 GOARCH=wasm $(GO) vet ./... && $(GO_ENV) $(GO) test ./...
 	for p in $(GO_PLUGINS); do (cd plugins/$$p && $(GOFMT_CHECK) && $(GO_ENV) $(GO) vet ./... && $(GO_ENV) $(GO) test ./...) || exit 1; done
 

@@ -47,6 +47,9 @@ func init() {
 	wire.Exports.Reconciler.Related = related
 	wire.Exports.Reconciler.Reconcile = reconcile
 	wire.Exports.Handler.Handle = handle
+	wire.Exports.Admission.Default = admissionDefault
+	wire.Exports.Admission.Validate = admissionValidate
+	wire.Exports.Admission.Convert = admissionConvert
 }
 
 func plugin() Plugin {
@@ -90,6 +93,23 @@ func manifestToWire(m Manifest) wire.Manifest {
 	}
 	for _, w := range m.Watches {
 		out.Watches = append(out.Watches, wire.Watch{Kind: kindToWire(w.Kind), LabelSelector: optional(w.LabelSelector), FieldSelector: optional(w.FieldSelector)})
+	}
+	out.KeepUnlisted = kindsToWire(m.KeepUnlisted)
+	out.Defaults = rulesToWire(m.Defaults)
+	out.Validates = rulesToWire(m.Validates)
+	out.Converts = m.Converts
+	return out
+}
+
+var operationsToWire = map[Operation]wire.Operation{Create: wire.OperationCreate, Update: wire.OperationUpdate, Delete: wire.OperationDelete, Connect: wire.OperationConnect}
+
+func rulesToWire(rules []AdmissionRule) []wire.AdmissionRule {
+	out := make([]wire.AdmissionRule, len(rules))
+	for i, r := range rules {
+		out[i] = wire.AdmissionRule{Kind: kindToWire(r.Kind)}
+		for _, op := range r.Operations {
+			out[i].Operations = append(out[i].Operations, operationsToWire[op])
+		}
 	}
 	return out
 }

@@ -2,6 +2,7 @@ package kubewasm
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -69,6 +70,18 @@ type Manifest struct {
 	Watches []Watch
 	// Outbound are the URLs the plugin needs to reach; the operator must grant them too.
 	Outbound []string
+	// KeepUnlisted are child kinds whose observed children an answer may leave out:
+	// those it omits are kept, not deleted (a CronJob's running Jobs). Each must be
+	// among Children.
+	KeepUnlisted []KindRef
+	// Defaults are the writes the plugin's [Defaulter] may change before they are
+	// stored (a mutating webhook).
+	Defaults []AdmissionRule
+	// Validates are the writes the plugin's [Validator] may refuse (a validating webhook).
+	Validates []AdmissionRule
+	// Converts says the plugin's [Converter] converts the parent between the versions
+	// its CRD serves (a conversion webhook).
+	Converts bool
 }
 
 // HasParent says whether the plugin reconciles a kind.
@@ -91,11 +104,14 @@ func (m Manifest) Check() error {
 		return &ManifestError{fmt.Sprintf("name %s must be a DNS label (lower-case letters, digits and '-', at most 63)", debug(m.Name))}
 	}
 	if !m.HasParent() {
-		if len(m.Watches) == 0 {
-			return &ManifestError{"a plugin needs a parent to reconcile or watches to handle, or both"}
+		if len(m.Watches) == 0 && len(m.Defaults) == 0 && len(m.Validates) == 0 {
+			return &ManifestError{"a plugin needs a parent to reconcile, watches to handle or writes to admit (defaults, validates)"}
 		}
 		if len(m.Children) > 0 || len(m.Related) > 0 || m.Finalizer {
 			return &ManifestError{"children, related and finalizer belong to a reconciler: they need a parent"}
+		}
+		if m.Converts {
+			return &ManifestError{"converts: only a parent the plugin defines can be converted"}
 		}
 	}
 	type named struct {
@@ -115,10 +131,39 @@ func (m Manifest) Check() error {
 	for _, w := range m.Watches {
 		kinds = append(kinds, named{"watches", w.Kind})
 	}
+	for _, k := range m.KeepUnlisted {
+		kinds = append(kinds, named{"keepUnlisted", k})
+	}
+	for _, r := range m.Defaults {
+		kinds = append(kinds, named{"defaults", r.Kind})
+	}
+	for _, r := range m.Validates {
+		kinds = append(kinds, named{"validates", r.Kind})
+	}
 	for _, k := range kinds {
 		if k.kind.Version == "" || k.kind.Kind == "" || k.kind.Plural == "" {
 			return &ManifestError{fmt.Sprintf("%s: %s needs a version, a kind and a plural", k.where, k.kind)}
 		}
+	}
+	for _, k := range m.KeepUnlisted {
+		if !slices.Contains(m.Children, k) {
+			return &ManifestError{fmt.Sprintf("keepUnlisted: %s is not among the plugin's children", k)}
+		}
+	}
+	for _, rules := range []struct {
+		where string
+		rules []AdmissionRule
+	}{{"defaults", m.Defaults}, {"validates", m.Validates}} {
+		for i, r := range rules.rules {
+			for _, op := range r.Operations {
+				if !slices.Contains(operations, op) {
+					return &ManifestError{fmt.Sprintf("%s[%d].operations: %q is none of CREATE, UPDATE, DELETE, CONNECT", rules.where, i, op)}
+				}
+			}
+		}
+	}
+	if m.Converts && len(m.CRDs) == 0 {
+		return &ManifestError{"converts: the plugin converts its parent between its CRD's versions, but defines no CRD"}
 	}
 	for _, pattern := range m.Outbound {
 		if strings.TrimSpace(pattern) == "" {

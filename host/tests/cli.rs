@@ -2,8 +2,9 @@
 //! with a non-zero exit for every bad input.
 //!
 //! The plugins and fixtures are built to wasm32-wasip2 by `make plugins`, the Python
-//! plugins (`*-python`) by `make python-plugins`, the JavaScript and TypeScript ones
-//! (`*-js`, `*-ts`, `js-*`) by `make js-plugins`, the Go ones (`*-go`) by `make go-plugins`.
+//! plugins (`*-python`, `python-*`) by `make python-plugins`, the JavaScript and TypeScript
+//! ones (`*-js`, `*-ts`, `js-*`, `ts-*`) by `make js-plugins`, the Go ones (`*-go`, `go-*`) by
+//! `make go-plugins`.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
@@ -17,11 +18,11 @@ fn target_dir() -> PathBuf {
 
 fn wasm(folder: &str, name: &str) -> PathBuf {
     let path = target_dir().join(folder).join(format!("{name}.wasm"));
-    let make = if name.ends_with("-python") {
+    let make = if name.ends_with("-python") || name.starts_with("python-") {
         "make python-plugins"
-    } else if name.ends_with("-js") || name.ends_with("-ts") || name.starts_with("js-") {
+    } else if name.ends_with("-js") || name.ends_with("-ts") || name.starts_with("js-") || name.starts_with("ts-") {
         "make js-plugins"
-    } else if name.ends_with("-go") {
+    } else if name.ends_with("-go") || name.starts_with("go-") {
         "make go-plugins"
     } else {
         "make plugins"
@@ -200,6 +201,74 @@ fn an_uncaught_javascript_exception_is_reported_with_its_message_and_stack() {
     assert!(!stderr.contains("Value(Exception("), "the runtime's debug text is decoded: {stderr}");
 }
 
+/// The line of a failed render's stderr that starts its error, and the whole error from
+/// there: what the Event's first line and the host's log show of a failed call.
+fn render_error(plugin: &str) -> (String, String) {
+    let parent = write_temp(
+        "thrower-parent.yaml",
+        b"apiVersion: test.kubewasm.io/v1\nkind: Thrower\nmetadata:\n  name: t\n  namespace: default\n  uid: u-1\nspec: {}\n",
+    );
+    let out = kubewasm(&["render", path_str(&fixture(plugin)), "--parent", path_str(&parent)]);
+    let stderr = assert_fails_with(&out, &[]);
+    let error = &stderr[stderr.find("error: ").unwrap_or_else(|| panic!("no error: {stderr}"))..];
+    (error.lines().next().unwrap_or_default().to_string(), error.to_string())
+}
+
+/// A TypeScript exception nothing catches names the line of the `.ts` file first, and its
+/// stack is in the plugin's sources (the build appends the bundle's source map).
+#[test]
+fn an_uncaught_typescript_exception_names_the_ts_files_line_first() {
+    let (first, error) = render_error("ts-throw");
+    assert_eq!(
+        first,
+        "error: plugin ts-throw panicked in reconcile: uncaught exception: TypeError: cannot read property 'size' of \
+         undefined (at app.ts:23:11)"
+    );
+    assert!(error.contains("\n    at sizeOf (app.ts:23:11)\n    at reconcile (app.ts:18:"), "{error}");
+    assert!(error.contains("(@kubewasm/sdk/src/export.js:"), "the SDK's frames are named as its: {error}");
+    assert!(!error.contains("bundle.js"), "{error}");
+}
+
+/// So does a JavaScript one, bundled with the SDK: the line of `app.js`.
+#[test]
+fn an_uncaught_javascript_exception_names_the_js_files_line_first() {
+    let (first, error) = render_error("js-throw");
+    assert!(
+        first.ends_with("uncaught exception: TypeError: cannot read property 'size' of undefined (at app.js:18:10)")
+    );
+    assert!(error.contains("\n    at sizeOf (app.js:18:10)\n    at reconcile (app.js:13:"), "{error}");
+}
+
+/// A Python exception nothing catches: the traceback's last line and the plugin's own
+/// innermost frame first, then the whole traceback.
+#[test]
+fn an_uncaught_python_exception_names_its_last_traceback_line_and_the_plugins_line_first() {
+    let (first, error) = render_error("python-throw");
+    assert_eq!(first, format!("error: {PYTHON_THROW_SUMMARY}"));
+    assert!(error.contains(PYTHON_THROW_TRACEBACK_START), "the whole traceback: {error}");
+    assert!(error.contains(PYTHON_THROW_TRACEBACK_END), "the whole traceback: {error}");
+}
+
+/// What python-throw's exception is reported with first.
+const PYTHON_THROW_SUMMARY: &str =
+    "plugin python-throw panicked in reconcile: KeyError: 'settings' (at app.py:37 in size_of)";
+/// The start and the end of python-throw's traceback, as Python prints it in the sandbox.
+const PYTHON_THROW_TRACEBACK_START: &str = "Traceback (most recent call last):\n  File \"/1/kubewasm/export.py\"";
+const PYTHON_THROW_TRACEBACK_END: &str =
+    "  File \"/0/app.py\", line 33, in reconcile\n  File \"/0/app.py\", line 37, in size_of\nKeyError: 'settings'";
+
+/// A Go panic: its message and the plugin's first frame first, then the goroutine's trace.
+#[test]
+fn a_go_panic_names_its_message_and_the_plugins_line_first() {
+    let (first, error) = render_error("go-panic");
+    assert_eq!(
+        first,
+        "error: plugin go-panic trapped in reconcile: panic: assignment to entry in nil map (at main.go:28 in main.count)"
+    );
+    assert!(error.contains("\ngoroutine 1 [running]:\nmain.count(...)\n"), "{error}");
+    assert!(error.contains("/go-panic/main.go:22 +0x") && error.contains("kubewasm.dev/sdk.reconcile("), "{error}");
+}
+
 #[test]
 fn foo_renders_its_expected_children() {
     let inputs = [("--observed", "observed.yaml"), ("--related", "related.yaml")];
@@ -324,6 +393,43 @@ fn a_cronjob_converted_to_v2_and_back_is_the_object_it_was() {
         &render_cronjob(&["--convert", "v3", "--object", path_str(&parent)]),
         &["conversion webhook for batch.tutorial.kubebuilder.io/v1, Kind=CronJob failed:", "is not a version"],
     );
+}
+
+/// The TypeScript port (plugins/cronjob-ts) renders every example as the Rust plugin does
+/// (the same documents; the SDKs write an object's keys in different orders): its reconcile
+/// (the golden file), its defaulting and validation, its conversion, and the admission of a
+/// v2 write through it.
+#[test]
+fn the_typescript_cronjob_renders_what_the_rust_one_does() {
+    let render = |plugin: &str, args: &[&str]| {
+        let out =
+            kubewasm(&[&["render", path_str(&fixture(plugin))][..], args, &["--now", "2026-01-01T00:00:00Z"]].concat());
+        (out.status.code(), yaml_stream(&String::from_utf8_lossy(&out.stdout)))
+    };
+    let (parent, observed) = (cronjob_example("parent.yaml"), cronjob_example("observed.yaml"));
+    let expected = yaml_stream(&std::fs::read_to_string(cronjob_example("expected.yaml")).unwrap());
+    let reconciled = render("cronjob-ts", &["--parent", path_str(&parent), "--observed", path_str(&observed)]);
+    assert_eq!(reconciled, (Some(0), expected));
+
+    let (invalid, written) = (cronjob_example("invalid.yaml"), cronjob_example("defaulted.yaml"));
+    let v2 = render_cronjob(&["--convert", "v2", "--object", path_str(&written)]);
+    let v2 = write_temp("cronjob-ts-defaulted-v2.yaml", &v2.stdout);
+    let renders: [&[&str]; 5] = [
+        &["--admission", "create", "--object", path_str(&invalid)],
+        &["--admission", "create", "--object", path_str(&written)],
+        &["--admission", "update", "--object", path_str(&written), "--old", path_str(&written)],
+        &["--convert", "v2", "--object", path_str(&parent)],
+        // A v2 write: converted to v1 for the webhooks and back, by the plugin.
+        &["--admission", "create", "--object", path_str(&v2)],
+    ];
+    let mut codes = Vec::new();
+    for args in renders {
+        let (code, documents) = render("cronjob-ts", args);
+        assert!(!documents.is_empty(), "{args:?}: nothing rendered");
+        assert_eq!((code, documents), render("cronjob", args), "{args:?}");
+        codes.push(code);
+    }
+    assert_eq!(codes, [Some(1), Some(0), Some(0), Some(0), Some(0)], "the invalid example is denied, the others pass");
 }
 
 #[test]
@@ -786,12 +892,17 @@ fn the_checked_in_deploy_rbac_matches_what_kubewasm_rbac_prints() {
 
 /// Runs kubectl against `cluster` with `stdin` as the input; returns stdout.
 fn kubectl_with_stdin(cluster: &kubewasm_devcluster::DevCluster, args: &[&str], stdin: &[u8]) -> String {
+    kubectl_at(cluster.kubeconfig_path(), args, stdin)
+}
+
+/// kubectl with `kubeconfig`, `stdin` fed to it: its output, once it succeeded.
+fn kubectl_at(kubeconfig: &Path, args: &[&str], stdin: &[u8]) -> String {
     use std::io::Write;
     let mut child = Command::new("kubectl")
         .arg("--kubeconfig")
-        .arg(cluster.kubeconfig_path())
+        .arg(kubeconfig)
         .arg("--cache-dir")
-        .arg(cluster.kubeconfig_path().with_extension("kubectl-cache"))
+        .arg(kubeconfig.with_extension("kubectl-cache"))
         .args(args)
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
@@ -829,6 +940,31 @@ async fn generated_rbac_is_accepted_by_the_api_server() {
         }
     }
     cluster.shutdown().await;
+}
+
+// ---- webhooks ------------------------------------------------------------------
+
+#[test]
+fn webhooks_of_plugins_that_admit_nothing_are_nothing_and_a_bad_endpoint_or_bundle_is_refused() {
+    let dir = target_dir().join("plugins");
+    let webhooks = |extra: &[&str]| {
+        let mut args = vec!["webhooks", "--plugins", path_str(&dir)];
+        args.extend(extra);
+        kubewasm(&args)
+    };
+    let out = webhooks(&["--service", "kubewasm-system/kubewasm-webhooks"]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(out.stdout.is_empty(), "no example plugin defaults, validates or converts");
+    assert!(stderr.contains("defaults, validates or converts: nothing to register"), "{stderr}");
+
+    let out = webhooks(&["--url", "http://127.0.0.1:9443"]);
+    assert_fails_with(&out, &["\"http://127.0.0.1:9443\"", "'https' is the only allowed URL scheme"]);
+    let out = webhooks(&["--service", "kubewasm-webhooks"]);
+    assert_fails_with(&out, &["expected NAMESPACE/NAME or NAMESPACE/NAME:PORT"]);
+    let not_pem = workspace().join("Cargo.toml");
+    let out = webhooks(&["--url", "https://127.0.0.1:9443", "--ca-bundle", path_str(&not_pem)]);
+    assert_fails_with(&out, &["Cargo.toml: holds no PEM certificate"]);
 }
 
 // ---- log format ----------------------------------------------------------------
@@ -1031,6 +1167,44 @@ fn dev_printing_its_kubeconfig(dir: &Path, relative: &str, extra: &[&str]) -> (P
     wait_until_ready(&mut child, &addr);
     let path = first.trim().strip_prefix("export KUBECONFIG=").unwrap_or_else(|| panic!("{first:?}"));
     (PathBuf::from(path), child)
+}
+
+/// `kubectl get events`, one line an event, shows what a Python exception nothing caught
+/// is and where the plugin raised it; the host's log has the whole traceback.
+#[test]
+fn dev_shows_a_python_exception_in_one_event_line_and_its_traceback_in_the_log() {
+    let dir = target_dir().join("cli-test-inputs").join("dev-python-throw");
+    let plugins = dir.join("plugins");
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&plugins).expect("a plugin directory");
+    std::fs::copy(fixture("python-throw"), plugins.join("python-throw.wasm")).expect("copy the plugin");
+    let addr = format!("127.0.0.1:{}", free_port());
+    let kubeconfig = dir.join("kubeconfig");
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(["dev", "--plugins", path_str(&plugins), "--health-addr", &addr, "--kubeconfig", path_str(&kubeconfig)])
+        .env("RUST_LOG", "warn")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("kubewasm dev starts");
+    wait_until_ready(&mut child, &addr);
+    let thrower =
+        b"apiVersion: test.kubewasm.io/v1\nkind: Thrower\nmetadata: {name: t, namespace: default}\nspec: {}\n";
+    kubectl_at(&kubeconfig, &["create", "-f", "-"], thrower);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    let line = loop {
+        let text = kubectl_at(&kubeconfig, &["get", "events"], b"");
+        if let Some(line) = text.lines().find(|l| l.contains("PluginFailed")) {
+            break line.to_string();
+        }
+        assert!(std::time::Instant::now() < deadline, "no PluginFailed event: {text}");
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    };
+    assert!(line.contains(PYTHON_THROW_SUMMARY), "{line}");
+    let log = terminate_cleanly(child);
+    let failed = &log[log.find("reconcile failed").unwrap_or_else(|| panic!("no failure logged: {log}"))..];
+    assert!(failed.contains(PYTHON_THROW_TRACEBACK_START), "the whole traceback in the log: {failed}");
+    assert!(failed.contains(PYTHON_THROW_TRACEBACK_END), "the whole traceback in the log: {failed}");
 }
 
 #[test]
@@ -1323,22 +1497,67 @@ fn new_with_webhooks_creates_a_plugin_whose_webhooks_pass_their_tests_and_render
     let component = build_and_describe_tested(&dir, "hello_hooks", 4, &["defaults:", "validates:", "kind: HelloHooks"]);
     renders_hello(&component, &dir, "hello-hooks");
 
+    admits_no_message(&component, &dir, "hello-hooks");
+}
+
+/// `kubewasm render --admission create` of the new plugin's `examples/no-message.yaml`:
+/// its defaulting fills in the message, its validation allows it.
+fn admits_no_message(component: &Path, dir: &Path, name: &str) {
     let no_message = dir.join("examples/no-message.yaml");
     let admitted =
-        kubewasm(&["render", path_str(&component), "--admission", "create", "--object", path_str(&no_message)]);
+        kubewasm(&["render", path_str(component), "--admission", "create", "--object", path_str(&no_message)]);
     assert!(admitted.status.success(), "{}", String::from_utf8_lossy(&admitted.stderr));
     let documents = yaml_stream(&String::from_utf8_lossy(&admitted.stdout));
-    assert_eq!(documents[0]["spec"]["message"], "Hello from hello-hooks");
+    assert_eq!(documents[0]["spec"]["message"], format!("Hello from {name}"));
     assert_eq!(
         (&documents[1]["allowed"], &documents[1]["defaulted"]),
         (&serde_json::json!(true), &serde_json::json!(true))
     );
+}
 
-    // A template without webhooks is refused by name, not scaffolded without them.
-    let python = base.join("python");
-    let out = kubewasm(&["new", "x", "--lang", "python", "--webhooks", "--path", path_str(&python)]);
-    assert_fails_with(&out, &["--webhooks: the Python template has no webhooks yet"]);
-    assert!(!python.exists(), "nothing written");
+/// `kubewasm new --webhooks` in every SDK language: the webhooks' native tests pass beside
+/// the reconciler's, and the component (Python, TypeScript and Go; JavaScript's glue is
+/// TypeScript's) admits a write as the Rust one does.
+#[test]
+fn new_with_webhooks_in_every_sdk_language_passes_their_tests_and_renders() {
+    // The SDK's npm tools are installed by `make js-plugins`, which also builds this fixture.
+    fixture("demo-application-js");
+    let base = fresh_dir("cli-test-new-webhooks-sdks");
+    for lang in ["python", "js", "ts", "go"] {
+        let name = format!("hooks-{lang}");
+        let dir = base.join(&name);
+        let out = kubewasm(&["new", &name, "--lang", lang, "--webhooks", "--path", path_str(&dir)]);
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+        let next = format!("kubewasm render {name}.wasm --admission create --object examples/no-message.yaml");
+        assert!(String::from_utf8_lossy(&out.stdout).contains(&next), "{lang}");
+        let component = dir.join(format!("{name}.wasm"));
+        match lang {
+            "python" => {
+                pytest_passes(&dir, "4 passed");
+                let built = python_in(&dir, &["-m", "kubewasm", "build", "app.py", "-o", &format!("{name}.wasm")]);
+                assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+                admits_no_message(&component, &dir, &name);
+            }
+            "js" | "ts" => {
+                npm_in(&dir, &["install", "--prefer-offline", "--no-audit", "--no-fund", "--loglevel=error"]);
+                let tested = npm_in(&dir, &["test"]);
+                assert!(tested.contains("# pass 4") && tested.contains("# fail 0"), "{tested}");
+                if lang == "ts" {
+                    npm_in(&dir, &["run", "build"]);
+                    admits_no_message(&component, &dir, &name);
+                }
+            }
+            _ => {
+                go_tests_pass(&dir, 4);
+                let wasip1 = [("GOOS", "wasip1"), ("GOARCH", "wasm")];
+                let built = go_in(&dir, &["build", "-buildmode=c-shared", "-o", "core.wasm", "."], &wasip1);
+                assert!(built.status.success(), "{}", String::from_utf8_lossy(&built.stderr));
+                let made = kubewasm(&["componentize", path_str(&dir.join("core.wasm")), "-o", path_str(&component)]);
+                assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+                admits_no_message(&component, &dir, &name);
+            }
+        }
+    }
 }
 
 /// Runs the new crate's tests, builds it with the README's command and describes the
@@ -1586,10 +1805,15 @@ fn go_in(dir: &Path, args: &[&str], env: &[(&str, &str)]) -> Output {
 
 /// Runs the new Go plugin's tests with the README's command; they must all pass.
 fn go_test_passes(dir: &Path) {
+    go_tests_pass(dir, 2);
+}
+
+/// `go test` in `dir` passes `count` tests.
+fn go_tests_pass(dir: &Path, count: usize) {
     let tested = go_in(dir, &["test", "-v", "./..."], &[]);
     let output = String::from_utf8_lossy(&tested.stdout);
     assert!(tested.status.success(), "{output}{}", String::from_utf8_lossy(&tested.stderr));
-    assert_eq!(output.matches("--- PASS").count(), 2, "{output}");
+    assert_eq!(output.matches("--- PASS").count(), count, "{output}");
 }
 
 #[test]
@@ -1772,4 +1996,41 @@ fn render_lists_the_children_kept_as_observed_and_those_the_host_would_delete() 
     assert!(stderr.contains("kept: Deployment m (observed, kept as it is: neither written nor deleted)"), "{stderr}");
     assert!(stderr.contains("deleted: Deployment old (the parent controls it and the answer omits it)"), "{stderr}");
     assert!(!stderr.contains("deleted: Deployment m "), "{stderr}");
+}
+
+/// render marks the observed children of a kind the plugin keeps unlisted that the answer
+/// omits as kept, and lists as deleted only the omitted children of the other kinds.
+#[test]
+fn render_marks_omitted_children_of_a_kind_kept_unlisted_as_kept() {
+    let parent = write_temp(
+        "keep-jobs-parent.yaml",
+        b"apiVersion: test.kubewasm.io/v1\nkind: Schedule\nmetadata:\n  name: nightly\n  namespace: default\n  \
+          uid: u-1\nspec:\n  run: [b]\n",
+    );
+    let owned = |api_version: &str, kind: &str, name: &str| {
+        format!(
+            "apiVersion: {api_version}\nkind: {kind}\nmetadata:\n  name: {name}\n  namespace: default\n  uid: uid-{name}\n  \
+             ownerReferences:\n  - {{apiVersion: test.kubewasm.io/v1, kind: Schedule, name: nightly, uid: u-1, controller: true}}\n"
+        )
+    };
+    let observed = [owned("batch/v1", "Job", "a"), owned("batch/v1", "Job", "b"), owned("v1", "ConfigMap", "stale")];
+    let observed = write_temp("keep-jobs-observed.yaml", observed.join("---\n").as_bytes());
+    let out = kubewasm(&[
+        "render",
+        path_str(&fixture("keep-jobs")),
+        "--parent",
+        path_str(&parent),
+        "--observed",
+        path_str(&observed),
+    ]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    assert!(
+        stderr.contains(
+            "kept: Job a (observed and omitted, of a kind the plugin keeps unlisted: neither written nor deleted)"
+        ),
+        "{stderr}"
+    );
+    assert!(stderr.contains("deleted: ConfigMap stale (the parent controls it and the answer omits it)"), "{stderr}");
+    assert!(!stderr.contains("Job b") && !stderr.contains("deleted: Job"), "{stderr}");
 }

@@ -1,6 +1,8 @@
 //! What the end-to-end test binaries share (and the host's own tests that run the binary):
-//! the watchdog, and the identity the host runs as. The tests themselves live in `tests/`.
+//! the watchdog, the identity the host runs as, and CRDs of kinds of their own. The tests
+//! themselves live in `tests/`.
 
+mod crd;
 mod identity;
 
 use std::future::Future;
@@ -8,6 +10,7 @@ use std::path::PathBuf;
 use std::sync::Once;
 use std::time::Duration;
 
+pub use crd::crd;
 pub use identity::{HOST_ACCOUNT, host_kubeconfig, host_kubeconfig_file, kubewasm_binary};
 
 /// The longest a test binary may run before it is ended.
@@ -85,11 +88,15 @@ pub fn wasm_path(name: &str) -> PathBuf {
         .map(|dir| dir.join(format!("{name}.wasm")))
         .find(|p| p.exists())
         .unwrap_or_else(|| {
-            let make = if name.ends_with("-python") {
+            let make = if name.ends_with("-python") || name.starts_with("python-") {
                 "make python-plugins"
-            } else if name.ends_with("-js") || name.ends_with("-ts") {
+            } else if name.ends_with("-js")
+                || name.ends_with("-ts")
+                || name.starts_with("js-")
+                || name.starts_with("ts-")
+            {
                 "make js-plugins"
-            } else if name.ends_with("-go") {
+            } else if name.ends_with("-go") || name.starts_with("go-") {
                 "make go-plugins"
             } else {
                 "make plugins"

@@ -130,6 +130,12 @@ func Describe(plugin kubewasm.Plugin) (kubewasm.Manifest, error) {
 	for _, watch := range w.Watches {
 		man.Watches = append(man.Watches, kubewasm.Watch{Kind: kubewasm.KindRef(watch.Kind), LabelSelector: deref(watch.LabelSelector), FieldSelector: deref(watch.FieldSelector)})
 	}
+	for _, k := range w.KeepUnlisted {
+		man.KeepUnlisted = append(man.KeepUnlisted, kubewasm.KindRef(k))
+	}
+	man.Defaults = rulesFromWire(w.Defaults)
+	man.Validates = rulesFromWire(w.Validates)
+	man.Converts = w.Converts
 	if err := man.Check(); err != nil {
 		return man, &HostWouldRefuse{"the host would refuse to load this plugin: " + err.Error()}
 	}

@@ -12,9 +12,10 @@ import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
-import { basename, dirname, extname, join, resolve } from 'node:path';
+import { basename, dirname, extname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
+import { SDK_SOURCES, sourceMapLine } from '../src/sourcemap.js';
 import { TEXT_EXTENSIONS } from '../src/text-extensions.js';
 
 const SDK = resolve(dirname(fileURLToPath(import.meta.url)), '..');
@@ -44,13 +45,14 @@ function entry(app, engine) {
     `useHostLog(hostLog);`,
     `useTransport(hostHttp);`,
     engine === 'starlingmonkey' ? 'useBigIntU64();' : '',
-    `export const { pluginInfo, reconciler, handler } = componentExports(app);`,
+    `export const { pluginInfo, reconciler, handler, admission } = componentExports(app);`,
     '',
   ].join('\n');
 }
 
 /** One ES module of the app, the SDK and what they import; TypeScript stripped, text
- * files inlined, the contract's imports left to the component. */
+ * files inlined, the contract's imports left to the component; its source map appended,
+ * so that an exception's stack names the plugin's files (src/sourcemap.js). */
 async function bundle(app, engine, dir) {
   const { rolldown } = await import('rolldown');
   const entryPath = join(dir, 'entry.js');
@@ -75,10 +77,24 @@ async function bundle(app, engine, dir) {
       else handler(level, log);
     },
   });
-  const out = join(dir, 'bundle.js');
-  await build.write({ file: out, format: 'esm', codeSplitting: false });
+  const { output } = await build.generate({ dir, format: 'esm', codeSplitting: false, sourcemap: 'hidden' });
   await build.close();
+  const [chunk] = output;
+  const out = join(dir, 'bundle.js');
+  writeFileSync(out, chunk.code.replace(/\n?$/, '\n') + sourceMapLine(ownSources(chunk.map, dir, app)));
   return out;
+}
+
+/** The bundle's map with each source named as a stack should show it: the plugin's files
+ * relative to the module's directory (`app.ts`), the SDK's under `@kubewasm/sdk/`. */
+function ownSources(map, dir, app) {
+  const sources = map.sources.map((source) => {
+    const path = resolve(dir, source);
+    if (path === join(dir, 'entry.js')) return `${SDK_SOURCES}entry.js`;
+    if (!relative(SDK, path).startsWith('..')) return SDK_SOURCES + relative(SDK, path);
+    return relative(dirname(app), path);
+  });
+  return { sources, mappings: map.mappings };
 }
 
 function componentize(script, output, engine) {

@@ -8,14 +8,17 @@
 // functions natively with the same records, so tests exercise the path a WebAssembly call
 // takes.
 
+import { AdmissionRequest, Defaulted, Denial, Operation, Verdict } from './admission.js';
 import { ReconcileError, PermanentError } from './errors.js';
 import { ObjectEvent } from './event.js';
 import { KindRef, isPlainObject } from './kinds.js';
 import { Manifest } from './manifest.js';
+import { typeName } from './names.js';
 import { KubeObject } from './objects.js';
 import { LabelOperator, Query } from './query.js';
 import { Request } from './request.js';
 import { EventType, Response } from './response.js';
+import { authorsFrame, hasSourceMap, mapStack } from './sourcemap.js';
 
 const PLUGIN = Symbol.for('kubewasm.plugin');
 
@@ -42,8 +45,8 @@ export function useBigIntU64() {
 export function plugin(impl) {
   const proto = typeof impl === 'function' ? impl.prototype : impl;
   if (typeof proto?.describe !== 'function') throw new TypeError('a kubewasm plugin needs a method `describe`');
-  if (typeof proto.reconcile !== 'function' && typeof proto.handle !== 'function') {
-    throw new TypeError('a kubewasm plugin needs a method `reconcile` or `handle` (or both)');
+  if (!['reconcile', 'handle', 'default', 'validate', 'convert'].some((m) => typeof proto[m] === 'function')) {
+    throw new TypeError('a kubewasm plugin needs a method `reconcile`, `handle`, `default`, `validate` or `convert`');
   }
   const fresh = () => (typeof impl === 'function' ? new impl() : impl);
   return {
@@ -52,12 +55,15 @@ export function plugin(impl) {
     related: (parent) => trapping(() => related(fresh(), parent)),
     reconcile: (request) => reconcile(fresh(), request),
     handle: (event) => handle(fresh(), event),
+    default: (request) => defaultFor(fresh(), request),
+    validate: (request) => validateFor(fresh(), request),
+    convert: (request) => convertFor(fresh(), request),
   };
 }
 
 /**
  * The component's exports, one per WIT interface the contract's world exports
- * (`plugin-info`, `reconciler`, `handler`), of the value `plugin()` returned among
+ * (`plugin-info`, `reconciler`, `handler`, `admission`), of the value `plugin()` returned among
  * `module`'s exports (or of its `reconciler`, the contract's records written without
  * the SDK): the build's entry exports them.
  */
@@ -75,8 +81,20 @@ export function componentExports(module) {
     pluginInfo: { describe: p.describe },
     reconciler: { related: p.related, reconcile: p.reconcile },
     handler: { handle: p.handle },
+    admission: p.default === undefined ? NO_ADMISSION : { default: p.default, validate: p.validate, convert: p.convert },
   };
 }
+
+/** The admission exports of a module written against the contract's records that admits
+ * nothing: its manifest declares no `defaults`, `validates` or `converts`, so the host
+ * never calls them. */
+const NO_ADMISSION = {
+  default: () => ({ mutation: { tag: 'unchanged' }, warnings: [] }),
+  validate: () => ({ denied: undefined, warnings: [] }),
+  convert: () => {
+    throw 'this plugin converts no objects';
+  },
+};
 
 /** The object or class `plugin()` exported, or `undefined` for anything else. */
 export function pluginOf(exported) {
@@ -99,11 +117,19 @@ export function describe(p) {
     limits: { deadlineMs: manifest.limits.deadlineMs ?? undefined, memoryMib: manifest.limits.memoryMib ?? undefined },
     watches: manifest.watches.map((w) => ({ kind: kindToWit(w.kind), labelSelector: w.labelSelector, fieldSelector: w.fieldSelector })),
     outbound: [...manifest.outbound],
+    keepUnlisted: manifest.keepUnlisted.map(kindToWit),
+    defaults: manifest.defaults.map(ruleToWit),
+    validates: manifest.validates.map(ruleToWit),
+    converts: Boolean(manifest.converts),
   };
 }
 
 export function kindToWit(k) {
   return { group: k.group, version: k.version, kind: k.kind, plural: k.plural, namespaced: k.namespaced };
+}
+
+function ruleToWit(r) {
+  return { kind: kindToWit(r.kind), operations: r.operations.map(operationToWit) };
 }
 
 // ---- related -------------------------------------------------------------------
@@ -220,22 +246,42 @@ function trapping(f) {
  */
 function uncaught(e, who) {
   const error = e instanceof Error ? e : new Error(`${who} threw ${typeName(e)} ${shown(e)}, not an Error`);
+  locate(error);
   if (typeof console !== 'undefined') console.error(`Uncaught ${error.stack ?? error}`);
   else if (!String(error.message).startsWith(`${error.name}:`)) error.message = `${error.name}: ${error.message}`;
   return error;
 }
 
-function parse(what, text) {
+/**
+ * `error` with its stack in the plugin's sources rather than the bundle (where the build
+ * appended the map), and the first of those positions in the author's code after its
+ * message (`... (at app.ts:17:10)`), the line the host reports first.
+ */
+function locate(error) {
   try {
-    return JSON.parse(text);
-  } catch (e) {
-    throw new PermanentError(`${what} is not JSON: ${e.message}`);
+    if (!hasSourceMap() || typeof error.stack !== 'string') return;
+    error.stack = mapStack(error.stack);
+    const at = authorsFrame(error.stack);
+    if (at !== undefined) error.message = `${error.message} (at ${at})`;
+  } catch {
+    // An error whose stack or message cannot be set is reported as it is.
   }
 }
 
-function object(what, text) {
-  const value = parse(what, text);
-  if (!isPlainObject(value)) throw new PermanentError(`${what} is not a JSON object`);
+/** `text` parsed; `Failure` (a `PermanentError`, or a `Denial` for a write to admit)
+ * when it is not JSON. */
+function parse(what, text, Failure = PermanentError) {
+  try {
+    return JSON.parse(text);
+  } catch (e) {
+    throw new Failure(`${what} is not JSON: ${e.message}`);
+  }
+}
+
+/** `text` as a `KubeObject`; `Failure` when it is not a JSON object. */
+function object(what, text, Failure = PermanentError) {
+  const value = parse(what, text, Failure);
+  if (!isPlainObject(value)) throw new Failure(`${what} is not a JSON object`);
   return new KubeObject(value);
 }
 
@@ -323,9 +369,152 @@ function shown(value) {
   }
 }
 
-function typeName(value) {
-  if (value === null) return 'null';
-  if (typeof value === 'object') return value.constructor?.name ?? 'an object';
-  return typeof value;
+// ---- admission -----------------------------------------------------------------
+
+const WIT_OPERATIONS = { create: Operation.Create, update: Operation.Update, delete: Operation.Delete, connect: Operation.Connect };
+
+const OPERATIONS = Object.values(Operation);
+
+/** `Operation.Create`... as the contract's enum (`create`...). */
+export function operationToWit(operation) {
+  if (!OPERATIONS.includes(operation)) throw new TypeError(`an operation is one of ${OPERATIONS.join(', ')}, not ${JSON.stringify(operation)}`);
+  return operation.toLowerCase();
 }
 
+/** An optional object of a write: `undefined` when absent, a `Denial` when not an object. */
+function objectOf(what, text) {
+  return text === undefined || text === null ? undefined : object(what, text, Denial);
+}
+
+/** The request as a plugin sees it; a request the plugin cannot read is a `Denial`. */
+export function admissionRequestFromWit({ kind: k, operation, object, oldObject, userInfo, options, now, config, ...fields }) {
+  return new AdmissionRequest({
+    ...fields,
+    kind: new KindRef(k.group, k.version, k.kind, k.plural, k.namespaced),
+    operation: WIT_OPERATIONS[operation],
+    object: objectOf('object', object),
+    oldObject: objectOf('old object', oldObject),
+    userInfo: { ...userInfo, groups: [...userInfo.groups], extra: Object.fromEntries(userInfo.extra) },
+    options: parse('options', options, Denial),
+    nowRfc3339: now,
+    config: parse('config', config, Denial),
+  });
+}
+
+/** The contract's record of `r`, as the host sends it (for `@kubewasm/sdk/testing`): the
+ * inverse of `admissionRequestFromWit`. */
+export function admissionRequestToWit(r) {
+  const { kind, operation, object, oldObject, userInfo, options, nowRfc3339, config, ...fields } = r;
+  return {
+    ...fields,
+    kind: kindToWit(kind),
+    operation: operationToWit(operation),
+    object: object === undefined ? undefined : JSON.stringify(object),
+    oldObject: oldObject === undefined ? undefined : JSON.stringify(oldObject),
+    userInfo: {
+      username: userInfo.username,
+      uid: userInfo.uid,
+      groups: [...userInfo.groups],
+      extra: Object.entries(userInfo.extra).map(([k, v]) => [k, [...v]]),
+    },
+    options: JSON.stringify(options ?? null),
+    now: nowRfc3339,
+    config: JSON.stringify(config ?? null),
+  };
+}
+
+function denialToWit(d) {
+  return { message: d.summary, causes: d.causes.map((c) => ({ field: String(c.field), message: String(c.message), reason: String(c.reason) })) };
+}
+
+/** What a plugin threw, as a denial: its `Denial`, or the message of a `ReconcileError`
+ * (a field `KubeObject.field` found missing); anything else is a bug, and traps. */
+function denied(e) {
+  if (e instanceof Denial) return e;
+  if (e instanceof ReconcileError) return new Denial(e.message);
+  return undefined;
+}
+
+/**
+ * The plugin's `default(request)` as the contract's `defaulted` record; a `Denial` is
+ * thrown as the contract's `denial` record. A plugin without `default` changes nothing. A
+ * plugin that changes `request.object` in place and returns nothing stores the object as
+ * it left it (Kubebuilder's defaulter).
+ */
+export function defaultFor(p, request) {
+  try {
+    const req = admissionRequestFromWit(request);
+    if (typeof p.default !== 'function') return { mutation: { tag: 'unchanged' }, warnings: [] };
+    const before = req.object === undefined ? undefined : toJson('object', req.object);
+    const answer = p.default(req);
+    if (typeof answer?.then === 'function') throw new TypeError('default returned a Promise: make it synchronous');
+    if (answer === undefined) {
+      const after = req.object === undefined ? undefined : toJson('defaulted object', req.object);
+      return { mutation: after === before ? { tag: 'unchanged' } : { tag: 'object', val: after }, warnings: [] };
+    }
+    if (!(answer instanceof Defaulted)) throw new TypeError(`default returned ${typeName(answer)}, not a Defaulted (or nothing)`);
+    const m = answer.mutation;
+    let mutation;
+    if (m.object !== undefined) mutation = { tag: 'object', val: toJson('defaulted object', m.object) };
+    else if (m.patch !== undefined) mutation = { tag: 'patch', val: toJson('patch', m.patch) };
+    else mutation = { tag: 'unchanged' };
+    return { mutation, warnings: answer.warnings.map(String) };
+  } catch (e) {
+    const d = denied(e);
+    if (d !== undefined) throw denialToWit(d);
+    throw uncaught(e, 'default');
+  }
+}
+
+/** The plugin's `validate(request)` as the contract's `verdict` record: what it returned
+ * (a `Verdict`, or nothing: allowed) or the `Denial` it threw. A plugin without
+ * `validate` allows everything. */
+export function validateFor(p, request) {
+  try {
+    const req = admissionRequestFromWit(request);
+    if (typeof p.validate !== 'function') return { denied: undefined, warnings: [] };
+    const answer = p.validate(req) ?? Verdict.allow();
+    if (typeof answer?.then === 'function') throw new TypeError('validate returned a Promise: make it synchronous');
+    if (!(answer instanceof Verdict)) throw new TypeError(`validate returned ${typeName(answer)}, not a Verdict (or nothing)`);
+    const d = answer.denied === undefined ? undefined : denialToWit(Verdict.deny(answer.denied).denied);
+    return { denied: d, warnings: answer.warnings.map(String) };
+  } catch (e) {
+    const d = denied(e);
+    if (d !== undefined) return { denied: denialToWit(d), warnings: [] };
+    throw uncaught(e, 'validate');
+  }
+}
+
+/** Each object through the plugin's `convert(object, desiredApiVersion)`, in order; an
+ * error (a `ReconcileError` or `Denial` it threw, or an answer that is no object) is
+ * thrown as the contract's error text naming the object. */
+export function convertFor(p, request) {
+  const objects = request.objects.map((text, i) => {
+    try {
+      const value = JSON.parse(text);
+      if (!isPlainObject(value)) throw new Error('not a JSON object');
+      return new KubeObject(value);
+    } catch (e) {
+      // A string is the contract's error of `convert`, not a trap.
+      throw `object #${i} is not a JSON object: ${e.message}`;
+    }
+  });
+  return objects.map((object, i) => {
+    const where = `object #${i} (${object.kind ?? ''} ${JSON.stringify(object.name)})`;
+    if (typeof p.convert !== 'function') throw `${where}: this plugin converts no objects, and was asked to convert a ${object.kind ?? ''}`;
+    let converted;
+    try {
+      converted = p.convert(object, request.desiredApiVersion);
+    } catch (e) {
+      const d = denied(e);
+      if (d !== undefined) throw `${where}: ${d.message}`;
+      throw uncaught(e, 'convert');
+    }
+    if (!isPlainObject(converted)) throw `${where}: convert returned ${typeName(converted)}, not an object`;
+    try {
+      return toJson('converted object', converted);
+    } catch (e) {
+      throw `${where}: ${e.message}`;
+    }
+  });
+}

@@ -6,6 +6,7 @@
 import type * as wit from 'kubewasm:reconciler/reconciler@0.2.0';
 import type * as info from 'kubewasm:reconciler/plugin-info@0.2.0';
 import type * as handler from 'kubewasm:reconciler/handler@0.2.0';
+import type * as admission from 'kubewasm:reconciler/admission@0.2.0';
 import type * as contract from 'kubewasm:reconciler/types@0.2.0';
 
 export type Json = null | boolean | number | string | Json[] | { [key: string]: Json };
@@ -153,13 +154,24 @@ export interface ManifestOptions {
   /** URLs the plugin needs to reach (`https://hooks.slack.com`,
    * `http://*.svc.cluster.local:8080`); the operator must grant them too. */
   outbound?: string[];
+  /** Child kinds whose observed children an answer may leave out: those it omits are
+   * kept, not deleted (a CronJob's running Jobs). Each must be among `children`. */
+  keepUnlisted?: KindRef[];
+  /** The writes `default` may change before they are stored (a mutating webhook). */
+  defaults?: AdmissionRule[];
+  /** The writes `validate` may refuse (a validating webhook). */
+  validates?: AdmissionRule[];
+  /** Whether `convert` converts the parent between the versions its CRD (among `crds`)
+   * serves (a conversion webhook). */
+  converts?: boolean;
 }
 
 /** What a plugin reconciles, owns, reads, handles and reaches: returned by `describe`. */
 export class Manifest {
   constructor(name: string, parent: KindRef | undefined, options?: ManifestOptions);
-  /** A plugin that reconciles nothing: it handles the changes of the kinds it watches. */
-  static handler(name: string, options?: Pick<ManifestOptions, 'crds' | 'limits' | 'watches' | 'outbound'>): Manifest;
+  /** A plugin that reconciles nothing: it handles the changes of the kinds it watches,
+   * or admits the writes it defaults and validates (a policy). */
+  static handler(name: string, options?: Pick<ManifestOptions, 'crds' | 'limits' | 'watches' | 'outbound' | 'defaults' | 'validates'>): Manifest;
   name: string;
   /** The kind it reconciles; `undefined` for a plugin that only handles events. */
   parent: KindRef | undefined;
@@ -170,6 +182,10 @@ export class Manifest {
   limits: Limits;
   watches: Watch[];
   outbound: string[];
+  keepUnlisted: KindRef[];
+  defaults: AdmissionRule[];
+  validates: AdmissionRule[];
+  converts: boolean;
   readonly fieldManager: string;
   readonly finalizerName: string;
   /** What the host checks at load; throws a `ManifestError` naming the field. */
@@ -322,14 +338,131 @@ export class Refusal extends Error {
 /** The host's check of an answer (ported); throws a `Refusal` listing every problem. */
 export function validate(manifest: Manifest, parent: unknown, response: Response): Response;
 
+/** A write the API server asks about, as `AdmissionReview` spells it. */
+export const Operation: { readonly Create: 'CREATE'; readonly Update: 'UPDATE'; readonly Delete: 'DELETE'; readonly Connect: 'CONNECT' };
+export type Operation = (typeof Operation)[keyof typeof Operation];
+
+/** The writes of one kind an admission export is asked about. */
+export class AdmissionRule {
+  /** `operations` of `kind`; none: creates and updates. */
+  constructor(kind: KindRef, operations?: Operation[]);
+  readonly kind: KindRef;
+  readonly operations: Operation[];
+  /** The operations asked about, the default filled in. */
+  readonly effectiveOperations: Operation[];
+  selects(kind: KindRef, operation: Operation): boolean;
+}
+
+/** Who asks for a write, as the API server authenticated them. */
+export interface UserInfo {
+  username: string;
+  uid: string;
+  groups: string[];
+  /** The authenticator's extra attributes (scopes...). */
+  extra: Record<string, string[]>;
+}
+
+/** The fields of the contract's admission request that reach a plugin as they were sent. */
+export type AdmissionRequestFields = Omit<contract.AdmissionRequest, 'kind' | 'operation' | 'object' | 'oldObject' | 'userInfo' | 'options' | 'now' | 'config'>;
+
+/** One write the API server asks about: every field of the contract's record, the
+ * objects and settings parsed from JSON, the time as `nowRfc3339`. */
+export interface AdmissionRequest extends AdmissionRequestFields {}
+export class AdmissionRequest {
+  /** The object's kind, in the version the rule names. */
+  kind: KindRef;
+  operation: Operation;
+  /** The object as it would be stored; `undefined` on delete. Change it in place in
+   * `default` and return nothing to store it so. */
+  object: KubeObject | undefined;
+  /** The stored object: update and delete. */
+  oldObject: KubeObject | undefined;
+  userInfo: UserInfo;
+  /** The write's `CreateOptions`, `UpdateOptions` or `DeleteOptions` (`null` if none). */
+  options: any;
+  nowRfc3339: string;
+  /** The plugin's settings (`null` if none). */
+  config: any;
+  /** The host's current time (the sandbox has no clock). */
+  readonly now: Date;
+}
+
+/** One field a denial blames, as the API server's `Invalid` errors list them. */
+export interface FieldCause {
+  /** `spec.schedule`, `metadata.name`. */
+  field: string;
+  message: string;
+  /** Kubernetes' cause type: `FieldValueInvalid`, `FieldValueRequired`... */
+  reason: string;
+}
+
+/** Why a write is refused: throw one from `default` or `validate`. With field causes the
+ * API server answers 422 Invalid naming the fields; without, 403 Forbidden. `message`
+ * lists the causes as the API server does. */
+export class Denial extends Error {
+  constructor(message?: string, causes?: Array<Omit<FieldCause, 'reason'> & { reason?: string }>);
+  readonly causes: FieldCause[];
+  /** The message without the causes. */
+  readonly summary: string;
+  /** A refusal blaming `field`; `message` says why. */
+  static invalid(field: string, message: string): Denial;
+  /** Blames `field` too, with Kubernetes' cause type `reason` (`FieldValueInvalid`
+   * unless given: `FieldValueRequired`, `FieldValueNotSupported`...). */
+  field(field: string, message: string, reason?: string): this;
+}
+
+/** What validation decided about a write, with warnings for the client. */
+export class Verdict {
+  constructor(denied?: Denial, warnings?: string[]);
+  denied: Denial | undefined;
+  warnings: string[];
+  readonly allowed: boolean;
+  static allow(): Verdict;
+  static deny(denial: Denial | string): Verdict;
+  warning(warning: string): this;
+}
+
+/** How defaulting changes a written object. */
+export type Mutation = { unchanged: true } | { object: JsonObject } | { patch: JsonPatchOperation[] };
+
+/** One RFC 6902 operation. */
+export interface JsonPatchOperation {
+  op: 'add' | 'remove' | 'replace' | 'move' | 'copy' | 'test';
+  path: string;
+  from?: string;
+  value?: unknown;
+}
+
+/** What defaulting did to a written object, with warnings for the client. */
+export class Defaulted {
+  constructor(mutation: Mutation, warnings?: string[]);
+  mutation: Mutation;
+  warnings: string[];
+  static unchanged(): Defaulted;
+  /** Store `object` instead of the written one. */
+  static object(object: JsonObject): Defaulted;
+  /** Apply the RFC 6902 JSON `patch` to the written object. */
+  static patch(patch: JsonPatchOperation[]): Defaulted;
+  warning(warning: string): this;
+}
+
 /** What a plugin implements: `describe`, and `reconcile` (a reconciler), or `handle` (an
- * event handler), or both. */
+ * event handler), or both; and the admission its manifest declares. */
 export interface Plugin {
   describe(): Manifest;
   reconcile?(request: Request): Response;
   related?(parent: KubeObject): Query[];
   /** Handles one change of a watched object; throw to fail it. */
   handle?(event: ObjectEvent): void;
+  /** Completes a write the manifest's `defaults` select: change `request.object` in
+   * place and return nothing, or return a `Defaulted`; throw a `Denial` to refuse it. */
+  default?(request: AdmissionRequest): Defaulted | void;
+  /** Allows a write the manifest's `validates` select (return nothing, or a `Verdict`
+   * with warnings) or refuses it (throw a `Denial`, or return `Verdict.deny(...)`). */
+  validate?(request: AdmissionRequest): Verdict | void;
+  /** One object of the parent's kind in `desiredApiVersion` (`group/version`); throw a
+   * `PermanentError` when it cannot be converted. */
+  convert?(object: KubeObject, desiredApiVersion: string): JsonObject;
 }
 
 /** A reconciler. */
@@ -413,13 +546,16 @@ export namespace http {
 }
 export import HttpRequestError = http.HttpRequestError;
 
-/** The contract's `plugin-info`, `reconciler` and `handler` interfaces in one object; the
+/** The contract's `plugin-info`, `reconciler`, `handler` and `admission` interfaces in one object; the
  * build's entry exports each interface of it (`componentExports`). */
 export interface Exported {
   describe: typeof info.describe;
   related: typeof wit.related;
   reconcile: typeof wit.reconcile;
   handle: typeof handler.handle;
+  default: typeof admission.default;
+  validate: typeof admission.validate;
+  convert: typeof admission.convert;
 }
 
 /** Exports `impl` (an object, or a class instantiated for each call) as the plugin:

@@ -19,6 +19,7 @@ export {
   removeStatusCondition,
   setStatusCondition,
 } from './conditions.js';
+export { AdmissionRequest, AdmissionRule, Defaulted, Denial, Operation, Verdict } from './admission.js';
 export { ReconcileError, RetryableError, PermanentError } from './errors.js';
 export { Change, ObjectEvent } from './event.js';
 export { plugin } from './export.js';

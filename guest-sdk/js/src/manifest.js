@@ -1,6 +1,7 @@
 // The plugin's self-description: parent, owned children, related kinds, CRDs, limits,
 // the kinds whose changes it handles and the URLs it needs.
 
+import { AdmissionRule, Operation } from './admission.js';
 import { debug, isDnsLabel } from './names.js';
 import { KindRef } from './kinds.js';
 
@@ -40,7 +41,11 @@ export class Watch {
  * deadlineMs, memoryMib }`) are defaults the operator may lower.
  */
 export class Manifest {
-  constructor(name, parent, { children = [], related = [], finalizer = false, crds = [], limits = {}, watches = [], outbound = [] } = {}) {
+  constructor(
+    name,
+    parent,
+    { children = [], related = [], finalizer = false, crds = [], limits = {}, watches = [], outbound = [], keepUnlisted = [], defaults = [], validates = [], converts = false } = {},
+  ) {
     this.name = name;
     /** The kind it reconciles; `undefined` for a plugin that only handles events. */
     this.parent = parent ?? undefined;
@@ -51,10 +56,19 @@ export class Manifest {
     this.limits = { deadlineMs: limits.deadlineMs, memoryMib: limits.memoryMib };
     this.watches = [...watches];
     this.outbound = [...outbound];
+    /** Child kinds whose observed children an answer may leave out: those it omits are
+     * kept, not deleted (a CronJob's running Jobs). Each must be among `children`. */
+    this.keepUnlisted = [...keepUnlisted];
+    /** The writes (`AdmissionRule`s) `default` may change before they are stored. */
+    this.defaults = [...defaults];
+    /** The writes `validate` may refuse. */
+    this.validates = [...validates];
+    /** Whether `convert` converts the parent between the versions its CRD serves. */
+    this.converts = converts;
   }
 
   /** A plugin named `name` that reconciles nothing: it handles the changes of the kinds
-   * it `watches`. */
+   * it `watches`, or admits the writes it `defaults` and `validates` (a policy). */
   static handler(name, options = {}) {
     return new Manifest(name, undefined, options);
   }
@@ -77,19 +91,30 @@ export class Manifest {
       );
     }
     if (this.parent === undefined) {
-      if (this.watches.length === 0) throw new ManifestError('a plugin needs a parent to reconcile or watches to handle, or both');
+      if (this.watches.length === 0 && this.defaults.length === 0 && this.validates.length === 0) {
+        throw new ManifestError('a plugin needs a parent to reconcile, watches to handle or writes to admit (defaults, validates)');
+      }
       if (this.children.length > 0 || this.related.length > 0 || this.finalizer) {
         throw new ManifestError('children, related and finalizer belong to a reconciler: they need a parent');
       }
+      if (this.converts) throw new ManifestError('converts: only a parent the plugin defines can be converted');
     }
     const kinds = [
       ...(this.parent === undefined ? [] : [['parent', this.parent]]),
       ...this.children.map((k) => ['children', k]),
       ...this.related.map((k) => ['related', k]),
       ...this.watches.map((w) => ['watches', w.kind]),
+      ...this.keepUnlisted.map((k) => ['keepUnlisted', k]),
+      ...this.defaults.map((r) => ['defaults', r.kind]),
+      ...this.validates.map((r) => ['validates', r.kind]),
     ];
     for (const [where, k] of kinds) {
       if (!k.version || !k.kind || !k.plural) throw new ManifestError(`${where}: ${k} needs a version, a kind and a plural`);
+    }
+    const stray = this.keepUnlisted.find((k) => !this.children.some((c) => sameKind(c, k)));
+    if (stray !== undefined) throw new ManifestError(`keepUnlisted: ${stray} is not among the plugin's children`);
+    if (this.converts && this.crds.length === 0) {
+      throw new ManifestError("converts: the plugin converts its parent between its CRD's versions, but defines no CRD");
     }
     const blank = this.outbound.find((p) => p.trim() === '');
     if (blank !== undefined) throw new ManifestError(`outbound: ${debug(blank)} is empty; give scheme://host[:port]`);
@@ -105,7 +130,7 @@ export class Manifest {
     if (this.parent !== undefined && !(this.parent instanceof KindRef)) {
       throw new ManifestError(`parent: expected a KindRef or undefined, found ${show(this.parent)}`);
     }
-    for (const where of ['children', 'related']) {
+    for (const where of ['children', 'related', 'keepUnlisted']) {
       this[where].forEach((k, i) => {
         if (!(k instanceof KindRef)) throw new ManifestError(`${where}[${i}]: expected a KindRef, found ${show(k)}`);
       });
@@ -118,6 +143,16 @@ export class Manifest {
         }
       }
     });
+    for (const where of ['defaults', 'validates']) {
+      this[where].forEach((r, i) => {
+        if (!(r instanceof AdmissionRule) || !(r.kind instanceof KindRef)) {
+          throw new ManifestError(`${where}[${i}]: expected an AdmissionRule of a KindRef, found ${show(r)}`);
+        }
+        const op = r.operations.find((o) => !Object.values(Operation).includes(o));
+        if (op !== undefined) throw new ManifestError(`${where}[${i}].operations: ${show(op)} is none of ${Object.values(Operation).join(', ')}`);
+      });
+    }
+    if (typeof this.converts !== 'boolean') throw new ManifestError(`converts: expected true or false, found ${show(this.converts)}`);
     this.outbound.forEach((pattern, i) => {
       if (typeof pattern !== 'string') throw new ManifestError(`outbound[${i}]: expected a URL pattern (a string), found ${show(pattern)}`);
     });
@@ -131,6 +166,11 @@ export class Manifest {
       }
     }
   }
+}
+
+/** Whether two `KindRef`s name the same kind (Rust's `==` on the record). */
+function sameKind(a, b) {
+  return a.group === b.group && a.version === b.version && a.kind === b.kind && a.plural === b.plural && a.namespaced === b.namespaced;
 }
 
 function show(value) {

@@ -69,3 +69,10 @@ export function debug(s) {
   }
   return `"${out}"`;
 }
+
+/** What `value` is, for a message: its class, `null`, or its `typeof`. */
+export function typeName(value) {
+  if (value === null) return 'null';
+  if (typeof value === 'object') return value.constructor?.name ?? 'an object';
+  return typeof value;
+}

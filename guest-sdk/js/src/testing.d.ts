@@ -1,5 +1,23 @@
 import { AssertionError } from 'node:assert';
-import type { Change, Event, Exported, JsonObject, KubeObject, KindRef, Manifest, ObjectEventFields, Query, RequestFields, http } from './index.js';
+import type {
+  AdmissionRequestFields,
+  Change,
+  Event,
+  Exported,
+  JsonObject,
+  JsonPatchOperation,
+  KubeObject,
+  KindRef,
+  Manifest,
+  Mutation,
+  ObjectEventFields,
+  Operation,
+  Query,
+  RequestFields,
+  UserInfo,
+  Verdict,
+  http,
+} from './index.js';
 
 export const NOW: string;
 
@@ -76,3 +94,37 @@ export function handle(
   object: JsonObject,
   options?: { oldObject?: JsonObject; kind?: KindRef; initial?: boolean; finalStateUnknown?: boolean; deliveryId?: string; attempt?: number; now?: string; config?: unknown; http?: Reply[] } & Partial<ObjectEventFields>,
 ): Handled;
+
+/** A write to ask the plugin's admission about. */
+export type AdmissionOptions = {
+  /** `Operation.Create` unless `oldObject` is given (then `Update`). */
+  operation?: Operation;
+  /** The stored object: update and delete. */
+  oldObject?: JsonObject;
+  /** The rule's kind; by default the manifest's rule that selects the object. */
+  kind?: KindRef;
+  userInfo?: Partial<UserInfo>;
+  dryRun?: boolean;
+  options?: unknown;
+  now?: string;
+  config?: unknown;
+} & Partial<AdmissionRequestFields>;
+
+/** What `default` did to a write. */
+export interface DefaultedWrite {
+  /** The object as the API server would store it. */
+  object: KubeObject;
+  /** What the plugin answered. */
+  mutation: Mutation;
+  warnings: string[];
+  logs: Line[];
+}
+
+/** Runs `default` for a write of `object`, as the host does; throws the plugin's `Denial`. */
+export function defaulted(exported: Exported, object: JsonObject, options?: AdmissionOptions): DefaultedWrite;
+/** Runs `validate` for a write of `object` (the stored object for a delete), as the host does. */
+export function validated(exported: Exported, object: JsonObject, options?: AdmissionOptions): Verdict & { logs: Line[] };
+/** Converts `objects` to `desiredApiVersion` with `convert`, as the API server keeps them. */
+export function converted(exported: Exported, objects: JsonObject[], desiredApiVersion: string, options?: { now?: string; config?: unknown }): KubeObject[];
+/** `document` with the RFC 6902 JSON `patch` applied. */
+export function applyPatch<T = unknown>(document: T, patch: JsonPatchOperation[]): T;

@@ -12,6 +12,7 @@
 
 import { AssertionError } from 'node:assert';
 
+import { AdmissionRequest, Denial, Operation, Verdict } from './admission.js';
 import { PermanentError, ReconcileError, RetryableError } from './errors.js';
 import { Change, deliveryIdOf } from './event.js';
 import * as glue from './export.js';
@@ -94,13 +95,20 @@ function withReplies(replies, call) {
 }
 
 /** Calls the export `call`; what the plugin logged is kept, and its error record becomes
- * the SDK's error, as the host would receive it, with those lines (`logs`). */
+ * the SDK's error (a `ReconcileError`, or a `Denial` from `default`), as the host would
+ * receive it, with those lines (`logs`). */
 function calling(call) {
   log.takeCaptured();
   try {
     return { value: call(), logs: log.takeCaptured() };
   } catch (e) {
     const logs = log.takeCaptured();
+    if (e !== null && typeof e === 'object' && !(e instanceof Error) && Array.isArray(e.causes)) {
+      // The contract's `denial` record, from `default`.
+      const denial = denialFromWit(e);
+      denial.logs = logs;
+      throw denial;
+    }
     if (e !== null && typeof e === 'object' && !(e instanceof Error) && typeof e.message === 'string') {
       const error = e.retryable ? new RetryableError(e.message) : new PermanentError(e.message);
       error.logs = logs;
@@ -244,4 +252,208 @@ export function handle(reconciler, change, object, { oldObject, kind, initial = 
     requests,
   } = withReplies(http_, () => calling(() => reconciler.handle(event)));
   return { requests, logs };
+}
+
+// ---- admission -----------------------------------------------------------------
+
+/** The kind `object` is of among the manifest's admission `rules` for `operation`, or
+ * `HostWouldRefuse` naming what they select: the host asks only about those writes. */
+function ruleKind(manifest, which, object, operation, kind) {
+  const rules = manifest[which];
+  if (kind !== undefined) return kind;
+  const rule = rules.find((r) => r.kind.matches(object) && r.effectiveOperations.includes(operation));
+  if (rule !== undefined) return rule.kind;
+  const shown = rules.map((r) => `${r.effectiveOperations.join('/')} of ${r.kind}`).join(', ') || 'nothing';
+  throw new HostWouldRefuse(`the host asks about the writes the manifest's ${which} select: ${shown}, not ${operation} of ${object?.apiVersion} ${object?.kind}`);
+}
+
+/** The contract's admission request for a write of `object` (the stored `oldObject` for
+ * a delete), as the host sends it. */
+function admissionRequest(manifest, which, object, { operation, oldObject, kind, userInfo = {}, dryRun = false, options = null, now = NOW, config = null, ...fields }) {
+  const op = operation ?? (oldObject === undefined ? Operation.Create : Operation.Update);
+  const subject = op === Operation.Delete ? (oldObject ?? object) : object;
+  const of = ruleKind(manifest, which, subject, op, kind);
+  const meta = subject?.metadata ?? {};
+  const request = new AdmissionRequest({
+    uid: '',
+    name: meta.name ?? '',
+    namespace: meta.namespace,
+    ...fields,
+    kind: of,
+    operation: op,
+    object: op === Operation.Delete ? undefined : object,
+    oldObject: op === Operation.Delete ? subject : oldObject,
+    userInfo,
+    dryRun,
+    options,
+    nowRfc3339: now,
+    config,
+  });
+  return glue.admissionRequestToWit(request);
+}
+
+/** The denial the plugin answered, as a `Denial`. */
+function denialFromWit(d) {
+  return d.causes.reduce((denial, c) => denial.field(c.field, c.message, c.reason), new Denial(d.message));
+}
+
+/**
+ * Runs the plugin's `default` natively, through the export glue, for a write of `object`
+ * the manifest's `defaults` select, and returns `{ object, mutation, warnings, logs }`:
+ * the object as the API server would store it (the plugin's object, or the written one
+ * with its JSON patch applied), and what the plugin answered.
+ *
+ * `operation` is `Operation.Create` unless an `oldObject` is given (then `Update`); any
+ * other field of the contract's request goes by its name. Throws the plugin's `Denial`
+ * when it refuses the write, and `HostWouldRefuse` when the manifest's `defaults` do not
+ * select this write (the host would not ask) or the patch does not apply.
+ */
+export function defaulted(exported, object, options = {}) {
+  const manifest = describe(exported);
+  const request = admissionRequest(manifest, 'defaults', object, options);
+  const { value: answer, logs } = calling(() => exported.default(request));
+  const m = answer.mutation;
+  let stored = structuredClone(object);
+  let mutation = { unchanged: true };
+  if (m.tag === 'object') {
+    stored = JSON.parse(m.val);
+    mutation = { object: stored };
+  } else if (m.tag === 'patch') {
+    const patch = JSON.parse(m.val);
+    try {
+      stored = applyPatch(stored, patch);
+    } catch (e) {
+      throw new HostWouldRefuse(`the API server would refuse the defaulting patch: ${e.message}`);
+    }
+    mutation = { patch };
+  }
+  return { object: new KubeObject(stored), mutation, warnings: answer.warnings, logs };
+}
+
+/**
+ * Runs the plugin's `validate` natively, through the export glue, for a write of
+ * `object` the manifest's `validates` select, and returns the `Verdict` (`allowed`,
+ * `denied`: a `Denial`, `warnings`) with the call's `logs`. Options as for `defaulted`;
+ * for `Operation.Delete`, pass the stored object as `object`.
+ */
+export function validated(exported, object, options = {}) {
+  const manifest = describe(exported);
+  const request = admissionRequest(manifest, 'validates', object, options);
+  const { value: answer, logs } = calling(() => exported.validate(request));
+  const verdict = new Verdict(answer.denied === undefined ? undefined : denialFromWit(answer.denied), answer.warnings);
+  verdict.logs = logs;
+  return verdict;
+}
+
+/**
+ * Converts `objects` to `desiredApiVersion` (`group/version`) with the plugin's `convert`
+ * natively, through the export glue, and returns them as the API server would keep them:
+ * checked as it checks a conversion webhook's answer (the desired `apiVersion`, the same
+ * kind, name, namespace and UID) and with every field of `metadata` but labels and
+ * annotations restored. Throws the plugin's error as a `PermanentError`, and
+ * `HostWouldRefuse` when the manifest does not `convert` or the API server would refuse
+ * the answer.
+ */
+export function converted(exported, objects, desiredApiVersion, { now = NOW, config = null } = {}) {
+  const manifest = describe(exported);
+  if (!manifest.converts) throw new HostWouldRefuse('the host converts only for a plugin whose manifest says it converts');
+  const request = { objects: objects.map((o) => JSON.stringify(o)), desiredApiVersion, now, config: JSON.stringify(config) };
+  let answer;
+  try {
+    answer = calling(() => exported.convert(request)).value;
+  } catch (e) {
+    if (typeof e === 'string') throw new PermanentError(e);
+    throw e;
+  }
+  if (answer.length !== objects.length) {
+    throw new HostWouldRefuse(`the API server would refuse the conversion: ${answer.length} objects for ${objects.length}`);
+  }
+  return answer.map((text, i) => {
+    const out = JSON.parse(text);
+    const inn = objects[i];
+    const problem =
+      out.apiVersion !== desiredApiVersion
+        ? `invalid apiVersion: expected ${JSON.stringify(desiredApiVersion)}, got ${JSON.stringify(out.apiVersion)}`
+        : ['kind', 'name', 'namespace', 'uid']
+            .map((f) => [f, f === 'kind' ? inn.kind : inn.metadata?.[f], f === 'kind' ? out.kind : out.metadata?.[f]])
+            .filter(([, a, b]) => a !== b)
+            .map(([f, a, b]) => `must have the same ${f === 'uid' ? 'UID' : f}: ${a} != ${b}`)[0];
+    if (problem !== undefined) throw new HostWouldRefuse(`the API server would refuse converted object #${i}: ${problem}`);
+    const metadata = { ...structuredClone(inn.metadata ?? {}) };
+    for (const field of ['labels', 'annotations']) {
+      if (out.metadata?.[field] === undefined || out.metadata?.[field] === null) delete metadata[field];
+      else metadata[field] = out.metadata[field];
+    }
+    return new KubeObject({ ...out, metadata });
+  });
+}
+
+/** `document` with the RFC 6902 JSON `patch` applied (a new value); throws naming the
+ * operation that does not apply. */
+export function applyPatch(document, patch) {
+  if (!Array.isArray(patch)) throw new Error('a JSON patch is a list of operations');
+  let doc = structuredClone(document);
+  patch.forEach((op, i) => {
+    const at = (path) => {
+      if (typeof path !== 'string' || (path !== '' && !path.startsWith('/'))) throw new Error(`operation #${i}: ${JSON.stringify(path)} is no JSON pointer`);
+      return path === '' ? [] : path.slice(1).split('/').map((t) => t.replaceAll('~1', '/').replaceAll('~0', '~'));
+    };
+    const get = (tokens) => tokens.reduce((v, t) => {
+      if (v === null || typeof v !== 'object' || !(Array.isArray(v) ? /^\d+$/.test(t) && Number(t) < v.length : Object.hasOwn(v, t))) {
+        throw new Error(`operation #${i} (${op.op} ${op.path}): ${op.from ?? op.path} does not exist`);
+      }
+      return v[t];
+    }, doc);
+    const remove = (tokens) => {
+      const parent = get(tokens.slice(0, -1));
+      const last = tokens.at(-1);
+      const value = get(tokens);
+      if (Array.isArray(parent)) parent.splice(Number(last), 1);
+      else delete parent[last];
+      return value;
+    };
+    const add = (tokens, value) => {
+      if (tokens.length === 0) {
+        doc = value;
+        return;
+      }
+      const parent = get(tokens.slice(0, -1));
+      const last = tokens.at(-1);
+      if (Array.isArray(parent)) {
+        const index = last === '-' ? parent.length : Number(last);
+        if (!/^(\d+|-)$/.test(last) || index > parent.length) throw new Error(`operation #${i} (${op.op} ${op.path}): index out of range`);
+        parent.splice(index, 0, value);
+      } else if (parent !== null && typeof parent === 'object') parent[last] = value;
+      else throw new Error(`operation #${i} (${op.op} ${op.path}): the parent is no object or list`);
+    };
+    const path = at(op.path);
+    switch (op.op) {
+      case 'add':
+        add(path, structuredClone(op.value));
+        break;
+      case 'remove':
+        remove(path);
+        break;
+      case 'replace':
+        get(path);
+        if (path.length === 0) doc = structuredClone(op.value);
+        else {
+          remove(path);
+          add(path, structuredClone(op.value));
+        }
+        break;
+      case 'move':
+        add(path, remove(at(op.from)));
+        break;
+      case 'copy':
+        add(path, structuredClone(get(at(op.from))));
+        break;
+      case 'test':
+        if (JSON.stringify(get(path)) !== JSON.stringify(op.value)) throw new Error(`operation #${i}: test of ${op.path} failed`);
+        break;
+      default:
+        throw new Error(`operation #${i}: ${JSON.stringify(op.op)} is none of add, remove, replace, move, copy, test`);
+    }
+  });
+  return doc;
 }

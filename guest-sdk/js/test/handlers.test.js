@@ -124,7 +124,7 @@ test('a plugin is called only for what it implements', () => {
   assert.deepEqual(notify.related('{}'), []);
   const reconciles = plugin({ describe: () => new Manifest('r', new KindRef('x.io', 'v1', 'X', 'xs')), reconcile: () => new Response() });
   assert.throws(() => reconciles.handle({}), { message: 'this plugin handles no events: its manifest declares no watches', retryable: false });
-  assert.throws(() => plugin({ describe: () => null }), { message: 'a kubewasm plugin needs a method `reconcile` or `handle` (or both)' });
+  assert.throws(() => plugin({ describe: () => null }), { message: 'a kubewasm plugin needs a method `reconcile`, `handle`, `default`, `validate` or `convert`' });
 });
 
 test("the build exports the contract's interfaces of the module's one plugin", () => {

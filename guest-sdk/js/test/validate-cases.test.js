@@ -5,7 +5,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { test } from 'node:test';
 
-import { Event, KindRef, Manifest, ManifestError, Refusal, Response, Watch, validate } from '@kubewasm/sdk';
+import { AdmissionRule, Event, KindRef, Manifest, ManifestError, Refusal, Response, Watch, validate } from '@kubewasm/sdk';
 
 const CASES = new URL('../../../wit/contract/tests/validate_cases.json', import.meta.url);
 
@@ -32,8 +32,15 @@ function manifest(v) {
     limits: { deadlineMs: v.limits?.deadlineMs, memoryMib: v.limits?.memoryMib },
     watches: (v.watches ?? []).map((w) => new Watch(kind(w.kind), { labelSelector: w.labelSelector, fieldSelector: w.fieldSelector })),
     outbound: v.outbound ?? [],
+    crds: v.crds ?? [],
+    keepUnlisted: (v.keepUnlisted ?? []).map(kind),
+    defaults: (v.defaults ?? []).map(rule),
+    validates: (v.validates ?? []).map(rule),
+    converts: v.converts ?? false,
   });
 }
+
+const rule = (r) => new AdmissionRule(kind(r.kind), r.operations ?? []);
 
 function response(v) {
   return new Response({

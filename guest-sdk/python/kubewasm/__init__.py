@@ -36,6 +36,16 @@ answer is checked with the host's own rules.
 """
 
 from . import conditions, http, kinds, log
+from .admission import (
+    AdmissionRequest,
+    AdmissionRule,
+    Defaulted,
+    Denial,
+    FieldCause,
+    Operation,
+    UserInfo,
+    Verdict,
+)
 from .errors import Error, PermanentError, RetryableError
 from .event import Change, ObjectEvent
 from .export import plugin
@@ -48,6 +58,14 @@ from .response import Event, EventType, Response
 from .validate import Refusal, validate
 
 __all__ = [
+    "AdmissionRequest",
+    "AdmissionRule",
+    "Defaulted",
+    "Denial",
+    "FieldCause",
+    "Operation",
+    "UserInfo",
+    "Verdict",
     "Change",
     "Error",
     "Event",

@@ -1,9 +1,10 @@
 """Export a plugin class as the component's implementation of the contract.
 
 ``@kubewasm.plugin`` on a class with ``describe`` and ``reconcile`` (and optionally
-``related``), or ``handle``, or both, is all a plugin module needs: it defines the module's ``PluginInfo``,
-``Reconciler`` and ``Handler``, the classes componentize-py exports for the WIT
-interfaces ``plugin-info``, ``reconciler`` and ``handler``. The functions below
+``related``), or ``handle``, or both, and any of ``default``, ``validate`` and ``convert``,
+is all a plugin module needs: it defines the module's ``PluginInfo``, ``Reconciler``,
+``Handler`` and ``Admission``, the classes componentize-py exports for the WIT
+interfaces ``plugin-info``, ``reconciler``, ``handler`` and ``admission``. The functions below
 are the glue between the WIT records and the SDK's types: decode the request, call the
 plugin, encode the answer (or the event, for ``handle``). ``kubewasm.testing`` calls the same functions natively, with
 the same generated WIT records, so tests exercise the path a WebAssembly call takes.
@@ -15,8 +16,9 @@ import dataclasses
 import json
 import sys
 from datetime import timedelta
-from typing import Any, TypeVar
+from typing import Any, Optional, TypeVar
 
+from .admission import AdmissionRequest, AdmissionRule, Defaulted, Denial, Operation, UserInfo, Verdict
 from .errors import Error, PermanentError
 from .event import Change, ObjectEvent
 from .kind import KindRef
@@ -26,10 +28,12 @@ from .query import LabelOperator, Query
 from .request import Request
 from .response import EventType, Response
 
-EXPORT_NAMES = ("PluginInfo", "Reconciler", "Handler")
+EXPORT_NAMES = ("PluginInfo", "Reconciler", "Handler", "Admission")
 """The module attributes componentize-py looks for: the WIT interfaces' names."""
 
 T = TypeVar("T", bound=type)
+
+_METHODS = ("reconcile", "handle", "default", "validate", "convert")
 
 
 def plugin(cls: T) -> T:
@@ -44,8 +48,11 @@ def plugin(cls: T) -> T:
     """
     if not callable(getattr(cls, "describe", None)):
         raise TypeError(f"{cls.__qualname__} needs a method `describe` to be a kubewasm plugin")
-    if not any(callable(getattr(cls, m, None)) for m in ("reconcile", "handle")):
-        raise TypeError(f"{cls.__qualname__} needs a method `reconcile` or `handle` (or both) to be a kubewasm plugin")
+    if not any(callable(getattr(cls, m, None)) for m in _METHODS):
+        raise TypeError(
+            f"{cls.__qualname__} needs a method `reconcile`, `handle`, `default`, `validate` or `convert` "
+            f"to be a kubewasm plugin"
+        )
     module = sys.modules[cls.__module__]
     for name in EXPORT_NAMES:
         taken = getattr(module, name, None)
@@ -86,7 +93,20 @@ def export_classes(cls: type) -> dict[str, type]:
         def handle(self, event: Any) -> Any:
             return handle(cls(), event)
 
-    classes = {"PluginInfo": PluginInfo, "Reconciler": Reconciler, "Handler": Handler}
+    class Admission:
+        _kubewasm_export = True
+        plugin = cls
+
+        def default(self, request: Any) -> Any:
+            return default(cls(), request)
+
+        def validate(self, request: Any) -> Any:
+            return validate(cls(), request)
+
+        def convert(self, request: Any) -> Any:
+            return convert(cls(), request)
+
+    classes = {"PluginInfo": PluginInfo, "Reconciler": Reconciler, "Handler": Handler, "Admission": Admission}
     for name, exported in classes.items():
         exported.__qualname__ = f"{cls.__qualname__}.{name}"
     return classes
@@ -127,7 +147,16 @@ def manifest_to_wit(m: Manifest) -> Any:
             for w in m.watches
         ],
         outbound=list(m.outbound),
+        keep_unlisted=[_kind(k) for k in m.keep_unlisted],
+        defaults=[_rule(r) for r in m.defaults],
+        validates=[_rule(r) for r in m.validates],
+        converts=bool(m.converts),
     )
+
+
+def _rule(r: AdmissionRule) -> Any:
+    wit, _ = _wit()
+    return wit.AdmissionRule(kind=_kind(r.kind), operations=[wit.Operation[Operation(o).name] for o in r.operations])
 
 
 def _kind(k: KindRef) -> Any:
@@ -343,3 +372,161 @@ def response_to_wit(r: Response) -> Any:
         finalized=bool(r.finalized),
     )
 
+
+
+# ---- admission -----------------------------------------------------------------
+
+
+def _denial_to_wit(d: Denial) -> Any:
+    wit, _ = _wit()
+    causes = [wit.FieldCause(field=str(c.field), message=str(c.message), reason=str(c.reason)) for c in d.causes]
+    return wit.Denial(message=str(d.message), causes=causes)
+
+
+def _denied(e: Denial | Error) -> Denial:
+    """What a plugin raised, as a denial: its :class:`Denial`, or the message of an
+    :class:`Error` (a field ``Object.field`` found missing). Anything else is a bug and
+    traps the call."""
+    return e if isinstance(e, Denial) else Denial(e.message)
+
+
+def _admission_object(what: str, text: Optional[str]) -> Optional[Object]:
+    if text is None:
+        return None
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise Denial(f"{what} is not JSON: {e}") from None
+    if not isinstance(value, dict):
+        raise Denial(f"{what} is not a JSON object")
+    return Object(value)
+
+
+def _admission_json(what: str, text: str) -> Any:
+    try:
+        return json.loads(text)
+    except ValueError as e:
+        raise Denial(f"{what} is not JSON: {e}") from None
+
+
+def admission_request_from_wit(r: Any) -> AdmissionRequest:
+    """The request as a plugin sees it; a request the plugin cannot read is a
+    :class:`Denial` (a write it cannot examine is refused, never let through)."""
+    u = r.user_info
+    return AdmissionRequest(
+        kind=_kind_from_wit(r.kind),
+        operation=Operation[r.operation.name],
+        object=_admission_object("object", r.object),
+        old_object=_admission_object("old object", r.old_object),
+        uid=r.uid,
+        sub_resource=r.sub_resource,
+        namespace=r.namespace,
+        name=r.name,
+        user_info=UserInfo(u.username, u.uid, list(u.groups), {k: list(v) for k, v in u.extra}),
+        dry_run=r.dry_run,
+        options=_admission_json("options", r.options),
+        now_rfc3339=r.now,
+        config=_admission_json("config", r.config),
+    )
+
+
+def admission_request_to_wit(r: AdmissionRequest) -> Any:
+    """The contract's record of ``r``, as the host sends it (for :mod:`kubewasm.testing`):
+    the inverse of :func:`admission_request_from_wit`."""
+    wit, _ = _wit()
+    u = r.user_info
+    return wit.AdmissionRequest(
+        uid=r.uid,
+        kind=_kind(r.kind),
+        operation=wit.Operation[Operation(r.operation).name],
+        sub_resource=r.sub_resource,
+        namespace=r.namespace,
+        name=r.name,
+        object=None if r.object is None else json.dumps(r.object),
+        old_object=None if r.old_object is None else json.dumps(r.old_object),
+        user_info=wit.UserInfo(
+            username=u.username, uid=u.uid, groups=list(u.groups), extra=[(k, list(v)) for k, v in u.extra.items()]
+        ),
+        dry_run=r.dry_run,
+        options=json.dumps(r.options),
+        now=r.now_rfc3339,
+        config=json.dumps(r.config),
+    )
+
+
+def default(plugin: Any, request: Any) -> Any:
+    """The plugin's ``default(request)`` as the contract's ``defaulted`` record; a
+    :class:`Denial` (or :class:`Error`) it raises is raised as ``Err(Denial)``. A plugin
+    without ``default`` changes nothing; one that changes ``request.object`` in place and
+    returns nothing stores the object as it left it. Any other exception traps the call."""
+    wit, err = _wit()
+    try:
+        req = admission_request_from_wit(request)
+        if not callable(getattr(plugin, "default", None)):
+            return wit.Defaulted(mutation=wit.Mutation_Unchanged(), warnings=[])
+        before = None if req.object is None else to_json("object", req.object)
+        answer = plugin.default(req)
+        if answer is None:
+            after = None if req.object is None else to_json("defaulted object", req.object)
+            changed = after is not None and after != before
+            return wit.Defaulted(mutation=wit.Mutation_Object(after) if changed else wit.Mutation_Unchanged(), warnings=[])
+        if not isinstance(answer, Defaulted):
+            raise TypeError(f"default returned {type(answer).__name__}, not a kubewasm.Defaulted (or None)")
+        if answer.object is not None and answer.patch is not None:
+            raise TypeError("default returned a Defaulted with both an object and a patch: give one")
+        if answer.object is not None:
+            mutation = wit.Mutation_Object(to_json("defaulted object", answer.object))
+        elif answer.patch is not None:
+            mutation = wit.Mutation_Patch(to_json("patch", answer.patch))
+        else:
+            mutation = wit.Mutation_Unchanged()
+        return wit.Defaulted(mutation=mutation, warnings=[str(w) for w in answer.warnings])
+    except (Denial, Error) as e:
+        raise err(_denial_to_wit(_denied(e))) from None
+
+
+def validate(plugin: Any, request: Any) -> Any:
+    """The plugin's ``validate(request)`` as the contract's ``verdict`` record: what it
+    returned (a :class:`Verdict`, or ``None``: allowed) or the :class:`Denial` it raised.
+    A plugin without ``validate`` allows everything. Any other exception traps the call."""
+    wit, _ = _wit()
+    try:
+        req = admission_request_from_wit(request)
+        if not callable(getattr(plugin, "validate", None)):
+            return wit.Verdict(denied=None, warnings=[])
+        answer = plugin.validate(req)
+        if answer is None:
+            answer = Verdict.allow()
+        if not isinstance(answer, Verdict):
+            raise TypeError(f"validate returned {type(answer).__name__}, not a kubewasm.Verdict (or None)")
+        denied = None if answer.denied is None else _denial_to_wit(_denied(answer.denied))
+        return wit.Verdict(denied=denied, warnings=[str(w) for w in answer.warnings])
+    except (Denial, Error) as e:
+        return wit.Verdict(denied=_denial_to_wit(_denied(e)), warnings=[])
+
+
+def convert(plugin: Any, request: Any) -> list[str]:
+    """Each object through the plugin's ``convert(object, desired_api_version)``, in
+    order; a :class:`Denial` or :class:`Error` it raises (or an answer that is no object)
+    is raised as ``Err(text)`` naming the object. Any other exception traps the call."""
+    _, err = _wit()
+    out = []
+    for i, text in enumerate(request.objects):
+        try:
+            value = json.loads(text)
+        except ValueError as e:
+            raise err(f"object #{i} is not JSON: {e}") from None
+        if not isinstance(value, dict):
+            raise err(f"object #{i} is not a JSON object")
+        obj = Object(value)
+        where = f"object #{i} ({obj.get('kind', '')} {json.dumps(obj.name)})"
+        if not callable(getattr(plugin, "convert", None)):
+            raise err(f"{where}: this plugin converts no objects, and was asked to convert a {obj.get('kind', '')}")
+        try:
+            converted = plugin.convert(obj, request.desired_api_version)
+            if not isinstance(converted, dict):
+                raise PermanentError(f"convert returned {type(converted).__name__}, not a dict")
+            out.append(to_json("converted object", converted))
+        except (Denial, Error) as e:
+            raise err(f"{where}: {_denied(e)}") from None
+    return out

@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Optional
 
 from ._names import debug, is_dns_label
+from .admission import AdmissionRule, Operation
 from .kind import KindRef
 
 _U32 = 2**32 - 1
@@ -69,11 +70,20 @@ class Manifest:
     """Kinds whose added, updated and deleted objects ``handle`` receives."""
     outbound: list[str] = field(default_factory=list)
     """URLs the plugin needs to reach; the operator must grant them too."""
+    keep_unlisted: list[KindRef] = field(default_factory=list)
+    """Child kinds whose observed children an answer may leave out: those it omits are
+    kept, not deleted (a CronJob's running Jobs). Each must be among ``children``."""
+    defaults: list[AdmissionRule] = field(default_factory=list)
+    """The writes ``default`` may change before they are stored (a mutating webhook)."""
+    validates: list[AdmissionRule] = field(default_factory=list)
+    """The writes ``validate`` may refuse (a validating webhook)."""
+    converts: bool = False
+    """Whether ``convert`` converts the parent between the versions its CRD serves."""
 
     @classmethod
     def handler(cls, name: str, **fields: Any) -> Manifest:
         """A plugin named ``name`` that reconciles nothing: it handles the changes of the
-        kinds it ``watches``."""
+        kinds it ``watches``, or admits the writes it ``defaults`` and ``validates``."""
         return cls(name, None, **fields)
 
     @property
@@ -95,17 +105,31 @@ class Manifest:
                 f"name {debug(self.name)} must be a DNS label (lower-case letters, digits and '-', at most 63)"
             )
         if self.parent is None:
-            if not self.watches:
-                raise ManifestError("a plugin needs a parent to reconcile or watches to handle, or both")
+            if not self.watches and not self.defaults and not self.validates:
+                raise ManifestError(
+                    "a plugin needs a parent to reconcile, watches to handle or writes to admit (defaults, validates)"
+                )
             if self.children or self.related or self.finalizer:
                 raise ManifestError("children, related and finalizer belong to a reconciler: they need a parent")
+            if self.converts:
+                raise ManifestError("converts: only a parent the plugin defines can be converted")
         kinds = [("parent", self.parent)] if self.parent is not None else []
         kinds += [("children", k) for k in self.children]
         kinds += [("related", k) for k in self.related]
         kinds += [("watches", w.kind) for w in self.watches]
+        kinds += [("keepUnlisted", k) for k in self.keep_unlisted]
+        kinds += [("defaults", r.kind) for r in self.defaults]
+        kinds += [("validates", r.kind) for r in self.validates]
         for where, k in kinds:
             if not k.version or not k.kind or not k.plural:
                 raise ManifestError(f"{where}: {k} needs a version, a kind and a plural")
+        for k in self.keep_unlisted:
+            if k not in self.children:
+                raise ManifestError(f"keepUnlisted: {k} is not among the plugin's children")
+        if self.converts and not self.crds:
+            raise ManifestError(
+                "converts: the plugin converts its parent between its CRD's versions, but defines no CRD"
+            )
         for pattern in self.outbound:
             if not pattern.strip():
                 raise ManifestError(f"outbound: {debug(pattern)} is empty; give scheme://host[:port]")
@@ -119,7 +143,7 @@ class Manifest:
             raise ManifestError(f"name: expected a string, found {self.name!r}")
         if self.parent is not None and not isinstance(self.parent, KindRef):
             raise ManifestError(f"parent: expected a KindRef or None, found {self.parent!r}")
-        for where in ("children", "related"):
+        for where in ("children", "related", "keep_unlisted"):
             for i, k in enumerate(getattr(self, where)):
                 if not isinstance(k, KindRef):
                     raise ManifestError(f"{where}[{i}]: expected a KindRef, found {k!r}")
@@ -130,6 +154,15 @@ class Manifest:
                 value = getattr(w, selector)
                 if value is not None and not isinstance(value, str):
                     raise ManifestError(f"watches[{i}].{selector}: expected a string or None, found {value!r}")
+        for where in ("defaults", "validates"):
+            for i, r in enumerate(getattr(self, where)):
+                if not isinstance(r, AdmissionRule) or not isinstance(r.kind, KindRef):
+                    raise ManifestError(f"{where}[{i}]: expected an AdmissionRule of a KindRef, found {r!r}")
+                for op in r.operations:
+                    if op not in list(Operation):
+                        raise ManifestError(f"{where}[{i}].operations: {op!r} is none of CREATE, UPDATE, DELETE, CONNECT")
+        if not isinstance(self.converts, bool):
+            raise ManifestError(f"converts: expected True or False, found {self.converts!r}")
         for i, pattern in enumerate(self.outbound):
             if not isinstance(pattern, str):
                 raise ManifestError(f"outbound[{i}]: expected a URL pattern (a string), found {pattern!r}")

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from . import export, http, log
+from .admission import AdmissionRequest, Defaulted, Denial, FieldCause, Operation, Verdict
 from ._paths import WIT, WORLD
 from .errors import Error, PermanentError, RetryableError
 from .event import Change, ObjectEvent, delivery_id_of
@@ -367,4 +368,218 @@ def handle(
     return Handled(requests=requests, logs=logs)
 
 
-__all__ = ["Handled", "HostWouldRefuse", "Outcome", "Reply", "bindings", "describe", "handle", "related", "reconcile"]
+# ---- admission -----------------------------------------------------------------
+
+
+@dataclass
+class DefaultedWrite:
+    """What ``default`` did to a write."""
+
+    object: Object
+    """The object as the API server would store it."""
+    mutation: Defaulted
+    """What the plugin answered (its warnings included)."""
+    logs: list[log.Line] = field(default_factory=list)
+
+    @property
+    def warnings(self) -> list[str]:
+        return self.mutation.warnings
+
+
+def _rule_kind(manifest: Manifest, which: str, obj: Optional[dict], operation: Operation) -> KindRef:
+    """The kind of the manifest's rule in ``which`` that selects ``operation`` of ``obj``;
+    :class:`HostWouldRefuse` naming what they select when none does: the host asks only
+    about those writes."""
+    rules = getattr(manifest, which)
+    for r in rules:
+        if r.kind.matches(obj) and operation in r.effective_operations:
+            return r.kind
+    shown = ", ".join(f"{'/'.join(o.value for o in r.effective_operations)} of {r.kind}" for r in rules) or "nothing"
+    of = f"{(obj or {}).get('apiVersion')} {(obj or {}).get('kind')}"
+    raise HostWouldRefuse(
+        f"the host asks about the writes the manifest's {which} select: {shown}, not {operation.value} of {of}"
+    )
+
+
+def _admission_request(
+    plugin: type,
+    which: str,
+    obj: dict,
+    *,
+    operation: Optional[Operation | str] = None,
+    old_object: Optional[dict] = None,
+    kind: Optional[KindRef] = None,
+    now: str = NOW,
+    config: Any = None,
+    **fields: Any,
+) -> Any:
+    """The contract's record of a write of ``obj``, as the host sends it to ``plugin``'s
+    export for its manifest's rules ``which`` (``defaults``, ``validates``).
+
+    ``operation`` is CREATE unless ``old_object`` is given (then UPDATE); for DELETE,
+    ``obj`` is the stored object. ``kind`` is the rule's that selects the write unless
+    given: :class:`HostWouldRefuse` when none does. Any other field of
+    :class:`~kubewasm.AdmissionRequest` goes by its name (``user_info``, ``dry_run``,
+    ``options``...).
+    """
+    manifest = describe(plugin)
+    op = Operation(operation) if operation is not None else (Operation.CREATE if old_object is None else Operation.UPDATE)
+    deleting = op is Operation.DELETE
+    subject = (old_object or obj) if deleting else obj
+    of = kind if kind is not None else _rule_kind(manifest, which, subject, op)
+    meta = (subject or {}).get("metadata", {})
+    fields.setdefault("name", meta.get("name", ""))
+    fields.setdefault("namespace", meta.get("namespace"))
+    return export.admission_request_to_wit(
+        AdmissionRequest(
+            kind=of,
+            operation=op,
+            object=None if deleting else Object(obj),
+            old_object=Object(subject) if deleting else (None if old_object is None else Object(old_object)),
+            now_rfc3339=now,
+            config=config,
+            **fields,
+        )
+    )
+
+
+def _denial_from_wit(d: Any) -> Denial:
+    return Denial(d.message, [FieldCause(c.field, c.message, c.reason) for c in d.causes])
+
+
+def _admitting(call: Callable[[], Any]) -> tuple[Any, list[log.Line]]:
+    """Calls an admission export: what it returned and logged; its ``Err(Denial)`` is
+    raised as a :class:`~kubewasm.Denial` carrying those lines (``logs``)."""
+    from componentize_py_types import Err
+
+    log._captured.clear()
+    denial: Optional[Denial] = None
+    try:
+        value = call()
+    except Err as e:
+        denial = _denial_from_wit(e.value)
+    finally:
+        logs = list(log._captured)
+        log._captured.clear()
+    if denial is not None:
+        denial.logs = logs  # type: ignore[attr-defined]
+        raise denial
+    return value, logs
+
+
+def defaulted(plugin: type, object: dict, **write: Any) -> DefaultedWrite:
+    """Run ``plugin``'s ``default`` natively, through the export glue, for a write of
+    ``object`` the manifest's ``defaults`` select, and return the object as the API server
+    would store it (the plugin's object, or the written one with its JSON patch applied).
+
+    ``write`` says more of the write: ``operation`` (CREATE unless ``old_object`` is given,
+    then UPDATE), ``old_object``, ``kind``, ``now``, ``config`` and any other field of
+    :class:`~kubewasm.AdmissionRequest` by its name (``user_info``, ``dry_run``,
+    ``options``...). Raises the plugin's :class:`~kubewasm.Denial` when it refuses the
+    write, and :class:`HostWouldRefuse` when the manifest does not select the write or the
+    patch does not apply.
+    """
+    import jsonpatch
+
+    request = _admission_request(plugin, "defaults", object, **write)
+    answer, logs = _admitting(lambda: export.default(plugin(), request))
+    wit, _ = export._wit()
+    stored = json.loads(json.dumps(object))
+    mutation = Defaulted(warnings=list(answer.warnings))
+    if isinstance(answer.mutation, wit.Mutation_Object):
+        stored = json.loads(answer.mutation.value)
+        mutation.object = stored
+    elif isinstance(answer.mutation, wit.Mutation_Patch):
+        mutation.patch = json.loads(answer.mutation.value)
+        try:
+            stored = jsonpatch.apply_patch(stored, mutation.patch)
+        except (jsonpatch.JsonPatchException, jsonpatch.JsonPointerException) as e:
+            raise HostWouldRefuse(f"the API server would refuse the defaulting patch: {e}") from None
+    return DefaultedWrite(object=Object(stored), mutation=mutation, logs=logs)
+
+
+@dataclass
+class Validated(Verdict):
+    """The plugin's verdict on a write, with what it logged."""
+
+    logs: list[log.Line] = field(default_factory=list)
+
+
+def validated(plugin: type, object: dict, **write: Any) -> Validated:
+    """Run ``plugin``'s ``validate`` natively, through the export glue, for a write of
+    ``object`` the manifest's ``validates`` select (for DELETE, ``object`` is the stored
+    object), and return its verdict. ``write`` as for :func:`defaulted`."""
+    request = _admission_request(plugin, "validates", object, **write)
+    answer, logs = _admitting(lambda: export.validate(plugin(), request))
+    denied = None if answer.denied is None else _denial_from_wit(answer.denied)
+    return Validated(denied=denied, warnings=list(answer.warnings), logs=logs)
+
+
+def converted(plugin: type, objects: Sequence[dict], desired_api_version: str, *, now: str = NOW, config: Any = None) -> list[Object]:
+    """Convert ``objects`` to ``desired_api_version`` (``group/version``) with
+    ``plugin``'s ``convert`` natively, through the export glue, and return them as the API
+    server keeps them: checked as it checks a conversion webhook's answer (the desired
+    ``apiVersion``, the same kind, name, namespace and UID) and with every field of
+    ``metadata`` but labels and annotations restored. Raises the plugin's error as a
+    :class:`~kubewasm.PermanentError`, and :class:`HostWouldRefuse` when the manifest does
+    not convert or the API server would refuse the answer."""
+    from componentize_py_types import Err
+
+    manifest = describe(plugin)
+    if not manifest.converts:
+        raise HostWouldRefuse("the host converts only for a plugin whose manifest says it converts")
+    wit, _ = export._wit()
+    request = wit.ConversionRequest(
+        objects=[json.dumps(o) for o in objects], desired_api_version=desired_api_version, now=now, config=json.dumps(config)
+    )
+    try:
+        answer = export.convert(plugin(), request)
+    except Err as e:
+        raise PermanentError(e.value) from None
+    if len(answer) != len(objects):
+        raise HostWouldRefuse(f"the API server would refuse the conversion: {len(answer)} objects for {len(objects)}")
+    out = []
+    for i, (text, before) in enumerate(zip(answer, objects)):
+        after = json.loads(text)
+        problem = None
+        if after.get("apiVersion") != desired_api_version:
+            problem = f"invalid apiVersion: expected {desired_api_version!r}, got {after.get('apiVersion')!r}"
+        else:
+            meta_before, meta_after = before.get("metadata", {}), after.get("metadata") or {}
+            for name, a, b in [
+                ("kind", before.get("kind"), after.get("kind")),
+                ("name", meta_before.get("name"), meta_after.get("name")),
+                ("namespace", meta_before.get("namespace"), meta_after.get("namespace")),
+                ("UID", meta_before.get("uid"), meta_after.get("uid")),
+            ]:
+                if a != b:
+                    problem = f"must have the same {name}: {a} != {b}"
+                    break
+        if problem is not None:
+            raise HostWouldRefuse(f"the API server would refuse converted object #{i}: {problem}")
+        metadata = json.loads(json.dumps(before.get("metadata", {})))
+        for f in ("labels", "annotations"):
+            if (after.get("metadata") or {}).get(f) is None:
+                metadata.pop(f, None)
+            else:
+                metadata[f] = after["metadata"][f]
+        out.append(Object({**after, "metadata": metadata}))
+    return out
+
+
+__all__ = [
+    "DefaultedWrite",
+    "Handled",
+    "HostWouldRefuse",
+    "Outcome",
+    "Reply",
+    "Validated",
+    "bindings",
+    "converted",
+    "defaulted",
+    "describe",
+    "handle",
+    "related",
+    "reconcile",
+    "validated",
+]

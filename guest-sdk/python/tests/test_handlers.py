@@ -155,8 +155,8 @@ def test_a_plugin_calls_only_what_it_implements():
     assert handle.value.value.message == "this plugin handles no events: its manifest declares no watches"
 
 
-def test_a_class_with_neither_reconcile_nor_handle_is_refused():
-    with pytest.raises(TypeError, match="needs a method `reconcile` or `handle`"):
+def test_a_class_that_implements_nothing_is_refused():
+    with pytest.raises(TypeError, match="needs a method `reconcile`, `handle`, `default`, `validate` or `convert`"):
 
         @kubewasm.plugin
         class Idle:

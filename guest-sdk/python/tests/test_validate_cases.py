@@ -7,7 +7,20 @@ from pathlib import Path
 
 import pytest
 
-from kubewasm import Event, EventType, KindRef, Limits, Manifest, ManifestError, Refusal, Response, Watch, validate
+from kubewasm import (
+    AdmissionRule,
+    Event,
+    EventType,
+    KindRef,
+    Limits,
+    Manifest,
+    ManifestError,
+    Operation,
+    Refusal,
+    Response,
+    Watch,
+    validate,
+)
 
 CASES = Path(__file__).resolve().parents[3] / "wit" / "contract" / "tests" / "validate_cases.json"
 
@@ -41,7 +54,16 @@ def manifest(v: dict) -> Manifest:
         limits=Limits(deadline_ms=limits.get("deadlineMs"), memory_mib=limits.get("memoryMib")),
         watches=[Watch(kind(w["kind"]), w.get("labelSelector"), w.get("fieldSelector")) for w in v.get("watches", [])],
         outbound=list(v.get("outbound", [])),
+        crds=list(v.get("crds", [])),
+        keep_unlisted=[kind(k) for k in v.get("keepUnlisted", [])],
+        defaults=[rule(r) for r in v.get("defaults", [])],
+        validates=[rule(r) for r in v.get("validates", [])],
+        converts=v.get("converts", False),
     )
+
+
+def rule(v: dict) -> AdmissionRule:
+    return AdmissionRule(kind(v["kind"]), tuple(Operation(o) for o in v.get("operations", [])))
 
 
 def response(v: dict) -> Response:

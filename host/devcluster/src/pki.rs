@@ -5,19 +5,19 @@
 //! kube-apiserver's x509 authenticator makes, and the service-account signing key.
 //!
 //! Keys are ECDSA P-256, made by `rcgen` with `ring`; nothing here uses another crypto provider.
+//! The CA and serving certificates are `kubewasm-pki`'s, as the host's webhook server makes
+//! them.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
-};
+use kubewasm_pki::Authority;
+use rcgen::{CertificateParams, DnType, ExtendedKeyUsagePurpose, KeyPair, KeyUsagePurpose};
 use rustls::RootCertStore;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer, UnixTime};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, UnixTime};
 use rustls::server::WebPkiClientVerifier;
 use rustls::server::danger::ClientCertVerifier;
-use time::{Duration, OffsetDateTime};
 
 /// The names the serving certificate is valid for: loopback, and the names and `ClusterIP` of
 /// the `kubernetes` Service in-cluster clients use (kubeadm's list).
@@ -31,6 +31,12 @@ const SERVING_NAMES: &[&str] = &[
     "::1",
     "10.96.0.1",
 ];
+
+/// How long certificates the CA signs are valid.
+const ISSUED_DAYS: i64 = 365;
+
+/// How long a new CA is valid.
+const CA_DAYS: i64 = 3650;
 
 /// The subject attribute a client certificate may carry its user's uid in
 /// (`AllowParsingUserUIDFromCertAuth`, on by default in 1.33).
@@ -72,8 +78,7 @@ pub(crate) struct CertificateSubject {
 
 /// The authority, the serving key pair and the service-account key. Made once per start.
 pub(crate) struct Pki {
-    ca_pem: String,
-    issuer: Issuer<'static, KeyPair>,
+    authority: Authority,
     service_account_key: KeyPair,
     /// Checks client certificates against the CA, as a Go `x509.Certificate.Verify` with the
     /// client-auth usage.
@@ -84,18 +89,15 @@ impl Pki {
     /// The CA and service-account key of `dir/pki` (made and written there when absent); made
     /// in memory without a directory.
     pub(crate) fn load_or_create(dir: Option<&Path>) -> Result<Pki, PkiError> {
-        let (ca_pem, ca_key, service_account_key) = if let Some(dir) = dir {
-            let pki = dir.join("pki");
-            let (cert, key) = load_ca(&pki)?;
-            (cert, key, load_key(&pki.join("sa.key"))?)
-        } else {
-            let (cert, key) = new_ca()?;
-            (cert, key, KeyPair::generate()?)
-        };
         let ca_path = dir.map_or_else(|| PathBuf::from("ca.crt"), |d| d.join("pki/ca.crt"));
         let invalid = |message: String| PkiError::Invalid { path: ca_path.clone(), message };
-        let ca_der = pem_der(&ca_pem).map_err(&invalid)?;
-        let issuer = Issuer::from_ca_cert_pem(&ca_pem, ca_key).map_err(|e| invalid(e.to_string()))?;
+        let (authority, service_account_key) = if let Some(dir) = dir {
+            let pki = dir.join("pki");
+            (load_ca(&pki)?, load_key(&pki.join("sa.key"))?)
+        } else {
+            (new_ca()?, KeyPair::generate()?)
+        };
+        let ca_der = pem_der(authority.cert_pem()).map_err(&invalid)?;
         let mut roots = RootCertStore::empty();
         roots.add(ca_der).map_err(|e| invalid(e.to_string()))?;
         let client_verifier = WebPkiClientVerifier::builder_with_provider(
@@ -105,26 +107,19 @@ impl Pki {
         .allow_unauthenticated()
         .build()
         .map_err(|e| invalid(e.to_string()))?;
-        Ok(Pki { ca_pem, issuer, service_account_key, client_verifier })
+        Ok(Pki { authority, service_account_key, client_verifier })
     }
 
     /// The CA certificate, PEM: what clients trust (`certificate-authority-data`,
     /// `kube-root-ca.crt`).
     pub(crate) fn ca_pem(&self) -> &str {
-        &self.ca_pem
+        self.authority.cert_pem()
     }
 
     /// A new serving certificate (chain: itself) and its key.
     pub(crate) fn serving(&self) -> Result<(Vec<CertificateDer<'static>>, PrivateKeyDer<'static>), PkiError> {
         let names: Vec<String> = SERVING_NAMES.iter().map(ToString::to_string).collect();
-        let mut params = CertificateParams::new(names)?;
-        params.distinguished_name.push(DnType::CommonName, "kube-apiserver");
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        let key = KeyPair::generate()?;
-        let cert = self.sign(params, &key)?;
-        let key = PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()));
-        Ok((vec![CertificateDer::from(cert.der().to_vec())], key))
+        Ok(self.authority.serving(&names, "kube-apiserver", ISSUED_DAYS)?)
     }
 
     /// A client certificate for `user` in `group` (`CN=user`, `O=group`), as kubeadm's
@@ -139,16 +134,8 @@ impl Pki {
         params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
         params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ClientAuth];
         let key = KeyPair::generate()?;
-        let cert = self.sign(params, &key)?;
+        let cert = self.authority.sign(params, &key, ISSUED_DAYS)?;
         Ok(Issued { cert_pem: cert.pem(), key_pem: key.serialize_pem() })
-    }
-
-    fn sign(&self, mut params: CertificateParams, key: &KeyPair) -> Result<rcgen::Certificate, PkiError> {
-        let now = OffsetDateTime::now_utc();
-        params.not_before = now - Duration::minutes(5);
-        params.not_after = now + Duration::days(365);
-        params.use_authority_key_identifier_extension = true;
-        Ok(params.signed_by(key, &self.issuer)?)
     }
 
     /// The subject of a client's certificate chain if it verifies against the CA for client
@@ -199,15 +186,17 @@ impl Pki {
 }
 
 /// The CA kept in `pki`, made and written there when its certificate or key is missing.
-fn load_ca(pki: &Path) -> Result<(String, KeyPair), PkiError> {
+fn load_ca(pki: &Path) -> Result<Authority, PkiError> {
     let key_path = pki.join("ca.key");
-    if let (Some(cert), Some(key)) = (read(&pki.join("ca.crt"))?, read(&key_path)?) {
-        return Ok((cert, parse_key(&key_path, &key)?));
+    let cert_path = pki.join("ca.crt");
+    if let (Some(cert), Some(key)) = (read(&cert_path)?, read(&key_path)?) {
+        return Authority::from_pem(&cert, parse_key(&key_path, &key)?)
+            .map_err(|e| PkiError::Invalid { path: cert_path, message: e.to_string() });
     }
-    let (cert, key) = new_ca()?;
-    write(&key_path, &key.serialize_pem())?;
-    write(&pki.join("ca.crt"), &cert)?;
-    Ok((cert, key))
+    let authority = new_ca()?;
+    write(&key_path, &authority.key_pem())?;
+    write(&cert_path, authority.cert_pem())?;
+    Ok(authority)
 }
 
 /// The key kept at `path`, made and written there when missing.
@@ -220,18 +209,9 @@ fn load_key(path: &Path) -> Result<KeyPair, PkiError> {
     Ok(key)
 }
 
-/// A new CA (`CN=kubernetes`, kubeadm's name) valid for ten years, and its key.
-fn new_ca() -> Result<(String, KeyPair), PkiError> {
-    let mut params = CertificateParams::new(Vec::<String>::new())?;
-    params.distinguished_name.push(DnType::CommonName, "kubernetes");
-    params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign];
-    let now = OffsetDateTime::now_utc();
-    params.not_before = now - Duration::minutes(5);
-    params.not_after = now + Duration::days(3650);
-    let key = KeyPair::generate()?;
-    let cert = params.self_signed(&key)?;
-    Ok((cert.pem(), key))
+/// A new CA (`CN=kubernetes`, kubeadm's name) valid for ten years.
+fn new_ca() -> Result<Authority, PkiError> {
+    Ok(Authority::generate("kubernetes", CA_DAYS)?)
 }
 
 fn pem_der(pem_text: &str) -> Result<CertificateDer<'static>, String> {

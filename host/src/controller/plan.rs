@@ -1,6 +1,7 @@
 //! What one reconcile writes, decided before anything is written: the plugin's
 //! validated answer against what the caches observe. Which children to apply, which to
-//! create, which are held already or kept as they are, which to delete; the status;
+//! create, which are held already or kept as they are, which to delete (never one of a
+//! kind the manifest keeps unlisted); the status;
 //! the parent's labels and annotations; the finalizer. Pure, so every case is a unit
 //! test without an API server; [`super::write`] carries a [`Plan`] out.
 
@@ -28,7 +29,8 @@ pub(crate) struct Plan {
     pub(crate) finalizers: Option<finalizer::Change>,
     /// Each desired child, in the plugin's order.
     pub(crate) children: Vec<Child>,
-    /// Observed children no longer desired: deleted.
+    /// Observed children no longer desired: deleted, but for those of the kinds the
+    /// manifest keeps unlisted (`keep_unlisted`), which stay as they are.
     pub(crate) prune: Vec<(KindRef, Arc<DynamicObject>)>,
     /// The parent's status; `None` when the plugin gave none.
     pub(crate) status: Option<Write<Value>>,
@@ -182,9 +184,12 @@ pub(crate) fn plan(
         desired.insert(key);
         children.push(planned);
     }
+    // A child the answer omits is deleted, unless its kind is kept unlisted: then a
+    // branch of the plugin that forgets it (a CronJob suspended) cannot delete it.
     let prune = observed
         .children
         .iter()
+        .filter(|(kind, _)| !manifest.keep_unlisted.contains(kind))
         .filter(|(kind, child)| !desired.contains(&(kind.clone(), child.namespace(), child.name_any())))
         .cloned()
         .collect();
@@ -587,6 +592,48 @@ mod tests {
         assert!(plan.children.is_empty() && plan.prune.is_empty());
     }
 
+    /// What the host observes of `parent` with these `children` and cache, no status written yet.
+    fn observing<'a>(
+        parent: &'a DynamicObject,
+        resource: &'a ApiResource,
+        children: &'a [(KindRef, Arc<DynamicObject>)],
+        cached: &'a Lookup<'a>,
+    ) -> Observed<'a> {
+        Observed { parent, parent_resource: resource, manager: "kubewasm.app", children, cached, status_written: None }
+    }
+
+    #[test]
+    fn an_omitted_child_of_a_kind_kept_unlisted_stays_and_one_of_another_kind_is_pruned() {
+        let jobs = KindRef::namespaced("batch", "v1", "Job", "jobs");
+        let manifest = manifest().child(jobs.clone()).keep_unlisted(jobs.clone());
+        let (parent, resource) = parent();
+        let job = |name: &str| {
+            let object =
+                json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": name, "namespace": "team"}});
+            applied(&object, "uid-1")
+        };
+        let children = [
+            (jobs.clone(), job("running")),
+            (jobs, job("next")),
+            (config_map_kind(), applied(&desired("old", "1"), "uid-1")),
+        ];
+        let lookup = |_: &KindRef, _: Option<&str>, name: &str| {
+            children.iter().map(|(_, o)| o).find(|o| o.name_any() == name).cloned()
+        };
+        let observed = observing(&parent, &resource, &children, &lookup);
+        let next = json!({"apiVersion": "batch/v1", "kind": "Job", "metadata": {"name": "next", "namespace": "team"}});
+        let answer = response(vec![next]);
+        let plan = plan(&manifest, Phase::Apply { add_finalizer: false }, &answer, &observed, REQUEUE);
+        let pruned: Vec<(String, String)> = plan.prune.iter().map(|(k, o)| (k.kind.clone(), o.name_any())).collect();
+        assert_eq!(pruned, [("ConfigMap".to_string(), "old".to_string())], "the Job `running` is omitted and kept");
+        assert_eq!(actions(&plan), [("next", &Action::Held)], "only the Job the answer holds is planned");
+        // An answer with no child at all (a suspended branch, say) deletes no Job either.
+        let none =
+            super::plan(&manifest, Phase::Apply { add_finalizer: false }, &response(Vec::new()), &observed, REQUEUE);
+        let pruned: Vec<String> = none.prune.iter().map(|(_, o)| o.name_any()).collect();
+        assert_eq!(pruned, ["old"], "no Job is deleted");
+    }
+
     /// The status planned for `answer` on `parent` after the host wrote `written`.
     fn status_after(parent: &DynamicObject, answer: &Response, written: Option<StatusWritten>) -> Option<Write<Value>> {
         let (_, resource) = self::parent();
@@ -675,14 +722,7 @@ mod tests {
         let cached = [applied(&desired("a", "1"), "uid-1")];
         let children = [(config_map_kind(), cached[0].clone())];
         let lookup = |_: &KindRef, _: Option<&str>, _: &str| None;
-        let observed = Observed {
-            parent: &parent,
-            parent_resource: &resource,
-            manager: "kubewasm.app",
-            children: &children,
-            cached: &lookup,
-            status_written: None,
-        };
+        let observed = observing(&parent, &resource, &children, &lookup);
         let mut answer = response(Vec::new());
         answer.events = vec![crate::plugin::Event {
             type_: crate::plugin::EventType::Normal,

@@ -21,7 +21,7 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1 as apiext
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams};
 use serde_json::{Value, json};
-use tracing::{debug, info};
+use tracing::{debug, info, warn};
 
 use crate::plugin::{FailurePolicy, MatchPolicy, Reinvocation, WebhookSettings};
 use crate::plugin::{KindRef, Manifest, Settings};
@@ -99,8 +99,9 @@ pub enum Endpoint {
 }
 
 impl Endpoint {
-    /// An `https://` base URL, checked as kube-apiserver checks a webhook's `url` (no user,
-    /// query or fragment; a host), with any trailing `/` dropped.
+    /// An `https://` base URL, checked as kube-apiserver checks a webhook's `url`
+    /// (`validateWebhookClientConfig`: https, a host, no user, query or fragment; its
+    /// words), with any trailing `/` dropped.
     ///
     /// # Errors
     ///
@@ -109,10 +110,10 @@ impl Endpoint {
         let fail = |reason| RegisterError::Url { url: base.to_string(), reason };
         let parsed = url::Url::parse(base).map_err(|_| fail("not a URL"))?;
         if parsed.scheme() != "https" {
-            return Err(fail("the scheme must be https"));
+            return Err(fail("'https' is the only allowed URL scheme; desired format: https://host[/path]"));
         }
         if parsed.host_str().is_none_or(str::is_empty) {
-            return Err(fail("the host must not be empty"));
+            return Err(fail("host must be provided; desired format: https://host[/path]"));
         }
         if !parsed.username().is_empty() || parsed.password().is_some() {
             return Err(fail("user information is not permitted in the URL"));
@@ -289,6 +290,11 @@ fn typed<K: kube::Resource<DynamicType = ()> + serde::Serialize>(object: &K) -> 
     Ok(value)
 }
 
+/// The name of the CRD of a custom `kind`: `PLURAL.GROUP`.
+pub fn crd_name(kind: &KindRef) -> String {
+    format!("{}.{}", kind.plural, kind.group)
+}
+
 /// The name of `plugin`'s webhooks.
 pub fn webhook_name(plugin: &str) -> String {
     format!("{plugin}.{WEBHOOK_SUFFIX}")
@@ -398,7 +404,7 @@ fn conversion(manifest: &Manifest, endpoint: &Endpoint, ca_bundle: Option<&str>)
         ca_bundle: config.ca_bundle,
     };
     Ok(Conversion {
-        crd: format!("{}.{}", parent.plural, parent.group),
+        crd: crd_name(parent),
         plugin: manifest.name.clone(),
         conversion: apiextensions::CustomResourceConversion {
             strategy: "Webhook".into(),
@@ -458,21 +464,23 @@ impl Registrar {
         Self::release_conversions(&crds, &wanted, &params).await
     }
 
-    /// Sets back to `None` the conversion of the CRDs this manager made convert by webhook,
-    /// but for `wanted`.
+    /// Sets back to `None` the conversion of the CRDs that convert by webhook as this manager
+    /// set them, but for `wanted`. (One set back keeps this manager as the owner of its
+    /// `None`, and is left alone after.)
     async fn release_conversions(
         crds: &Api<apiextensions::CustomResourceDefinition>,
         wanted: &BTreeSet<&str>,
         params: &PatchParams,
     ) -> Result<(), RegisterError> {
-        let listed = match crds.list_metadata(&ListParams::default()).await {
-            Ok(list) => list,
-            Err(source) => return Err(RegisterError::Api { object: "CustomResourceDefinitions".into(), source }),
-        };
+        let listed = crds
+            .list(&ListParams::default())
+            .await
+            .map_err(|source| RegisterError::Api { object: "CustomResourceDefinitions".into(), source })?;
         for crd in listed {
             let name = crd.metadata.name.clone().unwrap_or_default();
+            let by_webhook = crd.spec.conversion.as_ref().is_some_and(|c| c.strategy == "Webhook");
             let ours = crd.metadata.managed_fields.iter().flatten().any(|f| f.manager.as_deref() == Some(MANAGER));
-            if !ours || wanted.contains(name.as_str()) {
+            if !by_webhook || !ours || wanted.contains(name.as_str()) {
                 continue;
             }
             let none = json!({
@@ -481,8 +489,16 @@ impl Registrar {
                 "metadata": { "name": name },
                 "spec": { "conversion": { "strategy": "None" } },
             });
-            apply(crds, &name, &none, params).await?;
-            info!(crd = %name, "conversion webhook removed: no loaded plugin converts this kind");
+            match apply(crds, &name, &none, params).await {
+                Ok(()) => info!(crd = %name, "conversion webhook removed: no loaded plugin converts this kind"),
+                // The host's RBAC names only the CRDs its plugins convert now.
+                Err(RegisterError::Api { source: kube::Error::Api(status), .. }) if status.code == 403 => warn!(
+                    crd = %name,
+                    "no loaded plugin converts this kind, but the host may not set its CRD's conversion back: \
+                     set spec.conversion.strategy to None by hand"
+                ),
+                Err(e) => return Err(e),
+            }
         }
         Ok(())
     }
@@ -671,7 +687,10 @@ mod tests {
     #[test]
     fn endpoints_the_api_server_would_refuse_are_refused_with_its_reason() {
         let url_err = |url: &str| Endpoint::url(url).unwrap_err().to_string();
-        assert_eq!(url_err("http://127.0.0.1:9443"), "webhook URL \"http://127.0.0.1:9443\": the scheme must be https");
+        assert_eq!(
+            url_err("http://127.0.0.1:9443"),
+            "webhook URL \"http://127.0.0.1:9443\": 'https' is the only allowed URL scheme; desired format: https://host[/path]"
+        );
         assert!(url_err("https://h:1/x?a=b").ends_with("query parameters are not permitted in the URL"));
         assert!(url_err("https://h:1/#top").ends_with("fragments are not permitted in the URL"));
         assert!(url_err("https://u:p@h:1").ends_with("user information is not permitted in the URL"));
@@ -708,21 +727,6 @@ mod tests {
         assert!(matches!(err, RegisterError::ConvertsNoCrd(ref p) if p == "pods"), "{err}");
     }
 
-    /// The `CronJob` CRD with versions v1 (stored) and v2.
-    fn cronjob_crd() -> Value {
-        let version = |name: &str, storage: bool| {
-            json!({"name": name, "served": true, "storage": storage,
-                   "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}})
-        };
-        json!({
-            "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
-            "metadata": {"name": "cronjobs.batch.tutorial.kubebuilder.io"},
-            "spec": {"group": "batch.tutorial.kubebuilder.io", "scope": "Namespaced",
-                     "names": {"kind": "CronJob", "plural": "cronjobs", "singular": "cronjob", "listKind": "CronJobList"},
-                     "versions": [version("v1", true), version("v2", false)]}
-        })
-    }
-
     fn admits<'a>(manifests: &[&'a Manifest], settings: &'a WebhookSettings) -> Vec<Admits<'a>> {
         manifests.iter().map(|manifest| Admits { manifest, settings }).collect()
     }
@@ -732,13 +736,8 @@ mod tests {
         let cluster = kubewasm_devcluster::DevCluster::start(kubewasm_devcluster::Options::default()).await.unwrap();
         let client = cluster.client();
         let crds: Api<apiextensions::CustomResourceDefinition> = Api::all(client.clone());
-        crds.patch(
-            "cronjobs.batch.tutorial.kubebuilder.io",
-            &PatchParams::apply("kubewasm"),
-            &Patch::Apply(cronjob_crd()),
-        )
-        .await
-        .unwrap();
+        let crd = kubewasm_tests::crd("batch.tutorial.kubebuilder.io", "CronJob", "cronjobs", &["v1", "v2"]);
+        cluster.apply(&crd.to_string()).unwrap();
         let identity = super::super::tls::Identity::generate(&["127.0.0.1".into()]).unwrap();
         let registrar = Registrar::new(
             client.clone(),

@@ -8,20 +8,16 @@
 //! as the process: every start registers its new CA, so it suits `kubewasm dev` and a single
 //! replica; replicas behind one Service need one identity, from a Secret or files.
 //!
-//! Keys are ECDSA P-256 made by `rcgen`, TLS is rustls with the ring provider, as everywhere
-//! in the host.
+//! A made CA and leaf are `kubewasm-pki`'s, as the embedded API server makes its own; TLS is
+//! rustls with the ring provider, as everywhere in the host.
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Secret;
-use rcgen::{
-    BasicConstraints, CertificateParams, CertifiedIssuer, DnType, ExtendedKeyUsagePurpose, IsCa, KeyPair,
-    KeyUsagePurpose,
-};
+use kubewasm_pki::Authority;
 use rustls::pki_types::pem::PemObject;
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
-use time::{Duration, OffsetDateTime};
+use rustls::pki_types::{CertificateDer, PrivateKeyDer};
 
 /// Keys of a `kubernetes.io/tls` Secret.
 const TLS_CRT: &str = "tls.crt";
@@ -55,7 +51,7 @@ pub enum TlsError {
     MissingKey { namespace: String, name: String, key: &'static str },
     /// A certificate could not be made (a name that is neither a DNS name nor an address).
     #[error("could not make the webhook certificate: {0}")]
-    Generate(#[from] rcgen::Error),
+    Generate(#[from] kubewasm_pki::Error),
 }
 
 /// The names the webhook Service `name` of `namespace` is dialed by: kube-apiserver checks
@@ -67,6 +63,38 @@ pub fn service_names(namespace: &str, name: &str) -> Vec<String> {
         format!("{name}.{namespace}.svc"),
         format!("{name}.{namespace}.svc.cluster.local"),
     ]
+}
+
+/// The CA bundle of the PEM file `path`, checked to hold certificates: for configurations
+/// that name a server whose key the host does not hold (`kubewasm webhooks --ca-bundle`).
+///
+/// # Errors
+///
+/// [`TlsError::Io`] for a file that cannot be read, [`TlsError::Invalid`] for one that
+/// holds no PEM certificate.
+pub fn read_ca_bundle(path: &Path) -> Result<String, TlsError> {
+    let pem = std::fs::read(path).map_err(|source| TlsError::Io { path: path.to_path_buf(), source })?;
+    bundle(&path.display().to_string(), &pem)
+}
+
+/// `pem` as text, checked to hold certificates.
+fn bundle(origin: &str, pem: &[u8]) -> Result<String, TlsError> {
+    certificates(origin, pem)?;
+    std::str::from_utf8(pem)
+        .map(str::to_string)
+        .map_err(|e| TlsError::Invalid { origin: origin.to_string(), message: e.to_string() })
+}
+
+/// The PEM certificates of `pem`, at least one.
+fn certificates(origin: &str, pem: &[u8]) -> Result<Vec<CertificateDer<'static>>, TlsError> {
+    let invalid = |message: String| TlsError::Invalid { origin: origin.to_string(), message };
+    let certs = CertificateDer::pem_slice_iter(pem)
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| invalid(format!("not PEM certificates: {e}")))?;
+    if certs.is_empty() {
+        return Err(invalid("holds no PEM certificate".into()));
+    }
+    Ok(certs)
 }
 
 /// The certificate chain and key the webhook server presents, and the CA bundle to register.
@@ -95,30 +123,11 @@ impl Identity {
     ///
     /// [`TlsError::Generate`] for a name a certificate cannot carry.
     pub fn generate(names: &[String]) -> Result<Identity, TlsError> {
-        let now = OffsetDateTime::now_utc();
-        let mut ca_params = CertificateParams::new(Vec::<String>::new())?;
-        ca_params.distinguished_name.push(DnType::CommonName, "kubewasm webhook CA");
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-        ca_params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyCertSign];
-        ca_params.not_before = now - Duration::minutes(5);
-        ca_params.not_after = now + Duration::days(LEAF_DAYS + 1);
-        let ca = CertifiedIssuer::self_signed(ca_params, KeyPair::generate()?)?;
-
-        // Names that parse as addresses become IP SANs, the others DNS SANs.
-        let mut params = CertificateParams::new(names.to_vec())?;
-        params.distinguished_name.push(DnType::CommonName, names.first().map_or("kubewasm", String::as_str));
-        params.key_usages = vec![KeyUsagePurpose::DigitalSignature];
-        params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-        params.not_before = now - Duration::minutes(5);
-        params.not_after = now + Duration::days(LEAF_DAYS);
-        params.use_authority_key_identifier_extension = true;
-        let key = KeyPair::generate()?;
-        let leaf = params.signed_by(&key, &ca)?;
-        Ok(Identity {
-            chain: vec![leaf.der().clone()],
-            key: Arc::new(PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der()))),
-            ca_bundle: Some(ca.pem()),
-        })
+        // The CA outlives the leaf by a day: the leaf's end is the identity's.
+        let authority = Authority::generate("kubewasm webhook CA", LEAF_DAYS + 1)?;
+        let common_name = names.first().map_or("kubewasm", String::as_str);
+        let (chain, key) = authority.serving(names, common_name, LEAF_DAYS)?;
+        Ok(Identity { chain, key: Arc::new(key), ca_bundle: Some(authority.cert_pem().to_string()) })
     }
 
     /// The identity of PEM texts: a certificate chain (leaf first), its key, and the CA
@@ -134,24 +143,11 @@ impl Identity {
         ca_bundle: Option<(&str, &[u8])>,
     ) -> Result<Identity, TlsError> {
         let invalid = |origin: &str, message: String| TlsError::Invalid { origin: origin.to_string(), message };
-        let certificates = |(origin, pem): (&str, &[u8])| {
-            let certs = CertificateDer::pem_slice_iter(pem)
-                .collect::<Result<Vec<_>, _>>()
-                .map_err(|e| invalid(origin, format!("not PEM certificates: {e}")))?;
-            if certs.is_empty() {
-                return Err(invalid(origin, "holds no PEM certificate".into()));
-            }
-            Ok(certs)
-        };
-        let chain_der = certificates(chain)?;
+        let chain_der = certificates(chain.0, chain.1)?;
         let key_der =
             PrivateKeyDer::from_pem_slice(key.1).map_err(|e| invalid(key.0, format!("no PEM private key: {e}")))?;
         let ca_bundle = match ca_bundle {
-            Some(bundle) => {
-                certificates(bundle)?;
-                let text = std::str::from_utf8(bundle.1).map_err(|e| invalid(bundle.0, e.to_string()))?;
-                Some(text.to_string())
-            }
+            Some((origin, pem)) => Some(bundle(origin, pem)?),
             None => None,
         };
         let identity = Identity { chain: chain_der, key: Arc::new(key_der), ca_bundle };
@@ -300,13 +296,11 @@ mod tests {
 
     /// A leaf and key as PEM, and the CA's PEM, as cert-manager would write them.
     fn pem_files() -> (String, String, String) {
-        let ca_key = KeyPair::generate().unwrap();
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca = CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
-        let key = KeyPair::generate().unwrap();
-        let leaf = CertificateParams::new(vec!["hooks.team.svc".to_string()]).unwrap().signed_by(&key, &ca).unwrap();
-        (leaf.pem(), key.serialize_pem(), ca.pem())
+        let ca = Authority::generate("test CA", 1).unwrap();
+        let key = rcgen::KeyPair::generate().unwrap();
+        let params = rcgen::CertificateParams::new(vec!["hooks.team.svc".to_string()]).unwrap();
+        let leaf = ca.sign(params, &key, 1).unwrap();
+        (leaf.pem(), key.serialize_pem(), ca.cert_pem().to_string())
     }
 
     #[tokio::test]

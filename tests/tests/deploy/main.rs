@@ -80,6 +80,27 @@ fn the_deployment_runs_the_host_locked_down_with_probes_and_a_metrics_port() {
     assert!(cache.as_ref().is_some_and(mounted), "the plugin cache directory {cache:?} is a mounted volume");
 }
 
+#[test]
+fn the_webhook_service_reaches_the_hosts_webhook_port_by_the_name_its_certificate_carries() {
+    let objects = documents(&kustomize());
+    let service = find(&objects, "Service");
+    assert_eq!(
+        (&service["metadata"]["name"], &service["metadata"]["namespace"]),
+        (&"kubewasm-webhooks".into(), &"kubewasm-system".into()),
+        "kubewasm webhooks --service kubewasm-system/kubewasm-webhooks, and the name the API server checks: \
+         kubewasm-webhooks.kubewasm-system.svc"
+    );
+    let port = &service["spec"]["ports"][0];
+    assert_eq!(port["port"], 443, "the port a webhook's service reference defaults to");
+    let pod = &find(&objects, "Deployment")["spec"]["template"];
+    let labels = pod["metadata"]["labels"].as_object().expect("pod labels");
+    let selector = service["spec"]["selector"].as_object().expect("a selector");
+    assert!(selector.iter().all(|(k, v)| labels.get(k) == Some(v)), "{selector:?} selects the host's pods {labels:?}");
+    let container = &pod["spec"]["containers"][0];
+    let target = container["ports"].as_array().expect("ports").iter().find(|p| p["name"] == port["targetPort"]);
+    assert_eq!(target.map(|p| p["containerPort"].clone()), Some(9443.into()), "kubewasm run's --webhook-listen");
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn the_kustomization_is_accepted_by_the_api_server() {
     let manifests = kustomize();

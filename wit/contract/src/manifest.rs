@@ -174,7 +174,10 @@ impl Manifest {
 
     /// Keep observed children of `kind` (one of the `child` kinds) that a response
     /// leaves out, rather than delete them: for children the plugin stops describing but
-    /// that must run on, such as a `CronJob`'s Jobs.
+    /// that must run on, such as a `CronJob`'s Jobs. Declared once here, it holds for every
+    /// branch of `reconcile`, where a `Response::keep` per child holds only in the branches
+    /// that remember it. Such children still go when the parent is deleted: the API
+    /// server's garbage collector follows their ownerReference.
     #[must_use]
     pub fn keep_unlisted(mut self, kind: KindRef) -> Self {
         self.keep_unlisted.push(kind);

@@ -42,7 +42,8 @@ impl Response {
 
     /// Keep an observed child as it is: the host neither prunes nor writes it, so what
     /// others changed in it since stays. For children the plugin no longer rebuilds, such
-    /// as a `CronJob`'s finished Jobs. The child is returned with its `metadata.uid`, which
+    /// as a `CronJob`'s finished Jobs; when every child of a kind should be kept so, the
+    /// manifest's [`crate::Manifest::keep_unlisted`] says it once for every branch. The child is returned with its `metadata.uid`, which
     /// is what marks it as kept, and without what else the API server and the host set
     /// (resourceVersion, managedFields, timestamps, generation, status, the host's
     /// ownerReference and annotation), as the plugin would have written it.

@@ -1,3 +1,4 @@
+/// <reference path="./interfaces/kubewasm-reconciler-admission.d.ts" />
 /// <reference path="./interfaces/kubewasm-reconciler-handler.d.ts" />
 /// <reference path="./interfaces/kubewasm-reconciler-http.d.ts" />
 /// <reference path="./interfaces/kubewasm-reconciler-log.d.ts" />
@@ -11,4 +12,5 @@ declare module 'kubewasm:reconciler/plugin@0.2.0' {
   export * as pluginInfo from 'kubewasm:reconciler/plugin-info@0.2.0'; // export kubewasm:reconciler/plugin-info@0.2.0
   export * as reconciler from 'kubewasm:reconciler/reconciler@0.2.0'; // export kubewasm:reconciler/reconciler@0.2.0
   export * as handler from 'kubewasm:reconciler/handler@0.2.0'; // export kubewasm:reconciler/handler@0.2.0
+  export * as admission from 'kubewasm:reconciler/admission@0.2.0'; // export kubewasm:reconciler/admission@0.2.0
 }

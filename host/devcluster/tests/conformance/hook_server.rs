@@ -1,6 +1,8 @@
 //! A webhook server for the tests, as a cluster's webhooks are served: HTTPS on loopback with a
 //! certificate for `127.0.0.1` and for the Service `hooks.default.svc`, signed by a CA made for
-//! the test, whose PEM the configurations carry as `caBundle`. It records each review it is sent and answers with the test's function.
+//! the test (`kubewasm-pki`, as the host's webhook server makes its own), whose PEM the
+//! configurations carry as `caBundle`. It records each review it is sent and answers with the
+//! test's function.
 
 use std::sync::{Arc, Mutex};
 
@@ -9,8 +11,6 @@ use http_body_util::{BodyExt, Full};
 use hyper::body::{Bytes, Incoming};
 use hyper::{Request, Response};
 use hyper_util::rt::TokioIo;
-use rcgen::{BasicConstraints, CertificateParams, CertifiedIssuer, DnType, IsCa, KeyPair};
-use rustls::pki_types::{CertificateDer, PrivateKeyDer, PrivatePkcs8KeyDer};
 use serde_json::{Value, json};
 
 /// The name a call to the Service `hooks` of namespace `default` checks the certificate for.
@@ -34,24 +34,16 @@ impl HookServer {
     pub async fn start(answer: impl Fn(&str, &Value) -> Value + Send + Sync + 'static) -> HookServer {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let base = format!("https://{}", listener.local_addr().unwrap());
-        let ca_key = KeyPair::generate().unwrap();
-        let mut ca_params = CertificateParams::new(Vec::<String>::new()).unwrap();
         // A name of its own: each server's CA is another authority.
-        ca_params.distinguished_name.push(DnType::CommonName, format!("webhook CA of {base}"));
-        ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
-        let ca = CertifiedIssuer::self_signed(ca_params, ca_key).unwrap();
-        let key = KeyPair::generate().unwrap();
+        let ca = kubewasm_pki::Authority::generate(&format!("webhook CA of {base}"), 1).unwrap();
         // Reached by its address, or as the Service `hooks` of namespace `default`.
         let names = vec!["127.0.0.1".to_string(), SERVICE_HOST.to_string()];
-        let cert = CertificateParams::new(names).unwrap().signed_by(&key, &ca).unwrap();
+        let (chain, key) = ca.serving(&names, SERVICE_HOST, 1).unwrap();
         let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
             .with_safe_default_protocol_versions()
             .unwrap()
             .with_no_client_auth()
-            .with_single_cert(
-                vec![CertificateDer::from(cert.der().to_vec())],
-                PrivateKeyDer::Pkcs8(PrivatePkcs8KeyDer::from(key.serialize_der())),
-            )
+            .with_single_cert(chain, key)
             .unwrap();
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
         let received: Arc<Mutex<Vec<(String, Value)>>> = Arc::default();
@@ -78,7 +70,7 @@ impl HookServer {
                 });
             }
         });
-        let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca.pem());
+        let ca_bundle = base64::engine::general_purpose::STANDARD.encode(ca.cert_pem());
         HookServer { base, ca_bundle, received, task }
     }
 

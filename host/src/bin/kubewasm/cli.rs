@@ -126,7 +126,7 @@ pub enum Command {
         #[arg(long, value_enum, default_value_t = Lang::Rust)]
         lang: Lang,
         /// Also a defaulting and a validating webhook for the parent kind, with their
-        /// tests (refused for a language whose template has none yet).
+        /// tests.
         #[arg(long)]
         webhooks: bool,
     },
@@ -176,7 +176,47 @@ pub enum Command {
         /// Namespace of the ServiceAccount (default: --namespace, else kubewasm-system).
         #[arg(long, value_name = "NS")]
         service_account_namespace: Option<String>,
+        /// The kubernetes.io/tls Secret, in the ServiceAccount's namespace, the host reads
+        /// its webhook certificate from: `get` on it by name when a plugin defaults,
+        /// validates or converts.
+        #[arg(long, value_name = "NAME")]
+        webhook_tls_secret: Option<String>,
+        /// The name the host registers its webhook configurations under: the only ones it
+        /// may patch or delete.
+        #[arg(long, value_name = "NAME", default_value = "kubewasm")]
+        webhook_configuration: String,
     },
+    /// Print, as YAML, what points the API server at the host's webhooks for the plugins
+    /// that default, validate or convert: a MutatingWebhookConfiguration and a
+    /// ValidatingWebhookConfiguration (one webhook PLUGIN.kubewasm.io each, with the
+    /// plugin's [webhooks] settings) and the `spec.conversion` of each converted CRD. For
+    /// clusters where the host may not write them itself; apply with
+    /// `kubectl apply --server-side --field-manager=kubewasm-webhooks -f -`.
+    Webhooks(WebhooksArgs),
+}
+
+/// Where `kubewasm webhooks` points the API server, and for which plugins.
+#[derive(Debug, clap::Args)]
+pub struct WebhooksArgs {
+    /// The plugin directory: every `*.wasm` in it, with its NAME.toml.
+    #[arg(long = "plugins", value_name = "DIR")]
+    pub dir: PathBuf,
+    /// Reach the host through this Service (port 443 unless given): the API server
+    /// checks the certificate for NAME.NAMESPACE.svc.
+    #[arg(long, value_name = "NAMESPACE/NAME[:PORT]", required_unless_present = "url", conflicts_with = "url")]
+    pub service: Option<String>,
+    /// Reach the host at this https:// URL (no query or fragment); each call's path
+    /// (/default/PLUGIN, /validate/PLUGIN, /convert/PLUGIN) is appended.
+    #[arg(long, value_name = "URL")]
+    pub url: Option<String>,
+    /// The PEM certificates the API server trusts the host's certificate by: the CA of
+    /// its serving certificate, the `ca.crt` of its TLS Secret (default: none, the
+    /// API server's system roots).
+    #[arg(long, value_name = "FILE")]
+    pub ca_bundle: Option<PathBuf>,
+    /// Name of the two configurations.
+    #[arg(long, default_value = "kubewasm")]
+    pub name: String,
 }
 
 /// What `kubewasm render` reconciles or handles, and with what.

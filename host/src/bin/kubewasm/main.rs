@@ -1,8 +1,9 @@
 //! The `kubewasm` binary: parses the command line and wires the library together.
 //! The command-line tools live here, not in the library, so that a user of the
 //! library does not compile what they need (wit-component, wasm-encoder, clap):
-//! `render` (one offline reconcile), `rbac` (the RBAC the plugins need), `scaffold`
-//! (a new plugin) and `componentize` (a Go plugin's core module made a component).
+//! `render` (one offline reconcile), `rbac` (the RBAC the plugins need), `webhooks` (the
+//! webhook registration they need), `scaffold` (a new plugin) and `componentize` (a Go
+//! plugin's core module made a component).
 
 #![warn(clippy::pedantic)]
 #![allow(clippy::must_use_candidate)]
@@ -16,6 +17,7 @@ mod dev;
 mod rbac;
 mod render;
 mod scaffold;
+mod webhooks;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -184,15 +186,20 @@ fn run(cli: Cli) -> Result<()> {
             anyhow::ensure!(!files.is_empty(), "name plugin files or a directory with --plugins DIR");
             let engine = engine(&one_shot())?;
             for file in files {
-                let plugin = Plugin::load(&engine, &file)?;
-                for crd in plugin.crds() {
-                    print!("---\n{}", serde_yaml_ng::to_string(crd)?);
-                }
+                print_stream(Plugin::load(&engine, &file)?.crds())?;
             }
         }
-        Command::Rbac { dir, namespace, name, service_account_namespace } => {
-            rbac_command(&dir, namespace, name, service_account_namespace)?;
+        Command::Rbac {
+            dir,
+            namespace,
+            name,
+            service_account_namespace,
+            webhook_tls_secret,
+            webhook_configuration,
+        } => {
+            rbac_command(&dir, namespace, name, service_account_namespace, webhook_tls_secret, webhook_configuration)?;
         }
+        Command::Webhooks(args) => webhooks_command(&args)?,
     }
     Ok(())
 }
@@ -264,34 +271,82 @@ fn rbac_command(
     namespace: Option<String>,
     name: String,
     service_account_namespace: Option<String>,
+    tls_secret: Option<String>,
+    webhook_configuration: String,
 ) -> Result<()> {
-    let (plugins, failures) = runtime::load_dir(&engine(&one_shot())?, dir)?;
-    if let Some(failure) = failures.first() {
-        anyhow::bail!("{failure} (RBAC for the other plugins alone would not let it run)");
-    }
-    anyhow::ensure!(!plugins.is_empty(), "no plugin (*.wasm) in {}", dir.display());
+    let plugins = load_with_settings(dir, "RBAC for the other plugins alone would not let it run")?;
     // The Secrets each plugin's NAME.toml names.
     let mut secrets = Vec::new();
-    for plugin in &plugins {
-        let toml = std::path::Path::new(plugin.origin()).with_extension("toml");
-        let names: Vec<String> = if toml.is_file() {
-            let settings = kubewasm::plugin::Settings::read(&toml)?;
-            kubewasm::secrets::refs(&settings.config)?.into_iter().map(|r| r.name).collect()
-        } else {
-            Vec::new()
-        };
-        secrets.push(names);
+    for (_, settings) in &plugins {
+        secrets.push(kubewasm::secrets::refs(&settings.config)?.into_iter().map(|r| r.name).collect::<Vec<_>>());
     }
     let needs: Vec<rbac::Needs<'_>> =
-        plugins.iter().zip(&secrets).map(|(p, secrets)| rbac::Needs { manifest: p.manifest(), secrets }).collect();
+        plugins.iter().zip(&secrets).map(|((p, _), secrets)| rbac::Needs { manifest: p.manifest(), secrets }).collect();
     let service_account_namespace = service_account_namespace
         .or_else(|| namespace.clone())
         .unwrap_or_else(|| rbac::Options::default().service_account_namespace);
-    let options = rbac::Options { name, namespace, service_account_namespace };
-    for object in rbac::objects(&needs, &options) {
-        print!("---\n{}", serde_yaml_ng::to_string(&object)?);
+    let options = rbac::Options { name, namespace, service_account_namespace, tls_secret, webhook_configuration };
+    print_stream(&rbac::objects(&needs, &options))
+}
+
+/// `kubewasm webhooks`: the registration of the plugins of `args.dir`, as their settings say.
+fn webhooks_command(args: &cli::WebhooksArgs) -> Result<()> {
+    use kubewasm::webhook::register::Endpoint;
+    let endpoint = match (&args.service, &args.url) {
+        (Some(service), _) => Endpoint::service(service)?,
+        (None, Some(url)) => Endpoint::url(url)?,
+        (None, None) => anyhow::bail!("give --service NAMESPACE/NAME[:PORT] or --url URL"),
+    };
+    let ca_bundle = args.ca_bundle.as_deref().map(kubewasm::webhook::tls::read_ca_bundle).transpose()?;
+    let plugins = load_with_settings(&args.dir, "its webhooks would be missing")?;
+    let plugins: Vec<(&kubewasm::plugin::Manifest, &kubewasm::plugin::Settings)> =
+        plugins.iter().map(|(p, s)| (p.manifest(), s)).collect();
+    let objects = webhooks::objects(&args.name, &plugins, &endpoint, ca_bundle.as_deref())?;
+    if objects.is_empty() {
+        eprintln!("no plugin in {} defaults, validates or converts: nothing to register", args.dir.display());
     }
+    print_stream(&objects)
+}
+
+/// The plugins of `dir` with their settings (`NAME.toml`, or the defaults). A plugin that
+/// does not load fails the whole: `consequence` says what printing the others would miss.
+fn load_with_settings(
+    dir: &std::path::Path,
+    consequence: &str,
+) -> Result<Vec<(std::sync::Arc<Plugin>, kubewasm::plugin::Settings)>> {
+    let (plugins, failures) = runtime::load_dir(&engine(&one_shot())?, dir)?;
+    if let Some(failure) = failures.first() {
+        anyhow::bail!("{failure} ({consequence})");
+    }
+    anyhow::ensure!(!plugins.is_empty(), "no plugin (*.wasm) in {}", dir.display());
+    plugins
+        .into_iter()
+        .map(|plugin| {
+            let toml = std::path::Path::new(plugin.origin()).with_extension("toml");
+            let settings = if toml.is_file() {
+                kubewasm::plugin::Settings::read(&toml)?
+            } else {
+                kubewasm::plugin::Settings::default()
+            };
+            Ok((plugin, settings))
+        })
+        .collect()
+}
+
+/// Prints `objects` as a YAML stream.
+fn print_stream(objects: &[Value]) -> Result<()> {
+    print!("{}", yaml_stream(objects)?);
     Ok(())
+}
+
+/// `objects` as a YAML stream, each document after `---`.
+fn yaml_stream(objects: &[Value]) -> Result<String, serde_yaml_ng::Error> {
+    let mut out = String::new();
+    for object in objects {
+        out.push_str("---\n");
+        out.push_str(&serde_yaml_ng::to_string(object)?);
+    }
+    Ok(out)
 }
 
 /// The engine options of the one-shot commands: no pooling, the default cache.

@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Value, json};
 
 use kubewasm::plugin::{KindRef, Manifest};
+use kubewasm::webhook::register::{DEFAULT_NAME, crd_name};
 
 /// Verbs on a plugin's parent kind: watch it, write its metadata (labels,
 /// annotations, finalizers) with server-side apply.
@@ -38,6 +39,17 @@ pub const WATCH_VERBS: &[&str] = &["get", "list", "watch"];
 pub const SECRET_VERBS: &[&str] = &["get", "list", "watch"];
 /// Verbs on the `ConfigMap`s of the event handlers' ledgers, in the host's namespace.
 pub const LEDGER_VERBS: &[&str] = &["create", "delete", "get", "list", "patch", "update"];
+/// Verbs on the host's own `MutatingWebhookConfiguration` and
+/// `ValidatingWebhookConfiguration`, by name, when a plugin defaults or validates:
+/// server-side apply (`patch`; an apply that creates is authorized as a `create` of that
+/// name, kube-apiserver's patch handler), and `delete` of one no loaded plugin needs any
+/// more. Others' configurations stay out of reach.
+pub const WEBHOOK_CONFIGURATION_VERBS: &[&str] = &["create", "delete", "patch"];
+/// Verbs on the CRDs of the kinds plugins convert, by name: their `spec.conversion` is
+/// applied (the list of [`CRD_VERBS`] finds those to set back).
+pub const CRD_CONVERSION_VERBS: &[&str] = &["patch"];
+/// Verbs on the webhook server's TLS Secret, by name: read once at start.
+pub const TLS_SECRET_VERBS: &[&str] = &["get"];
 
 /// What RBAC needs to know of one plugin.
 #[derive(Clone, Copy, Debug)]
@@ -88,11 +100,24 @@ pub struct Options {
     pub namespace: Option<String>,
     /// Namespace of the `ServiceAccount` the host runs as.
     pub service_account_namespace: String,
+    /// The `kubernetes.io/tls` Secret, in the host's namespace, the webhook server's
+    /// certificate is read from: granted ([`TLS_SECRET_VERBS`], by name) when a plugin
+    /// defaults, validates or converts.
+    pub tls_secret: Option<String>,
+    /// The name the host registers its webhook configurations under: the only ones it may
+    /// patch or delete.
+    pub webhook_configuration: String,
 }
 
 impl Default for Options {
     fn default() -> Self {
-        Self { name: "kubewasm".into(), namespace: None, service_account_namespace: "kubewasm-system".into() }
+        Self {
+            name: "kubewasm".into(),
+            namespace: None,
+            service_account_namespace: "kubewasm-system".into(),
+            tls_secret: None,
+            webhook_configuration: DEFAULT_NAME.into(),
+        }
     }
 }
 
@@ -152,10 +177,40 @@ pub fn rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>) -> Vec<Rule>
     merged.into_values().collect()
 }
 
+/// What registering the plugins' webhooks takes, separate from [`rules`] because it is
+/// limited to names: when one defaults or validates, [`WEBHOOK_CONFIGURATION_VERBS`] on both
+/// kinds of webhook configuration named `configuration` (the name the host registers them
+/// under); when one converts, [`CRD_CONVERSION_VERBS`] on the
+/// CRDs of the converted kinds. Nothing when none does.
+pub fn webhook_rules<'a>(manifests: impl IntoIterator<Item = &'a Manifest>, configuration: &str) -> Vec<Rule> {
+    let manifests: Vec<&Manifest> = manifests.into_iter().collect();
+    let rule = |api_group: &str, resource: &str, verbs: &[&'static str], names: BTreeSet<String>| Rule {
+        api_group: api_group.to_string(),
+        resource: resource.to_string(),
+        namespaced: false,
+        verbs: verbs.iter().copied().collect(),
+        resource_names: names,
+    };
+    let mut rules = Vec::new();
+    if manifests.iter().any(|m| !m.defaults.is_empty() || !m.validates.is_empty()) {
+        for configurations in ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"] {
+            let names = [configuration.to_string()].into();
+            rules.push(rule("admissionregistration.k8s.io", configurations, WEBHOOK_CONFIGURATION_VERBS, names));
+        }
+    }
+    let converted: BTreeSet<String> =
+        manifests.iter().filter(|m| m.converts).filter_map(|m| m.parent.as_ref()).map(crd_name).collect();
+    if !converted.is_empty() {
+        rules.push(rule("apiextensions.k8s.io", "customresourcedefinitions", CRD_CONVERSION_VERBS, converted));
+    }
+    rules
+}
+
 /// What the host needs in its own namespace for `plugins`: `get`, `list` and `watch` on
-/// exactly the Secrets their settings name ([`SECRET_VERBS`], by `resourceNames`), and
-/// the ledger `ConfigMap`s ([`LEDGER_VERBS`]) when one handles events.
-pub fn host_rules(plugins: &[Needs<'_>]) -> Vec<Rule> {
+/// exactly the Secrets their settings name ([`SECRET_VERBS`], by `resourceNames`), the
+/// ledger `ConfigMap`s ([`LEDGER_VERBS`]) when one handles events, and `get` on the TLS
+/// Secret `tls_secret` ([`TLS_SECRET_VERBS`]) when one admits or converts.
+pub fn host_rules(plugins: &[Needs<'_>], tls_secret: Option<&str>) -> Vec<Rule> {
     let mut rules = Vec::new();
     let secrets: BTreeSet<String> = plugins.iter().flat_map(|p| p.secrets.iter().cloned()).collect();
     if !secrets.is_empty() {
@@ -176,14 +231,24 @@ pub fn host_rules(plugins: &[Needs<'_>]) -> Vec<Rule> {
             resource_names: BTreeSet::new(),
         });
     }
+    if let Some(secret) = tls_secret.filter(|_| plugins.iter().any(|p| p.manifest.admits())) {
+        rules.push(Rule {
+            api_group: String::new(),
+            resource: "secrets".into(),
+            namespaced: true,
+            verbs: TLS_SECRET_VERBS.iter().copied().collect(),
+            resource_names: [secret.to_string()].into(),
+        });
+    }
     rules
 }
 
 /// The `ServiceAccount`, role(s) and binding(s) granting [`rules`] and [`host_rules`]
 /// (in the `ServiceAccount`'s namespace), in that order, ready to print as a YAML stream.
 pub fn objects(plugins: &[Needs<'_>], options: &Options) -> Vec<Value> {
-    let rules = rules(plugins.iter().map(|p| p.manifest));
-    let host = host_rules(plugins);
+    let mut rules = rules(plugins.iter().map(|p| p.manifest));
+    rules.extend(webhook_rules(plugins.iter().map(|p| p.manifest), &options.webhook_configuration));
+    let host = host_rules(plugins, options.tls_secret.as_deref());
     let sa_namespace = &options.service_account_namespace;
     let mut out = vec![json!({
         "apiVersion": "v1",
@@ -372,6 +437,7 @@ mod tests {
             name: "ops".into(),
             namespace: Some("team-a".into()),
             service_account_namespace: "team-a".into(),
+            ..Options::default()
         };
         let objects = objects(&needs(&m), &options);
         let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
@@ -384,5 +450,103 @@ mod tests {
         assert_eq!(objects[3]["rules"].as_array().map(Vec::len), Some(1), "only the CRD rule: {}", objects[3]);
         assert_eq!(objects[3]["rules"][0]["resources"][0], "customresourcedefinitions");
         assert_eq!(objects[2]["subjects"][0]["name"], "ops");
+    }
+
+    #[test]
+    fn plugins_that_admit_or_convert_may_register_webhooks_patch_their_crds_and_read_the_tls_secret() {
+        let foos = kind("example.com", "Foo", "foos", true);
+        let plain = manifest("plain", foos.clone(), vec![], vec![], false);
+        let options = Options { tls_secret: Some("kubewasm-webhooks-tls".into()), ..Options::default() };
+        assert_eq!(webhook_rules([&plain], "kubewasm"), []);
+        let printed = objects(&needs(&plain), &options);
+        assert!(
+            printed.iter().all(|o| o["kind"] != "Role"),
+            "no plugin admits: no Secret to read, no Role: {printed:?}"
+        );
+
+        let validates =
+            Manifest { validates: vec![kubewasm_contract::AdmissionRule::new(foos.clone())], ..plain.clone() };
+        let granted: Vec<Value> = webhook_rules([&validates], "ops").iter().map(Rule::to_json).collect();
+        let mut expected = Vec::new();
+        for configurations in ["mutatingwebhookconfigurations", "validatingwebhookconfigurations"] {
+            expected.push(json!({"apiGroups": ["admissionregistration.k8s.io"], "resources": [configurations],
+                                 "verbs": ["create", "delete", "patch"], "resourceNames": ["ops"]}));
+        }
+        assert_eq!(granted, expected, "others' configurations stay out of reach");
+        let printed = objects(&needs(&validates), &options);
+        let role = printed.iter().find(|o| o["kind"] == "Role").expect("a Role in the host's namespace");
+        assert_eq!(role["metadata"]["namespace"], "kubewasm-system");
+        assert_eq!(
+            role["rules"],
+            json!([{"apiGroups": [""], "resources": ["secrets"], "verbs": ["get"], "resourceNames": ["kubewasm-webhooks-tls"]}])
+        );
+        let cluster = printed.iter().find(|o| o["kind"] == "ClusterRole").unwrap();
+        let cluster_rules = cluster["rules"].as_array().unwrap();
+        assert!(cluster_rules.iter().all(|r| r["resources"][0] != "secrets"));
+        assert!(cluster_rules.iter().any(|r| r["resourceNames"] == json!(["kubewasm"])), "the default name: {cluster}");
+
+        let converts = Manifest { converts: true, ..plain };
+        assert_eq!(
+            webhook_rules([&converts], "kubewasm").iter().map(Rule::to_json).collect::<Vec<_>>(),
+            [json!({"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"],
+                    "verbs": ["patch"], "resourceNames": ["foos.example.com"]})],
+            "only the CRDs of the kinds converted, and no webhook configuration"
+        );
+    }
+
+    /// A client of the host's service account once `printed` (its RBAC) is applied.
+    async fn as_host(cluster: &kubewasm_devcluster::DevCluster, printed: &[Value]) -> kube::Client {
+        let stream = crate::yaml_stream(printed).unwrap();
+        cluster
+            .apply(&format!("apiVersion: v1\nkind: Namespace\nmetadata:\n  name: kubewasm-system\n---\n{stream}"))
+            .unwrap();
+        let token = cluster.service_account_token("kubewasm-system", "kubewasm").await.unwrap();
+        let kubeconfig = kube::config::Kubeconfig::from_yaml(&cluster.kubeconfig_for_token(&token)).unwrap();
+        let config = kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+            .await
+            .unwrap();
+        kube::Client::try_from(config).unwrap()
+    }
+
+    #[tokio::test]
+    async fn the_host_registers_its_webhooks_with_exactly_the_rbac_printed() {
+        use kubewasm::webhook::register::{Admits, Endpoint, Registrar};
+        use kubewasm::webhook::tls::Identity;
+
+        let cluster = kubewasm_devcluster::DevCluster::start(kubewasm_devcluster::Options::default()).await.unwrap();
+        let foos = kind("example.com", "Foo", "foos", true);
+        let crd = kubewasm_tests::crd("example.com", "Foo", "foos", &["v1", "v2"]);
+        cluster.apply(&crd.to_string()).unwrap();
+        let admits = Manifest {
+            defaults: vec![kubewasm_contract::AdmissionRule::new(foos.clone())],
+            validates: vec![kubewasm_contract::AdmissionRule::new(foos.clone())],
+            converts: true,
+            ..manifest("foo", foos.clone(), vec![], vec![], false)
+        };
+        let client = as_host(&cluster, &objects(&needs(&admits), &Options::default())).await;
+        let identity = Identity::generate(&["127.0.0.1".into()]).unwrap();
+        let endpoint = Endpoint::url("https://127.0.0.1:9443").unwrap();
+        let registrar = Registrar::new(client, "kubewasm", endpoint, identity.ca_bundle().map(str::to_string));
+        let settings = kubewasm::plugin::WebhookSettings::default();
+        let registered = [Admits { manifest: &admits, settings: &settings }];
+        registrar.sync(&registered).await.expect("registered as the host");
+        registrar.sync(&[]).await.expect("taken back as the host");
+        registrar.sync(&registered).await.expect("registered again");
+
+        // Without a plugin that admits, the host is granted nothing of it: what another
+        // registered stays, and the sync is not refused for it.
+        let plain = manifest("foo", foos, vec![], vec![], false);
+        let client = as_host(&cluster, &objects(&needs(&plain), &Options::default())).await;
+        let registrar = Registrar::new(client, "kubewasm", Endpoint::url("https://127.0.0.1:9443").unwrap(), None);
+        registrar.sync(&[]).await.expect("nothing it may do, and nothing refused");
+        let admin = cluster.client();
+        let validating: kube::Api<k8s_openapi::api::admissionregistration::v1::ValidatingWebhookConfiguration> =
+            kube::Api::all(admin.clone());
+        assert!(validating.get_opt("kubewasm").await.unwrap().is_some());
+        let crds: kube::Api<
+            k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition,
+        > = kube::Api::all(admin);
+        let conversion = crds.get("foos.example.com").await.unwrap().spec.conversion.unwrap();
+        assert_eq!(conversion.strategy, "Webhook", "left for whoever may set it back");
     }
 }

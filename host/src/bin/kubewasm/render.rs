@@ -107,8 +107,11 @@ pub enum Outcome {
         /// The observed children the answer keeps as they are (`Response::keep`, as
         /// `Kind name`): the host neither writes nor deletes them.
         kept: Vec<String>,
-        /// The observed children the parent controls that the answer omits: the host
-        /// deletes them.
+        /// The observed children the answer omits whose kind the manifest keeps unlisted
+        /// (`keepUnlisted`): the host neither writes nor deletes them either.
+        unlisted: Vec<String>,
+        /// The observed children the parent controls that the answer omits, of the other
+        /// kinds: the host deletes them.
         deleted: Vec<String>,
     },
     /// The event handed over, and the handler's error if it did not accept it.
@@ -570,15 +573,16 @@ fn reconcile(
     let response = validate(manifest, request.parent().json(), response)?;
     let kept = response.children.iter().filter(|c| c["metadata"]["uid"].is_string()).map(describe).collect();
     let namespace = request.parent().json()["metadata"]["namespace"].as_str();
-    let deleted = request
+    let (unlisted, deleted): (Vec<&Value>, Vec<&Value>) = request
         .children()
         .iter()
         .map(kubewasm_contract::Object::json)
         .filter(|o| !answered(&response.children, o, namespace))
-        .map(describe)
-        .collect();
+        .partition(|o| manifest.keep_unlisted.iter().any(|kind| kind.matches(o)));
+    let (unlisted, deleted) =
+        (unlisted.into_iter().map(describe).collect(), deleted.into_iter().map(describe).collect());
     let parent = request.parent().json().clone();
-    Ok((Outcome::Reconciled { parent, response, kept, deleted }, shown.left_out))
+    Ok((Outcome::Reconciled { parent, response, kept, unlisted, deleted }, shown.left_out))
 }
 
 /// Whether one of the answer's `children` is `observed`: the same kind, namespace (a child
@@ -636,16 +640,22 @@ pub fn requests_yaml(requests: &[Recorded]) -> Result<String, serde_yaml_ng::Err
 
 impl Rendered {
     /// What render says besides the YAML, one line each: inputs the host would not have
-    /// passed, children kept as they are, children the host would delete.
+    /// passed, children kept as they are (returned with their uid, or omitted and of a kind
+    /// kept unlisted), children the host would delete.
     pub fn remarks(&self) -> impl Iterator<Item = String> + '_ {
-        let (kept, deleted): (&[String], &[String]) = match &self.outcome {
-            Outcome::Reconciled { kept, deleted, .. } => (kept, deleted),
-            Outcome::Handled { .. } | Outcome::Admitted { .. } | Outcome::Converted { .. } => (&[], &[]),
+        let (kept, unlisted, deleted): (&[String], &[String], &[String]) = match &self.outcome {
+            Outcome::Reconciled { kept, unlisted, deleted, .. } => (kept, unlisted, deleted),
+            Outcome::Handled { .. } | Outcome::Admitted { .. } | Outcome::Converted { .. } => (&[], &[], &[]),
         };
         let notes = self.notes.iter().map(|note| format!("note: {note}"));
         let kept = kept.iter().map(|c| format!("kept: {c} (observed, kept as it is: neither written nor deleted)"));
+        let unlisted = unlisted.iter().map(|c| {
+            format!(
+                "kept: {c} (observed and omitted, of a kind the plugin keeps unlisted: neither written nor deleted)"
+            )
+        });
         let deleted = deleted.iter().map(|c| format!("deleted: {c} (the parent controls it and the answer omits it)"));
-        notes.chain(kept).chain(deleted)
+        notes.chain(kept).chain(unlisted).chain(deleted)
     }
 
     /// What the plugin did as a YAML stream. A reconcile: the parent with its new status,

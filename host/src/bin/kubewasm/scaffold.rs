@@ -2,9 +2,9 @@
 //! as it is: a Rust crate (templates in `host/templates/plugin`), a Python project
 //! (`host/templates/plugin-python`), an npm package in JavaScript or TypeScript
 //! (`host/templates/plugin-js`, `plugin-ts`) or a Go module (`host/templates/plugin-go`),
-//! all sharing the CRD and examples. With `--webhooks`, a template that has them adds the
-//! plugin's defaulting and validating webhooks and their tests. The templates are compiled
-//! into the binary so that it needs no checkout to run.
+//! all sharing the CRD and examples. With `--webhooks`, each adds the plugin's defaulting
+//! and validating webhooks and their tests. The templates are compiled into the binary so
+//! that it needs no checkout to run.
 
 use std::path::{Path, PathBuf};
 
@@ -30,8 +30,6 @@ pub enum Error {
     BadGroup { group: String },
     #[error("--version {version:?}: use a Kubernetes API version (like `v1`, `v1beta1`, `v2alpha1`)")]
     BadVersion { version: String },
-    #[error("--webhooks: the {language} template has no webhooks yet; write them with the SDK's admission API")]
-    NoWebhooks { language: &'static str },
 }
 
 /// The language a new plugin is written in.
@@ -52,17 +50,6 @@ pub enum Language {
 }
 
 impl Language {
-    /// As people name it.
-    fn name(self) -> &'static str {
-        match self {
-            Language::Rust => "Rust",
-            Language::Python => "Python",
-            Language::JavaScript => "JavaScript",
-            Language::TypeScript => "TypeScript",
-            Language::Go => "Go",
-        }
-    }
-
     /// The SDK's folder in a checkout, under `guest-sdk`.
     fn sdk_folder(self) -> &'static str {
         match self {
@@ -369,18 +356,16 @@ macro_rules! template {
 
 /// One language's templates from its folder of `host/templates/`: (path in the plugin,
 /// template file) for its own files; its `README.md` and `.gitignore` follow the
-/// shared ones; its webhooks, if it has them.
+/// shared ones; then its webhooks.
 macro_rules! templates {
-    ($folder:literal, [$(($path:literal, $file:literal)),* $(,)?] $(, $webhooks:expr)?) => {
+    ($folder:literal, [$(($path:literal, $file:literal)),* $(,)?], $webhooks:expr) => {
         Templates {
             own: &[$(($path, template!(concat!($folder, "/", $file)))),*],
             readme: template!(concat!($folder, "/README.md.tmpl")),
             gitignore: template!(concat!($folder, "/gitignore.tmpl")),
-            webhooks: templates!(@webhooks $($webhooks)?),
+            webhooks: $webhooks,
         }
     };
-    (@webhooks) => { None };
-    (@webhooks $webhooks:expr) => { Some($webhooks) };
 }
 
 /// The files of a new plugin in one language: `{{name}}` in a path is the plugin's name.
@@ -389,8 +374,8 @@ struct Templates {
     own: &'static [(&'static str, &'static str)],
     readme: &'static str,
     gitignore: &'static str,
-    /// What `--webhooks` changes; `None`: the language's template has no webhooks.
-    webhooks: Option<Webhooks>,
+    /// What `--webhooks` changes.
+    webhooks: Webhooks,
 }
 
 /// A template's defaulting and validating webhooks: its placeholders filled one way
@@ -408,14 +393,13 @@ impl Templates {
     /// those of its webhooks when `webhooks`, then its README and `.gitignore`.
     fn files(&self, webhooks: bool) -> impl Iterator<Item = (&'static str, &'static str)> {
         let last = [("README.md", self.readme), (".gitignore", self.gitignore)];
-        let hooks = self.webhooks.as_ref().filter(|_| webhooks).map_or(&[][..], |w| w.files);
+        let hooks = if webhooks { self.webhooks.files } else { &[] };
         self.own.iter().copied().chain(SHARED.iter().copied()).chain(hooks.iter().copied()).chain(last)
     }
 
     /// `template` of this language filled in for `names`, with its webhooks or without.
     fn fill(&self, template: &str, names: &Names, sdk: &Sdk, webhooks: bool) -> String {
-        let fills = self.webhooks.as_ref().map_or(&[][..], |w| w.fills);
-        let template = fills.iter().fold(template.to_string(), |text, (placeholder, without, with)| {
+        let template = self.webhooks.fills.iter().fold(template.to_string(), |text, (placeholder, without, with)| {
             text.replace(placeholder, if webhooks { with } else { without })
         });
         names.fill(&template, sdk)
@@ -455,21 +439,94 @@ const RUST: Templates = templates!(
             ),
             ("{{webhooks_tests}}", "", template!("plugin/webhooks_tests.rs.tmpl")),
             ("{{webhooks_readme}}", "", template!("plugin/README-webhooks.md.tmpl")),
+            ("{{component}}", "", "target/wasm32-wasip2/plugin/{{crate}}.wasm"),
         ],
-        files: &[("examples/no-message.yaml", template!("plugin/no-message.yaml.tmpl"))],
+        files: NO_MESSAGE,
     }
 );
 
-/// A Python plugin: its own module, tests and README.
+/// The write a new plugin's defaulting completes, for every language's webhooks.
+const NO_MESSAGE: &[(&str, &str)] = &[("examples/no-message.yaml", template!("plugin/no-message.yaml.tmpl"))];
+
+/// `Webhooks:` in a plugin's opening comment, after `prefix` (`// `, `//\t`...).
+macro_rules! webhooks_doc {
+    ($prefix:literal) => {
+        concat!(
+            $prefix,
+            "Webhooks:       kubewasm render {{name}}.wasm --admission create --object examples/no-message.yaml\n"
+        )
+    };
+}
+
+/// A Python plugin: its own module, tests and README; with webhooks, `default` and
+/// `validate` methods of the plugin class and their tests.
 const PYTHON: Templates = templates!(
     "plugin-python",
-    [("pyproject.toml", "pyproject.toml.tmpl"), ("app.py", "app.py.tmpl"), ("tests/test_app.py", "test_app.py.tmpl")]
+    [("pyproject.toml", "pyproject.toml.tmpl"), ("app.py", "app.py.tmpl"), ("tests/test_app.py", "test_app.py.tmpl")],
+    Webhooks {
+        fills: &[
+            ("{{webhooks_doc}}", "", webhooks_doc!("")),
+            (
+                "{{webhooks_constants}}",
+                "",
+                "\n# The longest message a {{kind}} may hold: its validation refuses longer ones.\nMAX_MESSAGE = 1024\n",
+            ),
+            (
+                "{{webhooks_manifest}}",
+                "",
+                "\n            defaults=[kubewasm.AdmissionRule(KindRef(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\"{{py_scope}}))],\
+                 \n            validates=[kubewasm.AdmissionRule(KindRef(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\"{{py_scope}}))],",
+            ),
+            ("{{webhooks}}", "", template!("plugin-python/webhooks.py.tmpl")),
+            ("{{webhooks_tests}}", "", template!("plugin-python/test_webhooks.py.tmpl")),
+            ("{{webhooks_readme}}", "", template!("plugin-python/README-webhooks.md.tmpl")),
+            ("{{component}}", "", "{{name}}.wasm"),
+        ],
+        files: NO_MESSAGE,
+    }
 );
+
+/// What `--webhooks` fills in a JavaScript or TypeScript plugin (`webhooks`, `tests` and
+/// `readme`: the language's files), and `types`, the type-only imports.
+macro_rules! npm_webhooks {
+    ($webhooks:literal, $tests:literal, $readme:literal, $types:literal) => {
+        Webhooks {
+            fills: &[
+                ("{{webhooks_doc}}", "", webhooks_doc!("// ")),
+                ("{{webhooks_imports}}", "", "AdmissionRule, Denial, "),
+                ("{{webhooks_types}}", "", $types),
+                (
+                    "{{webhooks_constants}}",
+                    "",
+                    "\n/** The longest message a {{kind}} may hold: its validation refuses longer ones. */\n\
+                     const MAX_MESSAGE = 1024;\n",
+                ),
+                (
+                    "{{webhooks_manifest}}",
+                    "",
+                    "\n      defaults: [new AdmissionRule(new KindRef('{{group}}', '{{version}}', '{{kind}}', '{{plural}}'{{js_scope}}))],\
+                     \n      validates: [new AdmissionRule(new KindRef('{{group}}', '{{version}}', '{{kind}}', '{{plural}}'{{js_scope}}))],",
+                ),
+                ("{{webhooks}}", "", template!($webhooks)),
+                ("{{webhooks_tests}}", "", template!($tests)),
+                ("{{webhooks_readme}}", "", template!($readme)),
+                ("{{component}}", "", "{{name}}.wasm"),
+            ],
+            files: NO_MESSAGE,
+        }
+    };
+}
 
 /// A JavaScript plugin: an npm package with its module, `node --test` tests and README.
 const JS: Templates = templates!(
     "plugin-js",
-    [("package.json", "package.json.tmpl"), ("app.js", "app.js.tmpl"), ("test/app.test.js", "app.test.js.tmpl")]
+    [("package.json", "package.json.tmpl"), ("app.js", "app.js.tmpl"), ("test/app.test.js", "app.test.js.tmpl")],
+    npm_webhooks!(
+        "plugin-js/webhooks.js.tmpl",
+        "plugin-js/webhooks.test.js.tmpl",
+        "plugin-js/README-webhooks.md.tmpl",
+        ""
+    )
 );
 
 /// A TypeScript plugin: the JavaScript one typed, with `tsc` run by its tests.
@@ -480,13 +537,43 @@ const TS: Templates = templates!(
         ("tsconfig.json", "tsconfig.json.tmpl"),
         ("app.ts", "app.ts.tmpl"),
         ("test/app.test.ts", "app.test.ts.tmpl"),
-    ]
+    ],
+    npm_webhooks!(
+        "plugin-ts/webhooks.ts.tmpl",
+        "plugin-ts/webhooks.test.ts.tmpl",
+        "plugin-ts/README-webhooks.md.tmpl",
+        "AdmissionRequest, "
+    )
 );
 
 /// A Go plugin: its own module, tests and README.
 const GO: Templates = templates!(
     "plugin-go",
-    [("go.mod", "go.mod.tmpl"), ("main.go", "main.go.tmpl"), ("main_test.go", "main_test.go.tmpl")]
+    [("go.mod", "go.mod.tmpl"), ("main.go", "main.go.tmpl"), ("main_test.go", "main_test.go.tmpl")],
+    Webhooks {
+        fills: &[
+            ("{{webhooks_doc}}", "", webhooks_doc!("//\t")),
+            ("{{webhooks_imports}}", "", "\n\t\"fmt\""),
+            (
+                "{{webhooks_constants}}",
+                "",
+                "\n// maxMessage is the longest message a {{kind}} may hold: its validation refuses longer ones.\n\
+                 const maxMessage = 1024\n",
+            ),
+            (
+                "{{webhooks_manifest}}",
+                "",
+                "\n\n\t\t// The writes the API server asks Default and Validate about.\
+                 \n\t\tDefaults:  []kubewasm.AdmissionRule{kubewasm.Admitting(kubewasm.{{go_scope}}(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\"))},\
+                 \n\t\tValidates: []kubewasm.AdmissionRule{kubewasm.Admitting(kubewasm.{{go_scope}}(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\"))},",
+            ),
+            ("{{webhooks}}", "", template!("plugin-go/webhooks.go.tmpl")),
+            ("{{webhooks_tests}}", "", template!("plugin-go/webhooks_test.go.tmpl")),
+            ("{{webhooks_readme}}", "", template!("plugin-go/README-webhooks.md.tmpl")),
+            ("{{component}}", "", "{{name}}.wasm"),
+        ],
+        files: NO_MESSAGE,
+    }
 );
 
 /// What [`create`] made.
@@ -508,7 +595,6 @@ pub struct Created {
 /// [`Error::BadKind`], [`Error::BadGroup`] or [`Error::BadVersion`] for a parent kind
 /// Kubernetes would refuse,
 /// [`Error::NoJsSdk`] for a JavaScript or TypeScript plugin with the SDK only in git,
-/// [`Error::NoWebhooks`] for `webhooks` in a language whose template has none,
 /// [`Error::Exists`] when `dir` exists, [`Error::Write`] when a file cannot be
 /// written.
 pub fn create(
@@ -535,9 +621,6 @@ pub fn create(
         Language::TypeScript => &TS,
         Language::Go => &GO,
     };
-    if webhooks && templates.webhooks.is_none() {
-        return Err(Error::NoWebhooks { language: language.name() });
-    }
     for (path, template) in templates.files(webhooks) {
         let path = dir.join(path.replace("{{name}}", name));
         let write = |path: &Path| -> std::io::Result<()> {
@@ -577,11 +660,12 @@ pub fn create(
             format!("kubewasm render {name}.wasm --parent examples/parent.yaml"),
         ],
     };
-    if webhooks && language == Language::Rust {
-        next_steps.push(format!(
-            "kubewasm render target/wasm32-wasip2/plugin/{}.wasm --admission create --object examples/no-message.yaml",
-            names.krate
-        ));
+    if webhooks {
+        let component = match language {
+            Language::Rust => format!("target/wasm32-wasip2/plugin/{}.wasm", names.krate),
+            _ => format!("{name}.wasm"),
+        };
+        next_steps.push(format!("kubewasm render {component} --admission create --object examples/no-message.yaml"));
     }
     next_steps.push(watch);
     Ok(Created { kind: format!("{}.{}/{}", names.kind, names.group, names.version), files, next_steps })
@@ -655,9 +739,6 @@ mod tests {
         ];
         for (language, templates) in languages {
             for (cluster, webhooks) in [(false, false), (true, false), (false, true), (true, true)] {
-                if webhooks && templates.webhooks.is_none() {
-                    continue;
-                }
                 let names = Names::of("hello-world", &Parent { cluster, ..Parent::default() }, language).unwrap();
                 for (path, template) in templates.files(webhooks) {
                     let text = templates.fill(template, &names, &sdk, webhooks);
@@ -711,24 +792,5 @@ mod tests {
             assert!(matches!(create("hello", &Parent::default(), &dir, &git, language, false), Err(Error::NoJsSdk)));
         }
         assert!(!dir.exists(), "nothing is written");
-    }
-
-    #[test]
-    fn webhooks_in_a_language_whose_template_has_none_are_refused_by_name() {
-        let dir = std::env::temp_dir().join("kubewasm-scaffold-no-webhooks");
-        let sdk = Sdk::Path(std::env::temp_dir());
-        let languages = [
-            (Language::Python, &PYTHON),
-            (Language::JavaScript, &JS),
-            (Language::TypeScript, &TS),
-            (Language::Go, &GO),
-        ];
-        for (language, _) in languages.into_iter().filter(|(_, templates)| templates.webhooks.is_none()) {
-            let refused = create("hello", &Parent::default(), &dir, &sdk, language, true).unwrap_err();
-            assert!(matches!(refused, Error::NoWebhooks { .. }), "{language:?}: {refused}");
-            assert!(refused.to_string().contains(&format!("the {} template has no webhooks", language.name())));
-        }
-        assert!(!dir.exists(), "nothing is written");
-        assert!(RUST.webhooks.is_some());
     }
 }

@@ -1,13 +1,15 @@
 //! Why a call failed, in words a plugin's author can act on: the deadline, the memory
-//! cap, a panic (a Rust guest's, or a JavaScript exception that nothing caught, read
-//! from stderr), any other trap with the end of the guest's stderr, its own error, or
-//! an answer that cannot be decoded.
+//! cap, a panic (a Rust guest's, a JavaScript exception or a Python one that nothing
+//! caught, read from stderr), a Go panic, any other trap with the end of the guest's
+//! stderr, its own error, or an answer that cannot be decoded. An uncaught error's first
+//! line names it and where the author's code raised it; the trace follows.
 
 use std::time::Duration;
 
 use wasmtime::Trap;
 
 use super::logging::Redact;
+use super::uncaught;
 use crate::plugin::contract::MalformedAnswer;
 
 /// Why a call produced no answer.
@@ -96,12 +98,21 @@ pub(crate) fn classify(error: &wasmtime::Error, evidence: &Evidence<'_>) -> Call
         return CallError::OutOfMemory { plugin, call, limit_mib };
     }
     if let Some(panic) = Panic::find(evidence.stderr) {
+        // componentize-py's runtime panics after Python printed the traceback: its summary
+        // first, then all the guest wrote.
+        if let Some(summary) = uncaught::python(panic.before) {
+            return CallError::Panic { plugin, call, message: format!("{summary}\n{}", panic.before.trim_end()) };
+        }
         let mut message = panic.message();
         // What the guest printed before it panicked: a log line, a console.error.
         if let Some(tail) = stderr_tail(panic.before) {
             message = format!("{message}; before it the plugin's stderr ends with:\n{tail}");
         }
         return CallError::Panic { plugin, call, message };
+    }
+    // Go's runtime prints the panic and its goroutines, then traps: the trap says nothing more.
+    if let Some(summary) = uncaught::go(evidence.stderr) {
+        return CallError::Trap { plugin, call, message: format!("{summary}\n{}", evidence.stderr.trim_end()) };
     }
     let mut message = match error.downcast_ref::<Trap>() {
         Some(trap) => trap.to_string(),

@@ -4,7 +4,8 @@
 //! sockets denied, real randomness, stderr captured), [`clock`] (the request's time, waits
 //! that return at once), [`http`] (outbound HTTP within the operator's grant, for
 //! `wasi:http` and the contract's `http`), [`logging`] (the contract's `log` import,
-//! Secret values masked) and [`failure`] (what went wrong, in words). A new capability is
+//! Secret values masked) and [`failure`] (what went wrong, in words, with [`uncaught`]
+//! reading a Python traceback or a Go panic back from stderr). A new capability is
 //! a new module here, one field of [`CallState`] and one line of [`linker`].
 //!
 //! The CPU deadline counts the time the guest runs, not the time it waits on the
@@ -17,6 +18,7 @@ pub(crate) mod failure;
 pub(crate) mod http;
 pub(crate) mod limits;
 pub(crate) mod logging;
+mod uncaught;
 pub(crate) mod wasi;
 
 use std::sync::Arc;

@@ -58,6 +58,36 @@ declare module 'kubewasm:reconciler/types@0.2.0' {
     fieldSelector?: string,
   }
   /**
+   * A write the API server asks an admission webhook about.
+   * # Variants
+   * 
+   * ## `"create"`
+   * 
+   * ## `"update"`
+   * 
+   * ## `"delete"`
+   * 
+   * ## `"connect"`
+   * 
+   * `kubectl exec`, `attach`, `port-forward` and proxy requests.
+   */
+  export type Operation = 'create' | 'update' | 'delete' | 'connect';
+  /**
+   * The writes of one kind an admission export is asked about.
+   */
+  export interface AdmissionRule {
+    /**
+     * The kind: the parent or any other (a Kubewarden-style policy). The API server
+     * asks about writes of every version of its group and resource, converted to
+     * this version.
+     */
+    kind: KindRef,
+    /**
+     * The operations; empty: `create` and `update`.
+     */
+    operations: Array<Operation>,
+  }
+  /**
    * What a plugin is: returned once by `describe`, when the host loads it.
    */
   export interface Manifest {
@@ -110,6 +140,28 @@ declare module 'kubewasm:reconciler/types@0.2.0' {
      * list and the grant allow its URL.
      */
     outbound: Array<string>,
+    /**
+     * Child kinds whose observed children a response may leave out: those it omits
+     * are kept, not deleted (a CronJob's running Jobs). Each must be among
+     * `children`. Children of the other kinds that a response omits are deleted.
+     */
+    keepUnlisted: Array<KindRef>,
+    /**
+     * The writes `admission.default` may change before the API server stores them
+     * (a mutating webhook; Kubebuilder's defaulter). Empty: `default` is never called.
+     */
+    defaults: Array<AdmissionRule>,
+    /**
+     * The writes `admission.validate` may refuse (a validating webhook, called after
+     * the defaults and the schema). Empty: `validate` is never called.
+     */
+    validates: Array<AdmissionRule>,
+    /**
+     * Whether `admission.convert` converts the parent between the versions its CRD
+     * (among `crds`) serves: the host registers itself as that CRD's conversion
+     * webhook. The parent must be a kind the plugin defines.
+     */
+    converts: boolean,
   }
   /**
    * How a set-based label requirement compares a label's value.
@@ -344,6 +396,166 @@ declare module 'kubewasm:reconciler/types@0.2.0' {
     /**
      * The plugin's settings from its operator configuration, JSON (`null` if none),
      * Secret references resolved.
+     */
+    config: string,
+  }
+  /**
+   * Who asks for a write, as the API server authenticated them.
+   */
+  export interface UserInfo {
+    username: string,
+    uid: string,
+    groups: Array<string>,
+    /**
+     * Extra attributes of the authenticator (scopes...), with their values.
+     */
+    extra: Array<[string, Array<string>]>,
+  }
+  /**
+   * One write the API server asks about, from its AdmissionReview.
+   */
+  export interface AdmissionRequest {
+    /**
+     * The AdmissionReview's uid: the same for every webhook one write calls.
+     */
+    uid: string,
+    /**
+     * The kind of the object, in the version the rule names.
+     */
+    kind: KindRef,
+    operation: Operation,
+    /**
+     * The subresource written (`status`, `scale`); `none` for the object itself.
+     */
+    subResource?: string,
+    /**
+     * `none` for a cluster-scoped object.
+     */
+    namespace?: string,
+    /**
+     * Empty on a create whose name the server generates (`generateName`).
+     */
+    name: string,
+    /**
+     * The object as it would be stored, JSON; `none` for `delete`.
+     */
+    object?: string,
+    /**
+     * The stored object, JSON: `update` and `delete`.
+     */
+    oldObject?: string,
+    userInfo: UserInfo,
+    /**
+     * The write is a dry run: nothing will be stored, and the plugin must change
+     * nothing outside its answer (it cannot anyway).
+     */
+    dryRun: boolean,
+    /**
+     * The write's options (`CreateOptions`, `UpdateOptions`, `DeleteOptions`), JSON;
+     * `null` if none.
+     */
+    options: string,
+    /**
+     * The host's current time, RFC 3339.
+     */
+    now: string,
+    /**
+     * The plugin's settings from its operator configuration, JSON (`null` if none).
+     */
+    config: string,
+  }
+  /**
+   * One field a denial blames, as the API server's `Invalid` errors list them.
+   */
+  export interface FieldCause {
+    /**
+     * The field's path, e.g. `spec.schedule` or `metadata.name`.
+     */
+    field: string,
+    /**
+     * Why, e.g. `must be no more than 52 characters`.
+     */
+    message: string,
+    /**
+     * Kubernetes' cause type: `FieldValueInvalid`, `FieldValueRequired`,
+     * `FieldValueNotSupported`, `FieldValueForbidden`...; empty: `FieldValueInvalid`.
+     */
+    reason: string,
+  }
+  /**
+   * Why a write is refused. With `causes`, the API server answers 422 Invalid naming
+   * the fields (as for a schema violation); without, 403 Forbidden with the message.
+   */
+  export interface Denial {
+    message: string,
+    causes: Array<FieldCause>,
+  }
+  /**
+   * What validation decided about a write.
+   */
+  export interface Verdict {
+    /**
+     * `none`: allowed.
+     */
+    denied?: Denial,
+    /**
+     * Shown to the client (`kubectl` prints them as `Warning: ...`), allowed or not.
+     */
+    warnings: Array<string>,
+  }
+  /**
+   * How defaulting changes a written object.
+   */
+  export type Mutation = MutationUnchanged | MutationObject | MutationPatch;
+  /**
+   * Store it as written.
+   */
+  export interface MutationUnchanged {
+    tag: 'unchanged',
+  }
+  /**
+   * The whole object as it should be stored, JSON: the host sends the API server
+   * the JSON patch from the written object to this one.
+   */
+  export interface MutationObject {
+    tag: 'object',
+    val: string,
+  }
+  /**
+   * An RFC 6902 JSON patch to the written object, JSON.
+   */
+  export interface MutationPatch {
+    tag: 'patch',
+    val: string,
+  }
+  /**
+   * What defaulting did to a written object.
+   */
+  export interface Defaulted {
+    mutation: Mutation,
+    /**
+     * Shown to the client, as `verdict`'s.
+     */
+    warnings: Array<string>,
+  }
+  /**
+   * Objects of the parent's kind to convert, from the API server's ConversionReview.
+   */
+  export interface ConversionRequest {
+    /**
+     * The objects, JSON, each in its own version (they may differ).
+     */
+    objects: Array<string>,
+    /**
+     * `group/version` to convert every object to.
+     */
+    desiredApiVersion: string,
+    /**
+     * The host's current time, RFC 3339.
+     */
+    now: string,
+    /**
+     * The plugin's settings from its operator configuration, JSON (`null` if none).
      */
     config: string,
   }
