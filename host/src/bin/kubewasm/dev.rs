@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Result;
@@ -18,6 +18,22 @@ use tokio::sync::Semaphore;
 use tracing::{error, info};
 
 use crate::build::{self, Project, State};
+
+/// The plugin projects `kubewasm dev` builds: those `--watch` names, then those found in
+/// the plugin directory `dir`, each once.
+///
+/// # Errors
+///
+/// A `--watch` directory that is no plugin project.
+pub fn projects(watch: &[PathBuf], dir: &Path) -> Result<Vec<Project>> {
+    let mut projects = watch.iter().map(|p| Project::at(p)).collect::<Result<Vec<_>, _>>()?;
+    for found in Project::found_in(dir) {
+        if !projects.iter().any(|p| p.dir == found.dir) {
+            projects.push(found);
+        }
+    }
+    Ok(projects)
+}
 
 /// The webhook server of `kubewasm dev`: on `listen` (a free loopback port unless told),
 /// with a CA made at start, registered with the embedded API server at the address it is

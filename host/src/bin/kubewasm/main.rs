@@ -73,6 +73,7 @@ fn report(e: &anyhow::Error) -> String {
 
 /// `kubewasm run`: the host against the cluster of the in-cluster config or KUBECONFIG.
 fn run_in_cluster(mut options: run::Options, webhooks: &cli::WebhookArgs, host: &cli::HostArgs) -> Result<()> {
+    options.namespace.clone_from(&host.host_namespace);
     let runtime = tokio_runtime()?;
     let engine = engine(&host.engine_options())?;
     runtime.block_on(async {
@@ -112,12 +113,7 @@ fn run(cli: Cli) -> Result<()> {
             host,
         } => {
             let faults = faults.as_deref().map(devcluster::Faults::read).transpose()?;
-            let mut projects = watch.iter().map(|p| build::Project::at(p)).collect::<Result<Vec<_>, _>>()?;
-            for found in build::Project::found_in(&dir) {
-                if !projects.iter().any(|p| p.dir == found.dir) {
-                    projects.push(found);
-                }
-            }
+            let projects = dev::projects(&watch, &dir)?;
             let cluster = devcluster::Options {
                 data_dir,
                 port,
@@ -137,12 +133,8 @@ fn run(cli: Cli) -> Result<()> {
             runtime.block_on(dev::dev(&engine, &options, cluster, faults, projects))?;
         }
         Command::Run { dir, health_addr, webhooks, host, leader } => {
-            let options = run::Options {
-                health_addr: Some(health_addr),
-                replicas: leader.mode(),
-                namespace: host.host_namespace.clone(),
-                ..run::Options::new(dir)
-            };
+            let options =
+                run::Options { health_addr: Some(health_addr), replicas: leader.mode(), ..run::Options::new(dir) };
             run_in_cluster(options, &webhooks, &host)?;
         }
         Command::New { name, path, sdk, group, version, kind, scope, lang, webhooks } => {
