@@ -36,7 +36,7 @@ PLUGIN_DIR := $(TARGET_DIR)/plugins
 # CRD's second version needs served before it can run beside the others.
 EXAMPLES := kubewatch dns-record cronjob
 # Test fixtures (host/tests/fixtures), copied to $(FIXTURE_DIR).
-FIXTURES := misbehave future-contract contract-0-1-0 gate bad-describe demo-relabel stack panic-handler sandbox keep-jobs
+FIXTURES := misbehave future-contract contract-0-1-0 gate bad-describe demo-relabel stack panic-handler sandbox keep-jobs admit admit-strict
 FIXTURE_DIR := $(TARGET_DIR)/fixtures
 WASM_OUT := $(TARGET_DIR)/wasm32-wasip2/plugin
 

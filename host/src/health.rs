@@ -25,8 +25,6 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use axum::Router;
 use axum::http::StatusCode;
 use axum::routing::get;
-use tokio::sync::oneshot;
-use tokio::task::JoinHandle;
 
 /// Why the health server could not start.
 #[derive(Debug, thiserror::Error)]
@@ -75,31 +73,9 @@ impl Health {
     }
 }
 
-/// A running health server; dropping it leaves the server running until the
-/// process ends, [`Server::shutdown`] stops it.
-#[derive(Debug)]
-pub struct Server {
-    addr: SocketAddr,
-    stop: oneshot::Sender<()>,
-    task: JoinHandle<std::io::Result<()>>,
-}
-
-impl Server {
-    /// The address it listens on (the port the OS chose when given port 0).
-    pub fn local_addr(&self) -> SocketAddr {
-        self.addr
-    }
-
-    /// Stops accepting connections and waits for requests in flight.
-    pub async fn shutdown(self) {
-        let _ = self.stop.send(());
-        match self.task.await {
-            Ok(Ok(())) => {}
-            Ok(Err(e)) => tracing::warn!(error = %e, "health server stopped with an error"),
-            Err(e) => tracing::warn!(error = %e, "health server task failed"),
-        }
-    }
-}
+/// A running health server; dropping it leaves the server running until the process
+/// ends, [`Server::shutdown`] stops it.
+pub use crate::serving::Server;
 
 /// Binds `addr` and serves [`Health::router`], merged with `extra` (for example
 /// the metrics endpoint), on a background task.
@@ -119,16 +95,8 @@ pub async fn serve(addr: SocketAddr, health: Health, extra: Option<Router>) -> R
     if let Some(extra) = extra {
         router = router.merge(extra);
     }
-    let (stop, stopped) = oneshot::channel::<()>();
-    let task = tokio::spawn(async move {
-        axum::serve(listener, router)
-            .with_graceful_shutdown(async {
-                let _ = stopped.await;
-            })
-            .await
-    });
     tracing::info!(addr = %local, "serving /healthz and /readyz");
-    Ok(Server { addr: local, stop, task })
+    Ok(crate::serving::spawn(listener, router, local, None, "health"))
 }
 
 #[cfg(test)]

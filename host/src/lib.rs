@@ -33,6 +33,7 @@ pub mod resource;
 pub mod run;
 pub mod runtime;
 pub mod secrets;
+mod serving;
 pub mod webhook;
 
 pub use controller::Controller;

@@ -28,8 +28,12 @@ macro_rules! label_values {
         pub(crate) enum $name { $($variant),* }
 
         impl $name {
+            pub(crate) fn as_str(self) -> &'static str {
+                match self { $(Self::$variant => $value),* }
+            }
+
             fn label(self) -> String {
-                match self { $(Self::$variant => $value),* }.to_string()
+                self.as_str().to_string()
             }
         }
     };
@@ -40,8 +44,15 @@ label_values!(
     Outcome { Success => "success", Error => "error" }
 );
 label_values!(
-    /// The calls into a plugin: a reconcile's two, an event's one.
-    Call { Related => "related", Reconcile => "reconcile", Handle => "handle" }
+    /// The calls into a plugin: a reconcile's two, an event's one, a webhook's one.
+    Call {
+        Related => "related",
+        Reconcile => "reconcile",
+        Handle => "handle",
+        Default => "default",
+        Validate => "validate",
+        Convert => "convert",
+    }
 );
 label_values!(
     /// How a plugin call failed.
@@ -53,6 +64,11 @@ label_values!(
         PluginError => "plugin_error",
         Malformed => "malformed",
     }
+);
+label_values!(
+    /// What a webhook answered: a conversion that the plugin refused counts as denied;
+    /// `error`, the plugin failed (answered by its failure policy).
+    WebhookVerdict { Allowed => "allowed", Denied => "denied", Mutated => "mutated", Error => "error" }
 );
 label_values!(
     /// What a write does.
@@ -96,6 +112,14 @@ pub(crate) struct ResultLabels {
 pub(crate) struct CallLabels {
     pub(crate) plugin: String,
     pub(crate) call: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct WebhookLabels {
+    pub(crate) plugin: String,
+    /// `default`, `validate` or `convert`.
+    pub(crate) webhook: String,
+    pub(crate) verdict: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -150,6 +174,7 @@ struct Inner {
     pub(crate) events_delivered: Family<ChangeLabels, Counter>,
     pub(crate) events_dropped: Family<ReasonLabels, Counter>,
     pub(crate) events_waiting: Family<PluginLabel, Gauge>,
+    pub(crate) webhooks: Family<WebhookLabels, Counter>,
     queues: Arc<Queues>,
 }
 
@@ -222,6 +247,7 @@ impl Metrics {
             events_delivered: Family::default(),
             events_dropped: Family::default(),
             events_waiting: Family::default(),
+            webhooks: Family::default(),
             queues: Arc::default(),
             registry: Registry::default(),
         };
@@ -294,6 +320,11 @@ impl Metrics {
             "events_waiting",
             "Events waiting for a plugin's handler, in flight included",
             inner.events_waiting.clone(),
+        );
+        registry.register(
+            "webhook_requests",
+            "Admission and conversion webhook calls answered, by plugin, webhook and verdict",
+            inner.webhooks.clone(),
         );
         registry.register_collector(Box::new(inner.queues.clone()));
         Self(Arc::new(Inner { registry, ..inner }))
@@ -397,6 +428,11 @@ impl Metrics {
     pub(crate) fn events_waiting(&self, plugin: &str, waiting: usize) {
         let waiting = i64::try_from(waiting).unwrap_or(i64::MAX);
         self.0.events_waiting.get_or_create(&PluginLabel { plugin: plugin.into() }).set(waiting);
+    }
+
+    pub(crate) fn webhook(&self, plugin: &str, webhook: Call, verdict: WebhookVerdict) {
+        let labels = WebhookLabels { plugin: plugin.into(), webhook: webhook.label(), verdict: verdict.label() };
+        self.0.webhooks.get_or_create(&labels).inc();
     }
 
     /// Forgets `plugin`'s version: it no longer runs.

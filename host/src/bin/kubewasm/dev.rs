@@ -4,17 +4,52 @@
 //! printed whenever it changes.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use anyhow::Result;
 use kubewasm::plugin::Engine;
 use kubewasm::run;
+use kubewasm::webhook::tls::Identity;
+use kubewasm::webhook::{WebhookOptions, register};
 use kubewasm_devcluster::{self as devcluster, DevCluster};
 use tokio::sync::Semaphore;
 use tracing::{error, info};
 
 use crate::build::{self, Project, State};
+
+/// The plugin projects `kubewasm dev` builds: those `--watch` names, then those found in
+/// the plugin directory `dir`, each once.
+///
+/// # Errors
+///
+/// A `--watch` directory that is no plugin project.
+pub fn projects(watch: &[PathBuf], dir: &Path) -> Result<Vec<Project>> {
+    let mut projects = watch.iter().map(|p| Project::at(p)).collect::<Result<Vec<_>, _>>()?;
+    for found in Project::found_in(dir) {
+        if !projects.iter().any(|p| p.dir == found.dir) {
+            projects.push(found);
+        }
+    }
+    Ok(projects)
+}
+
+/// The webhook server of `kubewasm dev`: on `listen` (a free loopback port unless told),
+/// with a CA made at start, registered with the embedded API server at the address it is
+/// bound to, by the path `kubewasm run` takes in a cluster.
+///
+/// # Errors
+///
+/// When no certificate can be made for `listen`'s address.
+pub fn webhooks(listen: SocketAddr) -> Result<WebhookOptions> {
+    Ok(WebhookOptions {
+        listen,
+        identity: Identity::generate(&[listen.ip().to_string()])?,
+        endpoint: None,
+        name: register::DEFAULT_NAME.into(),
+    })
+}
 
 /// The embedded API server, then the host on it, with `projects` built into the plugin
 /// directory as they change; `faults` start once the plugins are loaded: they are for

@@ -28,6 +28,8 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use kubewasm::logging;
 use kubewasm::plugin::{Engine, EngineOptions, Plugin};
+use kubewasm::webhook::tls::{self, Identity};
+use kubewasm::webhook::{WebhookOptions, register};
 use kubewasm::{run, runtime};
 #[cfg(feature = "dev")]
 use kubewasm_devcluster as devcluster;
@@ -71,17 +73,49 @@ fn report(e: &anyhow::Error) -> String {
     out
 }
 
+/// `kubewasm run`: the host against the cluster of the in-cluster config or KUBECONFIG.
+fn run_in_cluster(mut options: run::Options, webhooks: &cli::WebhookArgs, host: &cli::HostArgs) -> Result<()> {
+    options.namespace.clone_from(&host.host_namespace);
+    let runtime = tokio_runtime()?;
+    let engine = engine(&host.engine_options())?;
+    runtime.block_on(async {
+        let shutdown = run::shutdown_signal();
+        let client = kube::Client::try_default().await.context("no cluster: set KUBECONFIG or run in a Pod")?;
+        options.webhooks = Some(webhook_options(&client, webhooks, &options.namespace).await?);
+        run::run(&engine, &client, &options, shutdown, |_| {}).await?;
+        anyhow::Ok(())
+    })
+}
+
+/// The webhook server of `kubewasm run`: behind the Service `--webhook-service`, with the
+/// certificate of `--webhook-tls-secret` or one made for the Service's names.
+async fn webhook_options(client: &kube::Client, args: &cli::WebhookArgs, namespace: &str) -> Result<WebhookOptions> {
+    let endpoint = register::Endpoint::service(&format!("{namespace}/{}", args.service))?;
+    let service = args.service.split(':').next().unwrap_or_default();
+    let identity = match &args.tls_secret {
+        Some(secret) => Identity::from_secret(client.clone(), namespace, secret).await?,
+        None => Identity::generate(&tls::service_names(namespace, service))?,
+    };
+    Ok(WebhookOptions { listen: args.listen, identity, endpoint: Some(endpoint), name: register::DEFAULT_NAME.into() })
+}
+
 fn run(cli: Cli) -> Result<()> {
     match cli.command {
         #[cfg(feature = "dev")]
-        Command::Dev { dir, watch, data_dir, kubeconfig, port, health_addr, faults, insecure_http, host } => {
+        Command::Dev {
+            dir,
+            watch,
+            data_dir,
+            kubeconfig,
+            port,
+            health_addr,
+            faults,
+            insecure_http,
+            webhook_listen,
+            host,
+        } => {
             let faults = faults.as_deref().map(devcluster::Faults::read).transpose()?;
-            let mut projects = watch.iter().map(|p| build::Project::at(p)).collect::<Result<Vec<_>, _>>()?;
-            for found in build::Project::found_in(&dir) {
-                if !projects.iter().any(|p| p.dir == found.dir) {
-                    projects.push(found);
-                }
-            }
+            let projects = dev::projects(&watch, &dir)?;
             let cluster = devcluster::Options {
                 data_dir,
                 port,
@@ -94,29 +128,22 @@ fn run(cli: Cli) -> Result<()> {
                 install_crds: true,
                 namespace: host.host_namespace.clone(),
                 plugin_resources: host.plugin_resources,
+                webhooks: Some(dev::webhooks(webhook_listen)?),
                 ..run::Options::new(dir)
             };
             let runtime = tokio_runtime()?;
             let engine = engine(&host.engine_options())?;
             runtime.block_on(dev::dev(&engine, &options, cluster, faults, projects))?;
         }
-        Command::Run { dir, health_addr, host, leader, plugin_identities } => {
+        Command::Run { dir, health_addr, webhooks, host, leader, plugin_identities } => {
             let options = run::Options {
                 health_addr: Some(health_addr),
                 replicas: leader.mode(),
-                namespace: host.host_namespace.clone(),
                 plugin_resources: host.plugin_resources,
                 plugin_identities,
                 ..run::Options::new(dir)
             };
-            let runtime = tokio_runtime()?;
-            let engine = engine(&host.engine_options())?;
-            runtime.block_on(async {
-                let shutdown = run::shutdown_signal();
-                let client = kube::Client::try_default().await.context("no cluster: set KUBECONFIG or run in a Pod")?;
-                run::run(&engine, &client, &options, shutdown, |_| {}).await?;
-                anyhow::Ok(())
-            })?;
+            run_in_cluster(options, &webhooks, &host)?;
         }
         Command::New { name, path, sdk, group, version, kind, scope, lang, webhooks } => {
             let dir = path.unwrap_or_else(|| PathBuf::from(&name));
