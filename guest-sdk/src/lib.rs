@@ -103,6 +103,8 @@
 #![allow(clippy::must_use_candidate, clippy::missing_panics_doc)]
 
 pub mod conditions;
+#[cfg(feature = "crd")]
+pub mod crd;
 #[doc(hidden)]
 pub mod export;
 pub mod http;
@@ -127,6 +129,8 @@ pub mod prelude {
         Admission, AdmissionRequest, AdmissionRule, Change, Defaulted, Denial, Error, Event, Handler, KindRef,
         Manifest, Object, ObjectEvent, Operation, Query, Reconciler, Request, Response, Selector, Verdict, Watch,
     };
+    #[cfg(feature = "crd")]
+    pub use crate::crd::{CrdKind, CrdManifest};
 }
 
 /// The decision logic of a reconciler: what should exist for one parent.
