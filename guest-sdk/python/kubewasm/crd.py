@@ -94,22 +94,30 @@ class _Marker:
         schema[self.keyword] = self.value
 
 
-class Minimum(_Marker):
-    """``+kubebuilder:validation:Minimum``: the smallest number allowed."""
+def _keyword(name: str, keyword: str, doc: str) -> type[_Marker]:
+    """A marker class that sets ``keyword`` to its value."""
+    return type(name, (_Marker,), {"keyword": keyword, "__doc__": doc, "__module__": __name__})
 
-    keyword = "minimum"
 
-
-class Maximum(_Marker):
-    """``+kubebuilder:validation:Maximum``: the largest number allowed."""
-
-    keyword = "maximum"
+Minimum = _keyword("Minimum", "minimum", "``+kubebuilder:validation:Minimum``: the smallest number allowed.")
+Maximum = _keyword("Maximum", "maximum", "``+kubebuilder:validation:Maximum``: the largest number allowed.")
+MinLength = _keyword("MinLength", "minLength", "``+kubebuilder:validation:MinLength``.")
+MaxLength = _keyword("MaxLength", "maxLength", "``+kubebuilder:validation:MaxLength``.")
+Pattern = _keyword("Pattern", "pattern", "``+kubebuilder:validation:Pattern``: a regular expression the string matches.")
+MinItems = _keyword("MinItems", "minItems", "``+kubebuilder:validation:MinItems``.")
+MaxItems = _keyword("MaxItems", "maxItems", "``+kubebuilder:validation:MaxItems``.")
+Format = _keyword("Format", "format", "``+kubebuilder:validation:Format`` (``int32``, ``date-time``, ``byte``...).")
+Description = _keyword("Description", "description", "The field's description, which ``kubectl explain`` shows.")
+Default = _keyword(
+    "Default",
+    "default",
+    "``+kubebuilder:default``: what the API server sets when the field is absent, where the dataclass "
+    "default cannot say it (a field with a ``default_factory``).",
+)
 
 
 class ExclusiveMinimum(_Marker):
     """A number greater than this one."""
-
-    keyword = "minimum"
 
     def apply(self, schema: dict[str, Any]) -> None:
         schema.update(minimum=self.value, exclusiveMinimum=True)
@@ -118,59 +126,8 @@ class ExclusiveMinimum(_Marker):
 class ExclusiveMaximum(_Marker):
     """A number less than this one."""
 
-    keyword = "maximum"
-
     def apply(self, schema: dict[str, Any]) -> None:
         schema.update(maximum=self.value, exclusiveMaximum=True)
-
-
-class MinLength(_Marker):
-    """``+kubebuilder:validation:MinLength``."""
-
-    keyword = "minLength"
-
-
-class MaxLength(_Marker):
-    """``+kubebuilder:validation:MaxLength``."""
-
-    keyword = "maxLength"
-
-
-class Pattern(_Marker):
-    """``+kubebuilder:validation:Pattern``: a regular expression the string matches."""
-
-    keyword = "pattern"
-
-
-class MinItems(_Marker):
-    """``+kubebuilder:validation:MinItems``."""
-
-    keyword = "minItems"
-
-
-class MaxItems(_Marker):
-    """``+kubebuilder:validation:MaxItems``."""
-
-    keyword = "maxItems"
-
-
-class Format(_Marker):
-    """``+kubebuilder:validation:Format`` (``int32``, ``date-time``, ``byte``...)."""
-
-    keyword = "format"
-
-
-class Description(_Marker):
-    """The field's description, which ``kubectl explain`` shows."""
-
-    keyword = "description"
-
-
-class Default(_Marker):
-    """``+kubebuilder:default``: what the API server sets when the field is absent, where
-    the dataclass default cannot say it (a field with a ``default_factory``)."""
-
-    keyword = "default"
 
 
 class Enum(_Marker):
