@@ -9,7 +9,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
-use kube::api::{Api, ApiResource, DynamicObject, PostParams};
+use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, PostParams};
 use kube::runtime::wait::{await_condition, conditions};
 use kubewasm_devcluster::{DevCluster, Options};
 use kubewasm_tests::{target_dir, wasm_path};
@@ -48,13 +48,8 @@ async fn served_and_enforced(crd: &str) {
 }
 
 async fn served_objects(client: kube::Client) {
-    let resource = ApiResource {
-        group: "paas.cmft.com".into(),
-        version: "v1beta1".into(),
-        api_version: "paas.cmft.com/v1beta1".into(),
-        kind: "DemoApplication".into(),
-        plural: "demoapplications".into(),
-    };
+    let gvk = GroupVersionKind::gvk("paas.cmft.com", "v1beta1", "DemoApplication");
+    let resource = ApiResource::from_gvk_with_plural(&gvk, "demoapplications");
     let apps: Api<DynamicObject> = Api::namespaced_with(client, "default", &resource);
     let object = |name: &str, spec: Value| -> DynamicObject {
         serde_json::from_value(json!({
