@@ -125,12 +125,12 @@ pub use serde_json;
 
 /// The names a plugin needs, in one `use`.
 pub mod prelude {
+    #[cfg(feature = "crd")]
+    pub use crate::crd::{CrdKind, CrdManifest};
     pub use crate::{
         Admission, AdmissionRequest, AdmissionRule, Change, Defaulted, Denial, Error, Event, Handler, KindRef,
         Manifest, Object, ObjectEvent, Operation, Query, Reconciler, Request, Response, Selector, Verdict, Watch,
     };
-    #[cfg(feature = "crd")]
-    pub use crate::crd::{CrdKind, CrdManifest};
 }
 
 /// The decision logic of a reconciler: what should exist for one parent.

@@ -1,8 +1,8 @@
 //! CRDs generated from a plugin's types: what the API server reads of them, for each
 //! Kubebuilder marker a plugin author reaches for.
 
-use kube::{CustomResource, CustomResourceExt};
 use kube::core::crd::merge_crds;
+use kube::{CustomResource, CustomResourceExt};
 use kubewasm_sdk::prelude::*;
 use kubewasm_sdk::serde_json::{Value, json};
 use schemars::JsonSchema;
@@ -69,10 +69,7 @@ fn manifest_crd(manifest: &Manifest) -> Value {
 
 #[test]
 fn the_kind_is_the_types() {
-    assert_eq!(
-        KindRef::of_crd::<v1::Database>(),
-        KindRef::namespaced("example.com", "v1", "Database", "databases")
-    );
+    assert_eq!(KindRef::of_crd::<v1::Database>(), KindRef::namespaced("example.com", "v1", "Database", "databases"));
     assert_eq!(KindRef::of_crd::<Zone>(), KindRef::cluster("example.com", "v1alpha1", "Zone", "zones"));
 }
 
@@ -86,9 +83,15 @@ fn names_scope_columns_and_status_subresource_come_from_the_kube_attributes() {
     assert_eq!(crd["spec"]["names"]["shortNames"], json!(["db", "dbs"]));
     assert_eq!(crd["spec"]["names"]["categories"], json!(["all"]));
     let version = &crd["spec"]["versions"][0];
-    assert_eq!((version["name"].as_str(), version["served"].as_bool(), version["storage"].as_bool()), (Some("v1"), Some(true), Some(true)));
+    assert_eq!(
+        (version["name"].as_str(), version["served"].as_bool(), version["storage"].as_bool()),
+        (Some("v1"), Some(true), Some(true))
+    );
     assert_eq!(version["subresources"], json!({"status": {}}));
-    assert_eq!(version["additionalPrinterColumns"], json!([{"name": "Engine", "type": "string", "jsonPath": ".spec.engine"}]));
+    assert_eq!(
+        version["additionalPrinterColumns"],
+        json!([{"name": "Engine", "type": "string", "jsonPath": ".spec.engine"}])
+    );
 
     let zone = manifest_crd(&Manifest::handler("zones").crd_of::<Zone>());
     assert_eq!(zone["spec"]["scope"], "Cluster");

@@ -6,19 +6,21 @@
 
 use std::collections::BTreeMap;
 
+use kube::CustomResource;
 use kubewasm_sdk::k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use kubewasm_sdk::k8s_openapi::api::core::v1::{
     Container, ContainerPort, PodSpec, PodTemplateSpec, Service, ServicePort, ServiceSpec,
 };
 use kubewasm_sdk::k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kubewasm_sdk::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use kube::CustomResource;
 use kubewasm_sdk::prelude::*;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 /// The custom resource: kube's `CustomResource` derive makes the `DemoApplication` type
 /// and its CustomResourceDefinition from this spec, validation included.
+// Two integer columns repeat `type_ = "integer"`, which is no duplicate.
+#[allow(clippy::duplicated_attributes)]
 #[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
 #[kube(group = "paas.cmft.com", version = "v1beta1", kind = "DemoApplication", namespaced)]
 #[kube(status = "DemoApplicationStatus", shortname = "demoapp")]
