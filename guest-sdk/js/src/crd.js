@@ -37,7 +37,8 @@ class Schema {
 
   /** The OpenAPI v3 schema (a CRD's JSONSchemaProps). */
   json() {
-    return structuredClone(this._json);
+    // A copy the caller may change; the component's engine has no structuredClone.
+    return JSON.parse(JSON.stringify(this._json));
   }
 }
 
