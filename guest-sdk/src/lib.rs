@@ -103,6 +103,8 @@
 #![allow(clippy::must_use_candidate, clippy::missing_panics_doc)]
 
 pub mod conditions;
+#[cfg(feature = "crd")]
+pub mod crd;
 #[doc(hidden)]
 pub mod export;
 pub mod http;
@@ -123,6 +125,8 @@ pub use serde_json;
 
 /// The names a plugin needs, in one `use`.
 pub mod prelude {
+    #[cfg(feature = "crd")]
+    pub use crate::crd::{CrdKind, CrdManifest};
     pub use crate::{
         Admission, AdmissionRequest, AdmissionRule, Change, Defaulted, Denial, Error, Event, Handler, KindRef,
         Manifest, Object, ObjectEvent, Operation, Query, Reconciler, Request, Response, Selector, Verdict, Watch,

@@ -1718,7 +1718,7 @@ fn new_npm_plugin_passes_its_tests_builds_and_renders(lang: &str, name: &str, ap
     let out = kubewasm(&[&["new", "tenant-notes"][..], &args].concat());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
     let source = std::fs::read_to_string(notes.join(app)).expect("the module");
-    assert!(source.contains("'tenantnotes', false)") && source.contains("childMetaIn"), "{source}");
+    assert!(source.contains("namespaced: false,") && source.contains("childMetaIn"), "{source}");
     npm_in(&notes, &install);
     let tested = npm_in(&notes, &["test"]);
     assert!(tested.contains("# pass 2") && tested.contains("# fail 0"), "{tested}");
@@ -1846,7 +1846,7 @@ fn new_creates_a_go_plugin_that_passes_its_tests_builds_and_renders() {
     let args = ["--lang", "go", "--kind", "TenantNote", "--scope", "Cluster", "--path", path_str(&notes)];
     let out = kubewasm(&[&["new", "tenant-notes"][..], &args].concat());
     assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
-    assert!(std::fs::read_to_string(notes.join("main.go")).expect("main.go").contains("kubewasm.ClusterScoped("));
+    assert!(std::fs::read_to_string(notes.join("main.go")).expect("main.go").contains("ClusterScoped: true,"));
     go_test_passes(&notes);
 
     let rust_sdk = workspace().join("guest-sdk");

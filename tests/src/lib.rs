@@ -75,7 +75,7 @@ macro_rules! for_each_plugin {
 }
 
 /// The target directory of this test binary.
-fn target_dir() -> PathBuf {
+pub fn target_dir() -> PathBuf {
     let exe = std::env::current_exe().expect("test binary path");
     // <target>/<profile>/deps/<test binary>
     exe.ancestors().nth(3).expect("target directory").to_path_buf()

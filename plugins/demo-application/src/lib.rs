@@ -6,6 +6,7 @@
 
 use std::collections::BTreeMap;
 
+use kube::CustomResource;
 use kubewasm_sdk::k8s_openapi::api::apps::v1::{Deployment, DeploymentSpec};
 use kubewasm_sdk::k8s_openapi::api::core::v1::{
     Container, ContainerPort, PodSpec, PodTemplateSpec, Service, ServicePort, ServiceSpec,
@@ -13,32 +14,43 @@ use kubewasm_sdk::k8s_openapi::api::core::v1::{
 use kubewasm_sdk::k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use kubewasm_sdk::k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kubewasm_sdk::prelude::*;
+use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// The custom resource, as far as this plugin reads it.
-#[derive(Deserialize, Serialize)]
-pub struct DemoApplication {
-    pub spec: DemoApplicationSpec,
-}
-
-#[derive(Deserialize, Serialize)]
+/// The custom resource: kube's `CustomResource` derive makes the `DemoApplication` type
+/// and its CustomResourceDefinition from this spec, validation included.
+// Two integer columns repeat `type_ = "integer"`, which is no duplicate.
+#[allow(clippy::duplicated_attributes)]
+#[derive(CustomResource, Deserialize, Serialize, Clone, Debug, JsonSchema)]
+#[kube(group = "paas.cmft.com", version = "v1beta1", kind = "DemoApplication", namespaced)]
+#[kube(status = "DemoApplicationStatus", shortname = "demoapp")]
+#[kube(printcolumn(name = "Image", type_ = "string", json_path = ".spec.image"))]
+#[kube(printcolumn(name = "Replicas", type_ = "integer", json_path = ".spec.replica"))]
+#[kube(printcolumn(name = "Available", type_ = "integer", json_path = ".status.availableReplicas"))]
 #[serde(rename_all = "camelCase")]
 pub struct DemoApplicationSpec {
+    #[schemars(length(min = 1))]
     pub image: String,
     /// The CRD defaults it too; this covers objects stored before the default existed.
     #[serde(default = "one")]
+    #[schemars(range(min = 0))]
     pub replica: i32,
-    #[serde(default)]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ports: Vec<DemoPort>,
 }
 
-#[derive(Deserialize, Serialize)]
+#[derive(Deserialize, Serialize, Clone, Debug, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DemoPort {
+    #[schemars(range(min = 1, max = 65535))]
     pub port: i32,
     /// Defaults to `port`, as a Service's targetPort does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 1, max = 65535))]
     pub target_port: Option<i32>,
     /// Setting it on any port turns the Service into a `NodePort` Service.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    #[schemars(range(min = 30000, max = 32767))]
     pub node_port: Option<i32>,
 }
 
@@ -48,10 +60,11 @@ impl DemoPort {
     }
 }
 
-#[derive(Deserialize, Serialize)]
+#[derive(Deserialize, Serialize, Clone, Debug, JsonSchema)]
 #[serde(rename_all = "camelCase")]
 pub struct DemoApplicationStatus {
-    pub available_replicas: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub available_replicas: Option<i32>,
 }
 
 fn one() -> i32 {
@@ -62,13 +75,10 @@ pub struct DemoApplicationReconciler;
 
 impl Reconciler for DemoApplicationReconciler {
     fn describe() -> Manifest {
-        Manifest::new(
-            "demo-application",
-            KindRef::namespaced("paas.cmft.com", "v1beta1", "DemoApplication", "demoapplications"),
-        )
-        .child(KindRef::of::<Deployment>())
-        .child(KindRef::of::<Service>())
-        .crd(include_str!("../crd.yaml"))
+        Manifest::new("demo-application", KindRef::of_crd::<DemoApplication>())
+            .child(KindRef::of::<Deployment>())
+            .child(KindRef::of::<Service>())
+            .crd_of::<DemoApplication>()
     }
 
     fn reconcile(req: &Request) -> Result<Response, Error> {
@@ -84,7 +94,7 @@ impl Reconciler for DemoApplicationReconciler {
 
         let available =
             req.child::<Deployment>(name)?.and_then(|d| d.status).and_then(|s| s.available_replicas).unwrap_or(0);
-        response.status(&DemoApplicationStatus { available_replicas: available })
+        response.status(&DemoApplicationStatus { available_replicas: Some(available) })
     }
 }
 
@@ -279,6 +289,46 @@ mod tests {
         assert_eq!(manifest.name, "demo-application");
         assert_eq!(manifest.parent.map(|p| p.plural).as_deref(), Some("demoapplications"));
         assert_eq!(manifest.children, [KindRef::of::<Deployment>(), KindRef::of::<Service>()]);
-        assert!(manifest.crds[0].contains("name: demoapplications.paas.cmft.com"));
+        let crd: Value = kubewasm_sdk::serde_json::from_str(&manifest.crds[0]).expect("the CRD is JSON");
+        assert_eq!(crd["metadata"]["name"], "demoapplications.paas.cmft.com");
+    }
+
+    /// The generated CRD is the hand-written one the other languages' ports still load
+    /// (crd.yaml): the same names, scope, version, columns and status subresource, and a
+    /// schema that accepts and defaults the same objects. What kube adds is told apart:
+    /// doc comments as descriptions, `nullable` on optional fields (the API server prunes
+    /// a null where it is not allowed, so either way the object is accepted), a required
+    /// `spec`, which the plugin needs anyway, and bounds written as floats (`1.0`); what
+    /// it leaves out is `listKind`, which the API server defaults to the kind's + `List`.
+    #[test]
+    fn generated_crd_is_the_hand_written_one() {
+        let manifest = testing::describe::<DemoApplicationReconciler>();
+        let mut generated: Value = kubewasm_sdk::serde_json::from_str(&manifest.crds[0]).expect("the CRD is JSON");
+        let mut written: Value = serde_yaml_ng::from_str(include_str!("../crd.yaml")).expect("crd.yaml parses");
+        let names = written["spec"]["names"].as_object_mut().expect("names");
+        assert_eq!(names.remove("listKind"), Some(json!("DemoApplicationList")));
+        strip(&mut written);
+
+        let schema = &mut generated["spec"]["versions"][0]["schema"]["openAPIV3Schema"];
+        assert_eq!(schema["required"], json!(["spec"]));
+        schema.as_object_mut().expect("an object schema").remove("required");
+        strip(schema);
+        assert_eq!(generated, written);
+    }
+
+    /// Drops what kube's schema adds beyond crd.yaml's (`description`, `title`,
+    /// `nullable`) and reads every number as a float.
+    fn strip(schema: &mut Value) {
+        match schema {
+            Value::Number(n) => *schema = json!(n.as_f64()),
+            Value::Object(map) => {
+                for key in ["description", "title", "nullable"] {
+                    map.remove(key);
+                }
+                map.values_mut().for_each(strip);
+            }
+            Value::Array(items) => items.iter_mut().for_each(strip),
+            _ => {}
+        }
     }
 }

@@ -106,8 +106,8 @@ impl Sdk {
     fn dependency(&self) -> String {
         let quoted = |s: &str| toml::Value::String(s.to_string()).to_string();
         match self {
-            Sdk::Path(path) => format!("{{ path = {} }}", quoted(&path.display().to_string())),
-            Sdk::Git(url) => format!("{{ git = {} }}", quoted(url)),
+            Sdk::Path(path) => format!("{{ path = {}, features = [\"crd\"] }}", quoted(&path.display().to_string())),
+            Sdk::Git(url) => format!("{{ git = {}, features = [\"crd\"] }}", quoted(url)),
         }
     }
 
@@ -264,15 +264,15 @@ impl Names {
 /// children need a namespace.
 const BY_SCOPE: &[(&str, &str, &str)] = &[
     ("{{scope}}", "Namespaced", "Cluster"),
-    ("{{kindref}}", "namespaced", "cluster"),
+    ("{{kube_scope}}", ", namespaced", ""),
     ("{{child_meta}}", "parent.child_meta(parent.name())", r#"parent.child_meta_in(parent.name(), "default")"#),
     ("{{json_namespace}}", r#", "namespace": "default""#, ""),
     ("{{yaml_namespace}}", "  namespace: default\n", ""),
-    ("{{py_scope}}", "", ", namespaced=False"),
+    ("{{py_crd_scope}}", "", "\n    namespaced=False,"),
     ("{{py_child_meta}}", "parent.child_meta(parent.name)", r#"parent.child_meta_in(parent.name, "default")"#),
-    ("{{js_scope}}", "", ", false"),
+    ("{{js_crd_scope}}", "", "\n  namespaced: false,"),
     ("{{js_child_meta}}", "parent.childMeta(parent.name)", "parent.childMetaIn(parent.name, 'default')"),
-    ("{{go_scope}}", "Namespaced", "ClusterScoped"),
+    ("{{go_crd_scope}}", "", " ClusterScoped: true,"),
     ("{{go_child_meta}}", "parent.ChildMeta(parent.Name())", r#"parent.ChildMetaIn(parent.Name(), "default")"#),
     ("{{go_json_namespace}}", r#", "namespace": "default""#, ""),
 ];
@@ -406,9 +406,8 @@ impl Templates {
     }
 }
 
-/// The Rust crate's CRD and examples, which every language's plugin has too.
+/// The Rust crate's examples, which every language's plugin has too.
 const SHARED: &[(&str, &str)] = &[
-    ("crd.yaml", template!("plugin/crd.yaml.tmpl")),
     ("examples/parent.yaml", template!("plugin/parent.yaml.tmpl")),
     ("examples/{{name}}.yaml", template!("plugin/object.yaml.tmpl")),
 ];
@@ -428,8 +427,8 @@ const RUST: Templates = templates!(
             (
                 "{{webhooks_manifest}}",
                 "",
-                "\n            .defaults(AdmissionRule::new(KindRef::{{kindref}}(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\")))\
-                 \n            .validates(AdmissionRule::new(KindRef::{{kindref}}(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\")))",
+                "\n            .defaults(AdmissionRule::new(KindRef::of_crd::<{{kind}}>()))\
+                 \n            .validates(AdmissionRule::new(KindRef::of_crd::<{{kind}}>()))",
             ),
             ("{{webhooks}}", "", template!("plugin/webhooks.rs.tmpl")),
             (
@@ -474,8 +473,8 @@ const PYTHON: Templates = templates!(
             (
                 "{{webhooks_manifest}}",
                 "",
-                "\n            defaults=[kubewasm.AdmissionRule(KindRef(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\"{{py_scope}}))],\
-                 \n            validates=[kubewasm.AdmissionRule(KindRef(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\"{{py_scope}}))],",
+                "\n            defaults=[kubewasm.AdmissionRule(RESOURCE.kind_ref)],\
+                 \n            validates=[kubewasm.AdmissionRule(RESOURCE.kind_ref)],",
             ),
             ("{{webhooks}}", "", template!("plugin-python/webhooks.py.tmpl")),
             ("{{webhooks_tests}}", "", template!("plugin-python/test_webhooks.py.tmpl")),
@@ -504,8 +503,8 @@ macro_rules! npm_webhooks {
                 (
                     "{{webhooks_manifest}}",
                     "",
-                    "\n      defaults: [new AdmissionRule(new KindRef('{{group}}', '{{version}}', '{{kind}}', '{{plural}}'{{js_scope}}))],\
-                     \n      validates: [new AdmissionRule(new KindRef('{{group}}', '{{version}}', '{{kind}}', '{{plural}}'{{js_scope}}))],",
+                    "\n      defaults: [new AdmissionRule(resource.kindRef)],\
+                     \n      validates: [new AdmissionRule(resource.kindRef)],",
                 ),
                 ("{{webhooks}}", "", template!($webhooks)),
                 ("{{webhooks_tests}}", "", template!($tests)),
@@ -553,7 +552,7 @@ const GO: Templates = templates!(
     Webhooks {
         fills: &[
             ("{{webhooks_doc}}", "", webhooks_doc!("//\t")),
-            ("{{webhooks_imports}}", "", "\n\t\"fmt\""),
+            ("{{webhooks_imports}}", "", "\n\t\"fmt\"\n"),
             (
                 "{{webhooks_constants}}",
                 "",
@@ -564,8 +563,8 @@ const GO: Templates = templates!(
                 "{{webhooks_manifest}}",
                 "",
                 "\n\n\t\t// The writes the API server asks Default and Validate about.\
-                 \n\t\tDefaults:  []kubewasm.AdmissionRule{kubewasm.Admitting(kubewasm.{{go_scope}}(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\"))},\
-                 \n\t\tValidates: []kubewasm.AdmissionRule{kubewasm.Admitting(kubewasm.{{go_scope}}(\"{{group}}\", \"{{version}}\", \"{{kind}}\", \"{{plural}}\"))},",
+                 \n\t\tDefaults:  []kubewasm.AdmissionRule{kubewasm.Admitting(resource.KindRef())},\
+                 \n\t\tValidates: []kubewasm.AdmissionRule{kubewasm.Admitting(resource.KindRef())},",
             ),
             ("{{webhooks}}", "", template!("plugin-go/webhooks.go.tmpl")),
             ("{{webhooks_tests}}", "", template!("plugin-go/webhooks_test.go.tmpl")),
