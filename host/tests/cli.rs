@@ -2069,3 +2069,24 @@ fn render_marks_omitted_children_of_a_kind_kept_unlisted_as_kept() {
     assert!(stderr.contains("deleted: ConfigMap stale (the parent controls it and the answer omits it)"), "{stderr}");
     assert!(!stderr.contains("Job b") && !stderr.contains("deleted: Job"), "{stderr}");
 }
+
+/// The observed CronJob Jobs as render tells them: the Job beyond the history limit is
+/// deleted by uid, the running and the kept finished one, omitted, stay.
+#[test]
+fn render_lists_the_cronjobs_job_beyond_the_history_limit_as_deleted_and_the_running_one_as_kept() {
+    let (parent, observed) = (cronjob_example("parent.yaml"), cronjob_example("observed.yaml"));
+    let out = render_cronjob(&["--parent", path_str(&parent), "--observed", path_str(&observed)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let remarks: Vec<&str> = stderr.lines().filter(|l| l.contains("kept: ") || l.contains("deleted: ")).collect();
+    let unlisted = "(observed and omitted, of a kind the plugin keeps unlisted: neither written nor deleted)";
+    assert_eq!(
+        remarks,
+        [
+            format!("kept: Job cronjob-sample-1767225480 {unlisted}"),
+            format!("kept: Job cronjob-sample-1767225540 {unlisted}"),
+            "deleted: Job cronjob-sample-1767225420 (the answer deletes it by uid)".to_string(),
+        ],
+        "{stderr}"
+    );
+}
