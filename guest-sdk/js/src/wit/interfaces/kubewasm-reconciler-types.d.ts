@@ -321,6 +321,13 @@ declare module 'kubewasm:reconciler/types@0.2.0' {
      * proceeds. Ignored otherwise.
      */
     finalized: boolean,
+    /**
+     * The `metadata.uid`s of observed children to delete, of any child kind: the
+     * way to delete a child of a kind the manifest keeps unlisted (a CronJob's
+     * finished Jobs beyond its history limit). Each must be a child the parent
+     * controls, as the request shows it, and not also among `children`.
+     */
+    'delete': Array<string>,
   }
   /**
    * Why a reconcile could not produce a decision.
