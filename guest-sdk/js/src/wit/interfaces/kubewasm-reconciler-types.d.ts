@@ -290,7 +290,8 @@ declare module 'kubewasm:reconciler/types@0.2.0' {
   export interface Response {
     /**
      * The FULL desired set of children, JSON. Observed children the parent
-     * controls that are not in this list are deleted. The host adds the
+     * controls that are not in this list are deleted, but for those of the kinds
+     * the manifest keeps unlisted (which `delete` deletes). The host adds the
      * controller ownerReference; the plugin need not.
      */
     children: Array<string>,
