@@ -272,6 +272,7 @@ func responseToWire(r *Response) (wire.Response, error) {
 		Labels:      pairs(r.Labels),
 		Annotations: pairs(r.Annotations),
 		Finalized:   r.Finalized,
+		Delete:      r.Delete,
 	}
 	for i, child := range r.Children {
 		text, err := ToJSON(child)

@@ -57,6 +57,8 @@ type Response struct {
 	Events       []Event
 	// Finalized, when finalizing, says the cleanup is done: the parent may go.
 	Finalized bool
+	// Delete holds the metadata.uids of observed children to delete, of any kind.
+	Delete []string
 }
 
 // NewResponse is an empty response: no children, status left alone.
@@ -65,6 +67,15 @@ func NewResponse() *Response { return &Response{} }
 // Child adds a desired child (see [Object.ChildMeta] for its metadata).
 func (r *Response) Child(obj any) *Response {
 	r.Children = append(r.Children, obj)
+	return r
+}
+
+// DeleteChild deletes an observed child, whatever its kind: how a plugin whose manifest
+// keeps a kind unlisted still deletes the children it means to (a CronJob's finished Jobs
+// beyond its history limit). The child goes by its metadata.uid; one also returned or
+// kept is refused.
+func (r *Response) DeleteChild(observed Object) *Response {
+	r.Delete = append(r.Delete, observed.UID())
 	return r
 }
 

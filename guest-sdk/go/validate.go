@@ -30,11 +30,13 @@ type childKey struct{ kind, group, namespace, name string }
 // namespaced child's namespace filled in from a namespaced parent.
 //
 // Every child must be of a declared kind, named, in the parent's namespace (for a
-// namespaced parent), unique and within size limits. The error is a [*Refusal] listing
-// every problem, or an Error for a child or status that does not encode to JSON.
+// namespaced parent), unique and within size limits. Every uid in resp.Delete must be
+// that of one of the observed children (those the request shows, as JSON values), and
+// that child neither returned nor kept. The error is a [*Refusal] listing every problem,
+// or an Error for a child or status that does not encode to JSON.
 //
 // It is a port of the host's check (kubewasm-contract), held to the same table of cases.
-func Validate(m Manifest, parent any, resp *Response) (*Response, error) {
+func Validate(m Manifest, parent any, resp *Response, observed ...any) (*Response, error) {
 	var problems []string
 	parentNS, hasParentNS := "", false
 	if m.Parent.Namespaced {
@@ -112,6 +114,41 @@ func Validate(m Manifest, parent any, resp *Response) (*Response, error) {
 			problems = append(problems, what+" appears more than once")
 		}
 		seen[key] = true
+	}
+	kept := map[string]bool{}
+	for _, child := range out.Children {
+		if uid, ok := asMap(asMap(child)["metadata"])["uid"].(string); ok {
+			kept[uid] = true
+		}
+	}
+	for i, uid := range resp.Delete {
+		var child map[string]any
+		for _, o := range observed {
+			if got, ok := asMap(asMap(o)["metadata"])["uid"].(string); ok && uid != "" && got == uid {
+				child = asMap(o)
+				break
+			}
+		}
+		if child == nil {
+			problems = append(problems, fmt.Sprintf("delete #%d (%s) is not the metadata.uid of an observed child the parent controls", i, debug(uid)))
+			continue
+		}
+		meta := asMap(child["metadata"])
+		kindName, ok := child["kind"].(string)
+		if !ok {
+			kindName = "<no kind>"
+		}
+		name := str(meta["name"])
+		returned := false
+		for k := range m.Children {
+			if m.Children[k].Matches(child) {
+				returned = seen[childKey{m.Children[k].Kind, m.Children[k].Group, str(meta["namespace"]), name}]
+				break
+			}
+		}
+		if returned || kept[uid] {
+			problems = append(problems, fmt.Sprintf("delete #%d (%s %s) is also among the children: an answer returns or deletes a child, not both", i, kindName, debug(name)))
+		}
 	}
 
 	if resp.Status != nil {

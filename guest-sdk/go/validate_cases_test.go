@@ -107,6 +107,9 @@ func response(v any) *kubewasm.Response {
 			Reason: e["reason"].(string), Message: e["message"].(string)})
 	}
 	r.Finalized, _ = m["finalized"].(bool)
+	for _, uid := range asList(m["delete"]) {
+		r.Delete = append(r.Delete, uid.(string))
+	}
 	return r
 }
 
@@ -137,6 +140,9 @@ func wire(r *kubewasm.Response) map[string]any {
 	}
 	if r.Finalized {
 		out["finalized"] = true
+	}
+	if len(r.Delete) > 0 {
+		out["delete"] = r.Delete
 	}
 	return out
 }
@@ -197,7 +203,7 @@ func TestResponsesAreValidatedAsTheCasesSay(t *testing.T) {
 				parent = given
 			}
 			man := manifest(t, m)
-			accepted, err := kubewasm.Validate(man, parent, response(c["response"]))
+			accepted, err := kubewasm.Validate(man, parent, response(c["response"]), asList(c["observed"])...)
 			if want, ok := c["accepted"]; ok {
 				if err != nil {
 					t.Fatalf("refused: %v", err)

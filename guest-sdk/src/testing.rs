@@ -186,6 +186,8 @@ pub struct Outcome {
     pub requeue_after: Option<Duration>,
     pub events: Vec<Event>,
     pub finalized: bool,
+    /// The observed children the answer deletes by uid ([`crate::Response::delete`]).
+    pub deleted: Vec<Object>,
     /// Lines the plugin logged during the call: level, message, fields.
     pub logs: Vec<crate::log::Line>,
     /// The HTTP requests the plugin sent, in order.
@@ -271,8 +273,11 @@ pub fn reconcile<R: Reconciler>(request: TestRequest) -> Result<Outcome, Error> 
     let logs = crate::log::native::CAPTURED.with(|c| std::mem::take(&mut *c.borrow_mut()));
     let answer = result.map_err(Error::from)?;
     let response = Response::try_from(answer).unwrap_or_else(|e| panic!("the host would refuse this answer: {e}"));
-    let response = kubewasm_contract::validate(&manifest, request.parent.json(), response)
+    let response = kubewasm_contract::validate(&manifest, &request, response)
         .unwrap_or_else(|refusal| panic!("the host would refuse this answer: {refusal}"));
+    // Validation found each uid among the observed children.
+    let deleted =
+        request.children.iter().filter(|c| response.delete.iter().any(|uid| uid == c.uid())).cloned().collect();
     Ok(Outcome {
         children: response.children.into_iter().map(Object::new).collect(),
         status: response.status,
@@ -281,6 +286,7 @@ pub fn reconcile<R: Reconciler>(request: TestRequest) -> Result<Outcome, Error> 
         requeue_after: response.requeue_after,
         events: response.events,
         finalized: response.finalized,
+        deleted,
         logs,
         requests,
     })

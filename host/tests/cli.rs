@@ -2114,3 +2114,24 @@ async fn the_plugin_crd_is_accepted_and_the_api_server_validates_and_defaults_pl
     assert!(refused.contains("spec.source.digest"), "{refused}");
     cluster.shutdown().await;
 }
+
+/// The observed CronJob Jobs as render tells them: the Job beyond the history limit is
+/// deleted by uid, the running and the kept finished one, omitted, stay.
+#[test]
+fn render_lists_the_cronjobs_job_beyond_the_history_limit_as_deleted_and_the_running_one_as_kept() {
+    let (parent, observed) = (cronjob_example("parent.yaml"), cronjob_example("observed.yaml"));
+    let out = render_cronjob(&["--parent", path_str(&parent), "--observed", path_str(&observed)]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let remarks: Vec<&str> = stderr.lines().filter(|l| l.contains("kept: ") || l.contains("deleted: ")).collect();
+    let unlisted = "(observed and omitted, of a kind the plugin keeps unlisted: neither written nor deleted)";
+    assert_eq!(
+        remarks,
+        [
+            format!("kept: Job cronjob-sample-1767225480 {unlisted}"),
+            format!("kept: Job cronjob-sample-1767225540 {unlisted}"),
+            "deleted: Job cronjob-sample-1767225420 (the answer deletes it by uid)".to_string(),
+        ],
+        "{stderr}"
+    );
+}

@@ -16,11 +16,11 @@ export const cronJob = (version: string) => new KindRef(GROUP, version, 'CronJob
 
 export const reconciler = plugin({
   describe() {
-    // Jobs are not `keepUnlisted`: leaving a finished Job out is how the history limits
-    // delete it, as the tutorial's controller does; running Jobs are always kept
-    // (`Response.keep`), so none is deleted unless `Replace` says so.
+    // Jobs are kept unlisted: no branch of the decision deletes a running Job by leaving
+    // it out; the history limits and `Replace` delete theirs by name (`deleteChild`).
     return new Manifest('cronjob-ts', cronJob('v1'), {
       children: [kinds.Job],
+      keepUnlisted: [kinds.Job],
       defaults: [new AdmissionRule(cronJob('v1'))],
       validates: [new AdmissionRule(cronJob('v1'))],
       converts: true,

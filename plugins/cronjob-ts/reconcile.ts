@@ -1,5 +1,6 @@
-// The tutorial's controller as a level-based decision: classify the observed Jobs, keep
-// the running ones and the finished ones within the history limits, start the Job of the
+// The tutorial's controller as a level-based decision: classify the observed Jobs, delete
+// the finished ones beyond the history limits (the others stay: the manifest keeps Jobs
+// unlisted), start the Job of the
 // latest missed run (unless suspended, too late, or forbidden by the concurrency policy),
 // report `active` and `lastScheduleTime`, and come back at the next run. The same
 // decisions as plugins/cronjob's `reconcile` module.
@@ -75,15 +76,16 @@ export function reconcileCronJob(request: Request): Response {
   // limits already deleted must not make its run look missed.
   let lastSchedule = latest([...jobs.map((j) => j.scheduled), time(parent.status?.lastScheduleTime)]);
 
-  // History: the oldest finished Jobs beyond the limits are left out, so deleted.
-  const kept: KubeObject[] = [];
+  // History: the oldest finished Jobs beyond the limits are deleted; every other Job stays
+  // without being named, Jobs being kept unlisted.
+  const deleted: KubeObject[] = [];
   for (const [done, limit] of [
     [succeeded, spec.successfulJobsHistoryLimit],
     [failed, spec.failedJobsHistoryLimit],
   ] as const) {
     const byStart = [...done].sort((a, b) => (a.started?.getTime() ?? -Infinity) - (b.started?.getTime() ?? -Infinity));
-    const skip = limit === undefined ? 0 : Math.max(0, byStart.length - Math.max(0, limit));
-    kept.push(...byStart.slice(skip).map((j) => j.job));
+    const over = limit === undefined ? 0 : Math.max(0, byStart.length - Math.max(0, limit));
+    deleted.push(...byStart.slice(0, over).map((j) => j.job));
   }
 
   const response = new Response();
@@ -119,7 +121,8 @@ export function reconcileCronJob(request: Request): Response {
     }
   }
   const stillActive = replaceActive ? [] : active;
-  for (const job of [...kept, ...stillActive.map((j) => j.job)]) response.keep(job);
+  if (replaceActive) deleted.push(...active.map((j) => j.job));
+  for (const job of deleted) response.deleteChild(job);
 
   const status: JsonObject = {};
   if (stillActive.length > 0) status.active = stillActive.map((j) => j.job.objectReference());

@@ -67,6 +67,9 @@ type Outcome struct {
 	RequeueAfter time.Duration
 	Events       []kubewasm.Event
 	Finalized    bool
+	// Deleted are the observed children the answer deletes by uid
+	// ([kubewasm.Response.DeleteChild]).
+	Deleted []kubewasm.Object
 	// Logs are the lines the plugin logged during the call.
 	Logs []Line
 	// Requests are the HTTP requests the plugin sent, in order, as the host would
@@ -257,8 +260,14 @@ func Reconcile(plugin kubewasm.Reconciler, in Input) (*Outcome, error) {
 		}
 		resp.Events = append(resp.Events, kubewasm.Event{Type: t, Reason: e.Reason, Message: e.Message})
 	}
+	resp.Delete = answer.Delete
 	parent, _ := kubewasm.ParseJSON(req.Parent)
-	checked, err := kubewasm.Validate(manifest, parent, resp)
+	var observed []any
+	for _, text := range req.Children {
+		child, _ := kubewasm.ParseJSON(text)
+		observed = append(observed, child)
+	}
+	checked, err := kubewasm.Validate(manifest, parent, resp, observed...)
 	if err != nil {
 		return nil, &HostWouldRefuse{"the host would refuse this answer: " + err.Error()}
 	}
@@ -273,6 +282,15 @@ func Reconcile(plugin kubewasm.Reconciler, in Input) (*Outcome, error) {
 	}
 	for _, c := range checked.Children {
 		out.Children = append(out.Children, kubewasm.Object(c.(map[string]any)))
+	}
+	// Validation found each uid among the observed children.
+	for _, c := range observed {
+		child := kubewasm.Object(c.(map[string]any))
+		for _, uid := range checked.Delete {
+			if child.UID() == uid {
+				out.Deleted = append(out.Deleted, child)
+			}
+		}
 	}
 	if checked.Status != nil {
 		out.Status, _ = checked.Status.(map[string]any)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
 
@@ -206,5 +207,39 @@ func TestRelatedQueriesCrossTheABIAndSelectAsTheHostDoes(t *testing.T) {
 	shared := map[string]any{"apiVersion": "v1", "kind": "Secret", "metadata": map[string]any{"name": "shared", "namespace": "x"}}
 	if !queries[0].Matches(mine) || queries[0].Matches(theirs) || !queries[1].Matches(shared) || queries[1].Matches(mine) {
 		t.Fatal("the queries select the wrong objects")
+	}
+}
+
+func TestObservedChildrenDeletedByUIDComeBackAndAnUnobservedOneIsRefused(t *testing.T) {
+	plugin := echo{func(req *kubewasm.Request) (*kubewasm.Response, error) {
+		resp := kubewasm.NewResponse()
+		for _, child := range req.Children {
+			resp.DeleteChild(child)
+		}
+		return resp, nil
+	}}
+	configMap := func(name, uid string) any {
+		meta := map[string]any{"name": name, "namespace": "team"}
+		if uid != "" {
+			meta["uid"] = uid
+		}
+		return map[string]any{"apiVersion": "v1", "kind": "ConfigMap", "metadata": meta}
+	}
+	out, err := kubewasmtest.Reconcile(plugin, kubewasmtest.Input{Parent: parent(),
+		Children: []any{configMap("old", "u-old"), configMap("older", "u-older")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deleted []string
+	for _, c := range out.Deleted {
+		deleted = append(deleted, c.Name())
+	}
+	if !reflect.DeepEqual(deleted, []string{"old", "older"}) || len(out.Children) != 0 {
+		t.Fatalf("deleted %v, children %v", deleted, out.Children)
+	}
+	_, err = kubewasmtest.Reconcile(plugin, kubewasmtest.Input{Parent: parent(), Children: []any{configMap("x", "")}})
+	var refused *kubewasmtest.HostWouldRefuse
+	if !errors.As(err, &refused) || !strings.Contains(err.Error(), `delete #0 ("") is not the metadata.uid of an observed child`) {
+		t.Fatalf("not refused by name: %v", err)
 	}
 }

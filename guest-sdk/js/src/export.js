@@ -357,6 +357,7 @@ export function responseToWit(r) {
     requeueAfterMs: millis(r.requeueAfterMs),
     events,
     finalized: Boolean(r.finalized),
+    delete: (r.delete ?? []).map(String),
   };
 }
 

@@ -311,6 +311,8 @@ export interface ResponseFields {
   requeueAfterMs?: number;
   events?: Event[];
   finalized?: boolean;
+  /** The `metadata.uid`s of observed children to delete, of any kind. */
+  delete?: string[];
 }
 
 /** The plugin's decision for one parent; `children` is the FULL desired set. */
@@ -323,9 +325,12 @@ export class Response {
   requeueAfterMs: number | undefined;
   events: Event[];
   finalized: boolean;
+  delete: string[];
   child(obj: JsonObject): this;
   /** Keeps an observed child as it is: neither pruned nor written. */
   keep(observed: KubeObject | JsonObject): this;
+  /** Deletes an observed child by its `metadata.uid`, whatever its kind (one kept unlisted too). */
+  deleteChild(observed: KubeObject | JsonObject): this;
   label(key: string, value: string): this;
   annotation(key: string, value: string): this;
   event(event: Event): this;
@@ -336,7 +341,7 @@ export class Refusal extends Error {
   readonly problems: string[];
 }
 /** The host's check of an answer (ported); throws a `Refusal` listing every problem. */
-export function validate(manifest: Manifest, parent: unknown, response: Response): Response;
+export function validate(manifest: Manifest, parent: unknown, response: Response, observed?: unknown[]): Response;
 
 /** A write the API server asks about, as `AdmissionReview` spells it. */
 export const Operation: { readonly Create: 'CREATE'; readonly Update: 'UPDATE'; readonly Delete: 'DELETE'; readonly Connect: 'CONNECT' };

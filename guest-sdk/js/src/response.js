@@ -55,6 +55,7 @@ export class Response {
     requeueAfterMs = undefined,
     events = [],
     finalized = false,
+    delete: uids = [],
   } = {}) {
     this.children = [...children];
     /** The desired `.status` of the parent; `undefined` leaves it alone. */
@@ -66,6 +67,8 @@ export class Response {
     this.events = [...events];
     /** When finalizing: cleanup is done, let the parent go. */
     this.finalized = finalized;
+    /** The `metadata.uid`s of observed children to delete, of any kind. */
+    this.delete = [...uids];
   }
 
   /** Adds a desired child: an object with `apiVersion`, `kind` and `metadata.name`
@@ -90,6 +93,15 @@ export class Response {
     }
     delete child.status;
     this.children.push(child);
+    return this;
+  }
+
+  /** Deletes an observed child, whatever its kind: how a plugin whose manifest keeps a
+   * kind unlisted still deletes the children it means to (a CronJob's finished Jobs beyond
+   * its history limit). The child goes by its `metadata.uid`; one also returned or kept is
+   * refused. */
+  deleteChild(observed) {
+    this.delete.push(String(observed?.metadata?.uid ?? ''));
     return this;
   }
 

@@ -40,6 +40,8 @@ export class Outcome {
   requeueAfterMs: number | undefined;
   events: Event[];
   finalized: boolean;
+  /** The observed children the answer deletes by uid (`Response.deleteChild`). */
+  deleted: KubeObject[];
   /** Lines the plugin logged during the call. */
   logs: Line[];
   /** The HTTP requests the plugin sent, in order, as the host would receive them. */

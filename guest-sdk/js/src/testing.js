@@ -202,15 +202,18 @@ export function reconcile(reconciler, parent, { children = [], related = [], fin
     requeueAfterMs: answer.requeueAfterMs === undefined ? undefined : Number(answer.requeueAfterMs),
     events: answer.events.map((e) => new Event(e.type === 'normal' ? EventType.Normal : EventType.Warning, e.reason, e.message)),
     finalized: answer.finalized,
+    delete: answer.delete,
   });
   let checked;
   try {
-    checked = validate(manifest, parent, response);
+    checked = validate(manifest, parent, response, children);
   } catch (e) {
     if (e instanceof Refusal) throw new HostWouldRefuse(`the host would refuse this answer: ${e.message}`);
     throw e;
   }
-  return new Outcome({ ...checked, children: checked.children.map((c) => new KubeObject(c)), logs, requests });
+  // The observed children the answer deletes by uid (validation found each among them).
+  const deleted = children.filter((c) => checked.delete.includes(c?.metadata?.uid)).map((c) => new KubeObject(c));
+  return new Outcome({ ...checked, children: checked.children.map((c) => new KubeObject(c)), deleted, logs, requests });
 }
 
 /**

@@ -29,9 +29,11 @@ export class Refusal extends Error {
  * declared and the parent it answers for, and returns it with each namespaced child's
  * namespace filled in from a namespaced parent. Every child must be of a declared kind,
  * named, in the parent's namespace (for a namespaced parent), unique and within size
- * limits. Throws a `Refusal` listing every problem found.
+ * limits. Every uid in `delete` must be that of one of the `observed` children (those the
+ * request shows, JSON), and that child neither returned nor kept. Throws a `Refusal`
+ * listing every problem found.
  */
-export function validate(manifest, parent, response) {
+export function validate(manifest, parent, response, observed = []) {
   const problems = [];
   let parentNs;
   if (manifest.parent.namespaced) {
@@ -79,6 +81,20 @@ export function validate(manifest, parent, response) {
     const key = JSON.stringify([kind.kind, kind.group, str(meta.namespace), name]);
     if (seen.has(key)) problems.push(`${what} appears more than once`);
     seen.add(key);
+  });
+  const kept = new Set(children.map((c) => get(get(c, 'metadata'), 'uid')).filter((u) => typeof u === 'string'));
+  (response.delete ?? []).forEach((uid, i) => {
+    const child = uid === '' ? undefined : observed.find((o) => get(get(o, 'metadata'), 'uid') === uid);
+    if (child === undefined) {
+      problems.push(`delete #${i} (${debug(uid)}) is not the metadata.uid of an observed child the parent controls`);
+      return;
+    }
+    const meta = get(child, 'metadata');
+    const kindName = get(child, 'kind');
+    const what = `delete #${i} (${typeof kindName === 'string' ? kindName : '<no kind>'} ${debug(str(meta.name))})`;
+    const kind = manifest.children.find((k) => k.matches(child));
+    const returned = kind !== undefined && seen.has(JSON.stringify([kind.kind, kind.group, str(meta.namespace), str(meta.name)]));
+    if (returned || kept.has(uid)) problems.push(`${what} is also among the children: an answer returns or deletes a child, not both`);
   });
 
   if (response.status !== undefined && response.status !== null) {

@@ -21,6 +21,7 @@ const echo = plugin({
     if (mode === 'bug') return parent.spec.missing.field;
     if (mode === 'string') throw 'not an Error';
     if (mode === 'record') throw { message: 'looks like a reconcile-error', retryable: true };
+    if (mode === 'delete') return request.children.reduce((r, c) => r.deleteChild(c), new Response());
     const said = parent.field('spec.say', 'string');
     return new Response({ status: { said: true }, requeueAfterMs: 1500 })
       .child({ apiVersion: 'v1', kind: 'ConfigMap', metadata: parent.childMeta(parent.name), data: { said } })
@@ -66,6 +67,17 @@ test('related queries go through the glue as WIT records', () => {
   const [query] = testing.related(echo, PARENT);
   assert.ok(query.matches({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds', namespace: 'team' } }));
   assert.ok(!query.matches({ apiVersion: 'v1', kind: 'Secret', metadata: { name: 'creds', namespace: 'other' } }));
+});
+
+test('observed children deleted by uid come back, and an unobserved one is refused', () => {
+  const configMap = (name, uid) => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: 'team', uid } });
+  const out = testing.reconcile(echo, withSpec({ mode: 'delete' }), { children: [configMap('old', 'u-old'), configMap('older', 'u-older')] });
+  assert.deepEqual(out.deleted.map((c) => c.name), ['old', 'older']);
+  assert.deepEqual(out.children, []);
+  assert.throws(
+    () => testing.reconcile(echo, withSpec({ mode: 'delete' }), { children: [configMap('x')] }),
+    (e) => e instanceof testing.HostWouldRefuse && e.message.includes('delete #0 ("") is not the metadata.uid of an observed child'),
+  );
 });
 
 test('a kept child loses what the server and the host set, and keeps its uid', () => {

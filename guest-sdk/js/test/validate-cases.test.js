@@ -51,6 +51,7 @@ function response(v) {
     requeueAfterMs: v.requeueAfterMs,
     events: (v.events ?? []).map((e) => new Event(e.type, e.reason, e.message)),
     finalized: v.finalized ?? false,
+    delete: v.delete ?? [],
   });
 }
 
@@ -64,6 +65,7 @@ function wire(r) {
   if (r.events.length) out.events = r.events.map((e) => ({ type: e.type, reason: e.reason, message: e.message }));
   if (r.requeueAfterMs !== undefined) out.requeueAfterMs = r.requeueAfterMs;
   if (r.finalized) out.finalized = true;
+  if (r.delete.length) out.delete = r.delete;
   return out;
 }
 
@@ -88,12 +90,13 @@ for (const c of TABLE.responses) {
   test(`response: ${c.name}`, () => {
     const m = manifest(c.manifest ?? TABLE.defaults.manifest);
     const parent = c.parent ?? TABLE.defaults.parent;
+    const observed = c.observed ?? [];
     const given = response(c.response);
     if ('accepted' in c) {
-      assert.deepEqual(wire(validate(m, parent, given)), c.accepted);
+      assert.deepEqual(wire(validate(m, parent, given, observed)), c.accepted);
     } else {
       assert.throws(
-        () => validate(m, parent, given),
+        () => validate(m, parent, given, observed),
         (e) => {
           assert.ok(e instanceof Refusal, `${e}`);
           assert.deepEqual(e.problems, c.problems);

@@ -370,6 +370,7 @@ def response_to_wit(r: Response) -> Any:
         requeue_after_ms=_millis(r.requeue_after),
         events=events,
         finalized=bool(r.finalized),
+        delete=[str(uid) for uid in r.delete],
     )
 
 

@@ -70,6 +70,8 @@ class Response:
     events: list[Event] = field(default_factory=list)
     finalized: bool = False
     """When finalizing: cleanup is done, let the parent go."""
+    delete: list[str] = field(default_factory=list)
+    """The ``metadata.uid``s of observed children to delete, of any kind."""
 
     def child(self, obj: Mapping[str, Any]) -> Response:
         """Add a desired child: a dict with ``apiVersion``, ``kind`` and ``metadata.name``
@@ -93,6 +95,15 @@ class Response:
                     del meta["annotations"]
         child.pop("status", None)
         self.children.append(child)
+        return self
+
+    def delete_child(self, observed: Object) -> Response:
+        """Delete an observed child, whatever its kind: how a plugin whose manifest keeps a
+        kind unlisted still deletes the children it means to (a CronJob's finished Jobs
+        beyond its history limit). The child goes by its ``metadata.uid``; one also
+        returned or kept is refused."""
+        meta = observed.get("metadata")
+        self.delete.append(str(meta.get("uid", "")) if isinstance(meta, dict) else "")
         return self
 
     def label(self, key: str, value: str) -> Response:

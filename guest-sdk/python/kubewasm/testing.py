@@ -125,6 +125,11 @@ class _Canned:
         http.transport = self.previous
 
 
+def _uid(obj: Any) -> Any:
+    meta = obj.get("metadata") if isinstance(obj, dict) else None
+    return meta.get("uid") if isinstance(meta, dict) else None
+
+
 def _calling(replies: Sequence[Reply], call: Callable[[], Any]) -> tuple[Any, list[http.Request], list[log.Line]]:
     """Runs the export ``call`` with the plugin's requests answered from ``replies``: what
     it returned, the requests it sent and the lines it logged. Its error record is raised
@@ -170,6 +175,8 @@ class Outcome:
     requeue_after: Optional[timedelta]
     events: list[Event]
     finalized: bool
+    deleted: list[Object] = field(default_factory=list)
+    """The observed children the answer deletes by uid (:meth:`Response.delete_child`)."""
     logs: list[log.Line] = field(default_factory=list)
     """Lines the plugin logged during the call: level, message, fields."""
     requests: list[http.Request] = field(default_factory=list)
@@ -292,9 +299,10 @@ def reconcile(
         requeue_after=None if answer.requeue_after_ms is None else timedelta(milliseconds=answer.requeue_after_ms),
         events=[Event(EventType[e.type.name], e.reason, e.message) for e in answer.events],
         finalized=answer.finalized,
+        delete=list(answer.delete),
     )
     try:
-        response = validate(manifest, parent, response)
+        response = validate(manifest, parent, response, children)
     except Refusal as refusal:
         raise HostWouldRefuse(f"the host would refuse this answer: {refusal}") from None
     return Outcome(
@@ -305,6 +313,8 @@ def reconcile(
         requeue_after=response.requeue_after,
         events=response.events,
         finalized=response.finalized,
+        # Validation found each uid among the observed children.
+        deleted=[Object(c) for c in children if _uid(c) in response.delete],
         logs=logs,
         requests=requests,
     )

@@ -11,7 +11,7 @@ from __future__ import annotations
 import copy
 import json
 from dataclasses import replace
-from typing import Any
+from typing import Any, Sequence
 
 from ._names import byte_len, debug, is_dns_subdomain, is_label_value, is_qualified_name
 from .manifest import Manifest
@@ -32,14 +32,15 @@ class Refusal(Exception):
         super().__init__(f"response of plugin {plugin} refused: {'; '.join(problems)}")
 
 
-def validate(manifest: Manifest, parent: Any, response: Response) -> Response:
+def validate(manifest: Manifest, parent: Any, response: Response, observed: Sequence[Any] = ()) -> Response:
     """Checks ``response`` (its children and status as the host parsed them from JSON)
     against what the plugin declared and the parent it answers for, and returns it with
     each namespaced child's namespace filled in from a namespaced parent.
 
     Every child must be of a declared kind, named, in the parent's namespace (for a
-    namespaced parent), unique and within size limits. Raises :class:`Refusal` listing
-    every problem found.
+    namespaced parent), unique and within size limits. Every uid in ``delete`` must be
+    that of one of the ``observed`` children (those the request shows), and that child
+    neither returned nor kept. Raises :class:`Refusal` listing every problem found.
     """
     problems: list[str] = []
     parent_ns = None
@@ -94,6 +95,20 @@ def validate(manifest: Manifest, parent: Any, response: Response) -> Response:
         if key in seen:
             problems.append(f"{what} appears more than once")
         seen.add(key)
+    kept = {_get(_get(c, "metadata"), "uid") for c in children}
+    for i, uid in enumerate(response.delete):
+        observed_child = next((o for o in observed if uid != "" and _get(_get(o, "metadata"), "uid") == uid), None)
+        if observed_child is None:
+            problems.append(f"delete #{i} ({debug(uid)}) is not the metadata.uid of an observed child the parent controls")
+            continue
+        meta = _get(observed_child, "metadata")
+        kind_name = _get(observed_child, "kind")
+        name = _str(_get(meta, "name"))
+        what = f"delete #{i} ({kind_name if isinstance(kind_name, str) else '<no kind>'} {debug(name)})"
+        kind = next((k for k in manifest.children if k.matches(observed_child)), None)
+        returned = kind is not None and (kind.kind, kind.group, _str(_get(meta, "namespace")), name) in seen
+        if returned or uid in kept:
+            problems.append(f"{what} is also among the children: an answer returns or deletes a child, not both")
 
     if response.status is not None:
         size = json_size(response.status)

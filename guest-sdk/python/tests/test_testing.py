@@ -41,6 +41,11 @@ class Echo:
             return Response().child({"apiVersion": "v1", "kind": "Secret", "metadata": {"name": "s"}})
         if mode == "crash":
             raise KeyError("a bug")
+        if mode == "delete":
+            response = Response()
+            for child in request.children:
+                response.delete_child(child)
+            return response
         secret = request.find_related(kinds.Secret, parent.name)
         data = {"said": parent.field("spec.say", str), "secret": "yes" if secret else "no"}
         response = Response(status={"said": True}, requeue_after=timedelta(seconds=30))
@@ -66,6 +71,19 @@ def test_an_answer_comes_back_decoded_and_with_its_namespace():
     assert [(e.type, e.reason, e.message) for e in out.events] == [(kubewasm.EventType.NORMAL, "Echoed", "said hi")]
     assert out.warnings() == []
     assert out.logs == [(log.Level.INFO, "reconciling", [("mode", "ok"), ("children", "0")])]
+
+
+def test_observed_children_deleted_by_uid_come_back_and_an_unobserved_one_is_refused():
+    def config_map(name: str) -> dict:
+        return {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name, "namespace": "default", "uid": f"uid-{name}"}}
+
+    deleting = {**PARENT, "spec": {"mode": "delete"}}
+    out = testing.reconcile(Echo, deleting, children=[config_map("old"), config_map("older")])
+    assert [c.name for c in out.deleted] == ["old", "older"]
+    assert out.children == []
+    unnamed = {"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "x", "namespace": "default"}}
+    with pytest.raises(HostWouldRefuse, match=r'delete #0 \(""\) is not the metadata.uid of an observed child'):
+        testing.reconcile(Echo, deleting, children=[unnamed])
 
 
 def test_a_missing_child_fails_with_what_was_desired():

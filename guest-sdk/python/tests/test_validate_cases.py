@@ -76,6 +76,7 @@ def response(v: dict) -> Response:
         requeue_after=None if after is None else timedelta(milliseconds=after),
         events=[Event(EventType(e["type"]), e["reason"], e["message"]) for e in v.get("events", [])],
         finalized=v.get("finalized", False),
+        delete=v.get("delete", []),
     )
 
 
@@ -96,6 +97,8 @@ def wire(r: Response) -> dict:
         out["requeueAfterMs"] = r.requeue_after // timedelta(milliseconds=1)
     if r.finalized:
         out["finalized"] = True
+    if r.delete:
+        out["delete"] = r.delete
     return out
 
 
@@ -117,12 +120,13 @@ def test_manifests_are_checked_as_the_cases_say(case):
 def test_responses_are_validated_as_the_cases_say(case):
     m = manifest(case.get("manifest", TABLE["defaults"]["manifest"]))
     parent = case.get("parent", TABLE["defaults"]["parent"])
+    observed = case.get("observed", [])
     given = response(case["response"])
     if "accepted" in case:
-        accepted = validate(m, parent, given)
+        accepted = validate(m, parent, given, observed)
         assert wire(accepted) == case["accepted"]
     else:
         with pytest.raises(Refusal) as refused:
-            validate(m, parent, given)
+            validate(m, parent, given, observed)
         assert refused.value.problems == case["problems"]
         assert refused.value.plugin == m.name

@@ -1,7 +1,7 @@
 //! What one reconcile writes, decided before anything is written: the plugin's
 //! validated answer against what the caches observe. Which children to apply, which to
-//! create, which are held already or kept as they are, which to delete (never one of a
-//! kind the manifest keeps unlisted); the status;
+//! create, which are held already or kept as they are, which to delete (those the answer
+//! omits, but for the kinds the manifest keeps unlisted, and those it names by uid); the status;
 //! the parent's labels and annotations; the finalizer. Pure, so every case is a unit
 //! test without an API server; [`super::write`] carries a [`Plan`] out.
 
@@ -30,7 +30,8 @@ pub(crate) struct Plan {
     /// Each desired child, in the plugin's order.
     pub(crate) children: Vec<Child>,
     /// Observed children no longer desired: deleted, but for those of the kinds the
-    /// manifest keeps unlisted (`keep_unlisted`), which stay as they are.
+    /// manifest keeps unlisted (`keep_unlisted`), which stay as they are unless the
+    /// answer names them in `delete`.
     pub(crate) prune: Vec<(KindRef, Arc<DynamicObject>)>,
     /// The parent's status; `None` when the plugin gave none.
     pub(crate) status: Option<Write<Value>>,
@@ -185,11 +186,13 @@ pub(crate) fn plan(
         children.push(planned);
     }
     // A child the answer omits is deleted, unless its kind is kept unlisted: then a
-    // branch of the plugin that forgets it (a CronJob suspended) cannot delete it.
+    // branch of the plugin that forgets it (a CronJob suspended) cannot delete it, and
+    // only a uid in `delete` can (validation refused one that is also desired).
+    let named = |child: &DynamicObject| child.uid().is_some_and(|uid| response.delete.contains(&uid));
     let prune = observed
         .children
         .iter()
-        .filter(|(kind, _)| !manifest.keep_unlisted.contains(kind))
+        .filter(|(kind, child)| !manifest.keep_unlisted.contains(kind) || named(child))
         .filter(|(kind, child)| !desired.contains(&(kind.clone(), child.namespace(), child.name_any())))
         .cloned()
         .collect();
@@ -632,6 +635,11 @@ mod tests {
             super::plan(&manifest, Phase::Apply { add_finalizer: false }, &response(Vec::new()), &observed, REQUEUE);
         let pruned: Vec<String> = none.prune.iter().map(|(_, o)| o.name_any()).collect();
         assert_eq!(pruned, ["old"], "no Job is deleted");
+        // A Job named by uid in `delete` is deleted; the others of its kind stay.
+        let finished = Response { delete: vec!["uid-of-running".into()], ..response(Vec::new()) };
+        let plan = super::plan(&manifest, Phase::Apply { add_finalizer: false }, &finished, &observed, REQUEUE);
+        let pruned: Vec<String> = plan.prune.iter().map(|(_, o)| o.name_any()).collect();
+        assert_eq!(pruned, ["running", "old"], "the Job named is deleted, `next` stays");
     }
 
     /// The status planned for `answer` on `parent` after the host wrote `written`.

@@ -94,8 +94,8 @@ async fn run(
         config: current.config.clone(),
     };
     let (request, response) = call::call(ctx, plugin, inputs).await?;
-    let response = validate(manifest, request.parent().json(), response)
-        .inspect_err(|_| ctx.options.metrics.refused(&manifest.name))?;
+    let response =
+        validate(manifest, &request, response).inspect_err(|_| ctx.options.metrics.refused(&manifest.name))?;
 
     let cached = |kind: &_, namespace: Option<&str>, name: &str| ctx.caches.get(kind, namespace, name);
     let observed = Observed {

@@ -5,9 +5,10 @@
 //!
 //! The host runs components of the current version (0.2.0) and of 0.1.0, whose records
 //! are the same but for the manifest (no `watches` or `outbound`, a `parent` always) and
-//! whose `describe` is in its `reconciler` interface.
+//! the response (no `delete`), and whose `describe` is in its `reconciler` interface.
 
-use kubewasm_contract::{KindRef, Limits, Manifest};
+use kubewasm_contract::wit::{Lift, NotJson};
+use kubewasm_contract::{KindRef, Limits, Manifest, Response};
 
 /// Generated from `wit/`: the `Plugin` world of the current contract and its `PluginPre`.
 pub mod bindings {
@@ -44,6 +45,23 @@ impl From<wit_0_1_0::Manifest> for Manifest {
             limits,
             ..Manifest::new(&wire.name, kind(&wire.parent))
         }
+    }
+}
+
+/// A 0.1.0 response is a 0.2.0 one that deletes no child by uid.
+impl TryFrom<wit_0_1_0::Response> for Response {
+    type Error = NotJson;
+    fn try_from(wire: wit_0_1_0::Response) -> Result<Self, NotJson> {
+        Ok(Response {
+            children: Lift::lift(&wire.children, "child")?,
+            status: Lift::lift(&wire.status, "status")?,
+            labels: Lift::lift(&wire.labels, "labels")?,
+            annotations: Lift::lift(&wire.annotations, "annotations")?,
+            requeue_after: Lift::lift(&wire.requeue_after_ms, "requeue_after")?,
+            events: Lift::lift(&wire.events, "events")?,
+            finalized: wire.finalized,
+            delete: Vec::new(),
+        })
     }
 }
 

@@ -60,16 +60,21 @@ test('runs come when robfig/cron schedules them', () => {
 
 // ---- reconcile -------------------------------------------------------------------
 
-test('a due run starts its Job, keeps the running one and prunes beyond the history limit', () => {
+test('Jobs are kept unlisted, so that no branch deletes a running one by leaving it out', () => {
+  assert.deepEqual(testing.describe(reconciler).keepUnlisted.map((k) => k.kind), ['Job']);
+});
+
+test('a due run starts its Job, keeps the running one and deletes beyond the history limit', () => {
   const out = testing.reconcile(reconciler, example('parent.yaml'), { children: jobs(), now: NOW });
-  // 23:57 is the older of two complete Jobs with a limit of one: left out, so deleted.
-  assert.deepEqual(names(out.children), ['cronjob-sample-1767225600', 'cronjob-sample-1767225480', 'cronjob-sample-1767225540']);
-  const [created, ...kept] = out.children;
+  // 23:57 is the older of two complete Jobs with a limit of one: deleted by name. The
+  // complete 23:58 and the running 23:59 are left out, so kept (Jobs are kept unlisted).
+  assert.deepEqual(names(out.children), ['cronjob-sample-1767225600']);
+  assert.deepEqual(names(out.deleted), ['cronjob-sample-1767225420']);
+  const [created] = out.children;
   assert.equal(created.annotations['batch.tutorial.kubebuilder.io/scheduled-at'], '2026-01-01T00:00:00Z');
   assert.deepEqual(created.labels, { app: 'hello' });
   assert.deepEqual(created.spec, example('parent.yaml').spec.jobTemplate.spec);
   assert.equal(created.uid, '', 'a new Job, not a kept one');
-  assert.ok(kept.every((c) => c.uid !== ''));
   assert.equal(out.status?.lastScheduleTime, '2026-01-01T00:00:00Z');
   assert.deepEqual(out.status?.active.map((a: JsonObject) => a.name), ['cronjob-sample-1767225540']);
   assert.equal(out.status?.conditions[0].reason, 'JobsActive');
@@ -80,11 +85,13 @@ test('Forbid skips a run while a Job is active, and Replace ends the active one'
   const run = (concurrencyPolicy: string) =>
     testing.reconcile(reconciler, withSpec(example('parent.yaml'), { concurrencyPolicy }), { children: jobs(), now: NOW });
   const forbid = run('Forbid');
-  assert.deepEqual(names(forbid.children), ['cronjob-sample-1767225480', 'cronjob-sample-1767225540']);
+  assert.deepEqual(names(forbid.children), []);
+  assert.deepEqual(names(forbid.deleted), ['cronjob-sample-1767225420'], 'the running Job is not deleted');
   assert.equal(forbid.status?.lastScheduleTime, '2025-12-31T23:59:00Z');
   assert.ok(forbid.events.some((e) => e.reason === 'JobAlreadyActive'));
   const replace = run('Replace');
-  assert.deepEqual(names(replace.children), ['cronjob-sample-1767225600', 'cronjob-sample-1767225480']);
+  assert.deepEqual(names(replace.children), ['cronjob-sample-1767225600']);
+  assert.deepEqual(names(replace.deleted), ['cronjob-sample-1767225420', 'cronjob-sample-1767225540']);
   assert.equal(replace.status?.active, undefined);
 });
 
@@ -96,9 +103,11 @@ test('a run whose Job the history limit deleted is not started again', () => {
   assert.equal(out.requeueAfterMs, 15_000);
 });
 
-test('a suspended CronJob starts nothing and is not requeued', () => {
-  const out = testing.reconcile(reconciler, withSpec(example('parent.yaml'), { suspend: true }), { now: NOW });
+test('a suspended CronJob starts nothing, deletes no running Job and is not requeued', () => {
+  const out = testing.reconcile(reconciler, withSpec(example('parent.yaml'), { suspend: true }), { children: jobs(), now: NOW });
   assert.deepEqual(out.children, []);
+  // The history limit still applies; the running 23:59 is left out, so kept.
+  assert.deepEqual(names(out.deleted), ['cronjob-sample-1767225420']);
   assert.equal(out.requeueAfterMs, undefined);
   assert.equal(out.status?.conditions[0].reason, 'Suspended');
 });

@@ -4,10 +4,10 @@
 //! schedule struct).
 //!
 //! The reconciler is the tutorial's, level-based: from the observed Jobs and the
-//! request's `now` it decides the Job due (if any), the Jobs to keep (running ones, and
-//! finished ones within the history limits) and the status; the host creates the new Job,
-//! deletes the Jobs the answer leaves out (the finished ones beyond the limits, the running
-//! ones a `Replace` policy ends) and requeues the CronJob at its next run.
+//! request's `now` it decides the Job due (if any), the Jobs to delete (the finished ones
+//! beyond the history limits, the running ones a `Replace` policy ends) and the status; the
+//! host creates the new Job, deletes those named, keeps every other Job (the manifest keeps
+//! Jobs unlisted) and requeues the CronJob at its next run.
 
 pub mod admission;
 pub mod conversion;
@@ -30,11 +30,12 @@ pub struct CronJobs;
 
 impl Reconciler for CronJobs {
     fn describe() -> Manifest {
-        // Jobs are not `keep_unlisted`: leaving a finished Job out is how the history
-        // limits delete it, as the tutorial's controller does; running Jobs are always
-        // returned (`Response::keep`), so none is deleted unless `Replace` says so.
+        // Jobs are kept unlisted: no branch of the decision deletes a running Job by
+        // leaving it out; the history limits and `Replace` delete theirs by name
+        // (`Response::delete`).
         Manifest::new("cronjob", kind("v1"))
             .child(KindRef::of::<Job>())
+            .keep_unlisted(KindRef::of::<Job>())
             .defaults(AdmissionRule::new(kind("v1")))
             .validates(AdmissionRule::new(kind("v1")))
             .crd(include_str!("../crd.yaml"))

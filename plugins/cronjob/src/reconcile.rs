@@ -1,5 +1,6 @@
-//! The tutorial's controller as a level-based decision: classify the observed Jobs, keep
-//! the running ones and the finished ones within the history limits, start the Job of
+//! The tutorial's controller as a level-based decision: classify the observed Jobs,
+//! delete the finished ones beyond the history limits (the others stay: the manifest
+//! keeps Jobs unlisted), start the Job of
 //! the latest missed run (unless suspended, too late, or forbidden by the concurrency
 //! policy), report `active` and `lastScheduleTime`, and come back at the next run.
 
@@ -92,14 +93,15 @@ pub fn reconcile(req: &Request) -> Result<Response, Error> {
     let recorded = time(&parent.status()["lastScheduleTime"]);
     let mut last_schedule = jobs.iter().filter_map(|j| j.scheduled).chain(recorded).max();
 
-    // History: the oldest finished Jobs beyond the limits are left out, so deleted.
-    let mut kept: Vec<&Object> = Vec::new();
+    // History: the oldest finished Jobs beyond the limits are deleted; every other Job
+    // stays without being named, Jobs being kept unlisted.
+    let mut deleted: Vec<&Object> = Vec::new();
     for (finished, limit) in
         [(&mut succeeded, spec.successful_jobs_history_limit), (&mut failed, spec.failed_jobs_history_limit)]
     {
         finished.sort_by_key(|j| j.started);
-        let skip = limit.map_or(0, |l| finished.len().saturating_sub(usize::try_from(l).unwrap_or(0)));
-        kept.extend(finished.iter().skip(skip).map(|j| j.job));
+        let over = limit.map_or(0, |l| finished.len().saturating_sub(usize::try_from(l).unwrap_or(0)));
+        deleted.extend(finished.iter().take(over).map(|j| j.job));
     }
 
     let mut response = Response::new();
@@ -136,12 +138,10 @@ pub fn reconcile(req: &Request) -> Result<Response, Error> {
             }
         }
     }
-    if !replace_active {
-        kept.extend(active.iter().map(|j| j.job));
+    if replace_active {
+        deleted.extend(active.iter().map(|j| j.job));
     }
-    for job in kept {
-        response = response.keep(job);
-    }
+    response = deleted.into_iter().fold(response, Response::delete);
     let still_active: Vec<&&Observed<'_>> = if replace_active { Vec::new() } else { active.iter().collect() };
     let mut status = json!({});
     if !still_active.is_empty() {

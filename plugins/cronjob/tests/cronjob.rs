@@ -6,6 +6,8 @@ use std::time::Duration;
 
 use cronjob::CronJobs;
 use kubewasm_sdk::Object;
+use kubewasm_sdk::k8s_openapi::api::batch::v1::Job;
+use kubewasm_sdk::prelude::{KindRef, Reconciler};
 use kubewasm_sdk::serde_json::{Value, json};
 use kubewasm_sdk::testing::{self, TestRequest, TestWrite};
 
@@ -34,17 +36,21 @@ fn names(children: &[Object]) -> Vec<String> {
 // ---- reconcile ---------------------------------------------------------------------
 
 #[test]
-fn a_due_run_starts_its_job_keeps_the_running_one_and_prunes_beyond_the_history_limit() {
+fn jobs_are_kept_unlisted_so_that_no_branch_deletes_a_running_one_by_leaving_it_out() {
+    assert_eq!(CronJobs::describe().keep_unlisted, [KindRef::of::<Job>()]);
+}
+
+#[test]
+fn a_due_run_starts_its_job_keeps_the_running_one_and_deletes_beyond_the_history_limit() {
     let mut request = TestRequest::new(example("parent.yaml")).now("2026-01-01T00:00:30Z");
     for job in jobs() {
         request = request.child(job);
     }
     let outcome = testing::reconcile::<CronJobs>(request).unwrap();
-    // 23:57 is the older of two complete Jobs with a limit of one: left out, so deleted.
-    assert_eq!(
-        names(&outcome.children),
-        ["cronjob-sample-1767225600", "cronjob-sample-1767225480", "cronjob-sample-1767225540"]
-    );
+    // 23:57 is the older of two complete Jobs with a limit of one: deleted by name. The
+    // complete 23:58 and the running 23:59 are left out, so kept (Jobs are kept unlisted).
+    assert_eq!(names(&outcome.children), ["cronjob-sample-1767225600"]);
+    assert_eq!(names(&outcome.deleted), ["cronjob-sample-1767225420"]);
     let new = &outcome.children[0];
     assert_eq!(
         new.json()["metadata"]["annotations"]["batch.tutorial.kubebuilder.io/scheduled-at"],
@@ -53,8 +59,6 @@ fn a_due_run_starts_its_job_keeps_the_running_one_and_prunes_beyond_the_history_
     assert_eq!(new.json()["metadata"]["labels"], json!({"app": "hello"}));
     assert_eq!(new.json()["spec"], example("parent.yaml")["spec"]["jobTemplate"]["spec"]);
     assert!(new.uid().is_empty(), "a new Job, not a kept one");
-    // The kept ones carry their uid: the host neither writes nor deletes them.
-    assert!(outcome.children[1..].iter().all(|c| !c.uid().is_empty()));
     let status = outcome.status.clone().unwrap();
     assert_eq!(status["lastScheduleTime"], "2026-01-01T00:00:00Z");
     assert_eq!(status["active"].as_array().unwrap().len(), 1);
@@ -74,11 +78,13 @@ fn forbid_skips_a_run_while_a_job_is_active_and_replace_ends_the_active_one() {
         testing::reconcile::<CronJobs>(request).unwrap()
     };
     let forbid = run("Forbid");
-    assert_eq!(names(&forbid.children), ["cronjob-sample-1767225480", "cronjob-sample-1767225540"]);
+    assert!(forbid.children.is_empty(), "{:?}", names(&forbid.children));
+    assert_eq!(names(&forbid.deleted), ["cronjob-sample-1767225420"], "the running Job is not deleted");
     assert_eq!(forbid.status.as_ref().unwrap()["lastScheduleTime"], "2025-12-31T23:59:00Z");
     assert!(forbid.events.iter().any(|e| e.reason == "JobAlreadyActive"), "{:?}", forbid.events);
     let replace = run("Replace");
-    assert_eq!(names(&replace.children), ["cronjob-sample-1767225600", "cronjob-sample-1767225480"]);
+    assert_eq!(names(&replace.children), ["cronjob-sample-1767225600"]);
+    assert_eq!(names(&replace.deleted), ["cronjob-sample-1767225420", "cronjob-sample-1767225540"]);
     assert!(replace.status.as_ref().unwrap().get("active").is_none());
 }
 
@@ -93,10 +99,16 @@ fn a_run_whose_job_the_history_limit_deleted_is_not_started_again() {
 }
 
 #[test]
-fn a_suspended_cronjob_starts_nothing_and_is_not_requeued() {
+fn a_suspended_cronjob_starts_nothing_deletes_no_running_job_and_is_not_requeued() {
     let parent = with_spec(example("parent.yaml"), json!({"suspend": true}));
-    let outcome = testing::reconcile::<CronJobs>(TestRequest::new(parent).now("2026-01-01T00:00:30Z")).unwrap();
+    let mut request = TestRequest::new(parent).now("2026-01-01T00:00:30Z");
+    for job in jobs() {
+        request = request.child(job);
+    }
+    let outcome = testing::reconcile::<CronJobs>(request).unwrap();
     assert!(outcome.children.is_empty());
+    // The history limit still applies; the running 23:59 is left out, so kept.
+    assert_eq!(names(&outcome.deleted), ["cronjob-sample-1767225420"]);
     assert_eq!(outcome.requeue_after, None);
     assert_eq!(outcome.status.unwrap()["conditions"][0]["reason"], "Suspended");
 }

@@ -9,8 +9,10 @@ use serde_json::Value;
 /// The plugin's decision for one parent.
 ///
 /// `children` is the FULL desired set: an observed child the parent controls that is
-/// missing from it is deleted by the host. Likewise labels and annotations set by an
-/// earlier response and missing from this one are removed from the parent.
+/// missing from it is deleted by the host, unless its kind is one the manifest keeps
+/// unlisted; `delete` names, by uid, observed children to delete whatever their kind.
+/// Likewise labels and annotations set by an earlier response and missing from this one
+/// are removed from the parent.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Response {
     pub children: Vec<Value>,
@@ -20,6 +22,8 @@ pub struct Response {
     pub requeue_after: Option<Duration>,
     pub events: Vec<Event>,
     pub finalized: bool,
+    /// The `metadata.uid`s of observed children to delete.
+    pub delete: Vec<String>,
 }
 
 impl Response {
@@ -74,6 +78,18 @@ impl Response {
             object.remove("status");
         }
         self.children.push(child);
+        self
+    }
+
+    /// Delete an observed child, whatever its kind: how a plugin whose manifest keeps a
+    /// kind unlisted (so that no branch deletes a running Job by omitting it) still
+    /// deletes the children it means to, such as finished Jobs beyond a history limit.
+    /// The child goes by its `metadata.uid`; one also returned or kept is refused.
+    #[must_use]
+    pub fn delete(mut self, observed: &crate::Object) -> Self {
+        // An object without a uid (not one the request showed) goes as "", which the host
+        // refuses by name rather than this builder dropping it.
+        self.delete.push(observed.uid().to_string());
         self
     }
 

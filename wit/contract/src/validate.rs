@@ -7,7 +7,7 @@ use std::fmt;
 use serde_json::Value;
 
 use crate::manifest::is_dns_label;
-use crate::{Manifest, Response};
+use crate::{Manifest, Request, Response};
 
 /// Largest object a plugin may return (the API server's own limit is 1.5 MiB).
 pub const MAX_OBJECT_BYTES: usize = 1 << 20;
@@ -29,24 +29,27 @@ impl fmt::Display for Refusal {
 
 impl std::error::Error for Refusal {}
 
-/// Checks `response` against what the plugin declared and the parent it answers for,
-/// and fills in each namespaced child's namespace from a namespaced parent.
+/// Checks `response` against what the plugin declared and the request it answers, and
+/// fills in each namespaced child's namespace from a namespaced parent.
 ///
 /// Every child must be of a declared kind, named, in the parent's namespace (for a
-/// namespaced parent), unique and within size limits.
+/// namespaced parent), unique and within size limits. Every uid to delete must be that of
+/// a child the request shows (one the parent controls), and that child neither returned
+/// nor kept: an answer that both wants and deletes a child says two things.
 ///
 /// # Errors
 ///
 /// A [`Refusal`] listing every problem found.
-pub fn validate(manifest: &Manifest, parent: &Value, mut response: Response) -> Result<Response, Refusal> {
+pub fn validate(manifest: &Manifest, request: &Request, mut response: Response) -> Result<Response, Refusal> {
     let mut problems = Vec::new();
+    let parent = request.parent().json();
     let parent_ns = manifest
         .parent
         .as_ref()
         .is_some_and(|k| k.namespaced)
         .then(|| parent["metadata"]["namespace"].as_str())
         .flatten();
-    let mut seen = HashSet::new();
+    let mut seen = Returned::new();
     let mut total = 0;
 
     for (i, child) in response.children.iter_mut().enumerate() {
@@ -98,6 +101,7 @@ pub fn validate(manifest: &Manifest, parent: &Value, mut response: Response) -> 
             problems.push(format!("{what} appears more than once"));
         }
     }
+    check_deletes(manifest, request, &response, &seen, &mut problems);
 
     if let Some(status) = &response.status {
         let size = status.to_string().len();
@@ -130,6 +134,38 @@ pub fn validate(manifest: &Manifest, parent: &Value, mut response: Response) -> 
     }
 
     if problems.is_empty() { Ok(response) } else { Err(Refusal { plugin: manifest.name.clone(), problems }) }
+}
+
+/// Each child (by kind, group, namespace and name) an answer returns or keeps.
+type Returned = HashSet<(String, String, String, String)>;
+
+/// Every uid in `delete` must be that of a child the request shows, and that child
+/// neither `returned` nor kept by its uid.
+fn check_deletes(
+    manifest: &Manifest,
+    request: &Request,
+    response: &Response,
+    returned: &Returned,
+    problems: &mut Vec<String>,
+) {
+    let kept: HashSet<&str> = response.children.iter().filter_map(|c| c["metadata"]["uid"].as_str()).collect();
+    for (i, uid) in response.delete.iter().enumerate() {
+        let Some(child) = request.children().iter().find(|c| !uid.is_empty() && c.uid() == uid) else {
+            problems.push(format!(
+                "delete #{i} ({uid:?}) is not the metadata.uid of an observed child the parent controls"
+            ));
+            continue;
+        };
+        let json = child.json();
+        let what = format!("delete #{i} ({} {:?})", json["kind"].as_str().unwrap_or("<no kind>"), child.name());
+        let answered = manifest.children.iter().find(|k| k.matches(json)).is_some_and(|kind| {
+            let ns = child.namespace().unwrap_or_default().to_string();
+            returned.contains(&(kind.kind.clone(), kind.group.clone(), ns, child.name().to_string()))
+        });
+        if answered || kept.contains(uid.as_str()) {
+            problems.push(format!("{what} is also among the children: an answer returns or deletes a child, not both"));
+        }
+    }
 }
 
 fn is_dns_subdomain(s: &str) -> bool {
@@ -171,6 +207,10 @@ mod tests {
         json!({"apiVersion": "example.com/v1", "kind": "App", "metadata": {"name": "a", "namespace": "team"}})
     }
 
+    fn request() -> Request {
+        Request::new(parent(), Vec::new(), Vec::new(), false, String::new(), Value::Null)
+    }
+
     fn deployment(name: &str, namespace: Option<&str>) -> Value {
         let mut d = json!({"apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": name}});
         if let Some(ns) = namespace {
@@ -185,14 +225,14 @@ mod tests {
 
     #[test]
     fn namespace_is_filled_from_the_parent() {
-        let ok = validate(&manifest(), &parent(), answer(vec![deployment("web", None)])).unwrap();
+        let ok = validate(&manifest(), &request(), answer(vec![deployment("web", None)])).unwrap();
         assert_eq!(ok.children[0]["metadata"]["namespace"], "team");
     }
 
     #[test]
     fn undeclared_kind_is_refused_by_name() {
         let crb = json!({"apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding", "metadata": {"name": "own-the-cluster"}});
-        let err = validate(&manifest(), &parent(), answer(vec![deployment("web", None), crb])).unwrap_err();
+        let err = validate(&manifest(), &request(), answer(vec![deployment("web", None), crb])).unwrap_err();
         assert_eq!(err.problems.len(), 1);
         assert!(err.problems[0].contains("ClusterRoleBinding"), "{err}");
         assert!(err.problems[0].contains("declared: apps/v1 Deployment"), "{err}");
@@ -200,7 +240,7 @@ mod tests {
 
     #[test]
     fn child_in_another_namespace_is_refused() {
-        let err = validate(&manifest(), &parent(), answer(vec![deployment("web", Some("kube-system"))])).unwrap_err();
+        let err = validate(&manifest(), &request(), answer(vec![deployment("web", Some("kube-system"))])).unwrap_err();
         assert!(err.to_string().contains("outside its parent's namespace"), "{err}");
     }
 
@@ -209,7 +249,7 @@ mod tests {
         let children = vec![deployment("", None), deployment("web", None), deployment("web", None)];
         let mut response = answer(children);
         response.labels.insert("bad key!".into(), "v".into());
-        let err = validate(&manifest(), &parent(), response).unwrap_err();
+        let err = validate(&manifest(), &request(), response).unwrap_err();
         assert_eq!(err.problems.len(), 3, "{err}");
     }
 
@@ -217,7 +257,7 @@ mod tests {
     fn oversized_child_is_refused() {
         let mut big = deployment("web", None);
         big["spec"] = json!({"blob": "x".repeat(MAX_OBJECT_BYTES)});
-        let err = validate(&manifest(), &parent(), answer(vec![big])).unwrap_err();
+        let err = validate(&manifest(), &request(), answer(vec![big])).unwrap_err();
         assert!(err.to_string().contains("over the limit"), "{err}");
     }
 

@@ -202,7 +202,7 @@ impl Lift<u64> for Duration {
 /// ```
 ///
 /// `wit_conversions!(v0_1_0 path)` converts the records of contract 0.1.0 that are the
-/// same in 0.2.0 (everything but the manifest), for a host that runs both.
+/// same in 0.2.0 (everything but the manifest and the response), for a host that runs both.
 ///
 /// Each line of the table says how a type of this crate crosses: `record` (fields of the
 /// same names, or `ours = theirs` where they differ; `as "label"` names the field in a
@@ -223,6 +223,10 @@ macro_rules! wit_conversions {
             use $($wit)::+::types as __wit;
             $crate::__wit_shared_types! {}
             $crate::__wit_table! {
+                json record Response = Response {
+                    children as "child", status, labels, annotations, requeue_after = requeue_after_ms, events,
+                    finalized, delete,
+                }
                 record Watch = Watch { kind, label_selector, field_selector }
                 record Manifest = Manifest {
                     name, parent, children, related, finalizer, crds, limits, watches, outbound, keep_unlisted,
@@ -280,10 +284,6 @@ macro_rules! __wit_shared_types {
             }
             enum EventType = EventType { Normal, Warning }
             record Event = Event { type_, reason, message }
-            json record Response = Response {
-                children as "child", status, labels, annotations, requeue_after = requeue_after_ms, events,
-                finalized,
-            }
             record Error = ReconcileError { message, retryable }
         }
     };

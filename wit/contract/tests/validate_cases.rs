@@ -5,7 +5,7 @@ use std::collections::BTreeMap;
 use std::time::Duration;
 
 use kubewasm_contract::{
-    AdmissionRule, Event, EventType, KindRef, Limits, Manifest, Operation, Response, Watch, validate,
+    AdmissionRule, Event, EventType, KindRef, Limits, Manifest, Operation, Request, Response, Watch, validate,
 };
 use serde_json::{Map, Value, json};
 
@@ -128,6 +128,10 @@ fn response(v: &Value) -> Response {
             })
             .unwrap_or_default(),
         finalized: v["finalized"].as_bool().unwrap_or(false),
+        delete: v["delete"]
+            .as_array()
+            .map(|a| a.iter().map(|u| u.as_str().expect("a uid to delete").to_string()).collect())
+            .unwrap_or_default(),
     }
 }
 
@@ -159,6 +163,9 @@ fn wire(r: &Response) -> Value {
     if r.finalized {
         out.insert("finalized".into(), json!(true));
     }
+    if !r.delete.is_empty() {
+        out.insert("delete".into(), json!(r.delete));
+    }
     Value::Object(out)
 }
 
@@ -183,8 +190,10 @@ fn responses_are_validated_as_the_cases_say() {
     for case in list {
         let name = text(case, "name");
         let m = manifest(case.get("manifest").unwrap_or(&defaults["manifest"]));
-        let parent = case.get("parent").unwrap_or(&defaults["parent"]);
-        match (validate(&m, parent, response(&case["response"])), case.get("accepted")) {
+        let parent = case.get("parent").unwrap_or(&defaults["parent"]).clone();
+        let observed = case["observed"].as_array().cloned().unwrap_or_default();
+        let request = Request::new(parent, observed, Vec::new(), false, String::new(), Value::Null);
+        match (validate(&m, &request, response(&case["response"])), case.get("accepted")) {
             (Ok(accepted), Some(expected)) => assert!(wire(&accepted) == *expected, "case {name:?}: accepted as {}", {
                 let mut shown = wire(&accepted).to_string();
                 shown.truncate(2000);

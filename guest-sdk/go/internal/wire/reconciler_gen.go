@@ -679,9 +679,10 @@ type Response struct {
 	RequeueAfterMs *uint64
 	Events         []Event
 	Finalized      bool
+	Delete         []string
 }
 
-func storeResponse(m cabi.Memory, at uint32, v Response) { // 72 bytes, aligned to 8
+func storeResponse(m cabi.Memory, at uint32, v Response) { // 80 bytes, aligned to 8
 	cabi.PutList(m, at, v.Children, 8, 4, func(at uint32, v string) {
 		cabi.PutString(m, at, v)
 	})
@@ -703,6 +704,9 @@ func storeResponse(m cabi.Memory, at uint32, v Response) { // 72 bytes, aligned 
 		storeEvent(m, at, v)
 	})
 	cabi.PutBool(m, at+64, v.Finalized)
+	cabi.PutList(m, at+68, v.Delete, 8, 4, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
 }
 
 func loadResponse(m cabi.Memory, at uint32) Response {
@@ -726,6 +730,9 @@ func loadResponse(m cabi.Memory, at uint32) Response {
 		return loadEvent(m, at)
 	})
 	v.Finalized = cabi.GetBool(m, at+64)
+	v.Delete = cabi.GetList(m, at+68, 8, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
 	return v
 }
 
@@ -751,6 +758,9 @@ func lowerFlatResponse(m cabi.Memory, f *cabi.Flat, v Response) {
 		storeEvent(m, at, v)
 	})
 	f.PushBool(v.Finalized)
+	cabi.LowerFlatList(m, f, v.Delete, 8, 4, func(at uint32, v string) {
+		cabi.PutString(m, at, v)
+	})
 }
 
 func liftFlatResponse(m cabi.Memory, f *cabi.Flat) Response {
@@ -774,6 +784,9 @@ func liftFlatResponse(m cabi.Memory, f *cabi.Flat) Response {
 		return loadEvent(m, at)
 	})
 	v.Finalized = f.Next() != 0
+	v.Delete = cabi.LiftFlatList(f, 8, func(at uint32) string {
+		return cabi.GetString(m, at)
+	})
 	return v
 }
 
@@ -1675,7 +1688,7 @@ func exportReconcilerReconcile(m cabi.Memory, args *cabi.Flat) *cabi.Flat {
 	request := liftFlatRequest(m, args)
 	m.Lifted()
 	result := Exports.Reconciler.Reconcile(request)
-	at := m.Alloc(80, 8)
+	at := m.Alloc(88, 8)
 	cabi.PutResult[Response, ReconcileError](m, at, 8, result, func(at uint32, v Response) {
 		storeResponse(m, at, v)
 	}, func(at uint32, v ReconcileError) {

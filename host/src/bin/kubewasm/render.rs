@@ -117,6 +117,9 @@ pub enum Outcome {
         /// The observed children the parent controls that the answer omits, of the other
         /// kinds: the host deletes them.
         deleted: Vec<String>,
+        /// The observed children the answer deletes by uid (`Response::delete`), of any
+        /// kind: the host deletes them too.
+        named: Vec<String>,
     },
     /// The event handed over, and the handler's error if it did not accept it.
     Handled { event: ObjectEvent, error: Option<CallError> },
@@ -366,19 +369,23 @@ fn reconcile(
     let shown = view::select(manifest, &parent, &queries, observed, related);
     let request = Request::new(parent, shown.children, shown.related, false, now.into(), prepared.config.clone());
     let response = instance.reconcile(&request)?;
-    let response = validate(manifest, request.parent().json(), response)?;
+    let response = validate(manifest, &request, response)?;
     let kept = response.children.iter().filter(|c| c["metadata"]["uid"].is_string()).map(describe).collect();
     let namespace = request.parent().json()["metadata"]["namespace"].as_str();
-    let (unlisted, deleted): (Vec<&Value>, Vec<&Value>) = request
+    // Validation found each uid to delete among the observed children, and none answered.
+    let (named, omitted): (Vec<&Value>, Vec<&Value>) = request
         .children()
         .iter()
         .map(kubewasm_contract::Object::json)
+        .partition(|o| o["metadata"]["uid"].as_str().is_some_and(|uid| response.delete.iter().any(|d| d == uid)));
+    let (unlisted, deleted): (Vec<&Value>, Vec<&Value>) = omitted
+        .into_iter()
         .filter(|o| !answered(&response.children, o, namespace))
         .partition(|o| manifest.keep_unlisted.iter().any(|kind| kind.matches(o)));
-    let (unlisted, deleted) =
-        (unlisted.into_iter().map(describe).collect(), deleted.into_iter().map(describe).collect());
+    let describe_all = |objects: Vec<&Value>| objects.into_iter().map(describe).collect();
+    let (unlisted, deleted, named) = (describe_all(unlisted), describe_all(deleted), describe_all(named));
     let parent = request.parent().json().clone();
-    Ok((Outcome::Reconciled { parent, response, kept, unlisted, deleted }, shown.left_out))
+    Ok((Outcome::Reconciled { parent, response, kept, unlisted, deleted, named }, shown.left_out))
 }
 
 /// Whether one of the answer's `children` is `observed`: the same kind, namespace (a child
@@ -437,11 +444,11 @@ pub fn requests_yaml(requests: &[Recorded]) -> Result<String, serde_yaml_ng::Err
 impl Rendered {
     /// What render says besides the YAML, one line each: inputs the host would not have
     /// passed, children kept as they are (returned with their uid, or omitted and of a kind
-    /// kept unlisted), children the host would delete.
+    /// kept unlisted), children the host would delete (omitted, or named by uid).
     pub fn remarks(&self) -> impl Iterator<Item = String> + '_ {
-        let (kept, unlisted, deleted): (&[String], &[String], &[String]) = match &self.outcome {
-            Outcome::Reconciled { kept, unlisted, deleted, .. } => (kept, unlisted, deleted),
-            Outcome::Handled { .. } | Outcome::Admitted { .. } | Outcome::Converted { .. } => (&[], &[], &[]),
+        let (kept, unlisted, deleted, named): (&[String], &[String], &[String], &[String]) = match &self.outcome {
+            Outcome::Reconciled { kept, unlisted, deleted, named, .. } => (kept, unlisted, deleted, named),
+            Outcome::Handled { .. } | Outcome::Admitted { .. } | Outcome::Converted { .. } => (&[], &[], &[], &[]),
         };
         let notes = self.notes.iter().map(|note| format!("note: {note}"));
         let kept = kept.iter().map(|c| format!("kept: {c} (observed, kept as it is: neither written nor deleted)"));
@@ -451,7 +458,8 @@ impl Rendered {
             )
         });
         let deleted = deleted.iter().map(|c| format!("deleted: {c} (the parent controls it and the answer omits it)"));
-        notes.chain(kept).chain(unlisted).chain(deleted)
+        let named = named.iter().map(|c| format!("deleted: {c} (the answer deletes it by uid)"));
+        notes.chain(kept).chain(unlisted).chain(deleted).chain(named)
     }
 
     /// What the plugin did as a YAML stream. A reconcile: the parent with its new status,

@@ -290,7 +290,8 @@ declare module 'kubewasm:reconciler/types@0.2.0' {
   export interface Response {
     /**
      * The FULL desired set of children, JSON. Observed children the parent
-     * controls that are not in this list are deleted. The host adds the
+     * controls that are not in this list are deleted, but for those of the kinds
+     * the manifest keeps unlisted (which `delete` deletes). The host adds the
      * controller ownerReference; the plugin need not.
      */
     children: Array<string>,
@@ -321,6 +322,13 @@ declare module 'kubewasm:reconciler/types@0.2.0' {
      * proceeds. Ignored otherwise.
      */
     finalized: boolean,
+    /**
+     * The `metadata.uid`s of observed children to delete, of any child kind: the
+     * way to delete a child of a kind the manifest keeps unlisted (a CronJob's
+     * finished Jobs beyond its history limit). Each must be a child the parent
+     * controls, as the request shows it, and not also among `children`.
+     */
+    'delete': Array<string>,
   }
   /**
    * Why a reconcile could not produce a decision.
