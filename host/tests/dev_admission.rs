@@ -119,7 +119,18 @@ fn kubectl_sees_the_plugins_verdicts_defaults_and_conversion_through_kubewasm_de
 /// The Kubebuilder tutorial's CronJob as `plugins/cronjob` ships it: its examples applied.
 #[test]
 fn the_cronjob_examples_are_denied_and_defaulted_as_in_the_kubebuilder_tutorial() {
-    let dev = dev_with("fixtures", "cronjob");
+    cronjob_examples_through_kubewasm_dev("cronjob");
+}
+
+/// The same CronJob written in TypeScript (`plugins/cronjob-ts`): the same webhooks,
+/// through the same host path.
+#[test]
+fn the_typescript_cronjob_denies_defaults_and_converts_as_the_rust_one() {
+    cronjob_examples_through_kubewasm_dev("cronjob-ts");
+}
+
+fn cronjob_examples_through_kubewasm_dev(plugin: &str) {
+    let dev = dev_with("fixtures", plugin);
     let example = |name: &str| {
         let path = common::workspace().join("plugins/cronjob/examples").join(name);
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
