@@ -324,32 +324,23 @@ macro_rules! __wit_table {
         $crate::__wit_table! { $($rest)* }
     };
 
-    (json variant $ours:ident = $theirs:ident {
-        $($case:ident $(($payload:ident))?),* $(,)?
-    } $($rest:tt)*) => {
-        impl $crate::wit::Lower<__wit::$theirs> for $crate::$ours {
-            fn lower(&self) -> __wit::$theirs {
-                match self {
-                    $($crate::$ours::$case $(($payload))? =>
-                        __wit::$theirs::$case $(($crate::wit::Lower::lower($payload)))?,)*
-                }
-            }
-        }
-        impl $crate::wit::Lift<__wit::$theirs> for $crate::$ours {
-            type Error = $crate::wit::NotJson;
-            fn lift(wire: &__wit::$theirs, what: &str) -> ::std::result::Result<Self, Self::Error> {
-                Ok(match wire {
-                    $(__wit::$theirs::$case $(($payload))? =>
-                        $crate::$ours::$case $(($crate::wit::Lift::lift($payload, what)?))?,)*
-                })
-            }
-        }
+    (json variant $ours:ident = $theirs:ident { $($cases:tt)* } $($rest:tt)*) => {
+        $crate::__wit_variant! { json $ours $theirs { $($cases)* } }
         $crate::__wit_table! { $($rest)* }
     };
 
-    (variant $ours:ident = $theirs:ident {
-        $($case:ident $(($payload:ident))?),* $(,)?
-    } $($rest:tt)*) => {
+    (variant $ours:ident = $theirs:ident { $($cases:tt)* } $($rest:tt)*) => {
+        $crate::__wit_variant! { plain $ours $theirs { $($cases)* } }
+        $crate::__wit_table! { $($rest)* }
+    };
+}
+
+/// One variant: cases with at most one payload each, which lift fallibly (`json`) when
+/// one holds JSON text.
+#[doc(hidden)]
+#[macro_export]
+macro_rules! __wit_variant {
+    ($mode:ident $ours:ident $theirs:ident { $($case:ident $(($payload:ident))?),* $(,)? }) => {
         impl $crate::wit::Lower<__wit::$theirs> for $crate::$ours {
             fn lower(&self) -> __wit::$theirs {
                 match self {
@@ -359,7 +350,7 @@ macro_rules! __wit_table {
             }
         }
         impl $crate::wit::Lift<__wit::$theirs> for $crate::$ours {
-            type Error = ::std::convert::Infallible;
+            type Error = $crate::__wit_error!($mode);
             fn lift(wire: &__wit::$theirs, _: &str) -> ::std::result::Result<Self, Self::Error> {
                 Ok(match wire {
                     $(__wit::$theirs::$case $(($payload))? =>
@@ -367,7 +358,6 @@ macro_rules! __wit_table {
                 })
             }
         }
-        $crate::__wit_table! { $($rest)* }
     };
 }
 
