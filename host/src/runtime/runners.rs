@@ -10,7 +10,7 @@ use kube::Client;
 use serde_json::Value;
 use tracing::{error, info};
 
-use crate::controller::{self, Controller};
+use crate::controller::{self, Controller, Rollout};
 use crate::discovery::KindError;
 use crate::handler::{self, Handler};
 use crate::plugin::Plugin;
@@ -151,6 +151,12 @@ impl Runners {
         }
         info!(plugin = %name, %version, "plugin updated in place; every parent is reconciled again");
         true
+    }
+
+    /// Rolls `rollout` out beside plugin `name`'s running controller (`None`: ends the
+    /// one rolled out); false when no controller of that name runs.
+    pub(crate) fn roll_out(&self, name: &str, rollout: Option<Arc<Rollout>>) -> bool {
+        self.running.get(name).map(|c| c.roll_out(rollout)).is_some()
     }
 
     /// Tries again to start each plugin that waits for a kind; true when one started.
