@@ -137,8 +137,12 @@ fn fails_with(out: &Output, needle: &str) {
 /// `kubewasm push` of the plugin `name` to `reference` (plain HTTP, and `extra` flags):
 /// the pinned reference it prints, and its digest.
 fn push(dir: &Path, name: &str, reference: &str, extra: &[&str]) -> (String, String) {
-    let wasm = plugin(name);
-    let args = [&["push", path(&wasm), reference, "--insecure"][..], extra].concat();
+    push_file(dir, &plugin(name), reference, extra)
+}
+
+/// `kubewasm push` of the component `wasm`, as [`push`].
+fn push_file(dir: &Path, wasm: &Path, reference: &str, extra: &[&str]) -> (String, String) {
+    let args = [&["push", path(wasm), reference, "--insecure"][..], extra].concat();
     let (stdout, _) = succeeds(&kubewasm(dir, &args));
     let pinned = stdout.trim().to_owned();
     let digest = pinned.rsplit('@').next().unwrap().to_owned();
@@ -589,6 +593,173 @@ async fn a_plugin_objects_credentials_come_from_its_pull_secret_and_a_failed_pul
     tokio::task::block_in_place(|| push(&dir, "demo-application", &later, &credentials));
     eventually("the second generation pulled", || async {
         (pulled(host.status_at(2).await).0 == "True").then_some(())
+    })
+    .await;
+    host.stop().await;
+}
+
+/// A test fixture as `make plugins` builds it.
+fn fixture(name: &str) -> PathBuf {
+    let path = common::target_dir().join("fixtures").join(format!("{name}.wasm"));
+    assert!(path.exists(), "{} is missing: run `make plugins` first", path.display());
+    path
+}
+
+/// The DemoApplication `name` in `default`, with one replica and one port.
+fn demo_application(name: &str) -> String {
+    format!(
+        "apiVersion: paas.cmft.com/v1beta1\nkind: DemoApplication\nmetadata:\n  name: {name}\n  namespace: default\n\
+         spec:\n  image: nginx:1.27\n  replica: 1\n  ports:\n  - port: 80\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_candidate_shadows_writing_nothing_then_canaries_a_stable_share_and_is_rolled_back_or_promoted() {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::ResourceExt;
+    use kube::api::{Api, ListParams, Patch, PatchParams};
+
+    let registry = TestRegistry::start("rollout", None);
+    let dir = work_dir("rollout");
+    let (v1, v2) = (registry.reference("plugins/demo:1"), registry.reference("plugins/demo:2"));
+    let unsigned = registry.reference("plugins/demo:unsigned");
+    // v2 is demo-application with one change: every child carries kubewasm.io/version: v2.
+    let v2_digest = tokio::task::block_in_place(|| {
+        succeeds(&kubewasm(&dir, &["generate-key", "release"]));
+        push(&dir, "demo-application", &v1, &[]);
+        let (_, v2_digest) = push_file(&dir, &fixture("demo-relabel"), &v2, &[]);
+        push_file(&dir, &fixture("demo-relabel"), &unsigned, &[]);
+        for reference in [&v1, &v2] {
+            succeeds(&kubewasm(&dir, &["sign", reference, "--key", "release.key", "--insecure"]));
+        }
+        v2_digest
+    });
+    let key = std::fs::read_to_string(dir.join("release.pub")).unwrap();
+    let host = Host::start(&dir).await;
+    host.create_plugin(serde_json::json!({"source": {"oci": v1, "insecure": true}, "verification": {"keys": [key]}}))
+        .await;
+    host.status_at(1).await;
+
+    let parents: Vec<String> = (0..30).map(|i| format!("app-{i:02}")).collect();
+    eventually("the DemoApplication CRD", || async { host.cluster.apply(&demo_application("app-00")).ok() }).await;
+    for name in &parents {
+        host.cluster.apply(&demo_application(name)).expect("a DemoApplication");
+    }
+    let deployments: Api<Deployment> = Api::namespaced(host.cluster.client(), "default");
+    // Each Deployment's resourceVersion and version label.
+    let observed = || async {
+        let list = deployments.list(&ListParams::default()).await.ok()?;
+        let seen: BTreeMap<String, (String, Option<String>)> = list
+            .items
+            .iter()
+            .map(|d| {
+                let version = d.labels().get("kubewasm.io/version").cloned();
+                (d.name_any(), (d.resource_version().unwrap_or_default(), version))
+            })
+            .collect();
+        (seen.len() == parents.len()).then_some(seen)
+    };
+    let labelled = |seen: &BTreeMap<String, (String, Option<String>)>| -> BTreeSet<String> {
+        seen.iter().filter(|(_, (_, v))| v.as_deref() == Some("v2")).map(|(n, _)| n.clone()).collect()
+    };
+    let before = eventually("every parent's Deployment", observed).await;
+    assert!(labelled(&before).is_empty());
+    let patch = |spec: serde_json::Value| {
+        let plugins = host.plugins.clone();
+        async move {
+            let body = serde_json::json!({"spec": spec});
+            plugins.patch("demo", &PatchParams::default(), &Patch::Merge(&body)).await.expect("the Plugin patched");
+        }
+    };
+    let rollout_at = |generation: i64, phase: &'static str| {
+        let host = &host;
+        async move {
+            eventually(&format!("the rollout {phase} at generation {generation}"), || async {
+                let status = host.status_at(generation).await;
+                (status["rollout"]["phase"] == phase).then_some(status["rollout"].clone())
+            })
+            .await
+        }
+    };
+
+    // Shadow: every parent is answered by both, the answers differ by the label, and
+    // the candidate writes nothing.
+    patch(serde_json::json!({"rollout": {"candidate": {"oci": v2, "insecure": true}, "mode": "Shadow"}})).await;
+    rollout_at(2, "Shadow").await;
+    let rollout = eventually("every parent compared", || async {
+        let rollout = host.status_at(2).await["rollout"].clone();
+        (rollout["compared"].as_u64()? >= 30).then_some(rollout)
+    })
+    .await;
+    assert_eq!(rollout["differing"], rollout["compared"], "{rollout}");
+    assert_eq!(rollout["candidateErrors"], 0, "{rollout}");
+    let lines = rollout["lastDifference"]["lines"].to_string();
+    assert!(lines.contains("kubewasm.io/version") && lines.contains("only the candidate"), "{rollout}");
+    assert_eq!(eventually("the Deployments", observed).await, before, "shadow wrote nothing");
+    let diff = tokio::task::block_in_place(|| {
+        Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+            .args(["diff", "demo"])
+            .env("KUBECONFIG", host.cluster.kubeconfig_path())
+            .output()
+            .expect("kubewasm diff runs")
+    });
+    let (printed, _) = succeeds(&diff);
+    assert!(printed.contains("reconciles compared") && printed.contains("kubewasm.io/version"), "{printed}");
+
+    // Canary 30 %: exactly the parents the uid hash puts in the share are reconciled by
+    // the candidate, and only they.
+    let uids: BTreeMap<String, String> = Api::<kube::api::DynamicObject>::namespaced_with(
+        host.cluster.client(),
+        "default",
+        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "paas.cmft.com",
+            "v1beta1",
+            "DemoApplication",
+        )),
+    )
+    .list(&ListParams::default())
+    .await
+    .unwrap()
+    .items
+    .iter()
+    .map(|o| (o.name_any(), o.uid().unwrap()))
+    .collect();
+    let share: BTreeSet<String> = parents
+        .iter()
+        .filter(|name| kubewasm::controller::in_canary("demo-application", &uids[*name], 30))
+        .cloned()
+        .collect();
+    assert!(!share.is_empty() && share.len() < parents.len(), "30 % of 30 parents: {share:?}");
+    patch(serde_json::json!({"rollout": {"mode": "Canary", "percent": 30}})).await;
+    rollout_at(3, "Canary").await;
+    eventually("the canary's share labelled by the candidate", || async {
+        (labelled(&observed().await?) == share).then_some(())
+    })
+    .await;
+
+    // Rolled back by removing the rollout: every parent returns to the active version.
+    patch(serde_json::json!({"rollout": null})).await;
+    eventually("the rollout gone from the status", || async {
+        host.status_at(4).await["rollout"].is_null().then_some(())
+    })
+    .await;
+    eventually("every parent back on the active", || async { labelled(&observed().await?).is_empty().then_some(()) })
+        .await;
+
+    // An unsigned candidate never runs; the status says why.
+    patch(serde_json::json!({"rollout": {"candidate": {"oci": unsigned, "insecure": true}, "mode": "Canary", "percent": 100}}))
+        .await;
+    let failed = rollout_at(5, "Failed").await;
+    assert!(failed["message"].as_str().unwrap().contains("NoSignatures"), "{failed}");
+    assert!(labelled(&eventually("the Deployments", observed).await).is_empty());
+
+    // Promoted by moving the candidate to spec.source: every parent runs it.
+    patch(serde_json::json!({"source": {"oci": v2, "insecure": true}, "rollout": null})).await;
+    assert_eq!(host.status_at(6).await["digest"], v2_digest.as_str());
+    eventually("every parent on the promoted version", || async {
+        (labelled(&observed().await?).len() == parents.len()).then_some(())
     })
     .await;
     host.stop().await;

@@ -48,7 +48,7 @@ use write::Writer;
 
 pub use error::Error;
 pub use options::Options;
-pub use rollout::{Difference, Report, Rollback, Rollout, Strategy};
+pub use rollout::{Difference, Report, Rollback, Rollout, Strategy, in_canary};
 pub use warnings::Warnings;
 
 /// How long [`Controller::stop`] lets reconciles in flight finish.

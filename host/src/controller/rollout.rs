@@ -153,7 +153,9 @@ impl Progress {
     /// stable for as long as the rollout is, or the active.
     pub(crate) fn version_for(&self, plugin: &str, uid: &str) -> Version {
         match self.strategy {
-            Strategy::Canary { percent } if !self.rolled_back() && in_share(plugin, uid, percent) => Version::Candidate,
+            Strategy::Canary { percent } if !self.rolled_back() && in_canary(plugin, uid, percent) => {
+                Version::Candidate
+            }
             _ => Version::Active,
         }
     }
@@ -216,7 +218,7 @@ impl Progress {
 /// Whether the parent of `uid` is in a canary's `percent` of `plugin`'s parents. A
 /// threshold on a hash every replica computes alike: raising the percentage only adds
 /// parents, lowering it only returns some to the active.
-fn in_share(plugin: &str, uid: &str, percent: u8) -> bool {
+pub fn in_canary(plugin: &str, uid: &str, percent: u8) -> bool {
     let threshold = u128::from(percent.min(100)) * (1u128 << 64) / 100;
     u128::from(shard::weight(&format!("canary/{plugin}"), uid)) < threshold
 }
@@ -358,13 +360,13 @@ mod tests {
     #[test]
     fn a_canary_share_is_about_its_percentage_and_grows_monotonically() {
         let uids: Vec<String> = (0..2000).map(|i| format!("0000-{i:08}")).collect();
-        let share = |percent| uids.iter().filter(|u| in_share("web", u, percent)).count();
+        let share = |percent| uids.iter().filter(|u| in_canary("web", u, percent)).count();
         let thirty = share(30);
         assert!((500..700).contains(&thirty), "30% of 2000 parents chose {thirty}");
         assert_eq!(share(0), 0);
         assert_eq!(share(100), 2000);
         // Raising the share only adds parents.
-        assert!(uids.iter().all(|u| !in_share("web", u, 30) || in_share("web", u, 31)));
+        assert!(uids.iter().all(|u| !in_canary("web", u, 30) || in_canary("web", u, 31)));
     }
 
     #[test]

@@ -266,6 +266,23 @@ pub enum Command {
     /// clusters where the host may not write them itself; apply with
     /// `kubectl apply --server-side --field-manager=kubewasm-webhooks -f -`.
     Webhooks(WebhooksArgs),
+    /// How a `Plugin`'s candidate (its `spec.rollout`) fares against the active version,
+    /// read from the Plugin's status in the cluster of KUBECONFIG: the reconciles compared
+    /// in shadow and how many differed, the latest difference field by field, the
+    /// candidate's errors, and whether it was rolled back.
+    Diff {
+        /// The `Plugin` object's name.
+        plugin: String,
+        /// `json`: the Plugin's `status.rollout` as it is.
+        #[arg(long, short, value_enum, default_value_t = DiffFormat::Text)]
+        output: DiffFormat,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum DiffFormat {
+    Text,
+    Json,
 }
 
 /// Where `kubewasm webhooks` points the API server, and for which plugins.

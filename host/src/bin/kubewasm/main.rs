@@ -15,6 +15,7 @@ mod cli;
 mod componentize;
 #[cfg(feature = "dev")]
 mod dev;
+mod diff;
 mod rbac;
 mod registry;
 mod render;
@@ -192,6 +193,7 @@ fn run(cli: Cli) -> Result<()> {
             rbac_command(&dir, namespace, name, service_account_namespace, webhooks, plugin_identities)?;
         }
         Command::Webhooks(args) => webhooks_command(&args)?,
+        Command::Diff { plugin, output } => tokio_runtime()?.block_on(diff::command(&plugin, output))?,
         command @ (Command::Push { .. }
         | Command::Pull { .. }
         | Command::Sign { .. }
