@@ -764,3 +764,55 @@ async fn a_candidate_shadows_writing_nothing_then_canaries_a_stable_share_and_is
     .await;
     host.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_canary_that_fails_too_often_is_rolled_back_and_its_parents_return_to_the_active() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::ResourceExt;
+    use kube::api::{Api, ListParams};
+
+    let registry = TestRegistry::start("rollback", None);
+    let dir = work_dir("rollback");
+    let (v1, v2) = (registry.reference("plugins/demo:1"), registry.reference("plugins/demo:2"));
+    tokio::task::block_in_place(|| {
+        push(&dir, "demo-application", &v1, &[]);
+        push_file(&dir, &fixture("demo-relabel"), &v2, &[]);
+    });
+    let host = Host::start(&dir).await;
+    // The candidate fails every reconcile (the active ignores the key).
+    host.create_plugin(serde_json::json!({
+        "source": {"oci": v1, "insecure": true},
+        "settings": {"config": {"relabelFails": true}},
+        "rollout": {
+            "candidate": {"oci": v2, "insecure": true}, "mode": "Canary", "percent": 50,
+            "rollback": {"errorPercent": 50, "minReconciles": 3, "windowSeconds": 120}
+        }
+    }))
+    .await;
+    eventually("the canary running", || async {
+        (host.status_at(1).await["rollout"]["phase"] == "Canary").then_some(())
+    })
+    .await;
+    let parents: Vec<String> = (0..10).map(|i| format!("app-{i}")).collect();
+    eventually("the DemoApplication CRD", || async { host.cluster.apply(&demo_application("app-0")).ok() }).await;
+    for name in &parents {
+        host.cluster.apply(&demo_application(name)).expect("a DemoApplication");
+    }
+    let rollout = eventually("the candidate rolled back", || async {
+        let rollout = host.status_at(1).await["rollout"].clone();
+        (rollout["phase"] == "RolledBack").then_some(rollout)
+    })
+    .await;
+    let message = rollout["message"].as_str().unwrap();
+    assert!(message.contains("more than 50%") && message.contains("relabelFails is set"), "{rollout}");
+    assert!(rollout["candidateErrors"].as_u64().unwrap() >= 3, "{rollout}");
+    // Every parent, the canary's share included, is reconciled by the active.
+    let deployments: Api<Deployment> = Api::namespaced(host.cluster.client(), "default");
+    let list = eventually("every parent's Deployment, by the active", || async {
+        let list = deployments.list(&ListParams::default()).await.ok()?;
+        (list.items.len() == parents.len()).then_some(list)
+    })
+    .await;
+    assert!(list.items.iter().all(|d| !d.labels().contains_key("kubewasm.io/version")));
+    host.stop().await;
+}

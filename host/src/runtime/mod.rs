@@ -340,6 +340,7 @@ impl Runtime {
                 () = &mut shutdown => break,
                 _ = retry.tick(), if self.runners.any_waiting() => {
                     if self.runners.start_waiting().await {
+                        self.resume_rollouts();
                         Box::pin(self.publish_resources()).await;
                         on_change(&self);
                     }
@@ -670,6 +671,20 @@ impl Runtime {
         }
     }
 
+    /// Hands each candidate rolled out to its plugin's controller again: one that waited
+    /// for its kinds starts without it.
+    fn resume_rollouts(&self) {
+        let Some(resources) = &self.resources else { return };
+        for slot in resources.slots.values() {
+            if let (Some(plugin), Some(rollout)) =
+                (&slot.plugin, slot.candidate.as_ref().and_then(|c| c.rollout.clone()))
+                && self.runners.get(&plugin.manifest().name).is_some_and(|c| c.rollout().is_none())
+            {
+                self.runners.roll_out(&plugin.manifest().name, Some(rollout));
+            }
+        }
+    }
+
     /// Writes each `Plugin` object's status where what runs changed it (a rollout's
     /// counts among it).
     async fn publish_resources(&mut self) {
@@ -813,7 +828,11 @@ impl Runtime {
 
     /// Tries again to start each plugin that waits for a kind; true when one started.
     pub async fn start_waiting(&mut self) -> bool {
-        self.runners.start_waiting().await
+        let started = self.runners.start_waiting().await;
+        if started {
+            self.resume_rollouts();
+        }
+        started
     }
 
     /// Names of the plugins whose controllers run.
