@@ -357,7 +357,12 @@ fn a_plugin_resources_module_is_pulled_verified_and_loaded_or_the_failed_step_sa
     let engine = kubewasm::plugin::Engine::new().expect("engine");
     let rt = runtime();
     let fetch = |spec: &PluginSpec| {
-        let context = resource::Context { engine: &engine, credentials: DockerConfig::default(), cache: None };
+        let context = resource::Context {
+            engine: &engine,
+            credentials: DockerConfig::default(),
+            cache: None,
+            loaded: Vec::new(),
+        };
         rt.block_on(resource::fetch("demo", spec, context))
     };
     let failure = |spec: &PluginSpec| match fetch(spec) {
@@ -421,6 +426,12 @@ struct Host {
 
 impl Host {
     async fn start(dir: &Path) -> Self {
+        Self::start_with(dir, false).await
+    }
+
+    /// Like [`Host::start`]; with `identities`, each plugin acts as its own
+    /// `ServiceAccount` in `default` (`kubewasm run --plugin-identities`).
+    async fn start_with(dir: &Path, identities: bool) -> Self {
         use kube::api::{ApiResource, GroupVersionKind};
         use kubewasm::run;
 
@@ -428,8 +439,12 @@ impl Host {
             .await
             .expect("the embedded API server starts");
         std::fs::create_dir_all(dir.join("plugins")).unwrap();
-        let options =
-            run::Options { install_crds: true, plugin_resources: true, ..run::Options::new(dir.join("plugins")) };
+        let options = run::Options {
+            install_crds: true,
+            plugin_resources: true,
+            plugin_identities: identities,
+            ..run::Options::new(dir.join("plugins"))
+        };
         let engine = kubewasm::plugin::Engine::new().expect("engine");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let client = cluster.client();
@@ -814,5 +829,50 @@ async fn a_canary_that_fails_too_often_is_rolled_back_and_its_parents_return_to_
     })
     .await;
     assert!(list.items.iter().all(|d| !d.labels().contains_key("kubewasm.io/version")));
+    host.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_acts_as_the_service_account_its_spec_names_and_gets_403_for_what_that_account_may_not_do() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Event;
+    use kube::api::{Api, ListParams};
+
+    let registry = TestRegistry::start("identity", None);
+    let dir = work_dir("identity");
+    let reference = registry.reference("plugins/demo:1");
+    tokio::task::block_in_place(|| push(&dir, "demo-application", &reference, &[]));
+    let host = Host::start_with(&dir, true).await;
+    // team-a may read everything and record events, but write nothing else.
+    host.cluster
+        .apply(
+            "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: team-a\n  namespace: default\n---\n\
+             apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: team-a\nrules:\n\
+             - apiGroups: [\"*\"]\n  resources: [\"*\"]\n  verbs: [get, list, watch]\n\
+             - apiGroups: [\"\", events.k8s.io]\n  resources: [events]\n  verbs: [create, patch, update]\n---\n\
+             apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: team-a\n\
+             roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: team-a\n\
+             subjects:\n- kind: ServiceAccount\n  name: team-a\n  namespace: default\n",
+        )
+        .expect("team-a's RBAC");
+    host.create_plugin(serde_json::json!({
+        "source": {"oci": reference, "insecure": true},
+        "identity": {"serviceAccountName": "team-a"}
+    }))
+    .await;
+    host.status_at(1).await;
+    eventually("the DemoApplication CRD", || async { host.cluster.apply(&demo_application("web")).ok() }).await;
+    let events: Api<Event> = Api::namespaced(host.cluster.client(), "default");
+    let refused = eventually("the API server's refusal, recorded on the parent", || async {
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items.into_iter().find_map(|e| e.message.filter(|m| m.contains("forbidden")))
+    })
+    .await;
+    assert!(
+        refused.contains(r#"User "system:serviceaccount:default:team-a" cannot"#) && refused.contains("deployments"),
+        "{refused}"
+    );
+    let deployments: Api<Deployment> = Api::namespaced(host.cluster.client(), "default");
+    assert!(deployments.get_opt("web").await.unwrap().is_none());
     host.stop().await;
 }

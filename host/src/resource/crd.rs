@@ -25,9 +25,20 @@ pub struct PluginSpec {
     /// `false` stops the plugin; its children stay.
     #[serde(default = "enabled")]
     pub enabled: bool,
+    /// Who the plugin acts as when the host gives each plugin its own identity.
+    #[serde(default)]
+    pub identity: Option<Identity>,
     /// A candidate version rolled out beside the one `source` names.
     #[serde(default)]
     pub rollout: Option<RolloutSpec>,
+}
+
+/// The `ServiceAccount`, in the host's namespace, a plugin acts as (`kubewasm run
+/// --plugin-identities`); by default `kubewasm-plugin-NAME`.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct Identity {
+    pub service_account_name: String,
 }
 
 /// A candidate version and how it takes part: promoted by moving its source to
@@ -134,6 +145,15 @@ pub fn definition() -> Value {
         "properties": {
             "source": source_schema("Where the module comes from: a Wasm OCI artifact (kubewasm push)."),
             "rollout": rollout_schema(),
+            "identity": {
+                "type": "object",
+                "description": "Who the plugin acts as when the host runs with --plugin-identities (default: the ServiceAccount kubewasm-plugin-NAME).",
+                "required": ["serviceAccountName"],
+                "properties": {
+                    "serviceAccountName": {"type": "string", "minLength": 1,
+                                           "description": "A ServiceAccount in the host's namespace; the host impersonates it."}
+                }
+            },
             "verification": {
                 "type": "object",
                 "properties": {
@@ -147,36 +167,6 @@ pub fn definition() -> Value {
                 "description": "What a plugin directory's NAME.toml holds, with its keys: namespace, limits, events, http, webhooks, config."
             },
             "enabled": {"type": "boolean", "default": true, "description": "false stops the plugin; its children stay."}
-        }
-    });
-    let status = json!({
-        "type": "object",
-        "properties": {
-            "observedGeneration": {"type": "integer", "format": "int64"},
-            "digest": {"type": "string", "description": "The manifest digest of the version that runs."},
-            "layerDigest": {"type": "string", "description": "The module's SHA-256, the plugin's hash."},
-            "plugin": {"type": "string", "description": "The name in the module's manifest."},
-            "lastError": {"type": "string"},
-            "rollout": {
-                "type": "object",
-                "description": "How the candidate of spec.rollout fares.",
-                "x-kubernetes-preserve-unknown-fields": true,
-                "properties": {
-                    "phase": {"type": "string", "description": "Shadow, Canary, RolledBack or Failed."},
-                    "candidateDigest": {"type": "string"},
-                    "message": {"type": "string"},
-                    "compared": {"type": "integer", "format": "int64"},
-                    "differing": {"type": "integer", "format": "int64"},
-                    "candidateReconciles": {"type": "integer", "format": "int64"},
-                    "candidateErrors": {"type": "integer", "format": "int64"}
-                }
-            },
-            "conditions": {
-                "type": "array",
-                "items": condition,
-                "x-kubernetes-list-type": "map",
-                "x-kubernetes-list-map-keys": ["type"]
-            }
         }
     });
     let column = |name: &str, path: &str| json!({"name": name, "type": "string", "jsonPath": path});
@@ -205,7 +195,7 @@ pub fn definition() -> Value {
                     "type": "object",
                     "description": "A plugin the host pulls from an OCI registry, verifies and runs.",
                     "required": ["spec"],
-                    "properties": {"spec": spec, "status": status}
+                    "properties": {"spec": spec, "status": status_schema(&condition)}
                 }}
             }]
         }
@@ -250,6 +240,40 @@ fn rollout_schema() -> Value {
                     "minReconciles": {"type": "integer", "minimum": 1, "default": 10},
                     "windowSeconds": {"type": "integer", "minimum": 1, "default": 300}
                 }
+            }
+        }
+    })
+}
+
+/// The schema of the status, with `condition` the schema of one condition.
+fn status_schema(condition: &Value) -> Value {
+    json!({
+        "type": "object",
+        "properties": {
+            "observedGeneration": {"type": "integer", "format": "int64"},
+            "digest": {"type": "string", "description": "The manifest digest of the version that runs."},
+            "layerDigest": {"type": "string", "description": "The module's SHA-256, the plugin's hash."},
+            "plugin": {"type": "string", "description": "The name in the module's manifest."},
+            "lastError": {"type": "string"},
+            "rollout": {
+                "type": "object",
+                "description": "How the candidate of spec.rollout fares.",
+                "x-kubernetes-preserve-unknown-fields": true,
+                "properties": {
+                    "phase": {"type": "string", "description": "Shadow, Canary, RolledBack or Failed."},
+                    "candidateDigest": {"type": "string"},
+                    "message": {"type": "string"},
+                    "compared": {"type": "integer", "format": "int64"},
+                    "differing": {"type": "integer", "format": "int64"},
+                    "candidateReconciles": {"type": "integer", "format": "int64"},
+                    "candidateErrors": {"type": "integer", "format": "int64"}
+                }
+            },
+            "conditions": {
+                "type": "array",
+                "items": condition,
+                "x-kubernetes-list-type": "map",
+                "x-kubernetes-list-map-keys": ["type"]
             }
         }
     })

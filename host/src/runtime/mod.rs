@@ -259,7 +259,7 @@ impl Runtime {
                 secrets: options.secrets.clone(),
                 ..handler::Options::default()
             };
-            runners.start(plugin, Launch { controller: options, handler }).await;
+            runners.start(plugin, Launch { controller: options, handler, account: None }).await;
         }
         Self {
             client: client.clone(),
@@ -658,7 +658,7 @@ impl Runtime {
         let metrics = self.options.controller.metrics.clone();
         let limited = limited(&fetched.plugin, &settings, transport, &metrics);
         let rollout = Arc::new(Rollout::new(limited, strategy, rollback));
-        slot.candidate = Some(resources::Candidate::running(spec, fetched.digest.clone(), rollout.clone()));
+        slot.candidate = Some(resources::Candidate::running(spec, &fetched, rollout.clone()));
         // A canary writes what its CRDs declare.
         if strategy != Strategy::Shadow
             && self.options.install_crds
@@ -755,13 +755,14 @@ impl Runtime {
             config: settings.config.clone(),
             secrets: secrets.clone(),
         });
+        let account = settings.service_account.clone();
         let controller = controller::Options {
             config: settings.config,
             namespace: settings.namespace,
             secrets,
             ..self.options.controller.clone()
         };
-        self.runners.start(limited, Launch { controller, handler }).await;
+        self.runners.start(limited, Launch { controller, handler, account }).await;
     }
 
     /// Waits until every running controller's caches are synced, for at most

@@ -61,8 +61,9 @@ pub(super) struct Slot {
 /// The candidate version of a `Plugin` object's rollout, as the host runs it.
 pub(super) struct Candidate {
     pub(super) spec: RolloutSpec,
-    /// The manifest digest of the candidate.
+    /// The manifest digest of the candidate, and its module as loaded.
     digest: Option<String>,
+    plugin: Option<Arc<Plugin>>,
     /// What runs beside the active version, once it does.
     pub(super) rollout: Option<Arc<Rollout>>,
     /// Why the candidate does not run.
@@ -71,13 +72,14 @@ pub(super) struct Candidate {
 
 impl Candidate {
     /// A candidate that runs as `rollout`.
-    pub(super) fn running(spec: RolloutSpec, digest: String, rollout: Arc<Rollout>) -> Self {
-        Self { spec, digest: Some(digest), rollout: Some(rollout), error: None }
+    pub(super) fn running(spec: RolloutSpec, fetched: &Fetched, rollout: Arc<Rollout>) -> Self {
+        let (digest, plugin) = (Some(fetched.digest.clone()), Some(fetched.plugin.clone()));
+        Self { spec, digest, plugin, rollout: Some(rollout), error: None }
     }
 
     /// A candidate that does not run, and why.
     pub(super) fn refused(spec: RolloutSpec, digest: Option<String>, error: String) -> Self {
-        Self { spec, digest, rollout: None, error: Some(error) }
+        Self { spec, digest, plugin: None, rollout: None, error: Some(error) }
     }
 
     /// `status.rollout`: how the candidate fares.
@@ -198,7 +200,13 @@ impl Resources {
                 }
             },
         };
-        let context = resource::Context { engine, credentials, cache: self.cache.as_ref() };
+        let slot = self.slots.get(name);
+        let loaded = slot
+            .and_then(|s| s.plugin.clone())
+            .into_iter()
+            .chain(slot.and_then(|s| s.candidate.as_ref()?.plugin.clone()))
+            .collect();
+        let context = resource::Context { engine, credentials, cache: self.cache.as_ref(), loaded };
         resource::fetch(name, spec, context).await
     }
 

@@ -22,6 +22,8 @@ use super::identity::Identities;
 pub(crate) struct Launch {
     pub(crate) controller: controller::Options,
     pub(crate) handler: handler::Options,
+    /// The `ServiceAccount` the plugin acts as, if its settings name one.
+    pub(crate) account: Option<String>,
 }
 
 /// A plugin whose kinds are not all served yet, with what to start it with.
@@ -61,11 +63,13 @@ impl Runners {
 
     /// The client plugin `name`'s runners read and write with: its own identity's, or the
     /// host's.
-    fn client(&self, name: &str) -> Result<Client, Refused> {
-        match &self.identities {
-            Some(identities) => identities.client(&self.client, name).map_err(|e| Refused::Other(e.to_string())),
-            None => Ok(self.client.clone()),
+    fn client(&self, name: &str, account: Option<&str>) -> Result<Client, Refused> {
+        let Some(identities) = &self.identities else { return Ok(self.client.clone()) };
+        match account {
+            Some(account) => identities.client_as(&self.client, name, account),
+            None => identities.client(&self.client, name),
         }
+        .map_err(|e| Refused::Other(e.to_string()))
     }
 
     /// Starts `plugin`'s controller and event handler, as its manifest asks; if one of
@@ -98,7 +102,7 @@ impl Runners {
     async fn start_both(&mut self, plugin: &Arc<Plugin>, launch: &Launch) -> Result<(), Refused> {
         let manifest = plugin.manifest();
         let name = manifest.name.clone();
-        let client = self.client(&name)?;
+        let client = self.client(&name, launch.account.as_deref())?;
         if !manifest.watches.is_empty() {
             let handler = Handler::start(client.clone(), plugin.clone(), launch.handler.clone()).await;
             match handler {

@@ -299,8 +299,15 @@ fn rbac_command(
     for (_, settings) in &plugins {
         secrets.push(kubewasm::secrets::refs(&settings.config)?.into_iter().map(|r| r.name).collect::<Vec<_>>());
     }
-    let needs: Vec<rbac::Needs<'_>> =
-        plugins.iter().zip(&secrets).map(|((p, _), secrets)| rbac::Needs { manifest: p.manifest(), secrets }).collect();
+    let needs: Vec<rbac::Needs<'_>> = plugins
+        .iter()
+        .zip(&secrets)
+        .map(|((p, settings), secrets)| rbac::Needs {
+            manifest: p.manifest(),
+            secrets,
+            account: settings.service_account.as_deref(),
+        })
+        .collect();
     let service_account_namespace = service_account_namespace
         .or_else(|| namespace.clone())
         .unwrap_or_else(|| rbac::Options::default().service_account_namespace);

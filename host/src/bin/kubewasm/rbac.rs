@@ -61,6 +61,16 @@ pub struct Needs<'a> {
     pub manifest: &'a Manifest,
     /// The Secrets its settings name.
     pub secrets: &'a [String],
+    /// The `ServiceAccount` its settings name it to act as (default
+    /// [`Identities::account`]).
+    pub account: Option<&'a str>,
+}
+
+impl Needs<'_> {
+    /// The `ServiceAccount` the plugin acts as with an identity per plugin.
+    fn account(&self) -> String {
+        self.account.map_or_else(|| Identities::account(&self.manifest.name), str::to_string)
+    }
 }
 
 /// One merged rule: every verb the plugins need on one resource of one API group.
@@ -269,7 +279,11 @@ pub fn objects(plugins: &[Needs<'_>], options: &Options) -> Vec<Value> {
 /// what registering the plugins' webhooks takes (the host serves and registers them), and
 /// `impersonate` on exactly the plugins' accounts, by name.
 pub fn objects_per_plugin(plugins: &[Needs<'_>], options: &Options) -> Vec<Value> {
-    let accounts: BTreeSet<String> = plugins.iter().map(|p| Identities::account(&p.manifest.name)).collect();
+    // Plugins whose settings name one account share it, with the rights of all of them.
+    let mut accounts: BTreeMap<String, Vec<Needs<'_>>> = BTreeMap::new();
+    for plugin in plugins {
+        accounts.entry(plugin.account()).or_default().push(*plugin);
+    }
     let mut host: Vec<Rule> =
         secrets_rule(plugins).into_iter().chain(tls_rule(plugins, options.tls_secret.as_deref())).collect();
     host.push(Rule {
@@ -277,16 +291,18 @@ pub fn objects_per_plugin(plugins: &[Needs<'_>], options: &Options) -> Vec<Value
         resource: "serviceaccounts".into(),
         namespaced: true,
         verbs: IMPERSONATE_VERBS.iter().copied().collect(),
-        resource_names: accounts,
+        resource_names: accounts.keys().cloned().collect(),
     });
     let mut own = rules([]);
     own.extend(webhook_rules(plugins.iter().map(|p| p.manifest), &options.webhook_configuration));
     let mut out = account(&options.name, options, &own, &host);
-    for plugin in plugins {
-        let own: Vec<Rule> =
-            rules([plugin.manifest]).into_iter().filter(|r| r.api_group != "coordination.k8s.io").collect();
-        let ledger: Vec<Rule> = ledger_rule(std::slice::from_ref(plugin)).into_iter().collect();
-        out.extend(account(&Identities::account(&plugin.manifest.name), options, &own, &ledger));
+    for (name, sharing) in &accounts {
+        let own: Vec<Rule> = rules(sharing.iter().map(|p| p.manifest))
+            .into_iter()
+            .filter(|r| r.api_group != "coordination.k8s.io")
+            .collect();
+        let ledger: Vec<Rule> = ledger_rule(sharing).into_iter().collect();
+        out.extend(account(name, options, &own, &ledger));
     }
     out
 }
@@ -362,7 +378,7 @@ mod tests {
     }
 
     fn needs(manifest: &Manifest) -> Vec<Needs<'_>> {
-        vec![Needs { manifest, secrets: &[] }]
+        vec![Needs { manifest, secrets: &[], account: None }]
     }
 
     fn manifest(
@@ -432,7 +448,7 @@ mod tests {
         let pods = kind("", "Pod", "pods", true);
         let handler = Manifest::handler("kw").watch(kubewasm::plugin::Watch::new(pods));
         let secrets = ["slack".to_string(), "teams".to_string()];
-        let plugins = [Needs { manifest: &handler, secrets: &secrets }];
+        let plugins = [Needs { manifest: &handler, secrets: &secrets, account: None }];
         assert_eq!(verbs(&rules([&handler]), "", "pods"), Some(vec!["get", "list", "watch"]));
         let objects = objects(&plugins, &Options::default());
         let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
@@ -499,11 +515,37 @@ mod tests {
     }
 
     #[test]
+    fn plugins_whose_settings_name_one_account_share_it_with_the_rights_of_both() {
+        let foo = manifest("foo", kind("example.com", "Foo", "foos", true), vec![deployments()], vec![], false);
+        let pods = manifest("pods", kind("", "Pod", "pods", true), vec![], vec![], false);
+        let plugins = [
+            Needs { manifest: &foo, secrets: &[], account: Some("team-a") },
+            Needs { manifest: &pods, secrets: &[], account: Some("team-a") },
+        ];
+        let objects = objects_per_plugin(&plugins, &Options::default());
+        let accounts: Vec<&str> = objects
+            .iter()
+            .filter(|o| o["kind"] == "ServiceAccount")
+            .filter_map(|o| o["metadata"]["name"].as_str())
+            .collect();
+        assert_eq!(accounts, ["kubewasm", "team-a"]);
+        let team = objects.iter().find(|o| o["kind"] == "ClusterRole" && o["metadata"]["name"] == "team-a").unwrap();
+        let resources: Vec<&str> =
+            team["rules"].as_array().unwrap().iter().filter_map(|r| r["resources"][0].as_str()).collect();
+        assert!(resources.contains(&"deployments") && resources.contains(&"pods"), "{resources:?}");
+        let host = objects.iter().find(|o| o["kind"] == "Role" && o["metadata"]["name"] == "kubewasm").unwrap();
+        assert_eq!(host["rules"][0]["resourceNames"], json!(["team-a"]), "{host}");
+    }
+
+    #[test]
     fn with_identities_each_plugin_holds_only_its_kinds_and_the_host_may_only_impersonate_them() {
         let foo = manifest("foo", kind("example.com", "Foo", "foos", true), vec![deployments()], vec![], false);
         let pods = manifest("pods", kind("", "Pod", "pods", true), vec![], vec![], false);
         let secrets = ["token".to_string()];
-        let plugins = [Needs { manifest: &foo, secrets: &secrets }, Needs { manifest: &pods, secrets: &[] }];
+        let plugins = [
+            Needs { manifest: &foo, secrets: &secrets, account: None },
+            Needs { manifest: &pods, secrets: &[], account: None },
+        ];
         let objects = objects_per_plugin(&plugins, &Options::default());
         let accounts: Vec<&str> = objects
             .iter()
