@@ -198,6 +198,15 @@ pub enum Command {
         /// impersonate them. For `kubewasm run --plugin-identities`.
         #[arg(long)]
         plugin_identities: bool,
+        /// The host follows `Plugin` objects (`kubewasm run --plugin-resources`): read
+        /// them and write their status. Give their modules, pulled (`kubewasm pull`), in
+        /// DIR, so that their kinds (or their own accounts) are granted too.
+        #[arg(long)]
+        plugin_resources: bool,
+        /// A registry credentials Secret, in the host's namespace, that `Plugin` objects
+        /// name (`spec.source.pullSecret`): `get` on it by name. Repeatable.
+        #[arg(long = "pull-secret", value_name = "NAME", requires = "plugin_resources")]
+        pull_secrets: Vec<String>,
     },
     /// Push a plugin to an OCI registry as a Wasm artifact (the CNCF layout: config
     /// application/vnd.wasm.config.v0+json, one application/wasm layer, as wkg pushes

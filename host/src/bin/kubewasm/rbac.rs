@@ -52,6 +52,12 @@ pub const WEBHOOK_CONFIGURATION_VERBS: &[&str] = &["create", "delete", "patch"];
 pub const CRD_CONVERSION_VERBS: &[&str] = &["patch"];
 /// Verbs on the webhook server's TLS Secret, by name: read once at start.
 pub const TLS_SECRET_VERBS: &[&str] = &["get"];
+/// Verbs on `Plugin` objects: followed.
+pub const PLUGIN_VERBS: &[&str] = &["get", "list", "watch"];
+/// Verbs on `Plugin` objects' status: what the host made of each.
+pub const PLUGIN_STATUS_VERBS: &[&str] = &["patch"];
+/// Verbs on the registry credentials `Plugin` objects name, by name: read at each pull.
+pub const PULL_SECRET_VERBS: &[&str] = &["get"];
 /// Verbs of the host on its plugins' `ServiceAccount`s, by name: act as them.
 pub const IMPERSONATE_VERBS: &[&str] = &["impersonate"];
 
@@ -121,6 +127,12 @@ pub struct Options {
     /// The name the host registers its webhook configurations under: the only ones it may
     /// patch or delete.
     pub webhook_configuration: String,
+    /// The host follows `Plugin` objects (`kubewasm run --plugin-resources`): it reads them
+    /// and writes their status ([`PLUGIN_VERBS`], [`PLUGIN_STATUS_VERBS`]).
+    pub plugin_resources: bool,
+    /// The registry credentials `Plugin` objects name (`spec.source.pullSecret`), in the
+    /// host's namespace: `get` on each, by name.
+    pub pull_secrets: Vec<String>,
 }
 
 impl Default for Options {
@@ -131,6 +143,8 @@ impl Default for Options {
             service_account_namespace: "kubewasm-system".into(),
             tls_secret: None,
             webhook_configuration: DEFAULT_NAME.into(),
+            plugin_resources: false,
+            pull_secrets: Vec::new(),
         }
     }
 }
@@ -269,7 +283,35 @@ fn tls_rule(plugins: &[Needs<'_>], tls_secret: Option<&str>) -> Option<Rule> {
 pub fn objects(plugins: &[Needs<'_>], options: &Options) -> Vec<Value> {
     let mut rules = rules(plugins.iter().map(|p| p.manifest));
     rules.extend(webhook_rules(plugins.iter().map(|p| p.manifest), &options.webhook_configuration));
-    account(&options.name, options, &rules, &host_rules(plugins, options.tls_secret.as_deref()))
+    let mut own = host_rules(plugins, options.tls_secret.as_deref());
+    plugin_resource_rules(options, &mut rules, &mut own);
+    account(&options.name, options, &rules, &own)
+}
+
+/// With `Plugin` objects followed: reading them and writing their status (`cluster`), and
+/// reading the pull Secrets they name (`own`, the host's namespace).
+fn plugin_resource_rules(options: &Options, cluster: &mut Vec<Rule>, own: &mut Vec<Rule>) {
+    if !options.plugin_resources {
+        return;
+    }
+    let rule = |resource: &str, verbs: &[&'static str]| Rule {
+        api_group: kubewasm::resource::crd::GROUP.into(),
+        resource: resource.into(),
+        namespaced: false,
+        verbs: verbs.iter().copied().collect(),
+        resource_names: BTreeSet::new(),
+    };
+    cluster.push(rule("plugins", PLUGIN_VERBS));
+    cluster.push(rule("plugins/status", PLUGIN_STATUS_VERBS));
+    if !options.pull_secrets.is_empty() {
+        own.push(Rule {
+            api_group: String::new(),
+            resource: "secrets".into(),
+            namespaced: true,
+            verbs: PULL_SECRET_VERBS.iter().copied().collect(),
+            resource_names: options.pull_secrets.iter().cloned().collect(),
+        });
+    }
 }
 
 /// With an identity per plugin (`kubewasm run --plugin-identities`): for each plugin a
@@ -295,6 +337,7 @@ pub fn objects_per_plugin(plugins: &[Needs<'_>], options: &Options) -> Vec<Value
     });
     let mut own = rules([]);
     own.extend(webhook_rules(plugins.iter().map(|p| p.manifest), &options.webhook_configuration));
+    plugin_resource_rules(options, &mut own, &mut host);
     let mut out = account(&options.name, options, &own, &host);
     for (name, sharing) in &accounts {
         let own: Vec<Rule> = rules(sharing.iter().map(|p| p.manifest))
@@ -512,6 +555,33 @@ mod tests {
         assert_eq!(objects[3]["rules"].as_array().map(Vec::len), Some(1), "only the CRD rule: {}", objects[3]);
         assert_eq!(objects[3]["rules"][0]["resources"][0], "customresourcedefinitions");
         assert_eq!(objects[2]["subjects"][0]["name"], "ops");
+    }
+
+    #[test]
+    fn following_plugin_objects_grants_reading_them_writing_their_status_and_their_pull_secrets_by_name() {
+        let foo = manifest("foo", kind("example.com", "Foo", "foos", true), vec![], vec![], false);
+        let options = Options { plugin_resources: true, pull_secrets: vec!["registry".into()], ..Options::default() };
+        for objects in [objects(&needs(&foo), &options), objects_per_plugin(&needs(&foo), &options)] {
+            let host = |kind: &str| {
+                objects.iter().find(|o| o["kind"] == kind && o["metadata"]["name"] == "kubewasm").unwrap()["rules"]
+                    .clone()
+            };
+            let cluster = host("ClusterRole").to_string();
+            assert!(
+                cluster.contains(
+                    r#"{"apiGroups":["kubewasm.io"],"resources":["plugins"],"verbs":["get","list","watch"]}"#
+                ) && cluster
+                    .contains(r#"{"apiGroups":["kubewasm.io"],"resources":["plugins/status"],"verbs":["patch"]}"#),
+                "{cluster}"
+            );
+            let own = host("Role").to_string();
+            assert!(
+                own.contains(
+                    r#"{"apiGroups":[""],"resources":["secrets"],"verbs":["get"],"resourceNames":["registry"]}"#
+                ),
+                "{own}"
+            );
+        }
     }
 
     #[test]
