@@ -501,6 +501,8 @@ mod tests {
         m.skipped("foo", WriteKind::Status);
         m.version("foo", "abc", None);
         m.version("foo", "def", Some("abc"));
+        m.rolled_out("foo", "candidate", Outcome::Error);
+        m.shadowed("foo", Shadowed::Different);
         let text = m.encode();
         for line in [
             r#"kubewasm_reconciles_total{plugin="foo",result="success"} 1"#,
@@ -509,6 +511,8 @@ mod tests {
             r#"kubewasm_skipped_writes_total{plugin="foo",write="status"} 1"#,
             r#"kubewasm_plugin_version_info{plugin="foo",sha256="def"} 1"#,
             r#"kubewasm_reconcile_duration_seconds_count{plugin="foo"} 1"#,
+            r#"kubewasm_rollout_reconciles_total{plugin="foo",version="candidate",result="error"} 1"#,
+            r#"kubewasm_shadow_answers_total{plugin="foo",result="different"} 1"#,
         ] {
             assert!(text.contains(line), "missing {line} in:\n{text}");
         }
@@ -563,6 +567,9 @@ mod tests {
         m.event_delivered("foo", "added");
         m.events_dropped("foo", "queue_limit");
         m.events_waiting("foo", 2);
+        m.webhook("foo", Call::Validate, WebhookVerdict::Denied);
+        m.rolled_out("foo", "active", Outcome::Success);
+        m.shadowed("foo", Shadowed::Same);
         let queue: Arc<dyn QueueDepth> = Arc::new(Fixed(0));
         m.queue("foo", Arc::downgrade(&queue));
         let text = m.encode();
