@@ -95,6 +95,10 @@ pub struct Options {
     /// Where the plugins that admit or convert are published for the webhook server: the
     /// version that runs, with its settings, at every change.
     pub webhooks: Webhooks,
+    /// Run the plugins' controllers and event handlers, and report on `Plugin` objects;
+    /// `false`: only load the plugins and publish them to `webhooks` (a standby replica,
+    /// which serves webhooks while another reconciles).
+    pub controllers: bool,
 }
 
 impl Default for Options {
@@ -106,6 +110,7 @@ impl Default for Options {
             plugin_resources: false,
             identities: None,
             webhooks: Webhooks::new(),
+            controllers: true,
         }
     }
 }
@@ -250,7 +255,7 @@ impl Runtime {
         plugins: Vec<(Arc<Plugin>, controller::Options)>,
         identities: Option<Identities>,
     ) -> Self {
-        let mut runners = Runners::new(client, identities.clone());
+        let mut runners = Runners::new(client, identities.clone(), true);
         for (plugin, options) in plugins {
             let handler = handler::Options {
                 namespace: options.namespace.clone(),
@@ -290,7 +295,7 @@ impl Runtime {
             .then(|| Box::new(resources::Resources::new(client, &options.host_namespace, engine)));
         let mut runtime = Self {
             client: client.clone(),
-            runners: Runners::new(client, options.identities.clone()),
+            runners: Runners::new(client, options.identities.clone(), options.controllers),
             directory: Some(directory),
             resources,
             options,
@@ -688,6 +693,10 @@ impl Runtime {
     /// Writes each `Plugin` object's status where what runs changed it (a rollout's
     /// counts among it).
     async fn publish_resources(&mut self) {
+        // A standby's view of what runs is not the cluster's: the replica that reconciles reports.
+        if !self.options.controllers {
+            return;
+        }
         let Some(resources) = self.resources.as_mut() else { return };
         for (object, plugin) in resources.plugin_names() {
             let running = plugin.as_ref().is_some_and(|p| self.runners.running(p));

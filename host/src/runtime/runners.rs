@@ -39,6 +39,8 @@ pub(crate) struct Runners {
     client: Client,
     /// Each plugin acts as its own `ServiceAccount`; `None`: as the host.
     identities: Option<Identities>,
+    /// `false`: nothing is started (a standby replica only serves webhooks).
+    enabled: bool,
     running: BTreeMap<String, Controller>,
     handlers: BTreeMap<String, Handler>,
     waiting: BTreeMap<String, Waiting>,
@@ -51,10 +53,11 @@ enum Refused {
 }
 
 impl Runners {
-    pub(crate) fn new(client: &Client, identities: Option<Identities>) -> Self {
+    pub(crate) fn new(client: &Client, identities: Option<Identities>, enabled: bool) -> Self {
         Self {
             client: client.clone(),
             identities,
+            enabled,
             running: BTreeMap::new(),
             handlers: BTreeMap::new(),
             waiting: BTreeMap::new(),
@@ -76,6 +79,9 @@ impl Runners {
     /// its kinds is not served yet, neither runs and it waits for
     /// [`Runners::start_waiting`]. Another failure is logged.
     pub(crate) async fn start(&mut self, plugin: Arc<Plugin>, launch: Launch) {
+        if !self.enabled {
+            return;
+        }
         let name = plugin.manifest().name.clone();
         let version = short(plugin.hash()).to_string();
         let metrics = launch.controller.metrics.clone();
