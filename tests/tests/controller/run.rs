@@ -165,25 +165,28 @@ async fn a_standby_serves_its_plugins_webhooks_and_keeps_serving_them_once_it_le
         webhooks: webhooks_on(listen),
         ..Options::new(dir.path())
     };
-    let (stop_a, host_a) = start(&cluster, host("host-a", a));
-    eventually("host-a holds the lease", || async { (holder(&cluster).await? == "host-a").then_some(()) }).await;
-    let (stop_b, host_b) = start(&cluster, host("host-b", b));
-
-    // The standby registers its own address: the API server now calls host-b, which
-    // reconciles nothing.
     let configs = resource(
         "admissionregistration.k8s.io",
         "v1",
         "ValidatingWebhookConfiguration",
         "validatingwebhookconfigurations",
     );
-    eventually("the webhook registered at host-b's address", || async {
-        let config =
-            Api::<DynamicObject>::all_with(cluster.client.clone(), &configs).get_opt("kubewasm").await.ok()??;
-        let url = config.data["webhooks"][0]["clientConfig"]["url"].as_str()?.to_owned();
-        url.contains(&b.to_string()).then_some(())
-    })
-    .await;
+    let registered_at = |addr: SocketAddr| {
+        let configs = Api::<DynamicObject>::all_with(cluster.client.clone(), &configs);
+        async move {
+            let config = configs.get_opt("kubewasm").await.ok()??;
+            let url = config.data["webhooks"][0]["clientConfig"]["url"].as_str()?.to_owned();
+            url.contains(&addr.to_string()).then_some(())
+        }
+    };
+    let (stop_a, host_a) = start(&cluster, host("host-a", a));
+    eventually("host-a holds the lease", || async { (holder(&cluster).await? == "host-a").then_some(()) }).await;
+    eventually("the webhook registered at host-a's address", || registered_at(a)).await;
+    let (stop_b, host_b) = start(&cluster, host("host-b", b));
+
+    // The standby registers its own address: the API server now calls host-b, which
+    // reconciles nothing.
+    eventually("the webhook registered at host-b's address", || registered_at(b)).await;
     assert_eq!(holder(&cluster).await.as_deref(), Some("host-a"), "host-b stands by");
     let widgets = resource("test.kubewasm.io", "v1", "Widget", "widgets");
     let refused = |name: &'static str| {
