@@ -877,24 +877,6 @@ async fn a_plugin_acts_as_the_service_account_its_spec_names_and_gets_403_for_wh
     host.stop().await;
 }
 
-/// `kubectl --kubeconfig KUBECONFIG ARGS`, with `stdin`.
-fn kubectl(kubeconfig: &Path, args: &[&str], stdin: &str) -> Output {
-    use std::io::Write;
-    let mut child = Command::new("kubectl")
-        .arg("--kubeconfig")
-        .arg(kubeconfig)
-        .arg("--cache-dir")
-        .arg(kubeconfig.with_extension("kubectl-cache"))
-        .args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("kubectl runs");
-    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
-    child.wait_with_output().expect("kubectl finishes")
-}
-
 /// Waits (a minute at most) until `check` gives a value, failing with what `kubewasm dev`
 /// printed.
 fn until<T>(what: &str, stderr: &std::sync::Mutex<String>, mut check: impl FnMut() -> Option<T>) -> T {
@@ -935,30 +917,33 @@ fn through_kubewasm_dev_and_kubectl_a_pushed_and_signed_plugin_runs_and_its_next
     }
     let _dev = Stop(child);
     let ok = |out: Output| out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned());
-    until("the Plugin kind served", &stderr, || ok(kubectl(&kubeconfig, &["get", "plugins"], "")));
+    until("the Plugin kind served", &stderr, || ok(common::kubectl(&kubeconfig, &["get", "plugins"], "")));
 
     let key_lines: String = key.lines().map(|l| format!("        {l}\n")).collect();
     let plugin = format!(
         "apiVersion: kubewasm.io/v1alpha1\nkind: Plugin\nmetadata:\n  name: demo\nspec:\n  source:\n    oci: {v1}\n    \
          insecure: true\n  verification:\n    keys:\n      - |\n{key_lines}"
     );
-    ok(kubectl(&kubeconfig, &["apply", "-f", "-"], &plugin)).expect("the Plugin applied");
+    ok(common::kubectl(&kubeconfig, &["apply", "-f", "-"], &plugin)).expect("the Plugin applied");
     let ready = "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}";
     until("the Plugin ready", &stderr, || {
-        ok(kubectl(&kubeconfig, &["get", "plugin", "demo", "-o", ready], "")).filter(|s| s == "True")
+        ok(common::kubectl(&kubeconfig, &["get", "plugin", "demo", "-o", ready], "")).filter(|s| s == "True")
     });
-    let table = ok(kubectl(&kubeconfig, &["get", "plugins"], "")).unwrap();
+    let table = ok(common::kubectl(&kubeconfig, &["get", "plugins"], "")).unwrap();
     assert!(table.contains("VERIFIED") && table.lines().nth(1).is_some_and(|l| l.contains("True")), "{table}");
 
     until("the DemoApplication kind", &stderr, || {
-        ok(kubectl(&kubeconfig, &["apply", "-f", "-"], &demo_application("web")))
+        ok(common::kubectl(&kubeconfig, &["apply", "-f", "-"], &demo_application("web")))
     });
     let label = "jsonpath={.metadata.labels.kubewasm\\.io/version}";
-    until("web's Deployment", &stderr, || ok(kubectl(&kubeconfig, &["get", "deployment", "web", "-o", label], "")));
+    until("web's Deployment", &stderr, || {
+        ok(common::kubectl(&kubeconfig, &["get", "deployment", "web", "-o", label], ""))
+    });
 
     let shadow =
         format!(r#"{{"spec": {{"rollout": {{"candidate": {{"oci": "{v2}", "insecure": true}}, "mode": "Shadow"}}}}}}"#);
-    ok(kubectl(&kubeconfig, &["patch", "plugin", "demo", "--type", "merge", "-p", &shadow], "")).expect("patched");
+    ok(common::kubectl(&kubeconfig, &["patch", "plugin", "demo", "--type", "merge", "-p", &shadow], ""))
+        .expect("patched");
     let diff = until("a difference reported", &stderr, || {
         let out = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
             .args(["diff", "demo"])
@@ -968,14 +953,16 @@ fn through_kubewasm_dev_and_kubectl_a_pushed_and_signed_plugin_runs_and_its_next
         ok(out).filter(|printed| printed.contains("latest difference"))
     });
     assert!(diff.contains("Shadow") && diff.contains("kubewasm.io/version"), "{diff}");
-    let version = ok(kubectl(&kubeconfig, &["get", "deployment", "web", "-o", label], "")).unwrap();
+    let version = ok(common::kubectl(&kubeconfig, &["get", "deployment", "web", "-o", label], "")).unwrap();
     assert_eq!(version, "", "the candidate in shadow wrote nothing");
 
     let canary = r#"{"spec": {"rollout": {"mode": "Canary", "percent": 100}}}"#;
-    ok(kubectl(&kubeconfig, &["patch", "plugin", "demo", "--type", "merge", "-p", canary], "")).expect("patched");
+    ok(common::kubectl(&kubeconfig, &["patch", "plugin", "demo", "--type", "merge", "-p", canary], ""))
+        .expect("patched");
     until("web reconciled by the candidate", &stderr, || {
-        ok(kubectl(&kubeconfig, &["get", "deployment", "web", "-o", label], "")).filter(|v| v == "v2")
+        ok(common::kubectl(&kubeconfig, &["get", "deployment", "web", "-o", label], "")).filter(|v| v == "v2")
     });
-    let phase = ok(kubectl(&kubeconfig, &["get", "plugin", "demo", "-o", "jsonpath={.status.rollout.phase}"], ""));
+    let phase =
+        ok(common::kubectl(&kubeconfig, &["get", "plugin", "demo", "-o", "jsonpath={.status.rollout.phase}"], ""));
     assert_eq!(phase.as_deref(), Some("Canary"));
 }
