@@ -525,6 +525,11 @@ async fn the_host_runs_a_plugin_object_and_keeps_its_version_when_a_new_generati
     assert_eq!(Some(ready), expected("True", "Running"));
     assert_eq!(status["digest"], demo_digest.as_str());
     assert_eq!(status["plugin"], "demo-application");
+    // What the running version declares reads from the object.
+    let manifest = &status["manifest"];
+    assert_eq!(manifest["parent"], "paas.cmft.com/v1beta1 DemoApplication", "{status}");
+    assert_eq!(manifest["children"], serde_json::json!(["apps/v1 Deployment", "v1 Service"]), "{status}");
+    assert_eq!(manifest["contract"], "0.2.0", "{status}");
 
     // It reconciles: a parent gets its Deployment.
     let parent = |name: &str| {

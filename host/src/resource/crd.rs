@@ -254,6 +254,11 @@ fn status_schema(condition: &Value) -> Value {
             "digest": {"type": "string", "description": "The manifest digest of the version that runs."},
             "layerDigest": {"type": "string", "description": "The module's SHA-256, the plugin's hash."},
             "plugin": {"type": "string", "description": "The name in the module's manifest."},
+            "manifest": {
+                "type": "object",
+                "x-kubernetes-preserve-unknown-fields": true,
+                "description": "What the running version declares: its contract, parent, children, related and watched kinds, the kinds it defaults and validates, whether it converts, its finalizer."
+            },
             "lastError": {"type": "string"},
             "rollout": {
                 "type": "object",

@@ -20,7 +20,7 @@ use crate::distribution::{BlobCache, DockerConfig};
 use crate::plugin::{Engine, Plugin, Settings};
 use crate::resource::crd::{GROUP, KIND, VERSION};
 use crate::resource::crd::{RolloutMode, RolloutSpec};
-use crate::resource::status::{Serving, Succeeded, conditions, ready};
+use crate::resource::status::{Serving, Succeeded, conditions, manifest_summary, ready};
 use crate::resource::{self, Condition, Failure, Fetched, PluginSpec, Step};
 
 /// How often a generation that failed at its registry or pull Secret is attempted again.
@@ -287,6 +287,7 @@ impl Resources {
             "digest": slot.digest,
             "layerDigest": slot.plugin.as_ref().map(|p| format!("sha256:{}", p.hash())),
             "plugin": slot.plugin.as_ref().map(|p| p.manifest().name.clone()),
+            "manifest": slot.plugin.as_deref().map(manifest_summary),
             "lastError": slot.error.clone().unwrap_or_default(),
             "conditions": slot.conditions,
             "rollout": slot.candidate.as_ref().map(Candidate::status),
