@@ -71,7 +71,7 @@ $(PYTHON_VENV)/installed: guest-sdk/python/pyproject.toml
 	$(VENV_PYTHON) -m pip install --quiet --disable-pip-version-check --editable 'guest-sdk/python[test]'
 	touch $@
 
-$(FIXTURE_DIR)/%-python.wasm: $(PYTHON_VENV)/installed $(SDK_PY) plugins/%-python/app.py plugins/%-python/crd.yaml
+$(FIXTURE_DIR)/%-python.wasm: $(PYTHON_VENV)/installed $(SDK_PY) plugins/%-python/app.py
 	mkdir -p $(FIXTURE_DIR)
 	cd plugins/$*-python && $(VENV_PYTHON) -m kubewasm build app.py -o $(abspath $@)
 
@@ -111,14 +111,13 @@ plugins/%/node_modules/.installed: plugins/%/package-lock.json $(JS_SDK)/node_mo
 	cd plugins/$* && $(NPM_CI)
 	touch $@
 
-# A port's sources, and the CRD of the Rust plugin it ports (plugins/NAME/crd.yaml), which
-# the build puts in the component.
+# A port's sources (its CRD is generated from its schema builder's types).
 .SECONDEXPANSION:
-$(FIXTURE_DIR)/%-js.wasm: plugins/%-js/node_modules/.installed $(SDK_JS) $$(wildcard plugins/%-js/*.js) $$(wildcard plugins/%/crd.yaml)
+$(FIXTURE_DIR)/%-js.wasm: plugins/%-js/node_modules/.installed $(SDK_JS) $$(wildcard plugins/%-js/*.js)
 	mkdir -p $(FIXTURE_DIR)
 	cd plugins/$*-js && $(KUBEWASM_JS) build app.js -o $(abspath $@)
 
-$(FIXTURE_DIR)/%-ts.wasm: plugins/%-ts/node_modules/.installed $(SDK_JS) $$(wildcard plugins/%-ts/*.ts) $$(wildcard plugins/%/crd.yaml)
+$(FIXTURE_DIR)/%-ts.wasm: plugins/%-ts/node_modules/.installed $(SDK_JS) $$(wildcard plugins/%-ts/*.ts)
 	mkdir -p $(FIXTURE_DIR)
 	cd plugins/$*-ts && $(KUBEWASM_JS) build app.ts -o $(abspath $@)
 
@@ -185,7 +184,7 @@ define go-component
 endef
 
 .SECONDEXPANSION:
-$(FIXTURE_DIR)/%-go.wasm: $(GO_INSTALLED) host/src/bin/kubewasm/componentize.rs $(SDK_GO) $$(wildcard plugins/%-go/*.go) plugins/%-go/go.mod plugins/%-go/crd.yaml
+$(FIXTURE_DIR)/%-go.wasm: $(GO_INSTALLED) host/src/bin/kubewasm/componentize.rs $(SDK_GO) $$(wildcard plugins/%-go/*.go) plugins/%-go/go.mod
 	$(call go-component,plugins/$*-go)
 
 # sandbox-go and go-panic are test fixtures (host/tests/fixtures): what Go reads of the

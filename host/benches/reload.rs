@@ -10,7 +10,7 @@
 //! - the Python plugin (19 MB): the Rust plugin's file replaced by the Python build of
 //!   the same reconciler, cold and from the cache, timed until the host runs it (its
 //!   children are the same, so nothing new is written);
-//! - resident memory added by loading 10 plugins.
+//! - resident memory added by loading 10 plugins, compiling each, then from the cache.
 //!
 //! Run with `make bench-reload` (`make python-plugins` too for the Python rows).
 //! Results: BENCHMARKS.md.
@@ -236,8 +236,9 @@ fn resident_bytes() -> u64 {
     pages * 4096
 }
 
-fn memory_of_ten_plugins() {
-    let engine = Engine::with_options(&EngineOptions { pooling: true, ..EngineOptions::default() }).expect("engine");
+/// The ten plugins the memory figures load: the five distinct example and fixture
+/// components, twice each.
+fn ten_plugins() -> Vec<PathBuf> {
     let names = [
         ("plugins", "demo-application"),
         ("plugins", "foo"),
@@ -245,23 +246,35 @@ fn memory_of_ten_plugins() {
         ("fixtures", "misbehave"),
         ("fixtures", "gate"),
     ];
+    (0..10).map(|i| support::wasm(names[i % names.len()].0, names[i % names.len()].1)).collect()
+}
+
+/// Resident memory added by loading `files` on a pooled engine with `options`, in MiB.
+fn resident_added(options: &EngineOptions, files: &[PathBuf]) -> f64 {
+    let engine = Engine::with_options(options).expect("engine");
     let before = resident_bytes();
-    let mut loaded = Vec::new();
-    for i in 0..10 {
-        let (folder, name) = names[i % names.len()];
-        loaded.push(Plugin::load(&engine, &support::wasm(folder, name)).expect("load"));
-    }
-    let after = resident_bytes();
-    let size: u64 = (0..10)
-        .map(|i| std::fs::metadata(support::wasm(names[i % 5].0, names[i % 5].1)).map(|m| m.len()).unwrap_or(0))
-        .sum();
-    println!(
-        "resident memory added by 10 loaded plugins ({:.1} MiB of .wasm): {:.1} MiB ({:.1} MiB each)",
-        size as f64 / 1048576.0,
-        (after - before) as f64 / 1048576.0,
-        (after - before) as f64 / 10.0 / 1048576.0
-    );
+    let loaded: Vec<Plugin> = files.iter().map(|file| Plugin::load(&engine, file).expect("load")).collect();
+    let added = resident_bytes().saturating_sub(before);
     drop(loaded);
+    added as f64 / 1048576.0
+}
+
+/// Resident memory added by 10 loaded plugins: each compiled by Cranelift (what a host
+/// pays on its first start, compiling included), then, in a new engine, the same ten
+/// from the compiled-plugin cache (what each loaded plugin costs).
+fn memory_of_ten_plugins() {
+    let files = ten_plugins();
+    let size: u64 = files.iter().map(|f| std::fs::metadata(f).map(|m| m.len()).unwrap_or(0)).sum();
+    println!("resident memory added by 10 loaded plugins ({:.1} MiB of .wasm):", size as f64 / 1048576.0);
+    let compiled = resident_added(&EngineOptions { pooling: true, ..EngineOptions::default() }, &files);
+    println!("  each compiled:         {compiled:>7.1} MiB ({:.1} MiB each)", compiled / 10.0);
+
+    let cache = std::env::temp_dir().join(format!("kubewasm-bench-memory-cache-{}", std::process::id()));
+    let cached = EngineOptions { pooling: true, cache_dir: Some(cache.clone()), ..EngineOptions::default() };
+    resident_added(&cached, &files[..5]);
+    let from_cache = resident_added(&cached, &files);
+    println!("  from the cache:        {from_cache:>7.1} MiB ({:.1} MiB each)", from_cache / 10.0);
+    let _ = std::fs::remove_dir_all(&cache);
 }
 
 #[tokio::main]

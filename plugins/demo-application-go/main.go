@@ -7,17 +7,43 @@
 package main
 
 import (
-	_ "embed"
 	"fmt"
 
 	"kubewasm.dev/sdk"
 	"kubewasm.dev/sdk/kinds"
 )
 
-// The component has no files when it runs: the CRD is compiled in.
-//
-//go:embed crd.yaml
-var crd string
+// DemoApplicationSpec is the spec the CRD's schema comes from: the API server validates
+// and defaults it by the `kubewasm` tags.
+type DemoApplicationSpec struct {
+	Image   string     `json:"image" kubewasm:"minLength=1"`
+	Replica int32      `json:"replica,omitempty" kubewasm:"minimum=0,default=1"`
+	Ports   []DemoPort `json:"ports,omitempty"`
+}
+
+// DemoPort is one port of the spec.
+type DemoPort struct {
+	Port       int32  `json:"port" kubewasm:"minimum=1,maximum=65535"`
+	TargetPort *int32 `json:"targetPort,omitempty" kubewasm:"minimum=1,maximum=65535"`
+	NodePort   *int32 `json:"nodePort,omitempty" kubewasm:"minimum=30000,maximum=32767"`
+}
+
+// DemoApplicationStatus is what the plugin reports.
+type DemoApplicationStatus struct {
+	AvailableReplicas int32 `json:"availableReplicas,omitempty"`
+}
+
+// resource is the kind and its CRD.
+var resource = kubewasm.CustomResource{
+	Group: "paas.cmft.com", Version: "v1beta1", Kind: "DemoApplication",
+	Spec: DemoApplicationSpec{}, Status: DemoApplicationStatus{},
+	ShortNames: []string{"demoapp"},
+	PrinterColumns: []kubewasm.PrinterColumn{
+		{Name: "Image", Type: "string", JSONPath: ".spec.image"},
+		{Name: "Replicas", Type: "integer", JSONPath: ".spec.replica"},
+		{Name: "Available", Type: "integer", JSONPath: ".status.availableReplicas"},
+	},
+}
 
 // DemoApplication is the plugin.
 type DemoApplication struct{}
@@ -26,9 +52,9 @@ type DemoApplication struct{}
 func (DemoApplication) Describe() kubewasm.Manifest {
 	return kubewasm.Manifest{
 		Name:     "demo-application-go",
-		Parent:   kubewasm.Namespaced("paas.cmft.com", "v1beta1", "DemoApplication", "demoapplications"),
+		Parent:   resource.KindRef(),
 		Children: []kubewasm.KindRef{kinds.Deployment, kinds.Service},
-		CRDs:     []string{crd},
+		CRDs:     []string{resource.MustCRD()},
 	}
 }
 

@@ -6,13 +6,48 @@ The plugin only decides. The host applies both children, deletes the Service whe
 ports go away, reverts hand edits and writes the status.
 """
 
-from pathlib import Path
+from dataclasses import dataclass, field
+from typing import Annotated, Optional
 
 import kubewasm
-from kubewasm import KindRef, Manifest, Object, Request, Response, kinds
+from kubewasm import Manifest, Object, Request, Response, kinds
+from kubewasm.crd import CustomResource, Int32, Maximum, MinLength, Minimum, PrinterColumn
 
-# Read at import: the component is snapshotted after its imports and has no files.
-CRD = Path(__file__).with_name("crd.yaml").read_text()
+
+@dataclass
+class DemoPort:
+    port: Annotated[Int32, Minimum(1), Maximum(65535)]
+    target_port: Optional[Annotated[Int32, Minimum(1), Maximum(65535)]] = None
+    node_port: Optional[Annotated[Int32, Minimum(30000), Maximum(32767)]] = None
+
+
+@dataclass
+class DemoApplicationSpec:
+    """The spec the CRD's schema comes from: the API server validates and defaults it."""
+
+    image: Annotated[str, MinLength(1)]
+    replica: Annotated[Int32, Minimum(0)] = 1
+    ports: list[DemoPort] = field(default_factory=list)
+
+
+@dataclass
+class DemoApplicationStatus:
+    available_replicas: Optional[Int32] = None
+
+
+RESOURCE = CustomResource(
+    "paas.cmft.com",
+    "v1beta1",
+    "DemoApplication",
+    spec=DemoApplicationSpec,
+    status=DemoApplicationStatus,
+    short_names=["demoapp"],
+    printer_columns=[
+        PrinterColumn("Image", "string", ".spec.image"),
+        PrinterColumn("Replicas", "integer", ".spec.replica"),
+        PrinterColumn("Available", "integer", ".status.availableReplicas"),
+    ],
+)
 
 
 @kubewasm.plugin
@@ -20,9 +55,9 @@ class DemoApplication:
     def describe(self) -> Manifest:
         return Manifest(
             "demo-application-python",
-            KindRef("paas.cmft.com", "v1beta1", "DemoApplication", "demoapplications"),
+            RESOURCE.kind_ref,
             children=[kinds.Deployment, kinds.Service],
-            crds=[CRD],
+            crds=[RESOURCE.crd()],
         )
 
     def reconcile(self, request: Request) -> Response:

@@ -5,16 +5,39 @@
 // The plugin only decides. The host applies both children, deletes the Service when the
 // ports go away, reverts hand edits and writes the status.
 
-import { KindRef, KubeObject, Manifest, Response, kinds, plugin } from '@kubewasm/sdk';
+import { KubeObject, Manifest, Response, kinds, plugin } from '@kubewasm/sdk';
+import { CustomResource, s } from '@kubewasm/sdk/crd';
 
-// The Rust plugin's CRD: the build puts the file's text in the component.
-import CRD from '../demo-application/crd.yaml';
+const port = () => s.int32().min(1).max(65535);
+
+// The kind and its CRD, whose schema the API server validates and defaults.
+export const resource = new CustomResource({
+  group: 'paas.cmft.com',
+  version: 'v1beta1',
+  kind: 'DemoApplication',
+  spec: s.object({
+    image: s.string().minLength(1),
+    replica: s.int32().min(0).default(1),
+    ports: s.array(s.object({
+      port: port(),
+      targetPort: port().optional(),
+      nodePort: s.int32().min(30000).max(32767).optional(),
+    })).optional(),
+  }),
+  status: s.object({ availableReplicas: s.int32().optional() }),
+  shortNames: ['demoapp'],
+  printerColumns: [
+    { name: 'Image', type: 'string', jsonPath: '.spec.image' },
+    { name: 'Replicas', type: 'integer', jsonPath: '.spec.replica' },
+    { name: 'Available', type: 'integer', jsonPath: '.status.availableReplicas' },
+  ],
+});
 
 export const reconciler = plugin({
   describe() {
-    return new Manifest('demo-application-ts', new KindRef('paas.cmft.com', 'v1beta1', 'DemoApplication', 'demoapplications'), {
+    return new Manifest('demo-application-ts', resource.kindRef, {
       children: [kinds.Deployment, kinds.Service],
-      crds: [CRD],
+      crds: [resource.crd()],
     });
   },
 

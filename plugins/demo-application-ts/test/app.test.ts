@@ -79,5 +79,5 @@ test('the manifest declares the parent, the children and the Rust plugin CRD', (
   assert.equal(manifest.name, 'demo-application-ts');
   assert.equal(manifest.parent?.plural, 'demoapplications');
   assert.deepEqual(manifest.children, [kinds.Deployment, kinds.Service]);
-  assert.ok(manifest.crds[0].includes('name: demoapplications.paas.cmft.com'));
+  assert.equal(JSON.parse(manifest.crds[0]).metadata.name, 'demoapplications.paas.cmft.com');
 });

@@ -293,9 +293,10 @@ mod tests {
         assert_eq!(crd["metadata"]["name"], "demoapplications.paas.cmft.com");
     }
 
-    /// The generated CRD is the hand-written one the other languages' ports still load
-    /// (crd.yaml): the same names, scope, version, columns and status subresource, and a
-    /// schema that accepts and defaults the same objects. What kube adds is told apart:
+    /// The generated CRD is the hand-written one (crd.yaml), which each port's CRD equals
+    /// exactly (tests/tests/crds): the same names, scope, version, columns and status
+    /// subresource, and a schema that accepts and defaults the same objects. What kube
+    /// adds is told apart:
     /// doc comments as descriptions, `nullable` on optional fields (the API server prunes
     /// a null where it is not allowed, so either way the object is accepted), a required
     /// `spec`, which the plugin needs anyway, and bounds written as floats (`1.0`); what
