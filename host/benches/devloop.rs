@@ -37,6 +37,8 @@ const PATIENCE: Duration = Duration::from_secs(120);
 struct Language {
     name: &'static str,
     lang: &'static str,
+    /// The parent kind (`kubewasm new --kind`) and its plural.
+    kind: (&'static str, &'static str),
     /// The source file edited, and the text in it the edit replaces.
     file: &'static str,
     original: &'static str,
@@ -48,6 +50,7 @@ const LANGUAGES: [Language; 5] = [
     Language {
         name: "bench-rust",
         lang: "rust",
+        kind: ("RustApp", "rustapps"),
         file: "src/lib.rs",
         original: "spec.message)]",
         edited: |n| format!("format!(\"{{}}#{n}\", spec.message))]"),
@@ -55,6 +58,7 @@ const LANGUAGES: [Language; 5] = [
     Language {
         name: "bench-python",
         lang: "python",
+        kind: ("PythonApp", "pythonapps"),
         file: "app.py",
         original: "\"data\": {\"message\": message}",
         edited: |n| format!("\"data\": {{\"message\": message + \"#{n}\"}}"),
@@ -62,6 +66,7 @@ const LANGUAGES: [Language; 5] = [
     Language {
         name: "bench-js",
         lang: "js",
+        kind: ("JsApp", "jsapps"),
         file: "app.js",
         original: "data: { message }",
         edited: |n| format!("data: {{ message: message + '#{n}' }}"),
@@ -69,6 +74,7 @@ const LANGUAGES: [Language; 5] = [
     Language {
         name: "bench-ts",
         lang: "ts",
+        kind: ("TsApp", "tsapps"),
         file: "app.ts",
         original: "data: { message }",
         edited: |n| format!("data: {{ message: message + '#{n}' }}"),
@@ -76,6 +82,7 @@ const LANGUAGES: [Language; 5] = [
     Language {
         name: "bench-go",
         lang: "go",
+        kind: ("GoApp", "goapps"),
         file: "main.go",
         original: "map[string]any{\"message\": message}",
         edited: |n| format!("map[string]any{{\"message\": message + \"#{n}\"}}"),
@@ -106,7 +113,8 @@ fn scaffold(base: &Path) {
     let kubewasm = env!("CARGO_BIN_EXE_kubewasm");
     for language in &LANGUAGES {
         let dir = base.join(language.name);
-        run(Command::new(kubewasm).args(["new", language.name, "--lang", language.lang, "--path"]).arg(&dir));
+        let new = ["new", language.name, "--lang", language.lang, "--kind", language.kind.0, "--path"];
+        run(Command::new(kubewasm).args(new).arg(&dir));
         match language.lang {
             // The workspace's versions of every dependency, already downloaded.
             "rust" => {
@@ -174,14 +182,6 @@ fn resource(group: &str, version: &str, kind: &str, plural: &str) -> ApiResource
     ApiResource { group: group.into(), version: version.into(), api_version, kind: kind.into(), plural: plural.into() }
 }
 
-/// The kind and plural of the parent of the project in `dir`, from its CRD.
-fn kind_of(dir: &Path) -> (String, String) {
-    let crd: serde_json::Value =
-        serde_yaml_ng::from_str(&std::fs::read_to_string(dir.join("crd.yaml")).expect("crd.yaml")).expect("a CRD");
-    let names = &crd["spec"]["names"];
-    (names["kind"].as_str().expect("kind").to_string(), names["plural"].as_str().expect("plural").to_string())
-}
-
 /// The message of ConfigMap `hello` in namespace `name`, if it exists.
 async fn message(client: &kube::Client, name: &str) -> Option<String> {
     let configmaps =
@@ -199,7 +199,7 @@ async fn wait_for(what: &str, limit: Duration, mut check: impl AsyncFnMut() -> b
 }
 
 /// Creates each project's namespace and parent, once its kind is served.
-async fn create_parents(client: &kube::Client, base: &Path) {
+async fn create_parents(client: &kube::Client) {
     let namespaces = Api::<DynamicObject>::all_with(client.clone(), &resource("", "v1", "Namespace", "namespaces"));
     for language in &LANGUAGES {
         let ns: DynamicObject = serde_json::from_value(
@@ -207,11 +207,11 @@ async fn create_parents(client: &kube::Client, base: &Path) {
         )
         .expect("namespace");
         namespaces.create(&PostParams::default(), &ns).await.expect("create namespace");
-        let (kind, plural) = kind_of(&base.join(language.name));
+        let (kind, plural) = language.kind;
         let parents = Api::<DynamicObject>::namespaced_with(
             client.clone(),
             language.name,
-            &resource("example.com", "v1", &kind, &plural),
+            &resource("example.com", "v1", kind, plural),
         );
         let parent: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": kind,
             "metadata": {"name": "hello", "namespace": language.name}, "spec": {"message": "hello"}}))
@@ -261,7 +261,7 @@ async fn main() {
         .await
         .expect("client config");
     let client = kube::Client::try_from(config).expect("client");
-    create_parents(&client, &base).await;
+    create_parents(&client).await;
     for language in &LANGUAGES {
         wait_for(&format!("{}'s first ConfigMap", language.name), FIRST_BUILDS, async || {
             message(&client, language.name).await.as_deref() == Some("hello")
