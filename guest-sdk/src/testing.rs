@@ -247,6 +247,16 @@ pub fn describe<R: Reconciler>() -> Manifest {
     manifest
 }
 
+/// [`describe`] once per plugin type and thread: the host reads the manifest once at load,
+/// and generating it (a CRD from the plugin's types) can cost more than a reconcile.
+fn described<R: Reconciler + 'static>() -> Manifest {
+    thread_local! {
+        static MANIFESTS: std::cell::RefCell<std::collections::HashMap<std::any::TypeId, Manifest>> =
+            std::cell::RefCell::default();
+    }
+    MANIFESTS.with(|m| m.borrow_mut().entry(std::any::TypeId::of::<R>()).or_insert_with(describe::<R>).clone())
+}
+
 /// The plugin's related queries for `parent`.
 pub fn related<R: Reconciler>(parent: impl Serialize) -> Vec<Query> {
     R::related(&Object::new(to_json(parent)))
@@ -265,8 +275,8 @@ pub fn related<R: Reconciler>(parent: impl Serialize) -> Vec<Query> {
 /// declare, in another namespace, unnamed, twice, too large...): the message lists
 /// every problem, as the host's `ResponseRefused` event does. Also when the manifest
 /// itself is one the host would not load.
-pub fn reconcile<R: Reconciler>(request: TestRequest) -> Result<Outcome, Error> {
-    let manifest = describe::<R>();
+pub fn reconcile<R: Reconciler + 'static>(request: TestRequest) -> Result<Outcome, Error> {
+    let manifest = described::<R>();
     let TestRequest(request, http) = request;
     crate::log::native::CAPTURED.with(|c| c.borrow_mut().clear());
     let (result, requests) = http.serve(|| export::reconcile::<R>(wit::Request::from(&request)));
