@@ -10,7 +10,7 @@ use kube::Client;
 use serde_json::Value;
 use tracing::{error, info};
 
-use crate::controller::{self, Controller};
+use crate::controller::{self, Controller, SharedCaches};
 use crate::discovery::KindError;
 use crate::handler::{self, Handler};
 use crate::plugin::Plugin;
@@ -38,6 +38,8 @@ pub(crate) struct Runners {
     /// Each plugin acts as its own `ServiceAccount`; `None`: as the host.
     identities: Option<Identities>,
     running: BTreeMap<String, Controller>,
+    /// The watches and caches the controllers share: one per kind, not one per plugin.
+    caches: SharedCaches,
     handlers: BTreeMap<String, Handler>,
     waiting: BTreeMap<String, Waiting>,
 }
@@ -54,6 +56,7 @@ impl Runners {
             client: client.clone(),
             identities,
             running: BTreeMap::new(),
+            caches: SharedCaches::new(),
             handlers: BTreeMap::new(),
             waiting: BTreeMap::new(),
         }
@@ -110,7 +113,9 @@ impl Runners {
             }
         }
         if manifest.parent.is_some() {
-            match Controller::start(client, plugin.clone(), launch.controller.clone()).await {
+            // A plugin with an identity of its own reads only what that identity may.
+            let caches = if self.identities.is_some() { self.caches.as_identity(&name) } else { self.caches.clone() };
+            match Controller::start_sharing(client, plugin.clone(), launch.controller.clone(), &caches).await {
                 Ok(c) => {
                     self.running.insert(name, c);
                 }
