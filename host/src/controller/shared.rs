@@ -291,13 +291,7 @@ mod tests {
     use super::*;
 
     fn resource() -> ApiResource {
-        ApiResource {
-            group: "apps".into(),
-            version: "v1".into(),
-            api_version: "apps/v1".into(),
-            kind: "Deployment".into(),
-            plural: "deployments".into(),
-        }
+        ApiResource::erase::<k8s_openapi::api::apps::v1::Deployment>(&())
     }
 
     fn object(name: &str) -> DynamicObject {
