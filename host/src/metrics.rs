@@ -71,6 +71,10 @@ label_values!(
     WebhookVerdict { Allowed => "allowed", Denied => "denied", Mutated => "mutated", Error => "error" }
 );
 label_values!(
+    /// How a candidate in shadow answered, against the active.
+    Shadowed { Same => "same", Different => "different", Error => "error" }
+);
+label_values!(
     /// What a write does.
     WriteKind { Apply => "apply", Prune => "prune", Status => "status", Metadata => "metadata", Finalizer => "finalizer" }
 );
@@ -120,6 +124,14 @@ pub(crate) struct WebhookLabels {
     /// `default`, `validate` or `convert`.
     pub(crate) webhook: String,
     pub(crate) verdict: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub(crate) struct RolloutLabels {
+    pub(crate) plugin: String,
+    /// `active` or `candidate`.
+    pub(crate) version: String,
+    pub(crate) result: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -175,6 +187,8 @@ struct Inner {
     pub(crate) events_dropped: Family<ReasonLabels, Counter>,
     pub(crate) events_waiting: Family<PluginLabel, Gauge>,
     pub(crate) webhooks: Family<WebhookLabels, Counter>,
+    pub(crate) rollout_reconciles: Family<RolloutLabels, Counter>,
+    pub(crate) shadow_answers: Family<ResultLabels, Counter>,
     queues: Arc<Queues>,
 }
 
@@ -248,84 +262,13 @@ impl Metrics {
             events_dropped: Family::default(),
             events_waiting: Family::default(),
             webhooks: Family::default(),
+            rollout_reconciles: Family::default(),
+            shadow_answers: Family::default(),
             queues: Arc::default(),
             registry: Registry::default(),
         };
-        registry.register("reconciles", "Reconciles finished, by result", inner.reconciles.clone());
-        registry.register_with_unit(
-            "reconcile_duration",
-            "Whole reconciles: caches, plugin calls and writes",
-            Unit::Seconds,
-            inner.reconcile_seconds.clone(),
-        );
-        registry.register("reconciles_in_flight", "Reconciles running now", inner.in_flight.clone());
-        registry.register_with_unit(
-            "plugin_call_duration",
-            "One sandboxed plugin call, fresh instance included",
-            Unit::Seconds,
-            inner.call_seconds.clone(),
-        );
-        registry.register(
-            "plugin_call_failures",
-            "Plugin calls that failed: timeouts, memory, panics, traps, plugin errors, malformed answers",
-            inner.call_failures.clone(),
-        );
-        registry.register(
-            "refused_responses",
-            "Plugin answers refused by validation; nothing was written",
-            inner.refused.clone(),
-        );
-        registry.register(
-            "writes",
-            "Writes to the API server: apply, prune, status, metadata, finalizer",
-            inner.writes.clone(),
-        );
-        registry.register(
-            "skipped_writes",
-            "Writes not made because the cluster already held them",
-            inner.skipped_writes.clone(),
-        );
-        registry.register(
-            "plugin_reloads",
-            "Plugin files loaded from the plugin directory, by result",
-            inner.reloads.clone(),
-        );
-        registry.register(
-            "plugin_version_info",
-            "The version (sha256 of the .wasm) each plugin runs",
-            inner.versions.clone(),
-        );
-        registry.register(
-            "plugin_http_requests",
-            "Outbound HTTP requests of plugins, by origin and status (or why none: denied, timeout...)",
-            inner.http_requests.clone(),
-        );
-        registry.register_with_unit(
-            "plugin_http_request_duration",
-            "Outbound HTTP requests of plugins, from sending to the last byte",
-            Unit::Seconds,
-            inner.http_seconds.clone(),
-        );
-        registry.register(
-            "events_delivered",
-            "Events a plugin's handler accepted, by change",
-            inner.events_delivered.clone(),
-        );
-        registry.register(
-            "events_dropped",
-            "Events never delivered: past the plugin's queue limit, or refused by its handler for good",
-            inner.events_dropped.clone(),
-        );
-        registry.register(
-            "events_waiting",
-            "Events waiting for a plugin's handler, in flight included",
-            inner.events_waiting.clone(),
-        );
-        registry.register(
-            "webhook_requests",
-            "Admission and conversion webhook calls answered, by plugin, webhook and verdict",
-            inner.webhooks.clone(),
-        );
+        register_reconciles(&mut registry, &inner);
+        register_plugins(&mut registry, &inner);
         registry.register_collector(Box::new(inner.queues.clone()));
         Self(Arc::new(Inner { registry, ..inner }))
     }
@@ -435,10 +378,112 @@ impl Metrics {
         self.0.webhooks.get_or_create(&labels).inc();
     }
 
+    pub(crate) fn rolled_out(&self, plugin: &str, version: &str, result: Outcome) {
+        let labels = RolloutLabels { plugin: plugin.into(), version: version.into(), result: result.label() };
+        self.0.rollout_reconciles.get_or_create(&labels).inc();
+    }
+
+    pub(crate) fn shadowed(&self, plugin: &str, answer: Shadowed) {
+        self.0.shadow_answers.get_or_create(&ResultLabels { plugin: plugin.into(), result: answer.label() }).inc();
+    }
+
     /// Forgets `plugin`'s version: it no longer runs.
     pub(crate) fn unloaded(&self, plugin: &str, sha256: &str) {
         self.0.versions.remove(&VersionLabels { plugin: plugin.into(), sha256: sha256.into() });
     }
+}
+
+/// The metrics of reconciles: their results and durations, calls, writes.
+fn register_reconciles(registry: &mut Registry, inner: &Inner) {
+    registry.register("reconciles", "Reconciles finished, by result", inner.reconciles.clone());
+    registry.register_with_unit(
+        "reconcile_duration",
+        "Whole reconciles: caches, plugin calls and writes",
+        Unit::Seconds,
+        inner.reconcile_seconds.clone(),
+    );
+    registry.register("reconciles_in_flight", "Reconciles running now", inner.in_flight.clone());
+    registry.register_with_unit(
+        "plugin_call_duration",
+        "One sandboxed plugin call, fresh instance included",
+        Unit::Seconds,
+        inner.call_seconds.clone(),
+    );
+    registry.register(
+        "plugin_call_failures",
+        "Plugin calls that failed: timeouts, memory, panics, traps, plugin errors, malformed answers",
+        inner.call_failures.clone(),
+    );
+    registry.register(
+        "refused_responses",
+        "Plugin answers refused by validation; nothing was written",
+        inner.refused.clone(),
+    );
+    registry.register(
+        "writes",
+        "Writes to the API server: apply, prune, status, metadata, finalizer",
+        inner.writes.clone(),
+    );
+    registry.register(
+        "skipped_writes",
+        "Writes not made because the cluster already held them",
+        inner.skipped_writes.clone(),
+    );
+}
+
+/// The metrics of plugins: reloads, versions, outbound HTTP, events, webhooks, rollouts.
+fn register_plugins(registry: &mut Registry, inner: &Inner) {
+    registry.register(
+        "plugin_reloads",
+        "Plugin files loaded from the plugin directory, by result",
+        inner.reloads.clone(),
+    );
+    registry.register(
+        "plugin_version_info",
+        "The version (sha256 of the .wasm) each plugin runs",
+        inner.versions.clone(),
+    );
+    registry.register(
+        "plugin_http_requests",
+        "Outbound HTTP requests of plugins, by origin and status (or why none: denied, timeout...)",
+        inner.http_requests.clone(),
+    );
+    registry.register_with_unit(
+        "plugin_http_request_duration",
+        "Outbound HTTP requests of plugins, from sending to the last byte",
+        Unit::Seconds,
+        inner.http_seconds.clone(),
+    );
+    registry.register(
+        "events_delivered",
+        "Events a plugin's handler accepted, by change",
+        inner.events_delivered.clone(),
+    );
+    registry.register(
+        "events_dropped",
+        "Events never delivered: past the plugin's queue limit, or refused by its handler for good",
+        inner.events_dropped.clone(),
+    );
+    registry.register(
+        "events_waiting",
+        "Events waiting for a plugin's handler, in flight included",
+        inner.events_waiting.clone(),
+    );
+    registry.register(
+        "webhook_requests",
+        "Admission and conversion webhook calls answered, by plugin, webhook and verdict",
+        inner.webhooks.clone(),
+    );
+    registry.register(
+        "rollout_reconciles",
+        "Reconciles of plugins with a candidate rolled out, by the version that reconciled and result",
+        inner.rollout_reconciles.clone(),
+    );
+    registry.register(
+        "shadow_answers",
+        "Answers of candidates in shadow against the active's: same, different or error",
+        inner.shadow_answers.clone(),
+    );
 }
 
 #[cfg(test)]
@@ -456,6 +501,8 @@ mod tests {
         m.skipped("foo", WriteKind::Status);
         m.version("foo", "abc", None);
         m.version("foo", "def", Some("abc"));
+        m.rolled_out("foo", "candidate", Outcome::Error);
+        m.shadowed("foo", Shadowed::Different);
         let text = m.encode();
         for line in [
             r#"kubewasm_reconciles_total{plugin="foo",result="success"} 1"#,
@@ -464,6 +511,8 @@ mod tests {
             r#"kubewasm_skipped_writes_total{plugin="foo",write="status"} 1"#,
             r#"kubewasm_plugin_version_info{plugin="foo",sha256="def"} 1"#,
             r#"kubewasm_reconcile_duration_seconds_count{plugin="foo"} 1"#,
+            r#"kubewasm_rollout_reconciles_total{plugin="foo",version="candidate",result="error"} 1"#,
+            r#"kubewasm_shadow_answers_total{plugin="foo",result="different"} 1"#,
         ] {
             assert!(text.contains(line), "missing {line} in:\n{text}");
         }
@@ -518,6 +567,9 @@ mod tests {
         m.event_delivered("foo", "added");
         m.events_dropped("foo", "queue_limit");
         m.events_waiting("foo", 2);
+        m.webhook("foo", Call::Validate, WebhookVerdict::Denied);
+        m.rolled_out("foo", "active", Outcome::Success);
+        m.shadowed("foo", Shadowed::Same);
         let queue: Arc<dyn QueueDepth> = Arc::new(Fixed(0));
         m.queue("foo", Arc::downgrade(&queue));
         let text = m.encode();

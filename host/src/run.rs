@@ -161,13 +161,11 @@ async fn lead_and_serve(
             // A standby is ready at once: it serves, it just does not reconcile.
             health.set_ready(true);
             let mut leading = leadership.subscribe();
-            tokio::select! {
-                () = &mut shutdown => return Ok(()),
-                acquired = leading.wait_for(|l| *l) => {
-                    if acquired.is_err() {
-                        return Err(Error::ElectionStopped { lease: lease.clone() });
-                    }
-                }
+            let waited = stand_by(engine, client, options, &metrics, &mut leading, shutdown.as_mut()).await?;
+            match waited {
+                Waited::ShutDown => return Ok(()),
+                Waited::ElectionStopped => return Err(Error::ElectionStopped { lease: lease.clone() }),
+                Waited::Leading => {}
             }
             info!("leading: starting controllers");
             (Role::Leader { leadership, lease: lease.clone() }, Shard::whole())
@@ -188,6 +186,7 @@ async fn lead_and_serve(
         plugin_resources: options.plugin_resources,
         identities: options.plugin_identities.then(|| runtime::Identities { namespace: options.namespace.clone() }),
         webhooks: webhooks.clone(),
+        controllers: true,
     };
     if options.install_crds
         && options.plugin_resources
@@ -243,6 +242,63 @@ async fn lead_and_serve(
             leadership.release().await.map_err(|source| Error::Release { lease, source })
         }
     }
+}
+
+/// How a standby's wait ended.
+enum Waited {
+    Leading,
+    ShutDown,
+    ElectionStopped,
+}
+
+/// Waits to lead. Meanwhile, when the host serves webhooks, the plugins are loaded only to
+/// serve theirs (and follow new versions): the API server calls whichever replica the
+/// Service picks, and a standby must answer as the leader would. The standby's server
+/// stops before the leader's starts, on the same address.
+async fn stand_by(
+    engine: &Engine,
+    client: &Client,
+    options: &Options,
+    metrics: &Metrics,
+    leading: &mut tokio::sync::watch::Receiver<bool>,
+    shutdown: std::pin::Pin<&mut impl Future<Output = ()>>,
+) -> Result<Waited, Error> {
+    let wait = async {
+        tokio::select! {
+            () = shutdown => Waited::ShutDown,
+            acquired = leading.wait_for(|l| *l) => {
+                if acquired.is_ok() { Waited::Leading } else { Waited::ElectionStopped }
+            }
+        }
+    };
+    let Some(serving) = &options.webhooks else { return Ok(wait.await) };
+    let webhooks = Webhooks::new();
+    let runtime_options = runtime::Options {
+        controllers: false,
+        // A conversion is registered on the CRD: it must exist.
+        install_crds: options.install_crds,
+        host_namespace: options.namespace.clone(),
+        plugin_resources: options.plugin_resources,
+        webhooks: webhooks.clone(),
+        ..runtime::Options::default()
+    };
+    let runtime = Runtime::from_dir(client, engine, &options.dir, runtime_options).await?;
+    let following = webhook::follow(client.clone(), serving.clone(), webhooks, metrics.clone()).await?;
+    info!("standing by: serving the plugins' webhooks");
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let watching = tokio::spawn(runtime.watch(
+        async {
+            let _ = stopped.await;
+        },
+        |_: &Runtime| {},
+    ));
+    let waited = wait.await;
+    let _ = stop.send(());
+    if let Ok(Err(e)) = watching.await {
+        error!(error = %e, "the standby's plugin directory");
+    }
+    following.stop().await;
+    Ok(waited)
 }
 
 /// What this replica takes part in while it runs, and leaves on the way out.

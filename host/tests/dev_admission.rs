@@ -6,9 +6,8 @@
 #[allow(dead_code)] // shared with the tests that start `kubewasm` processes, which use all of it
 mod common;
 
-use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Output};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -30,19 +29,7 @@ impl Dev {
     }
 
     fn kubectl(&self, args: &[&str], stdin: &str) -> Output {
-        let mut child = Command::new("kubectl")
-            .arg("--kubeconfig")
-            .arg(&self.kubeconfig)
-            .arg("--cache-dir")
-            .arg(self.kubeconfig.with_extension("kubectl-cache"))
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("kubectl runs");
-        child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
-        child.wait_with_output().expect("kubectl finishes")
+        common::kubectl(&self.kubeconfig, args, stdin)
     }
 
     /// Waits until `check` holds, failing with what `kubewasm dev` printed.

@@ -137,8 +137,12 @@ fn fails_with(out: &Output, needle: &str) {
 /// `kubewasm push` of the plugin `name` to `reference` (plain HTTP, and `extra` flags):
 /// the pinned reference it prints, and its digest.
 fn push(dir: &Path, name: &str, reference: &str, extra: &[&str]) -> (String, String) {
-    let wasm = plugin(name);
-    let args = [&["push", path(&wasm), reference, "--insecure"][..], extra].concat();
+    push_file(dir, &plugin(name), reference, extra)
+}
+
+/// `kubewasm push` of the component `wasm`, as [`push`].
+fn push_file(dir: &Path, wasm: &Path, reference: &str, extra: &[&str]) -> (String, String) {
+    let args = [&["push", path(wasm), reference, "--insecure"][..], extra].concat();
     let (stdout, _) = succeeds(&kubewasm(dir, &args));
     let pinned = stdout.trim().to_owned();
     let digest = pinned.rsplit('@').next().unwrap().to_owned();
@@ -353,7 +357,12 @@ fn a_plugin_resources_module_is_pulled_verified_and_loaded_or_the_failed_step_sa
     let engine = kubewasm::plugin::Engine::new().expect("engine");
     let rt = runtime();
     let fetch = |spec: &PluginSpec| {
-        let context = resource::Context { engine: &engine, credentials: DockerConfig::default(), cache: None };
+        let context = resource::Context {
+            engine: &engine,
+            credentials: DockerConfig::default(),
+            cache: None,
+            loaded: Vec::new(),
+        };
         rt.block_on(resource::fetch("demo", spec, context))
     };
     let failure = |spec: &PluginSpec| match fetch(spec) {
@@ -417,6 +426,12 @@ struct Host {
 
 impl Host {
     async fn start(dir: &Path) -> Self {
+        Self::start_with(dir, false).await
+    }
+
+    /// Like [`Host::start`]; with `identities`, each plugin acts as its own
+    /// `ServiceAccount` in `default` (`kubewasm run --plugin-identities`).
+    async fn start_with(dir: &Path, identities: bool) -> Self {
         use kube::api::{ApiResource, GroupVersionKind};
         use kubewasm::run;
 
@@ -424,8 +439,12 @@ impl Host {
             .await
             .expect("the embedded API server starts");
         std::fs::create_dir_all(dir.join("plugins")).unwrap();
-        let options =
-            run::Options { install_crds: true, plugin_resources: true, ..run::Options::new(dir.join("plugins")) };
+        let options = run::Options {
+            install_crds: true,
+            plugin_resources: true,
+            plugin_identities: identities,
+            ..run::Options::new(dir.join("plugins"))
+        };
         let engine = kubewasm::plugin::Engine::new().expect("engine");
         let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
         let client = cluster.client();
@@ -506,6 +525,11 @@ async fn the_host_runs_a_plugin_object_and_keeps_its_version_when_a_new_generati
     assert_eq!(Some(ready), expected("True", "Running"));
     assert_eq!(status["digest"], demo_digest.as_str());
     assert_eq!(status["plugin"], "demo-application");
+    // What the running version declares reads from the object.
+    let manifest = &status["manifest"];
+    assert_eq!(manifest["parent"], "paas.cmft.com/v1beta1 DemoApplication", "{status}");
+    assert_eq!(manifest["children"], serde_json::json!(["apps/v1 Deployment", "v1 Service"]), "{status}");
+    assert_eq!(manifest["contract"], "0.2.0", "{status}");
 
     // It reconciles: a parent gets its Deployment.
     let parent = |name: &str| {
@@ -592,4 +616,358 @@ async fn a_plugin_objects_credentials_come_from_its_pull_secret_and_a_failed_pul
     })
     .await;
     host.stop().await;
+}
+
+/// A test fixture as `make plugins` builds it.
+fn fixture(name: &str) -> PathBuf {
+    let path = common::target_dir().join("fixtures").join(format!("{name}.wasm"));
+    assert!(path.exists(), "{} is missing: run `make plugins` first", path.display());
+    path
+}
+
+/// The DemoApplication `name` in `default`, with one replica and one port.
+fn demo_application(name: &str) -> String {
+    format!(
+        "apiVersion: paas.cmft.com/v1beta1\nkind: DemoApplication\nmetadata:\n  name: {name}\n  namespace: default\n\
+         spec:\n  image: nginx:1.27\n  replica: 1\n  ports:\n  - port: 80\n"
+    )
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_candidate_shadows_writing_nothing_then_canaries_a_stable_share_and_is_rolled_back_or_promoted() {
+    use std::collections::{BTreeMap, BTreeSet};
+
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::ResourceExt;
+    use kube::api::{Api, ListParams, Patch, PatchParams};
+
+    let registry = TestRegistry::start("rollout", None);
+    let dir = work_dir("rollout");
+    let (v1, v2) = (registry.reference("plugins/demo:1"), registry.reference("plugins/demo:2"));
+    let unsigned = registry.reference("plugins/demo:unsigned");
+    // v2 is demo-application with one change: every child carries kubewasm.io/version: v2.
+    let v2_digest = tokio::task::block_in_place(|| {
+        succeeds(&kubewasm(&dir, &["generate-key", "release"]));
+        push(&dir, "demo-application", &v1, &[]);
+        let (_, v2_digest) = push_file(&dir, &fixture("demo-relabel"), &v2, &[]);
+        push_file(&dir, &fixture("demo-relabel"), &unsigned, &[]);
+        for reference in [&v1, &v2] {
+            succeeds(&kubewasm(&dir, &["sign", reference, "--key", "release.key", "--insecure"]));
+        }
+        v2_digest
+    });
+    let key = std::fs::read_to_string(dir.join("release.pub")).unwrap();
+    let host = Host::start(&dir).await;
+    host.create_plugin(serde_json::json!({"source": {"oci": v1, "insecure": true}, "verification": {"keys": [key]}}))
+        .await;
+    host.status_at(1).await;
+
+    let parents: Vec<String> = (0..30).map(|i| format!("app-{i:02}")).collect();
+    eventually("the DemoApplication CRD", || async { host.cluster.apply(&demo_application("app-00")).ok() }).await;
+    for name in &parents {
+        host.cluster.apply(&demo_application(name)).expect("a DemoApplication");
+    }
+    let deployments: Api<Deployment> = Api::namespaced(host.cluster.client(), "default");
+    // Each Deployment's resourceVersion and version label.
+    let observed = || async {
+        let list = deployments.list(&ListParams::default()).await.ok()?;
+        let seen: BTreeMap<String, (String, Option<String>)> = list
+            .items
+            .iter()
+            .map(|d| {
+                let version = d.labels().get("kubewasm.io/version").cloned();
+                (d.name_any(), (d.resource_version().unwrap_or_default(), version))
+            })
+            .collect();
+        (seen.len() == parents.len()).then_some(seen)
+    };
+    let labelled = |seen: &BTreeMap<String, (String, Option<String>)>| -> BTreeSet<String> {
+        seen.iter().filter(|(_, (_, v))| v.as_deref() == Some("v2")).map(|(n, _)| n.clone()).collect()
+    };
+    let before = eventually("every parent's Deployment", observed).await;
+    assert!(labelled(&before).is_empty());
+    let patch = |spec: serde_json::Value| {
+        let plugins = host.plugins.clone();
+        async move {
+            let body = serde_json::json!({"spec": spec});
+            plugins.patch("demo", &PatchParams::default(), &Patch::Merge(&body)).await.expect("the Plugin patched");
+        }
+    };
+    let rollout_at = |generation: i64, phase: &'static str| {
+        let host = &host;
+        async move {
+            eventually(&format!("the rollout {phase} at generation {generation}"), || async {
+                let status = host.status_at(generation).await;
+                (status["rollout"]["phase"] == phase).then_some(status["rollout"].clone())
+            })
+            .await
+        }
+    };
+
+    // Shadow: every parent is answered by both, the answers differ by the label, and
+    // the candidate writes nothing.
+    patch(serde_json::json!({"rollout": {"candidate": {"oci": v2, "insecure": true}, "mode": "Shadow"}})).await;
+    rollout_at(2, "Shadow").await;
+    let rollout = eventually("every parent compared", || async {
+        let rollout = host.status_at(2).await["rollout"].clone();
+        (rollout["compared"].as_u64()? >= 30).then_some(rollout)
+    })
+    .await;
+    assert_eq!(rollout["differing"], rollout["compared"], "{rollout}");
+    assert_eq!(rollout["candidateErrors"], 0, "{rollout}");
+    let lines = rollout["lastDifference"]["lines"].to_string();
+    assert!(lines.contains("kubewasm.io/version") && lines.contains("only the candidate"), "{rollout}");
+    assert_eq!(eventually("the Deployments", observed).await, before, "shadow wrote nothing");
+    let diff = tokio::task::block_in_place(|| {
+        Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+            .args(["diff", "demo"])
+            .env("KUBECONFIG", host.cluster.kubeconfig_path())
+            .output()
+            .expect("kubewasm diff runs")
+    });
+    let (printed, _) = succeeds(&diff);
+    assert!(printed.contains("reconciles compared") && printed.contains("kubewasm.io/version"), "{printed}");
+
+    // Canary 30 %: exactly the parents the uid hash puts in the share are reconciled by
+    // the candidate, and only they.
+    let uids: BTreeMap<String, String> = Api::<kube::api::DynamicObject>::namespaced_with(
+        host.cluster.client(),
+        "default",
+        &kube::api::ApiResource::from_gvk(&kube::api::GroupVersionKind::gvk(
+            "paas.cmft.com",
+            "v1beta1",
+            "DemoApplication",
+        )),
+    )
+    .list(&ListParams::default())
+    .await
+    .unwrap()
+    .items
+    .iter()
+    .map(|o| (o.name_any(), o.uid().unwrap()))
+    .collect();
+    let share: BTreeSet<String> = parents
+        .iter()
+        .filter(|name| kubewasm::controller::in_canary("demo-application", &uids[*name], 30))
+        .cloned()
+        .collect();
+    assert!(!share.is_empty() && share.len() < parents.len(), "30 % of 30 parents: {share:?}");
+    patch(serde_json::json!({"rollout": {"mode": "Canary", "percent": 30}})).await;
+    rollout_at(3, "Canary").await;
+    eventually("the canary's share labelled by the candidate", || async {
+        (labelled(&observed().await?) == share).then_some(())
+    })
+    .await;
+
+    // Rolled back by removing the rollout: every parent returns to the active version.
+    patch(serde_json::json!({"rollout": null})).await;
+    eventually("the rollout gone from the status", || async {
+        host.status_at(4).await["rollout"].is_null().then_some(())
+    })
+    .await;
+    eventually("every parent back on the active", || async { labelled(&observed().await?).is_empty().then_some(()) })
+        .await;
+
+    // An unsigned candidate never runs; the status says why.
+    patch(serde_json::json!({"rollout": {"candidate": {"oci": unsigned, "insecure": true}, "mode": "Canary", "percent": 100}}))
+        .await;
+    let failed = rollout_at(5, "Failed").await;
+    assert!(failed["message"].as_str().unwrap().contains("NoSignatures"), "{failed}");
+    assert!(labelled(&eventually("the Deployments", observed).await).is_empty());
+
+    // Promoted by moving the candidate to spec.source: every parent runs it.
+    patch(serde_json::json!({"source": {"oci": v2, "insecure": true}, "rollout": null})).await;
+    assert_eq!(host.status_at(6).await["digest"], v2_digest.as_str());
+    eventually("every parent on the promoted version", || async {
+        (labelled(&observed().await?).len() == parents.len()).then_some(())
+    })
+    .await;
+    host.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_canary_that_fails_too_often_is_rolled_back_and_its_parents_return_to_the_active() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use kube::ResourceExt;
+    use kube::api::{Api, ListParams};
+
+    let registry = TestRegistry::start("rollback", None);
+    let dir = work_dir("rollback");
+    let (v1, v2) = (registry.reference("plugins/demo:1"), registry.reference("plugins/demo:2"));
+    tokio::task::block_in_place(|| {
+        push(&dir, "demo-application", &v1, &[]);
+        push_file(&dir, &fixture("demo-relabel"), &v2, &[]);
+    });
+    let host = Host::start(&dir).await;
+    // The candidate fails every reconcile (the active ignores the key).
+    host.create_plugin(serde_json::json!({
+        "source": {"oci": v1, "insecure": true},
+        "settings": {"config": {"relabelFails": true}},
+        "rollout": {
+            "candidate": {"oci": v2, "insecure": true}, "mode": "Canary", "percent": 50,
+            "rollback": {"errorPercent": 50, "minReconciles": 3, "windowSeconds": 120}
+        }
+    }))
+    .await;
+    eventually("the canary running", || async {
+        (host.status_at(1).await["rollout"]["phase"] == "Canary").then_some(())
+    })
+    .await;
+    let parents: Vec<String> = (0..10).map(|i| format!("app-{i}")).collect();
+    eventually("the DemoApplication CRD", || async { host.cluster.apply(&demo_application("app-0")).ok() }).await;
+    for name in &parents {
+        host.cluster.apply(&demo_application(name)).expect("a DemoApplication");
+    }
+    let rollout = eventually("the candidate rolled back", || async {
+        let rollout = host.status_at(1).await["rollout"].clone();
+        (rollout["phase"] == "RolledBack").then_some(rollout)
+    })
+    .await;
+    let message = rollout["message"].as_str().unwrap();
+    assert!(message.contains("more than 50%") && message.contains("relabelFails is set"), "{rollout}");
+    assert!(rollout["candidateErrors"].as_u64().unwrap() >= 3, "{rollout}");
+    // Every parent, the canary's share included, is reconciled by the active.
+    let deployments: Api<Deployment> = Api::namespaced(host.cluster.client(), "default");
+    let list = eventually("every parent's Deployment, by the active", || async {
+        let list = deployments.list(&ListParams::default()).await.ok()?;
+        (list.items.len() == parents.len()).then_some(list)
+    })
+    .await;
+    assert!(list.items.iter().all(|d| !d.labels().contains_key("kubewasm.io/version")));
+    host.stop().await;
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_plugin_acts_as_the_service_account_its_spec_names_and_gets_403_for_what_that_account_may_not_do() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    use k8s_openapi::api::core::v1::Event;
+    use kube::api::{Api, ListParams};
+
+    let registry = TestRegistry::start("identity", None);
+    let dir = work_dir("identity");
+    let reference = registry.reference("plugins/demo:1");
+    tokio::task::block_in_place(|| push(&dir, "demo-application", &reference, &[]));
+    let host = Host::start_with(&dir, true).await;
+    // team-a may read everything and record events, but write nothing else.
+    host.cluster
+        .apply(
+            "apiVersion: v1\nkind: ServiceAccount\nmetadata:\n  name: team-a\n  namespace: default\n---\n\
+             apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRole\nmetadata:\n  name: team-a\nrules:\n\
+             - apiGroups: [\"*\"]\n  resources: [\"*\"]\n  verbs: [get, list, watch]\n\
+             - apiGroups: [\"\", events.k8s.io]\n  resources: [events]\n  verbs: [create, patch, update]\n---\n\
+             apiVersion: rbac.authorization.k8s.io/v1\nkind: ClusterRoleBinding\nmetadata:\n  name: team-a\n\
+             roleRef:\n  apiGroup: rbac.authorization.k8s.io\n  kind: ClusterRole\n  name: team-a\n\
+             subjects:\n- kind: ServiceAccount\n  name: team-a\n  namespace: default\n",
+        )
+        .expect("team-a's RBAC");
+    host.create_plugin(serde_json::json!({
+        "source": {"oci": reference, "insecure": true},
+        "identity": {"serviceAccountName": "team-a"}
+    }))
+    .await;
+    host.status_at(1).await;
+    eventually("the DemoApplication CRD", || async { host.cluster.apply(&demo_application("web")).ok() }).await;
+    let events: Api<Event> = Api::namespaced(host.cluster.client(), "default");
+    let refused = eventually("the API server's refusal, recorded on the parent", || async {
+        let list = events.list(&ListParams::default()).await.ok()?;
+        list.items.into_iter().find_map(|e| e.message.filter(|m| m.contains("forbidden")))
+    })
+    .await;
+    assert!(
+        refused.contains(r#"User "system:serviceaccount:default:team-a" cannot"#) && refused.contains("deployments"),
+        "{refused}"
+    );
+    let deployments: Api<Deployment> = Api::namespaced(host.cluster.client(), "default");
+    assert!(deployments.get_opt("web").await.unwrap().is_none());
+    host.stop().await;
+}
+
+/// Waits (a minute at most) until `check` gives a value, failing with what `kubewasm dev`
+/// printed.
+fn until<T>(what: &str, stderr: &std::sync::Mutex<String>, mut check: impl FnMut() -> Option<T>) -> T {
+    let started = std::time::Instant::now();
+    loop {
+        if let Some(value) = check() {
+            return value;
+        }
+        let said = stderr.lock().unwrap().clone();
+        assert!(started.elapsed() < Duration::from_mins(1), "gave up waiting for {what}; kubewasm dev said:\n{said}");
+        std::thread::sleep(Duration::from_millis(200));
+    }
+}
+
+#[test]
+fn through_kubewasm_dev_and_kubectl_a_pushed_and_signed_plugin_runs_and_its_next_version_shadows_then_canaries() {
+    let registry = TestRegistry::start("dev", None);
+    let dir = work_dir("dev");
+    let (v1, v2) = (registry.reference("team-a/demo:1.0.0"), registry.reference("team-a/demo:1.1.0"));
+    succeeds(&kubewasm(&dir, &["generate-key", "release"]));
+    push(&dir, "demo-application", &v1, &[]);
+    push_file(&dir, &fixture("demo-relabel"), &v2, &[]);
+    for reference in [&v1, &v2] {
+        succeeds(&kubewasm(&dir, &["sign", reference, "--key", "release.key", "--insecure"]));
+    }
+    let key = std::fs::read_to_string(dir.join("release.pub")).unwrap();
+    let plugins = dir.join("plugins");
+    std::fs::create_dir_all(&plugins).unwrap();
+    let kubeconfig = dir.join("kubeconfig");
+    let (child, stderr) =
+        common::spawn_collecting_stderr(common::kubewasm_dev(&plugins, &kubeconfig).arg("--plugin-resources"));
+    struct Stop(Child);
+    impl Drop for Stop {
+        fn drop(&mut self) {
+            let _ = Command::new("kill").args(["-TERM", &self.0.id().to_string()]).status();
+            let _ = self.0.wait();
+        }
+    }
+    let _dev = Stop(child);
+    let ok = |out: Output| out.status.success().then(|| String::from_utf8_lossy(&out.stdout).into_owned());
+    until("the Plugin kind served", &stderr, || ok(common::kubectl(&kubeconfig, &["get", "plugins"], "")));
+
+    let key_lines: String = key.lines().map(|l| format!("        {l}\n")).collect();
+    let plugin = format!(
+        "apiVersion: kubewasm.io/v1alpha1\nkind: Plugin\nmetadata:\n  name: demo\nspec:\n  source:\n    oci: {v1}\n    \
+         insecure: true\n  verification:\n    keys:\n      - |\n{key_lines}"
+    );
+    ok(common::kubectl(&kubeconfig, &["apply", "-f", "-"], &plugin)).expect("the Plugin applied");
+    let ready = "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}";
+    until("the Plugin ready", &stderr, || {
+        ok(common::kubectl(&kubeconfig, &["get", "plugin", "demo", "-o", ready], "")).filter(|s| s == "True")
+    });
+    let table = ok(common::kubectl(&kubeconfig, &["get", "plugins"], "")).unwrap();
+    assert!(table.contains("VERIFIED") && table.lines().nth(1).is_some_and(|l| l.contains("True")), "{table}");
+
+    until("the DemoApplication kind", &stderr, || {
+        ok(common::kubectl(&kubeconfig, &["apply", "-f", "-"], &demo_application("web")))
+    });
+    let label = "jsonpath={.metadata.labels.kubewasm\\.io/version}";
+    until("web's Deployment", &stderr, || {
+        ok(common::kubectl(&kubeconfig, &["get", "deployment", "web", "-o", label], ""))
+    });
+
+    let shadow =
+        format!(r#"{{"spec": {{"rollout": {{"candidate": {{"oci": "{v2}", "insecure": true}}, "mode": "Shadow"}}}}}}"#);
+    ok(common::kubectl(&kubeconfig, &["patch", "plugin", "demo", "--type", "merge", "-p", &shadow], ""))
+        .expect("patched");
+    let diff = until("a difference reported", &stderr, || {
+        let out = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+            .args(["diff", "demo"])
+            .env("KUBECONFIG", &kubeconfig)
+            .output()
+            .expect("kubewasm diff runs");
+        ok(out).filter(|printed| printed.contains("latest difference"))
+    });
+    assert!(diff.contains("Shadow") && diff.contains("kubewasm.io/version"), "{diff}");
+    let version = ok(common::kubectl(&kubeconfig, &["get", "deployment", "web", "-o", label], "")).unwrap();
+    assert_eq!(version, "", "the candidate in shadow wrote nothing");
+
+    let canary = r#"{"spec": {"rollout": {"mode": "Canary", "percent": 100}}}"#;
+    ok(common::kubectl(&kubeconfig, &["patch", "plugin", "demo", "--type", "merge", "-p", canary], ""))
+        .expect("patched");
+    until("web reconciled by the candidate", &stderr, || {
+        ok(common::kubectl(&kubeconfig, &["get", "deployment", "web", "-o", label], "")).filter(|v| v == "v2")
+    });
+    let phase =
+        ok(common::kubectl(&kubeconfig, &["get", "plugin", "demo", "-o", "jsonpath={.status.rollout.phase}"], ""));
+    assert_eq!(phase.as_deref(), Some("Canary"));
 }

@@ -18,6 +18,7 @@ use crate::metrics::{Call, Failure};
 use crate::plugin::{Plugin, Query, Request, Response, view};
 
 /// What one reconcile hands its plugin, but for the related objects its queries select.
+#[derive(Clone)]
 pub(crate) struct Inputs {
     pub(crate) key: ObjectRef<DynamicObject>,
     /// The parent as the plugin sees it.
@@ -37,12 +38,34 @@ pub(crate) async fn call(
     inputs: Inputs,
 ) -> Result<(Request, Response), Error> {
     let (ctx, plugin) = (Arc::clone(ctx), Arc::clone(plugin));
-    tokio::task::spawn_blocking(move || in_one_instance(&ctx, &plugin, inputs)).await.map_err(Error::Stopped)?
+    tokio::task::spawn_blocking(move || in_one_instance(&ctx, &plugin, inputs, Role::Reconciles))
+        .await
+        .map_err(Error::Stopped)?
+}
+
+/// Runs the calls of a shadow candidate: as [`call`], but what its queries select is
+/// not remembered (the active's queries decide which changes reconcile the parent).
+pub(crate) async fn shadow(
+    ctx: &Arc<Context>,
+    plugin: &Arc<Plugin>,
+    inputs: Inputs,
+) -> Result<(Request, Response), Error> {
+    let (ctx, plugin) = (Arc::clone(ctx), Arc::clone(plugin));
+    tokio::task::spawn_blocking(move || in_one_instance(&ctx, &plugin, inputs, Role::Shadows))
+        .await
+        .map_err(Error::Stopped)?
+}
+
+/// Whether the calls' answer is acted on.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Reconciles,
+    Shadows,
 }
 
 /// `related`, the request, `reconcile`: one fresh instance for both calls. Selecting the
 /// related objects in between is neither call's time.
-fn in_one_instance(ctx: &Context, plugin: &Plugin, inputs: Inputs) -> Result<(Request, Response), Error> {
+fn in_one_instance(ctx: &Context, plugin: &Plugin, inputs: Inputs, role: Role) -> Result<(Request, Response), Error> {
     let Inputs { key, parent, candidates, finalizing, now, config } = inputs;
     let (metrics, manifest) = (&ctx.options.metrics, plugin.manifest());
     let resolved = ctx.options.secrets.resolve(&config)?;
@@ -58,7 +81,9 @@ fn in_one_instance(ctx: &Context, plugin: &Plugin, inputs: Inputs) -> Result<(Re
     let queries = queries.map_err(Error::Call)?;
     // Known now, so that a change to a related object reconciles the parent again even
     // when this reconcile fails.
-    ctx.related.set(key, queries.clone());
+    if role == Role::Reconciles {
+        ctx.related.set(key, queries.clone());
+    }
     let related = select_related(ctx, &queries);
     let shown = view::select(manifest, &parent, &queries, candidates, related);
     let request = Request::new(parent, shown.children, shown.related, finalizing, now, resolved.config);

@@ -5,11 +5,13 @@ use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, PoisonError, RwLock};
 
 use serde_json::Value;
+use tokio::sync::mpsc;
 
 use super::cache::Caches;
 use super::options::Options;
 use super::queue::Queue;
 use super::related::RelatedIndex;
+use super::rollout::Rollout;
 use super::write::Writer;
 use crate::plugin::Plugin;
 
@@ -19,6 +21,8 @@ use crate::plugin::Plugin;
 pub(crate) struct Current {
     pub(crate) plugin: Arc<Plugin>,
     pub(crate) config: Value,
+    /// A candidate version beside `plugin`, if one is rolled out.
+    pub(crate) rollout: Option<Arc<Rollout>>,
 }
 
 /// What every reconcile of one plugin shares.
@@ -31,12 +35,19 @@ pub(crate) struct Context {
     pub(crate) options: Options,
     /// Reconciles finished so far, successful or not.
     pub(crate) reconciles: Arc<AtomicU64>,
+    /// Asks for every parent to be reconciled.
+    pub(crate) resync: mpsc::UnboundedSender<()>,
 }
 
 impl Context {
     /// The plugin version and settings a reconcile starting now runs with.
     pub(crate) fn current(&self) -> Current {
         self.current.read().unwrap_or_else(PoisonError::into_inner).clone()
+    }
+
+    /// Reconciles every parent again (once the reconciles asked before have run).
+    pub(crate) fn resync_all(&self) {
+        let _ = self.resync.send(());
     }
 
     /// Hands reconciles that start from now on a new version or new settings.

@@ -19,6 +19,7 @@ mod plan;
 mod queue;
 mod reconcile;
 mod related;
+mod rollout;
 mod schema;
 mod shared;
 mod warnings;
@@ -49,6 +50,7 @@ use write::Writer;
 
 pub use error::Error;
 pub use options::Options;
+pub use rollout::{Difference, Report, Rollback, Rollout, Strategy, in_canary};
 pub use shared::SharedCaches;
 pub use warnings::Warnings;
 
@@ -166,6 +168,7 @@ impl Controller {
         }
 
         let reconciles = Arc::new(AtomicU64::new(0));
+        let (resync_tx, resync_rx) = mpsc::unbounded_channel::<()>();
         let kinds = caches.iter().map(|c| (c.kind.clone(), c.resource.clone())).collect();
         let writer = Writer::new(
             client,
@@ -177,17 +180,17 @@ impl Controller {
             options.warnings.clone(),
         );
         let ctx = Arc::new(Context {
-            current: RwLock::new(Current { plugin, config: options.config.clone() }),
+            current: RwLock::new(Current { plugin, config: options.config.clone(), rollout: None }),
             caches: Caches { parent: parent_cache, others: caches },
             related,
             queue: queue.clone(),
             writer,
             options: options.clone(),
             reconciles: reconciles.clone(),
+            resync: resync_tx.clone(),
         });
 
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
-        let (resync_tx, resync_rx) = mpsc::unbounded_channel::<()>();
         let resync = resyncs(resync_rx, &options, schema_changes, &ctx);
         let config = controller::Config::default().debounce(options.debounce).concurrency(options.concurrency);
         let span = info_span!("controller", plugin = %name);
@@ -227,8 +230,23 @@ impl Controller {
     ///
     /// [`Manifest::same_contract`]: crate::plugin::Manifest::same_contract
     pub fn update(&self, plugin: Arc<Plugin>, config: Value) {
-        self.ctx.swap(Current { plugin, config });
+        let rollout = self.ctx.current().rollout;
+        self.ctx.swap(Current { plugin, config, rollout });
         self.resync();
+    }
+
+    /// Rolls `rollout`'s candidate out beside the version that runs (`None`: the active
+    /// alone) and reconciles every parent: a canary's parents move to the candidate. The
+    /// candidate must declare the same contract as the active.
+    pub fn roll_out(&self, rollout: Option<Arc<Rollout>>) {
+        let current = self.ctx.current();
+        self.ctx.swap(Current { rollout, ..current });
+        self.resync();
+    }
+
+    /// The candidate rolled out beside the version that runs, if any.
+    pub fn rollout(&self) -> Option<Arc<Rollout>> {
+        self.ctx.current().rollout
     }
 
     /// Waits until the watches of every kind the plugin touches have listed once, for

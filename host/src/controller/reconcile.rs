@@ -12,14 +12,15 @@ use kube::runtime::reflector::ObjectRef;
 use tracing::{debug, warn};
 
 use super::call::{self, Inputs};
-use super::context::Context;
+use super::context::{Context, Current};
 use super::error::Error;
 use super::finalizer::Phase;
 use super::plan::{self, Observed, Requeue};
+use super::rollout::{Rollout, Version};
 use super::write::Written;
 use crate::events::Event;
-use crate::metrics::Outcome;
-use crate::plugin::{validate, view};
+use crate::metrics::{Outcome, Shadowed};
+use crate::plugin::{Response, validate, view};
 
 /// Reconciles `parent`; failures are recorded as a Warning Event on it.
 pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> Result<Action, Error> {
@@ -36,15 +37,26 @@ pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> 
     let Some(_admitted) = ctx.options.shard.admit(parent.metadata.uid.as_deref().unwrap_or_default()).await else {
         return Ok(Action::await_change());
     };
-    let plugin = ctx.current().plugin.manifest().name.clone();
+    let current = ctx.current();
+    let plugin = current.plugin.manifest().name.clone();
+    let version = current
+        .rollout
+        .as_ref()
+        .map_or(Version::Active, |r| r.version_for(&plugin, parent.metadata.uid.as_deref().unwrap_or_default()));
     let metrics = &ctx.options.metrics;
     let in_flight = metrics.in_flight(&plugin);
     in_flight.inc();
     let started = Instant::now();
-    let result = run(&parent, &key, &ctx).await;
+    let result = run(&parent, &key, &ctx, current.clone(), version).await;
     in_flight.dec();
     let outcome = if result.is_ok() { Outcome::Success } else { Outcome::Error };
     metrics.reconciled(&plugin, outcome, started.elapsed());
+    if let Some(rollout) = &current.rollout {
+        metrics.rolled_out(&plugin, version.as_str(), outcome);
+        if version == Version::Candidate && rollout.outcome(result.as_ref().err().map(ToString::to_string).as_deref()) {
+            rolled_back(&ctx, &plugin, rollout);
+        }
+    }
     debug!(
         ok = result.is_ok(),
         elapsed_us = u64::try_from(started.elapsed().as_micros()).unwrap_or(u64::MAX),
@@ -64,18 +76,23 @@ pub(crate) fn error_policy(parent: Arc<DynamicObject>, error: &Error, ctx: Arc<C
     ctx.queue.failed(ctx.queue.key(&parent), error.is_retryable())
 }
 
-/// Reconciles `parent`; the answer is when to reconcile it again if nothing changes
-/// before (`None`: only on a change).
+/// Reconciles `parent` with `version` of `current`; the answer is when to reconcile it
+/// again if nothing changes before (`None`: only on a change).
 async fn run(
     parent: &Arc<DynamicObject>,
     key: &ObjectRef<DynamicObject>,
     ctx: &Arc<Context>,
+    current: Current,
+    version: Version,
 ) -> Result<Option<Duration>, Error> {
     if !ctx.caches.ready(CACHE_SYNC).await {
         return Err(Error::NotSynced(CACHE_SYNC));
     }
-    let current = ctx.current();
-    let (plugin, manifest) = (&current.plugin, current.plugin.manifest());
+    let plugin = match (&current.rollout, version) {
+        (Some(rollout), Version::Candidate) => rollout.candidate(),
+        _ => &current.plugin,
+    };
+    let manifest = plugin.manifest();
     let uid = parent.uid().ok_or(Error::MissingUid)?;
     let phase = Phase::of(manifest, parent);
     if phase == Phase::Released {
@@ -93,6 +110,8 @@ async fn run(
         now: jiff::Timestamp::now().to_string(),
         config: current.config.clone(),
     };
+    // The candidate in shadow answers the same request after the active is done.
+    let shadow = current.rollout.as_ref().filter(|r| r.shadows()).map(|r| (r, inputs.clone()));
     let (request, response) = call::call(ctx, plugin, inputs).await?;
     let response =
         validate(manifest, &request, response).inspect_err(|_| ctx.options.metrics.refused(&manifest.name))?;
@@ -108,12 +127,54 @@ async fn run(
     };
     let requeue = Requeue { resync: ctx.options.resync, finalizing: ctx.options.finalizing_requeue };
     let plan = plan::plan(manifest, phase, &response, &observed, requeue);
-    match ctx.writer.execute(&plan, parent).await? {
+    let written = ctx.writer.execute(&plan, parent).await?;
+    if let Some((rollout, inputs)) = shadow {
+        compare(ctx, rollout, inputs, &response).await;
+    }
+    match written {
         Written::Done => Ok(plan.requeue),
         // The API server did not show the parent: it is gone (its deletion is on its way to
         // the cache) or the read lagged. Look again shortly.
         Written::ParentGone => Ok(Some(PARENT_RECHECK)),
     }
+}
+
+/// Calls the candidate in shadow with the active's inputs and compares its answer with
+/// the active's `response`; it writes nothing.
+async fn compare(ctx: &Arc<Context>, rollout: &Arc<Rollout>, inputs: Inputs, response: &Response) {
+    let candidate = rollout.candidate();
+    let name = &candidate.manifest().name;
+    let parent =
+        inputs.key.namespace.as_ref().map_or_else(|| inputs.key.name.clone(), |ns| format!("{ns}/{}", inputs.key.name));
+    let answer = call::shadow(ctx, candidate, inputs)
+        .await
+        .and_then(|(request, answer)| validate(candidate.manifest(), &request, answer).map_err(Error::from));
+    let metrics = &ctx.options.metrics;
+    let error = match answer {
+        Ok(answer) => {
+            let differs = rollout.compare(&parent, response, &answer);
+            metrics.shadowed(name, if differs { Shadowed::Different } else { Shadowed::Same });
+            if differs {
+                debug!("the candidate in shadow answered otherwise");
+            }
+            None
+        }
+        Err(e) => {
+            metrics.shadowed(name, Shadowed::Error);
+            debug!(error = %e, "the candidate in shadow failed");
+            Some(e.to_string())
+        }
+    };
+    if rollout.outcome(error.as_deref()) {
+        rolled_back(ctx, name, rollout);
+    }
+}
+
+/// Says that `rollout`'s candidate was rolled back, and hands its parents back to the active.
+fn rolled_back(ctx: &Context, plugin: &str, rollout: &Rollout) {
+    let why = rollout.report().rolled_back.unwrap_or_default();
+    warn!(plugin = %plugin, "candidate rolled back: {why}");
+    ctx.resync_all();
 }
 
 /// How long a reconcile waits for the caches' first lists before it fails.

@@ -209,7 +209,7 @@ pub fn owner<'a>(view: &'a [String], uid: &str) -> Option<&'a str> {
 /// may change between Rust releases, and replicas of two versions run side by side
 /// during a rolling update): FNV-1a over both strings, then a 64-bit finalizer
 /// (splitmix64's) so that similar names spread evenly.
-fn weight(member: &str, uid: &str) -> u64 {
+pub(crate) fn weight(member: &str, uid: &str) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
     for byte in member.bytes().chain([0]).chain(uid.bytes()) {
         hash ^= u64::from(byte);

@@ -36,6 +36,7 @@ pub use sandbox::http::{Canned, CannedError, Egress, EgressError, HttpSettings, 
 pub use sandbox::limits::Limits;
 pub use settings::{
     EventSettings, FailurePolicy, InvalidSettings, MatchPolicy, Reinvocation, Settings, SettingsError, WebhookSettings,
+    service_account,
 };
 // The contract's types and the check of an answer live in one crate the SDK shares, so
 // a plugin's native tests refuse exactly what the host refuses.

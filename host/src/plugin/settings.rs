@@ -46,6 +46,9 @@ use super::sandbox::limits::Limits;
 pub struct Settings {
     pub enabled: bool,
     pub namespace: Option<String>,
+    /// The `ServiceAccount` (in the host's namespace) the plugin acts as when each plugin
+    /// has its own identity; by default `kubewasm-plugin-NAME`.
+    pub service_account: Option<String>,
     pub deadline: Option<Duration>,
     pub memory_bytes: Option<u64>,
     pub events: EventSettings,
@@ -133,6 +136,7 @@ impl Default for Settings {
         Self {
             enabled: true,
             namespace: None,
+            service_account: None,
             deadline: None,
             memory_bytes: None,
             events: EventSettings::default(),
@@ -149,6 +153,7 @@ struct File {
     #[serde(default = "enabled")]
     enabled: bool,
     namespace: Option<String>,
+    service_account: Option<String>,
     #[serde(default)]
     limits: FileLimits,
     #[serde(default)]
@@ -220,6 +225,11 @@ pub enum InvalidSettings {
     /// A limit of zero would refuse every call.
     #[error("{field} must be positive")]
     ZeroLimit { field: &'static str },
+    /// `service-account` is no `ServiceAccount` name.
+    #[error(
+        "service-account {0:?} is no ServiceAccount name (a DNS subdomain: lower-case letters, digits, '-' and '.')"
+    )]
+    ServiceAccount(String),
     /// `[config]` holds a value JSON cannot carry.
     #[error("config: {0}")]
     Config(#[source] serde_json::Error),
@@ -296,6 +306,7 @@ impl Settings {
         Ok(Self {
             enabled: file.enabled,
             namespace: file.namespace,
+            service_account: file.service_account.map(service_account).transpose()?,
             deadline: file.limits.deadline_ms.map(|ms| Duration::from_millis(ms.into())),
             memory_bytes: file.limits.memory_mib.map(|mib| u64::from(mib) << 20),
             events: EventSettings {
@@ -317,6 +328,22 @@ impl Settings {
     pub fn lower(&self, limits: Limits) -> Limits {
         limits.lowered_to(self.deadline, self.memory_bytes)
     }
+}
+
+/// `name`, if it can name a `ServiceAccount` (a DNS subdomain, as the API server checks).
+///
+/// # Errors
+///
+/// When it cannot.
+pub fn service_account(name: String) -> Result<String, InvalidSettings> {
+    let label = |l: &str| {
+        !l.is_empty()
+            && l.len() <= 63
+            && l.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b == b'-')
+            && !l.starts_with('-')
+            && !l.ends_with('-')
+    };
+    if name.len() <= 253 && name.split('.').all(label) { Ok(name) } else { Err(InvalidSettings::ServiceAccount(name)) }
 }
 
 fn webhook_settings(file: FileWebhooks) -> Result<WebhookSettings, InvalidSettings> {
@@ -359,6 +386,17 @@ mod tests {
         assert_eq!(s.deadline, Some(Duration::from_millis(250)));
         assert_eq!(s.memory_bytes, Some(16 << 20));
         assert_eq!(s.config, json!({"replicas": 3, "image": {"tag": "1.2"}}));
+    }
+
+    #[test]
+    fn the_service_account_is_a_serviceaccount_name() {
+        let s = Settings::parse("service-account = \"team-a.reconciler\"\n").unwrap();
+        assert_eq!(s.service_account.as_deref(), Some("team-a.reconciler"));
+        let err = Settings::parse("service-account = \"Team_A\"\n").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "service-account \"Team_A\" is no ServiceAccount name (a DNS subdomain: lower-case letters, digits, '-' and '.')"
+        );
     }
 
     #[test]

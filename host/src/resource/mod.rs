@@ -9,5 +9,5 @@ pub mod crd;
 pub mod source;
 pub mod status;
 
-pub use crd::{Condition, PluginSpec};
+pub use crd::{Condition, PluginSpec, RollbackSpec, RolloutMode, RolloutSpec};
 pub use source::{Context, Failure, Fetched, Step, fetch};

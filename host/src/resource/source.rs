@@ -60,6 +60,9 @@ pub struct Context<'a> {
     pub credentials: DockerConfig,
     /// Where pulled modules are kept by digest.
     pub cache: Option<&'a BlobCache>,
+    /// Modules loaded already (the version that runs, its candidate): one pulled again
+    /// is not compiled again.
+    pub loaded: Vec<Arc<Plugin>>,
 }
 
 /// Pulls, verifies and loads the module of `spec`. `name` is the resource's, for messages.
@@ -75,6 +78,11 @@ pub async fn fetch(name: &str, spec: &PluginSpec, context: Context<'_>) -> Resul
         None => Settings::default(),
     };
     settings.enabled = spec.enabled;
+    if let Some(identity) = &spec.identity {
+        let account = crate::plugin::service_account(identity.service_account_name.clone())
+            .map_err(|e| failure(Step::Loaded, "SettingsInvalid", format!("spec.identity.serviceAccountName: {e}")))?;
+        settings.service_account = Some(account);
+    }
     let keys = spec
         .verification
         .keys
@@ -114,6 +122,15 @@ pub async fn fetch(name: &str, spec: &PluginSpec, context: Context<'_>) -> Resul
         format!("Plugin {name} ({}/{}@{})", reference.registry(), reference.repository(), pulled.manifest_digest);
     let engine = context.engine.clone();
     let bytes = pulled.bytes;
+    let hash = crate::plugin::digest(&bytes);
+    if let Some(plugin) = context.loaded.iter().find(|p| p.hash() == hash) {
+        return Ok(Fetched {
+            plugin: plugin.clone(),
+            settings,
+            digest: pulled.manifest_digest,
+            verified: pulled.verified.is_some(),
+        });
+    }
     let loaded = tokio::task::spawn_blocking(move || Plugin::from_bytes(&engine, &bytes, &origin))
         .await
         .map_err(|source| LoadError::Interrupted { origin: name.to_owned(), source })

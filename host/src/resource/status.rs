@@ -113,6 +113,26 @@ fn reached(failure: &Failure, step: Step) -> bool {
     after_pull && order(step) < order(failure.step)
 }
 
+/// `status.manifest`: what the running version declares, so that what a Plugin object
+/// may touch reads from the object itself.
+pub fn manifest_summary(plugin: &crate::plugin::Plugin) -> serde_json::Value {
+    let manifest = plugin.manifest();
+    let kinds = |kinds: &[crate::plugin::KindRef]| kinds.iter().map(ToString::to_string).collect::<Vec<_>>();
+    let rules =
+        |rules: &[kubewasm_contract::AdmissionRule]| rules.iter().map(|r| r.kind.to_string()).collect::<Vec<_>>();
+    serde_json::json!({
+        "contract": plugin.contract().as_str(),
+        "parent": manifest.parent.as_ref().map(ToString::to_string),
+        "children": kinds(&manifest.children),
+        "related": kinds(&manifest.related),
+        "watches": manifest.watches.iter().map(|w| w.kind.to_string()).collect::<Vec<_>>(),
+        "defaults": rules(&manifest.defaults),
+        "validates": rules(&manifest.validates),
+        "converts": manifest.converts,
+        "finalizer": manifest.finalizer,
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -42,7 +42,12 @@ impl Identities {
 
     /// The user plugin `plugin` acts as.
     pub fn user(&self, plugin: &str) -> String {
-        format!("system:serviceaccount:{}:{}", self.namespace, Self::account(plugin))
+        self.user_of(&Self::account(plugin))
+    }
+
+    /// The user a plugin acting as `ServiceAccount` `account` is.
+    pub fn user_of(&self, account: &str) -> String {
+        format!("system:serviceaccount:{}:{account}", self.namespace)
     }
 
     /// A client that sends every request of `host` as plugin `plugin`'s `ServiceAccount`,
@@ -53,7 +58,16 @@ impl Identities {
     /// When the user name is no valid header value (a plugin name is a DNS label, so only
     /// a namespace that is none).
     pub fn client(&self, host: &Client, plugin: &str) -> Result<Client, IdentityError> {
-        let user = self.user(plugin);
+        self.client_as(host, plugin, &Self::account(plugin))
+    }
+
+    /// Like [`Identities::client`], for a plugin whose settings name its `ServiceAccount`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Identities::client`].
+    pub fn client_as(&self, host: &Client, plugin: &str, account: &str) -> Result<Client, IdentityError> {
+        let user = self.user_of(account);
         let value = HeaderValue::from_str(&user).map_err(|_| IdentityError { plugin: plugin.to_string(), user })?;
         let inner = host.clone();
         let service = tower::service_fn(move |mut request: Request<Body>| {

@@ -25,11 +25,12 @@ use kube::api::DynamicObject;
 use kube::runtime::watcher;
 use tracing::{error, info};
 
-use crate::controller::{self, Controller};
+use crate::controller::{self, Controller, Rollback, Rollout, Strategy};
 use crate::handler::{self, Handler};
 use crate::metrics::{Metrics, Outcome};
 use crate::plugin::{self, Egress, Engine, LoadError, Plugin, Settings, SettingsError, Transport};
 use crate::resource;
+use crate::resource::crd::RolloutMode;
 use crate::secrets::Secrets;
 use crate::webhook::{Served, Webhooks};
 use directory::{Stamp, Writes};
@@ -94,6 +95,10 @@ pub struct Options {
     /// Where the plugins that admit or convert are published for the webhook server: the
     /// version that runs, with its settings, at every change.
     pub webhooks: Webhooks,
+    /// Run the plugins' controllers and event handlers, and report on `Plugin` objects;
+    /// `false`: only load the plugins and publish them to `webhooks` (a standby replica,
+    /// which serves webhooks while another reconciles).
+    pub controllers: bool,
 }
 
 impl Default for Options {
@@ -105,6 +110,7 @@ impl Default for Options {
             plugin_resources: false,
             identities: None,
             webhooks: Webhooks::new(),
+            controllers: true,
         }
     }
 }
@@ -174,6 +180,31 @@ impl Files {
 /// How often the host looks again for the kinds a waiting plugin needs.
 const WAIT_RETRY: Duration = Duration::from_secs(2);
 
+/// How often the `Plugin` objects' statuses report how their candidates fare.
+const ROLLOUT_REPORT: Duration = Duration::from_secs(5);
+
+/// `plugin` within `settings`' limits, its outbound HTTP as granted (over `transport`;
+/// `None`: none at all).
+fn limited(plugin: &Arc<Plugin>, settings: &Settings, transport: Option<Transport>, metrics: &Metrics) -> Arc<Plugin> {
+    let name = &plugin.manifest().name;
+    let egress = match transport {
+        None => Egress::denied(name),
+        Some(transport) => {
+            Egress::new(name, &plugin.manifest().outbound, &settings.http, transport, Some(metrics.clone()))
+                // Both lists were checked when the plugin and its settings were read.
+                .unwrap_or_else(|e| {
+                    error!(plugin = %name, error = %e, "outbound HTTP denied");
+                    Egress::denied(name)
+                })
+        }
+    };
+    Arc::new(
+        Plugin::clone(plugin)
+            .with_limits(settings.lower(crate::plugin::Limits::default()))
+            .with_egress(Arc::new(egress)),
+    )
+}
+
 /// The running plugins, one controller each, started and stopped independently; with
 /// a directory, kept in step with its files.
 pub struct Runtime {
@@ -224,7 +255,7 @@ impl Runtime {
         plugins: Vec<(Arc<Plugin>, controller::Options)>,
         identities: Option<Identities>,
     ) -> Self {
-        let mut runners = Runners::new(client, identities.clone());
+        let mut runners = Runners::new(client, identities.clone(), true);
         for (plugin, options) in plugins {
             let handler = handler::Options {
                 namespace: options.namespace.clone(),
@@ -233,7 +264,7 @@ impl Runtime {
                 secrets: options.secrets.clone(),
                 ..handler::Options::default()
             };
-            runners.start(plugin, Launch { controller: options, handler }).await;
+            runners.start(plugin, Launch { controller: options, handler, account: None }).await;
         }
         Self {
             client: client.clone(),
@@ -264,7 +295,7 @@ impl Runtime {
             .then(|| Box::new(resources::Resources::new(client, &options.host_namespace, engine)));
         let mut runtime = Self {
             client: client.clone(),
-            runners: Runners::new(client, options.identities.clone()),
+            runners: Runners::new(client, options.identities.clone(), options.controllers),
             directory: Some(directory),
             resources,
             options,
@@ -306,12 +337,15 @@ impl Runtime {
         };
         let mut retry_resources = tokio::time::interval(resources::RETRY);
         retry_resources.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        let mut report_rollouts = tokio::time::interval(ROLLOUT_REPORT);
+        report_rollouts.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
         loop {
             let backstop = writes.backstop();
             let touched: HashSet<PathBuf> = tokio::select! {
                 () = &mut shutdown => break,
                 _ = retry.tick(), if self.runners.any_waiting() => {
                     if self.runners.start_waiting().await {
+                        self.resume_rollouts();
                         Box::pin(self.publish_resources()).await;
                         on_change(&self);
                     }
@@ -336,6 +370,10 @@ impl Runtime {
                 _ = retry_resources.tick(), if self.resources.as_ref().is_some_and(|r| !r.due().is_empty()) => {
                     Box::pin(self.retry_resources()).await;
                     on_change(&self);
+                    continue;
+                }
+                _ = report_rollouts.tick(), if self.resources.as_ref().is_some_and(|r| r.rolling_out()) => {
+                    Box::pin(self.publish_resources()).await;
                     continue;
                 }
                 Some(event) = plugin_events.next() => {
@@ -569,11 +607,96 @@ impl Runtime {
         slot.settings = fetched.settings.clone();
         resources.report(&name, Ok(&fetched));
         self.apply(decision, previous, fetched.plugin, fetched.settings).await;
+        self.take_candidate(&name).await;
         self.publish_resources().await;
     }
 
-    /// Writes each `Plugin` object's status where what runs changed it.
+    /// Rolls out the candidate of `name`'s spec beside the version that runs, or stops
+    /// the one rolled out when the spec has none. A candidate that cannot be fetched or
+    /// does not declare the active's contract does not run; the status says why.
+    async fn take_candidate(&mut self, name: &str) {
+        let Some(engine) = self.directory.as_ref().map(|d| d.engine.clone()) else { return };
+        let Some(resources) = self.resources.as_mut() else { return };
+        let Some(active) = resources.slots.get(name).and_then(|s| s.plugin.clone()) else { return };
+        let plugin_name = active.manifest().name.clone();
+        let Some(spec) = resources.spec(name).and_then(|s| s.rollout.clone()) else {
+            if resources.slots.get_mut(name).and_then(|s| s.candidate.take()).is_some() {
+                self.runners.roll_out(&plugin_name, None);
+                info!(plugin = %plugin_name, "rollout removed: every parent runs the active version");
+            }
+            return;
+        };
+        let attempt = resources.fetch_candidate(&engine, name).await;
+        let Some(slot) = resources.slots.get_mut(name) else { return };
+        let settings = slot.settings.clone();
+        let candidate = match attempt {
+            None => return,
+            Some(Err(failure)) => Err((None, format!("candidate: {failure}"))),
+            Some(Ok(fetched)) if !fetched.plugin.manifest().same_contract(active.manifest()) => Err((
+                Some(fetched.digest),
+                "candidate: CandidateIncompatible: it must declare the active version's name, kinds, finalizer, \
+                 watches and keepUnlisted; roll out a new contract by changing spec.source"
+                    .to_string(),
+            )),
+            Some(Ok(fetched)) => Ok(fetched),
+        };
+        let fetched = match candidate {
+            Ok(fetched) => fetched,
+            Err((digest, error)) => {
+                error!(plugin = %plugin_name, "{error}; the active version runs alone");
+                slot.candidate = Some(resources::Candidate::refused(spec, digest, error));
+                self.runners.roll_out(&plugin_name, None);
+                return;
+            }
+        };
+        let (strategy, transport) = match spec.mode {
+            // In shadow the candidate writes nothing, in the cluster or out of it.
+            RolloutMode::Shadow => (Strategy::Shadow, None),
+            RolloutMode::Canary => (Strategy::Canary { percent: spec.percent.min(100) }, Some(Transport::Network)),
+        };
+        let defaults = Rollback::default();
+        let rollback = Rollback {
+            error_percent: spec.rollback.error_percent.unwrap_or(defaults.error_percent),
+            min_reconciles: spec.rollback.min_reconciles.unwrap_or(defaults.min_reconciles),
+            window: spec.rollback.window_seconds.map_or(defaults.window, |s| Duration::from_secs(u64::from(s))),
+        };
+        let metrics = self.options.controller.metrics.clone();
+        let limited = limited(&fetched.plugin, &settings, transport, &metrics);
+        let rollout = Arc::new(Rollout::new(limited, strategy, rollback));
+        slot.candidate = Some(resources::Candidate::running(spec, &fetched, rollout.clone()));
+        // A canary writes what its CRDs declare.
+        if strategy != Strategy::Shadow
+            && self.options.install_crds
+            && let Err(e) = install_crds(&self.client, std::slice::from_ref(&fetched.plugin)).await
+        {
+            error!(error = %e, "the candidate's CRDs not installed");
+        }
+        if self.runners.roll_out(&plugin_name, Some(rollout)) {
+            info!(plugin = %plugin_name, digest = %fetched.digest, ?strategy, "candidate rolled out");
+        }
+    }
+
+    /// Hands each candidate rolled out to its plugin's controller again: one that waited
+    /// for its kinds starts without it.
+    fn resume_rollouts(&self) {
+        let Some(resources) = &self.resources else { return };
+        for slot in resources.slots.values() {
+            if let (Some(plugin), Some(rollout)) =
+                (&slot.plugin, slot.candidate.as_ref().and_then(|c| c.rollout.clone()))
+                && self.runners.get(&plugin.manifest().name).is_some_and(|c| c.rollout().is_none())
+            {
+                self.runners.roll_out(&plugin.manifest().name, Some(rollout));
+            }
+        }
+    }
+
+    /// Writes each `Plugin` object's status where what runs changed it (a rollout's
+    /// counts among it).
     async fn publish_resources(&mut self) {
+        // A standby's view of what runs is not the cluster's: the replica that reconciles reports.
+        if !self.options.controllers {
+            return;
+        }
         let Some(resources) = self.resources.as_mut() else { return };
         for (object, plugin) in resources.plugin_names() {
             let running = plugin.as_ref().is_some_and(|p| self.runners.running(p));
@@ -606,18 +729,7 @@ impl Runtime {
             }
             return;
         }
-        let metrics = self.options.controller.metrics.clone();
-        let egress = Egress::new(&name, &plugin.manifest().outbound, &settings.http, Transport::Network, Some(metrics))
-            // Both lists were checked when the plugin and its settings were read.
-            .unwrap_or_else(|e| {
-                error!(plugin = %name, error = %e, "outbound HTTP denied");
-                Egress::denied(&name)
-            });
-        let limited = Arc::new(
-            Plugin::clone(&plugin)
-                .with_limits(settings.lower(crate::plugin::Limits::default()))
-                .with_egress(Arc::new(egress)),
-        );
+        let limited = limited(&plugin, &settings, Some(Transport::Network), &self.options.controller.metrics);
         // Every new version's CRDs, before it reconciles: a field it adds would be pruned.
         if self.options.install_crds
             && let Err(e) = install_crds(&self.client, std::slice::from_ref(&plugin)).await
@@ -652,13 +764,14 @@ impl Runtime {
             config: settings.config.clone(),
             secrets: secrets.clone(),
         });
+        let account = settings.service_account.clone();
         let controller = controller::Options {
             config: settings.config,
             namespace: settings.namespace,
             secrets,
             ..self.options.controller.clone()
         };
-        self.runners.start(limited, Launch { controller, handler }).await;
+        self.runners.start(limited, Launch { controller, handler, account }).await;
     }
 
     /// Waits until every running controller's caches are synced, for at most
@@ -725,7 +838,11 @@ impl Runtime {
 
     /// Tries again to start each plugin that waits for a kind; true when one started.
     pub async fn start_waiting(&mut self) -> bool {
-        self.runners.start_waiting().await
+        let started = self.runners.start_waiting().await;
+        if started {
+            self.resume_rollouts();
+        }
+        started
     }
 
     /// Names of the plugins whose controllers run.

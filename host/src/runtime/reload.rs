@@ -36,6 +36,7 @@ pub(crate) fn decide(running: Option<Version<'_>>, next: Option<Version<'_>>) ->
         Some(running)
             if running.manifest.same_contract(next.manifest)
                 && running.settings.namespace == next.settings.namespace
+                && running.settings.service_account == next.settings.service_account
                 && running.settings.events == next.settings.events
                 && secret_refs(running.settings) == secret_refs(next.settings) =>
         {

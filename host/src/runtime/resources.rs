@@ -15,10 +15,12 @@ use kube::api::{Api, ApiResource, DynamicObject, GroupVersionKind, Patch, PatchP
 use kube::runtime::{WatchStreamExt as _, watcher};
 use serde_json::json;
 
+use crate::controller::Rollout;
 use crate::distribution::{BlobCache, DockerConfig};
 use crate::plugin::{Engine, Plugin, Settings};
 use crate::resource::crd::{GROUP, KIND, VERSION};
-use crate::resource::status::{Serving, Succeeded, conditions, ready};
+use crate::resource::crd::{RolloutMode, RolloutSpec};
+use crate::resource::status::{Serving, Succeeded, conditions, manifest_summary, ready};
 use crate::resource::{self, Condition, Failure, Fetched, PluginSpec, Step};
 
 /// How often a generation that failed at its registry or pull Secret is attempted again.
@@ -52,6 +54,66 @@ pub(super) struct Slot {
     conditions: Vec<Condition>,
     /// The status last written, so that an unchanged one is not written again.
     published: Option<serde_json::Value>,
+    /// The candidate of `spec.rollout`, if the spec has one.
+    pub(super) candidate: Option<Candidate>,
+}
+
+/// The candidate version of a `Plugin` object's rollout, as the host runs it.
+pub(super) struct Candidate {
+    pub(super) spec: RolloutSpec,
+    /// The manifest digest of the candidate, and its module as loaded.
+    digest: Option<String>,
+    plugin: Option<Arc<Plugin>>,
+    /// What runs beside the active version, once it does.
+    pub(super) rollout: Option<Arc<Rollout>>,
+    /// Why the candidate does not run.
+    error: Option<String>,
+}
+
+impl Candidate {
+    /// A candidate that runs as `rollout`.
+    pub(super) fn running(spec: RolloutSpec, fetched: &Fetched, rollout: Arc<Rollout>) -> Self {
+        let (digest, plugin) = (Some(fetched.digest.clone()), Some(fetched.plugin.clone()));
+        Self { spec, digest, plugin, rollout: Some(rollout), error: None }
+    }
+
+    /// A candidate that does not run, and why.
+    pub(super) fn refused(spec: RolloutSpec, digest: Option<String>, error: String) -> Self {
+        Self { spec, digest, plugin: None, rollout: None, error: Some(error) }
+    }
+
+    /// `status.rollout`: how the candidate fares.
+    fn status(&self) -> serde_json::Value {
+        let mode = match self.spec.mode {
+            RolloutMode::Shadow => "Shadow",
+            RolloutMode::Canary => "Canary",
+        };
+        let mut status = match (&self.error, &self.rollout) {
+            (Some(error), _) => json!({"phase": "Failed", "message": error}),
+            (None, None) => json!({"phase": "Pending"}),
+            (None, Some(rollout)) => {
+                let report = rollout.report();
+                let (phase, message) = match (&report.rolled_back, self.spec.mode) {
+                    (Some(why), _) => ("RolledBack", format!("every parent runs the active version: {why}")),
+                    (None, RolloutMode::Shadow) => {
+                        ("Shadow", "the candidate answers every reconcile after the active and writes nothing".into())
+                    }
+                    (None, RolloutMode::Canary) => {
+                        (mode, format!("the candidate reconciles {}% of the parents", self.spec.percent.min(100)))
+                    }
+                };
+                let mut status = serde_json::to_value(report).unwrap_or_default();
+                status["phase"] = phase.into();
+                status["message"] = message.into();
+                status
+            }
+        };
+        status["mode"] = mode.into();
+        if let Some(digest) = &self.digest {
+            status["candidateDigest"] = digest.clone().into();
+        }
+        status
+    }
 }
 
 impl Resources {
@@ -111,22 +173,51 @@ impl Resources {
     /// Fetches the module of `name`'s current spec.
     pub(super) async fn fetch(&self, engine: &Engine, name: &str) -> Option<Result<Fetched, Failure>> {
         let spec = self.slots.get(name)?.spec.as_ref()?;
+        Some(self.fetch_spec(engine, name, spec).await)
+    }
+
+    /// Fetches the candidate of `name`'s current spec, if it rolls one out: pulled with
+    /// its own source's credentials, verified with the spec's keys.
+    pub(super) async fn fetch_candidate(&self, engine: &Engine, name: &str) -> Option<Result<Fetched, Failure>> {
+        let spec = self.slots.get(name)?.spec.as_ref()?;
+        let rollout = spec.rollout.as_ref()?;
+        let candidate = PluginSpec { source: rollout.candidate.clone(), rollout: None, ..spec.clone() };
+        Some(self.fetch_spec(engine, name, &candidate).await)
+    }
+
+    /// The spec of `name`'s generation last attempted.
+    pub(super) fn spec(&self, name: &str) -> Option<&PluginSpec> {
+        self.slots.get(name)?.spec.as_ref()
+    }
+
+    async fn fetch_spec(&self, engine: &Engine, name: &str, spec: &PluginSpec) -> Result<Fetched, Failure> {
         let credentials = match &spec.source.pull_secret {
             None => DockerConfig::default(),
             Some(secret) => match self.pull_secret(secret).await {
                 Ok(credentials) => credentials,
                 Err(message) => {
-                    return Some(Err(Failure { step: Step::Pulled, reason: "PullSecretUnreadable", message }));
+                    return Err(Failure { step: Step::Pulled, reason: "PullSecretUnreadable", message });
                 }
             },
         };
-        let context = resource::Context { engine, credentials, cache: self.cache.as_ref() };
-        Some(resource::fetch(name, spec, context).await)
+        let slot = self.slots.get(name);
+        let loaded = slot
+            .and_then(|s| s.plugin.clone())
+            .into_iter()
+            .chain(slot.and_then(|s| s.candidate.as_ref()?.plugin.clone()))
+            .collect();
+        let context = resource::Context { engine, credentials, cache: self.cache.as_ref(), loaded };
+        resource::fetch(name, spec, context).await
     }
 
     async fn pull_secret(&self, name: &str) -> Result<DockerConfig, String> {
         let secret = self.secrets.get(name).await.map_err(|e| format!("spec.source.pullSecret {name}: {e}"))?;
         DockerConfig::from_secret(&secret).map_err(|e| e.to_string())
+    }
+
+    /// Whether a candidate of some `Plugin` object is rolled out.
+    pub(super) fn rolling_out(&self) -> bool {
+        self.slots.values().any(|s| s.candidate.as_ref().is_some_and(|c| c.rollout.is_some()))
     }
 
     /// Whether a `Plugin` object runs a plugin of this name.
@@ -196,8 +287,10 @@ impl Resources {
             "digest": slot.digest,
             "layerDigest": slot.plugin.as_ref().map(|p| format!("sha256:{}", p.hash())),
             "plugin": slot.plugin.as_ref().map(|p| p.manifest().name.clone()),
+            "manifest": slot.plugin.as_deref().map(manifest_summary),
             "lastError": slot.error.clone().unwrap_or_default(),
             "conditions": slot.conditions,
+            "rollout": slot.candidate.as_ref().map(Candidate::status),
         });
         // Transition times aside, nothing changed: nothing to write.
         let comparable = |status: &serde_json::Value| {

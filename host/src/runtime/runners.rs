@@ -10,7 +10,7 @@ use kube::Client;
 use serde_json::Value;
 use tracing::{error, info};
 
-use crate::controller::{self, Controller, SharedCaches};
+use crate::controller::{self, Controller, Rollout, SharedCaches};
 use crate::discovery::KindError;
 use crate::handler::{self, Handler};
 use crate::plugin::Plugin;
@@ -22,6 +22,8 @@ use super::identity::Identities;
 pub(crate) struct Launch {
     pub(crate) controller: controller::Options,
     pub(crate) handler: handler::Options,
+    /// The `ServiceAccount` the plugin acts as, if its settings name one.
+    pub(crate) account: Option<String>,
 }
 
 /// A plugin whose kinds are not all served yet, with what to start it with.
@@ -37,6 +39,8 @@ pub(crate) struct Runners {
     client: Client,
     /// Each plugin acts as its own `ServiceAccount`; `None`: as the host.
     identities: Option<Identities>,
+    /// `false`: nothing is started (a standby replica only serves webhooks).
+    enabled: bool,
     running: BTreeMap<String, Controller>,
     /// The watches and caches the controllers share: one per kind, not one per plugin.
     caches: SharedCaches,
@@ -51,10 +55,11 @@ enum Refused {
 }
 
 impl Runners {
-    pub(crate) fn new(client: &Client, identities: Option<Identities>) -> Self {
+    pub(crate) fn new(client: &Client, identities: Option<Identities>, enabled: bool) -> Self {
         Self {
             client: client.clone(),
             identities,
+            enabled,
             running: BTreeMap::new(),
             caches: SharedCaches::new(),
             handlers: BTreeMap::new(),
@@ -64,17 +69,22 @@ impl Runners {
 
     /// The client plugin `name`'s runners read and write with: its own identity's, or the
     /// host's.
-    fn client(&self, name: &str) -> Result<Client, Refused> {
-        match &self.identities {
-            Some(identities) => identities.client(&self.client, name).map_err(|e| Refused::Other(e.to_string())),
-            None => Ok(self.client.clone()),
+    fn client(&self, name: &str, account: Option<&str>) -> Result<Client, Refused> {
+        let Some(identities) = &self.identities else { return Ok(self.client.clone()) };
+        match account {
+            Some(account) => identities.client_as(&self.client, name, account),
+            None => identities.client(&self.client, name),
         }
+        .map_err(|e| Refused::Other(e.to_string()))
     }
 
     /// Starts `plugin`'s controller and event handler, as its manifest asks; if one of
     /// its kinds is not served yet, neither runs and it waits for
     /// [`Runners::start_waiting`]. Another failure is logged.
     pub(crate) async fn start(&mut self, plugin: Arc<Plugin>, launch: Launch) {
+        if !self.enabled {
+            return;
+        }
         let name = plugin.manifest().name.clone();
         let version = short(plugin.hash()).to_string();
         let metrics = launch.controller.metrics.clone();
@@ -101,7 +111,7 @@ impl Runners {
     async fn start_both(&mut self, plugin: &Arc<Plugin>, launch: &Launch) -> Result<(), Refused> {
         let manifest = plugin.manifest();
         let name = manifest.name.clone();
-        let client = self.client(&name)?;
+        let client = self.client(&name, launch.account.as_deref())?;
         if !manifest.watches.is_empty() {
             let handler = Handler::start(client.clone(), plugin.clone(), launch.handler.clone()).await;
             match handler {
@@ -113,8 +123,13 @@ impl Runners {
             }
         }
         if manifest.parent.is_some() {
-            // A plugin with an identity of its own reads only what that identity may.
-            let caches = if self.identities.is_some() { self.caches.as_identity(&name) } else { self.caches.clone() };
+            // A plugin with an identity of its own reads only what that identity may: it
+            // shares watches with the plugins acting as the same account only.
+            let caches = match (&self.identities, &launch.account) {
+                (None, _) => self.caches.clone(),
+                (Some(_), Some(account)) => self.caches.as_identity(&format!("account/{account}")),
+                (Some(_), None) => self.caches.as_identity(&format!("plugin/{name}")),
+            };
             match Controller::start_sharing(client, plugin.clone(), launch.controller.clone(), &caches).await {
                 Ok(c) => {
                     self.running.insert(name, c);
@@ -156,6 +171,12 @@ impl Runners {
         }
         info!(plugin = %name, %version, "plugin updated in place; every parent is reconciled again");
         true
+    }
+
+    /// Rolls `rollout` out beside plugin `name`'s running controller (`None`: ends the
+    /// one rolled out); false when no controller of that name runs.
+    pub(crate) fn roll_out(&self, name: &str, rollout: Option<Arc<Rollout>>) -> bool {
+        self.running.get(name).map(|c| c.roll_out(rollout)).is_some()
     }
 
     /// Tries again to start each plugin that waits for a kind; true when one started.

@@ -211,15 +211,16 @@ impl Failed {
 }
 
 /// Runs `f` in a fresh instance of `served`'s plugin on a blocking thread, `hidden` kept
-/// out of what the plugin writes; waits no longer than the webhook's timeout (the
-/// plugin's own deadline is shorter: this is for a call that waits for the instance pool).
+/// out of what the plugin writes; waits a little less than the webhook's timeout (the
+/// plugin's own deadline is shorter: this is for a call that waits for the instance pool),
+/// so that the API server reads the host's reason rather than its own timeout.
 async fn run<T: Send + 'static>(
     served: &Served,
     hidden: Vec<String>,
     f: impl for<'a> FnOnce(&mut Instance<'a>) -> Result<T, CallError> + Send + 'static,
 ) -> Result<T, Failed> {
     let plugin = served.plugin.clone();
-    let limit = Duration::from_secs(u64::from(served.settings.timeout_seconds));
+    let limit = answer_within(served.settings.timeout_seconds);
     let call = tokio::task::spawn_blocking(move || {
         let mut instance = plugin.instance();
         instance.hide(hidden);
@@ -231,6 +232,16 @@ async fn run<T: Send + 'static>(
         Err(_) => Err(Failed::Stopped(format!("no answer within {limit:?}"))),
     }
 }
+
+/// How long a call may wait for its answer under a webhook timeout of `seconds`: the
+/// timeout less [`ANSWER_MARGIN`] for the answer's way back, at least half of it.
+fn answer_within(seconds: u32) -> Duration {
+    let timeout = Duration::from_secs(u64::from(seconds));
+    timeout.saturating_sub(ANSWER_MARGIN).max(timeout / 2)
+}
+
+/// The time kept for an answer to reach the API server before its timeout.
+const ANSWER_MARGIN: Duration = Duration::from_millis(500);
 
 /// Whether the plugin's manifest declares `call` for the request's kind and operation; a
 /// 404 saying what it does declare otherwise.
@@ -359,6 +370,12 @@ mod tests {
     use super::*;
     use crate::plugin::{Engine, Plugin, WebhookSettings};
     use crate::secrets::Secrets;
+
+    #[test]
+    fn the_host_answers_before_the_api_server_gives_up() {
+        assert_eq!(answer_within(10), Duration::from_millis(9500));
+        assert_eq!(answer_within(1), Duration::from_millis(500));
+    }
 
     /// A test fixture as `make plugins` builds it.
     fn fixture(engine: &Engine, name: &str) -> Arc<Plugin> {

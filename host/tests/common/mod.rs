@@ -65,3 +65,24 @@ pub fn spawn_collecting_stderr(
     });
     (child, stderr)
 }
+
+/// `kubectl --kubeconfig KUBECONFIG ARGS` with `stdin` fed to it (its cache beside the
+/// kubeconfig).
+#[allow(dead_code)]
+pub fn kubectl(kubeconfig: &std::path::Path, args: &[&str], stdin: &str) -> std::process::Output {
+    use std::io::Write;
+    use std::process::Stdio;
+    let mut child = std::process::Command::new("kubectl")
+        .arg("--kubeconfig")
+        .arg(kubeconfig)
+        .arg("--cache-dir")
+        .arg(kubeconfig.with_extension("kubectl-cache"))
+        .args(args)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("kubectl runs");
+    child.stdin.take().expect("stdin").write_all(stdin.as_bytes()).expect("write stdin");
+    child.wait_with_output().expect("kubectl finishes")
+}

@@ -6,7 +6,7 @@ use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::time::Duration;
 
 use k8s_openapi::api::coordination::v1::Lease;
-use kube::api::{Api, Patch, PatchParams};
+use kube::api::{Api, DynamicObject, Patch, PatchParams};
 use kubewasm::coordination::{LeaderElection, ReplicaMode};
 use kubewasm::plugin::Engine;
 use kubewasm::run::{self, Options};
@@ -139,5 +139,92 @@ async fn a_missing_plugin_directory_is_named() {
     let (_stop, host) = start(&cluster, Options::new("/nonexistent/plugins"));
     let err = host.await.expect("the host task").expect_err("no directory, no host");
     assert_eq!(err.to_string(), "/nonexistent/plugins: not a directory");
+    cluster.stop().await;
+}
+
+/// Serving webhooks on `listen` with a CA and certificate made now, registered at that
+/// loopback address.
+fn webhooks_on(listen: SocketAddr) -> Option<kubewasm::webhook::WebhookOptions> {
+    Some(kubewasm::webhook::WebhookOptions {
+        listen,
+        identity: kubewasm::webhook::tls::Identity::generate(&["127.0.0.1".to_string()]).expect("a certificate"),
+        endpoint: None,
+        name: "kubewasm".into(),
+    })
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_standby_serves_its_plugins_webhooks_and_keeps_serving_them_once_it_leads() {
+    let cluster = Cluster::start().await;
+    let dir = tempfile::tempdir().expect("temporary directory");
+    std::fs::copy(wasm_path("admit"), dir.path().join("admit.wasm")).expect("copy the plugin");
+    let (a, b) = (free_addr(), free_addr());
+    let host = |identity: &str, listen: SocketAddr| Options {
+        install_crds: true,
+        replicas: leader(identity),
+        webhooks: webhooks_on(listen),
+        ..Options::new(dir.path())
+    };
+    let configs = resource(
+        "admissionregistration.k8s.io",
+        "v1",
+        "ValidatingWebhookConfiguration",
+        "validatingwebhookconfigurations",
+    );
+    let registered_at = |addr: SocketAddr| {
+        let configs = Api::<DynamicObject>::all_with(cluster.client.clone(), &configs);
+        async move {
+            let config = configs.get_opt("kubewasm").await.ok()??;
+            let url = config.data["webhooks"][0]["clientConfig"]["url"].as_str()?.to_owned();
+            url.contains(&addr.to_string()).then_some(())
+        }
+    };
+    let (stop_a, host_a) = start(&cluster, host("host-a", a));
+    eventually("host-a holds the lease", || async { (holder(&cluster).await? == "host-a").then_some(()) }).await;
+    eventually("the webhook registered at host-a's address", || registered_at(a)).await;
+    let (stop_b, host_b) = start(&cluster, host("host-b", b));
+
+    // The standby registers its own address: the API server now calls host-b, which
+    // reconciles nothing.
+    eventually("the webhook registered at host-b's address", || registered_at(b)).await;
+    assert_eq!(holder(&cluster).await.as_deref(), Some("host-a"), "host-b stands by");
+    let widgets = resource("test.kubewasm.io", "v1", "Widget", "widgets");
+    let refused = |name: &'static str| {
+        let api = cluster.api(&widgets, "default");
+        async move {
+            let object = serde_json::from_value(json!({
+                "apiVersion": "test.kubewasm.io/v1", "kind": "Widget",
+                "metadata": {"name": name, "namespace": "default"}, "spec": {}
+            }))
+            .expect("object JSON");
+            match api.create(&Default::default(), &object).await {
+                Err(kube::Error::Api(status)) => status.message,
+                other => panic!("expected {name} refused by the plugin, got {other:?}"),
+            }
+        }
+    };
+    let message = refused("forbidden-one").await;
+    assert!(message.ends_with("widgets named forbidden-* are not allowed"), "{message}");
+
+    // host-a goes: host-b leads, and its webhooks answer on as it starts its controllers.
+    stop_a.send(()).expect("host-a is running");
+    host_a.await.expect("the host task").expect("host-a stops cleanly");
+    eventually("host-b leads", || async { (holder(&cluster).await? == "host-b").then_some(()) }).await;
+    let message = eventually("host-b's webhooks, once it leads", || async {
+        let api = cluster.api(&widgets, "default");
+        let object = serde_json::from_value(json!({
+            "apiVersion": "test.kubewasm.io/v1", "kind": "Widget",
+            "metadata": {"name": "forbidden-two", "namespace": "default"}, "spec": {}
+        }))
+        .expect("object JSON");
+        match api.create(&Default::default(), &object).await {
+            Err(kube::Error::Api(status)) if status.message.contains("not allowed") => Some(status.message),
+            _ => None,
+        }
+    })
+    .await;
+    assert!(message.ends_with("widgets named forbidden-* are not allowed"), "{message}");
+    stop_b.send(()).expect("host-b is running");
+    host_b.await.expect("the host task").expect("host-b stops cleanly");
     cluster.stop().await;
 }

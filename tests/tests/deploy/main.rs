@@ -66,6 +66,12 @@ fn the_deployment_runs_the_host_locked_down_with_probes_and_a_metrics_port() {
     };
     assert_eq!(port("http"), Some(8080.into()), "probes and /metrics share one port");
     assert!(args.contains(&"--leader-elect"), "{args:?}");
+    // Plugin objects are followed, and each plugin acts as its own ServiceAccount.
+    assert!(args.contains(&"--plugin-resources") && args.contains(&"--plugin-identities"), "{args:?}");
+    let crd = objects.iter().find(|o| o["kind"] == "CustomResourceDefinition");
+    assert_eq!(crd.map(|c| c["metadata"]["name"].clone()), Some("plugins.kubewasm.io".into()));
+    let accounts = objects.iter().filter(|o| o["kind"] == "ServiceAccount").count();
+    assert!(accounts > 1, "an account per plugin beside the host's");
     assert_eq!(container["livenessProbe"]["httpGet"]["path"], "/healthz");
     assert_eq!(container["readinessProbe"]["httpGet"]["path"], "/readyz");
     assert!(container["resources"]["requests"].is_object() && container["resources"]["limits"].is_object());

@@ -198,6 +198,15 @@ pub enum Command {
         /// impersonate them. For `kubewasm run --plugin-identities`.
         #[arg(long)]
         plugin_identities: bool,
+        /// The host follows `Plugin` objects (`kubewasm run --plugin-resources`): read
+        /// them and write their status. Give their modules, pulled (`kubewasm pull`), in
+        /// DIR, so that their kinds (or their own accounts) are granted too.
+        #[arg(long)]
+        plugin_resources: bool,
+        /// A registry credentials Secret, in the host's namespace, that `Plugin` objects
+        /// name (`spec.source.pullSecret`): `get` on it by name. Repeatable.
+        #[arg(long = "pull-secret", value_name = "NAME", requires = "plugin_resources")]
+        pull_secrets: Vec<String>,
     },
     /// Push a plugin to an OCI registry as a Wasm artifact (the CNCF layout: config
     /// application/vnd.wasm.config.v0+json, one application/wasm layer, as wkg pushes
@@ -266,6 +275,23 @@ pub enum Command {
     /// clusters where the host may not write them itself; apply with
     /// `kubectl apply --server-side --field-manager=kubewasm-webhooks -f -`.
     Webhooks(WebhooksArgs),
+    /// How a `Plugin`'s candidate (its `spec.rollout`) fares against the active version,
+    /// read from the Plugin's status in the cluster of KUBECONFIG: the reconciles compared
+    /// in shadow and how many differed, the latest difference field by field, the
+    /// candidate's errors, and whether it was rolled back.
+    Diff {
+        /// The `Plugin` object's name.
+        plugin: String,
+        /// `json`: the Plugin's `status.rollout` as it is.
+        #[arg(long, short, value_enum, default_value_t = DiffFormat::Text)]
+        output: DiffFormat,
+    },
+}
+
+#[derive(Clone, Copy, Debug, ValueEnum)]
+pub enum DiffFormat {
+    Text,
+    Json,
 }
 
 /// Where `kubewasm webhooks` points the API server, and for which plugins.

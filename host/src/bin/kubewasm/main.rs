@@ -15,6 +15,7 @@ mod cli;
 mod componentize;
 #[cfg(feature = "dev")]
 mod dev;
+mod diff;
 mod rbac;
 mod registry;
 mod render;
@@ -179,19 +180,9 @@ fn run(cli: Cli) -> Result<()> {
         }
         Command::Render(args) => render_command(*args)?,
         Command::Crds { plugins, dir, host } => crds_command(plugins, dir, host)?,
-        Command::Rbac {
-            dir,
-            namespace,
-            name,
-            service_account_namespace,
-            webhook_tls_secret,
-            webhook_configuration,
-            plugin_identities,
-        } => {
-            let webhooks = (webhook_tls_secret, webhook_configuration);
-            rbac_command(&dir, namespace, name, service_account_namespace, webhooks, plugin_identities)?;
-        }
+        command @ Command::Rbac { .. } => rbac_command(command)?,
         Command::Webhooks(args) => webhooks_command(&args)?,
+        Command::Diff { plugin, output } => tokio_runtime()?.block_on(diff::command(&plugin, output))?,
         command @ (Command::Push { .. }
         | Command::Pull { .. }
         | Command::Sign { .. }
@@ -283,26 +274,49 @@ fn crds_command(plugins: Vec<PathBuf>, dir: Option<PathBuf>, host: bool) -> Resu
 }
 
 /// `kubewasm rbac`: what the plugins of `dir` need, with the Secrets their settings name.
-fn rbac_command(
-    dir: &std::path::Path,
-    namespace: Option<String>,
-    name: String,
-    service_account_namespace: Option<String>,
-    (tls_secret, webhook_configuration): (Option<String>, String),
-    plugin_identities: bool,
-) -> Result<()> {
+fn rbac_command(command: Command) -> Result<()> {
+    let Command::Rbac {
+        dir,
+        namespace,
+        name,
+        service_account_namespace,
+        webhook_tls_secret,
+        webhook_configuration,
+        plugin_identities,
+        plugin_resources,
+        pull_secrets,
+    } = command
+    else {
+        unreachable!("not the rbac command")
+    };
+    let service_account_namespace = service_account_namespace
+        .or_else(|| namespace.clone())
+        .unwrap_or_else(|| rbac::Options::default().service_account_namespace);
+    let options = rbac::Options {
+        name,
+        namespace,
+        service_account_namespace,
+        tls_secret: webhook_tls_secret,
+        webhook_configuration,
+        plugin_resources,
+        pull_secrets,
+    };
+    let dir = dir.as_path();
     let plugins = load_with_settings(dir, "RBAC for the other plugins alone would not let it run")?;
     // The Secrets each plugin's NAME.toml names.
     let mut secrets = Vec::new();
     for (_, settings) in &plugins {
         secrets.push(kubewasm::secrets::refs(&settings.config)?.into_iter().map(|r| r.name).collect::<Vec<_>>());
     }
-    let needs: Vec<rbac::Needs<'_>> =
-        plugins.iter().zip(&secrets).map(|((p, _), secrets)| rbac::Needs { manifest: p.manifest(), secrets }).collect();
-    let service_account_namespace = service_account_namespace
-        .or_else(|| namespace.clone())
-        .unwrap_or_else(|| rbac::Options::default().service_account_namespace);
-    let options = rbac::Options { name, namespace, service_account_namespace, tls_secret, webhook_configuration };
+    let needs: Vec<rbac::Needs<'_>> = plugins
+        .iter()
+        .zip(&secrets)
+        .map(|((p, settings), secrets)| rbac::Needs {
+            manifest: p.manifest(),
+            secrets,
+            account: settings.service_account.as_deref(),
+        })
+        .collect();
     if plugin_identities {
         print_stream(&rbac::objects_per_plugin(&needs, &options))
     } else {

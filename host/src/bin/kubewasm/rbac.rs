@@ -52,6 +52,12 @@ pub const WEBHOOK_CONFIGURATION_VERBS: &[&str] = &["create", "delete", "patch"];
 pub const CRD_CONVERSION_VERBS: &[&str] = &["patch"];
 /// Verbs on the webhook server's TLS Secret, by name: read once at start.
 pub const TLS_SECRET_VERBS: &[&str] = &["get"];
+/// Verbs on `Plugin` objects: followed.
+pub const PLUGIN_VERBS: &[&str] = &["get", "list", "watch"];
+/// Verbs on `Plugin` objects' status: what the host made of each.
+pub const PLUGIN_STATUS_VERBS: &[&str] = &["patch"];
+/// Verbs on the registry credentials `Plugin` objects name, by name: read at each pull.
+pub const PULL_SECRET_VERBS: &[&str] = &["get"];
 /// Verbs of the host on its plugins' `ServiceAccount`s, by name: act as them.
 pub const IMPERSONATE_VERBS: &[&str] = &["impersonate"];
 
@@ -61,6 +67,16 @@ pub struct Needs<'a> {
     pub manifest: &'a Manifest,
     /// The Secrets its settings name.
     pub secrets: &'a [String],
+    /// The `ServiceAccount` its settings name it to act as (default
+    /// [`Identities::account`]).
+    pub account: Option<&'a str>,
+}
+
+impl Needs<'_> {
+    /// The `ServiceAccount` the plugin acts as with an identity per plugin.
+    fn account(&self) -> String {
+        self.account.map_or_else(|| Identities::account(&self.manifest.name), str::to_string)
+    }
 }
 
 /// One merged rule: every verb the plugins need on one resource of one API group.
@@ -111,6 +127,12 @@ pub struct Options {
     /// The name the host registers its webhook configurations under: the only ones it may
     /// patch or delete.
     pub webhook_configuration: String,
+    /// The host follows `Plugin` objects (`kubewasm run --plugin-resources`): it reads them
+    /// and writes their status ([`PLUGIN_VERBS`], [`PLUGIN_STATUS_VERBS`]).
+    pub plugin_resources: bool,
+    /// The registry credentials `Plugin` objects name (`spec.source.pullSecret`), in the
+    /// host's namespace: `get` on each, by name.
+    pub pull_secrets: Vec<String>,
 }
 
 impl Default for Options {
@@ -121,6 +143,8 @@ impl Default for Options {
             service_account_namespace: "kubewasm-system".into(),
             tls_secret: None,
             webhook_configuration: DEFAULT_NAME.into(),
+            plugin_resources: false,
+            pull_secrets: Vec::new(),
         }
     }
 }
@@ -259,7 +283,35 @@ fn tls_rule(plugins: &[Needs<'_>], tls_secret: Option<&str>) -> Option<Rule> {
 pub fn objects(plugins: &[Needs<'_>], options: &Options) -> Vec<Value> {
     let mut rules = rules(plugins.iter().map(|p| p.manifest));
     rules.extend(webhook_rules(plugins.iter().map(|p| p.manifest), &options.webhook_configuration));
-    account(&options.name, options, &rules, &host_rules(plugins, options.tls_secret.as_deref()))
+    let mut own = host_rules(plugins, options.tls_secret.as_deref());
+    plugin_resource_rules(options, &mut rules, &mut own);
+    account(&options.name, options, &rules, &own)
+}
+
+/// With `Plugin` objects followed: reading them and writing their status (`cluster`), and
+/// reading the pull Secrets they name (`own`, the host's namespace).
+fn plugin_resource_rules(options: &Options, cluster: &mut Vec<Rule>, own: &mut Vec<Rule>) {
+    if !options.plugin_resources {
+        return;
+    }
+    let rule = |resource: &str, verbs: &[&'static str]| Rule {
+        api_group: kubewasm::resource::crd::GROUP.into(),
+        resource: resource.into(),
+        namespaced: false,
+        verbs: verbs.iter().copied().collect(),
+        resource_names: BTreeSet::new(),
+    };
+    cluster.push(rule("plugins", PLUGIN_VERBS));
+    cluster.push(rule("plugins/status", PLUGIN_STATUS_VERBS));
+    if !options.pull_secrets.is_empty() {
+        own.push(Rule {
+            api_group: String::new(),
+            resource: "secrets".into(),
+            namespaced: true,
+            verbs: PULL_SECRET_VERBS.iter().copied().collect(),
+            resource_names: options.pull_secrets.iter().cloned().collect(),
+        });
+    }
 }
 
 /// With an identity per plugin (`kubewasm run --plugin-identities`): for each plugin a
@@ -269,7 +321,11 @@ pub fn objects(plugins: &[Needs<'_>], options: &Options) -> Vec<Value> {
 /// what registering the plugins' webhooks takes (the host serves and registers them), and
 /// `impersonate` on exactly the plugins' accounts, by name.
 pub fn objects_per_plugin(plugins: &[Needs<'_>], options: &Options) -> Vec<Value> {
-    let accounts: BTreeSet<String> = plugins.iter().map(|p| Identities::account(&p.manifest.name)).collect();
+    // Plugins whose settings name one account share it, with the rights of all of them.
+    let mut accounts: BTreeMap<String, Vec<Needs<'_>>> = BTreeMap::new();
+    for plugin in plugins {
+        accounts.entry(plugin.account()).or_default().push(*plugin);
+    }
     let mut host: Vec<Rule> =
         secrets_rule(plugins).into_iter().chain(tls_rule(plugins, options.tls_secret.as_deref())).collect();
     host.push(Rule {
@@ -277,16 +333,19 @@ pub fn objects_per_plugin(plugins: &[Needs<'_>], options: &Options) -> Vec<Value
         resource: "serviceaccounts".into(),
         namespaced: true,
         verbs: IMPERSONATE_VERBS.iter().copied().collect(),
-        resource_names: accounts,
+        resource_names: accounts.keys().cloned().collect(),
     });
     let mut own = rules([]);
     own.extend(webhook_rules(plugins.iter().map(|p| p.manifest), &options.webhook_configuration));
+    plugin_resource_rules(options, &mut own, &mut host);
     let mut out = account(&options.name, options, &own, &host);
-    for plugin in plugins {
-        let own: Vec<Rule> =
-            rules([plugin.manifest]).into_iter().filter(|r| r.api_group != "coordination.k8s.io").collect();
-        let ledger: Vec<Rule> = ledger_rule(std::slice::from_ref(plugin)).into_iter().collect();
-        out.extend(account(&Identities::account(&plugin.manifest.name), options, &own, &ledger));
+    for (name, sharing) in &accounts {
+        let own: Vec<Rule> = rules(sharing.iter().map(|p| p.manifest))
+            .into_iter()
+            .filter(|r| r.api_group != "coordination.k8s.io")
+            .collect();
+        let ledger: Vec<Rule> = ledger_rule(sharing).into_iter().collect();
+        out.extend(account(name, options, &own, &ledger));
     }
     out
 }
@@ -362,7 +421,7 @@ mod tests {
     }
 
     fn needs(manifest: &Manifest) -> Vec<Needs<'_>> {
-        vec![Needs { manifest, secrets: &[] }]
+        vec![Needs { manifest, secrets: &[], account: None }]
     }
 
     fn manifest(
@@ -432,7 +491,7 @@ mod tests {
         let pods = kind("", "Pod", "pods", true);
         let handler = Manifest::handler("kw").watch(kubewasm::plugin::Watch::new(pods));
         let secrets = ["slack".to_string(), "teams".to_string()];
-        let plugins = [Needs { manifest: &handler, secrets: &secrets }];
+        let plugins = [Needs { manifest: &handler, secrets: &secrets, account: None }];
         assert_eq!(verbs(&rules([&handler]), "", "pods"), Some(vec!["get", "list", "watch"]));
         let objects = objects(&plugins, &Options::default());
         let kinds: Vec<&str> = objects.iter().filter_map(|o| o["kind"].as_str()).collect();
@@ -499,11 +558,64 @@ mod tests {
     }
 
     #[test]
+    fn following_plugin_objects_grants_reading_them_writing_their_status_and_their_pull_secrets_by_name() {
+        let foo = manifest("foo", kind("example.com", "Foo", "foos", true), vec![], vec![], false);
+        let options = Options { plugin_resources: true, pull_secrets: vec!["registry".into()], ..Options::default() };
+        for objects in [objects(&needs(&foo), &options), objects_per_plugin(&needs(&foo), &options)] {
+            let host = |kind: &str| {
+                objects.iter().find(|o| o["kind"] == kind && o["metadata"]["name"] == "kubewasm").unwrap()["rules"]
+                    .clone()
+            };
+            let cluster = host("ClusterRole").to_string();
+            assert!(
+                cluster.contains(
+                    r#"{"apiGroups":["kubewasm.io"],"resources":["plugins"],"verbs":["get","list","watch"]}"#
+                ) && cluster
+                    .contains(r#"{"apiGroups":["kubewasm.io"],"resources":["plugins/status"],"verbs":["patch"]}"#),
+                "{cluster}"
+            );
+            let own = host("Role").to_string();
+            assert!(
+                own.contains(
+                    r#"{"apiGroups":[""],"resources":["secrets"],"verbs":["get"],"resourceNames":["registry"]}"#
+                ),
+                "{own}"
+            );
+        }
+    }
+
+    #[test]
+    fn plugins_whose_settings_name_one_account_share_it_with_the_rights_of_both() {
+        let foo = manifest("foo", kind("example.com", "Foo", "foos", true), vec![deployments()], vec![], false);
+        let pods = manifest("pods", kind("", "Pod", "pods", true), vec![], vec![], false);
+        let plugins = [
+            Needs { manifest: &foo, secrets: &[], account: Some("team-a") },
+            Needs { manifest: &pods, secrets: &[], account: Some("team-a") },
+        ];
+        let objects = objects_per_plugin(&plugins, &Options::default());
+        let accounts: Vec<&str> = objects
+            .iter()
+            .filter(|o| o["kind"] == "ServiceAccount")
+            .filter_map(|o| o["metadata"]["name"].as_str())
+            .collect();
+        assert_eq!(accounts, ["kubewasm", "team-a"]);
+        let team = objects.iter().find(|o| o["kind"] == "ClusterRole" && o["metadata"]["name"] == "team-a").unwrap();
+        let resources: Vec<&str> =
+            team["rules"].as_array().unwrap().iter().filter_map(|r| r["resources"][0].as_str()).collect();
+        assert!(resources.contains(&"deployments") && resources.contains(&"pods"), "{resources:?}");
+        let host = objects.iter().find(|o| o["kind"] == "Role" && o["metadata"]["name"] == "kubewasm").unwrap();
+        assert_eq!(host["rules"][0]["resourceNames"], json!(["team-a"]), "{host}");
+    }
+
+    #[test]
     fn with_identities_each_plugin_holds_only_its_kinds_and_the_host_may_only_impersonate_them() {
         let foo = manifest("foo", kind("example.com", "Foo", "foos", true), vec![deployments()], vec![], false);
         let pods = manifest("pods", kind("", "Pod", "pods", true), vec![], vec![], false);
         let secrets = ["token".to_string()];
-        let plugins = [Needs { manifest: &foo, secrets: &secrets }, Needs { manifest: &pods, secrets: &[] }];
+        let plugins = [
+            Needs { manifest: &foo, secrets: &secrets, account: None },
+            Needs { manifest: &pods, secrets: &[], account: None },
+        ];
         let objects = objects_per_plugin(&plugins, &Options::default());
         let accounts: Vec<&str> = objects
             .iter()
