@@ -151,6 +151,7 @@ use self::kubeconfig::Credential;
 pub use self::pki::PkiError;
 use self::pki::{Issued, Pki};
 use self::server::{Peer, TlsListener};
+pub use self::state::Watches;
 use self::state::{Credentials, Shared};
 pub use self::store::Lifecycle;
 use self::strategy::Controller;
@@ -504,6 +505,12 @@ impl DevCluster {
     /// that creates a child twice, or deletes what it should keep, shows here.
     pub fn lifecycles(&self) -> std::collections::BTreeMap<String, Lifecycle> {
         self.shared.lock().store.lifecycles().clone()
+    }
+
+    /// The watches served since the server started and those open now, by resource
+    /// (`deployments.apps`, `configmaps`): how many watches clients hold.
+    pub fn watches(&self) -> std::collections::BTreeMap<String, Watches> {
+        self.shared.watches()
     }
 
     /// How many faults have been injected since the server started.

@@ -1,6 +1,6 @@
 //! The state the request handlers and the background tasks share.
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
@@ -22,6 +22,8 @@ pub(crate) struct Shared {
     /// The last [`RECENT_WRITES`] write requests, for a test to say which write it did
     /// not expect.
     recent_writes: Mutex<VecDeque<String>>,
+    /// Watches served, by resource (`resource[.group]`).
+    watches: Mutex<BTreeMap<String, Watches>>,
     pub gc: Notify,
     pub persist: Notify,
     pub bookmark_interval: Duration,
@@ -58,6 +60,7 @@ impl Shared {
             cluster: Mutex::new(cluster),
             writes: AtomicU64::new(0),
             recent_writes: Mutex::new(VecDeque::with_capacity(RECENT_WRITES)),
+            watches: Mutex::default(),
             gc: Notify::new(),
             persist: Notify::new(),
             bookmark_interval,
@@ -89,9 +92,49 @@ impl Shared {
         self.recent_writes.lock().unwrap_or_else(std::sync::PoisonError::into_inner).iter().cloned().collect()
     }
 
+    fn watch_counts(&self) -> MutexGuard<'_, BTreeMap<String, Watches>> {
+        self.watches.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Counts a watch of `resource` (`resource[.group]`) opened; it counts as open until
+    /// the guard is dropped with the watch's stream.
+    pub(crate) fn watch_opened(self: &Arc<Self>, resource: String) -> WatchGuard {
+        let mut counts = self.watch_counts();
+        let count = counts.entry(resource.clone()).or_default();
+        count.opened += 1;
+        count.open += 1;
+        WatchGuard { shared: self.clone(), resource }
+    }
+
+    /// Watches served so far and open now, by resource.
+    pub(crate) fn watches(&self) -> BTreeMap<String, Watches> {
+        self.watch_counts().clone()
+    }
+
     /// The cluster; a handler that panicked while holding it does not make it unusable.
     pub(crate) fn lock(&self) -> MutexGuard<'_, Cluster> {
         self.cluster.lock().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+}
+
+/// How many watches of one resource were opened, and how many are open now.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Watches {
+    pub opened: u64,
+    pub open: u64,
+}
+
+/// One open watch, counted until it is dropped.
+pub(crate) struct WatchGuard {
+    shared: Arc<Shared>,
+    resource: String,
+}
+
+impl Drop for WatchGuard {
+    fn drop(&mut self) {
+        if let Some(count) = self.shared.watch_counts().get_mut(&self.resource) {
+            count.open = count.open.saturating_sub(1);
+        }
     }
 }
 

@@ -11,6 +11,7 @@ mod backoff;
 mod cache;
 mod call;
 mod context;
+mod controlled;
 mod error;
 mod finalizer;
 mod options;
@@ -20,6 +21,7 @@ mod reconcile;
 mod related;
 mod rollout;
 mod schema;
+mod shared;
 mod warnings;
 mod write;
 
@@ -49,6 +51,7 @@ use write::Writer;
 pub use error::Error;
 pub use options::Options;
 pub use rollout::{Difference, Report, Rollback, Rollout, Strategy, in_canary};
+pub use shared::SharedCaches;
 pub use warnings::Warnings;
 
 /// How long [`Controller::stop`] lets reconciles in flight finish.
@@ -100,6 +103,21 @@ impl Controller {
     /// [`Error::NotServed`] when a kind the manifest names is not served (yet),
     /// [`Error::UnknownKind`] when it is served differently from what the plugin declares.
     pub async fn start(client: Client, plugin: Arc<Plugin>, options: Options) -> Result<Self, Error> {
+        Self::start_sharing(client, plugin, options, &SharedCaches::new()).await
+    }
+
+    /// Like [`Controller::start`], the watches and caches of its kinds shared, through
+    /// `shared`, with the other controllers that watch the same kinds.
+    ///
+    /// # Errors
+    ///
+    /// As [`Controller::start`].
+    pub async fn start_sharing(
+        client: Client,
+        plugin: Arc<Plugin>,
+        options: Options,
+        shared: &SharedCaches,
+    ) -> Result<Self, Error> {
         let manifest = plugin.manifest().clone();
         let name = manifest.name.clone();
         let manager = manifest.field_manager();
@@ -124,12 +142,12 @@ impl Controller {
         let schema_changes = schema::changes(&client, &parent);
         let namespace = options.namespace.as_deref();
         let (parent_cache, parent_stream) =
-            cache::watch(&client, parent, parent_resource.clone(), namespace, Some(manager.clone()));
+            cache::watch(shared, &client, parent, parent_resource.clone(), namespace, Some(manager.clone()));
         let mut caches = Vec::new();
         let mut streams = Vec::new();
         for kind in others {
             let resource = discovery::resolve(&client, &kind).await?;
-            let (cache, stream) = cache::watch(&client, kind, resource, namespace, None);
+            let (cache, stream) = cache::watch(shared, &client, kind, resource, namespace, None);
             caches.push(cache);
             streams.push(stream);
         }
@@ -138,7 +156,7 @@ impl Controller {
         let queue = Arc::new(Queue::new(parent_cache.store.clone(), parent_resource.clone()));
         options.metrics.queue(&name, Arc::downgrade(&queue) as Weak<dyn QueueDepth>);
         let related = Arc::new(RelatedIndex::default());
-        let mut kube_controller = KubeController::for_stream_with(
+        let mut kube_controller = KubeController::for_shared_stream_with(
             queue.count_parents(parent_stream),
             parent_cache.store.clone(),
             parent_resource.clone(),
@@ -146,7 +164,7 @@ impl Controller {
         for (cache, stream) in caches.iter().zip(streams) {
             let mapper = related::mapper(&manifest, &cache.kind, parent_resource.clone(), related.clone());
             kube_controller =
-                kube_controller.watches_stream_with(stream, queue.count_mapped(mapper), cache.resource.clone());
+                kube_controller.watches_shared_stream_with(stream, queue.count_mapped(mapper), cache.resource.clone());
         }
 
         let reconciles = Arc::new(AtomicU64::new(0));

@@ -15,7 +15,7 @@ use kube::api::DynamicObject;
 use kube::discovery::ApiResource;
 use serde_json::{Value, json};
 
-use super::cache::controller_uid;
+use super::controlled::controller_uid;
 use super::finalizer::{self, Phase};
 use crate::events::Event;
 use crate::plugin::view::APPLIED_HASH;

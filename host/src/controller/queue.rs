@@ -17,7 +17,6 @@ use kube::api::DynamicObject;
 use kube::discovery::ApiResource;
 use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
-use kube::runtime::watcher;
 
 use super::backoff::Backoff;
 use crate::metrics::QueueDepth;
@@ -103,20 +102,16 @@ impl Queue {
     /// The parent watch, each parent counted in as it passes to the queue.
     pub(crate) fn count_parents<S>(self: &Arc<Self>, parents: S) -> impl Stream<Item = S::Item> + use<S>
     where
-        S: Stream<Item = Result<DynamicObject, watcher::Error>>,
+        S: Stream<Item = Arc<DynamicObject>>,
     {
         let pending = self.clone();
-        parents.inspect(move |event| {
-            if let Ok(parent) = event {
-                pending.now(pending.key(parent));
-            }
-        })
+        parents.inspect(move |parent| pending.now(pending.key(parent)))
     }
 
     /// A child or related kind's mapper, the parents it names counted in.
-    pub(crate) fn count_mapped<F>(self: &Arc<Self>, mapper: F) -> impl Fn(DynamicObject) -> Vec<Key> + use<F>
+    pub(crate) fn count_mapped<T, F>(self: &Arc<Self>, mapper: F) -> impl Fn(T) -> Vec<Key> + use<T, F>
     where
-        F: Fn(DynamicObject) -> Vec<Key>,
+        F: Fn(T) -> Vec<Key>,
     {
         let pending = self.clone();
         move |object| {

@@ -46,7 +46,7 @@ pub(crate) fn mapper(
     kind: &KindRef,
     parent_resource: ApiResource,
     index: Arc<RelatedIndex>,
-) -> impl Fn(DynamicObject) -> Vec<ObjectRef<DynamicObject>> + Send + Sync + 'static {
+) -> impl Fn(Arc<DynamicObject>) -> Vec<ObjectRef<DynamicObject>> + Send + Sync + 'static {
     let child_kind = manifest.children.contains(kind);
     let related_kind = manifest.related.contains(kind);
     let parent_namespaced = manifest.parent.as_ref().is_some_and(|p| p.namespaced);

@@ -10,7 +10,7 @@ use kube::Client;
 use serde_json::Value;
 use tracing::{error, info};
 
-use crate::controller::{self, Controller, Rollout};
+use crate::controller::{self, Controller, Rollout, SharedCaches};
 use crate::discovery::KindError;
 use crate::handler::{self, Handler};
 use crate::plugin::Plugin;
@@ -42,6 +42,8 @@ pub(crate) struct Runners {
     /// `false`: nothing is started (a standby replica only serves webhooks).
     enabled: bool,
     running: BTreeMap<String, Controller>,
+    /// The watches and caches the controllers share: one per kind, not one per plugin.
+    caches: SharedCaches,
     handlers: BTreeMap<String, Handler>,
     waiting: BTreeMap<String, Waiting>,
 }
@@ -59,6 +61,7 @@ impl Runners {
             identities,
             enabled,
             running: BTreeMap::new(),
+            caches: SharedCaches::new(),
             handlers: BTreeMap::new(),
             waiting: BTreeMap::new(),
         }
@@ -120,7 +123,14 @@ impl Runners {
             }
         }
         if manifest.parent.is_some() {
-            match Controller::start(client, plugin.clone(), launch.controller.clone()).await {
+            // A plugin with an identity of its own reads only what that identity may: it
+            // shares watches with the plugins acting as the same account only.
+            let caches = match (&self.identities, &launch.account) {
+                (None, _) => self.caches.clone(),
+                (Some(_), Some(account)) => self.caches.as_identity(&format!("account/{account}")),
+                (Some(_), None) => self.caches.as_identity(&format!("plugin/{name}")),
+            };
+            match Controller::start_sharing(client, plugin.clone(), launch.controller.clone(), &caches).await {
                 Ok(c) => {
                     self.running.insert(name, c);
                 }

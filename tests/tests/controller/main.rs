@@ -14,6 +14,7 @@ mod keep_unlisted;
 mod pod_services;
 mod rbac;
 mod run;
+mod shared_caches;
 mod stack;
 mod status;
 mod steady_state;

@@ -346,7 +346,13 @@ fn watch(
         timeout,
         presentation: how,
     };
+    let (group, resource) = req.target.gr();
+    let counted = shared.watch_opened(if group.is_empty() { resource } else { format!("{resource}.{group}") });
     let frames = watch::start(shared, req)?;
-    let bytes = faults::watch_stream(shared.faults.clone(), frames).map(Ok::<_, std::convert::Infallible>);
+    let bytes = faults::watch_stream(shared.faults.clone(), frames).map(move |frame| {
+        // Open as long as its stream is served.
+        let _ = &counted;
+        Ok::<_, std::convert::Infallible>(frame)
+    });
     Ok(Reply::Stream(Body::from_stream(bytes)))
 }
