@@ -401,9 +401,10 @@ fn a_plugin_resources_module_is_pulled_verified_and_loaded_or_the_failed_step_sa
     assert_eq!(refused.message, "spec.settings: limits.memory-mib must be positive");
 }
 
-/// Polls `check` every 100 ms until it returns something, for at most a minute.
+/// Polls `check` every 100 ms until it returns something, for at most two minutes: the
+/// tests of this binary run at once, each compiling its plugins, on two shared cores.
 async fn eventually<T, F: std::future::Future<Output = Option<T>>>(what: &str, mut check: impl FnMut() -> F) -> T {
-    let deadline = tokio::time::Instant::now() + Duration::from_mins(1);
+    let deadline = tokio::time::Instant::now() + Duration::from_mins(2);
     loop {
         if let Some(value) = check().await {
             return value;
