@@ -30,35 +30,22 @@ pub(crate) struct Inputs {
     pub(crate) config: Value,
 }
 
-/// Runs the calls of one reconcile off the async runtime; returns the request the
-/// plugin was given and its answer.
+/// Runs the calls of one reconcile off the async runtime, for the version that acts or a
+/// candidate in shadow (`role`); returns the request the plugin was given and its answer.
 pub(crate) async fn call(
     ctx: &Arc<Context>,
     plugin: &Arc<Plugin>,
     inputs: Inputs,
+    role: Role,
 ) -> Result<(Request, Response), Error> {
     let (ctx, plugin) = (Arc::clone(ctx), Arc::clone(plugin));
-    tokio::task::spawn_blocking(move || in_one_instance(&ctx, &plugin, inputs, Role::Reconciles))
-        .await
-        .map_err(Error::Stopped)?
+    tokio::task::spawn_blocking(move || in_one_instance(&ctx, &plugin, inputs, role)).await.map_err(Error::Stopped)?
 }
 
-/// Runs the calls of a shadow candidate: as [`call`], but what its queries select is
-/// not remembered (the active's queries decide which changes reconcile the parent).
-pub(crate) async fn shadow(
-    ctx: &Arc<Context>,
-    plugin: &Arc<Plugin>,
-    inputs: Inputs,
-) -> Result<(Request, Response), Error> {
-    let (ctx, plugin) = (Arc::clone(ctx), Arc::clone(plugin));
-    tokio::task::spawn_blocking(move || in_one_instance(&ctx, &plugin, inputs, Role::Shadows))
-        .await
-        .map_err(Error::Stopped)?
-}
-
-/// Whether the calls' answer is acted on.
+/// Whether the calls' answer is acted on. A shadow's queries are not remembered: the
+/// active's decide which changes reconcile the parent.
 #[derive(Clone, Copy, PartialEq, Eq)]
-enum Role {
+pub(crate) enum Role {
     Reconciles,
     Shadows,
 }

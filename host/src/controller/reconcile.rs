@@ -11,7 +11,7 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::ObjectRef;
 use tracing::{debug, warn};
 
-use super::call::{self, Inputs};
+use super::call::{self, Inputs, Role};
 use super::context::{Context, Current};
 use super::error::Error;
 use super::finalizer::Phase;
@@ -112,7 +112,7 @@ async fn run(
     };
     // The candidate in shadow answers the same request after the active is done.
     let shadow = current.rollout.as_ref().filter(|r| r.shadows()).map(|r| (r, inputs.clone()));
-    let (request, response) = call::call(ctx, plugin, inputs).await?;
+    let (request, response) = call::call(ctx, plugin, inputs, Role::Reconciles).await?;
     let response =
         validate(manifest, &request, response).inspect_err(|_| ctx.options.metrics.refused(&manifest.name))?;
 
@@ -146,7 +146,7 @@ async fn compare(ctx: &Arc<Context>, rollout: &Arc<Rollout>, inputs: Inputs, res
     let name = &candidate.manifest().name;
     let parent =
         inputs.key.namespace.as_ref().map_or_else(|| inputs.key.name.clone(), |ns| format!("{ns}/{}", inputs.key.name));
-    let answer = call::shadow(ctx, candidate, inputs)
+    let answer = call::call(ctx, candidate, inputs, Role::Shadows)
         .await
         .and_then(|(request, answer)| validate(candidate.manifest(), &request, answer).map_err(Error::from));
     let metrics = &ctx.options.metrics;
