@@ -193,15 +193,26 @@ struct Inner {
 }
 
 /// A plugin's work queue, as the controller counts it.
-pub(crate) trait QueueDepth: Send + Sync {
+/// What a running controller shows at scrape time.
+pub(crate) trait ControllerGauges: Send + Sync {
     /// Parents waiting for a reconcile now.
     fn depth(&self) -> usize;
+
+    /// Objects in the caches the plugin reads, by resource (`deployments.apps`).
+    fn cached(&self) -> Vec<(String, usize)>;
 }
 
-/// `queue_depth`, read from each plugin's queue at scrape time: a requeued parent
-/// joins the queue when its delay ends, with no event to count it then.
+/// `queue_depth` and `cached_objects`, read from each plugin's controller at scrape
+/// time: a requeued parent joins the queue when its delay ends, with no event to count
+/// it then, and a cache changes with every watch event.
 #[derive(Default)]
-struct Queues(Mutex<BTreeMap<String, Weak<dyn QueueDepth>>>);
+struct Queues(Mutex<BTreeMap<String, Weak<dyn ControllerGauges>>>);
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+struct CacheLabels {
+    plugin: String,
+    resource: String,
+}
 
 impl std::fmt::Debug for Queues {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -214,16 +225,29 @@ impl Collector for Queues {
         let mut queues = self.0.lock().unwrap_or_else(PoisonError::into_inner);
         // A stopped controller's queue is gone with it.
         queues.retain(|_, queue| queue.strong_count() > 0);
+        let live: Vec<(&String, Arc<dyn ControllerGauges>)> =
+            queues.iter().filter_map(|(plugin, queue)| Some((plugin, queue.upgrade()?))).collect();
+        let gauge = |n: usize| ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX));
         let mut family = encoder.encode_descriptor(
             "queue_depth",
             "Parents waiting for a reconcile: triggered by a watch event, a resync or a due requeue, not yet started",
             None,
             MetricType::Gauge,
         )?;
-        for (plugin, queue) in queues.iter() {
-            let Some(queue) = queue.upgrade() else { continue };
-            let depth = i64::try_from(queue.depth()).unwrap_or(i64::MAX);
-            ConstGauge::new(depth).encode(family.encode_family(&PluginLabel { plugin: plugin.clone() })?)?;
+        for (plugin, queue) in &live {
+            gauge(queue.depth()).encode(family.encode_family(&PluginLabel { plugin: (*plugin).clone() })?)?;
+        }
+        let mut family = encoder.encode_descriptor(
+            "cached_objects",
+            "Objects in the caches a plugin reads, by resource (a cache shared by several plugins counts under each)",
+            None,
+            MetricType::Gauge,
+        )?;
+        for (plugin, queue) in &live {
+            for (resource, n) in queue.cached() {
+                let labels = CacheLabels { plugin: (*plugin).clone(), resource };
+                gauge(n).encode(family.encode_family(&labels)?)?;
+            }
         }
         Ok(())
     }
@@ -312,7 +336,7 @@ impl Metrics {
 
     /// Reports `queue` as `plugin`'s work queue for as long as it lives (a
     /// restarted controller's queue replaces the one before).
-    pub(crate) fn queue(&self, plugin: &str, queue: Weak<dyn QueueDepth>) {
+    pub(crate) fn queue(&self, plugin: &str, queue: Weak<dyn ControllerGauges>) {
         self.0.queues.0.lock().unwrap_or_else(PoisonError::into_inner).insert(plugin.into(), queue);
     }
 
@@ -521,24 +545,31 @@ mod tests {
 
     struct Fixed(usize);
 
-    impl QueueDepth for Fixed {
+    impl ControllerGauges for Fixed {
         fn depth(&self) -> usize {
             self.0
+        }
+
+        fn cached(&self) -> Vec<(String, usize)> {
+            vec![("deployments.apps".into(), self.0 * 10)]
         }
     }
 
     #[test]
-    fn queue_depth_is_read_at_scrape_time_and_leaves_with_its_controller() {
+    fn queue_depth_and_cached_objects_are_read_at_scrape_time_and_leave_with_their_controller() {
         let m = Metrics::new();
-        let first: Arc<dyn QueueDepth> = Arc::new(Fixed(2));
+        let first: Arc<dyn ControllerGauges> = Arc::new(Fixed(2));
         m.queue("foo", Arc::downgrade(&first));
         assert!(m.encode().contains(r#"kubewasm_queue_depth{plugin="foo"} 2"#), "{}", m.encode());
+        let cached = r#"kubewasm_cached_objects{plugin="foo",resource="deployments.apps"} 20"#;
+        assert!(m.encode().contains(cached), "{}", m.encode());
         // A restarted controller's queue replaces the one before.
-        let second: Arc<dyn QueueDepth> = Arc::new(Fixed(5));
+        let second: Arc<dyn ControllerGauges> = Arc::new(Fixed(5));
         m.queue("foo", Arc::downgrade(&second));
         assert!(m.encode().contains(r#"kubewasm_queue_depth{plugin="foo"} 5"#), "{}", m.encode());
         drop(second);
         assert!(!m.encode().contains("kubewasm_queue_depth{"), "{}", m.encode());
+        assert!(!m.encode().contains("kubewasm_cached_objects{"), "{}", m.encode());
     }
 
     /// deploy/README.md lists the metrics for operators; it must list each one.
@@ -570,7 +601,7 @@ mod tests {
         m.webhook("foo", Call::Validate, WebhookVerdict::Denied);
         m.rolled_out("foo", "active", Outcome::Success);
         m.shadowed("foo", Shadowed::Same);
-        let queue: Arc<dyn QueueDepth> = Arc::new(Fixed(0));
+        let queue: Arc<dyn ControllerGauges> = Arc::new(Fixed(0));
         m.queue("foo", Arc::downgrade(&queue));
         let text = m.encode();
         let exposed: BTreeSet<&str> =

@@ -1,7 +1,8 @@
 //! Three `kubewasm run --shard` processes on one embedded API server: every parent is
 //! reconciled by exactly one of them, never by two at once, a replica killed with
 //! SIGKILL has its parents taken over once its Lease expires, and one that joins gets
-//! its share.
+//! its share. Each replica caches only its share: the parents of its buckets, labelled
+//! by the replicas, and their children, labelled by the host that wrote them.
 //!
 //! Who reconciled what is read from each process's JSON log: the `reconciled` line at
 //! the end of every reconcile carries the parent, the time and the reconcile's length.
@@ -19,12 +20,14 @@ use std::time::{Duration, Instant};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
+use kube::ResourceExt;
 use kube::api::{Api, DynamicObject, ListParams, Patch, PatchParams, PostParams};
 use kube::discovery::ApiResource;
+use kubewasm::coordination::shard::{BUCKET_LABEL, Bucket, owner};
 use kubewasm_devcluster::{DevCluster, Options};
 use serde_json::{Value, json};
 
-use common::{readyz, target_dir};
+use common::{http_get, readyz, target_dir};
 
 const PARENTS: usize = 30;
 const LEASE_SECONDS: u64 = 2;
@@ -111,6 +114,14 @@ impl Replica {
             .collect()
     }
 
+    /// The objects of `resource` (`deployments.apps`) its demo-application caches hold,
+    /// from `/metrics`.
+    fn cached(&self, resource: &str) -> Option<usize> {
+        let (_, metrics) = http_get(&self.addr, "/metrics")?;
+        let series = format!("kubewasm_cached_objects{{plugin=\"demo-application\",resource=\"{resource}\"}} ");
+        metrics.lines().find_map(|line| line.strip_prefix(&series)?.parse().ok())
+    }
+
     fn kill(&mut self) {
         self.child.kill().expect("SIGKILL");
         self.child.wait().expect("reap");
@@ -166,6 +177,50 @@ async fn views_agree(cluster: &DevCluster, members: &[&str]) {
         }
         assert!(Instant::now() < deadline, "the members' views are {views:?}, not all {expected:?}");
         tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+}
+
+/// Checks that every parent carries the bucket its kind, namespace and name hash to and
+/// its Deployment the same, then waits until each of `replicas` caches exactly the
+/// parents and Deployments of the buckets their names' hash gives it.
+async fn each_caches_its_share(cluster: &DevCluster, replicas: &[&Replica]) {
+    let mut names: Vec<String> = replicas.iter().map(|r| r.name.to_string()).collect();
+    names.sort();
+    let parents = demo_applications(cluster).list(&ListParams::default()).await.expect("list parents").items;
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let deployments = deployments.list(&ListParams::default()).await.expect("list deployments").items;
+    let mut share = BTreeMap::<&str, usize>::new();
+    for parent in &parents {
+        let name = parent.name_any();
+        let hashed = Bucket::of(&BTreeMap::new(), "paas.cmft.com", "DemoApplication", Some("default"), &name);
+        let label = parent.labels().get(BUCKET_LABEL).cloned();
+        assert_eq!(label, Some(hashed.label()), "{name}'s bucket label");
+        let child = deployments
+            .iter()
+            .find(|d| d.owner_references().iter().any(|o| o.controller == Some(true) && o.name == name))
+            .unwrap_or_else(|| panic!("{name}'s Deployment"));
+        assert_eq!(child.labels().get(BUCKET_LABEL), label.as_ref(), "{name}'s Deployment carries its bucket");
+        *share.entry(owner(&names, hashed).expect("members")).or_default() += 1;
+    }
+    let deadline = Instant::now() + Duration::from_secs(LEASE_SECONDS * 5);
+    loop {
+        let cached: Vec<(&str, Option<usize>, Option<usize>)> = replicas
+            .iter()
+            .map(|r| (r.name, r.cached("demoapplications.paas.cmft.com"), r.cached("deployments.apps")))
+            .collect();
+        let expected: Vec<(&str, Option<usize>, Option<usize>)> = replicas
+            .iter()
+            .map(|r| {
+                let n = share.get(r.name).copied().unwrap_or_default();
+                (r.name, Some(n), Some(n))
+            })
+            .collect();
+        if cached == expected {
+            eprintln!("each replica caches its share (name, parents, Deployments): {cached:?}");
+            return;
+        }
+        assert!(Instant::now() < deadline, "cached {cached:?}, expected each replica's share {expected:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
     }
 }
 
@@ -259,6 +314,7 @@ async fn three_replicas_split_the_parents_take_over_from_a_killed_one_and_share_
     let took = scale_all(&cluster, 3, Duration::from_secs(30)).await;
     eprintln!("three replicas: every parent scaled in {took:?}");
     assert_each_by_exactly_one(&reconciled_after(&[&a, &b, &c], since).await, &[&a, &b, &c]);
+    each_caches_its_share(&cluster, &[&a, &b, &c]).await;
 
     // The third is killed: its Lease stays until it expires, then a and b take its parents.
     c.kill();
@@ -266,6 +322,7 @@ async fn three_replicas_split_the_parents_take_over_from_a_killed_one_and_share_
     let took = scale_all(&cluster, 4, Duration::from_secs(LEASE_SECONDS * 5)).await;
     eprintln!("after a replica was killed: every parent scaled in {took:?} (lease duration {LEASE_SECONDS} s)");
     assert_each_by_exactly_one(&reconciled_after(&[&a, &b], since).await, &[&a, &b]);
+    each_caches_its_share(&cluster, &[&a, &b]).await;
 
     assert_never_two_at_once(&[&a, &b, &c]);
     drop((a, b, c));

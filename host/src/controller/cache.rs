@@ -11,6 +11,7 @@ use kube::runtime::reflector::{self, Store};
 
 use super::controlled::{ControllerIndex, controller_uid};
 use super::shared::{SharedCaches, Subscription, Watched};
+use crate::coordination::shard::Shard;
 use crate::plugin::{KindRef, Query};
 
 /// The cache of one kind.
@@ -21,12 +22,12 @@ pub(crate) struct KindCache {
     /// The cached objects by the uid of their controller.
     controlled: Arc<ControllerIndex>,
     /// Keeps the shared watch open while this plugin uses it.
-    _watched: Arc<Watched>,
+    watched: Arc<Watched>,
 }
 
 /// Subscribes to the cache of `kind` (in `namespace` only, if given and the kind is
 /// namespaced) in `shared`: returns the cache and the objects its events touch.
-/// `keep_manager`: see [`SharedCaches::subscribe`].
+/// `keep_manager` and `selecting`: see [`SharedCaches::subscribe`].
 pub(crate) fn watch(
     shared: &SharedCaches,
     client: &Client,
@@ -34,15 +35,11 @@ pub(crate) fn watch(
     resource: ApiResource,
     namespace: Option<&str>,
     keep_manager: Option<String>,
+    selecting: Option<&Shard>,
 ) -> (KindCache, Subscription) {
-    let (watched, subscription) = shared.subscribe(client, &kind, &resource, namespace, keep_manager);
-    let cache = KindCache {
-        kind,
-        resource,
-        store: watched.store.clone(),
-        controlled: watched.controlled.clone(),
-        _watched: watched,
-    };
+    let (watched, subscription) = shared.subscribe(client, &kind, &resource, namespace, keep_manager, selecting);
+    let cache =
+        KindCache { kind, resource, store: watched.store.clone(), controlled: watched.controlled.clone(), watched };
     (cache, subscription)
 }
 
@@ -68,6 +65,23 @@ impl Caches {
             }
         };
         tokio::time::timeout(limit, all).await.is_ok()
+    }
+
+    /// Whether every cache holds what the share of `epoch` selects (see [`Shard::selection`]).
+    pub(crate) fn selected(&self, epoch: u64) -> bool {
+        std::iter::once(&self.parent).chain(&self.others).all(|cache| cache.watched.selected(epoch))
+    }
+
+    /// How many objects each cache holds, by resource (`deployments.apps`).
+    pub(crate) fn sizes(&self) -> Vec<(String, usize)> {
+        std::iter::once(&self.parent)
+            .chain(&self.others)
+            .map(|cache| {
+                let r = &cache.resource;
+                let resource = if r.group.is_empty() { r.plural.clone() } else { format!("{}.{}", r.plural, r.group) };
+                (resource, cache.store.len())
+            })
+            .collect()
     }
 
     pub(crate) fn of(&self, kind: &KindRef) -> Option<&KindCache> {

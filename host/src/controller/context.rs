@@ -4,6 +4,8 @@
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, PoisonError, RwLock};
 
+use kube::ResourceExt;
+use kube::api::DynamicObject;
 use serde_json::Value;
 use tokio::sync::mpsc;
 
@@ -13,6 +15,8 @@ use super::queue::Queue;
 use super::related::RelatedIndex;
 use super::rollout::Rollout;
 use super::write::Writer;
+use crate::coordination::shard::Bucket;
+use crate::metrics::ControllerGauges;
 use crate::plugin::Plugin;
 
 /// The plugin version and settings a reconcile runs with; swapped as a whole, so a
@@ -50,8 +54,30 @@ impl Context {
         let _ = self.resync.send(());
     }
 
+    /// The shard bucket of `parent`, which decides the replica that reconciles it.
+    pub(crate) fn bucket(&self, parent: &DynamicObject) -> Bucket {
+        let resource = &self.caches.parent.resource;
+        Bucket::of(parent.labels(), &resource.group, &resource.kind, parent.namespace().as_deref(), &parent.name_any())
+    }
+
+    /// The label the children of `parent` carry: its bucket, when this replica shares
+    /// the parents with others (its watches select by it).
+    pub(crate) fn child_bucket(&self, parent: &DynamicObject) -> Option<Bucket> {
+        self.options.shard.partitioned().then(|| self.bucket(parent))
+    }
+
     /// Hands reconciles that start from now on a new version or new settings.
     pub(crate) fn swap(&self, current: Current) {
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = current;
+    }
+}
+
+impl ControllerGauges for Context {
+    fn depth(&self) -> usize {
+        self.queue.depth()
+    }
+
+    fn cached(&self) -> Vec<(String, usize)> {
+        self.caches.sizes()
     }
 }

@@ -14,6 +14,7 @@ mod context;
 mod controlled;
 mod error;
 mod finalizer;
+mod labeler;
 mod options;
 mod plan;
 mod queue;
@@ -40,7 +41,7 @@ use tokio::task::JoinHandle;
 use tracing::{Instrument, debug, info, info_span, warn};
 
 use crate::discovery;
-use crate::metrics::{Metrics, QueueDepth};
+use crate::metrics::{ControllerGauges, Metrics};
 use crate::plugin::{KindRef, Plugin};
 use cache::Caches;
 use context::{Context, Current};
@@ -125,36 +126,29 @@ impl Controller {
             return Err(Error::Unsupported { plugin: name, message: "it declares no parent kind to reconcile".into() });
         };
 
-        let mut others: Vec<KindRef> = Vec::new();
-        for kind in manifest.children.iter().chain(&manifest.related) {
-            if *kind == parent {
-                return Err(Error::Unsupported {
-                    plugin: name,
-                    message: format!("{kind} is its parent kind; it cannot also be a child or related kind"),
-                });
-            }
-            if !others.contains(kind) {
-                others.push(kind.clone());
-            }
-        }
-
+        let others = other_kinds(&manifest, &parent)?;
         let parent_resource = discovery::resolve(&client, &parent).await?;
         let schema_changes = schema::changes(&client, &parent);
         let namespace = options.namespace.as_deref();
+        // A sharded replica watches its share of the parents and of their children (the
+        // host labels those with their parent's bucket); related objects are anyone's,
+        // so a kind also read as related is watched whole.
+        let selecting = Some(&options.shard);
         let (parent_cache, parent_stream) =
-            cache::watch(shared, &client, parent, parent_resource.clone(), namespace, Some(manager.clone()));
+            cache::watch(shared, &client, parent, parent_resource.clone(), namespace, Some(manager.clone()), selecting);
         let mut caches = Vec::new();
         let mut streams = Vec::new();
         for kind in others {
             let resource = discovery::resolve(&client, &kind).await?;
-            let (cache, stream) = cache::watch(shared, &client, kind, resource, namespace, None);
+            let selecting =
+                selecting.filter(|_| manifest.children.contains(&kind) && !manifest.related.contains(&kind));
+            let (cache, stream) = cache::watch(shared, &client, kind, resource, namespace, None, selecting);
             caches.push(cache);
             streams.push(stream);
         }
 
         // Every trigger on its way into kube-runtime's queue is counted (queue.rs).
         let queue = Arc::new(Queue::new(parent_cache.store.clone(), parent_resource.clone()));
-        options.metrics.queue(&name, Arc::downgrade(&queue) as Weak<dyn QueueDepth>);
         let related = Arc::new(RelatedIndex::default());
         let mut kube_controller = KubeController::for_shared_stream_with(
             queue.count_parents(parent_stream),
@@ -170,6 +164,11 @@ impl Controller {
         let reconciles = Arc::new(AtomicU64::new(0));
         let (resync_tx, resync_rx) = mpsc::unbounded_channel::<()>();
         let kinds = caches.iter().map(|c| (c.kind.clone(), c.resource.clone())).collect();
+        // Parents are created without their bucket label: a sharded replica labels those of its share.
+        let labeler = options.shard.partitioned().then(|| {
+            let namespace = namespace.filter(|_| manifest.parent.as_ref().is_some_and(|p| p.namespaced));
+            labeler::run(client.clone(), parent_resource.clone(), namespace.map(str::to_string), options.shard.clone())
+        });
         let writer = Writer::new(
             client,
             manager,
@@ -190,6 +189,7 @@ impl Controller {
             resync: resync_tx.clone(),
         });
 
+        options.metrics.queue(&name, Arc::downgrade(&ctx) as Weak<dyn ControllerGauges>);
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let resync = resyncs(resync_rx, &options, schema_changes, &ctx);
         let config = controller::Config::default().debounce(options.debounce).concurrency(options.concurrency);
@@ -212,9 +212,20 @@ impl Controller {
                 if let Err(e) = result {
                     debug!(error = %e, "controller event");
                 }
-            })
-            .instrument(span);
-        let task = tokio::spawn(run);
+            });
+        let run = async move {
+            match labeler {
+                // The labeler runs for as long as the controller does.
+                Some(labeler) => {
+                    tokio::select! {
+                        () = run => {}
+                        () = labeler => {}
+                    }
+                }
+                None => run.await,
+            }
+        };
+        let task = tokio::spawn(run.instrument(span));
         Ok(Self { name, ctx, stop: stop_tx, resync: resync_tx, reconciles, task })
     }
 
@@ -286,6 +297,23 @@ impl Controller {
             abort.abort();
         }
     }
+}
+
+/// The children's and related kinds of `manifest`, each once; none may be its `parent` kind.
+fn other_kinds(manifest: &crate::plugin::Manifest, parent: &KindRef) -> Result<Vec<KindRef>, Error> {
+    let mut others: Vec<KindRef> = Vec::new();
+    for kind in manifest.children.iter().chain(&manifest.related) {
+        if kind == parent {
+            return Err(Error::Unsupported {
+                plugin: manifest.name.clone(),
+                message: format!("{kind} is its parent kind; it cannot also be a child or related kind"),
+            });
+        }
+        if !others.contains(kind) {
+            others.push(kind.clone());
+        }
+    }
+    Ok(others)
 }
 
 fn object_name(object: &DynamicObject) -> String {

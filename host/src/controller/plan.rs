@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 
 use super::controlled::controller_uid;
 use super::finalizer::{self, Phase};
+use crate::coordination::shard::{BUCKET_LABEL, Bucket};
 use crate::events::Event;
 use crate::plugin::view::APPLIED_HASH;
 use crate::plugin::{KindRef, Manifest, Response};
@@ -98,6 +99,9 @@ pub(crate) struct Observed<'a> {
     pub(crate) cached: &'a Lookup<'a>,
     /// The status this host last wrote on the parent, and what the API server made of it.
     pub(crate) status_written: Option<StatusWritten>,
+    /// The parent's shard bucket, labelled on its children, when the replicas share
+    /// the parents (their watches select by it).
+    pub(crate) bucket: Option<Bucket>,
 }
 
 /// A status this host wrote on a parent, and what the API server made of it: the
@@ -172,7 +176,7 @@ pub(crate) fn plan(
             let warning = changed.then(|| kept_child_changed(&kind.kind, &name));
             Child { kind: kind.clone(), name, action: Action::Kept, warning }
         } else {
-            let prepared = prepare_child(child.clone(), observed.parent, observed.parent_resource);
+            let prepared = prepare_child(child.clone(), observed.parent, observed.parent_resource, observed.bucket);
             match (observed.cached)(kind, namespace, &name) {
                 Some(cached) => {
                     let (action, warning) =
@@ -259,9 +263,15 @@ fn to_json(object: &DynamicObject) -> Value {
 
 /// The object the host applies for a desired child: the plugin's object with the
 /// controller ownerReference to `parent` (replacing any controller reference the
-/// plugin set) and the [`APPLIED_HASH`] stamp, a hash of what the host applies: a
-/// field the plugin stops returning changes the stamp, so the apply removes it.
-pub(crate) fn prepare_child(mut child: Value, parent: &DynamicObject, parent_resource: &ApiResource) -> Value {
+/// plugin set), the parent's shard `bucket` as [`BUCKET_LABEL`] when given, and the
+/// [`APPLIED_HASH`] stamp, a hash of what the host applies: a field the plugin stops
+/// returning changes the stamp, so the apply removes it.
+pub(crate) fn prepare_child(
+    mut child: Value,
+    parent: &DynamicObject,
+    parent_resource: &ApiResource,
+    bucket: Option<Bucket>,
+) -> Value {
     let owner = json!({
         "apiVersion": parent_resource.api_version,
         "kind": parent_resource.kind,
@@ -277,6 +287,12 @@ pub(crate) fn prepare_child(mut child: Value, parent: &DynamicObject, parent_res
         .unwrap_or_default();
     refs.push(owner);
     meta["ownerReferences"] = Value::Array(refs);
+    if let Some(bucket) = bucket {
+        if !meta["labels"].is_object() {
+            meta["labels"] = json!({});
+        }
+        meta["labels"][BUCKET_LABEL] = Value::String(bucket.label());
+    }
     if let Some(annotations) = meta.get_mut("annotations").and_then(Value::as_object_mut) {
         annotations.remove(APPLIED_HASH);
         if annotations.is_empty() {
@@ -403,24 +419,40 @@ mod tests {
         let (parent, resource) = parent();
         let child = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c",
             "ownerReferences": [{"apiVersion": "x/v1", "kind": "Other", "name": "o", "uid": "u", "controller": true}]}});
-        let a = prepare_child(child.clone(), &parent, &resource);
+        let a = prepare_child(child.clone(), &parent, &resource, None);
         let refs = a["metadata"]["ownerReferences"].as_array().unwrap();
         assert_eq!(refs.len(), 1, "a controller reference set by the plugin is replaced");
         assert_eq!(refs[0]["uid"], "uid-1");
         assert_eq!(refs[0]["controller"], true);
-        let b = prepare_child(a.clone(), &parent, &resource);
+        let b = prepare_child(a.clone(), &parent, &resource, None);
         assert_eq!(a, b, "preparing is idempotent, so the stamp is stable");
         let mut changed = child;
         changed["data"] = json!({"k": "v"});
-        let c = prepare_child(changed, &parent, &resource);
+        let c = prepare_child(changed, &parent, &resource, None);
         assert_ne!(a["metadata"]["annotations"][APPLIED_HASH], c["metadata"]["annotations"][APPLIED_HASH]);
         let reordered = json!({"metadata": {"name": "c"}, "kind": "ConfigMap", "apiVersion": "v1"});
         let plain = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
         assert_eq!(
-            prepare_child(reordered, &parent, &resource)["metadata"]["annotations"],
-            prepare_child(plain, &parent, &resource)["metadata"]["annotations"],
+            prepare_child(reordered, &parent, &resource, None)["metadata"]["annotations"],
+            prepare_child(plain, &parent, &resource, None)["metadata"]["annotations"],
             "the stamp does not depend on key order"
         );
+    }
+
+    #[test]
+    fn a_sharded_replica_labels_each_child_with_its_parents_bucket_and_keeps_the_plugins_labels() {
+        let (parent, resource) = parent();
+        let child =
+            json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c", "labels": {"app": "web"}}});
+        let bucket = Bucket::of(&BTreeMap::new(), "example.com", "App", Some("team"), "web");
+        let labelled = prepare_child(child.clone(), &parent, &resource, Some(bucket));
+        assert_eq!(labelled["metadata"]["labels"], json!({"app": "web", BUCKET_LABEL: bucket.label()}));
+        let bare = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "c"}});
+        assert_eq!(
+            prepare_child(bare, &parent, &resource, Some(bucket))["metadata"]["labels"][BUCKET_LABEL],
+            bucket.label()
+        );
+        assert!(prepare_child(child, &parent, &resource, None)["metadata"]["labels"].get(BUCKET_LABEL).is_none());
     }
 
     #[test]
@@ -500,7 +532,7 @@ mod tests {
     /// What the cluster holds after the host applied `desired` for the parent.
     fn applied(object: &Value, controller: &str) -> Arc<DynamicObject> {
         let (parent, resource) = parent();
-        let mut object = prepare_child(object.clone(), &parent, &resource);
+        let mut object = prepare_child(object.clone(), &parent, &resource, None);
         object["metadata"]["ownerReferences"][0]["uid"] = json!(controller);
         object["metadata"]["uid"] = json!(format!("uid-of-{}", object["metadata"]["name"].as_str().unwrap()));
         Arc::new(serde_json::from_value(object).unwrap())
@@ -523,6 +555,7 @@ mod tests {
             children: &children,
             cached: &lookup,
             status_written: None,
+            bucket: None,
         };
         let manifest = manifest();
         plan(&manifest, Phase::of(&manifest, parent), response, &observed, REQUEUE)
@@ -602,7 +635,15 @@ mod tests {
         children: &'a [(KindRef, Arc<DynamicObject>)],
         cached: &'a Lookup<'a>,
     ) -> Observed<'a> {
-        Observed { parent, parent_resource: resource, manager: "kubewasm.app", children, cached, status_written: None }
+        Observed {
+            parent,
+            parent_resource: resource,
+            manager: "kubewasm.app",
+            children,
+            cached,
+            status_written: None,
+            bucket: None,
+        }
     }
 
     #[test]
@@ -653,6 +694,7 @@ mod tests {
             children: &[],
             cached: &lookup,
             status_written: written,
+            bucket: None,
         };
         plan(&manifest(), Phase::Apply { add_finalizer: false }, answer, &observed, REQUEUE).status
     }

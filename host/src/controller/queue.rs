@@ -19,7 +19,6 @@ use kube::runtime::controller::Action;
 use kube::runtime::reflector::{ObjectRef, Store};
 
 use super::backoff::Backoff;
-use crate::metrics::QueueDepth;
 
 type Key = ObjectRef<DynamicObject>;
 
@@ -174,8 +173,9 @@ impl Queue {
     }
 }
 
-impl QueueDepth for Queue {
-    fn depth(&self) -> usize {
+impl Queue {
+    /// Parents waiting for a reconcile now.
+    pub(crate) fn depth(&self) -> usize {
         let now = Instant::now();
         let due = self.due();
         due.iter().filter(|(parent, at)| **at <= now && self.parents.get(parent).is_some()).count()

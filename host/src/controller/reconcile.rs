@@ -34,9 +34,14 @@ pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> 
     }
     // Another replica's parent: it reconciles it. Held to the end, so this replica
     // never gives the parent away with a reconcile of it in flight.
-    let Some(_admitted) = ctx.options.shard.admit(parent.metadata.uid.as_deref().unwrap_or_default()).await else {
+    let Some(_admitted) = ctx.options.shard.admit(ctx.bucket(&parent)).await else {
         return Ok(Action::await_change());
     };
+    // The share just changed and a cache has not listed its new selection yet: a parent
+    // gained would be shown without its children.
+    if !ctx.caches.selected(ctx.options.shard.epoch()) {
+        return Ok(Action::requeue(SELECTION_RECHECK));
+    }
     let current = ctx.current();
     let plugin = current.plugin.manifest().name.clone();
     let version = current
@@ -124,6 +129,7 @@ async fn run(
         children: &children,
         cached: &cached,
         status_written: ctx.writer.status_written(&uid),
+        bucket: ctx.child_bucket(parent),
     };
     let requeue = Requeue { resync: ctx.options.resync, finalizing: ctx.options.finalizing_requeue };
     let plan = plan::plan(manifest, phase, &response, &observed, requeue);
@@ -179,6 +185,9 @@ fn rolled_back(ctx: &Context, plugin: &str, rollout: &Rollout) {
 
 /// How long a reconcile waits for the caches' first lists before it fails.
 const CACHE_SYNC: Duration = Duration::from_secs(30);
+
+/// How soon a reconcile held back by a cache still listing a new selection runs again.
+const SELECTION_RECHECK: Duration = Duration::from_millis(100);
 
 /// How soon a reconcile that could not confirm its parent runs again.
 const PARENT_RECHECK: Duration = Duration::from_secs(1);

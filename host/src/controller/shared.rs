@@ -5,10 +5,13 @@
 //! Ten plugins whose children are Deployments hold one cache of Deployments, not ten.
 //! A watch is shared only where every subscriber would have opened the same one: the
 //! same resource, the same namespace (or all of them), the same `managedFields` kept,
-//! and the same identity (a plugin that reads as its own `ServiceAccount` sees only
-//! what that account may list).
+//! the same identity (a plugin that reads as its own `ServiceAccount` sees only
+//! what that account may list), and the same selection: a sharded replica's watches of
+//! parents and children select its share ([`Shard::selection`]), its watches of related
+//! kinds everything.
 
 use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError, Weak};
 
 use futures::{Stream, StreamExt};
@@ -17,11 +20,12 @@ use kube::api::{Api, DynamicObject, TypeMeta};
 use kube::discovery::ApiResource;
 use kube::runtime::reflector::{self, ObjectRef, Store};
 use kube::runtime::{WatchStreamExt, watcher};
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, watch};
 use tokio::task::AbortHandle;
 use tracing::{Instrument, debug, info_span};
 
 use super::controlled::ControllerIndex;
+use crate::coordination::shard::{Selection, Shard};
 use crate::plugin::KindRef;
 
 /// The watches and caches a host's controllers share. Cloning it shares the registry.
@@ -63,6 +67,8 @@ struct WatchKey {
     namespace: Option<String>,
     keep_manager: Option<String>,
     identity: Option<Arc<str>>,
+    /// Selects the replica's share of the objects (parents and children of a sharded replica).
+    selected: bool,
 }
 
 impl SharedCaches {
@@ -90,6 +96,9 @@ impl SharedCaches {
     /// `managedFields` are dropped from every cached object but the entries of
     /// `keep_manager`: the host reads its own entry on parents to know which labels and
     /// annotations it set, and nothing else needs them.
+    ///
+    /// With a `shard` that is partitioned, the watch selects the replica's share and
+    /// lists again whenever the share changes.
     pub(crate) fn subscribe(
         &self,
         client: &Client,
@@ -97,7 +106,9 @@ impl SharedCaches {
         resource: &ApiResource,
         namespace: Option<&str>,
         keep_manager: Option<String>,
+        shard: Option<&Shard>,
     ) -> (Arc<Watched>, Subscription) {
+        let selection = shard.filter(|s| s.partitioned()).map(Shard::selection);
         let namespace = namespace.filter(|_| kind.namespaced).map(str::to_string);
         let key = WatchKey {
             group: resource.group.clone(),
@@ -106,13 +117,14 @@ impl SharedCaches {
             namespace,
             keep_manager,
             identity: self.identity.clone(),
+            selected: selection.is_some(),
         };
         let watched = {
             let mut kinds = self.registry.kinds();
             if let Some(watched) = kinds.get(&key).and_then(Weak::upgrade) {
                 watched
             } else {
-                let watched = Watched::open(client, resource, key.clone(), Arc::downgrade(&self.registry));
+                let watched = Watched::open(client, resource, key.clone(), selection, Arc::downgrade(&self.registry));
                 kinds.insert(key, Arc::downgrade(&watched));
                 watched
             }
@@ -134,7 +146,19 @@ pub(crate) struct Watched {
 }
 
 impl Watched {
-    fn open(client: &Client, resource: &ApiResource, key: WatchKey, registry: Weak<Registry>) -> Arc<Self> {
+    /// Whether the cache holds what the selection of `epoch` (or a later one) selects;
+    /// always for a watch that selects everything.
+    pub(crate) fn selected(&self, epoch: u64) -> bool {
+        !self.key.selected || self.fanout.listed.load(Ordering::Acquire) >= epoch
+    }
+
+    fn open(
+        client: &Client,
+        resource: &ApiResource,
+        key: WatchKey,
+        selection: Option<watch::Receiver<Selection>>,
+        registry: Weak<Registry>,
+    ) -> Arc<Self> {
         let writer = reflector::store::Writer::new(resource.clone());
         let store = writer.as_reader();
         let types = TypeMeta { api_version: resource.api_version.clone(), kind: resource.kind.clone() };
@@ -143,8 +167,8 @@ impl Watched {
             None => Api::all_with(client.clone(), resource),
         };
         let keep_manager = key.keep_manager.clone();
-        let events = watcher(api, watcher::Config::default())
-            .default_backoff()
+        let listing = Arc::new(AtomicU64::new(0));
+        let events = selected_events(api, selection, listing.clone())
             .modify(move |object| {
                 // List items may come without their type; requests need it.
                 object.types = Some(types.clone());
@@ -165,6 +189,8 @@ impl Watched {
             store: store.clone(),
             controlled: controlled.clone(),
             subscribers: Mutex::new(Subscribers { listing: true, listed: false, list: Vec::new() }),
+            listing,
+            listed: AtomicU64::new(0),
         });
         let span = info_span!("watch", kind = %resource.kind, group = %resource.group, namespace = ?key.namespace);
         let task = tokio::spawn(fanout.clone().run(events).instrument(span)).abort_handle();
@@ -186,6 +212,43 @@ impl Drop for Watched {
     }
 }
 
+/// The events of a watch through `api` of what `selection` selects (everything without
+/// one): whenever the selection changes, the watch starts again with it, listing anew,
+/// and `listing` holds the epoch of the selection being watched.
+fn selected_events(
+    api: Api<DynamicObject>,
+    selection: Option<watch::Receiver<Selection>>,
+    listing: Arc<AtomicU64>,
+) -> impl Stream<Item = Result<watcher::Event<DynamicObject>, watcher::Error>> + Send {
+    let start = move |selection: &Selection| {
+        listing.store(selection.epoch, Ordering::Release);
+        let mut config = watcher::Config::default();
+        if let Some(labels) = &selection.labels {
+            config = config.labels(labels);
+        }
+        watcher(api.clone(), config).default_backoff().boxed()
+    };
+    let first = start(&selection.as_ref().map_or(Selection { epoch: 0, labels: None }, |s| s.borrow().clone()));
+    futures::stream::unfold((selection, first, start), |(mut selection, mut events, start)| async move {
+        loop {
+            let changed = async {
+                match &mut selection {
+                    Some(rx) => rx.changed().await.is_ok(),
+                    None => std::future::pending().await,
+                }
+            };
+            tokio::select! {
+                event = events.next() => return event.map(|event| (event, (selection, events, start))),
+                ok = changed => match selection.as_mut().filter(|_| ok) {
+                    Some(rx) => events = start(&rx.borrow_and_update()),
+                    // The shard is gone: the watch keeps its last selection.
+                    None => selection = None,
+                },
+            }
+        }
+    })
+}
+
 /// The objects a subscriber's watch events touch, in order.
 pub(crate) type Subscription = std::pin::Pin<Box<dyn Stream<Item = Arc<DynamicObject>> + Send>>;
 
@@ -196,6 +259,10 @@ struct Fanout {
     store: Store<DynamicObject>,
     controlled: Arc<ControllerIndex>,
     subscribers: Mutex<Subscribers>,
+    /// The epoch of the selection being listed and watched.
+    listing: Arc<AtomicU64>,
+    /// The epoch of the selection the store holds, once listed.
+    listed: AtomicU64,
 }
 
 struct Subscribers {
@@ -249,9 +316,13 @@ impl Fanout {
             watcher::Event::Init => (subscribers.listing, subscribers.listed) = (true, false),
             watcher::Event::InitDone => {
                 (subscribers.listing, subscribers.listed) = (false, false);
+                // A new selection listed: the objects it gained reached the store only now,
+                // after their events, so every subscriber gets every object again.
+                let epoch = self.listing.load(Ordering::Acquire);
+                let reselected = self.listed.swap(epoch, Ordering::AcqRel) != epoch;
                 let mut all = None;
                 subscribers.list.retain_mut(|s| {
-                    if !std::mem::take(&mut s.wants_all) {
+                    if !std::mem::take(&mut s.wants_all) && !reselected {
                         return true;
                     }
                     let all = all.get_or_insert_with(|| self.store.state());
@@ -306,6 +377,8 @@ mod tests {
             store: writer.as_reader(),
             controlled: Arc::default(),
             subscribers: Mutex::new(Subscribers { listing: true, listed: false, list: Vec::new() }),
+            listing: Arc::default(),
+            listed: AtomicU64::new(0),
         };
         (fanout, writer)
     }

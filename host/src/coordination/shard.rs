@@ -2,10 +2,16 @@
 //! replicas reconcile about 1/N of the parents each.
 //!
 //! Each replica (a *member*) holds its own `coordination.k8s.io/v1` Lease, labelled
-//! with the group, and renews it every retry period. A parent belongs to the live
-//! member that a rendezvous hash of its uid picks, so a member joining or leaving
-//! moves only the parents it takes or gives up. Every replica still watches every
-//! parent; a replica that does not own one returns from its reconcile at once.
+//! with the group, and renews it every retry period. What the members split are
+//! [`Bucket`]s: every parent falls in one of 256, by a hash of its kind, namespace and
+//! name, and a bucket belongs to the live member that a rendezvous hash picks, so a
+//! member joining or leaving moves only the buckets it takes or gives up.
+//!
+//! Each parent carries its bucket as the label [`BUCKET_LABEL`], and so does each child
+//! the host writes for it, so that a member's watches select only its own buckets
+//! ([`Shard::selection`]) and its caches hold about 1/N of the objects. A member's
+//! selection follows the view it publishes; the parents its selection holds but it does
+//! not own (for the moment a view changes) return from their reconcile at once.
 //!
 //! Membership is seen differently by each replica for a moment, so ownership alone
 //! could let two replicas reconcile one parent. What prevents it: every member
@@ -55,6 +61,83 @@ use super::lease::{Error, Holder, Renewal, Sightings, Task};
 pub const GROUP_LABEL: &str = "kubewasm.io/shard-group";
 /// The annotation holding a member's published view: a JSON array of identities.
 pub const VIEW_ANNOTATION: &str = "kubewasm.io/shard-view";
+/// The label holding an object's [`Bucket`] (`0` to `255`), on parents and on the
+/// children the host writes for them.
+pub const BUCKET_LABEL: &str = "kubewasm.io/shard-bucket";
+
+/// What the members of a group split between them: a parent and its children fall in
+/// one of [`Bucket::COUNT`] buckets. Few enough that a member's share is a short label
+/// selector, many enough that three or four members get even shares.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Bucket(u16);
+
+impl Bucket {
+    pub const COUNT: u16 = 256;
+
+    /// Every bucket, in order.
+    pub fn all() -> impl Iterator<Item = Self> {
+        (0..Self::COUNT).map(Self)
+    }
+
+    /// The bucket of the object named `name` in `namespace` of `kind` in API `group`:
+    /// its [`BUCKET_LABEL`] when that names a bucket (the label is what watches
+    /// select), otherwise a hash of the four, stable across the object's deletion and
+    /// creation again, and known before the API server gives it a uid.
+    pub fn of(
+        labels: &std::collections::BTreeMap<String, String>,
+        group: &str,
+        kind: &str,
+        namespace: Option<&str>,
+        name: &str,
+    ) -> Self {
+        labels.get(BUCKET_LABEL).and_then(|value| Self::parse(value)).unwrap_or_else(|| {
+            let key = format!("{group}/{kind}/{}/{name}", namespace.unwrap_or_default());
+            Self(u16::try_from(weight("bucket", &key) % u64::from(Self::COUNT)).unwrap_or_default())
+        })
+    }
+
+    /// The bucket a label value names: a decimal number under [`Bucket::COUNT`], as
+    /// [`Bucket::label`] writes it.
+    pub fn parse(value: &str) -> Option<Self> {
+        let n: u16 = value.parse().ok()?;
+        (n < Self::COUNT && n.to_string() == value).then_some(Self(n))
+    }
+
+    /// The value of [`BUCKET_LABEL`] for this bucket.
+    pub fn label(self) -> String {
+        self.0.to_string()
+    }
+}
+
+/// What a member's watches select: the buckets its published view gives it. A new
+/// `epoch` whenever that set changes, so that caches can tell whether they have listed
+/// the current one.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Selection {
+    pub epoch: u64,
+    /// A label selector, `None` for every object (not sharded, or every bucket).
+    pub labels: Option<String>,
+}
+
+impl Selection {
+    fn of(assignment: &Assignment) -> Option<String> {
+        let buckets: Vec<Bucket> = match assignment {
+            Assignment::Whole => return None,
+            Assignment::Nothing => Vec::new(),
+            Assignment::Part(p) => Bucket::all().filter(|b| owner(&p.view, *b) == Some(p.me.as_str())).collect(),
+        };
+        match buckets.len() {
+            // No object carries this value: the watch lists nothing, and is ready.
+            0 => Some(format!("{BUCKET_LABEL}=none")),
+            // Every bucket: unlabelled objects too, which are the member's own all the same.
+            n if n == usize::from(Bucket::COUNT) => None,
+            _ => {
+                let values: Vec<String> = buckets.iter().map(|b| b.label()).collect();
+                Some(format!("{BUCKET_LABEL} in ({})", values.join(",")))
+            }
+        }
+    }
+}
 
 /// Which parents this replica reconciles; shared by all its controllers.
 #[derive(Clone)]
@@ -73,6 +156,10 @@ struct Inner {
     /// Bumped whenever the assignment may have grown: the controllers then reconcile
     /// every parent, so the ones gained are picked up.
     grown: watch::Sender<u64>,
+    /// What the watches select, following the published view.
+    selection: watch::Sender<Selection>,
+    /// Made by a [`Member`]: its watches select its buckets (even while it has all).
+    partitioned: bool,
 }
 
 impl std::fmt::Debug for Shard {
@@ -100,12 +187,54 @@ impl Shard {
     }
 
     fn with(assignment: Assignment) -> Self {
+        let partitioned = assignment != Assignment::Whole;
+        let selection = watch::Sender::new(Selection { epoch: 0, labels: Selection::of(&assignment) });
         Self(Arc::new(Inner {
             until: std::sync::Mutex::new(None),
             assignment: std::sync::RwLock::new(Arc::new(assignment)),
             turns: Arc::new(RwLock::new(())),
             grown: watch::Sender::new(0),
+            selection,
+            partitioned,
         }))
+    }
+
+    /// Whether this replica shares the parents with others, now or once they join: its
+    /// watches then select its buckets, and the children it writes carry theirs.
+    pub fn partitioned(&self) -> bool {
+        self.0.partitioned
+    }
+
+    /// What this replica's watches of parents and children select, as it changes.
+    pub fn selection(&self) -> watch::Receiver<Selection> {
+        self.0.selection.subscribe()
+    }
+
+    /// Whether this replica's watches select `bucket`: its published view gives it the
+    /// bucket (it may not own it yet, or any more, for the moment a view changes).
+    pub fn selects(&self, bucket: Bucket) -> bool {
+        match &*self.assignment() {
+            Assignment::Whole => true,
+            Assignment::Nothing => false,
+            Assignment::Part(p) => owner(&p.view, bucket) == Some(p.me.as_str()),
+        }
+    }
+
+    /// The epoch of the selection in force.
+    pub(crate) fn epoch(&self) -> u64 {
+        self.0.selection.borrow().epoch
+    }
+
+    /// Publishes the selection `assignment` makes, under a new epoch if it changed.
+    fn select(&self, assignment: &Assignment) {
+        let labels = Selection::of(assignment);
+        self.0.selection.send_if_modified(|current| {
+            let changed = current.labels != labels;
+            if changed {
+                *current = Selection { epoch: current.epoch + 1, labels };
+            }
+            changed
+        });
     }
 
     fn assignment(&self) -> Arc<Assignment> {
@@ -113,6 +242,7 @@ impl Shard {
     }
 
     fn set(&self, assignment: Assignment) {
+        self.select(&assignment);
         let changed = {
             let mut current = self.0.assignment.write().unwrap_or_else(PoisonError::into_inner);
             let changed = **current != assignment;
@@ -128,6 +258,7 @@ impl Shard {
     /// `assignment`; false, with nothing changed, when they did not finish in time.
     async fn narrow(&self, assignment: Assignment, limit: Duration) -> bool {
         let Ok(_drained) = tokio::time::timeout(limit, self.0.turns.write()).await else { return false };
+        self.select(&assignment);
         *self.0.assignment.write().unwrap_or_else(PoisonError::into_inner) = Arc::new(assignment);
         true
     }
@@ -136,17 +267,17 @@ impl Shard {
         *self.0.until.lock().unwrap_or_else(PoisonError::into_inner) = Some(until);
     }
 
-    /// Whether this replica reconciles the parent with this uid now.
-    pub fn owns(&self, uid: &str) -> bool {
+    /// Whether this replica reconciles the parents of `bucket` now.
+    pub fn owns(&self, bucket: Bucket) -> bool {
         let lapsed = self.0.until.lock().unwrap_or_else(PoisonError::into_inner).is_some_and(|u| Instant::now() >= u);
-        !lapsed && self.assignment().owns(uid)
+        !lapsed && self.assignment().owns(bucket)
     }
 
-    /// A permission to reconcile the parent with this uid, held for the whole
-    /// reconcile; `None` when another replica owns it (or none may, for now).
-    pub async fn admit(&self, uid: &str) -> Option<Admitted> {
+    /// A permission to reconcile a parent of `bucket`, held for the whole reconcile;
+    /// `None` when another replica owns it (or none may, for now).
+    pub async fn admit(&self, bucket: Bucket) -> Option<Admitted> {
         let turn = self.0.turns.clone().read_owned().await;
-        self.owns(uid).then_some(Admitted { _turn: turn })
+        self.owns(bucket).then_some(Admitted { _turn: turn })
     }
 
     /// Changes whenever parents may have been gained.
@@ -185,33 +316,34 @@ struct Part {
 }
 
 impl Assignment {
-    fn owns(&self, uid: &str) -> bool {
+    fn owns(&self, bucket: Bucket) -> bool {
         match self {
             Self::Whole => true,
             Self::Nothing => false,
             Self::Part(p) => {
-                let mine = |view: &[String]| owner(view, uid) == Some(p.me.as_str());
+                let mine = |view: &[String]| owner(view, bucket) == Some(p.me.as_str());
                 mine(&p.view)
                     && p.next.as_deref().is_none_or(mine)
-                    && p.others.iter().all(|(other, view)| owner(view, uid) != Some(other.as_str()))
+                    && p.others.iter().all(|(other, view)| owner(view, bucket) != Some(other.as_str()))
             }
         }
     }
 }
 
-/// The member of `view` a parent belongs to: the highest rendezvous weight of
-/// (member, uid). Only the parents of a member that joins or leaves move.
-pub fn owner<'a>(view: &'a [String], uid: &str) -> Option<&'a str> {
-    view.iter().max_by_key(|member| (weight(member, uid), member.as_str())).map(String::as_str)
+/// The member of `view` a bucket belongs to: the highest rendezvous weight of
+/// (member, bucket). Only the buckets of a member that joins or leaves move.
+pub fn owner(view: &[String], bucket: Bucket) -> Option<&str> {
+    let key = bucket.label();
+    view.iter().max_by_key(|member| (weight(member, &key), member.as_str())).map(String::as_str)
 }
 
 /// A hash that every replica, whatever its build, computes alike (std's `DefaultHasher`
 /// may change between Rust releases, and replicas of two versions run side by side
 /// during a rolling update): FNV-1a over both strings, then a 64-bit finalizer
 /// (splitmix64's) so that similar names spread evenly.
-pub(crate) fn weight(member: &str, uid: &str) -> u64 {
+pub(crate) fn weight(member: &str, key: &str) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for byte in member.bytes().chain([0]).chain(uid.bytes()) {
+    for byte in member.bytes().chain([0]).chain(key.bytes()) {
         hash ^= u64::from(byte);
         hash = hash.wrapping_mul(0x0100_0000_01b3);
     }
@@ -431,7 +563,7 @@ impl Joined {
 
 #[cfg(test)]
 mod tests {
-    use std::collections::HashMap;
+    use std::collections::{BTreeMap, HashMap};
 
     use super::*;
 
@@ -439,57 +571,105 @@ mod tests {
         names.iter().map(|n| (*n).to_string()).collect()
     }
 
-    fn uids(n: usize) -> Vec<String> {
-        (0..n).map(|i| format!("3f2b8c1e-0000-4000-8000-{i:012}")).collect()
-    }
-
     #[test]
-    fn parents_spread_evenly_over_the_members() {
+    fn buckets_spread_evenly_over_the_members() {
         let view = members(&["host-a", "host-b", "host-c"]);
         let mut counts = HashMap::new();
-        for uid in uids(3000) {
-            *counts.entry(owner(&view, &uid).unwrap()).or_insert(0) += 1;
+        for bucket in Bucket::all() {
+            *counts.entry(owner(&view, bucket).unwrap()).or_insert(0) += 1;
         }
         for member in &view {
             let n = counts[member.as_str()];
-            assert!((850..=1150).contains(&n), "{member} owns {n} of 3000: {counts:?}");
+            assert!((65..=105).contains(&n), "{member} owns {n} of 256 buckets: {counts:?}");
         }
     }
 
     #[test]
-    fn a_member_joining_takes_parents_only_from_others_and_only_its_share() {
+    fn parents_spread_evenly_over_the_buckets_and_keep_a_bucket_they_are_labelled_with() {
+        let none = BTreeMap::new();
+        let mut counts = HashMap::new();
+        for i in 0..25_600 {
+            let bucket =
+                Bucket::of(&none, "demo.kubewasm.dev", "DemoApplication", Some("default"), &format!("app-{i}"));
+            *counts.entry(bucket).or_insert(0) += 1;
+        }
+        assert_eq!(counts.len(), 256, "every bucket used");
+        assert!(counts.values().all(|n| (60..=140).contains(n)), "about 100 parents per bucket: {counts:?}");
+
+        let labelled = BTreeMap::from([(BUCKET_LABEL.to_string(), "7".to_string())]);
+        assert_eq!(Bucket::of(&labelled, "g", "K", None, "x"), Bucket(7), "the label decides");
+        for wrong in ["256", "07", "-1", "seven", ""] {
+            let labelled = BTreeMap::from([(BUCKET_LABEL.to_string(), wrong.to_string())]);
+            assert_eq!(Bucket::of(&labelled, "g", "K", None, "x"), Bucket::of(&none, "g", "K", None, "x"), "{wrong:?}");
+        }
+        assert_ne!(
+            Bucket::of(&none, "g", "K", Some("a"), "x"),
+            Bucket::of(&none, "g", "K", Some("b"), "x"),
+            "the namespace counts (for these two)"
+        );
+    }
+
+    #[test]
+    fn a_member_joining_takes_buckets_only_from_others_and_only_its_share() {
         let before = members(&["host-a", "host-b"]);
         let after = members(&["host-a", "host-b", "host-c"]);
         let mut moved = 0;
-        for uid in uids(3000) {
-            let (was, is) = (owner(&before, &uid).unwrap(), owner(&after, &uid).unwrap());
+        for bucket in Bucket::all() {
+            let (was, is) = (owner(&before, bucket).unwrap(), owner(&after, bucket).unwrap());
             if was != is {
-                assert_eq!(is, "host-c", "{uid} moved from {was} to {is}, not to the newcomer");
+                assert_eq!(is, "host-c", "{bucket:?} moved from {was} to {is}, not to the newcomer");
                 moved += 1;
             }
         }
-        assert!((850..=1150).contains(&moved), "{moved} of 3000 moved; a third expected");
+        assert!((65..=105).contains(&moved), "{moved} of 256 moved; a third expected");
     }
 
     #[test]
-    fn a_parent_claimed_by_another_live_member_is_not_reconciled() {
-        let uid = uids(200)
-            .into_iter()
-            .find(|uid| owner(&members(&["a"]), uid) == Some("a") && owner(&members(&["a", "b"]), uid) == Some("b"))
-            .expect("a parent that moves to b");
-        // a still hashes over itself alone; b already published a view that gives it the parent.
+    fn a_bucket_claimed_by_another_live_member_is_not_reconciled() {
+        let bucket = Bucket::all()
+            .find(|b| owner(&members(&["a"]), *b) == Some("a") && owner(&members(&["a", "b"]), *b) == Some("b"))
+            .expect("a bucket that moves to b");
+        // a still hashes over itself alone; b already published a view that gives it the bucket.
         let alone = Part { me: "a".into(), view: members(&["a"]), next: None, others: Vec::new() };
-        assert!(Assignment::Part(alone).owns(&uid));
+        assert!(Assignment::Part(alone).owns(bucket));
         let contested = Part {
             me: "a".into(),
             view: members(&["a"]),
             next: None,
             others: vec![("b".into(), members(&["a", "b"]))],
         };
-        assert!(!Assignment::Part(contested).owns(&uid), "b claims it: a keeps off");
+        assert!(!Assignment::Part(contested).owns(bucket), "b claims it: a keeps off");
         let leaving =
             Part { me: "a".into(), view: members(&["a"]), next: Some(members(&["a", "b"])), others: Vec::new() };
-        assert!(!Assignment::Part(leaving).owns(&uid), "a's next view gives it away: a stops first");
+        assert!(!Assignment::Part(leaving).owns(bucket), "a's next view gives it away: a stops first");
+    }
+
+    #[test]
+    fn a_member_selects_the_buckets_its_published_view_gives_it() {
+        let part =
+            |view: &[&str]| Assignment::Part(Part { me: "a".into(), view: members(view), next: None, others: vec![] });
+        assert_eq!(Selection::of(&Assignment::Whole), None, "not sharded: everything");
+        assert_eq!(Selection::of(&part(&["a"])), None, "alone: everything, labelled or not");
+        assert_eq!(Selection::of(&Assignment::Nothing), Some(format!("{BUCKET_LABEL}=none")));
+        let two = Selection::of(&part(&["a", "b"])).expect("a selector");
+        let listed: Vec<Bucket> = two
+            .strip_prefix(&format!("{BUCKET_LABEL} in ("))
+            .and_then(|rest| rest.strip_suffix(')'))
+            .expect("a set-based selector")
+            .split(',')
+            .map(|v| Bucket::parse(v).expect("a bucket"))
+            .collect();
+        let mine: Vec<Bucket> = Bucket::all().filter(|b| owner(&members(&["a", "b"]), *b) == Some("a")).collect();
+        assert_eq!(listed, mine);
+
+        let shard = Shard::with(Assignment::Nothing);
+        let selection = shard.selection();
+        assert_eq!(selection.borrow().epoch, 0);
+        shard.set(part(&["a", "b"]));
+        assert_eq!(*selection.borrow(), Selection { epoch: 1, labels: Some(two) });
+        shard.set(part(&["a", "b"]));
+        assert_eq!(selection.borrow().epoch, 1, "the same buckets: the same epoch, no relist");
+        assert!(shard.partitioned() && !Shard::whole().partitioned());
     }
 
     #[test]

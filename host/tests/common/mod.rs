@@ -19,13 +19,23 @@ pub fn workspace() -> PathBuf {
 
 /// The status of `GET /readyz`, or `None` when nothing answers.
 pub fn readyz(addr: &str) -> Option<u16> {
+    http_get(addr, "/readyz").map(|(status, _)| status)
+}
+
+/// `GET path` of the health server at `addr`: its status and body (`None` when nothing
+/// answers).
+// Only the tests that read metrics call it directly.
+#[allow(dead_code)]
+pub fn http_get(addr: &str, path: &str) -> Option<(u16, String)> {
     use std::io::{Read, Write};
     let mut stream = std::net::TcpStream::connect(addr).ok()?;
     stream.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(stream, "GET /readyz HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").ok()?;
+    write!(stream, "GET {path} HTTP/1.1\r\nHost: {addr}\r\nConnection: close\r\n\r\n").ok()?;
     let mut response = String::new();
     stream.read_to_string(&mut response).ok()?;
-    response.split(' ').nth(1)?.parse().ok()
+    let status = response.split(' ').nth(1)?.parse().ok()?;
+    let body = response.split_once("\r\n\r\n").map(|(_, body)| body.to_string()).unwrap_or_default();
+    Some((status, body))
 }
 
 /// `kubewasm dev` on the plugin directory `plugins`, writing its kubeconfig to `kubeconfig`,
