@@ -12,7 +12,13 @@
 //! converged (each wants a Deployment and a Service) and no write came for two seconds.
 //!
 //! The host is started twice: the first process compiles the plugins into an empty
-//! cache, the second, measured, loads them from it (as every restart does).
+//! cache (it is stopped once every plugin's optimised code is in the cache), the second,
+//! measured, loads them from it (as every restart does).
+//!
+//! With `KUBEWASM_BENCH_SHARDS=R`, a third side runs R `kubewasm run --shard` processes
+//! over the same parents, each measured on its own: a replica watches and caches only
+//! its share, so each should hold about 1/R of the one host's objects.
+//! `KUBEWASM_BENCH_NATIVE=0` leaves the native side out.
 //!
 //! Run with `make bench-memory` (it builds the ten plugins);
 //! `KUBEWASM_BENCH_PARENTS` sets N (default 100), or several, comma-separated, each
@@ -130,6 +136,8 @@ struct Side {
     compiling_kib: Option<u64>,
     idle_kib: u64,
     converged_kib: u64,
+    /// Each process's share of `converged_kib`.
+    converged_each_kib: Vec<u64>,
     /// The most resident at once (`VmHWM`, summed), over the whole run.
     peak_kib: u64,
     converge: Duration,
@@ -150,7 +158,8 @@ async fn measure(
     let idle_kib = rss(&children);
     let converge = converge(&cluster, plugins.len(), per_plugin).await;
     quiet(&cluster).await;
-    let converged_kib = rss(&children);
+    let converged_each_kib: Vec<u64> = children.iter().map(|c| rss_kib(c.id())).collect();
+    let converged_kib = converged_each_kib.iter().sum();
     let peak_kib = children.iter().map(|c| status_kib(c.id(), "VmHWM:")).sum::<u64>();
     for child in &mut children {
         // A native controller stops when its stdin closes; the host is killed.
@@ -160,22 +169,25 @@ async fn measure(
         let _ = child.wait();
     }
     cluster.shutdown().await;
-    Side { compiling_kib, idle_kib, converged_kib, peak_kib, converge }
+    Side { compiling_kib, idle_kib, converged_kib, converged_each_kib, peak_kib, converge }
 }
 
-/// `kubewasm run` on `plugins`, ready. Started twice: the first process compiles the
-/// plugins into an empty cache (its resident memory once ready is returned), the one
-/// measured loads them from it, as a restarted host does.
-fn host_process(plugins: &Path, kubeconfig: &Path) -> (Vec<Child>, Option<u64>) {
+/// `replicas` `kubewasm run` processes on `plugins`, ready (with more than one, each
+/// `--shard`). A first process compiles the plugins into an empty cache and is stopped
+/// once the optimised code of every plugin is there (its resident memory 3 s after it
+/// was ready, compiling in the background, is returned); the ones measured load them
+/// from it, as a restarted host does.
+fn host_processes(plugins: &Path, kubeconfig: &Path, replicas: usize) -> (Vec<Child>, Option<u64>) {
     let cache = tempfile_dir("kubewasm-bench-memory-cache");
-    let start = || {
+    let start = |replica: Option<usize>| {
         let addr = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port");
         let addr = addr.to_string();
-        let child = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
-            .args(["run", "--health-addr", &addr, "--plugins"])
-            .arg(plugins)
-            .arg("--cache-dir")
-            .arg(&cache)
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kubewasm"));
+        command.args(["run", "--health-addr", &addr, "--plugins"]).arg(plugins).arg("--cache-dir").arg(&cache);
+        if let Some(i) = replica {
+            command.args(["--shard", "--lease-namespace", "default", "--identity", &format!("host-{i}")]);
+        }
+        let child = command
             .env("KUBECONFIG", kubeconfig)
             .env("RUST_LOG", "warn")
             .stdout(Stdio::null())
@@ -188,12 +200,29 @@ fn host_process(plugins: &Path, kubeconfig: &Path) -> (Vec<Child>, Option<u64>) 
         }
         child
     };
-    let mut first = start();
+    let mut first = start(None);
     std::thread::sleep(Duration::from_secs(3));
     let compiling = rss_kib(first.id());
+    let plugin_count = std::fs::read_dir(plugins).expect("plugin directory").count();
+    let deadline = Instant::now() + Duration::from_mins(10);
+    while cached_plugins(&cache) < plugin_count {
+        assert!(Instant::now() < deadline, "the plugins' optimised code not cached within 10 minutes");
+        std::thread::sleep(Duration::from_millis(200));
+    }
     let _ = first.kill();
     let _ = first.wait();
-    (vec![start()], Some(compiling))
+    let measured = match replicas {
+        1 => vec![start(None)],
+        n => (0..n).map(|i| start(Some(i))).collect(),
+    };
+    (measured, Some(compiling))
+}
+
+/// The compiled plugins in the cache directory `cache`.
+fn cached_plugins(cache: &Path) -> usize {
+    std::fs::read_dir(cache).map_or(0, |entries| {
+        entries.filter_map(Result::ok).filter(|e| e.path().extension().is_some_and(|x| x == "cwasm")).count()
+    })
 }
 
 /// An empty directory under the system's temporary directory.
@@ -267,32 +296,64 @@ async fn main() {
         })
         .collect();
 
+    let shards: usize =
+        std::env::var("KUBEWASM_BENCH_SHARDS").ok().map_or(1, |n| n.parse().expect("KUBEWASM_BENCH_SHARDS"));
+    let with_native = std::env::var("KUBEWASM_BENCH_NATIVE").map_or(true, |v| v != "0");
+
     let mut rows = Vec::new();
     for &per_plugin in &counts {
-        let host = measure(&plugins, per_plugin, |kubeconfig| host_process(&dir, kubeconfig)).await;
-        let native = measure(&plugins, per_plugin, |kubeconfig| native_processes(controllers, kubeconfig)).await;
-        rows.push((per_plugin, host, native));
+        let host = measure(&plugins, per_plugin, |kubeconfig| host_processes(&dir, kubeconfig, 1)).await;
+        let native = if with_native {
+            Some(measure(&plugins, per_plugin, |kubeconfig| native_processes(controllers, kubeconfig)).await)
+        } else {
+            None
+        };
+        let sharded = if shards > 1 {
+            Some(measure(&plugins, per_plugin, |kubeconfig| host_processes(&dir, kubeconfig, shards)).await)
+        } else {
+            None
+        };
+        rows.push(Row { per_plugin, host, native, sharded });
     }
-    print(controllers, &rows);
+    print(controllers, shards, &rows);
+}
+
+/// The sides measured at one number of parents per plugin.
+struct Row {
+    per_plugin: usize,
+    host: Side,
+    native: Option<Side>,
+    /// `KUBEWASM_BENCH_SHARDS` replicas of the host.
+    sharded: Option<Side>,
 }
 
 #[allow(clippy::cast_precision_loss)]
-fn print(controllers: usize, rows: &[(usize, Side, Side)]) {
-    let host_label = format!("kubewasm run, {controllers} plugin{}", if controllers == 1 { "" } else { "s" });
-    let native_label = format!("native kube-rs, {controllers} process{}", if controllers == 1 { "" } else { "es" });
+fn print(controllers: usize, shards: usize, rows: &[Row]) {
+    let plural = |n: usize, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
+    let host_label = format!("kubewasm run, {}", plural(controllers, "plugin", "plugins"));
+    let native_label = format!("native kube-rs, {}", plural(controllers, "process", "processes"));
+    let sharded_label = format!("kubewasm run --shard, {shards} replicas");
     println!(
         "{controllers} controller(s) of DemoApplication logic, one API group each; each parent wants a Deployment and a Service"
     );
     println!(
-        "{:<14} {:<30} {:>16} {:>12} {:>14} {:>12} {:>14} {:>11}",
+        "{:<14} {:<32} {:>16} {:>12} {:>14} {:>12} {:>14} {:>11}",
         "parents each", "side", "idle, compiling", "idle", "converged", "peak", "per parent", "converge"
     );
-    for (per_plugin, host, native) in rows {
+    let ratio = |a: u64, b: u64| a as f64 / b as f64;
+    for row in rows {
+        let per_plugin = row.per_plugin;
         let parents = (controllers * per_plugin) as f64;
-        for (label, side) in [(&host_label, host), (&native_label, native)] {
+        let sides = [
+            (&host_label, Some(&row.host)),
+            (&native_label, row.native.as_ref()),
+            (&sharded_label, row.sharded.as_ref()),
+        ];
+        for (label, side) in sides {
+            let Some(side) = side else { continue };
             let per_parent = (side.converged_kib.saturating_sub(side.idle_kib)) as f64 / parents;
             println!(
-                "{per_plugin:<14} {label:<30} {:>16} {:>12} {:>14} {:>12} {:>10.1} KiB {:>9.2} s",
+                "{per_plugin:<14} {label:<32} {:>16} {:>12} {:>14} {:>12} {:>10.1} KiB {:>9.2} s",
                 side.compiling_kib.map_or_else(|| "-".into(), mib),
                 mib(side.idle_kib),
                 mib(side.converged_kib),
@@ -301,16 +362,30 @@ fn print(controllers: usize, rows: &[(usize, Side, Side)]) {
                 side.converge.as_secs_f64()
             );
         }
-        let ratio = |a: u64, b: u64| a as f64 / b as f64;
-        println!(
-            "{per_plugin:<14} {:<30} {:>16} {:>12.2} {:>14.2} {:>12.2} {:>14} {:>11.2}",
-            "host / native",
-            "",
-            ratio(host.idle_kib, native.idle_kib),
-            ratio(host.converged_kib, native.converged_kib),
-            ratio(host.peak_kib, native.peak_kib),
-            "",
-            host.converge.as_secs_f64() / native.converge.as_secs_f64(),
-        );
+        if let Some(native) = &row.native {
+            println!(
+                "{per_plugin:<14} {:<32} {:>16} {:>12.2} {:>14.2} {:>12.2} {:>14} {:>11.2}",
+                "host / native",
+                "",
+                ratio(row.host.idle_kib, native.idle_kib),
+                ratio(row.host.converged_kib, native.converged_kib),
+                ratio(row.host.peak_kib, native.peak_kib),
+                "",
+                row.host.converge.as_secs_f64() / native.converge.as_secs_f64(),
+            );
+        }
+        if let Some(sharded) = &row.sharded {
+            for (i, each) in sharded.converged_each_kib.iter().enumerate() {
+                println!(
+                    "{per_plugin:<14} {:<32} {:>16} {:>12} {:>14} {:>12.2} of the one host's {}",
+                    format!("replica {i} of {shards}, converged"),
+                    "",
+                    "",
+                    mib(*each),
+                    ratio(*each, row.host.converged_kib),
+                    mib(row.host.converged_kib),
+                );
+            }
+        }
     }
 }
