@@ -430,6 +430,32 @@ mod tests {
     }
 
     #[test]
+    fn a_new_selection_listed_hands_every_object_to_every_subscriber_once_in_the_store() {
+        let (fanout, mut writer) = fanout();
+        let mut subscribed = fanout.subscribe();
+        for e in [Event::Init, Event::InitApply(object("a")), Event::InitDone] {
+            event(&fanout, &mut writer, &e);
+        }
+        assert_eq!(received(&mut subscribed), ["a"]);
+
+        // The replica's share grew: the watch lists its new selection (epoch 1). The
+        // objects gained reach the store at the end of the list, so they are handed out
+        // again then, when a reconcile finds them.
+        fanout.listing.store(1, Ordering::Release);
+        for e in [Event::Init, Event::InitApply(object("a")), Event::InitApply(object("b")), Event::InitDone] {
+            event(&fanout, &mut writer, &e);
+        }
+        assert_eq!(received(&mut subscribed), ["a", "a", "b", "b"], "as listed, then from the store");
+        assert_eq!(fanout.listed.load(Ordering::Acquire), 1, "the store holds the selection of epoch 1");
+
+        // The same selection listed again (after a watch error): each object once.
+        for e in [Event::Init, Event::InitApply(object("a")), Event::InitApply(object("b")), Event::InitDone] {
+            event(&fanout, &mut writer, &e);
+        }
+        assert_eq!(received(&mut subscribed), ["a", "b"]);
+    }
+
+    #[test]
     fn a_subscriber_gone_leaves_the_list() {
         let (fanout, mut writer) = fanout();
         event(&fanout, &mut writer, &Event::Init);
