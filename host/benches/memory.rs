@@ -138,6 +138,9 @@ struct Side {
     converged_kib: u64,
     /// Each process's share of `converged_kib`.
     converged_each_kib: Vec<u64>,
+    /// Of that, each process's private memory (`RssAnon`): not the pages of its binary
+    /// and of the compiled plugins mapped from files, which one machine's processes share.
+    anon_each_kib: Vec<u64>,
     /// The most resident at once (`VmHWM`, summed), over the whole run.
     peak_kib: u64,
     converge: Duration,
@@ -160,6 +163,7 @@ async fn measure(
     quiet(&cluster).await;
     let converged_each_kib: Vec<u64> = children.iter().map(|c| rss_kib(c.id())).collect();
     let converged_kib = converged_each_kib.iter().sum();
+    let anon_each_kib: Vec<u64> = children.iter().map(|c| status_kib(c.id(), "RssAnon:")).collect();
     let peak_kib = children.iter().map(|c| status_kib(c.id(), "VmHWM:")).sum::<u64>();
     for child in &mut children {
         // A native controller stops when its stdin closes; the host is killed.
@@ -169,7 +173,7 @@ async fn measure(
         let _ = child.wait();
     }
     cluster.shutdown().await;
-    Side { compiling_kib, idle_kib, converged_kib, converged_each_kib, peak_kib, converge }
+    Side { compiling_kib, idle_kib, converged_kib, converged_each_kib, anon_each_kib, peak_kib, converge }
 }
 
 /// `replicas` `kubewasm run` processes on `plugins`, ready (with more than one, each
@@ -375,15 +379,19 @@ fn print(controllers: usize, shards: usize, rows: &[Row]) {
             );
         }
         if let Some(sharded) = &row.sharded {
-            for (i, each) in sharded.converged_each_kib.iter().enumerate() {
+            let host_anon: u64 = row.host.anon_each_kib.iter().sum();
+            for (i, (each, anon)) in sharded.converged_each_kib.iter().zip(&sharded.anon_each_kib).enumerate() {
                 println!(
-                    "{per_plugin:<14} {:<32} {:>16} {:>12} {:>14} {:>12.2} of the one host's {}",
+                    "{per_plugin:<14} {:<32} {:>16} {:>12} {:>14} {:>12.2} of the one host's {}; private {} = {:.2} of its {}",
                     format!("replica {i} of {shards}, converged"),
                     "",
                     "",
                     mib(*each),
                     ratio(*each, row.host.converged_kib),
                     mib(row.host.converged_kib),
+                    mib(*anon),
+                    ratio(*anon, host_anon),
+                    mib(host_anon),
                 );
             }
         }

@@ -3,7 +3,7 @@
 //!
 //! Each replica (a *member*) holds its own `coordination.k8s.io/v1` Lease, labelled
 //! with the group, and renews it every retry period. What the members split are
-//! [`Bucket`]s: every parent falls in one of 256, by a hash of its kind, namespace and
+//! [`Bucket`]s: every parent falls in one of 1024, by a hash of its kind, namespace and
 //! name, and a bucket belongs to the live member that a rendezvous hash picks, so a
 //! member joining or leaving moves only the buckets it takes or gives up.
 //!
@@ -61,18 +61,19 @@ use super::lease::{Error, Holder, Renewal, Sightings, Task};
 pub const GROUP_LABEL: &str = "kubewasm.io/shard-group";
 /// The annotation holding a member's published view: a JSON array of identities.
 pub const VIEW_ANNOTATION: &str = "kubewasm.io/shard-view";
-/// The label holding an object's [`Bucket`] (`0` to `255`), on parents and on the
+/// The label holding an object's [`Bucket`] (`0` to `1023`), on parents and on the
 /// children the host writes for them.
 pub const BUCKET_LABEL: &str = "kubewasm.io/shard-bucket";
 
 /// What the members of a group split between them: a parent and its children fall in
-/// one of [`Bucket::COUNT`] buckets. Few enough that a member's share is a short label
-/// selector, many enough that three or four members get even shares.
+/// one of [`Bucket::COUNT`] buckets. Few enough that a member's share is a label
+/// selector of a few kilobytes at most, many enough that a member's share of the
+/// buckets is within a few percent of 1/N (rendezvous hashing spreads them at random).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub struct Bucket(u16);
 
 impl Bucket {
-    pub const COUNT: u16 = 256;
+    pub const COUNT: u16 = 1024;
 
     /// Every bucket, in order.
     pub fn all() -> impl Iterator<Item = Self> {
@@ -580,7 +581,7 @@ mod tests {
         }
         for member in &view {
             let n = counts[member.as_str()];
-            assert!((65..=105).contains(&n), "{member} owns {n} of 256 buckets: {counts:?}");
+            assert!((300..=385).contains(&n), "{member} owns {n} of 1024 buckets: {counts:?}");
         }
     }
 
@@ -588,17 +589,17 @@ mod tests {
     fn parents_spread_evenly_over_the_buckets_and_keep_a_bucket_they_are_labelled_with() {
         let none = BTreeMap::new();
         let mut counts = HashMap::new();
-        for i in 0..25_600 {
+        for i in 0..102_400 {
             let bucket =
                 Bucket::of(&none, "demo.kubewasm.dev", "DemoApplication", Some("default"), &format!("app-{i}"));
             *counts.entry(bucket).or_insert(0) += 1;
         }
-        assert_eq!(counts.len(), 256, "every bucket used");
+        assert_eq!(counts.len(), 1024, "every bucket used");
         assert!(counts.values().all(|n| (60..=140).contains(n)), "about 100 parents per bucket: {counts:?}");
 
         let labelled = BTreeMap::from([(BUCKET_LABEL.to_string(), "7".to_string())]);
         assert_eq!(Bucket::of(&labelled, "g", "K", None, "x"), Bucket(7), "the label decides");
-        for wrong in ["256", "07", "-1", "seven", ""] {
+        for wrong in ["1024", "07", "-1", "seven", ""] {
             let labelled = BTreeMap::from([(BUCKET_LABEL.to_string(), wrong.to_string())]);
             assert_eq!(Bucket::of(&labelled, "g", "K", None, "x"), Bucket::of(&none, "g", "K", None, "x"), "{wrong:?}");
         }
@@ -621,7 +622,7 @@ mod tests {
                 moved += 1;
             }
         }
-        assert!((65..=105).contains(&moved), "{moved} of 256 moved; a third expected");
+        assert!((300..=385).contains(&moved), "{moved} of 1024 moved; a third expected");
     }
 
     #[test]
