@@ -13,6 +13,7 @@
 //! the sandbox stands on the `pool` and the `contract`'s bindings.
 
 mod contract;
+pub mod development;
 mod engine;
 mod instance;
 mod load;
@@ -92,7 +93,23 @@ impl Plugin {
     ///
     /// A [`LoadError`] naming `origin`.
     pub fn from_bytes(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Self, LoadError> {
-        let plugin = Self::compiled(engine, bytes, origin)?;
+        Self::from_bytes_reading(engine, bytes, origin, None)
+    }
+
+    /// [`Plugin::from_bytes`] for `kubewasm dev`: if `bytes` is a
+    /// [development component](development), its calls read the project directory
+    /// `sources`, opened read-only; any other component reads nothing.
+    ///
+    /// # Errors
+    ///
+    /// A [`LoadError`] naming `origin`.
+    pub fn from_bytes_reading(
+        engine: &Engine,
+        bytes: &[u8],
+        origin: &str,
+        sources: Option<&Path>,
+    ) -> Result<Self, LoadError> {
+        let plugin = Self::compiled_reading(engine, bytes, origin, sources)?;
         if plugin.tier() == Tier::Baseline {
             let (weak_engine, weak_loaded) = (engine.downgrade(), Arc::downgrade(&plugin.loaded));
             let (bytes, origin) = (bytes.to_vec(), origin.to_string());
@@ -102,8 +119,18 @@ impl Plugin {
     }
 
     /// [`Plugin::from_bytes`] without asking for the optimised code.
+    #[cfg(test)]
     fn compiled(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Self, LoadError> {
-        let loaded = Arc::new(load::load(engine, bytes, origin)?);
+        Self::compiled_reading(engine, bytes, origin, None)
+    }
+
+    fn compiled_reading(
+        engine: &Engine,
+        bytes: &[u8],
+        origin: &str,
+        sources: Option<&Path>,
+    ) -> Result<Self, LoadError> {
+        let loaded = Arc::new(load::load(engine, bytes, origin, sources)?);
         let declared = &loaded.manifest.limits;
         let limits = Limits::default().lowered_to(declared.deadline(), declared.memory_bytes());
         let egress = Arc::new(sandbox::http::Egress::denied(&loaded.manifest.name));

@@ -1,0 +1,104 @@
+//! Development components, which only `kubewasm dev` runs: an interpreter with its SDK
+//! that imports the plugin's own source at each call from the project's directory,
+//! which the host opens for it read-only at [`GUEST_DIR`], so that a save acts without
+//! a build.
+//!
+//! `kubewasm dev` marks such a component with a custom section, right after the header,
+//! naming the version of the sources ([`mark`]): a save is a new file, hence a new
+//! plugin version, while the code, compiled and cached once, stays the same ([`split`]).
+//! The host opens the directory only when `kubewasm dev` names it for that plugin file
+//! and the file is marked; `kubewasm run` names none, so no plugin it runs reads a file.
+
+/// The custom section's name.
+const SECTION: &str = "kubewasm-dev-sources";
+
+/// Where a development component finds the project's directory.
+pub const GUEST_DIR: &str = "/project";
+
+/// The 8 bytes every component starts with: magic and layer.
+const HEADER: usize = 8;
+
+/// `component` marked as a development component whose sources are at `version` (any
+/// text that changes when they do).
+pub fn mark(component: &[u8], version: &str) -> Vec<u8> {
+    let mut payload = Vec::new();
+    leb128(&mut payload, SECTION.len());
+    payload.extend_from_slice(SECTION.as_bytes());
+    payload.extend_from_slice(version.as_bytes());
+    let mut marked = Vec::with_capacity(component.len() + payload.len() + 6);
+    marked.extend_from_slice(&component[..HEADER.min(component.len())]);
+    marked.push(0);
+    leb128(&mut marked, payload.len());
+    marked.extend_from_slice(&payload);
+    marked.extend_from_slice(&component[HEADER.min(component.len())..]);
+    marked
+}
+
+/// The code of a marked component (without the mark) and the version of its sources;
+/// `None` when `bytes` carries no mark.
+pub(crate) fn split(bytes: &[u8]) -> Option<(Vec<u8>, &str)> {
+    let rest = bytes.get(HEADER..)?;
+    let (&0, rest) = rest.split_first()? else { return None };
+    let (size, rest) = read_leb128(rest)?;
+    let payload = rest.get(..size)?;
+    let (name_len, named) = read_leb128(payload)?;
+    let version = named.strip_prefix(SECTION.as_bytes()).filter(|_| name_len == SECTION.len())?;
+    let version = std::str::from_utf8(version).ok()?;
+    let mut code = Vec::with_capacity(bytes.len());
+    code.extend_from_slice(&bytes[..HEADER]);
+    code.extend_from_slice(&rest[size..]);
+    Some((code, version))
+}
+
+fn leb128(out: &mut Vec<u8>, mut value: usize) {
+    loop {
+        let byte = (value & 0x7f) as u8;
+        value >>= 7;
+        if value == 0 {
+            out.push(byte);
+            return;
+        }
+        out.push(byte | 0x80);
+    }
+}
+
+fn read_leb128(bytes: &[u8]) -> Option<(usize, &[u8])> {
+    let mut value = 0usize;
+    for (i, byte) in bytes.iter().enumerate().take(5) {
+        value |= usize::from(byte & 0x7f) << (7 * i);
+        if byte & 0x80 == 0 {
+            return Some((value, &bytes[i + 1..]));
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_mark_is_a_custom_section_that_split_takes_off_again() {
+        let component = b"\0asm\x0d\0\x01\0\x01\x02\x03rest of it".to_vec();
+        let version = "app.py 1234".repeat(20);
+        let marked = mark(&component, &version);
+        assert_eq!(&marked[..8], &component[..8], "still a component's header");
+        assert_eq!(marked[8], 0, "a custom section");
+        let (code, found) = split(&marked).expect("marked");
+        assert_eq!(code, component);
+        assert_eq!(found, version);
+        assert!(split(&component).is_none(), "an unmarked component");
+        let mut other = component[..8].to_vec();
+        other.extend_from_slice(&[0, 5, 4, b'n', b'a', b'm', b'e']);
+        assert!(split(&other).is_none(), "another custom section");
+    }
+
+    #[test]
+    fn wasmtime_takes_a_marked_component_as_it_is() {
+        let engine = wasmtime::Engine::default();
+        // The smallest component: its header alone.
+        let empty = b"\0asm\x0d\0\x01\0";
+        wasmtime::component::Component::from_binary(&engine, empty).expect("a component");
+        wasmtime::component::Component::from_binary(&engine, &mark(empty, "v1")).expect("still a component");
+    }
+}
