@@ -60,8 +60,8 @@ pub struct Options {
     pub plugin_identities: bool,
     /// Serve the admission and conversion webhooks of the plugins that declare any.
     pub webhooks: Option<WebhookOptions>,
-    /// `kubewasm dev` only: the project directory a development component in the plugin
-    /// file `NAME.wasm` reads, by `NAME` ([`runtime::Options::development`]).
+    /// `kubewasm dev` only: where the copies of the sources a development component in
+    /// the plugin file `NAME.wasm` reads are, by `NAME` ([`runtime::Options::development`]).
     pub development: BTreeMap<String, PathBuf>,
 }
 

@@ -1,17 +1,18 @@
 """The development component: the interpreter and this SDK, without the plugin, which
-it imports from the project's directory at each call. ``kubewasm dev`` runs a Python
+it imports from the project's sources at each call. ``kubewasm dev`` runs a Python
 project as this component while the plugin's own component builds, so a save acts
 without a build.
 
 componentize-py snapshots the interpreter after importing this module, and a component
 reads no files at run time but those of a directory the host opens for it: only
-``kubewasm dev`` opens one, the project's, read-only, at ``/project`` (``kubewasm run``
+``kubewasm dev`` opens one, read-only, at ``/project``: a copy of the project's sources
+as they were at the save this version of the component stands for (``kubewasm run``
 opens none, so this component cannot run there). Each call is a fresh instance of the
-snapshot, so each call imports the project's modules as they are on disk now. What the
-snapshot lacks cannot be imported: the SDK and the standard library modules imported
-below are in it; a module of the standard library not among them, or a package of the
-project's virtualenv, is not, and the call fails saying so until the plugin's own
-component, which has what it imports, takes over.
+snapshot, so each call imports the plugin module from that copy. What the snapshot lacks
+cannot be imported: the SDK and the standard library modules imported below are in it;
+a module of the standard library not among them, or a package of the project's
+virtualenv, is not, and the call fails saying so until the plugin's own component, which
+has what it imports, takes over.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ SDK = (
 """The SDK's modules a plugin may import (all but the build's and the native tests')."""
 
 PROJECT = "/project"
-"""Where the host opens the project's directory, read-only."""
+"""Where the host opens the copy of the project's sources, read-only."""
 APP = "app"
 """The plugin module, as ``python -m kubewasm build app.py`` builds it."""
 
@@ -50,7 +51,7 @@ for _name in STDLIB:
 
 
 def _app() -> Any:
-    """The project's plugin module, imported from its directory as it is now."""
+    """The project's plugin module, imported from the copy of its sources."""
     sys.dont_write_bytecode = True  # the directory is read-only
     if PROJECT not in sys.path:
         sys.path.insert(0, PROJECT)
@@ -60,7 +61,7 @@ def _app() -> Any:
         if e.name == APP:
             raise RuntimeError(
                 f"no {APP}.py in {PROJECT}: this is kubewasm's development component, which only "
-                f"`kubewasm dev` runs, giving it the project's directory"
+                f"`kubewasm dev` runs, giving it the project's sources"
             ) from None
         if e.name and e.name.split(".")[0] not in sys.modules and not _in_project(e.name):
             raise ModuleNotFoundError(

@@ -1,18 +1,23 @@
 //! Development components, which only `kubewasm dev` runs: an interpreter with its SDK
-//! that imports the plugin's own source at each call from the project's directory,
+//! that imports the plugin's own source at each call from a copy of the project's sources,
 //! which the host opens for it read-only at [`GUEST_DIR`], so that a save acts without
 //! a build.
 //!
 //! `kubewasm dev` marks such a component with a custom section, right after the header,
 //! naming the version of the sources ([`mark`]): a save is a new file, hence a new
 //! plugin version, while the code, compiled and cached once, stays the same ([`split`]).
-//! The host opens the directory only when `kubewasm dev` names it for that plugin file
-//! and the file is marked; `kubewasm run` names none, so no plugin it runs reads a file.
+//! Each version reads its own copy of the sources, made by `kubewasm dev` and named by
+//! the version ([`sources`]): a save that does not load leaves the version that runs
+//! reading what it was loaded with. The host opens the copy only when `kubewasm dev`
+//! names the place of the copies for that plugin file and the file is marked; `kubewasm
+//! run` names none, so no plugin it runs reads a file.
+
+use std::path::{Path, PathBuf};
 
 /// The custom section's name.
 const SECTION: &str = "kubewasm-dev-sources";
 
-/// Where a development component finds the project's directory.
+/// Where a development component finds the copy of the project's sources.
 pub const GUEST_DIR: &str = "/project";
 
 /// The 8 bytes every component starts with: magic and layer.
@@ -32,6 +37,17 @@ pub fn mark(component: &[u8], version: &str) -> Vec<u8> {
     marked.extend_from_slice(&payload);
     marked.extend_from_slice(&component[HEADER.min(component.len())..]);
     marked
+}
+
+/// The directory a development component of sources at `version` reads: the copy of
+/// that version under `root`, where `kubewasm dev` keeps one per version; `None` for a
+/// version that is no plain directory name.
+pub(crate) fn sources(root: &Path, version: &str) -> Option<PathBuf> {
+    let plain = !version.is_empty()
+        && version != "."
+        && version != ".."
+        && version.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'));
+    plain.then(|| root.join(version))
 }
 
 /// The code of a marked component (without the mark) and the version of its sources;
@@ -91,6 +107,15 @@ mod tests {
         let mut other = component[..8].to_vec();
         other.extend_from_slice(&[0, 5, 4, b'n', b'a', b'm', b'e']);
         assert!(split(&other).is_none(), "another custom section");
+    }
+
+    #[test]
+    fn a_version_names_a_directory_under_the_copies_and_nothing_else() {
+        let root = Path::new("/copies");
+        assert_eq!(sources(root, "00ab12cd34ef5678"), Some(PathBuf::from("/copies/00ab12cd34ef5678")));
+        for escape in ["", ".", "..", "../etc", "/etc", "a/b"] {
+            assert_eq!(sources(root, escape), None, "{escape:?}");
+        }
     }
 
     #[test]

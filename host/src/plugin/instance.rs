@@ -65,7 +65,7 @@ impl Pre {
 pub(crate) struct Code {
     pub(crate) tier: Tier,
     pub(crate) pre: Pre,
-    /// The project directory a development component reads (`kubewasm dev` only).
+    /// The copy of the sources a development component reads (`kubewasm dev` only).
     pub(crate) sources: Option<Arc<Path>>,
 }
 

@@ -96,23 +96,24 @@ impl Loaded {
 }
 
 /// Compiles, links and describes the component in `bytes`; `origin` names it in errors.
-/// A development component's calls read `sources` (given by `kubewasm dev` only; other
-/// components read nothing, whatever it is). Compiling takes tens to hundreds of
+/// A development component's calls read the copy of its sources' version under
+/// `sources` (given by `kubewasm dev` only; other components read nothing, whatever it
+/// is). Compiling takes tens to hundreds of
 /// milliseconds (seconds for an interpreter's component): run it off the async runtime.
 pub(crate) fn load(engine: &Engine, bytes: &[u8], origin: &str, sources: Option<&Path>) -> Result<Loaded, LoadError> {
     let origin = origin.to_string();
     check_header(bytes).map_err(|why| LoadError::NotAComponent { origin: origin.clone(), why })?;
     let hash = digest(bytes);
-    let (code_bytes, code_hash, development) = code_of(bytes, &hash);
+    let (code_bytes, code_hash, version) = code_of(bytes, &hash);
+    let sources = sources.zip(version).and_then(|(copies, version)| development::sources(copies, version));
     let Compiled { component, tier, cached } = engine
         .compile(&code_bytes, &code_hash)
         .map_err(|source| LoadError::Compile { origin: origin.clone(), source })?;
     let version = check_contract(engine, &component, &origin)?;
-    let sources = sources.filter(|_| development).map(Arc::from);
     let code = Arc::new(
         Code::link(engine, &component, tier, version)
             .map_err(|source| LoadError::Link { origin: origin.clone(), source })?
-            .reading(sources),
+            .reading(sources.map(Arc::from)),
     );
     let slots =
         PoolSlots::of(&code_bytes, &component).map_err(|why| LoadError::Unpoolable { origin: origin.clone(), why })?;
@@ -196,16 +197,16 @@ pub(crate) fn optimize(engine: &WeakEngine, loaded: &Weak<Loaded>, bytes: &[u8],
 }
 
 /// The code to compile of the component in `bytes` (whose digest is `hash`), its digest
-/// (what the compiled code is cached by), and whether it is a development component:
-/// then the code is the component without its mark, the same for every version of the
-/// sources, so that it compiles once.
-fn code_of<'a>(bytes: &'a [u8], hash: &str) -> (Cow<'a, [u8]>, String, bool) {
+/// (what the compiled code is cached by), and, for a development component, the version
+/// of the sources it reads: then the code is the component without its mark, the same
+/// for every version of the sources, so that it compiles once.
+fn code_of<'a>(bytes: &'a [u8], hash: &str) -> (Cow<'a, [u8]>, String, Option<&'a str>) {
     match development::split(bytes) {
-        Some((code, _)) => {
+        Some((code, version)) => {
             let hash = digest(&code);
-            (Cow::Owned(code), hash, true)
+            (Cow::Owned(code), hash, Some(version))
         }
-        None => (Cow::Borrowed(bytes), hash.to_string(), false),
+        None => (Cow::Borrowed(bytes), hash.to_string(), None),
     }
 }
 

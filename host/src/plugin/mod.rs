@@ -97,8 +97,8 @@ impl Plugin {
     }
 
     /// [`Plugin::from_bytes`] for `kubewasm dev`: if `bytes` is a
-    /// [development component](development), its calls read the project directory
-    /// `sources`, opened read-only; any other component reads nothing.
+    /// [development component](development), its calls read the copy of its sources'
+    /// version under `sources`, opened read-only; any other component reads nothing.
     ///
     /// # Errors
     ///

@@ -99,9 +99,9 @@ pub struct Options {
     /// `false`: only load the plugins and publish them to `webhooks` (a standby replica,
     /// which serves webhooks while another reconciles).
     pub controllers: bool,
-    /// `kubewasm dev` only: the project directory of each plugin file (by `NAME` of
-    /// `NAME.wasm`) that a [development component](crate::plugin::development) in it
-    /// may read. Empty everywhere else: no plugin reads a file.
+    /// `kubewasm dev` only: where the copies of the project's sources are, one per
+    /// version, that a [development component](crate::plugin::development) in the plugin
+    /// file `NAME.wasm` reads, by `NAME`. Empty everywhere else: no plugin reads a file.
     pub development: BTreeMap<String, PathBuf>,
 }
 

@@ -71,13 +71,13 @@ pub async fn dev(
         cluster.kubeconfig_path().display()
     );
     eprintln!("watching {} for changes; Ctrl-C stops", options.dir.display());
-    // The Python projects' development components read their project's directory, and
-    // only they: `kubewasm run` names none.
+    // The Python projects' development components read copies of their project's
+    // sources, and only they: `kubewasm run` names none.
     let mut options = options.clone();
     options.development = projects
         .iter()
         .filter(|p| p.language == build::Language::Python)
-        .map(|p| (p.name.clone(), p.dir.clone()))
+        .map(|p| (p.name.clone(), p.snapshots()))
         .collect();
     let options = &options;
     let table = Arc::new(Mutex::new(Table::default()));

@@ -2,7 +2,7 @@
 //! call's [`Clock`]; real randomness (`wasi:random`: every store seeds its own generators
 //! from the host's, so no two calls draw the same numbers); stderr captured for failure
 //! reports. The one exception, under `kubewasm dev` only: a development component reads
-//! its project's directory (see [`development`](crate::plugin::development)).
+//! a copy of its project's sources (see [`development`](crate::plugin::development)).
 //!
 //! A `wasm32-wasip2` guest built with `std` imports WASI interfaces, so they are linked,
 //! each denying what it would give.
@@ -26,8 +26,8 @@ pub(crate) struct Wasi {
 }
 
 impl Wasi {
-    /// `sources`: the project directory a development component reads, given only by
-    /// `kubewasm dev`; `None` for every other plugin.
+    /// `sources`: the copy of its project's sources a development component reads, given
+    /// only by `kubewasm dev`; `None` for every other plugin.
     pub(crate) fn new(clock: &Clock, sources: Option<&Path>) -> Self {
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE);
         // No preopened directories, no environment, no arguments, no network: the
@@ -38,7 +38,7 @@ impl Wasi {
             && let Err(e) = builder.preopened_dir(dir, GUEST_DIR, FsPerms::ReadOnly)
         {
             // The call fails saying it finds no sources; this says why.
-            tracing::warn!(dir = %dir.display(), error = %e, "the project's directory cannot be opened");
+            tracing::warn!(dir = %dir.display(), error = %e, "the copy of the project's sources cannot be opened");
         }
         let ctx = builder
             .stderr(stderr.clone())

@@ -85,13 +85,9 @@ impl Error {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum State {
     /// `development`: the development component runs the saved sources meanwhile.
-    Building {
-        development: bool,
-    },
+    Building { development: bool },
     /// Built and installed; `took` from the start of the build.
-    Built {
-        took: Duration,
-    },
+    Built { took: Duration },
     /// The first error; the plugin directory was left as it was.
     Failed(String),
 }
@@ -133,6 +129,13 @@ impl Project {
             .collect();
         found.sort_by(|a, b| a.name.cmp(&b.name));
         found
+    }
+
+    /// Where `kubewasm dev` keeps a copy of the sources for each version of the
+    /// development component, named by the version: what each version reads, so that
+    /// the version that runs is not changed by a later save, which may not load.
+    pub fn snapshots(&self) -> PathBuf {
+        scratch_root().join(&self.name).join("sources")
     }
 
     /// The component's bytes, built with the project's tools into `scratch`.
@@ -187,8 +190,13 @@ pub async fn follow(
         if built != Some(now) {
             built = Some(now);
             let live = development.as_ref().is_some_and(|component| {
-                let marked = kubewasm::plugin::development::mark(component, &format!("{now:016x}"));
-                match install(&plugin_dir, &project.name, &marked) {
+                let version = format!("{now:016x}");
+                let marked = kubewasm::plugin::development::mark(component, &version);
+                let snapshot = project.snapshots().join(&version);
+                let installed = sources::snapshot(&project.dir, &snapshot)
+                    .map_err(|source| Error::Io { path: snapshot, source })
+                    .and_then(|()| install(&plugin_dir, &project.name, &marked));
+                match installed {
                     Ok(()) => true,
                     Err(e) => {
                         report(&project, State::Failed(e.to_string()), Some(&e));

@@ -91,6 +91,33 @@ pub fn fingerprint(root: &Path) -> u64 {
     hasher.finish()
 }
 
+/// Copies the sources under `root` into the directory `to`, made beside it and renamed
+/// into place, so that it is whole once it exists; nothing when it exists already. What
+/// one version of a development component reads: a later save does not change it.
+///
+/// # Errors
+///
+/// When a source cannot be copied or `to` cannot be made.
+pub fn snapshot(root: &Path, to: &Path) -> std::io::Result<()> {
+    if to.is_dir() {
+        return Ok(());
+    }
+    let mut files = BTreeMap::new();
+    collect(root, root, &mut files);
+    let partial = to.with_extension("partial");
+    let _ = std::fs::remove_dir_all(&partial);
+    std::fs::create_dir_all(&partial)?;
+    for path in files.keys() {
+        let Ok(relative) = path.strip_prefix(root) else { continue };
+        let copy = partial.join(relative);
+        if let Some(parent) = copy.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::copy(path, &copy)?;
+    }
+    std::fs::rename(&partial, to)
+}
+
 fn collect(root: &Path, dir: &Path, files: &mut BTreeMap<PathBuf, (u64, SystemTime)>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.flatten() {

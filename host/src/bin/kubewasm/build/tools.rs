@@ -29,7 +29,7 @@ pub async fn python(dir: &Path, scratch: &Path) -> Result<Vec<u8>, Error> {
 }
 
 /// `python -m kubewasm dev-component`: the Python SDK's development component (the
-/// interpreter and the SDK, which import the plugin from the project's directory at each
+/// interpreter and the SDK, which import the plugin from a copy of the project's sources at each
 /// call), built once per SDK version and kept in the host's cache directory.
 pub async fn python_dev_component(dir: &Path, scratch: &Path) -> Result<Vec<u8>, Error> {
     let python = python_of(dir);
