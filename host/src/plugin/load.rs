@@ -106,9 +106,12 @@ pub(crate) fn load(engine: &Engine, bytes: &[u8], origin: &str, sources: Option<
     let hash = digest(bytes);
     let (code_bytes, code_hash, version) = code_of(bytes, &hash);
     let sources = sources.zip(version).and_then(|(copies, version)| development::sources(copies, version));
-    let Compiled { component, tier, cached } = engine
-        .compile(&code_bytes, &code_hash)
-        .map_err(|source| LoadError::Compile { origin: origin.clone(), source })?;
+    let compiled = match version {
+        Some(_) => engine.compile_kept(&code_bytes, &code_hash),
+        None => engine.compile(&code_bytes, &code_hash),
+    };
+    let Compiled { component, tier, cached } =
+        compiled.map_err(|source| LoadError::Compile { origin: origin.clone(), source })?;
     let version = check_contract(engine, &component, &origin)?;
     let code = Arc::new(
         Code::link(engine, &component, tier, version)
