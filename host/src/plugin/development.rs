@@ -53,22 +53,28 @@ pub(crate) fn sources(root: &Path, version: &str) -> Option<PathBuf> {
 /// The code of a marked component (without the mark) and the version of its sources;
 /// `None` when `bytes` carries no mark.
 pub(crate) fn split(bytes: &[u8]) -> Option<(Vec<u8>, &str)> {
-    let rest = bytes.get(HEADER..)?;
-    let (&0, rest) = rest.split_first()? else { return None };
-    let (size, rest) = read_leb128(rest)?;
-    let payload = rest.get(..size)?;
-    let (name_len, named) = read_leb128(payload)?;
-    let version = named.strip_prefix(SECTION.as_bytes()).filter(|_| name_len == SECTION.len())?;
-    let version = std::str::from_utf8(version).ok()?;
+    let mut reader = wasmparser::BinaryReader::new(bytes.get(HEADER..)?, 0);
+    if reader.read_u8().ok()? != 0 {
+        return None;
+    }
+    let size = usize::try_from(reader.read_var_u32().ok()?).ok()?;
+    let payload = reader.read_bytes(size).ok()?;
+    let end = HEADER + reader.current_position();
+    let mut section = wasmparser::BinaryReader::new(payload, 0);
+    if section.read_string().ok()? != SECTION {
+        return None;
+    }
+    let version = std::str::from_utf8(section.read_bytes(section.bytes_remaining()).ok()?).ok()?;
     let mut code = Vec::with_capacity(bytes.len());
     code.extend_from_slice(&bytes[..HEADER]);
-    code.extend_from_slice(&rest[size..]);
+    code.extend_from_slice(&bytes[end..]);
     Some((code, version))
 }
 
+/// `value` as an unsigned LEB128, as WebAssembly writes sizes.
 fn leb128(out: &mut Vec<u8>, mut value: usize) {
     loop {
-        let byte = (value & 0x7f) as u8;
+        let byte = u8::try_from(value & 0x7f).unwrap_or_default();
         value >>= 7;
         if value == 0 {
             out.push(byte);
@@ -76,17 +82,6 @@ fn leb128(out: &mut Vec<u8>, mut value: usize) {
         }
         out.push(byte | 0x80);
     }
-}
-
-fn read_leb128(bytes: &[u8]) -> Option<(usize, &[u8])> {
-    let mut value = 0usize;
-    for (i, byte) in bytes.iter().enumerate().take(5) {
-        value |= usize::from(byte & 0x7f) << (7 * i);
-        if byte & 0x80 == 0 {
-            return Some((value, &bytes[i + 1..]));
-        }
-    }
-    None
 }
 
 #[cfg(test)]

@@ -204,15 +204,15 @@ pub async fn follow(
                     }
                 }
             });
-            let build = build_and_install(&project, &plugin_dir, &scratch, &builds, live, &report);
+            let building = build_and_install(&project, &plugin_dir, &scratch, &builds, live, &report);
             if development.is_some() {
                 tokio::select! {
-                    () = build => {}
+                    () = building => {}
                     // Live at once in the development component; the build starts afresh.
                     more = next_change(&mut changes) => if more { continue } else { return Ok(()) },
                 }
             } else {
-                build.await;
+                building.await;
             }
         }
         if !next_change(&mut changes).await {
