@@ -100,6 +100,18 @@ impl Dev {
         .await;
     }
 
+    /// Creates the parent `hello` of `kind` (message "hello") once the kind is served
+    /// (`what` says by what), and waits for its ConfigMap.
+    async fn create_parent(&self, kind: &ApiResource, what: &str) -> Api<DynamicObject> {
+        let parents = Api::<DynamicObject>::namespaced_with(self.client.clone(), "default", kind);
+        let parent: DynamicObject = serde_json::from_value(json!({"apiVersion": kind.api_version, "kind": kind.kind,
+            "metadata": {"name": "hello", "namespace": "default"}, "spec": {"message": "hello"}}))
+        .expect("parent");
+        self.until(what, async || parents.create(&PostParams::default(), &parent).await.ok()).await;
+        self.until_message("hello").await;
+        parents
+    }
+
     fn stop(mut self) -> String {
         let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
         let started = Instant::now();
@@ -114,6 +126,24 @@ impl Dev {
     }
 }
 
+/// A fresh `target/TEST` with an empty plugin directory and the project `NAME` made by
+/// `kubewasm new --lang LANG` in it: the test's directory, the plugin directory, the
+/// project and what `new` printed.
+fn scaffold(test: &str, name: &str, lang: &str) -> (PathBuf, PathBuf, PathBuf, String) {
+    let base = target_dir().join(test);
+    let _ = std::fs::remove_dir_all(&base);
+    let plugins: PathBuf = base.join("plugins");
+    std::fs::create_dir_all(&plugins).expect("plugin dir");
+    let project = base.join(name);
+    let made = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(["new", name, "--lang", lang, "--path"])
+        .arg(&project)
+        .output()
+        .expect("kubewasm new");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    (base, plugins, project, String::from_utf8_lossy(&made.stdout).into_owned())
+}
+
 /// Writes `main.go` with the message expression `expression` (the scaffold's is `message`).
 fn save(project: &Path, original: &str, expression: &str) {
     let edited = original.replace(
@@ -126,32 +156,14 @@ fn save(project: &Path, original: &str, expression: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_saved_change_is_built_and_acts_and_a_build_error_leaves_the_running_version() {
-    let base = target_dir().join("dev-watch-test");
-    let _ = std::fs::remove_dir_all(&base);
-    let plugins: PathBuf = base.join("plugins");
-    std::fs::create_dir_all(&plugins).expect("plugin dir");
-    let project = base.join("watched-go");
-    let made = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
-        .args(["new", "watched-go", "--lang", "go", "--path"])
-        .arg(&project)
-        .output()
-        .expect("kubewasm new");
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    assert!(String::from_utf8_lossy(&made.stdout).contains("--watch"), "`new` says how to develop it with dev --watch");
+    let (base, plugins, project, said) = scaffold("dev-watch-test", "watched-go", "go");
+    assert!(said.contains("--watch"), "`new` says how to develop it with dev --watch");
     let original = std::fs::read_to_string(project.join("main.go")).expect("main.go");
 
     let dev = Dev::start(&plugins, &project, &base.join("kubeconfig")).await;
-    let parents = Api::<DynamicObject>::namespaced_with(dev.client.clone(), "default", &watched());
-    let parent: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "WatchedGo",
-        "metadata": {"name": "hello", "namespace": "default"}, "spec": {"message": "hello"}}))
-    .expect("parent");
     // Built at start into the plugin directory, named after the project.
-    dev.until("the first build to run and serve its kind", async || {
-        parents.create(&PostParams::default(), &parent).await.ok()
-    })
-    .await;
+    let parents = dev.create_parent(&watched(), "the first build to run and serve its kind").await;
     assert!(plugins.join("watched-go.wasm").exists(), "installed as PROJECT.wasm");
-    dev.until_message("hello").await;
 
     save(&project, &original, r#"message + " (edited)""#);
     dev.until_message("hello (edited)").await;
@@ -203,17 +215,7 @@ fn is_development_component(file: &Path) -> bool {
 /// development one. `kubewasm run` gives the same development component no directory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_save_acts_before_any_build_and_the_built_component_replaces_it() {
-    let base = target_dir().join("dev-watch-python-test");
-    let _ = std::fs::remove_dir_all(&base);
-    let plugins: PathBuf = base.join("plugins");
-    std::fs::create_dir_all(&plugins).expect("plugin dir");
-    let project = base.join("watched-py");
-    let made = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
-        .args(["new", "watched-py", "--lang", "python", "--path"])
-        .arg(&project)
-        .output()
-        .expect("kubewasm new");
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    let (base, plugins, project, _) = scaffold("dev-watch-python-test", "watched-py", "python");
     let original = std::fs::read_to_string(project.join("app.py")).expect("app.py");
     // The project's virtualenv: the SDK's Python, whose builds wait for the gate.
     let python = target_dir().join("python-venv/bin/python");
@@ -234,19 +236,8 @@ async fn a_python_save_acts_before_any_build_and_the_built_component_replaces_it
     assert!(made_executable.success());
 
     let dev = Dev::start(&plugins, &project, &base.join("kubeconfig")).await;
-    let parents = Api::<DynamicObject>::namespaced_with(
-        dev.client.clone(),
-        "default",
-        &resource("example.com", "v1", "WatchedPy", "watchedpies"),
-    );
-    let parent: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "WatchedPy",
-        "metadata": {"name": "hello", "namespace": "default"}, "spec": {"message": "hello"}}))
-    .expect("parent");
-    dev.until("the development component to serve its kind", async || {
-        parents.create(&PostParams::default(), &parent).await.ok()
-    })
-    .await;
-    dev.until_message("hello").await;
+    let watched_py = resource("example.com", "v1", "WatchedPy", "watchedpies");
+    let parents = dev.create_parent(&watched_py, "the development component to serve its kind").await;
     let file = plugins.join("watched-py.wasm");
     assert!(is_development_component(&file), "the development component runs");
     let table = dev.stderr();
