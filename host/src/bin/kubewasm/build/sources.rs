@@ -230,4 +230,27 @@ mod watch_tests {
         assert!(changed_any(&removed), "a removed source is a change: {removed:?}");
         std::fs::remove_dir_all(&root).unwrap();
     }
+
+    #[test]
+    fn a_snapshot_holds_the_sources_as_they_were_and_nothing_else() {
+        let root = std::env::temp_dir().join(format!("kubewasm-snapshot-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let project = root.join("project");
+        for (file, text) in
+            [("app.py", "v1"), ("lib/util.py", "u"), (".venv/bin/python", "x"), ("__pycache__/a.pyc", "c")]
+        {
+            std::fs::create_dir_all(project.join(file).parent().unwrap()).unwrap();
+            std::fs::write(project.join(file), text).unwrap();
+        }
+        let copy = root.join("copies/0001");
+        snapshot(&project, &copy).unwrap();
+        assert_eq!(std::fs::read_to_string(copy.join("app.py")).unwrap(), "v1");
+        assert_eq!(std::fs::read_to_string(copy.join("lib/util.py")).unwrap(), "u");
+        assert!(!copy.join(".venv").exists() && !copy.join("__pycache__").exists(), "sources only");
+        std::fs::write(project.join("app.py"), "v2").unwrap();
+        snapshot(&project, &copy).unwrap();
+        assert_eq!(std::fs::read_to_string(copy.join("app.py")).unwrap(), "v1", "a version's copy never changes");
+        assert_eq!(std::fs::read_dir(root.join("copies")).unwrap().count(), 1, "no partial copy left behind");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
 }
