@@ -66,7 +66,8 @@ def _app() -> Any:
         if e.name and e.name.split(".")[0] not in sys.modules and not _in_project(e.name):
             raise ModuleNotFoundError(
                 f"{e.name} is not in kubewasm's development component (the SDK and common standard "
-                f"library modules): the plugin's own component, which `kubewasm dev` is building, has it",
+                f"library modules): this version waits for the plugin's own component, which "
+                f"`kubewasm dev` is building with what it imports",
                 name=e.name,
             ) from e
         raise
