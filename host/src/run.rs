@@ -14,6 +14,7 @@
 //! # }
 //! ```
 
+use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
@@ -59,6 +60,9 @@ pub struct Options {
     pub plugin_identities: bool,
     /// Serve the admission and conversion webhooks of the plugins that declare any.
     pub webhooks: Option<WebhookOptions>,
+    /// `kubewasm dev` only: where the copies of the sources a development component in
+    /// the plugin file `NAME.wasm` reads are, by `NAME` ([`runtime::Options::development`]).
+    pub development: BTreeMap<String, PathBuf>,
 }
 
 impl Options {
@@ -74,6 +78,7 @@ impl Options {
             plugin_resources: false,
             plugin_identities: false,
             webhooks: None,
+            development: BTreeMap::new(),
         }
     }
 }
@@ -187,6 +192,7 @@ async fn lead_and_serve(
         identities: options.plugin_identities.then(|| runtime::Identities { namespace: options.namespace.clone() }),
         webhooks: webhooks.clone(),
         controllers: true,
+        development: options.development.clone(),
     };
     if options.install_crds
         && options.plugin_resources

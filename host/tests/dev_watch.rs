@@ -100,6 +100,18 @@ impl Dev {
         .await;
     }
 
+    /// Creates the parent `hello` of `kind` (message "hello") once the kind is served
+    /// (`what` says by what), and waits for its ConfigMap.
+    async fn create_parent(&self, kind: &ApiResource, what: &str) -> Api<DynamicObject> {
+        let parents = Api::<DynamicObject>::namespaced_with(self.client.clone(), "default", kind);
+        let parent: DynamicObject = serde_json::from_value(json!({"apiVersion": kind.api_version, "kind": kind.kind,
+            "metadata": {"name": "hello", "namespace": "default"}, "spec": {"message": "hello"}}))
+        .expect("parent");
+        self.until(what, async || parents.create(&PostParams::default(), &parent).await.ok()).await;
+        self.until_message("hello").await;
+        parents
+    }
+
     fn stop(mut self) -> String {
         let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
         let started = Instant::now();
@@ -114,6 +126,24 @@ impl Dev {
     }
 }
 
+/// A fresh `target/TEST` with an empty plugin directory and the project `NAME` made by
+/// `kubewasm new --lang LANG` in it: the test's directory, the plugin directory, the
+/// project and what `new` printed.
+fn scaffold(test: &str, name: &str, lang: &str) -> (PathBuf, PathBuf, PathBuf, String) {
+    let base = target_dir().join(test);
+    let _ = std::fs::remove_dir_all(&base);
+    let plugins: PathBuf = base.join("plugins");
+    std::fs::create_dir_all(&plugins).expect("plugin dir");
+    let project = base.join(name);
+    let made = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+        .args(["new", name, "--lang", lang, "--path"])
+        .arg(&project)
+        .output()
+        .expect("kubewasm new");
+    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
+    (base, plugins, project, String::from_utf8_lossy(&made.stdout).into_owned())
+}
+
 /// Writes `main.go` with the message expression `expression` (the scaffold's is `message`).
 fn save(project: &Path, original: &str, expression: &str) {
     let edited = original.replace(
@@ -126,32 +156,14 @@ fn save(project: &Path, original: &str, expression: &str) {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_saved_change_is_built_and_acts_and_a_build_error_leaves_the_running_version() {
-    let base = target_dir().join("dev-watch-test");
-    let _ = std::fs::remove_dir_all(&base);
-    let plugins: PathBuf = base.join("plugins");
-    std::fs::create_dir_all(&plugins).expect("plugin dir");
-    let project = base.join("watched-go");
-    let made = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
-        .args(["new", "watched-go", "--lang", "go", "--path"])
-        .arg(&project)
-        .output()
-        .expect("kubewasm new");
-    assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    assert!(String::from_utf8_lossy(&made.stdout).contains("--watch"), "`new` says how to develop it with dev --watch");
+    let (base, plugins, project, said) = scaffold("dev-watch-test", "watched-go", "go");
+    assert!(said.contains("--watch"), "`new` says how to develop it with dev --watch");
     let original = std::fs::read_to_string(project.join("main.go")).expect("main.go");
 
     let dev = Dev::start(&plugins, &project, &base.join("kubeconfig")).await;
-    let parents = Api::<DynamicObject>::namespaced_with(dev.client.clone(), "default", &watched());
-    let parent: DynamicObject = serde_json::from_value(json!({"apiVersion": "example.com/v1", "kind": "WatchedGo",
-        "metadata": {"name": "hello", "namespace": "default"}, "spec": {"message": "hello"}}))
-    .expect("parent");
     // Built at start into the plugin directory, named after the project.
-    dev.until("the first build to run and serve its kind", async || {
-        parents.create(&PostParams::default(), &parent).await.ok()
-    })
-    .await;
+    let parents = dev.create_parent(&watched(), "the first build to run and serve its kind").await;
     assert!(plugins.join("watched-go.wasm").exists(), "installed as PROJECT.wasm");
-    dev.until_message("hello").await;
 
     save(&project, &original, r#"message + " (edited)""#);
     dev.until_message("hello (edited)").await;
@@ -177,5 +189,113 @@ async fn a_saved_change_is_built_and_acts_and_a_build_error_leaves_the_running_v
     dev.until_message("still (fixed)").await;
     let stderr = dev.stop();
     assert!(!stderr.contains("panicked"), "{stderr}");
+    let _ = std::fs::remove_dir_all(&base);
+}
+
+/// Writes `app.py` with the ConfigMap's message expression `expression` (the scaffold's
+/// is `message`).
+fn save_python(project: &Path, original: &str, expression: &str) {
+    let edited =
+        original.replace(r#""data": {"message": message},"#, &format!(r#""data": {{"message": {expression}}},"#));
+    assert_ne!(edited, original, "the scaffold's ConfigMap line changed: update this test");
+    std::fs::write(project.join("app.py"), edited).expect("save app.py");
+}
+
+/// Whether the plugin file holds a development component (marked by `kubewasm dev`
+/// with a custom section right after the header) rather than a built one.
+fn is_development_component(file: &Path) -> bool {
+    let bytes = std::fs::read(file).expect("the plugin file");
+    bytes.len() > 64 && bytes[8] == 0 && bytes[..64].windows(20).any(|w| w == b"kubewasm-dev-sources")
+}
+
+/// A Python project runs as the SDK's development component, which reads `app.py` at
+/// each call: a save acts while its componentize-py build has not even started (the
+/// project's Python holds every build back until the test lets it go), a save that does
+/// not load leaves the running version, and the build's component then replaces the
+/// development one. `kubewasm run` gives the same development component no directory.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_python_save_acts_before_any_build_and_the_built_component_replaces_it() {
+    let (base, plugins, project, _) = scaffold("dev-watch-python-test", "watched-py", "python");
+    let original = std::fs::read_to_string(project.join("app.py")).expect("app.py");
+    // The project's virtualenv: the SDK's Python, whose builds wait for the gate.
+    let python = target_dir().join("python-venv/bin/python");
+    assert!(python.exists(), "{} is missing: run `make python-plugins` first", python.display());
+    let gate = base.join("builds-may-run");
+    let venv = project.join(".venv/bin");
+    std::fs::create_dir_all(&venv).expect("virtualenv");
+    std::fs::write(
+        venv.join("python"),
+        format!(
+            "#!/bin/sh\nif [ \"$3\" = build ]; then while [ ! -e '{}' ]; do sleep 0.1; done; fi\nexec '{}' \"$@\"\n",
+            gate.display(),
+            python.display()
+        ),
+    )
+    .expect("the project's python");
+    let made_executable = Command::new("chmod").arg("+x").arg(venv.join("python")).status().expect("chmod");
+    assert!(made_executable.success());
+
+    let dev = Dev::start(&plugins, &project, &base.join("kubeconfig")).await;
+    let watched_py = resource("example.com", "v1", "WatchedPy", "watchedpies");
+    let parents = dev.create_parent(&watched_py, "the development component to serve its kind").await;
+    let file = plugins.join("watched-py.wasm");
+    assert!(is_development_component(&file), "the development component runs");
+    let table = dev.stderr();
+    assert!(table.contains("(the development component runs the saved sources meanwhile)"), "{table}");
+
+    save_python(&project, &original, r#"message + " (edited)""#);
+    dev.until_message("hello (edited)").await;
+    assert!(!gate.exists() && !dev.stderr().contains(" built "), "acted with no build run");
+    let development = std::fs::read(&file).expect("the development component");
+
+    // A save that does not load: the running version stays and keeps acting.
+    save_python(&project, &original, "message +");
+    dev.until("the load error", async || dev.stderr().contains("SyntaxError").then_some(())).await;
+    let patch = Patch::Merge(json!({"spec": {"message": "still"}}));
+    parents.patch("hello", &PatchParams::default(), &patch).await.expect("edit the parent");
+    dev.until_message("still (edited)").await;
+    // Its build, let go, fails and says where.
+    std::fs::write(&gate, "").expect("open the gate");
+    let reported = dev
+        .until("the build error in the table", async || {
+            dev.stderr().lines().find(|l| l.contains("BUILD ERROR")).map(str::to_string)
+        })
+        .await;
+    assert!(reported.contains("app.py:") && reported.contains("SyntaxError"), "{reported}");
+
+    // Fixed: live at once, then built, and the built component replaces the development one.
+    save_python(&project, &original, r#"message + " (fixed)""#);
+    dev.until_message("still (fixed)").await;
+    dev.until("the built component in place", async || (!is_development_component(&file)).then_some(())).await;
+    dev.until("the build in the table", async || dev.stderr().contains(" built ").then_some(())).await;
+    let patch = Patch::Merge(json!({"spec": {"message": "built"}}));
+    parents.patch("hello", &PatchParams::default(), &patch).await.expect("edit the parent");
+    dev.until_message("built (fixed)").await;
+
+    // `kubewasm run` opens no directory for it: the development component finds no plugin.
+    let run_plugins = base.join("run-plugins");
+    std::fs::create_dir_all(&run_plugins).expect("run's plugin dir");
+    std::fs::write(run_plugins.join("watched-py.wasm"), &development).expect("the development component");
+    let (mut run, run_stderr) = common::spawn_collecting_stderr(
+        Command::new(env!("CARGO_BIN_EXE_kubewasm"))
+            .args(["run", "--plugins"])
+            .arg(&run_plugins)
+            .args(["--health-addr", "127.0.0.1:0"])
+            .current_dir(&project)
+            .env("KUBECONFIG", base.join("kubeconfig"))
+            .env("KUBEWASM_CACHE_DIR", plugins.with_extension("cache"))
+            .env("RUST_LOG", "warn"),
+    );
+    let refused = dev
+        .until("kubewasm run to refuse the development component", async || {
+            let said = run_stderr.lock().expect("stderr").clone();
+            said.contains("describe failed").then_some(said)
+        })
+        .await;
+    let _ = run.kill();
+    let _ = run.wait();
+    assert!(refused.contains("no app.py in /project"), "{refused}");
+    let stderr = dev.stop();
+    assert!(!stderr.contains("panicked at"), "{stderr}");
     let _ = std::fs::remove_dir_all(&base);
 }

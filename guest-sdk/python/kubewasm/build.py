@@ -6,6 +6,9 @@ world (componentize-py, with the WIT shipped in this package).
 from __future__ import annotations
 
 import argparse
+import hashlib
+import os
+import shutil
 import sys
 import sysconfig
 from pathlib import Path
@@ -33,10 +36,39 @@ def python_path(app_dir: Path) -> list[str]:
 
 def build(app: Path, output: Path) -> None:
     """Builds the component of the plugin module ``app`` (a ``.py`` file) into ``output``."""
-    import componentize_py
-
     if app.suffix != ".py" or not app.is_file():
         raise SystemExit(f"{app}: not a Python file; give the plugin module, e.g. app.py")
+    _componentize(app.stem, python_path(app.resolve().parent), output)
+
+
+def dev_component(output: Path, cache: Path) -> None:
+    """Puts the development component (:mod:`kubewasm.develop`) at ``output``: built once
+    per version of this SDK, componentize-py and Python, and kept in ``cache``."""
+    from importlib.metadata import version
+
+    key = hashlib.sha256()
+    sdk = Path(__file__).resolve().parent
+    for path in sorted([*sdk.glob("*.py"), *WIT.glob("*.wit")]):
+        key.update(path.name.encode() + b"\0" + path.read_bytes() + b"\0")
+    key.update(f"componentize-py {version('componentize-py')} {sys.version}".encode())
+    cached = cache / f"python-dev-{key.hexdigest()[:32]}.wasm"
+    if not cached.is_file():
+        cache.mkdir(parents=True, exist_ok=True)
+        partial = cache / f".{cached.name}.{os.getpid()}.partial"
+        _componentize("kubewasm.develop", [str(sdk.parent)], partial)
+        partial.replace(cached)
+    output.parent.mkdir(parents=True, exist_ok=True)
+    shutil.copyfile(cached, output)
+
+
+def default_cache() -> Path:
+    """``$XDG_CACHE_HOME/kubewasm``, else ``~/.cache/kubewasm``."""
+    return Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "kubewasm"
+
+
+def _componentize(app_name: str, path: list[str], output: Path) -> None:
+    import componentize_py
+
     output.parent.mkdir(parents=True, exist_ok=True)
     componentize_py.componentize(
         wit_path=[str(WIT)],
@@ -44,9 +76,9 @@ def build(app: Path, output: Path) -> None:
         features=[],
         all_features=False,
         world_module=None,
-        python_path=python_path(app.resolve().parent),
+        python_path=path,
         module_worlds=[],
-        app_name=app.stem,
+        app_name=app_name,
         output_path=str(output),
         stub_wasi=False,
         import_interface_names=[],
@@ -63,9 +95,17 @@ def main(argv: list[str] | None = None) -> None:
     b.add_argument("app", type=Path, help="the plugin module, e.g. app.py")
     b.add_argument("-o", "--output", type=Path, help="the component (default: APP without .py, plus .wasm)")
     commands.add_parser("wit", help="print the directory of the contract's WIT files")
+    d = commands.add_parser(
+        "dev-component",
+        help="build the development component `kubewasm dev` runs a project as while it builds it (cached)",
+    )
+    d.add_argument("-o", "--output", type=Path, required=True, help="where to put the component")
+    d.add_argument("--cache", type=Path, default=None, help="where it is kept (default: ~/.cache/kubewasm)")
     args = parser.parse_args(argv)
     if args.command == "build":
         build(args.app, args.output or args.app.with_suffix(".wasm"))
         print(f"built {args.output or args.app.with_suffix('.wasm')}", file=sys.stderr)
+    elif args.command == "dev-component":
+        dev_component(args.output, args.cache or default_cache())
     elif args.command == "wit":
         print(WIT.resolve())

@@ -9,10 +9,11 @@
 //! runs only in that compiler's `wasmtime::Engine`: each tier has its own engine and
 //! linker, sharing the deadline clock.
 
+use std::collections::HashMap;
 use std::hash::{Hash, Hasher};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, Mutex, PoisonError, mpsc};
 
 use wasmtime::component::{Component, Linker};
 use wasmtime::{Enabled, InstanceAllocationStrategy, PoolingAllocationConfig, Strategy};
@@ -85,6 +86,9 @@ struct Inner {
     /// thread once it has finished its current job.
     background: Option<mpsc::Sender<Job>>,
     stop: Arc<AtomicBool>,
+    /// Code kept in memory by the hash of what was compiled ([`Engine::compile_kept`]):
+    /// development components', whose every version is the same code.
+    kept: Mutex<HashMap<String, (Component, Tier)>>,
 }
 
 /// Work for the background thread.
@@ -189,7 +193,8 @@ impl Engine {
                 false
             }
         });
-        Ok(Self(Arc::new(Inner { optimized, compiling, baseline, cache_dir, background, stop })))
+        let kept = Mutex::default();
+        Ok(Self(Arc::new(Inner { optimized, compiling, baseline, cache_dir, background, stop, kept })))
     }
 
     /// Compiles `bytes` (whose SHA-256 is `hash`): the optimised code from the cache
@@ -209,6 +214,27 @@ impl Engine {
         }
         let component = self.compile_optimized(bytes, hash)?;
         Ok(Compiled { component, tier: Tier::Optimized, cached: false })
+    }
+
+    /// [`Engine::compile`], keeping the code in memory for the next component of the same
+    /// code: a development component's, which `kubewasm dev` loads again at every save.
+    /// The baseline code kept serves until the optimised code is in the cache; it is
+    /// said to be cached, so that it is not optimised again meanwhile.
+    pub(crate) fn compile_kept(&self, bytes: &[u8], hash: &str) -> wasmtime::Result<Compiled> {
+        let kept = self.0.kept.lock().unwrap_or_else(PoisonError::into_inner).get(hash).cloned();
+        let compiled = match kept {
+            Some((component, Tier::Optimized)) => {
+                return Ok(Compiled { component, tier: Tier::Optimized, cached: true });
+            }
+            Some((component, Tier::Baseline)) => match self.cached(hash) {
+                Some(component) => Compiled { component, tier: Tier::Optimized, cached: true },
+                None => return Ok(Compiled { component, tier: Tier::Baseline, cached: true }),
+            },
+            None => self.compile(bytes, hash)?,
+        };
+        let entry = (compiled.component.clone(), compiled.tier);
+        self.0.kept.lock().unwrap_or_else(PoisonError::into_inner).insert(hash.to_string(), entry);
+        Ok(compiled)
     }
 
     /// Compiles `bytes` with the optimising compiler and keeps the result in the cache.

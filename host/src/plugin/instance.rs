@@ -3,6 +3,7 @@
 //! limits. The component may be built against any contract version the host runs; each
 //! call is made through that version's bindings.
 
+use std::path::Path;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -64,6 +65,8 @@ impl Pre {
 pub(crate) struct Code {
     pub(crate) tier: Tier,
     pub(crate) pre: Pre,
+    /// The copy of the sources a development component reads (`kubewasm dev` only).
+    pub(crate) sources: Option<Arc<Path>>,
 }
 
 impl Code {
@@ -74,7 +77,12 @@ impl Code {
         tier: Tier,
         version: Version,
     ) -> wasmtime::Result<Self> {
-        Ok(Self { tier, pre: Pre::new(version, engine.instantiate_pre(component, tier)?)? })
+        Ok(Self { tier, pre: Pre::new(version, engine.instantiate_pre(component, tier)?)?, sources: None })
+    }
+
+    /// The same code, its calls reading `sources` (see [`development`](super::development)).
+    pub(crate) fn reading(self, sources: Option<Arc<Path>>) -> Self {
+        Self { sources, ..self }
     }
 }
 
@@ -121,7 +129,7 @@ impl<'a> Instance<'a> {
     ) -> Self {
         let compiler = engine.compiler(code.tier);
         let permit = compiler.budget().map(|budget| budget.take(slots));
-        let store = sandbox::new_store(compiler.wasmtime(), label, limits, slots, egress);
+        let store = sandbox::new_store(compiler.wasmtime(), label, limits, slots, egress, code.sources.as_deref());
         Self { code, label, related, limits, store, exports: None, redact: Redact::default(), _permit: permit }
     }
 

@@ -2,8 +2,9 @@
 //! what an instance takes from the pool, and describe (the load's self-test); and, for
 //! code of the baseline compiler, the optimised code that replaces it.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, PoisonError, RwLock, Weak};
 use std::time::Instant;
 
@@ -12,6 +13,7 @@ use sha2::{Digest, Sha256};
 use wasmtime::component::Component;
 
 use super::contract::{PACKAGE, SUPPORTED_VERSIONS, Version};
+use super::development;
 use super::engine::{Compiled, Engine, Tier, WeakEngine};
 use super::instance::{Code, Instance};
 use super::pool::PoolSlots;
@@ -94,21 +96,30 @@ impl Loaded {
 }
 
 /// Compiles, links and describes the component in `bytes`; `origin` names it in errors.
-/// Compiling takes tens to hundreds of milliseconds (seconds for an interpreter's
-/// component): run it off the async runtime.
-pub(crate) fn load(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Loaded, LoadError> {
+/// A development component's calls read the copy of its sources' version under
+/// `sources` (given by `kubewasm dev` only; other components read nothing, whatever it
+/// is). Compiling takes tens to hundreds of
+/// milliseconds (seconds for an interpreter's component): run it off the async runtime.
+pub(crate) fn load(engine: &Engine, bytes: &[u8], origin: &str, sources: Option<&Path>) -> Result<Loaded, LoadError> {
     let origin = origin.to_string();
     check_header(bytes).map_err(|why| LoadError::NotAComponent { origin: origin.clone(), why })?;
     let hash = digest(bytes);
+    let (code_bytes, code_hash, version) = code_of(bytes, &hash);
+    let sources = sources.zip(version).and_then(|(copies, version)| development::sources(copies, version));
+    let compiled = match version {
+        Some(_) => engine.compile_kept(&code_bytes, &code_hash),
+        None => engine.compile(&code_bytes, &code_hash),
+    };
     let Compiled { component, tier, cached } =
-        engine.compile(bytes, &hash).map_err(|source| LoadError::Compile { origin: origin.clone(), source })?;
+        compiled.map_err(|source| LoadError::Compile { origin: origin.clone(), source })?;
     let version = check_contract(engine, &component, &origin)?;
     let code = Arc::new(
         Code::link(engine, &component, tier, version)
-            .map_err(|source| LoadError::Link { origin: origin.clone(), source })?,
+            .map_err(|source| LoadError::Link { origin: origin.clone(), source })?
+            .reading(sources.map(Arc::from)),
     );
     let slots =
-        PoolSlots::of(bytes, &component).map_err(|why| LoadError::Unpoolable { origin: origin.clone(), why })?;
+        PoolSlots::of(&code_bytes, &component).map_err(|why| LoadError::Unpoolable { origin: origin.clone(), why })?;
     let (manifest, slots) = describe(engine, &code, slots, &origin)?;
     manifest.check().map_err(|source| LoadError::InvalidManifest { origin: origin.clone(), source })?;
     if let Err(e) = allow::parse_all(&manifest.outbound) {
@@ -158,12 +169,18 @@ fn describe(
 /// gone before its turn: a background job, run by [`Plugin::from_bytes`](super::Plugin::from_bytes).
 pub(crate) fn optimize(engine: &WeakEngine, loaded: &Weak<Loaded>, bytes: &[u8], origin: &str) {
     let Some(engine) = engine.upgrade() else { return };
-    let Some((hash, version)) = loaded.upgrade().map(|l| (l.hash.clone(), l.code().pre.version())) else { return };
+    let Some((hash, version, sources)) = loaded.upgrade().map(|l| {
+        let code = l.code();
+        (l.hash.clone(), code.pre.version(), code.sources.clone())
+    }) else {
+        return;
+    };
+    let (bytes, hash, _) = code_of(bytes, &hash);
     let started = Instant::now();
     let compiled = engine
-        .compile_optimized(bytes, &hash)
+        .compile_optimized(&bytes, &hash)
         .and_then(|component| Code::link(&engine, &component, Tier::Optimized, version))
-        .map(Arc::new);
+        .map(|code| Arc::new(code.reading(sources)));
     let Some(loaded) = loaded.upgrade() else { return };
     let result = match compiled {
         Ok(code) => describe(&engine, &code, loaded.slots, origin).map(|(manifest, _)| (code, manifest)),
@@ -179,6 +196,20 @@ pub(crate) fn optimize(engine: &WeakEngine, loaded: &Weak<Loaded>, bytes: &[u8],
             "the optimised code describes the plugin otherwise than the baseline code; the baseline code stays"
         ),
         Err(e) => tracing::warn!("optimising failed, the baseline code stays: {e}"),
+    }
+}
+
+/// The code to compile of the component in `bytes` (whose digest is `hash`), its digest
+/// (what the compiled code is cached by), and, for a development component, the version
+/// of the sources it reads: then the code is the component without its mark, the same
+/// for every version of the sources, so that it compiles once.
+fn code_of<'a>(bytes: &'a [u8], hash: &str) -> (Cow<'a, [u8]>, String, Option<&'a str>) {
+    match development::split(bytes) {
+        Some((code, version)) => {
+            let hash = digest(&code);
+            (Cow::Owned(code), hash, Some(version))
+        }
+        None => (Cow::Borrowed(bytes), hash.to_string(), None),
     }
 }
 

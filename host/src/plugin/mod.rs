@@ -13,6 +13,7 @@
 //! the sandbox stands on the `pool` and the `contract`'s bindings.
 
 mod contract;
+pub mod development;
 mod engine;
 mod instance;
 mod load;
@@ -92,8 +93,25 @@ impl Plugin {
     ///
     /// A [`LoadError`] naming `origin`.
     pub fn from_bytes(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Self, LoadError> {
-        let plugin = Self::compiled(engine, bytes, origin)?;
-        if plugin.tier() == Tier::Baseline {
+        Self::from_bytes_reading(engine, bytes, origin, None)
+    }
+
+    /// [`Plugin::from_bytes`] for `kubewasm dev`: if `bytes` is a
+    /// [development component](development), its calls read the copy of its sources'
+    /// version under `sources`, opened read-only; any other component reads nothing.
+    ///
+    /// # Errors
+    ///
+    /// A [`LoadError`] naming `origin`.
+    pub fn from_bytes_reading(
+        engine: &Engine,
+        bytes: &[u8],
+        origin: &str,
+        sources: Option<&Path>,
+    ) -> Result<Self, LoadError> {
+        let plugin = Self::compiled_reading(engine, bytes, origin, sources)?;
+        // Baseline code from the cache is a development component's, being optimised already.
+        if plugin.tier() == Tier::Baseline && !plugin.from_cache() {
             let (weak_engine, weak_loaded) = (engine.downgrade(), Arc::downgrade(&plugin.loaded));
             let (bytes, origin) = (bytes.to_vec(), origin.to_string());
             engine.in_background(move || load::optimize(&weak_engine, &weak_loaded, &bytes, &origin));
@@ -102,8 +120,18 @@ impl Plugin {
     }
 
     /// [`Plugin::from_bytes`] without asking for the optimised code.
+    #[cfg(test)]
     fn compiled(engine: &Engine, bytes: &[u8], origin: &str) -> Result<Self, LoadError> {
-        let loaded = Arc::new(load::load(engine, bytes, origin)?);
+        Self::compiled_reading(engine, bytes, origin, None)
+    }
+
+    fn compiled_reading(
+        engine: &Engine,
+        bytes: &[u8],
+        origin: &str,
+        sources: Option<&Path>,
+    ) -> Result<Self, LoadError> {
+        let loaded = Arc::new(load::load(engine, bytes, origin, sources)?);
         let declared = &loaded.manifest.limits;
         let limits = Limits::default().lowered_to(declared.deadline(), declared.memory_bytes());
         let egress = Arc::new(sandbox::http::Egress::denied(&loaded.manifest.name));
@@ -286,6 +314,30 @@ mod tests {
             Err(CallError::OutOfMemory { limit_mib, .. }) => assert_eq!(limit_mib, 32),
             other => panic!("expected the memory cap to stop the allocation, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn a_development_components_versions_are_new_versions_of_code_compiled_once_and_read_only_what_dev_names() {
+        let engine = tiered(None);
+        let code = fixture("misbehave");
+        let copies = std::path::Path::new("/copies");
+        let load = |version: &str, sources| {
+            let bytes = development::mark(&code, version);
+            Plugin::compiled_reading(&engine, &bytes, "dev.wasm", sources).expect("loads")
+        };
+        let first = load("0001", Some(copies));
+        assert!(!first.from_cache(), "compiled");
+        let second = load("0002", Some(copies));
+        assert!(second.from_cache(), "the same code, kept");
+        assert_ne!(first.hash(), second.hash(), "another version of the sources is another version");
+        assert_eq!(second.loaded.code().sources.as_deref(), Some(copies.join("0002").as_path()));
+        assert_eq!(load("0003", None).loaded.code().sources, None, "no directory unless `kubewasm dev` names one");
+        let built = Plugin::compiled_reading(&engine, &code, "built.wasm", Some(copies)).expect("loads");
+        assert_eq!(built.loaded.code().sources, None, "a component that is not marked reads nothing");
+        assert_eq!(
+            second.reconcile(&request("behave")).expect("answers"),
+            built.reconcile(&request("behave")).expect("answers")
+        );
     }
 
     #[test]

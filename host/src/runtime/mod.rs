@@ -99,6 +99,10 @@ pub struct Options {
     /// `false`: only load the plugins and publish them to `webhooks` (a standby replica,
     /// which serves webhooks while another reconciles).
     pub controllers: bool,
+    /// `kubewasm dev` only: where the copies of the project's sources are, one per
+    /// version, that a [development component](crate::plugin::development) in the plugin
+    /// file `NAME.wasm` reads, by `NAME`. Empty everywhere else: no plugin reads a file.
+    pub development: BTreeMap<String, PathBuf>,
 }
 
 impl Default for Options {
@@ -111,6 +115,7 @@ impl Default for Options {
             identities: None,
             webhooks: Webhooks::new(),
             controllers: true,
+            development: BTreeMap::new(),
         }
     }
 }
@@ -228,12 +233,16 @@ struct Directory {
 }
 
 impl Directory {
-    /// Compiles (or takes from the cache) the component in `bytes`, read from `file`.
-    async fn load(&mut self, file: &Path, bytes: Vec<u8>) -> Result<Arc<Plugin>, LoadError> {
+    /// Compiles (or takes from the cache) the component in `bytes`, read from `file`; a
+    /// development component reads `sources`.
+    async fn load(&mut self, file: &Path, bytes: Vec<u8>, sources: Option<PathBuf>) -> Result<Arc<Plugin>, LoadError> {
         let engine = self.engine.clone();
         let origin = file.display().to_string();
         self.compiles += 1;
-        let loaded = tokio::task::spawn_blocking(move || Plugin::from_bytes(&engine, &bytes, &origin)).await;
+        let loaded = tokio::task::spawn_blocking(move || {
+            Plugin::from_bytes_reading(&engine, &bytes, &origin, sources.as_deref())
+        })
+        .await;
         match loaded {
             Ok(loaded) => loaded.map(Arc::new),
             Err(source) => Err(LoadError::Interrupted { origin: file.display().to_string(), source }),
@@ -465,7 +474,8 @@ impl Runtime {
         let mut plugin = slot.plugin.clone();
         let mut fresh = false;
         if wasm_changed {
-            match dir.load(&entry.wasm, wasm).await {
+            let sources = self.options.development.get(&entry.stem).cloned();
+            match dir.load(&entry.wasm, wasm, sources).await {
                 Ok(loaded) => {
                     plugin = Some(loaded);
                     fresh = true;

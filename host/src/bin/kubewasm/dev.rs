@@ -71,6 +71,15 @@ pub async fn dev(
         cluster.kubeconfig_path().display()
     );
     eprintln!("watching {} for changes; Ctrl-C stops", options.dir.display());
+    // The Python projects' development components read copies of their project's
+    // sources, and only they: `kubewasm run` names none.
+    let mut options = options.clone();
+    options.development = projects
+        .iter()
+        .filter(|p| p.language == build::Language::Python)
+        .map(|p| (p.name.clone(), p.snapshots()))
+        .collect();
+    let options = &options;
     let table = Arc::new(Mutex::new(Table::default()));
     // One build at a time: the machine's cores go to it, and cargo locks its target
     // directory anyway.
@@ -119,7 +128,10 @@ fn lock(table: &Mutex<Table>) -> std::sync::MutexGuard<'_, Table> {
 fn log(project: &Project, state: &State, failure: Option<&build::Error>) {
     let dir = project.dir.display();
     match state {
-        State::Building => info!(project = %dir, "building"),
+        State::Building { development: false } => info!(project = %dir, "building"),
+        State::Building { development: true } => {
+            info!(project = %dir, "building; the development component runs the saved sources meanwhile");
+        }
         State::Built { took } => info!(project = %dir, ?took, "built"),
         State::Failed(summary) => {
             error!(project = %dir, "build failed, the running version stays: {summary}");
@@ -154,7 +166,13 @@ impl Table {
         let mut table = self.plugins.clone();
         for (dir, (name, state)) in &self.builds {
             let line = match state {
-                State::Building => format!("  {name:<20} {:<8} {:<12}  {}", "building", "", dir.display()),
+                State::Building { development: false } => {
+                    format!("  {name:<20} {:<8} {:<12}  {}", "building", "", dir.display())
+                }
+                State::Building { development: true } => {
+                    let meanwhile = "(the development component runs the saved sources meanwhile)";
+                    format!("  {name:<20} {:<8} {:<12}  {} {meanwhile}", "building", "", dir.display())
+                }
                 State::Built { took } => {
                     let took = format!("{:.1} s", took.as_secs_f64());
                     format!("  {name:<20} {:<8} {took:<12}  {}", "built", dir.display())

@@ -21,6 +21,7 @@ pub(crate) mod logging;
 mod uncaught;
 pub(crate) mod wasi;
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Instant;
 
@@ -91,17 +92,18 @@ pub(crate) fn linker(engine: &wasmtime::Engine) -> wasmtime::Result<Linker<CallS
 
 /// A fresh store for one call of `plugin`, with `limits` in force, its requests under
 /// `egress`, in which no more than `slots` core instances, memories and tables can be
-/// created.
+/// created; reading `sources` if it is a development component under `kubewasm dev`.
 pub(crate) fn new_store(
     engine: &wasmtime::Engine,
     plugin: &str,
     limits: Limits,
     slots: PoolSlots,
     egress: Arc<Egress>,
+    sources: Option<&Path>,
 ) -> Store<CallState> {
     let clock = Clock::new();
     let state = CallState {
-        wasi: Wasi::new(&clock),
+        wasi: Wasi::new(&clock, sources),
         clock,
         http: Http::new(egress),
         table: ResourceTable::new(),

@@ -1,16 +1,20 @@
 //! WASI as a plugin sees it: no files, no environment, no arguments, no sockets; the
 //! call's [`Clock`]; real randomness (`wasi:random`: every store seeds its own generators
 //! from the host's, so no two calls draw the same numbers); stderr captured for failure
-//! reports.
+//! reports. The one exception, under `kubewasm dev` only: a development component reads
+//! a copy of its project's sources (see [`development`](crate::plugin::development)).
 //!
 //! A `wasm32-wasip2` guest built with `std` imports WASI interfaces, so they are linked,
 //! each denying what it would give.
 
+use std::path::Path;
+
 use wasmtime::component::{Linker, ResourceTable};
 use wasmtime_wasi::p2::pipe::MemoryOutputPipe;
-use wasmtime_wasi::{WasiCtx, WasiCtxView, WasiView};
+use wasmtime_wasi::{FsPerms, WasiCtx, WasiCtxView, WasiView};
 
 use super::clock::Clock;
+use crate::plugin::development::GUEST_DIR;
 
 /// Enough of stderr to carry a panic message.
 const STDERR_CAPTURE: usize = 16 << 10;
@@ -22,12 +26,21 @@ pub(crate) struct Wasi {
 }
 
 impl Wasi {
-    pub(crate) fn new(clock: &Clock) -> Self {
+    /// `sources`: the copy of its project's sources a development component reads, given
+    /// only by `kubewasm dev`; `None` for every other plugin.
+    pub(crate) fn new(clock: &Clock, sources: Option<&Path>) -> Self {
         let stderr = MemoryOutputPipe::new(STDERR_CAPTURE);
         // No preopened directories, no environment, no arguments, no network: the
         // builder's defaults deny everything; only stderr is captured. Its default
         // random generators are real ones, seeded afresh for this store.
-        let ctx = WasiCtx::builder()
+        let mut builder = WasiCtx::builder();
+        if let Some(dir) = sources
+            && let Err(e) = builder.preopened_dir(dir, GUEST_DIR, FsPerms::ReadOnly)
+        {
+            // The call fails saying it finds no sources; this says why.
+            tracing::warn!(dir = %dir.display(), error = %e, "the copy of the project's sources cannot be opened");
+        }
+        let ctx = builder
             .stderr(stderr.clone())
             .wall_clock(clock.wall_clock())
             .monotonic_clock(clock.monotonic_clock())

@@ -84,11 +84,10 @@ impl Error {
 /// Where a project's build stands, as the dev table shows it.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum State {
-    Building,
+    /// `development`: the development component runs the saved sources meanwhile.
+    Building { development: bool },
     /// Built and installed; `took` from the start of the build.
-    Built {
-        took: Duration,
-    },
+    Built { took: Duration },
     /// The first error; the plugin directory was left as it was.
     Failed(String),
 }
@@ -132,6 +131,13 @@ impl Project {
         found
     }
 
+    /// Where `kubewasm dev` keeps a copy of the sources for each version of the
+    /// development component, named by the version: what each version reads, so that
+    /// the version that runs is not changed by a later save, which may not load.
+    pub fn snapshots(&self) -> PathBuf {
+        scratch_root().join(&self.name).join("sources")
+    }
+
     /// The component's bytes, built with the project's tools into `scratch`.
     async fn build(&self, scratch: &Path) -> Result<Vec<u8>, Error> {
         match self.language {
@@ -148,6 +154,13 @@ impl Project {
 /// progress). One build at a time per `builds` permit; changes during a build make one
 /// more build after it. `report` is told each [`State`].
 ///
+/// A Python project runs first as the SDK's development component, which reads the
+/// project's sources at each call (see [`kubewasm::plugin::development`]): installed at
+/// once and at each save, marked with the sources' version, so that a save acts without
+/// waiting for the build; the build runs meanwhile and its component replaces the
+/// development one. A save during that build installs the development component again
+/// and starts the build afresh.
+///
 /// # Errors
 ///
 /// When the sources cannot be watched.
@@ -160,35 +173,88 @@ pub async fn follow(
     let (_watcher, mut changes) =
         sources::watch(&project.dir).map_err(|source| Error::Watch { dir: project.dir.clone(), source })?;
     let scratch = scratch_root().join(&project.name);
+    let development = match project.language {
+        Language::Python => match tools::python_dev_component(&project.dir, &scratch).await {
+            Ok(component) => Some(component),
+            Err(e) => {
+                tracing::warn!(project = %project.dir.display(), "no development component, each save waits for its build: {e}");
+                None
+            }
+        },
+        _ => None,
+    };
     let mut built = None;
     loop {
         // A burst of saves is one build; a save that changed nothing, none.
         let now = sources::fingerprint(&project.dir);
         if built != Some(now) {
             built = Some(now);
-            let Ok(_permit) = builds.acquire().await else { return Ok(()) };
-            report(&project, State::Building, None);
-            let started = Instant::now();
-            let installed = match project.build(&scratch).await {
-                Ok(bytes) => install(&plugin_dir, &project.name, &bytes),
-                Err(e) => Err(e),
-            };
-            match installed {
-                Ok(()) => report(&project, State::Built { took: started.elapsed() }, None),
-                Err(e) => report(&project, State::Failed(e.to_string()), Some(&e)),
+            let live = development.as_ref().is_some_and(|component| {
+                let version = format!("{now:016x}");
+                let marked = kubewasm::plugin::development::mark(component, &version);
+                let snapshot = project.snapshots().join(&version);
+                let installed = sources::snapshot(&project.dir, &snapshot)
+                    .map_err(|source| Error::Io { path: snapshot, source })
+                    .and_then(|()| install(&plugin_dir, &project.name, &marked));
+                match installed {
+                    Ok(()) => true,
+                    Err(e) => {
+                        report(&project, State::Failed(e.to_string()), Some(&e));
+                        false
+                    }
+                }
+            });
+            let building = build_and_install(&project, &plugin_dir, &scratch, &builds, live, &report);
+            if development.is_some() {
+                tokio::select! {
+                    () = building => {}
+                    // Live at once in the development component; the build starts afresh.
+                    more = next_change(&mut changes) => if more { continue } else { return Ok(()) },
+                }
+            } else {
+                building.await;
             }
         }
-        // The next batch that changed a source: what the watcher has delivered by the
-        // time the first message is read.
-        loop {
-            let Some(first) = changes.recv().await else { return Ok(()) };
-            let mut batch = vec![first];
-            while let Ok(more) = changes.try_recv() {
-                batch.push(more);
-            }
-            if sources::changed_any(&batch) {
-                break;
-            }
+        if !next_change(&mut changes).await {
+            return Ok(());
+        }
+    }
+}
+
+/// One build of `project`, its component installed when it succeeds; `development`:
+/// the development component runs the sources meanwhile.
+async fn build_and_install(
+    project: &Project,
+    plugin_dir: &Path,
+    scratch: &Path,
+    builds: &Semaphore,
+    development: bool,
+    report: &impl Fn(&Project, State, Option<&Error>),
+) {
+    let Ok(_permit) = builds.acquire().await else { return };
+    report(project, State::Building { development }, None);
+    let started = Instant::now();
+    let installed = match project.build(scratch).await {
+        Ok(bytes) => install(plugin_dir, &project.name, &bytes),
+        Err(e) => Err(e),
+    };
+    match installed {
+        Ok(()) => report(project, State::Built { took: started.elapsed() }, None),
+        Err(e) => report(project, State::Failed(e.to_string()), Some(&e)),
+    }
+}
+
+/// Waits for the next batch of the watcher's messages that changed a source (what it
+/// has delivered by the time the first message is read); `false` when the watcher is gone.
+async fn next_change(changes: &mut tokio::sync::mpsc::UnboundedReceiver<(PathBuf, bool)>) -> bool {
+    loop {
+        let Some(first) = changes.recv().await else { return false };
+        let mut batch = vec![first];
+        while let Ok(more) = changes.try_recv() {
+            batch.push(more);
+        }
+        if sources::changed_any(&batch) {
+            return true;
         }
     }
 }

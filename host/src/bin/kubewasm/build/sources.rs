@@ -91,6 +91,33 @@ pub fn fingerprint(root: &Path) -> u64 {
     hasher.finish()
 }
 
+/// Copies the sources under `root` into the directory `to`, made beside it and renamed
+/// into place, so that it is whole once it exists; nothing when it exists already. What
+/// one version of a development component reads: a later save does not change it.
+///
+/// # Errors
+///
+/// When a source cannot be copied or `to` cannot be made.
+pub fn snapshot(root: &Path, to: &Path) -> std::io::Result<()> {
+    if to.is_dir() {
+        return Ok(());
+    }
+    let mut files = BTreeMap::new();
+    collect(root, root, &mut files);
+    let partial = to.with_extension("partial");
+    let _ = std::fs::remove_dir_all(&partial);
+    std::fs::create_dir_all(&partial)?;
+    for path in files.keys() {
+        let Ok(relative) = path.strip_prefix(root) else { continue };
+        let copy = partial.join(relative);
+        if let Some(parent) = copy.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        std::fs::copy(path, &copy)?;
+    }
+    std::fs::rename(&partial, to)
+}
+
 fn collect(root: &Path, dir: &Path, files: &mut BTreeMap<PathBuf, (u64, SystemTime)>) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
     for entry in entries.flatten() {
@@ -201,6 +228,29 @@ mod watch_tests {
         std::fs::remove_file(root.join("main.go")).unwrap();
         let removed = batch(&mut changes, Duration::from_millis(300)).await;
         assert!(changed_any(&removed), "a removed source is a change: {removed:?}");
+        std::fs::remove_dir_all(&root).unwrap();
+    }
+
+    #[test]
+    fn a_snapshot_holds_the_sources_as_they_were_and_nothing_else() {
+        let root = std::env::temp_dir().join(format!("kubewasm-snapshot-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&root);
+        let project = root.join("project");
+        for (file, text) in
+            [("app.py", "v1"), ("lib/util.py", "u"), (".venv/bin/python", "x"), ("__pycache__/a.pyc", "c")]
+        {
+            std::fs::create_dir_all(project.join(file).parent().unwrap()).unwrap();
+            std::fs::write(project.join(file), text).unwrap();
+        }
+        let copy = root.join("copies/0001");
+        snapshot(&project, &copy).unwrap();
+        assert_eq!(std::fs::read_to_string(copy.join("app.py")).unwrap(), "v1");
+        assert_eq!(std::fs::read_to_string(copy.join("lib/util.py")).unwrap(), "u");
+        assert!(!copy.join(".venv").exists() && !copy.join("__pycache__").exists(), "sources only");
+        std::fs::write(project.join("app.py"), "v2").unwrap();
+        snapshot(&project, &copy).unwrap();
+        assert_eq!(std::fs::read_to_string(copy.join("app.py")).unwrap(), "v1", "a version's copy never changes");
+        assert_eq!(std::fs::read_dir(root.join("copies")).unwrap().count(), 1, "no partial copy left behind");
         std::fs::remove_dir_all(&root).unwrap();
     }
 }

@@ -18,19 +18,43 @@ pub async fn python(dir: &Path, scratch: &Path) -> Result<Vec<u8>, Error> {
     if !app.is_file() {
         return Err(Error::Layout { dir: dir.to_path_buf(), why: "no app.py, the plugin module".into() });
     }
-    let python = [".venv", "venv"]
-        .iter()
-        .map(|venv| dir.join(venv).join("bin").join("python"))
-        .find(|p| p.is_file())
-        .unwrap_or_else(|| PathBuf::from("python3"));
+    let python = python_of(dir);
     let out = output_in(scratch)?;
     let mut command = Command::new(&python);
     command.args(["-m", "kubewasm", "build", "app.py", "-o"]).arg(&out);
     // componentize-py's own stack is noise beside the plugin's traceback.
     command.envs([("RUST_BACKTRACE", "0"), ("RUST_LIB_BACKTRACE", "0")]);
-    let hint = "create the project's virtualenv with the kubewasm SDK as its README says, or activate one";
-    let ran = run(command.current_dir(dir), &python.display().to_string(), hint).await?;
+    let ran = run(command.current_dir(dir), &python.display().to_string(), PYTHON_HINT).await?;
     finish(&ran, &out, python_summary)
+}
+
+/// `python -m kubewasm dev-component`: the Python SDK's development component (the
+/// interpreter and the SDK, which import the plugin from a copy of the project's sources at each
+/// call), built once per SDK version and kept in the host's cache directory.
+pub async fn python_dev_component(dir: &Path, scratch: &Path) -> Result<Vec<u8>, Error> {
+    let python = python_of(dir);
+    let out = scratch.join("development.wasm");
+    std::fs::create_dir_all(scratch).map_err(|source| Error::Io { path: scratch.to_path_buf(), source })?;
+    let mut command = Command::new(&python);
+    command.args(["-m", "kubewasm", "dev-component", "-o"]).arg(&out);
+    if let Some(cache) = crate::cli::default_cache_dir() {
+        command.arg("--cache").arg(cache);
+    }
+    command.envs([("RUST_BACKTRACE", "0"), ("RUST_LIB_BACKTRACE", "0")]);
+    let ran = run(command.current_dir(dir), &python.display().to_string(), PYTHON_HINT).await?;
+    finish(&ran, &out, |text| first_or_last_line(text, is_exception))
+}
+
+const PYTHON_HINT: &str = "create the project's virtualenv with the kubewasm SDK as its README says, or activate one";
+
+/// The Python of the project's virtualenv (`.venv` or `venv`), else `python3` from the
+/// PATH (an activated virtualenv's).
+fn python_of(dir: &Path) -> PathBuf {
+    [".venv", "venv"]
+        .iter()
+        .map(|venv| dir.join(venv).join("bin").join("python"))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| PathBuf::from("python3"))
 }
 
 /// A Python failure in one line: where in the plugin's own files (`app.py:28`, the
