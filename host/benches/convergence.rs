@@ -133,8 +133,8 @@ fn counted_client(cluster: &DevCluster) -> (Client, Arc<Requests>) {
 
 /// A client of `cluster` that counts its requests into `counter`.
 fn counted_client_with(cluster: &DevCluster, counter: Arc<Requests>) -> Client {
-    let config = kube::Config::new(cluster.url().parse().expect("server URL"));
-    kube::client::ClientBuilder::try_from(config)
+    // The cluster's own configuration: its CA and the administrator's client certificate.
+    kube::client::ClientBuilder::try_from(cluster.config())
         .expect("client")
         .with_layer(&tower::util::MapRequestLayer::new(move |request: http::Request<kube::client::Body>| {
             counter.count(request.method(), request.uri());
