@@ -43,14 +43,14 @@ struct Dev {
 }
 
 impl Dev {
-    async fn start(plugins: &Path, project: &Path, kubeconfig: &Path) -> Dev {
+    async fn start(plugins: &Path, projects: &[&Path], kubeconfig: &Path) -> Dev {
         let go_bin = target_dir().join("go-venv/bin");
         assert!(go_bin.join("go").exists(), "{} is missing: run `make go-plugins` first", go_bin.display());
         let path = format!("{}:{}", go_bin.display(), std::env::var("PATH").unwrap_or_default());
         let (child, stderr) = common::spawn_collecting_stderr(
             common::kubewasm_dev(plugins, kubeconfig)
                 .arg("--watch")
-                .arg(project)
+                .args(projects)
                 .env("PATH", path)
                 .envs([("GOTOOLCHAIN", "local"), ("GOPROXY", "off")])
                 .env("GOCACHE", target_dir().join("go-cache")),
@@ -82,20 +82,24 @@ impl Dev {
         }
     }
 
-    /// The message in the parent's ConfigMap.
-    async fn message(&self) -> Option<String> {
+    /// The message in the ConfigMap of the parent `name`.
+    async fn message(&self, name: &str) -> Option<String> {
         let configmaps = Api::<DynamicObject>::namespaced_with(
             self.client.clone(),
             "default",
             &resource("", "v1", "ConfigMap", "configmaps"),
         );
-        let cm = configmaps.get_opt("hello").await.ok()??;
+        let cm = configmaps.get_opt(name).await.ok()??;
         cm.data["data"]["message"].as_str().map(str::to_string)
     }
 
     async fn until_message(&self, want: &str) {
-        self.until(&format!("the ConfigMap's message {want:?}"), async || {
-            (self.message().await.as_deref() == Some(want)).then_some(())
+        self.until_message_of("hello", want).await;
+    }
+
+    async fn until_message_of(&self, name: &str, want: &str) {
+        self.until(&format!("{name}'s ConfigMap's message {want:?}"), async || {
+            (self.message(name).await.as_deref() == Some(want)).then_some(())
         })
         .await;
     }
@@ -103,12 +107,17 @@ impl Dev {
     /// Creates the parent `hello` of `kind` (message "hello") once the kind is served
     /// (`what` says by what), and waits for its ConfigMap.
     async fn create_parent(&self, kind: &ApiResource, what: &str) -> Api<DynamicObject> {
+        self.create_parent_named(kind, "hello", what).await
+    }
+
+    /// [`Dev::create_parent`] with another name than `hello` (and message).
+    async fn create_parent_named(&self, kind: &ApiResource, name: &str, what: &str) -> Api<DynamicObject> {
         let parents = Api::<DynamicObject>::namespaced_with(self.client.clone(), "default", kind);
         let parent: DynamicObject = serde_json::from_value(json!({"apiVersion": kind.api_version, "kind": kind.kind,
-            "metadata": {"name": "hello", "namespace": "default"}, "spec": {"message": "hello"}}))
+            "metadata": {"name": name, "namespace": "default"}, "spec": {"message": name}}))
         .expect("parent");
         self.until(what, async || parents.create(&PostParams::default(), &parent).await.ok()).await;
-        self.until_message("hello").await;
+        self.until_message_of(name, name).await;
         parents
     }
 
@@ -134,6 +143,12 @@ fn scaffold(test: &str, name: &str, lang: &str) -> (PathBuf, PathBuf, PathBuf, S
     let _ = std::fs::remove_dir_all(&base);
     let plugins: PathBuf = base.join("plugins");
     std::fs::create_dir_all(&plugins).expect("plugin dir");
+    let (project, said) = new_project(&base, name, lang);
+    (base, plugins, project, said)
+}
+
+/// `kubewasm new NAME --lang LANG` in `base`: the project and what `new` printed.
+fn new_project(base: &Path, name: &str, lang: &str) -> (PathBuf, String) {
     let project = base.join(name);
     let made = Command::new(env!("CARGO_BIN_EXE_kubewasm"))
         .args(["new", name, "--lang", lang, "--path"])
@@ -141,7 +156,7 @@ fn scaffold(test: &str, name: &str, lang: &str) -> (PathBuf, PathBuf, PathBuf, S
         .output()
         .expect("kubewasm new");
     assert!(made.status.success(), "{}", String::from_utf8_lossy(&made.stderr));
-    (base, plugins, project, String::from_utf8_lossy(&made.stdout).into_owned())
+    (project, String::from_utf8_lossy(&made.stdout).into_owned())
 }
 
 /// Writes `main.go` with the message expression `expression` (the scaffold's is `message`).
@@ -160,7 +175,7 @@ async fn a_saved_change_is_built_and_acts_and_a_build_error_leaves_the_running_v
     assert!(said.contains("--watch"), "`new` says how to develop it with dev --watch");
     let original = std::fs::read_to_string(project.join("main.go")).expect("main.go");
 
-    let dev = Dev::start(&plugins, &project, &base.join("kubeconfig")).await;
+    let dev = Dev::start(&plugins, &[&project], &base.join("kubeconfig")).await;
     // Built at start into the plugin directory, named after the project.
     let parents = dev.create_parent(&watched(), "the first build to run and serve its kind").await;
     assert!(plugins.join("watched-go.wasm").exists(), "installed as PROJECT.wasm");
@@ -201,6 +216,11 @@ fn save_python(project: &Path, original: &str, expression: &str) {
     std::fs::write(project.join("app.py"), edited).expect("save app.py");
 }
 
+/// Whether the dev table has shown the Python project built.
+fn python_built(table: &str) -> bool {
+    table.lines().any(|line| line.trim_start().starts_with("watched-py ") && line.contains(" built "))
+}
+
 /// Whether the plugin file holds a development component (marked by `kubewasm dev`
 /// with a custom section right after the header) rather than a built one.
 fn is_development_component(file: &Path) -> bool {
@@ -212,7 +232,9 @@ fn is_development_component(file: &Path) -> bool {
 /// each call: a save acts while its componentize-py build has not even started (the
 /// project's Python holds every build back until the test lets it go), a save that does
 /// not load leaves the running version, and the build's component then replaces the
-/// development one. `kubewasm run` gives the same development component no directory.
+/// development one. Meanwhile another project's saves build and act: a build whose
+/// sources already act waits for nothing and makes no other build wait. `kubewasm run`
+/// gives the same development component no directory.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_python_save_acts_before_any_build_and_the_built_component_replaces_it() {
     let (base, plugins, project, _) = scaffold("dev-watch-python-test", "watched-py", "python");
@@ -235,7 +257,10 @@ async fn a_python_save_acts_before_any_build_and_the_built_component_replaces_it
     let made_executable = Command::new("chmod").arg("+x").arg(venv.join("python")).status().expect("chmod");
     assert!(made_executable.success());
 
-    let dev = Dev::start(&plugins, &project, &base.join("kubeconfig")).await;
+    let (go, _) = new_project(&base, "watched-go", "go");
+    let go_original = std::fs::read_to_string(go.join("main.go")).expect("main.go");
+
+    let dev = Dev::start(&plugins, &[&project, &go], &base.join("kubeconfig")).await;
     let watched_py = resource("example.com", "v1", "WatchedPy", "watchedpies");
     let parents = dev.create_parent(&watched_py, "the development component to serve its kind").await;
     let file = plugins.join("watched-py.wasm");
@@ -245,7 +270,13 @@ async fn a_python_save_acts_before_any_build_and_the_built_component_replaces_it
 
     save_python(&project, &original, r#"message + " (edited)""#);
     dev.until_message("hello (edited)").await;
-    assert!(!gate.exists() && !dev.stderr().contains(" built "), "acted with no build run");
+    assert!(!gate.exists() && !python_built(&dev.stderr()), "acted with no build run");
+
+    // The Python build is held back all this time; the Go project builds and acts.
+    dev.create_parent_named(&watched(), "go-hello", "the Go project's build beside the held Python one").await;
+    save(&go, &go_original, r#"message + " (go edited)""#);
+    dev.until_message_of("go-hello", "go-hello (go edited)").await;
+    assert!(!gate.exists(), "with the Python build still held");
     let development = std::fs::read(&file).expect("the development component");
 
     // A save that does not load: the running version stays and keeps acting.
@@ -267,7 +298,7 @@ async fn a_python_save_acts_before_any_build_and_the_built_component_replaces_it
     save_python(&project, &original, r#"message + " (fixed)""#);
     dev.until_message("still (fixed)").await;
     dev.until("the built component in place", async || (!is_development_component(&file)).then_some(())).await;
-    dev.until("the build in the table", async || dev.stderr().contains(" built ").then_some(())).await;
+    dev.until("the build in the table", async || python_built(&dev.stderr()).then_some(())).await;
     let patch = Patch::Merge(json!({"spec": {"message": "built"}}));
     parents.patch("hello", &PatchParams::default(), &patch).await.expect("edit the parent");
     dev.until_message("built (fixed)").await;

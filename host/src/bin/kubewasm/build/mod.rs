@@ -139,10 +139,11 @@ impl Project {
     }
 
     /// The component's bytes, built with the project's tools into `scratch`.
-    async fn build(&self, scratch: &Path) -> Result<Vec<u8>, Error> {
+    /// `background`: a development component runs the sources meanwhile.
+    async fn build(&self, scratch: &Path, background: bool) -> Result<Vec<u8>, Error> {
         match self.language {
             Language::Rust => cargo::build(&self.dir).await,
-            Language::Python => tools::python(&self.dir, scratch).await,
+            Language::Python => tools::python(&self.dir, scratch, background).await,
             Language::JavaScript => tools::javascript(&self.dir, scratch).await,
             Language::Go => tools::go(&self.dir, scratch).await,
         }
@@ -222,7 +223,9 @@ pub async fn follow(
 }
 
 /// One build of `project`, its component installed when it succeeds; `development`:
-/// the development component runs the sources meanwhile.
+/// the development component runs the sources meanwhile. Such a build is off the
+/// critical path: it runs beside the others at a lower priority rather than taking the
+/// one turn of `builds`, for which another project's save would wait.
 async fn build_and_install(
     project: &Project,
     plugin_dir: &Path,
@@ -231,10 +234,15 @@ async fn build_and_install(
     development: bool,
     report: &impl Fn(&Project, State, Option<&Error>),
 ) {
-    let Ok(_permit) = builds.acquire().await else { return };
+    let _permit = if development {
+        None
+    } else {
+        let Ok(permit) = builds.acquire().await else { return };
+        Some(permit)
+    };
     report(project, State::Building { development }, None);
     let started = Instant::now();
-    let installed = match project.build(scratch).await {
+    let installed = match project.build(scratch, development).await {
         Ok(bytes) => install(plugin_dir, &project.name, &bytes),
         Err(e) => Err(e),
     };

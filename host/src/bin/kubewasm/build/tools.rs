@@ -12,8 +12,9 @@ use crate::componentize;
 
 /// `python -m kubewasm build app.py`: componentize-py, with the Python of the
 /// project's virtualenv (`.venv` or `venv`), else `python3` from the PATH (an
-/// activated virtualenv's).
-pub async fn python(dir: &Path, scratch: &Path) -> Result<Vec<u8>, Error> {
+/// activated virtualenv's). `background`: the development component runs the saved
+/// sources meanwhile, so the build yields the cores ([`in_background`]).
+pub async fn python(dir: &Path, scratch: &Path, background: bool) -> Result<Vec<u8>, Error> {
     let app = dir.join("app.py");
     if !app.is_file() {
         return Err(Error::Layout { dir: dir.to_path_buf(), why: "no app.py, the plugin module".into() });
@@ -24,8 +25,35 @@ pub async fn python(dir: &Path, scratch: &Path) -> Result<Vec<u8>, Error> {
     command.args(["-m", "kubewasm", "build", "app.py", "-o"]).arg(&out);
     // componentize-py's own stack is noise beside the plugin's traceback.
     command.envs([("RUST_BACKTRACE", "0"), ("RUST_LIB_BACKTRACE", "0")]);
+    if background {
+        in_background(&mut command);
+    }
     let ran = run(command.current_dir(dir), &python.display().to_string(), PYTHON_HINT).await?;
     finish(&ran, &out, python_summary)
+}
+
+/// The scheduling priority (`nice`) of a build off the critical path.
+#[cfg(target_os = "linux")]
+const BACKGROUND_NICE: libc::c_int = 10;
+
+/// Runs `command` at a lower scheduling priority: a build whose sources already act
+/// (through a development component) must not slow the builds, compiles and reconciles
+/// of the edits the user waits for. componentize-py holds a core for seconds.
+fn in_background(command: &mut Command) {
+    #[cfg(target_os = "linux")]
+    {
+        // SAFETY: the closure runs in the child between fork and exec, where only
+        // async-signal-safe calls are allowed: setpriority is one system call on integer
+        // arguments (`0`: the calling process). A failure leaves the priority as it was.
+        unsafe {
+            command.pre_exec(|| {
+                let _ = libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICE);
+                Ok(())
+            });
+        }
+    }
+    #[cfg(not(target_os = "linux"))]
+    let _ = command;
 }
 
 /// `python -m kubewasm dev-component`: the Python SDK's development component (the
