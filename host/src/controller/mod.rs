@@ -213,19 +213,7 @@ impl Controller {
                     debug!(error = %e, "controller event");
                 }
             });
-        let run = async move {
-            match labeler {
-                // The labeler runs for as long as the controller does.
-                Some(labeler) => {
-                    tokio::select! {
-                        () = run => {}
-                        () = labeler => {}
-                    }
-                }
-                None => run.await,
-            }
-        };
-        let task = tokio::spawn(run.instrument(span));
+        let task = tokio::spawn(alongside(run, labeler).instrument(span));
         Ok(Self { name, ctx, stop: stop_tx, resync: resync_tx, reconciles, task })
     }
 
@@ -296,6 +284,21 @@ impl Controller {
             warn!(plugin = %self.name, "reconciles still running after {STOP_GRACE:?}; stopping them");
             abort.abort();
         }
+    }
+}
+
+/// Runs `run` with `labeler` beside it for as long as `run` runs; the labeler ending
+/// never ends `run`.
+async fn alongside(run: impl Future<Output = ()>, labeler: Option<impl Future<Output = ()>>) {
+    let labeler = async move {
+        if let Some(labeler) = labeler {
+            labeler.await;
+        }
+        std::future::pending::<()>().await;
+    };
+    tokio::select! {
+        () = run => {}
+        () = labeler => {}
     }
 }
 
