@@ -189,11 +189,10 @@ struct Inner {
     pub(crate) webhooks: Family<WebhookLabels, Counter>,
     pub(crate) rollout_reconciles: Family<RolloutLabels, Counter>,
     pub(crate) shadow_answers: Family<ResultLabels, Counter>,
-    queues: Arc<Queues>,
+    controllers: Arc<Controllers>,
 }
 
-/// A plugin's work queue, as the controller counts it.
-/// What a running controller shows at scrape time.
+/// What a running controller shows at scrape time: its work queue and its caches.
 pub(crate) trait ControllerGauges: Send + Sync {
     /// Parents waiting for a reconcile now.
     fn depth(&self) -> usize;
@@ -206,7 +205,7 @@ pub(crate) trait ControllerGauges: Send + Sync {
 /// time: a requeued parent joins the queue when its delay ends, with no event to count
 /// it then, and a cache changes with every watch event.
 #[derive(Default)]
-struct Queues(Mutex<BTreeMap<String, Weak<dyn ControllerGauges>>>);
+struct Controllers(Mutex<BTreeMap<String, Weak<dyn ControllerGauges>>>);
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 struct CacheLabels {
@@ -214,19 +213,19 @@ struct CacheLabels {
     resource: String,
 }
 
-impl std::fmt::Debug for Queues {
+impl std::fmt::Debug for Controllers {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("Queues")
+        f.write_str("Controllers")
     }
 }
 
-impl Collector for Queues {
+impl Collector for Controllers {
     fn encode(&self, mut encoder: DescriptorEncoder) -> Result<(), std::fmt::Error> {
-        let mut queues = self.0.lock().unwrap_or_else(PoisonError::into_inner);
-        // A stopped controller's queue is gone with it.
-        queues.retain(|_, queue| queue.strong_count() > 0);
+        let mut controllers = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        // A stopped controller is gone from the exposition.
+        controllers.retain(|_, controller| controller.strong_count() > 0);
         let live: Vec<(&String, Arc<dyn ControllerGauges>)> =
-            queues.iter().filter_map(|(plugin, queue)| Some((plugin, queue.upgrade()?))).collect();
+            controllers.iter().filter_map(|(plugin, controller)| Some((plugin, controller.upgrade()?))).collect();
         let gauge = |n: usize| ConstGauge::new(i64::try_from(n).unwrap_or(i64::MAX));
         let mut family = encoder.encode_descriptor(
             "queue_depth",
@@ -234,8 +233,8 @@ impl Collector for Queues {
             None,
             MetricType::Gauge,
         )?;
-        for (plugin, queue) in &live {
-            gauge(queue.depth()).encode(family.encode_family(&PluginLabel { plugin: (*plugin).clone() })?)?;
+        for (plugin, controller) in &live {
+            gauge(controller.depth()).encode(family.encode_family(&PluginLabel { plugin: (*plugin).clone() })?)?;
         }
         let mut family = encoder.encode_descriptor(
             "cached_objects",
@@ -243,8 +242,8 @@ impl Collector for Queues {
             None,
             MetricType::Gauge,
         )?;
-        for (plugin, queue) in &live {
-            for (resource, n) in queue.cached() {
+        for (plugin, controller) in &live {
+            for (resource, n) in controller.cached() {
                 let labels = CacheLabels { plugin: (*plugin).clone(), resource };
                 gauge(n).encode(family.encode_family(&labels)?)?;
             }
@@ -288,12 +287,12 @@ impl Metrics {
             webhooks: Family::default(),
             rollout_reconciles: Family::default(),
             shadow_answers: Family::default(),
-            queues: Arc::default(),
+            controllers: Arc::default(),
             registry: Registry::default(),
         };
         register_reconciles(&mut registry, &inner);
         register_plugins(&mut registry, &inner);
-        registry.register_collector(Box::new(inner.queues.clone()));
+        registry.register_collector(Box::new(inner.controllers.clone()));
         Self(Arc::new(Inner { registry, ..inner }))
     }
 
@@ -334,10 +333,10 @@ impl Metrics {
         self.0.in_flight.get_or_create_owned(&PluginLabel { plugin: plugin.into() })
     }
 
-    /// Reports `queue` as `plugin`'s work queue for as long as it lives (a
-    /// restarted controller's queue replaces the one before).
-    pub(crate) fn queue(&self, plugin: &str, queue: Weak<dyn ControllerGauges>) {
-        self.0.queues.0.lock().unwrap_or_else(PoisonError::into_inner).insert(plugin.into(), queue);
+    /// Reports `controller`'s queue and caches as `plugin`'s for as long as it lives (a
+    /// restarted controller replaces the one before).
+    pub(crate) fn controller(&self, plugin: &str, controller: Weak<dyn ControllerGauges>) {
+        self.0.controllers.0.lock().unwrap_or_else(PoisonError::into_inner).insert(plugin.into(), controller);
     }
 
     pub(crate) fn called(&self, plugin: &str, call: Call, took: Duration, failure: Option<Failure>) {
@@ -559,13 +558,13 @@ mod tests {
     fn queue_depth_and_cached_objects_are_read_at_scrape_time_and_leave_with_their_controller() {
         let m = Metrics::new();
         let first: Arc<dyn ControllerGauges> = Arc::new(Fixed(2));
-        m.queue("foo", Arc::downgrade(&first));
+        m.controller("foo", Arc::downgrade(&first));
         assert!(m.encode().contains(r#"kubewasm_queue_depth{plugin="foo"} 2"#), "{}", m.encode());
         let cached = r#"kubewasm_cached_objects{plugin="foo",resource="deployments.apps"} 20"#;
         assert!(m.encode().contains(cached), "{}", m.encode());
-        // A restarted controller's queue replaces the one before.
+        // A restarted controller replaces the one before.
         let second: Arc<dyn ControllerGauges> = Arc::new(Fixed(5));
-        m.queue("foo", Arc::downgrade(&second));
+        m.controller("foo", Arc::downgrade(&second));
         assert!(m.encode().contains(r#"kubewasm_queue_depth{plugin="foo"} 5"#), "{}", m.encode());
         drop(second);
         assert!(!m.encode().contains("kubewasm_queue_depth{"), "{}", m.encode());
@@ -602,7 +601,7 @@ mod tests {
         m.rolled_out("foo", "active", Outcome::Success);
         m.shadowed("foo", Shadowed::Same);
         let queue: Arc<dyn ControllerGauges> = Arc::new(Fixed(0));
-        m.queue("foo", Arc::downgrade(&queue));
+        m.controller("foo", Arc::downgrade(&queue));
         let text = m.encode();
         let exposed: BTreeSet<&str> =
             text.lines().filter_map(|l| l.strip_prefix("# TYPE ")).filter_map(|l| l.split(' ').next()).collect();

@@ -57,7 +57,7 @@ impl Caches {
     /// false when one has not.
     pub(crate) async fn ready(&self, limit: std::time::Duration) -> bool {
         let all = async {
-            for cache in std::iter::once(&self.parent).chain(&self.others) {
+            for cache in self.all() {
                 // kube-runtime's `wait_until_ready` wakes only the last of concurrent waiters
                 // (its oneshot receiver keeps one waker), and the controller waits on the
                 // parent's store too: ask again every 50 ms rather than wait to be woken.
@@ -69,19 +69,23 @@ impl Caches {
 
     /// Whether every cache holds what the share of `epoch` selects (see [`Shard::selection`]).
     pub(crate) fn selected(&self, epoch: u64) -> bool {
-        std::iter::once(&self.parent).chain(&self.others).all(|cache| cache.watched.selected(epoch))
+        self.all().all(|cache| cache.watched.selected(epoch))
     }
 
     /// How many objects each cache holds, by resource (`deployments.apps`).
     pub(crate) fn sizes(&self) -> Vec<(String, usize)> {
-        std::iter::once(&self.parent)
-            .chain(&self.others)
+        self.all()
             .map(|cache| {
                 let r = &cache.resource;
                 let resource = if r.group.is_empty() { r.plural.clone() } else { format!("{}.{}", r.plural, r.group) };
                 (resource, cache.store.len())
             })
             .collect()
+    }
+
+    /// The parent's cache, then the others.
+    fn all(&self) -> impl Iterator<Item = &KindCache> {
+        std::iter::once(&self.parent).chain(&self.others)
     }
 
     pub(crate) fn of(&self, kind: &KindRef) -> Option<&KindCache> {

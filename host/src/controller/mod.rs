@@ -189,7 +189,7 @@ impl Controller {
             resync: resync_tx.clone(),
         });
 
-        options.metrics.queue(&name, Arc::downgrade(&ctx) as Weak<dyn ControllerGauges>);
+        options.metrics.controller(&name, Arc::downgrade(&ctx) as Weak<dyn ControllerGauges>);
         let (stop_tx, stop_rx) = oneshot::channel::<()>();
         let resync = resyncs(resync_rx, &options, schema_changes, &ctx);
         let config = controller::Config::default().debounce(options.debounce).concurrency(options.concurrency);

@@ -171,9 +171,7 @@ impl Queue {
         self.after(parent, delay);
         Action::requeue(delay)
     }
-}
 
-impl Queue {
     /// Parents waiting for a reconcile now.
     pub(crate) fn depth(&self) -> usize {
         let now = Instant::now();
