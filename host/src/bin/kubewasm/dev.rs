@@ -82,7 +82,8 @@ pub async fn dev(
     let options = &options;
     let table = Arc::new(Mutex::new(Table::default()));
     // One build at a time: the machine's cores go to it, and cargo locks its target
-    // directory anyway.
+    // directory anyway. (A build a development component stands in for runs beside,
+    // niced: see `build::follow`.)
     let builds = Arc::new(Semaphore::new(1));
     let followers: Vec<_> = projects
         .into_iter()
@@ -124,14 +125,17 @@ fn lock(table: &Mutex<Table>) -> std::sync::MutexGuard<'_, Table> {
     table.lock().unwrap_or_else(PoisonError::into_inner)
 }
 
+/// What a building line adds when the development component runs the saved sources
+/// during the build.
+fn meanwhile(development: bool) -> &'static str {
+    if development { " (the development component runs the saved sources meanwhile)" } else { "" }
+}
+
 /// A build's end in the log: the whole of a failure's output.
 fn log(project: &Project, state: &State, failure: Option<&build::Error>) {
     let dir = project.dir.display();
     match state {
-        State::Building { development: false } => info!(project = %dir, "building"),
-        State::Building { development: true } => {
-            info!(project = %dir, "building; the development component runs the saved sources meanwhile");
-        }
+        State::Building { development } => info!(project = %dir, "building{}", meanwhile(*development)),
         State::Built { took } => info!(project = %dir, ?took, "built"),
         State::Failed(summary) => {
             error!(project = %dir, "build failed, the running version stays: {summary}");
@@ -166,12 +170,9 @@ impl Table {
         let mut table = self.plugins.clone();
         for (dir, (name, state)) in &self.builds {
             let line = match state {
-                State::Building { development: false } => {
-                    format!("  {name:<20} {:<8} {:<12}  {}", "building", "", dir.display())
-                }
-                State::Building { development: true } => {
-                    let meanwhile = "(the development component runs the saved sources meanwhile)";
-                    format!("  {name:<20} {:<8} {:<12}  {} {meanwhile}", "building", "", dir.display())
+                State::Building { development } => {
+                    let meanwhile = meanwhile(*development);
+                    format!("  {name:<20} {:<8} {:<12}  {}{meanwhile}", "building", "", dir.display())
                 }
                 State::Built { took } => {
                     let took = format!("{:.1} s", took.as_secs_f64());
