@@ -2,7 +2,8 @@
 //! reconciled by exactly one of them, never by two at once, a replica killed with
 //! SIGKILL has its parents taken over once its Lease expires, and one that joins gets
 //! its share. Each replica caches only its share: the parents of its buckets, labelled
-//! by the replicas, and their children, labelled by the host that wrote them.
+//! by the replicas, and their children, labelled by the host that wrote them; a parent
+//! labelled by hand with another replica's bucket moves there with its children.
 //!
 //! Who reconciled what is read from each process's JSON log: the `reconciled` line at
 //! the end of every reconcile carries the parent, the time and the reconcile's length.
@@ -224,6 +225,41 @@ async fn each_caches_its_share(cluster: &DevCluster, replicas: &[&Replica]) {
     }
 }
 
+/// `kubectl label` of a parent with a bucket of the other replica: that replica caches
+/// it from then on, and its Deployment follows with the new label, which the replica that
+/// gave it up no longer caches.
+async fn a_label_set_by_hand_moves_the_parent_and_its_children(cluster: &DevCluster, a: &Replica, b: &Replica) {
+    let members = vec![a.name.to_string(), b.name.to_string()];
+    let hashed = Bucket::of(&BTreeMap::new(), "paas.cmft.com", "DemoApplication", Some("default"), "app-0");
+    let (from, to) = if owner(&members, hashed) == Some(a.name) { (a, b) } else { (b, a) };
+    let moved = Bucket::all().find(|bucket| owner(&members, *bucket) == Some(to.name)).expect("a bucket of the other");
+    let cached = |r: &Replica| (r.cached("demoapplications.paas.cmft.com"), r.cached("deployments.apps"));
+    let (before_from, before_to) = (cached(from), cached(to));
+    let patch = json!({"metadata": {"labels": {BUCKET_LABEL: moved.label()}}});
+    demo_applications(cluster).patch("app-0", &PatchParams::default(), &Patch::Merge(&patch)).await.expect("label");
+    let deployments: Api<Deployment> = Api::namespaced(cluster.client(), "default");
+    let plus = |n: Option<usize>, d: isize| n.map(|n| n.checked_add_signed(d).expect("a count"));
+    let deadline = Instant::now() + Duration::from_secs(LEASE_SECONDS * 5);
+    loop {
+        let label = deployments.get("app-0").await.expect("app-0's Deployment").labels().get(BUCKET_LABEL).cloned();
+        let (now_from, now_to) = (cached(from), cached(to));
+        let expected_from = (plus(before_from.0, -1), plus(before_from.1, -1));
+        let expected_to = (plus(before_to.0, 1), plus(before_to.1, 1));
+        if label == Some(moved.label()) && now_from == expected_from && now_to == expected_to {
+            eprintln!("app-0 moved from {} to {} with its Deployment", from.name, to.name);
+            return;
+        }
+        assert!(
+            Instant::now() < deadline,
+            "app-0 labelled {moved:?}: Deployment label {label:?}; {} caches {now_from:?} (was {before_from:?}), \
+             {} caches {now_to:?} (was {before_to:?})",
+            from.name,
+            to.name
+        );
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
 /// Who reconciled each parent after `since`, read once every parent's reconcile has
 /// logged its end (or after 10 s): a reconcile logs its `reconciled` line after its last
 /// write, so a moment after its Deployment shows the change.
@@ -323,6 +359,7 @@ async fn three_replicas_split_the_parents_take_over_from_a_killed_one_and_share_
     eprintln!("after a replica was killed: every parent scaled in {took:?} (lease duration {LEASE_SECONDS} s)");
     assert_each_by_exactly_one(&reconciled_after(&[&a, &b], since).await, &[&a, &b]);
     each_caches_its_share(&cluster, &[&a, &b]).await;
+    a_label_set_by_hand_moves_the_parent_and_its_children(&cluster, &a, &b).await;
 
     assert_never_two_at_once(&[&a, &b, &c]);
     drop((a, b, c));
