@@ -18,6 +18,7 @@ use std::collections::BTreeMap;
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::PathBuf;
+use std::sync::Arc;
 use std::time::Duration;
 
 use kube::Client;
@@ -27,6 +28,7 @@ use crate::controller;
 use crate::coordination::leader::Leadership;
 use crate::coordination::shard::{Joined, Shard};
 use crate::coordination::{self, ReplicaMode};
+use crate::distribution::TrustedRoot;
 use crate::health::{self, Health};
 use crate::metrics::Metrics;
 use crate::plugin::Engine;
@@ -63,6 +65,8 @@ pub struct Options {
     /// `kubewasm dev` only: where the copies of the sources a development component in
     /// the plugin file `NAME.wasm` reads are, by `NAME` ([`runtime::Options::development`]).
     pub development: BTreeMap<String, PathBuf>,
+    /// The Sigstore trusted root `Plugin` objects' keyless signatures are checked against.
+    pub trusted_root: Arc<TrustedRoot>,
 }
 
 impl Options {
@@ -79,6 +83,7 @@ impl Options {
             plugin_identities: false,
             webhooks: None,
             development: BTreeMap::new(),
+            trusted_root: crate::distribution::signature::public_good(),
         }
     }
 }
@@ -193,6 +198,7 @@ async fn lead_and_serve(
         webhooks: webhooks.clone(),
         controllers: true,
         development: options.development.clone(),
+        trusted_root: options.trusted_root.clone(),
     };
     if options.install_crds
         && options.plugin_resources
@@ -286,6 +292,7 @@ async fn stand_by(
         host_namespace: options.namespace.clone(),
         plugin_resources: options.plugin_resources,
         webhooks: webhooks.clone(),
+        trusted_root: options.trusted_root.clone(),
         ..runtime::Options::default()
     };
     let runtime = Runtime::from_dir(client, engine, &options.dir, runtime_options).await?;

@@ -361,6 +361,7 @@ fn a_plugin_resources_module_is_pulled_verified_and_loaded_or_the_failed_step_sa
             engine: &engine,
             credentials: DockerConfig::default(),
             cache: None,
+            trusted_root: signature::public_good(),
             loaded: Vec::new(),
         };
         rt.block_on(resource::fetch("demo", spec, context))
@@ -373,9 +374,9 @@ fn a_plugin_resources_module_is_pulled_verified_and_loaded_or_the_failed_step_sa
     let fetched = fetch(&spec(&demo, vec![key("other"), key("release")])).expect("signed by a trusted key");
     assert_eq!(fetched.plugin.manifest().name, "demo-application");
     assert_eq!(fetched.digest, demo_digest);
-    assert!(fetched.verified);
+    assert_eq!(fetched.signed_by.as_deref(), Some("the key spec.verification.keys[1]"));
     let fetched = fetch(&spec(&demo, Vec::new())).expect("no keys, no signature required");
-    assert!(!fetched.verified);
+    assert_eq!(fetched.signed_by, None);
 
     let untrusted = failure(&spec(&demo, vec![key("other")]));
     assert_eq!((untrusted.step, untrusted.reason), (Step::Verified, "UntrustedSigner"));
@@ -399,6 +400,247 @@ fn a_plugin_resources_module_is_pulled_verified_and_loaded_or_the_failed_step_sa
     let refused = failure(&bad_settings);
     assert_eq!((refused.step, refused.reason), (Step::Loaded, "SettingsInvalid"));
     assert_eq!(refused.message, "spec.settings: limits.memory-mib must be positive");
+}
+
+/// What a keyless signature needs from Sigstore, made by the test: a Fulcio (a root and
+/// an intermediate, ECDSA P-384 as Fulcio's), a Rekor log key (P-256), and the
+/// `trusted_root.json` naming both, as `cosign verify --trusted-root` reads it.
+struct TestSigstore {
+    intermediate: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
+    chain_pem: String,
+    rekor: p256::ecdsa::SigningKey,
+    root_json: String,
+}
+
+const TEST_ISSUER: &str = "https://issuer.example.com";
+
+impl TestSigstore {
+    fn new() -> Self {
+        use base64::Engine as _;
+        use p256::pkcs8::EncodePublicKey as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let ca = |name: &str| {
+            let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+            params.distinguished_name.push(rcgen::DnType::CommonName, name);
+            params.is_ca = rcgen::IsCa::Ca(rcgen::BasicConstraints::Unconstrained);
+            params.key_usages = vec![rcgen::KeyUsagePurpose::KeyCertSign];
+            params.not_before = rcgen::date_time_ymd(2026, 1, 1);
+            params.not_after = rcgen::date_time_ymd(2036, 1, 1);
+            params
+        };
+        let p384 = || rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P384_SHA384).unwrap();
+        let root = rcgen::CertifiedIssuer::self_signed(ca("test fulcio root"), p384()).unwrap();
+        // As Fulcio's intermediate, it is for code signing only.
+        let mut intermediate = ca("test fulcio");
+        intermediate.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::CodeSigning];
+        let intermediate = rcgen::CertifiedIssuer::signed_by(intermediate, p384(), &root).unwrap();
+        let rekor = p256::ecdsa::SigningKey::random(&mut rand_core::OsRng);
+        let rekor_der = rekor.verifying_key().to_public_key_der().unwrap();
+        let root_json = serde_json::json!({
+            "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
+            "tlogs": [{
+                "baseUrl": "https://rekor.example.com",
+                "hashAlgorithm": "SHA2_256",
+                "publicKey": {
+                    "rawBytes": b64.encode(rekor_der.as_bytes()),
+                    "keyDetails": "PKIX_ECDSA_P256_SHA_256",
+                    "validFor": {"start": "2026-01-01T00:00:00Z"}
+                },
+                "logId": {"keyId": b64.encode(sha256(rekor_der.as_bytes()))}
+            }],
+            "certificateAuthorities": [{
+                "uri": "https://fulcio.example.com",
+                "certChain": {"certificates": [
+                    {"rawBytes": b64.encode(intermediate.der())},
+                    {"rawBytes": b64.encode(root.der())}
+                ]},
+                "validFor": {"start": "2026-01-01T00:00:00Z"}
+            }]
+        })
+        .to_string();
+        let chain_pem = format!("{}{}", intermediate.pem(), root.pem());
+        Self { intermediate, chain_pem, rekor, root_json }
+    }
+
+    /// Signs `reference`'s artifact as `cosign sign` does keylessly: a certificate for
+    /// `subject` valid ten minutes from 2026-06-01T00:00Z, the signature logged in Rekor
+    /// `logged_after` seconds into that day, the layer stored beside the artifact.
+    fn sign(&self, registry: &Registry, reference: &str, subject: &str, logged_after: i64) {
+        use base64::Engine as _;
+        use p256::ecdsa::signature::Signer as _;
+        use p256::pkcs8::DecodePrivateKey as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let leaf_key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
+        let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
+        params.distinguished_name = rcgen::DistinguishedName::new();
+        params.subject_alt_names = vec![rcgen::SanType::Rfc822Name(subject.try_into().unwrap())];
+        params.key_usages = vec![rcgen::KeyUsagePurpose::DigitalSignature];
+        params.extended_key_usages = vec![rcgen::ExtendedKeyUsagePurpose::CodeSigning];
+        // Fulcio's issuer extension (1.3.6.1.4.1.57264.1.8), a DER UTF8String.
+        let issuer = [&[0x0c, u8::try_from(TEST_ISSUER.len()).unwrap()][..], TEST_ISSUER.as_bytes()].concat();
+        params.custom_extensions =
+            vec![rcgen::CustomExtension::from_oid_content(&[1, 3, 6, 1, 4, 1, 57264, 1, 8], issuer)];
+        params.not_before = rcgen::date_time_ymd(2026, 6, 1);
+        params.not_after = rcgen::date_time_ymd(2026, 6, 1) + Duration::from_secs(600);
+        let certificate = params.signed_by(&leaf_key, &self.intermediate).unwrap();
+
+        let reference = distribution::parse_reference(reference).unwrap();
+        let rt = runtime();
+        let manifest = rt.block_on(registry.manifest(&reference)).unwrap().unwrap();
+        let payload = signature::payload(&reference, &manifest.digest, Default::default());
+        let ephemeral = p256::ecdsa::SigningKey::from_pkcs8_der(&leaf_key.serialize_der()).unwrap();
+        let signed: p256::ecdsa::Signature = ephemeral.sign(&payload);
+        let signed = b64.encode(signed.to_der().as_bytes());
+        let body = serde_json::json!({
+            "apiVersion": "0.0.1",
+            "kind": "hashedrekord",
+            "spec": {
+                "data": {"hash": {"algorithm": "sha256", "value": kubewasm::plugin::digest(&payload)}},
+                "signature": {"content": signed, "publicKey": {"content": b64.encode(certificate.pem())}}
+            }
+        });
+        let rekor_der = p256::pkcs8::EncodePublicKey::to_public_key_der(self.rekor.verifying_key()).unwrap();
+        let integrated_time = "2026-06-01T00:00:00Z".parse::<jiff::Timestamp>().unwrap().as_second() + logged_after;
+        // Rekor signs the entry's canonical JSON: these keys, sorted, no spaces.
+        let entry = format!(
+            r#"{{"body":"{}","integratedTime":{integrated_time},"logID":"{}","logIndex":42}}"#,
+            b64.encode(body.to_string()),
+            kubewasm::plugin::digest(rekor_der.as_bytes())
+        );
+        let set: p256::ecdsa::Signature = self.rekor.sign(entry.as_bytes());
+        let bundle =
+            format!(r#"{{"SignedEntryTimestamp":"{}","Payload":{entry}}}"#, b64.encode(set.to_der().as_bytes()));
+        let annotations = [
+            (signature::SIGNATURE_ANNOTATION, signed),
+            (distribution::keyless::CERTIFICATE_ANNOTATION, certificate.pem()),
+            (distribution::keyless::CHAIN_ANNOTATION, self.chain_pem.clone()),
+            (distribution::keyless::BUNDLE_ANNOTATION, bundle),
+        ];
+        let annotations = annotations.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
+        rt.block_on(signature::attach(registry, &reference, &manifest.digest, &payload, annotations)).unwrap();
+    }
+}
+
+fn sha256(bytes: &[u8]) -> Vec<u8> {
+    use sha2::Digest as _;
+    sha2::Sha256::digest(bytes).to_vec()
+}
+
+#[test]
+fn a_keyless_signature_is_trusted_for_the_identity_its_certificate_names_while_it_was_valid() {
+    let registry = TestRegistry::start("keyless", None);
+    let dir = work_dir("keyless");
+    let sigstore = TestSigstore::new();
+    std::fs::write(dir.join("trusted_root.json"), &sigstore.root_json).unwrap();
+    let client = Registry::for_reference(
+        &distribution::parse_reference(&registry.reference("plugins/demo:1")).unwrap(),
+        &RegistryOptions { credentials: DockerConfig::default(), insecure: true },
+    )
+    .unwrap();
+    let signed = registry.reference("plugins/demo:1");
+    let (pinned, _) = push(&dir, "demo-application", &signed, &[]);
+    sigstore.sign(&client, &signed, "release@example.com", 300);
+    let expired = registry.reference("plugins/demo:2");
+    let (expired_pinned, _) = push(&dir, "foo", &expired, &[]);
+    // Logged eleven minutes in: after its ten-minute certificate had expired.
+    sigstore.sign(&client, &expired, "release@example.com", 660);
+
+    let verify = |reference: &str, subject: &str, issuer: &str, extra: &[&str]| {
+        let args = [
+            &[
+                "verify",
+                reference,
+                "--insecure",
+                "--certificate-identity",
+                subject,
+                "--certificate-oidc-issuer",
+                issuer,
+            ][..],
+            extra,
+        ]
+        .concat();
+        kubewasm(&dir, &args)
+    };
+    let with_root = ["--trusted-root", "trusted_root.json"];
+    let (stdout, _) = succeeds(&verify(&signed, "release@example.com", TEST_ISSUER, &with_root));
+    assert_eq!(
+        stdout.trim(),
+        format!("{pinned}: signed by release@example.com (issuer {TEST_ISSUER}), Rekor entry 42")
+    );
+    fails_with(
+        &verify(&signed, "someone@example.com", TEST_ISSUER, &with_root),
+        &format!(
+            "{pinned} is not signed by a trusted identity: none of its 1 signature(s) verifies: one is signed by \
+             release@example.com (issuer {TEST_ISSUER}), not a trusted identity"
+        ),
+    );
+    fails_with(
+        &verify(&signed, "release@example.com", "https://other-issuer.example.com", &with_root),
+        "not a trusted identity",
+    );
+    // Against the public-good root, neither the test's Fulcio nor its Rekor is trusted.
+    fails_with(
+        &verify(&signed, "release@example.com", TEST_ISSUER, &[]),
+        "a keyless one is refused: its Rekor entry is from log",
+    );
+    fails_with(
+        &verify(&expired, "release@example.com", TEST_ISSUER, &with_root),
+        &format!(
+            "{expired_pinned} is not signed by a trusted identity: none of its 1 signature(s) verifies: a keyless one \
+             is refused: its certificate is not a code-signing certificate of a trusted Fulcio, valid when logged at \
+             2026-06-01T00:11:00Z (https://fulcio.example.com: CertExpired"
+        ),
+    );
+    std::fs::write(dir.join("bad_root.json"), "{}").unwrap();
+    fails_with(
+        &verify(&signed, "release@example.com", TEST_ISSUER, &["--trusted-root", "bad_root.json"]),
+        "bad_root.json: not a Sigstore trusted root: it names no certificate authority or no Rekor log",
+    );
+    let (_, stderr) = succeeds(&kubewasm(
+        &dir,
+        &[
+            &["pull", &signed, "--insecure", "-o", "p.wasm"][..],
+            &["--certificate-identity", "release@example.com", "--certificate-oidc-issuer", TEST_ISSUER],
+            &with_root,
+        ]
+        .concat(),
+    ));
+    assert!(stderr.contains(&format!("verified: signed by release@example.com (issuer {TEST_ISSUER})")), "{stderr}");
+
+    // A Plugin object names the identity; the host's trusted root is the test's.
+    let engine = kubewasm::plugin::Engine::new().expect("engine");
+    let root = std::sync::Arc::new(
+        distribution::TrustedRoot::from_json(sigstore.root_json.as_bytes(), "trusted_root.json").unwrap(),
+    );
+    let rt = runtime();
+    let fetch = |oci: &str, issuer: &str| {
+        let mut spec = PluginSpec { enabled: true, ..PluginSpec::default() };
+        spec.source.oci = oci.to_owned();
+        spec.source.insecure = true;
+        spec.verification.keyless =
+            vec![distribution::Identity { issuer: issuer.into(), subject: "release@example.com".into() }];
+        let context = resource::Context {
+            engine: &engine,
+            credentials: DockerConfig::default(),
+            cache: None,
+            trusted_root: root.clone(),
+            loaded: Vec::new(),
+        };
+        rt.block_on(resource::fetch("demo", &spec, context))
+    };
+    let fetched = fetch(&signed, TEST_ISSUER).expect("signed by the identity named");
+    assert_eq!(fetched.plugin.manifest().name, "demo-application");
+    assert_eq!(
+        fetched.signed_by.as_deref(),
+        Some(format!("release@example.com (issuer {TEST_ISSUER}), Rekor entry 42").as_str())
+    );
+    for (oci, issuer) in [(&signed, "https://other-issuer.example.com"), (&expired, TEST_ISSUER)] {
+        let Err(refused) = fetch(oci, issuer) else { panic!("{oci} was taken for issuer {issuer}") };
+        assert_eq!((refused.step, refused.reason), (Step::Verified, "UntrustedSigner"), "{}", refused.message);
+    }
+    let Err(incomplete) = fetch(&signed, "") else { panic!("an identity without issuer was taken") };
+    assert_eq!((incomplete.step, incomplete.reason), (Step::Verified, "KeyInvalid"));
+    assert_eq!(incomplete.message, "spec.verification.keyless[0]: both issuer and subject are required");
 }
 
 /// Polls `check` every 100 ms until it returns something, for at most two minutes: the

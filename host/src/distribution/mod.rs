@@ -1,12 +1,13 @@
 //! Plugins distributed through OCI registries: the Wasm artifact's layout
 //! ([`artifact`]), the registry client ([`oci`]), credentials from a docker config
-//! ([`credentials`]), cosign signatures ([`signature`]) and the store of pulled modules
+//! ([`credentials`]), cosign signatures ([`signature`], keyless ones [`keyless`]) and the store of pulled modules
 //! ([`cache`]); [`pull`] is what a host does with a reference: resolve it, check its
 //! signature, fetch the module (or find it in the store) and check what it fetched.
 
 pub mod artifact;
 pub mod cache;
 pub mod credentials;
+pub mod keyless;
 pub mod oci;
 pub mod signature;
 
@@ -14,8 +15,9 @@ use oci_client::Reference;
 
 pub use cache::BlobCache;
 pub use credentials::DockerConfig;
+pub use keyless::{Identity, TrustedRoot};
 pub use oci::{OciError, Registry, RegistryOptions, parse_reference};
-pub use signature::{SignatureError, SigningKey, Verified, VerifyingKey};
+pub use signature::{SignatureError, SignedBy, SigningKey, Trust, Verified, VerifyingKey};
 
 /// A module pulled from a registry.
 #[derive(Clone, Debug)]
@@ -26,7 +28,7 @@ pub struct Pulled {
     pub layer_digest: String,
     /// The component.
     pub bytes: Vec<u8>,
-    /// The signature that made it trusted, when keys were given.
+    /// The signature that made it trusted, when one was required.
     pub verified: Option<Verified>,
     /// Whether the module came from the store rather than the registry.
     pub cached: bool,
@@ -41,28 +43,28 @@ pub enum PullError {
     Signature(#[from] SignatureError),
 }
 
-/// Pulls the Wasm artifact `reference` names: its manifest, then (when `keys` are given)
-/// a signature by one of them over the manifest's digest, then the config and the
+/// Pulls the Wasm artifact `reference` names: its manifest, then (when `trust` names
+/// signers) a signature by one of them over the manifest's digest, then the config and the
 /// layer, each checked against the digest that names it. The module is taken from
 /// `cache` when it holds the layer's digest, and kept there otherwise.
 ///
 /// # Errors
 ///
-/// When the artifact does not exist, is not a Wasm artifact, is not signed by one of
-/// `keys`, or the registry serves bytes other than the digests say.
+/// When the artifact does not exist, is not a Wasm artifact, is not signed by a signer
+/// of `trust`, or the registry serves bytes other than the digests say.
 pub async fn pull(
     reference: &Reference,
     options: &RegistryOptions,
-    keys: &[VerifyingKey],
+    trust: &Trust,
     cache: Option<&BlobCache>,
 ) -> Result<Pulled, PullError> {
     let registry = Registry::for_reference(reference, options)?;
     let manifest =
         registry.manifest(reference).await?.ok_or_else(|| OciError::NotFound { reference: reference.whole() })?;
-    let verified = if keys.is_empty() {
-        None
+    let verified = if trust.requires_signature() {
+        Some(signature::verify(&registry, reference, &manifest.digest, trust).await?)
     } else {
-        Some(signature::verify(&registry, reference, &manifest.digest, keys).await?)
+        None
     };
     let config = registry.blob(reference, &manifest.manifest.config).await?;
     artifact::check(&manifest.manifest, &config)

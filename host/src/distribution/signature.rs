@@ -8,10 +8,12 @@
 //! Sigstore bundle stored as an OCI 1.1 referrer, is not read). Keys are PEM: a public key
 //! is a `PUBLIC KEY` (what `cosign.pub` holds); a private key is an unencrypted PKCS#8
 //! `PRIVATE KEY` or SEC1 `EC PRIVATE KEY` — cosign's own password-encrypted
-//! `cosign.key` is not read. Keyless signatures (Fulcio certificates, Rekor entries)
-//! are not verified.
+//! `cosign.key` is not read. Keyless signatures (a Fulcio certificate and a Rekor entry
+//! instead of a key, [`super::keyless`]) are verified, not made: making one takes an OIDC
+//! login and Fulcio, which `cosign sign` does.
 
 use std::collections::BTreeMap;
+use std::sync::{Arc, LazyLock};
 
 use base64::Engine as _;
 use oci_client::Reference;
@@ -22,6 +24,7 @@ use p256::pkcs8::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::keyless::{self, TrustedRoot};
 use super::oci::{self, OciError, Registry};
 
 /// The media type of a signature layer: the payload, as signed.
@@ -47,11 +50,8 @@ pub enum SignatureError {
     Key { origin: String, reason: String },
     #[error("{reference} is not signed: the registry has no signature at the tag {tag}")]
     Unsigned { reference: String, tag: String },
-    #[error(
-        "{reference} is not signed by a trusted key: none of its {count} signature(s) verifies with the \
-         given key(s) (signed with another key, or the signature or payload altered)"
-    )]
-    Untrusted { reference: String, count: usize },
+    #[error("{reference} is not signed by a trusted {signer}: none of its {count} signature(s) {why}")]
+    Untrusted { reference: String, count: usize, signer: &'static str, why: String },
     #[error(
         "{reference}: a signature by a trusted key signs {signed}, not this artifact's {digest} \
          (a signature copied from another artifact, or the artifact replaced)"
@@ -219,36 +219,55 @@ pub async fn sign(
 ) -> Result<Signed, SignatureError> {
     let manifest =
         registry.manifest(reference).await?.ok_or_else(|| OciError::NotFound { reference: reference.whole() })?;
+    let payload = payload(reference, &manifest.digest, annotations);
+    let signature = key.sign(&payload);
+    let layer_annotations = BTreeMap::from([(SIGNATURE_ANNOTATION.to_owned(), signature)]);
+    let already = attach(registry, reference, &manifest.digest, &payload, layer_annotations).await?;
+    Ok(Signed { tag: signature_tag(&manifest.digest), digest: manifest.digest, already })
+}
+
+/// The simple-signing payload cosign signs for the manifest `digest` in the repository
+/// of `reference`, with `annotations` as its `optional`.
+///
+/// # Panics
+///
+/// Never: a payload of strings serialises.
+pub fn payload(reference: &Reference, digest: &str, annotations: BTreeMap<String, String>) -> Vec<u8> {
     let optional = (!annotations.is_empty())
         .then(|| annotations.into_iter().map(|(k, v)| (k, serde_json::Value::String(v))).collect());
     let payload = Payload {
         critical: Critical {
             identity: Identity { docker_reference: format!("{}/{}", reference.registry(), reference.repository()) },
-            image: Image { docker_manifest_digest: manifest.digest.clone() },
+            image: Image { docker_manifest_digest: digest.to_owned() },
             kind: SIGNATURE_TYPE.into(),
         },
         optional,
     };
-    let payload = serde_json::to_vec(&payload)
-        .map_err(|e| OciError::Registry { reference: reference.whole(), source: e.into() })?;
-    let signature = key.sign(&payload);
-    let sig_reference = signature_reference(reference, &manifest.digest);
-    let tag = signature_tag(&manifest.digest);
+    serde_json::to_vec(&payload).expect("a payload of strings serialises")
+}
 
+/// Stores a signature layer, `payload` with `annotations` (the signature's, and a keyless
+/// signature's certificate and Rekor bundle), beside the manifest `digest`, after those
+/// stored already. Returns whether the same layer was there.
+///
+/// # Errors
+///
+/// When the registry refuses.
+pub async fn attach(
+    registry: &Registry,
+    reference: &Reference,
+    digest: &str,
+    payload: &[u8],
+    annotations: BTreeMap<String, String>,
+) -> Result<bool, SignatureError> {
+    let sig_reference = signature_reference(reference, digest);
     let mut layers = match registry.manifest(&sig_reference).await? {
         Some(existing) => existing.manifest.layers,
         None => Vec::new(),
     };
-    let layer = oci::descriptor(
-        PAYLOAD_MEDIA_TYPE,
-        &payload,
-        Some(BTreeMap::from([(SIGNATURE_ANNOTATION.to_owned(), signature.clone())])),
-    );
-    let already = layers.iter().any(|l| {
-        l.digest == layer.digest && l.annotations.as_ref().and_then(|a| a.get(SIGNATURE_ANNOTATION)) == Some(&signature)
-    });
-    if already {
-        return Ok(Signed { digest: manifest.digest, tag, already });
+    let layer = oci::descriptor(PAYLOAD_MEDIA_TYPE, payload, Some(annotations));
+    if layers.iter().any(|l| l.digest == layer.digest && l.annotations == layer.annotations) {
+        return Ok(true);
     }
     layers.push(layer);
     let diff_ids: Vec<&str> = layers.iter().map(|l| l.digest.as_str()).collect();
@@ -259,7 +278,7 @@ pub async fn sign(
         "rootfs": {"type": "layers", "diff_ids": diff_ids},
     }))
     .map_err(|e| OciError::Registry { reference: reference.whole(), source: e.into() })?;
-    registry.push_blob(&sig_reference, &payload).await?;
+    registry.push_blob(&sig_reference, payload).await?;
     registry.push_blob(&sig_reference, &config).await?;
     let signature_manifest = OciImageManifest {
         schema_version: 2,
@@ -269,20 +288,70 @@ pub async fn sign(
         ..OciImageManifest::default()
     };
     registry.push_manifest(&sig_reference, &signature_manifest).await?;
-    Ok(Signed { digest: manifest.digest, tag, already })
+    Ok(false)
+}
+
+/// Who may sign an artifact for it to be trusted: any one of `keys` or `identities`.
+#[derive(Clone, Debug)]
+pub struct Trust {
+    pub keys: Vec<VerifyingKey>,
+    /// Keyless signers, each an OIDC issuer and subject.
+    pub identities: Vec<keyless::Identity>,
+    /// Where keyless signatures' certificates and log entries must come from.
+    pub root: Arc<TrustedRoot>,
+}
+
+impl Default for Trust {
+    fn default() -> Self {
+        Self { keys: Vec::new(), identities: Vec::new(), root: public_good() }
+    }
+}
+
+impl Trust {
+    /// Trust in `keys` alone.
+    pub fn keys(keys: Vec<VerifyingKey>) -> Self {
+        Self { keys, ..Self::default() }
+    }
+
+    /// Whether a signature is required at all.
+    pub fn requires_signature(&self) -> bool {
+        !self.keys.is_empty() || !self.identities.is_empty()
+    }
+
+    fn signer(&self) -> &'static str {
+        match (self.keys.is_empty(), self.identities.is_empty()) {
+            (false, true) => "key",
+            (true, false) => "identity",
+            _ => "key or identity",
+        }
+    }
+}
+
+/// The Sigstore public-good trusted root, read once.
+pub fn public_good() -> Arc<TrustedRoot> {
+    static ROOT: LazyLock<Arc<TrustedRoot>> = LazyLock::new(|| Arc::new(TrustedRoot::public_good()));
+    ROOT.clone()
+}
+
+/// Who made the signature that made an artifact trusted.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SignedBy {
+    /// The key of this index in [`Trust::keys`].
+    Key(usize),
+    /// An identity of [`Trust::identities`], as its certificate and Rekor entry say.
+    Identity(keyless::Signer),
 }
 
 /// Which signature made an artifact trusted.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Verified {
-    /// The index, in the keys given, of the key that verified it.
-    pub key: usize,
+    pub by: SignedBy,
     /// The signature's `optional` annotations.
     pub annotations: BTreeMap<String, serde_json::Value>,
 }
 
 /// Checks that the artifact of `manifest_digest` in the repository of `reference` has a
-/// signature, stored as cosign stores it, by one of `keys` and over that digest.
+/// signature, stored as cosign stores it, by a signer `trust` names and over that digest.
 ///
 /// # Errors
 ///
@@ -294,7 +363,7 @@ pub async fn verify(
     registry: &Registry,
     reference: &Reference,
     manifest_digest: &str,
-    keys: &[VerifyingKey],
+    trust: &Trust,
 ) -> Result<Verified, SignatureError> {
     let sig_reference = signature_reference(reference, manifest_digest);
     let named = format!("{}/{}@{manifest_digest}", reference.registry(), reference.repository());
@@ -303,8 +372,11 @@ pub async fn verify(
     };
     let mut wrong_digest = None;
     let mut count = 0;
+    let mut refusals = Vec::new();
+    let no_annotations = BTreeMap::new();
     for layer in &signatures.manifest.layers {
-        let Some(signature) = layer.annotations.as_ref().and_then(|a| a.get(SIGNATURE_ANNOTATION)) else {
+        let annotations = layer.annotations.as_ref().unwrap_or(&no_annotations);
+        let Some(signature) = annotations.get(SIGNATURE_ANNOTATION) else {
             continue;
         };
         if layer.media_type != PAYLOAD_MEDIA_TYPE {
@@ -317,7 +389,21 @@ pub async fn verify(
             Err(OciError::DigestMismatch { .. }) => continue,
             Err(e) => return Err(e.into()),
         };
-        let Some(key) = keys.iter().position(|k| k.verifies(&payload, signature)) else {
+        let by = if let Some(key) = trust.keys.iter().position(|k| k.verifies(&payload, signature)) {
+            SignedBy::Key(key)
+        } else if !trust.identities.is_empty() && annotations.contains_key(keyless::CERTIFICATE_ANNOTATION) {
+            match keyless::verify(&trust.root, &payload, signature, annotations) {
+                Ok(signer) if trust.identities.iter().any(|i| signer.is(i)) => SignedBy::Identity(signer),
+                Ok(signer) => {
+                    refusals.push(format!("one is signed by {signer}, not a trusted identity"));
+                    continue;
+                }
+                Err(e) => {
+                    refusals.push(format!("a keyless one is refused: {e}"));
+                    continue;
+                }
+            }
+        } else {
             continue;
         };
         let Ok(parsed) = serde_json::from_slice::<Payload>(&payload) else {
@@ -330,11 +416,18 @@ pub async fn verify(
             wrong_digest = Some(parsed.critical.image.docker_manifest_digest);
             continue;
         }
-        return Ok(Verified { key, annotations: parsed.optional.unwrap_or_default() });
+        return Ok(Verified { by, annotations: parsed.optional.unwrap_or_default() });
     }
+    let why = if trust.identities.is_empty() {
+        "verifies with the given key(s) (signed with another key, or the signature or payload altered)".to_owned()
+    } else if refusals.is_empty() {
+        "verifies with the given key(s) or is keyless (no certificate)".to_owned()
+    } else {
+        format!("verifies: {}", refusals.join("; "))
+    };
     Err(match wrong_digest {
         Some(signed) => SignatureError::WrongDigest { reference: named, digest: manifest_digest.to_owned(), signed },
-        None => SignatureError::Untrusted { reference: named, count },
+        None => SignatureError::Untrusted { reference: named, count, signer: trust.signer(), why },
     })
 }
 

@@ -4,6 +4,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
 
+use crate::distribution::keyless;
+
 /// The API group of the host's own kinds.
 pub const GROUP: &str = "kubewasm.io";
 /// The version of the `Plugin` kind.
@@ -109,6 +111,10 @@ pub struct Verification {
     /// cosign signature by one of them over its manifest's digest.
     #[serde(default)]
     pub keys: Vec<String>,
+    /// Keyless signers (cosign's `--certificate-oidc-issuer` and `--certificate-identity`):
+    /// a signature certified by Fulcio for one of them and logged in Rekor is trusted too.
+    #[serde(default)]
+    pub keyless: Vec<keyless::Identity>,
 }
 
 /// One condition of the status, as `metav1.Condition`.
@@ -158,7 +164,19 @@ pub fn definition() -> Value {
                 "type": "object",
                 "properties": {
                     "keys": {"type": "array", "items": {"type": "string"},
-                             "description": "PEM public keys; when given, only a module with a cosign signature by one of them loads."}
+                             "description": "PEM public keys; when given, only a module with a cosign signature by one of them loads."},
+                    "keyless": {
+                        "type": "array",
+                        "description": "Keyless signers: a cosign signature whose Fulcio certificate names one of them, logged in Rekor, is trusted too (checked against the host's Sigstore trusted root).",
+                        "items": {
+                            "type": "object",
+                            "required": ["issuer", "subject"],
+                            "properties": {
+                                "issuer": {"type": "string", "minLength": 1, "description": "The OIDC issuer, e.g. https://token.actions.githubusercontent.com."},
+                                "subject": {"type": "string", "minLength": 1, "description": "The certificate's e-mail address or URI, exactly."}
+                            }
+                        }
+                    }
                 }
             },
             "settings": {

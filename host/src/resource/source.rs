@@ -1,12 +1,14 @@
 //! A `Plugin` resource's module: pulled from its OCI source, its signature checked
-//! against the resource's keys, compiled and described by the same load as a file of the
+//! against the resource's keys or keyless identities, compiled and described by the same load as a file of the
 //! plugin directory. Each failure says which step failed and why, in the terms of the
 //! status condition it sets.
 
 use std::sync::Arc;
 
 use super::crd::PluginSpec;
-use crate::distribution::{self, BlobCache, DockerConfig, OciError, PullError, RegistryOptions, SignatureError};
+use crate::distribution::{
+    self, BlobCache, DockerConfig, OciError, PullError, RegistryOptions, SignatureError, SignedBy, Trust, TrustedRoot,
+};
 use crate::plugin::{Engine, LoadError, Plugin, Settings};
 
 /// The steps of taking a module from a registry, as the status's condition types.
@@ -49,8 +51,8 @@ pub struct Fetched {
     pub settings: Settings,
     /// The manifest's digest: what runs, pinned.
     pub digest: String,
-    /// Whether a signature was required and found.
-    pub verified: bool,
+    /// Who signed it, when a signature was required: for the `Verified` condition.
+    pub signed_by: Option<String>,
 }
 
 /// What fetching needs besides the spec.
@@ -60,6 +62,8 @@ pub struct Context<'a> {
     pub credentials: DockerConfig,
     /// Where pulled modules are kept by digest.
     pub cache: Option<&'a BlobCache>,
+    /// Where keyless signatures must come from.
+    pub trusted_root: Arc<TrustedRoot>,
     /// Modules loaded already (the version that runs, its candidate): one pulled again
     /// is not compiled again.
     pub loaded: Vec<Arc<Plugin>>,
@@ -91,6 +95,11 @@ pub async fn fetch(name: &str, spec: &PluginSpec, context: Context<'_>) -> Resul
         .map(|(i, pem)| distribution::VerifyingKey::from_pem(pem, &format!("spec.verification.keys[{i}]")))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| failure(Step::Verified, "KeyInvalid", e.to_string()))?;
+    if let Some(i) = spec.verification.keyless.iter().position(|i| i.issuer.is_empty() || i.subject.is_empty()) {
+        let message = format!("spec.verification.keyless[{i}]: both issuer and subject are required");
+        return Err(failure(Step::Verified, "KeyInvalid", message));
+    }
+    let trust = Trust { keys, identities: spec.verification.keyless.clone(), root: context.trusted_root.clone() };
     let mut reference = distribution::parse_reference(&spec.source.oci)
         .map_err(|e| failure(Step::Pulled, "PullFailed", format!("spec.source.oci: {e}")))?;
     if let Some(digest) = &spec.source.digest {
@@ -98,7 +107,7 @@ pub async fn fetch(name: &str, spec: &PluginSpec, context: Context<'_>) -> Resul
         reference = reference.clone_with_digest(digest.clone());
     }
     let options = RegistryOptions { credentials: context.credentials, insecure: spec.source.insecure };
-    let pulled = distribution::pull(&reference, &options, &keys, context.cache).await.map_err(|e| match e {
+    let pulled = distribution::pull(&reference, &options, &trust, context.cache).await.map_err(|e| match e {
         PullError::Signature(e) => {
             let reason = match &e {
                 SignatureError::Unsigned { .. } => "NoSignatures",
@@ -118,6 +127,10 @@ pub async fn fetch(name: &str, spec: &PluginSpec, context: Context<'_>) -> Resul
             failure(Step::Pulled, reason, e.to_string())
         }
     })?;
+    let signed_by = pulled.verified.as_ref().map(|verified| match &verified.by {
+        SignedBy::Key(i) => format!("the key spec.verification.keys[{i}]"),
+        SignedBy::Identity(signer) => format!("{signer}, Rekor entry {}", signer.log_index),
+    });
     let origin =
         format!("Plugin {name} ({}/{}@{})", reference.registry(), reference.repository(), pulled.manifest_digest);
     let engine = context.engine.clone();
@@ -128,7 +141,7 @@ pub async fn fetch(name: &str, spec: &PluginSpec, context: Context<'_>) -> Resul
             plugin: plugin.clone(),
             settings,
             digest: pulled.manifest_digest,
-            verified: pulled.verified.is_some(),
+            signed_by: signed_by.clone(),
         });
     }
     let loaded = tokio::task::spawn_blocking(move || Plugin::from_bytes(&engine, &bytes, &origin))
@@ -136,10 +149,5 @@ pub async fn fetch(name: &str, spec: &PluginSpec, context: Context<'_>) -> Resul
         .map_err(|source| LoadError::Interrupted { origin: name.to_owned(), source })
         .and_then(|loaded| loaded)
         .map_err(|e| failure(Step::Loaded, "LoadFailed", e.to_string()))?;
-    Ok(Fetched {
-        plugin: Arc::new(loaded),
-        settings,
-        digest: pulled.manifest_digest,
-        verified: pulled.verified.is_some(),
-    })
+    Ok(Fetched { plugin: Arc::new(loaded), settings, digest: pulled.manifest_digest, signed_by: signed_by.clone() })
 }

@@ -13,8 +13,8 @@ pub struct Succeeded<'a> {
     pub reference: &'a str,
     /// The manifest digest it resolved to.
     pub digest: &'a str,
-    /// Whether a signature was required (and found).
-    pub verified: bool,
+    /// Who signed it, when a signature was required.
+    pub signed_by: Option<&'a str>,
     /// The plugin's name in its manifest.
     pub plugin: &'a str,
 }
@@ -33,10 +33,14 @@ pub fn conditions(
             let (status, reason, message) = match attempt {
                 Ok(done) => match step {
                     Step::Pulled => ("True", "Pulled", format!("{} is {}", done.reference, done.digest)),
-                    Step::Verified if done.verified => {
-                        ("True", "SignatureVerified", "signed by a key of spec.verification.keys".to_owned())
-                    }
-                    Step::Verified => ("True", "VerificationNotRequired", "spec.verification.keys is empty".to_owned()),
+                    Step::Verified => match done.signed_by {
+                        Some(signer) => ("True", "SignatureVerified", format!("signed by {signer}")),
+                        None => (
+                            "True",
+                            "VerificationNotRequired",
+                            "spec.verification names no key and no keyless identity".to_owned(),
+                        ),
+                    },
                     Step::Loaded => ("True", "Loaded", format!("plugin {}", done.plugin)),
                 },
                 Err(failure) if failure.step == step => ("False", failure.reason, failure.message.clone()),
@@ -196,7 +200,12 @@ mod tests {
 
     #[test]
     fn a_transition_time_moves_only_when_the_status_changes() {
-        let done = Succeeded { reference: "r/p:1", digest: "sha256:d", verified: true, plugin: "foo" };
+        let done = Succeeded {
+            reference: "r/p:1",
+            digest: "sha256:d",
+            signed_by: Some("the key spec.verification.keys[0]"),
+            plugin: "foo",
+        };
         let first = conditions(Ok(&done), 1, "2026-01-01T00:00:00Z", &[]);
         assert_eq!(
             statuses(&first),

@@ -26,6 +26,7 @@ use kube::runtime::watcher;
 use tracing::{error, info};
 
 use crate::controller::{self, Controller, Rollback, Rollout, Strategy};
+use crate::distribution::TrustedRoot;
 use crate::handler::{self, Handler};
 use crate::metrics::{Metrics, Outcome};
 use crate::plugin::{self, Egress, Engine, LoadError, Plugin, Settings, SettingsError, Transport};
@@ -103,6 +104,9 @@ pub struct Options {
     /// version, that a [development component](crate::plugin::development) in the plugin
     /// file `NAME.wasm` reads, by `NAME`. Empty everywhere else: no plugin reads a file.
     pub development: BTreeMap<String, PathBuf>,
+    /// Where `Plugin` objects' keyless signatures must come from: a Sigstore trusted
+    /// root (Fulcio authorities, Rekor logs); the public-good instance's by default.
+    pub trusted_root: Arc<TrustedRoot>,
 }
 
 impl Default for Options {
@@ -116,6 +120,7 @@ impl Default for Options {
             webhooks: Webhooks::new(),
             controllers: true,
             development: BTreeMap::new(),
+            trusted_root: crate::distribution::signature::public_good(),
         }
     }
 }
@@ -299,9 +304,7 @@ impl Runtime {
             compiles: 0,
             failures: 0,
         };
-        let resources = options
-            .plugin_resources
-            .then(|| Box::new(resources::Resources::new(client, &options.host_namespace, engine)));
+        let resources = options.plugin_resources.then(|| Box::new(resources::Resources::new(client, &options, engine)));
         let mut runtime = Self {
             client: client.clone(),
             runners: Runners::new(client, options.identities.clone(), options.controllers),

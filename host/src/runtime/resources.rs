@@ -16,7 +16,7 @@ use kube::runtime::{WatchStreamExt as _, watcher};
 use serde_json::json;
 
 use crate::controller::Rollout;
-use crate::distribution::{BlobCache, DockerConfig};
+use crate::distribution::{BlobCache, DockerConfig, TrustedRoot};
 use crate::plugin::{Engine, Plugin, Settings};
 use crate::resource::crd::{GROUP, KIND, VERSION};
 use crate::resource::crd::{RolloutMode, RolloutSpec};
@@ -31,6 +31,7 @@ pub(super) struct Resources {
     api: Api<DynamicObject>,
     secrets: Api<Secret>,
     cache: Option<BlobCache>,
+    trusted_root: Arc<TrustedRoot>,
     pub(super) slots: BTreeMap<String, Slot>,
 }
 
@@ -117,12 +118,13 @@ impl Candidate {
 }
 
 impl Resources {
-    pub(super) fn new(client: &kube::Client, host_namespace: &str, engine: &Engine) -> Self {
+    pub(super) fn new(client: &kube::Client, options: &super::Options, engine: &Engine) -> Self {
         let resource = ApiResource::from_gvk(&GroupVersionKind::gvk(GROUP, VERSION, KIND));
         Self {
             api: Api::all_with(client.clone(), &resource),
-            secrets: Api::namespaced(client.clone(), host_namespace),
+            secrets: Api::namespaced(client.clone(), &options.host_namespace),
             cache: engine.cache_dir().map(BlobCache::new),
+            trusted_root: options.trusted_root.clone(),
             slots: BTreeMap::new(),
         }
     }
@@ -206,7 +208,13 @@ impl Resources {
             .into_iter()
             .chain(slot.and_then(|s| s.candidate.as_ref()?.plugin.clone()))
             .collect();
-        let context = resource::Context { engine, credentials, cache: self.cache.as_ref(), loaded };
+        let context = resource::Context {
+            engine,
+            credentials,
+            cache: self.cache.as_ref(),
+            trusted_root: self.trusted_root.clone(),
+            loaded,
+        };
         resource::fetch(name, spec, context).await
     }
 
@@ -240,7 +248,7 @@ impl Resources {
                 summary = Succeeded {
                     reference: &slot.reference,
                     digest: &fetched.digest,
-                    verified: fetched.verified,
+                    signed_by: fetched.signed_by.as_deref(),
                     plugin: &fetched.plugin.manifest().name,
                 };
                 Ok(&summary)

@@ -234,6 +234,8 @@ pub enum Command {
         #[arg(long = "verify-key", value_name = "PUB")]
         verify_keys: Vec<PathBuf>,
         #[command(flatten)]
+        keyless: KeylessArgs,
+        #[command(flatten)]
         registry: RegistryArgs,
     },
     /// Sign a pushed plugin in cosign's classic format (keyed ECDSA P-256, the signature
@@ -251,13 +253,16 @@ pub enum Command {
         #[command(flatten)]
         registry: RegistryArgs,
     },
-    /// Check a pushed plugin's cosign signature against public keys, without pulling it.
+    /// Check a pushed plugin's cosign signature against public keys or a keyless
+    /// identity, without pulling it.
     Verify {
         /// The artifact, by tag or digest.
         reference: String,
         /// A public key (PEM, as cosign.pub); repeat to accept any of several keys.
-        #[arg(long = "key", value_name = "PUB", required = true)]
+        #[arg(long = "key", value_name = "PUB", required_unless_present = "certificate_identity")]
         keys: Vec<PathBuf>,
+        #[command(flatten)]
+        keyless: KeylessArgs,
         #[command(flatten)]
         registry: RegistryArgs,
     },
@@ -445,6 +450,27 @@ pub struct HostArgs {
     /// version in place and is written to the object's status.
     #[arg(long)]
     pub plugin_resources: bool,
+    /// The Sigstore trusted root (trusted_root.json, as `cosign verify --trusted-root`
+    /// reads it) that Plugin objects' keyless signatures are checked against (default:
+    /// the Sigstore public-good instance's, built in).
+    #[arg(long, value_name = "FILE", requires = "plugin_resources")]
+    pub trusted_root: Option<PathBuf>,
+}
+
+/// A keyless signer to accept, as cosign's flags of the same names name one: a signature
+/// whose Fulcio certificate names this subject and issuer, logged in Rekor.
+#[derive(Debug, clap::Args)]
+pub struct KeylessArgs {
+    /// The certificate's subject: an e-mail address or URI, exactly.
+    #[arg(long, value_name = "SUBJECT", requires = "certificate_oidc_issuer")]
+    pub certificate_identity: Option<String>,
+    /// The OIDC issuer that vouched for the subject, exactly.
+    #[arg(long, value_name = "URL", requires = "certificate_identity")]
+    pub certificate_oidc_issuer: Option<String>,
+    /// The Sigstore trusted root (trusted_root.json) the certificate and the Rekor entry
+    /// are checked against (default: the Sigstore public-good instance's, built in).
+    #[arg(long, value_name = "FILE", requires = "certificate_identity")]
+    pub trusted_root: Option<PathBuf>,
 }
 
 /// How `kubewasm run` serves the admission and conversion webhooks of the plugins that

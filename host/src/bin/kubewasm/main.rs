@@ -129,6 +129,7 @@ fn run(cli: Cli) -> Result<()> {
                 install_crds: true,
                 namespace: host.host_namespace.clone(),
                 plugin_resources: host.plugin_resources,
+                trusted_root: registry::trusted_root(host.trusted_root.as_deref())?,
                 webhooks: Some(dev::webhooks(webhook_listen)?),
                 ..run::Options::new(dir)
             };
@@ -141,6 +142,7 @@ fn run(cli: Cli) -> Result<()> {
                 health_addr: Some(health_addr),
                 replicas: leader.mode(),
                 plugin_resources: host.plugin_resources,
+                trusted_root: registry::trusted_root(host.trusted_root.as_deref())?,
                 plugin_identities,
                 ..run::Options::new(dir)
             };

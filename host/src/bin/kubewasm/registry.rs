@@ -3,24 +3,30 @@
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
-use kubewasm::distribution::{self, BlobCache, DockerConfig, Registry, RegistryOptions, SigningKey, VerifyingKey};
+use kubewasm::distribution::{
+    self, BlobCache, DockerConfig, Identity, Registry, RegistryOptions, SignedBy, SigningKey, Trust, TrustedRoot,
+    Verified, VerifyingKey,
+};
 
-use crate::cli::{self, Command, RegistryArgs};
+use crate::cli::{self, Command, KeylessArgs, RegistryArgs};
 
 /// Runs one of this module's commands.
 pub fn command(command: Command) -> Result<()> {
     let runtime = || crate::tokio_runtime();
     match command {
         Command::Push { plugin, reference, registry } => runtime()?.block_on(push(&plugin, &reference, &registry)),
-        Command::Pull { reference, output, verify_keys, registry } => {
-            runtime()?.block_on(pull(&reference, output, &verify_keys, &registry))
+        Command::Pull { reference, output, verify_keys, keyless, registry } => {
+            runtime()?.block_on(pull(&reference, output, &verify_keys, &keyless, &registry))
         }
         Command::Sign { reference, key, annotations, registry } => {
             runtime()?.block_on(sign(&reference, &key, &annotations, &registry))
         }
-        Command::Verify { reference, keys, registry } => runtime()?.block_on(verify(&reference, &keys, &registry)),
+        Command::Verify { reference, keys, keyless, registry } => {
+            runtime()?.block_on(verify(&reference, &keys, &keyless, &registry))
+        }
         Command::GenerateKey { prefix } => generate_key(&prefix),
         _ => unreachable!("not a registry command"),
     }
@@ -39,12 +45,37 @@ fn read_text(path: &Path, what: &str) -> Result<String> {
     std::fs::read_to_string(path).with_context(|| format!("cannot read the {what} {}", path.display()))
 }
 
-/// The public keys of `paths`.
-fn verifying_keys(paths: &[PathBuf]) -> Result<Vec<VerifyingKey>> {
-    paths
+/// Who the command's flags trust: the public keys of `paths`, and the keyless signer.
+fn trust(paths: &[PathBuf], keyless: &KeylessArgs) -> Result<Trust> {
+    let keys = paths
         .iter()
         .map(|path| Ok(VerifyingKey::from_pem(&read_text(path, "public key")?, &path.display().to_string())?))
-        .collect()
+        .collect::<Result<_>>()?;
+    let identities = match (&keyless.certificate_oidc_issuer, &keyless.certificate_identity) {
+        (Some(issuer), Some(subject)) => vec![Identity { issuer: issuer.clone(), subject: subject.clone() }],
+        _ => Vec::new(),
+    };
+    Ok(Trust { keys, identities, root: trusted_root(keyless.trusted_root.as_deref())? })
+}
+
+/// The Sigstore trusted root of `path`, or the public-good instance's.
+pub fn trusted_root(path: Option<&Path>) -> Result<Arc<TrustedRoot>> {
+    match path {
+        None => Ok(distribution::signature::public_good()),
+        Some(path) => {
+            let json =
+                std::fs::read(path).with_context(|| format!("cannot read the trusted root {}", path.display()))?;
+            Ok(Arc::new(TrustedRoot::from_json(&json, &path.display().to_string())?))
+        }
+    }
+}
+
+/// Who made the signature, in the terms of the command's flags.
+fn signer(verified: &Verified, key_paths: &[PathBuf]) -> String {
+    match &verified.by {
+        SignedBy::Key(i) => key_paths[*i].display().to_string(),
+        SignedBy::Identity(signer) => format!("{signer}, Rekor entry {}", signer.log_index),
+    }
 }
 
 /// `kubewasm push PLUGIN REF`.
@@ -63,18 +94,24 @@ async fn push(plugin: &Path, reference: &str, args: &RegistryArgs) -> Result<()>
 }
 
 /// `kubewasm pull REF`.
-async fn pull(reference: &str, output: Option<PathBuf>, key_paths: &[PathBuf], args: &RegistryArgs) -> Result<()> {
+async fn pull(
+    reference: &str,
+    output: Option<PathBuf>,
+    key_paths: &[PathBuf],
+    keyless: &KeylessArgs,
+    args: &RegistryArgs,
+) -> Result<()> {
     let reference = distribution::parse_reference(reference)?;
-    let keys = verifying_keys(key_paths)?;
+    let trust = trust(key_paths, keyless)?;
     let cache = cli::default_cache_dir().map(|dir| BlobCache::new(&dir));
-    let pulled = distribution::pull(&reference, &options(args)?, &keys, cache.as_ref()).await?;
+    let pulled = distribution::pull(&reference, &options(args)?, &trust, cache.as_ref()).await?;
     let output = output.unwrap_or_else(|| {
         let name = reference.repository().rsplit('/').next().unwrap_or("plugin");
         PathBuf::from(format!("{name}.wasm"))
     });
     std::fs::write(&output, &pulled.bytes).with_context(|| format!("cannot write {}", output.display()))?;
     if let Some(verified) = &pulled.verified {
-        eprintln!("verified: signed by {}", key_paths[verified.key].display());
+        eprintln!("verified: signed by {}", signer(verified, key_paths));
     }
     eprintln!(
         "pulled {}/{}@{} ({} bytes{}) to {}",
@@ -113,22 +150,22 @@ async fn sign(reference: &str, key: &Path, annotations: &[String], args: &Regist
     Ok(())
 }
 
-/// `kubewasm verify REF --key PUB`.
-async fn verify(reference: &str, key_paths: &[PathBuf], args: &RegistryArgs) -> Result<()> {
+/// `kubewasm verify REF --key PUB` or `--certificate-identity ... --certificate-oidc-issuer ...`.
+async fn verify(reference: &str, key_paths: &[PathBuf], keyless: &KeylessArgs, args: &RegistryArgs) -> Result<()> {
     let reference = distribution::parse_reference(reference)?;
-    let keys = verifying_keys(key_paths)?;
+    let trust = trust(key_paths, keyless)?;
     let registry = Registry::for_reference(&reference, &options(args)?)?;
     let manifest = registry
         .manifest(&reference)
         .await?
         .ok_or_else(|| distribution::OciError::NotFound { reference: reference.whole() })?;
-    let verified = distribution::signature::verify(&registry, &reference, &manifest.digest, &keys).await?;
+    let verified = distribution::signature::verify(&registry, &reference, &manifest.digest, &trust).await?;
     println!(
         "{}/{}@{}: signed by {}",
         reference.registry(),
         reference.repository(),
         manifest.digest,
-        key_paths[verified.key].display()
+        signer(&verified, key_paths)
     );
     Ok(())
 }
