@@ -1147,15 +1147,26 @@ fn through_kubewasm_dev_and_kubectl_a_pushed_and_signed_plugin_runs_and_its_next
     succeeds(&kubewasm(&dir, &["generate-key", "release"]));
     push(&dir, "demo-application", &v1, &[]);
     push_file(&dir, &fixture("demo-relabel"), &v2, &[]);
-    for reference in [&v1, &v2] {
-        succeeds(&kubewasm(&dir, &["sign", reference, "--key", "release.key", "--insecure"]));
-    }
+    // 1.0.0 is signed keylessly (the host is given the signer's trusted root), 1.1.0 with the key.
+    let sigstore = TestSigstore::new();
+    std::fs::write(dir.join("trusted_root.json"), &sigstore.root_json).unwrap();
+    let client = Registry::for_reference(
+        &distribution::parse_reference(&v1).unwrap(),
+        &RegistryOptions { credentials: DockerConfig::default(), insecure: true },
+    )
+    .unwrap();
+    sigstore.sign(&client, &v1, "release@example.com", 300);
+    succeeds(&kubewasm(&dir, &["sign", &v2, "--key", "release.key", "--insecure"]));
     let key = std::fs::read_to_string(dir.join("release.pub")).unwrap();
     let plugins = dir.join("plugins");
     std::fs::create_dir_all(&plugins).unwrap();
     let kubeconfig = dir.join("kubeconfig");
-    let (child, stderr) =
-        common::spawn_collecting_stderr(common::kubewasm_dev(&plugins, &kubeconfig).arg("--plugin-resources"));
+    let (child, stderr) = common::spawn_collecting_stderr(
+        common::kubewasm_dev(&plugins, &kubeconfig)
+            .arg("--plugin-resources")
+            .arg("--trusted-root")
+            .arg(dir.join("trusted_root.json")),
+    );
     struct Stop(Child);
     impl Drop for Stop {
         fn drop(&mut self) {
@@ -1170,7 +1181,8 @@ fn through_kubewasm_dev_and_kubectl_a_pushed_and_signed_plugin_runs_and_its_next
     let key_lines: String = key.lines().map(|l| format!("        {l}\n")).collect();
     let plugin = format!(
         "apiVersion: kubewasm.io/v1alpha1\nkind: Plugin\nmetadata:\n  name: demo\nspec:\n  source:\n    oci: {v1}\n    \
-         insecure: true\n  verification:\n    keys:\n      - |\n{key_lines}"
+         insecure: true\n  verification:\n    keyless:\n      - issuer: {TEST_ISSUER}\n        subject: \
+         release@example.com\n    keys:\n      - |\n{key_lines}"
     );
     ok(common::kubectl(&kubeconfig, &["apply", "-f", "-"], &plugin)).expect("the Plugin applied");
     let ready = "jsonpath={.status.conditions[?(@.type==\"Ready\")].status}";
@@ -1179,6 +1191,9 @@ fn through_kubewasm_dev_and_kubectl_a_pushed_and_signed_plugin_runs_and_its_next
     });
     let table = ok(common::kubectl(&kubeconfig, &["get", "plugins"], "")).unwrap();
     assert!(table.contains("VERIFIED") && table.lines().nth(1).is_some_and(|l| l.contains("True")), "{table}");
+    let verified = "jsonpath={.status.conditions[?(@.type==\"Verified\")].message}";
+    let signer = ok(common::kubectl(&kubeconfig, &["get", "plugin", "demo", "-o", verified], "")).unwrap();
+    assert_eq!(signer, format!("signed by release@example.com (issuer {TEST_ISSUER}), Rekor entry 42"));
 
     until("the DemoApplication kind", &stderr, || {
         ok(common::kubectl(&kubeconfig, &["apply", "-f", "-"], &demo_application("web")))
