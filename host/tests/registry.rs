@@ -591,6 +591,19 @@ fn a_keyless_signature_is_trusted_for_the_identity_its_certificate_names_while_i
              2026-06-01T00:11:00Z (https://fulcio.example.com: CertExpired"
         ),
     );
+    let loose_prefix = kubewasm(
+        &dir,
+        &[
+            "verify",
+            &signed,
+            "--insecure",
+            "--certificate-identity-prefix",
+            "https://github.com/team",
+            "--certificate-oidc-issuer",
+            TEST_ISSUER,
+        ],
+    );
+    fails_with(&loose_prefix, "the subject prefix \"https://github.com/team\" must be an https:// URL ending at a `/`");
     std::fs::write(dir.join("bad_root.json"), "{}").unwrap();
     fails_with(
         &verify(&signed, "release@example.com", TEST_ISSUER, &["--trusted-root", "bad_root.json"]),
@@ -617,8 +630,11 @@ fn a_keyless_signature_is_trusted_for_the_identity_its_certificate_names_while_i
         let mut spec = PluginSpec { enabled: true, ..PluginSpec::default() };
         spec.source.oci = oci.to_owned();
         spec.source.insecure = true;
-        spec.verification.keyless =
-            vec![distribution::Identity { issuer: issuer.into(), subject: "release@example.com".into() }];
+        spec.verification.keyless = vec![distribution::Identity {
+            issuer: issuer.into(),
+            subject: "release@example.com".into(),
+            subject_prefix: None,
+        }];
         let context = resource::Context {
             engine: &engine,
             credentials: DockerConfig::default(),
@@ -639,8 +655,8 @@ fn a_keyless_signature_is_trusted_for_the_identity_its_certificate_names_while_i
         assert_eq!((refused.step, refused.reason), (Step::Verified, "UntrustedSigner"), "{}", refused.message);
     }
     let Err(incomplete) = fetch(&signed, "") else { panic!("an identity without issuer was taken") };
-    assert_eq!((incomplete.step, incomplete.reason), (Step::Verified, "KeyInvalid"));
-    assert_eq!(incomplete.message, "spec.verification.keyless[0]: both issuer and subject are required");
+    assert_eq!((incomplete.step, incomplete.reason), (Step::Verified, "IdentityInvalid"));
+    assert_eq!(incomplete.message, "spec.verification.keyless[0]: the issuer is required");
 }
 
 /// Polls `check` every 100 ms until it returns something, for at most two minutes: the

@@ -39,13 +39,43 @@ const ISSUER_V2: &str = "1.3.6.1.4.1.57264.1.8";
 /// Fulcio's deprecated issuer extension (1.3.6.1.4.1.57264.1.1): the raw string.
 const ISSUER_V1: &str = "1.3.6.1.4.1.57264.1.1";
 
-/// An identity whose signatures are trusted: the OIDC issuer that vouched for it and the
-/// subject it names (an e-mail address, or a URI such as a CI workflow's), both exact,
-/// as cosign's `--certificate-oidc-issuer` and `--certificate-identity`.
+/// An identity whose signatures are trusted: the OIDC issuer that vouched for it (exact,
+/// as cosign's `--certificate-oidc-issuer`) and the subject it names: exactly (an e-mail
+/// address, or a URI, as `--certificate-identity`), or any URI under a prefix that ends
+/// at a `/` (a CI workflow's identity names the ref it ran for:
+/// `https://github.com/ORG/REPO/.github/workflows/release.yaml@refs/tags/` trusts every tag).
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
 pub struct Identity {
     pub issuer: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
     pub subject: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub subject_prefix: Option<String>,
+}
+
+impl Identity {
+    /// Why this identity can match nothing, or too much.
+    ///
+    /// # Errors
+    ///
+    /// Without an issuer; with both or neither of a subject and a prefix; with a prefix
+    /// that is not an `https://` URL ending at a `/` (`https://github.com/team` would
+    /// trust `https://github.com/team-b/...` too).
+    pub fn check(&self) -> Result<(), String> {
+        if self.issuer.is_empty() {
+            return Err("the issuer is required".into());
+        }
+        match (self.subject.is_empty(), &self.subject_prefix) {
+            (false, None) => Ok(()),
+            (true, Some(prefix)) if prefix.starts_with("https://") && prefix.ends_with('/') => Ok(()),
+            (true, Some(prefix)) => Err(format!(
+                "the subject prefix {prefix:?} must be an https:// URL ending at a `/`, so that it names a whole \
+                 path segment"
+            )),
+            _ => Err("exactly one of a subject and a subject prefix is required".into()),
+        }
+    }
 }
 
 /// Who signed, as the verified certificate and Rekor entry say.
@@ -63,9 +93,13 @@ pub struct Signer {
 }
 
 impl Signer {
-    /// Whether this is `identity`: its issuer and subject, exactly.
+    /// Whether this is `identity`: its issuer exactly, its subject exactly or under its prefix.
     pub fn is(&self, identity: &Identity) -> bool {
-        self.subject == identity.subject && self.issuer.as_deref() == Some(identity.issuer.as_str())
+        let subject = match &identity.subject_prefix {
+            Some(prefix) => identity.check().is_ok() && self.subject.starts_with(prefix.as_str()),
+            None => !identity.subject.is_empty() && self.subject == identity.subject,
+        };
+        subject && self.issuer.as_deref() == Some(identity.issuer.as_str())
     }
 }
 
@@ -495,6 +529,36 @@ oXqqo/C9QnOHTto=
         ])
     }
 
+    #[test]
+    fn a_subject_prefix_trusts_the_uris_under_it_and_must_end_a_path_segment() {
+        let signer = |subject: &str| Signer {
+            subject: subject.into(),
+            issuer: Some("https://token.actions.githubusercontent.com".into()),
+            log_index: 1,
+            integrated_time: 1,
+        };
+        let workflow = "https://github.com/team-a/demo/.github/workflows/release.yaml@refs/tags/";
+        let tags = Identity {
+            issuer: "https://token.actions.githubusercontent.com".into(),
+            subject: String::new(),
+            subject_prefix: Some(workflow.into()),
+        };
+        assert_eq!(tags.check(), Ok(()));
+        assert!(signer(&format!("{workflow}v1.2.0")).is(&tags));
+        assert!(!signer("https://github.com/team-a/demo/.github/workflows/release.yaml@refs/heads/main").is(&tags));
+        let other_issuer = Identity { issuer: "https://gitlab.com".into(), ..tags.clone() };
+        assert!(!signer(&format!("{workflow}v1.2.0")).is(&other_issuer));
+
+        let loose = Identity { subject_prefix: Some("https://github.com/team".into()), ..tags.clone() };
+        assert!(loose.check().unwrap_err().contains("must be an https:// URL ending at a `/`"));
+        assert!(!signer("https://github.com/team-b/x").is(&loose), "an unchecked prefix matches nothing");
+        let both = Identity { subject: "a@example.com".into(), ..tags.clone() };
+        assert_eq!(both.check(), Err("exactly one of a subject and a subject prefix is required".into()));
+        let neither = Identity { subject_prefix: None, ..tags.clone() };
+        assert!(neither.check().is_err() && !signer("").is(&neither));
+        assert_eq!(Identity { issuer: String::new(), ..tags }.check(), Err("the issuer is required".into()));
+    }
+
     fn refusal(result: Result<Signer, KeylessError>) -> String {
         match result {
             Ok(signer) => panic!("taken: signed by {signer}"),
@@ -511,9 +575,12 @@ oXqqo/C9QnOHTto=
         // Fulcio began recording the OIDC issuer in certificates later.
         assert_eq!(signer.issuer, None);
         assert_eq!((signer.log_index, signer.integrated_time), (783_607, 1_634_714_717));
-        assert!(
-            !signer.is(&Identity { issuer: "https://github.com/login/oauth".into(), subject: signer.subject.clone() })
-        );
+        let identity = Identity {
+            issuer: "https://github.com/login/oauth".into(),
+            subject: signer.subject.clone(),
+            subject_prefix: None,
+        };
+        assert!(!signer.is(&identity));
     }
 
     #[test]

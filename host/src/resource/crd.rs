@@ -170,10 +170,12 @@ pub fn definition() -> Value {
                         "description": "Keyless signers: a cosign signature whose Fulcio certificate names one of them, logged in Rekor, is trusted too (checked against the host's Sigstore trusted root).",
                         "items": {
                             "type": "object",
-                            "required": ["issuer", "subject"],
+                            "required": ["issuer"],
+                            "oneOf": [{"required": ["subject"]}, {"required": ["subjectPrefix"]}],
                             "properties": {
-                                "issuer": {"type": "string", "minLength": 1, "description": "The OIDC issuer, e.g. https://token.actions.githubusercontent.com."},
-                                "subject": {"type": "string", "minLength": 1, "description": "The certificate's e-mail address or URI, exactly."}
+                                "issuer": {"type": "string", "minLength": 1, "description": "The OIDC issuer, exactly, e.g. https://token.actions.githubusercontent.com."},
+                                "subject": {"type": "string", "minLength": 1, "description": "The certificate's e-mail address or URI, exactly."},
+                                "subjectPrefix": {"type": "string", "pattern": "^https://.*/$", "description": "Any URI subject under this prefix, which ends at a `/` (e.g. a workflow's `...release.yaml@refs/tags/`)."}
                             }
                         }
                     }

@@ -39,7 +39,7 @@ impl Step {
 pub struct Failure {
     pub step: Step,
     /// CamelCase, for machines: `PullFailed`, `NotAWasmArtifact`, `DigestMismatch`,
-    /// `NoSignatures`, `UntrustedSigner`, `SignatureForAnotherDigest`, `KeyInvalid`,
+    /// `NoSignatures`, `UntrustedSigner`, `SignatureForAnotherDigest`, `KeyInvalid`, `IdentityInvalid`,
     /// `SettingsInvalid`, `LoadFailed`.
     pub reason: &'static str,
     pub message: String,
@@ -95,9 +95,10 @@ pub async fn fetch(name: &str, spec: &PluginSpec, context: Context<'_>) -> Resul
         .map(|(i, pem)| distribution::VerifyingKey::from_pem(pem, &format!("spec.verification.keys[{i}]")))
         .collect::<Result<Vec<_>, _>>()
         .map_err(|e| failure(Step::Verified, "KeyInvalid", e.to_string()))?;
-    if let Some(i) = spec.verification.keyless.iter().position(|i| i.issuer.is_empty() || i.subject.is_empty()) {
-        let message = format!("spec.verification.keyless[{i}]: both issuer and subject are required");
-        return Err(failure(Step::Verified, "KeyInvalid", message));
+    for (i, identity) in spec.verification.keyless.iter().enumerate() {
+        if let Err(why) = identity.check() {
+            return Err(failure(Step::Verified, "IdentityInvalid", format!("spec.verification.keyless[{i}]: {why}")));
+        }
     }
     let trust = Trust { keys, identities: spec.verification.keyless.clone(), root: context.trusted_root.clone() };
     let mut reference = distribution::parse_reference(&spec.source.oci)

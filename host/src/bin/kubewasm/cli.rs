@@ -259,7 +259,7 @@ pub enum Command {
         /// The artifact, by tag or digest.
         reference: String,
         /// A public key (PEM, as cosign.pub); repeat to accept any of several keys.
-        #[arg(long = "key", value_name = "PUB", required_unless_present = "certificate_identity")]
+        #[arg(long = "key", value_name = "PUB", required_unless_present = "certificate_oidc_issuer")]
         keys: Vec<PathBuf>,
         #[command(flatten)]
         keyless: KeylessArgs,
@@ -464,12 +464,16 @@ pub struct KeylessArgs {
     /// The certificate's subject: an e-mail address or URI, exactly.
     #[arg(long, value_name = "SUBJECT", requires = "certificate_oidc_issuer")]
     pub certificate_identity: Option<String>,
+    /// Or any URI subject under this prefix, which ends at a `/` (a CI workflow's
+    /// identity names its ref: `...release.yaml@refs/tags/` trusts every tag).
+    #[arg(long, value_name = "URL", requires = "certificate_oidc_issuer", conflicts_with = "certificate_identity")]
+    pub certificate_identity_prefix: Option<String>,
     /// The OIDC issuer that vouched for the subject, exactly.
-    #[arg(long, value_name = "URL", requires = "certificate_identity")]
+    #[arg(long, value_name = "URL")]
     pub certificate_oidc_issuer: Option<String>,
     /// The Sigstore trusted root (trusted_root.json) the certificate and the Rekor entry
     /// are checked against (default: the Sigstore public-good instance's, built in).
-    #[arg(long, value_name = "FILE", requires = "certificate_identity")]
+    #[arg(long, value_name = "FILE", requires = "certificate_oidc_issuer")]
     pub trusted_root: Option<PathBuf>,
 }
 

@@ -51,9 +51,21 @@ fn trust(paths: &[PathBuf], keyless: &KeylessArgs) -> Result<Trust> {
         .iter()
         .map(|path| Ok(VerifyingKey::from_pem(&read_text(path, "public key")?, &path.display().to_string())?))
         .collect::<Result<_>>()?;
-    let identities = match (&keyless.certificate_oidc_issuer, &keyless.certificate_identity) {
-        (Some(issuer), Some(subject)) => vec![Identity { issuer: issuer.clone(), subject: subject.clone() }],
-        _ => Vec::new(),
+    let identities = match &keyless.certificate_oidc_issuer {
+        Some(issuer) => {
+            let identity = Identity {
+                issuer: issuer.clone(),
+                subject: keyless.certificate_identity.clone().unwrap_or_default(),
+                subject_prefix: keyless.certificate_identity_prefix.clone(),
+            };
+            identity.check().map_err(|why| {
+                anyhow::anyhow!(
+                    "--certificate-identity or --certificate-identity-prefix, and --certificate-oidc-issuer: {why}"
+                )
+            })?;
+            vec![identity]
+        }
+        None => Vec::new(),
     };
     Ok(Trust { keys, identities, root: trusted_root(keyless.trusted_root.as_deref())? })
 }
