@@ -6,19 +6,25 @@
 //! the file `cosign verify --trusted-root` reads): the certificate chains to one of its
 //! certificate authorities at the time Rekor logged the entry, Rekor's signed entry
 //! timestamp verifies with one of its logs' keys, and the logged entry is this signature,
-//! by this certificate, over this payload. The embedded root is the Sigstore public-good
-//! instance's; a private instance's is passed as a file. The certificate's embedded SCT
-//! (the certificate transparency log's promise) is not checked.
+//! by this certificate, over this payload; and, where the root names certificate
+//! transparency logs, the certificate carries a signed certificate timestamp (SCT) by one
+//! of them: Fulcio logged it publicly before issuing it.
 
 use std::collections::BTreeMap;
 
 use base64::Engine as _;
 use p256::ecdsa::signature::Verifier as _;
 use p256::pkcs8::DecodePublicKey as _;
-use rustls::pki_types::{CertificateDer, TrustAnchor, UnixTime};
+use rustls::pki_types::{CertificateDer, UnixTime};
 use serde::{Deserialize, Serialize};
-use x509_parser::prelude::{FromDer as _, GeneralName, X509Certificate};
+use sha2::{Digest as _, Sha256};
+use x509_cert::Certificate;
+use x509_cert::der::asn1::{ObjectIdentifier, OctetStringRef, Utf8StringRef};
+use x509_cert::der::{Decode as _, Encode as _};
+use x509_cert::ext::pkix::SubjectAltName;
+use x509_cert::ext::pkix::name::GeneralName;
 
+use super::trusted_root::{Authority, TrustedRoot};
 use crate::plugin::digest;
 
 /// The layer annotation holding the signing certificate (PEM).
@@ -28,16 +34,14 @@ pub const CHAIN_ANNOTATION: &str = "dev.sigstore.cosign/chain";
 /// The layer annotation holding Rekor's entry and its signed entry timestamp (JSON).
 pub const BUNDLE_ANNOTATION: &str = "dev.sigstore.cosign/bundle";
 
-/// The Sigstore public-good instance's trusted root (Fulcio, Rekor and CT log keys),
-/// as its TUF repository published it.
-const PUBLIC_GOOD: &[u8] = include_bytes!("sigstore-public-good.json");
-
 /// Extended key usage id-kp-codeSigning (1.3.6.1.5.5.7.3.3), DER content octets.
 const CODE_SIGNING: &[u8] = &[0x2b, 0x06, 0x01, 0x05, 0x05, 0x07, 0x03, 0x03];
-/// Fulcio's OIDC issuer extension (1.3.6.1.4.1.57264.1.8): a DER `UTF8String`.
-const ISSUER_V2: &str = "1.3.6.1.4.1.57264.1.8";
-/// Fulcio's deprecated issuer extension (1.3.6.1.4.1.57264.1.1): the raw string.
-const ISSUER_V1: &str = "1.3.6.1.4.1.57264.1.1";
+/// Fulcio's OIDC issuer extension: a DER `UTF8String`.
+const ISSUER_V2: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.57264.1.8");
+/// Fulcio's deprecated issuer extension: the raw string.
+const ISSUER_V1: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.57264.1.1");
+/// The embedded SCT list extension of RFC 6962.
+const SCT_LIST: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.3.6.1.4.1.11129.2.4.2");
 
 /// An identity whose signatures are trusted: the OIDC issuer that vouched for it (exact,
 /// as cosign's `--certificate-oidc-issuer`) and the subject it names: exactly (an e-mail
@@ -109,169 +113,13 @@ impl std::fmt::Display for Signer {
     }
 }
 
-/// Why a trusted root could not be read, or a keyless signature is not trusted.
+/// Why a keyless signature is not trusted: which check failed.
 #[derive(Debug, thiserror::Error)]
-pub enum KeylessError {
-    #[error("{origin}: not a Sigstore trusted root: {reason}")]
-    Root { origin: String, reason: String },
-    #[error("{0}")]
-    Refused(String),
-}
+#[error("{0}")]
+pub struct Refused(String);
 
-fn refused(reason: impl Into<String>) -> KeylessError {
-    KeylessError::Refused(reason.into())
-}
-
-/// The Fulcio certificate authorities and Rekor logs a keyless signature must come from.
-#[derive(Debug)]
-pub struct TrustedRoot {
-    authorities: Vec<Authority>,
-    logs: Vec<Log>,
-}
-
-#[derive(Debug)]
-struct Authority {
-    uri: String,
-    anchor: TrustAnchor<'static>,
-    intermediates: Vec<CertificateDer<'static>>,
-    valid: Validity,
-}
-
-#[derive(Debug)]
-struct Log {
-    /// SHA-256 of the key's DER, hex: what a Rekor entry's `logID` names.
-    id: String,
-    key: p256::ecdsa::VerifyingKey,
-    valid: Validity,
-}
-
-/// Seconds since the epoch; no end is open.
-#[derive(Debug)]
-struct Validity {
-    start: i64,
-    end: Option<i64>,
-}
-
-impl Validity {
-    fn contains(&self, time: i64) -> bool {
-        self.start <= time && self.end.is_none_or(|end| time <= end)
-    }
-}
-
-/// `trusted_root.json`, the fields read (sigstore protobuf-specs' `TrustedRoot`).
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RootFile {
-    #[serde(default)]
-    tlogs: Vec<LogFile>,
-    #[serde(default)]
-    certificate_authorities: Vec<AuthorityFile>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct LogFile {
-    #[serde(default)]
-    base_url: String,
-    public_key: PublicKeyFile,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct PublicKeyFile {
-    raw_bytes: String,
-    #[serde(default)]
-    key_details: String,
-    valid_for: ValidityFile,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct AuthorityFile {
-    #[serde(default)]
-    uri: String,
-    cert_chain: ChainFile,
-    valid_for: ValidityFile,
-}
-
-#[derive(Deserialize)]
-struct ChainFile {
-    certificates: Vec<RawBytes>,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct RawBytes {
-    raw_bytes: String,
-}
-
-#[derive(Deserialize)]
-struct ValidityFile {
-    start: String,
-    end: Option<String>,
-}
-
-impl TrustedRoot {
-    /// The Sigstore public-good instance (fulcio.sigstore.dev, rekor.sigstore.dev).
-    ///
-    /// # Panics
-    ///
-    /// Never: the embedded root is read by a test.
-    pub fn public_good() -> Self {
-        Self::from_json(PUBLIC_GOOD, "the embedded public-good trusted root").expect("the embedded root reads")
-    }
-
-    /// Reads a `trusted_root.json`; `origin` names it in errors. Only ECDSA P-256 Rekor
-    /// keys are read (what Rekor signs with); other logs are skipped.
-    ///
-    /// # Errors
-    ///
-    /// When it is not JSON of that shape, or a certificate or key in it does not parse.
-    pub fn from_json(json: &[u8], origin: &str) -> Result<Self, KeylessError> {
-        let err = |reason: String| KeylessError::Root { origin: origin.to_owned(), reason };
-        let file: RootFile = serde_json::from_slice(json).map_err(|e| err(e.to_string()))?;
-        let b64 = |s: &str, what: &str| {
-            base64::engine::general_purpose::STANDARD.decode(s).map_err(|e| err(format!("{what}: {e}")))
-        };
-        let mut logs = Vec::new();
-        for (i, log) in file.tlogs.iter().enumerate() {
-            if !matches!(log.public_key.key_details.as_str(), "PKIX_ECDSA_P256_SHA_256" | "") {
-                continue;
-            }
-            let der = b64(&log.public_key.raw_bytes, &format!("tlogs[{i}].publicKey"))?;
-            let key = p256::ecdsa::VerifyingKey::from_public_key_der(&der)
-                .map_err(|e| err(format!("tlogs[{i}] ({}): not a P-256 key: {e}", log.base_url)))?;
-            let valid = validity(&log.public_key.valid_for).map_err(|e| err(format!("tlogs[{i}].validFor: {e}")))?;
-            logs.push(Log { id: digest(&der), key, valid });
-        }
-        let mut authorities = Vec::new();
-        for (i, ca) in file.certificate_authorities.iter().enumerate() {
-            let mut chain = ca
-                .cert_chain
-                .certificates
-                .iter()
-                .map(|c| b64(&c.raw_bytes, &format!("certificateAuthorities[{i}]")).map(CertificateDer::from))
-                .collect::<Result<Vec<_>, _>>()?;
-            // Leaf-most first: the last is the root.
-            let root = chain.pop().ok_or_else(|| err(format!("certificateAuthorities[{i}]: no certificate")))?;
-            let anchor = webpki::anchor_from_trusted_cert(&root)
-                .map_err(|e| err(format!("certificateAuthorities[{i}] ({}): {e}", ca.uri)))?
-                .to_owned();
-            let valid =
-                validity(&ca.valid_for).map_err(|e| err(format!("certificateAuthorities[{i}].validFor: {e}")))?;
-            authorities.push(Authority { uri: ca.uri.clone(), anchor, intermediates: chain, valid });
-        }
-        if authorities.is_empty() || logs.is_empty() {
-            return Err(err("it names no certificate authority or no Rekor log with a P-256 key".into()));
-        }
-        Ok(Self { authorities, logs })
-    }
-}
-
-fn validity(file: &ValidityFile) -> Result<Validity, String> {
-    let seconds =
-        |s: &str| s.parse::<jiff::Timestamp>().map(jiff::Timestamp::as_second).map_err(|e| format!("{s:?}: {e}"));
-    Ok(Validity { start: seconds(&file.start)?, end: file.end.as_deref().map(seconds).transpose()? })
+fn refused(reason: impl Into<String>) -> Refused {
+    Refused(reason.into())
 }
 
 /// What cosign's bundle annotation holds: Rekor's entry and its signed entry timestamp.
@@ -337,17 +185,19 @@ struct BodyContent {
 ///
 /// # Errors
 ///
-/// [`KeylessError::Refused`], saying which check failed.
+/// [`Refused`], saying which check failed.
 pub fn verify(
     root: &TrustedRoot,
     payload: &[u8],
     signature: &str,
     annotations: &BTreeMap<String, String>,
-) -> Result<Signer, KeylessError> {
+) -> Result<Signer, Refused> {
     let b64 = base64::engine::general_purpose::STANDARD;
     let certificate_pem = annotations.get(CERTIFICATE_ANNOTATION).ok_or_else(|| refused("it has no certificate"))?;
     let certificate = first_certificate(certificate_pem.as_bytes())
         .ok_or_else(|| refused("its certificate annotation holds no PEM certificate"))?;
+    let parsed =
+        Certificate::from_der(&certificate).map_err(|e| refused(format!("its certificate does not parse: {e}")))?;
     let bundle = annotations
         .get(BUNDLE_ANNOTATION)
         .ok_or_else(|| refused("it has no Rekor bundle (a keyless signature must be in the transparency log)"))?;
@@ -356,7 +206,7 @@ pub fn verify(
     let entry = &bundle.payload;
 
     // Rekor vouches for the entry and its time.
-    let log = root.logs.iter().find(|log| log.id == entry.log_id).ok_or_else(|| {
+    let log = root.logs.iter().find(|log| log.hex_id() == entry.log_id).ok_or_else(|| {
         refused(format!("its Rekor entry is from log {}, not a log of the trusted root", entry.log_id))
     })?;
     let canonical = serde_json::to_vec(entry).map_err(|e| refused(e.to_string()))?;
@@ -394,47 +244,19 @@ pub fn verify(
         return Err(refused("its Rekor entry is for another certificate"));
     }
 
-    // The certificate was Fulcio's, valid when the entry was logged.
-    let intermediates: Vec<CertificateDer<'_>> =
-        annotations.get(CHAIN_ANNOTATION).map(|chain| certificates(chain.as_bytes())).unwrap_or_default();
-    let when = UnixTime::since_unix_epoch(std::time::Duration::from_secs(entry.integrated_time.max(0).unsigned_abs()));
-    let end_entity = CertificateDer::from(&certificate[..]);
-    let end_entity = webpki::EndEntityCert::try_from(&end_entity)
-        .map_err(|e| refused(format!("its certificate does not parse: {e}")))?;
-    let current: Vec<&Authority> =
-        root.authorities.iter().filter(|a| a.valid.contains(entry.integrated_time)).collect();
-    let mut failures = Vec::new();
-    let chained = current.iter().any(|authority| {
-        let mut path = intermediates.clone();
-        path.extend(authority.intermediates.iter().cloned());
-        let verified = end_entity.verify_for_usage(
-            webpki::ALL_VERIFICATION_ALGS,
-            std::slice::from_ref(&authority.anchor),
-            &path,
-            when,
-            webpki::KeyUsage::required(CODE_SIGNING),
-            None,
-            None,
-        );
-        verified.map_err(|e| failures.push(format!("{}: {e}", authority.uri))).is_ok()
-    });
-    if !chained {
-        let at = jiff::Timestamp::from_second(entry.integrated_time).map(|t| t.to_string()).unwrap_or_default();
-        let why = if current.is_empty() {
-            "no authority of the trusted root was valid then".into()
-        } else {
-            failures.join("; ")
-        };
-        return Err(refused(format!(
-            "its certificate is not a code-signing certificate of a trusted Fulcio, valid when logged at {at} ({why})"
-        )));
-    }
+    // The certificate was Fulcio's, valid when the entry was logged, and logged in CT.
+    let chain = annotations.get(CHAIN_ANNOTATION).map(|chain| certificates(chain.as_bytes())).unwrap_or_default();
+    let issuer_key = fulcio_issuer(root, &certificate, &chain, entry.integrated_time)?;
+    check_sct(root, &parsed, &issuer_key)?;
 
     // And its key made the signature.
-    let (_, parsed) =
-        X509Certificate::from_der(&certificate).map_err(|e| refused(format!("its certificate does not parse: {e}")))?;
-    let key = p256::ecdsa::VerifyingKey::from_public_key_der(parsed.public_key().raw)
-        .map_err(|_| refused("its certificate's key is not ECDSA P-256"))?;
+    let key = parsed
+        .tbs_certificate
+        .subject_public_key_info
+        .to_der()
+        .ok()
+        .and_then(|spki| p256::ecdsa::VerifyingKey::from_public_key_der(&spki).ok())
+        .ok_or_else(|| refused("its certificate's key is not ECDSA P-256"))?;
     let valid = p256::ecdsa::Signature::from_der(&signature_der).is_ok_and(|s| key.verify(payload, &s).is_ok());
     if !valid {
         return Err(refused("its signature does not verify with its certificate's key"));
@@ -447,12 +269,52 @@ pub fn verify(
     })
 }
 
+/// The key of the Fulcio that issued `certificate` (DER), verified as a code-signing
+/// certificate at `time` through `chain` (untrusted) or the root's intermediates to an
+/// authority of the root valid then.
+fn fulcio_issuer(
+    root: &TrustedRoot,
+    certificate: &[u8],
+    chain: &[CertificateDer<'static>],
+    time: i64,
+) -> Result<Vec<u8>, Refused> {
+    let when = UnixTime::since_unix_epoch(std::time::Duration::from_secs(time.max(0).unsigned_abs()));
+    let end_entity = CertificateDer::from(certificate);
+    let end_entity = webpki::EndEntityCert::try_from(&end_entity)
+        .map_err(|e| refused(format!("its certificate does not parse: {e}")))?;
+    let current: Vec<&Authority> = root.authorities.iter().filter(|a| a.valid.contains(time)).collect();
+    let mut failures = Vec::new();
+    for authority in &current {
+        let mut path = chain.to_vec();
+        path.extend(authority.intermediates.iter().cloned());
+        match end_entity.verify_for_usage(
+            webpki::ALL_VERIFICATION_ALGS,
+            std::slice::from_ref(&authority.anchor),
+            &path,
+            when,
+            webpki::KeyUsage::required(CODE_SIGNING),
+            None,
+            None,
+        ) {
+            Ok(verified) => return Ok(issuer_spki(&verified)),
+            Err(e) => failures.push(format!("{}: {e}", authority.uri)),
+        }
+    }
+    let at = jiff::Timestamp::from_second(time).map(|t| t.to_string()).unwrap_or_default();
+    let why =
+        if current.is_empty() { "no authority of the trusted root was valid then".into() } else { failures.join("; ") };
+    Err(refused(format!(
+        "its certificate is not a code-signing certificate of a trusted Fulcio, valid when logged at {at} ({why})"
+    )))
+}
+
 /// The DER of every PEM `CERTIFICATE` in `pem`, in order.
 fn certificates(pem: &[u8]) -> Vec<CertificateDer<'static>> {
-    x509_parser::pem::Pem::iter_from_buffer(pem)
-        .map_while(Result::ok)
-        .filter(|p| p.label == "CERTIFICATE")
-        .map(|p| CertificateDer::from(p.contents))
+    Certificate::load_pem_chain(pem)
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|c| c.to_der().ok())
+        .map(CertificateDer::from)
         .collect()
 }
 
@@ -460,23 +322,116 @@ fn first_certificate(pem: &[u8]) -> Option<Vec<u8>> {
     certificates(pem).into_iter().next().map(|c| c.to_vec())
 }
 
+/// The `SubjectPublicKeyInfo` DER of the certificate that issued a verified path's end entity.
+fn issuer_spki(verified: &webpki::VerifiedPath<'_>) -> Vec<u8> {
+    if let Some(issuer) = verified.intermediate_certificates().next() {
+        return issuer.subject_public_key_info().as_ref().to_vec();
+    }
+    // The anchor keeps the SEQUENCE's contents: wrap them again.
+    let contents = verified.anchor().subject_public_key_info.as_ref();
+    x509_cert::der::asn1::AnyRef::new(x509_cert::der::Tag::Sequence, contents)
+        .and_then(|any| any.to_der())
+        .unwrap_or_default()
+}
+
 /// The first e-mail address or URI of the subject alternative names.
-fn subject(certificate: &X509Certificate<'_>) -> Option<String> {
-    let names = certificate.subject_alternative_name().ok()??;
-    names.value.general_names.iter().find_map(|name| match name {
-        GeneralName::RFC822Name(s) | GeneralName::URI(s) => Some((*s).to_owned()),
+fn subject(certificate: &Certificate) -> Option<String> {
+    let (_, names) = certificate.tbs_certificate.get::<SubjectAltName>().ok()??;
+    names.0.iter().find_map(|name| match name {
+        GeneralName::Rfc822Name(s) | GeneralName::UniformResourceIdentifier(s) => Some(s.as_str().to_owned()),
         _ => None,
     })
 }
 
-fn issuer(certificate: &X509Certificate<'_>) -> Option<String> {
-    let extension = |oid: &str| certificate.extensions().iter().find(|e| e.oid.to_id_string() == oid);
-    if let Some(v2) = extension(ISSUER_V2) {
-        // A DER UTF8String: tag 12, a length, the bytes.
-        let (_, string) = x509_parser::der_parser::der::parse_der_utf8string(v2.value).ok()?;
-        return string.as_str().ok().map(str::to_owned);
+fn extension(certificate: &Certificate, oid: ObjectIdentifier) -> Option<&[u8]> {
+    let extensions = certificate.tbs_certificate.extensions.as_ref()?;
+    extensions.iter().find(|e| e.extn_id == oid).map(|e| e.extn_value.as_bytes())
+}
+
+fn issuer(certificate: &Certificate) -> Option<String> {
+    if let Some(v2) = extension(certificate, ISSUER_V2) {
+        return Utf8StringRef::from_der(v2).ok().map(|s| s.as_str().to_owned());
     }
-    extension(ISSUER_V1).and_then(|v1| std::str::from_utf8(v1.value).ok()).map(str::to_owned)
+    extension(certificate, ISSUER_V1).and_then(|v1| std::str::from_utf8(v1).ok()).map(str::to_owned)
+}
+
+/// Checks the certificate's embedded SCTs (RFC 6962 3.2, a precertificate's entry): one
+/// must be a CT log's of the root, over the certificate without its SCT list, issued by
+/// the key `issuer_spki`. A root that names no CT log checks none.
+fn check_sct(root: &TrustedRoot, certificate: &Certificate, issuer_spki: &[u8]) -> Result<(), Refused> {
+    if root.ct_logs.is_empty() {
+        return Ok(());
+    }
+    let list = extension(certificate, SCT_LIST)
+        .ok_or_else(|| refused("its certificate has no SCT: Fulcio did not log it in a CT log"))?;
+    let list = OctetStringRef::from_der(list).map_err(|e| refused(format!("its certificate's SCT list: {e}")))?;
+    let scts = sct_list(list.as_bytes()).ok_or_else(|| refused("its certificate's SCT list does not parse"))?;
+    let mut tbs = certificate.tbs_certificate.clone();
+    if let Some(extensions) = tbs.extensions.as_mut() {
+        extensions.retain(|e| e.extn_id != SCT_LIST);
+    }
+    let tbs = tbs.to_der().map_err(|e| refused(format!("its certificate does not encode: {e}")))?;
+    let issuer_key_hash = Sha256::digest(issuer_spki);
+    for sct in &scts {
+        let Some(log) = root.ct_logs.iter().find(|log| log.id == sct.log_id) else {
+            continue;
+        };
+        let mut signed = vec![0, 0]; // v1, certificate_timestamp
+        signed.extend_from_slice(&sct.timestamp.to_be_bytes());
+        signed.extend_from_slice(&[0, 1]); // precert_entry
+        signed.extend_from_slice(&issuer_key_hash);
+        signed.extend_from_slice(&u32::try_from(tbs.len()).unwrap_or(u32::MAX).to_be_bytes()[1..]);
+        signed.extend_from_slice(&tbs);
+        signed.extend_from_slice(&u16::try_from(sct.extensions.len()).unwrap_or(u16::MAX).to_be_bytes());
+        signed.extend_from_slice(sct.extensions);
+        let verifies = sct.ecdsa_sha256
+            && p256::ecdsa::Signature::from_der(sct.signature).is_ok_and(|s| log.key.verify(&signed, &s).is_ok());
+        let when = i64::try_from(sct.timestamp / 1000).unwrap_or(i64::MAX);
+        if verifies && log.valid.contains(when) {
+            return Ok(());
+        }
+    }
+    Err(refused(format!("none of its certificate's {} SCT(s) verifies with a CT log of the trusted root", scts.len())))
+}
+
+/// One signed certificate timestamp, as RFC 6962 encodes it.
+struct Sct<'a> {
+    log_id: [u8; 32],
+    /// Milliseconds since the epoch.
+    timestamp: u64,
+    extensions: &'a [u8],
+    /// Whether it is signed with ECDSA over SHA-256, what Sigstore's CT logs use.
+    ecdsa_sha256: bool,
+    signature: &'a [u8],
+}
+
+/// The SCTs of a `SignedCertificateTimestampList`.
+fn sct_list(bytes: &[u8]) -> Option<Vec<Sct<'_>>> {
+    fn take<'a>(bytes: &mut &'a [u8], n: usize) -> Option<&'a [u8]> {
+        let (taken, rest) = bytes.split_at_checked(n)?;
+        *bytes = rest;
+        Some(taken)
+    }
+    fn vector<'a>(bytes: &mut &'a [u8]) -> Option<&'a [u8]> {
+        let length = take(bytes, 2)?;
+        take(bytes, usize::from(u16::from_be_bytes([length[0], length[1]])))
+    }
+    let mut list = bytes;
+    let mut items = vector(&mut list)?;
+    let mut scts = Vec::new();
+    while !items.is_empty() {
+        let mut sct = vector(&mut items)?;
+        if take(&mut sct, 1)? != [0] {
+            continue; // Only v1 exists.
+        }
+        let log_id = take(&mut sct, 32)?.try_into().ok()?;
+        let timestamp = u64::from_be_bytes(take(&mut sct, 8)?.try_into().ok()?);
+        let extensions = vector(&mut sct)?;
+        let algorithms = take(&mut sct, 2)?;
+        let signature = vector(&mut sct)?;
+        scts.push(Sct { log_id, timestamp, extensions, ecdsa_sha256: algorithms == [4, 3], signature });
+    }
+    Some(scts)
 }
 
 #[cfg(test)]
@@ -559,17 +514,29 @@ oXqqo/C9QnOHTto=
         assert_eq!(Identity { issuer: String::new(), ..tags }.check(), Err("the issuer is required".into()));
     }
 
-    fn refusal(result: Result<Signer, KeylessError>) -> String {
+    fn refusal(result: Result<Signer, Refused>) -> String {
         match result {
             Ok(signer) => panic!("taken: signed by {signer}"),
             Err(e) => e.to_string(),
         }
     }
 
+    /// The public-good root without its CT logs: in 2021 Fulcio did not embed SCTs.
+    fn root_without_ct_logs() -> TrustedRoot {
+        let mut file: serde_json::Value = serde_json::from_slice(super::super::trusted_root::PUBLIC_GOOD).unwrap();
+        file["ctlogs"] = serde_json::json!([]);
+        TrustedRoot::from_json(file.to_string().as_bytes(), "root.json").unwrap()
+    }
+
     #[test]
-    fn a_public_good_keyless_signature_verifies_offline_against_the_embedded_root() {
-        let root = TrustedRoot::public_good();
+    fn a_public_good_keyless_signature_verifies_offline_against_the_public_good_root() {
         let layer = annotations(CERTIFICATE, bundle(SET, 1_634_714_717, 783_607));
+        // Its certificate has no SCT: the embedded root, which names CT logs, wants one.
+        assert_eq!(
+            refusal(verify(&TrustedRoot::public_good(), PAYLOAD.as_bytes(), SIGNATURE, &layer)),
+            "its certificate has no SCT: Fulcio did not log it in a CT log"
+        );
+        let root = root_without_ct_logs();
         let signer = verify(&root, PAYLOAD.as_bytes(), SIGNATURE, &layer).expect("verifies");
         assert_eq!(signer.subject, "flavio@castelli.me");
         // Fulcio began recording the OIDC issuer in certificates later.
@@ -585,7 +552,7 @@ oXqqo/C9QnOHTto=
 
     #[test]
     fn every_part_of_a_keyless_signature_is_bound_to_the_others() {
-        let root = TrustedRoot::public_good();
+        let root = root_without_ct_logs();
         let good = annotations(CERTIFICATE, bundle(SET, 1_634_714_717, 783_607));
         let other_payload = PAYLOAD.replace("5f4815", "5f4816");
         assert_eq!(
@@ -610,19 +577,80 @@ oXqqo/C9QnOHTto=
 
     #[test]
     fn a_root_without_the_signatures_authority_or_log_refuses_it() {
-        let mut file: serde_json::Value = serde_json::from_slice(PUBLIC_GOOD).unwrap();
+        let mut file: serde_json::Value = serde_json::from_slice(super::super::trusted_root::PUBLIC_GOOD).unwrap();
         // Only the authority of 2022 on: the certificate of 2021 chains to none valid then.
         file["certificateAuthorities"].as_array_mut().unwrap().remove(0);
+        file["ctlogs"] = serde_json::json!([]);
         let root = TrustedRoot::from_json(file.to_string().as_bytes(), "root.json").unwrap();
         let layer = annotations(CERTIFICATE, bundle(SET, 1_634_714_717, 783_607));
         let why = refusal(verify(&root, PAYLOAD.as_bytes(), SIGNATURE, &layer));
         assert!(why.starts_with("its certificate is not a code-signing certificate of a trusted Fulcio"), "{why}");
         assert!(why.contains("no authority of the trusted root was valid then"), "{why}");
+    }
 
-        let err = TrustedRoot::from_json(br#"{"tlogs": []}"#, "empty.json").unwrap_err();
+    /// A certificate the public-good Fulcio issued to a GitHub Actions release workflow in
+    /// April 2026, with the SCT of the CT log it was logged in embedded.
+    const WORKFLOW_CERTIFICATE: &str = "-----BEGIN CERTIFICATE-----
+MIIHDDCCBpGgAwIBAgIUXk+L38bqM491YGD6gbkuf/P5FPYwCgYIKoZIzj0EAwMw
+NzEVMBMGA1UEChMMc2lnc3RvcmUuZGV2MR4wHAYDVQQDExVzaWdzdG9yZS1pbnRl
+cm1lZGlhdGUwHhcNMjYwNDA5MDcyMzI5WhcNMjYwNDA5MDczMzI5WjAAMFkwEwYH
+KoZIzj0CAQYIKoZIzj0DAQcDQgAEFWTdikFfJZHY5aj0fTVgKdfGf9lRq35xTArY
+Qa6NL2kdaeCAr5e1f0G2czF1h7fQpdjMlF5wEZytHpN8YS5E26OCBbAwggWsMA4G
+A1UdDwEB/wQEAwIHgDATBgNVHSUEDDAKBggrBgEFBQcDAzAdBgNVHQ4EFgQUAmq4
+MsxvxsIClZHR2N8QT2tJYKgwHwYDVR0jBBgwFoAU39Ppz1YkEZb5qNjpKFWixi4Y
+ZD8wcQYDVR0RAQH/BGcwZYZjaHR0cHM6Ly9naXRodWIuY29tL2t1YmV3YXJkZW4v
+a3ViZXdhcmRlbi1jb250cm9sbGVyLy5naXRodWIvd29ya2Zsb3dzL3JlbGVhc2Uu
+eW1sQHJlZnMvdGFncy92MS4zNC4wMDkGCisGAQQBg78wAQEEK2h0dHBzOi8vdG9r
+ZW4uYWN0aW9ucy5naXRodWJ1c2VyY29udGVudC5jb20wEgYKKwYBBAGDvzABAgQE
+cHVzaDA2BgorBgEEAYO/MAEDBCgyYTZiODc5YjdhNWVmNTlkN2ZiMzQ4ZDBiNWQx
+NDMxNDUzOGFjMGE2MBUGCisGAQQBg78wAQQEB1JlbGVhc2UwLgYKKwYBBAGDvzAB
+BQQga3ViZXdhcmRlbi9rdWJld2FyZGVuLWNvbnRyb2xsZXIwHwYKKwYBBAGDvzAB
+BgQRcmVmcy90YWdzL3YxLjM0LjAwOwYKKwYBBAGDvzABCAQtDCtodHRwczovL3Rv
+a2VuLmFjdGlvbnMuZ2l0aHVidXNlcmNvbnRlbnQuY29tMHMGCisGAQQBg78wAQkE
+ZQxjaHR0cHM6Ly9naXRodWIuY29tL2t1YmV3YXJkZW4va3ViZXdhcmRlbi1jb250
+cm9sbGVyLy5naXRodWIvd29ya2Zsb3dzL3JlbGVhc2UueW1sQHJlZnMvdGFncy92
+MS4zNC4wMDgGCisGAQQBg78wAQoEKgwoMmE2Yjg3OWI3YTVlZjU5ZDdmYjM0OGQw
+YjVkMTQzMTQ1MzhhYzBhNjAdBgorBgEEAYO/MAELBA8MDWdpdGh1Yi1ob3N0ZWQw
+QwYKKwYBBAGDvzABDAQ1DDNodHRwczovL2dpdGh1Yi5jb20va3ViZXdhcmRlbi9r
+dWJld2FyZGVuLWNvbnRyb2xsZXIwOAYKKwYBBAGDvzABDQQqDCgyYTZiODc5Yjdh
+NWVmNTlkN2ZiMzQ4ZDBiNWQxNDMxNDUzOGFjMGE2MCEGCisGAQQBg78wAQ4EEwwR
+cmVmcy90YWdzL3YxLjM0LjAwGQYKKwYBBAGDvzABDwQLDAkzMTg0OTA5NzEwLQYK
+KwYBBAGDvzABEAQfDB1odHRwczovL2dpdGh1Yi5jb20va3ViZXdhcmRlbjAYBgor
+BgEEAYO/MAERBAoMCDgwOTE1NDk3MHMGCisGAQQBg78wARIEZQxjaHR0cHM6Ly9n
+aXRodWIuY29tL2t1YmV3YXJkZW4va3ViZXdhcmRlbi1jb250cm9sbGVyLy5naXRo
+dWIvd29ya2Zsb3dzL3JlbGVhc2UueW1sQHJlZnMvdGFncy92MS4zNC4wMDgGCisG
+AQQBg78wARMEKgwoMmE2Yjg3OWI3YTVlZjU5ZDdmYjM0OGQwYjVkMTQzMTQ1Mzhh
+YzBhNjAUBgorBgEEAYO/MAEUBAYMBHB1c2gwZwYKKwYBBAGDvzABFQRZDFdodHRw
+czovL2dpdGh1Yi5jb20va3ViZXdhcmRlbi9rdWJld2FyZGVuLWNvbnRyb2xsZXIv
+YWN0aW9ucy9ydW5zLzI0MTc3MDgxOTY4L2F0dGVtcHRzLzEwFgYKKwYBBAGDvzAB
+FgQIDAZwdWJsaWMwgYsGCisGAQQB1nkCBAIEfQR7AHkAdwDdPTBqxscRMmMZHhyZ
+ZzcCokpeuN48rf+HinKALynujgAAAZ1xH+fPAAAEAwBIMEYCIQCgL+a1+jztViYC
+zO3dI6MZ2nW4PJxm+xAKGTnZDmxUVwIhAI0NkBjBdyoU9ZUjR3m5IP2CIQynB/yH
+fD9HUvt5fJM/MAoGCCqGSM49BAMDA2kAMGYCMQCtTKZTXHbaR8r7r89jF/dFU+7M
+FTIvUxPo9LxFmEtCz+23BMCpcJyEm/KAXewYcgACMQDOO2m0YzK7859kDYqT+oOy
+/WgSnpb5dlB79Y71ha7BuMOA3wJGbRXKRtepkGKYx5s=
+-----END CERTIFICATE-----
+";
+
+    #[test]
+    fn a_public_good_certificates_sct_verifies_with_the_ct_log_of_the_embedded_root() {
+        let root = TrustedRoot::public_good();
+        let der = first_certificate(WORKFLOW_CERTIFICATE.as_bytes()).unwrap();
+        let certificate = Certificate::from_der(&der).unwrap();
+        let issued = "2026-04-09T07:25:00Z".parse::<jiff::Timestamp>().unwrap().as_second();
+        let issuer_key = fulcio_issuer(&root, &der, &[], issued).expect("chains to the public-good Fulcio");
+        check_sct(&root, &certificate, &issuer_key).expect("its SCT verifies");
         assert_eq!(
-            err.to_string(),
-            "empty.json: not a Sigstore trusted root: it names no certificate authority or no Rekor log with a P-256 key"
+            subject(&certificate).as_deref(),
+            Some("https://github.com/kubewarden/kubewarden-controller/.github/workflows/release.yml@refs/tags/v1.34.0")
         );
+        assert_eq!(issuer(&certificate).as_deref(), Some("https://token.actions.githubusercontent.com"));
+
+        // The SCT signs the issuer's key and the certificate: another issuer's key fails.
+        let why = check_sct(&root, &certificate, b"another issuer").unwrap_err().to_string();
+        assert_eq!(why, "none of its certificate's 1 SCT(s) verifies with a CT log of the trusted root");
+        // Ten minutes later the certificate had expired.
+        let why = fulcio_issuer(&root, &der, &[], issued + 600).unwrap_err().to_string();
+        assert!(why.contains("CertExpired"), "{why}");
     }
 }

@@ -1,6 +1,6 @@
 //! Plugins distributed through OCI registries: the Wasm artifact's layout
 //! ([`artifact`]), the registry client ([`oci`]), credentials from a docker config
-//! ([`credentials`]), cosign signatures ([`signature`], keyless ones [`keyless`]) and the store of pulled modules
+//! ([`credentials`]), cosign signatures ([`signature`], keyless ones [`keyless`] against a Sigstore [`trusted_root`]) and the store of pulled modules
 //! ([`cache`]); [`pull`] is what a host does with a reference: resolve it, check its
 //! signature, fetch the module (or find it in the store) and check what it fetched.
 
@@ -10,14 +10,16 @@ pub mod credentials;
 pub mod keyless;
 pub mod oci;
 pub mod signature;
+pub mod trusted_root;
 
 use oci_client::Reference;
 
 pub use cache::BlobCache;
 pub use credentials::DockerConfig;
-pub use keyless::{Identity, TrustedRoot};
+pub use keyless::Identity;
 pub use oci::{OciError, Registry, RegistryOptions, parse_reference};
 pub use signature::{SignatureError, SignedBy, SigningKey, Trust, Verified, VerifyingKey};
+pub use trusted_root::TrustedRoot;
 
 /// A module pulled from a registry.
 #[derive(Clone, Debug)]

@@ -24,8 +24,9 @@ use p256::pkcs8::{
 };
 use serde::{Deserialize, Serialize};
 
-use super::keyless::{self, TrustedRoot};
+use super::keyless;
 use super::oci::{self, OciError, Registry};
+use super::trusted_root::TrustedRoot;
 
 /// The media type of a signature layer: the payload, as signed.
 pub const PAYLOAD_MEDIA_TYPE: &str = "application/vnd.dev.cosign.simplesigning.v1+json";

@@ -1,0 +1,219 @@
+//! A Sigstore trusted root (`trusted_root.json`, sigstore protobuf-specs' `TrustedRoot`,
+//! the file `cosign verify --trusted-root` reads): the Fulcio certificate authorities,
+//! the Rekor logs and the certificate transparency logs a keyless signature must come
+//! from, each with the time its key was in use. The Sigstore public-good instance's is
+//! embedded; a private instance's, or a newer one, is read from a file.
+
+use std::fmt::Write as _;
+
+use base64::Engine as _;
+use p256::pkcs8::DecodePublicKey as _;
+use rustls::pki_types::{CertificateDer, TrustAnchor};
+use serde::Deserialize;
+use sha2::{Digest as _, Sha256};
+
+/// The Sigstore public-good instance's trusted root, as its TUF repository published it.
+pub(super) const PUBLIC_GOOD: &[u8] = include_bytes!("sigstore-public-good.json");
+
+/// Why a trusted root could not be read.
+#[derive(Debug, thiserror::Error)]
+#[error("{origin}: not a Sigstore trusted root: {reason}")]
+pub struct RootError {
+    origin: String,
+    reason: String,
+}
+
+/// The Fulcio authorities, Rekor logs and CT logs a keyless signature must come from.
+#[derive(Debug)]
+pub struct TrustedRoot {
+    pub(super) authorities: Vec<Authority>,
+    pub(super) logs: Vec<Log>,
+    /// Empty: this Sigstore has no CT log, and certificates carry no SCT to check.
+    pub(super) ct_logs: Vec<Log>,
+}
+
+/// A Fulcio: its root, the intermediates it certifies through, and when it issued.
+#[derive(Debug)]
+pub(super) struct Authority {
+    pub(super) uri: String,
+    pub(super) anchor: TrustAnchor<'static>,
+    pub(super) intermediates: Vec<CertificateDer<'static>>,
+    pub(super) valid: Validity,
+}
+
+/// A Rekor or CT log's key (ECDSA P-256, what both sign with).
+#[derive(Debug)]
+pub(super) struct Log {
+    /// SHA-256 of the key's DER: what an entry's log ID names.
+    pub(super) id: [u8; 32],
+    pub(super) key: p256::ecdsa::VerifyingKey,
+    pub(super) valid: Validity,
+}
+
+impl Log {
+    /// The log ID in hex, as a Rekor entry names it.
+    pub(super) fn hex_id(&self) -> String {
+        self.id.iter().fold(String::with_capacity(64), |mut hex, b| {
+            let _ = write!(hex, "{b:02x}");
+            hex
+        })
+    }
+}
+
+/// Seconds since the epoch; no end is open.
+#[derive(Debug)]
+pub(super) struct Validity {
+    start: i64,
+    end: Option<i64>,
+}
+
+impl Validity {
+    pub(super) fn contains(&self, time: i64) -> bool {
+        self.start <= time && self.end.is_none_or(|end| time <= end)
+    }
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RootFile {
+    #[serde(default)]
+    tlogs: Vec<LogFile>,
+    #[serde(default)]
+    certificate_authorities: Vec<AuthorityFile>,
+    #[serde(default)]
+    ctlogs: Vec<LogFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LogFile {
+    #[serde(default)]
+    base_url: String,
+    public_key: PublicKeyFile,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct PublicKeyFile {
+    raw_bytes: String,
+    #[serde(default)]
+    key_details: String,
+    valid_for: ValidityFile,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct AuthorityFile {
+    #[serde(default)]
+    uri: String,
+    cert_chain: ChainFile,
+    valid_for: ValidityFile,
+}
+
+#[derive(Deserialize)]
+struct ChainFile {
+    certificates: Vec<RawBytes>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct RawBytes {
+    raw_bytes: String,
+}
+
+#[derive(Deserialize)]
+struct ValidityFile {
+    start: String,
+    end: Option<String>,
+}
+
+impl TrustedRoot {
+    /// The Sigstore public-good instance (fulcio.sigstore.dev, rekor.sigstore.dev,
+    /// ctfe.sigstore.dev).
+    ///
+    /// # Panics
+    ///
+    /// Never: the embedded root is read by a test.
+    pub fn public_good() -> Self {
+        Self::from_json(PUBLIC_GOOD, "the embedded public-good trusted root").expect("the embedded root reads")
+    }
+
+    /// Reads a `trusted_root.json`; `origin` names it in errors. Only ECDSA P-256 log
+    /// keys are read (what Rekor and Sigstore's CT logs sign with); other logs are skipped.
+    ///
+    /// # Errors
+    ///
+    /// When it is not JSON of that shape, a certificate or key in it does not parse, or
+    /// it names no authority or no Rekor log.
+    pub fn from_json(json: &[u8], origin: &str) -> Result<Self, RootError> {
+        let err = |reason: String| RootError { origin: origin.to_owned(), reason };
+        let file: RootFile = serde_json::from_slice(json).map_err(|e| err(e.to_string()))?;
+        let b64 = |s: &str, what: &str| {
+            base64::engine::general_purpose::STANDARD.decode(s).map_err(|e| err(format!("{what}: {e}")))
+        };
+        let logs = |files: &[LogFile], field: &str| {
+            let mut logs = Vec::new();
+            for (i, log) in files.iter().enumerate() {
+                if !matches!(log.public_key.key_details.as_str(), "PKIX_ECDSA_P256_SHA_256" | "") {
+                    continue;
+                }
+                let der = b64(&log.public_key.raw_bytes, &format!("{field}[{i}].publicKey"))?;
+                let key = p256::ecdsa::VerifyingKey::from_public_key_der(&der)
+                    .map_err(|e| err(format!("{field}[{i}] ({}): not a P-256 key: {e}", log.base_url)))?;
+                let valid =
+                    validity(&log.public_key.valid_for).map_err(|e| err(format!("{field}[{i}].validFor: {e}")))?;
+                logs.push(Log { id: Sha256::digest(&der).into(), key, valid });
+            }
+            Ok(logs)
+        };
+        let mut authorities = Vec::new();
+        for (i, ca) in file.certificate_authorities.iter().enumerate() {
+            let mut chain = ca
+                .cert_chain
+                .certificates
+                .iter()
+                .map(|c| b64(&c.raw_bytes, &format!("certificateAuthorities[{i}]")).map(CertificateDer::from))
+                .collect::<Result<Vec<_>, _>>()?;
+            // Leaf-most first: the last is the root.
+            let root = chain.pop().ok_or_else(|| err(format!("certificateAuthorities[{i}]: no certificate")))?;
+            let anchor = webpki::anchor_from_trusted_cert(&root)
+                .map_err(|e| err(format!("certificateAuthorities[{i}] ({}): {e}", ca.uri)))?
+                .to_owned();
+            let valid =
+                validity(&ca.valid_for).map_err(|e| err(format!("certificateAuthorities[{i}].validFor: {e}")))?;
+            authorities.push(Authority { uri: ca.uri.clone(), anchor, intermediates: chain, valid });
+        }
+        let root = Self { authorities, logs: logs(&file.tlogs, "tlogs")?, ct_logs: logs(&file.ctlogs, "ctlogs")? };
+        if root.authorities.is_empty() || root.logs.is_empty() {
+            return Err(err("it names no certificate authority or no Rekor log with a P-256 key".into()));
+        }
+        Ok(root)
+    }
+}
+
+fn validity(file: &ValidityFile) -> Result<Validity, String> {
+    let seconds =
+        |s: &str| s.parse::<jiff::Timestamp>().map(jiff::Timestamp::as_second).map_err(|e| format!("{s:?}: {e}"));
+    Ok(Validity { start: seconds(&file.start)?, end: file.end.as_deref().map(seconds).transpose()? })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_public_good_root_names_its_fulcios_rekor_and_ct_logs_and_a_bad_root_is_named() {
+        let root = TrustedRoot::public_good();
+        assert_eq!((root.authorities.len(), root.logs.len(), root.ct_logs.len()), (2, 1, 2));
+        // rekor.sigstore.dev's log ID, as every entry of the public-good log names it.
+        assert_eq!(root.logs[0].hex_id(), "c0d23d6ad406973f9559f3ba2d1ca01f84147d8ffc5b8445c224f98b9591801d");
+
+        let err = TrustedRoot::from_json(br#"{"tlogs": []}"#, "empty.json").unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "empty.json: not a Sigstore trusted root: it names no certificate authority or no Rekor log with a P-256 key"
+        );
+        let err = TrustedRoot::from_json(b"[", "cut.json").unwrap_err();
+        assert!(err.to_string().starts_with("cut.json: not a Sigstore trusted root: EOF"), "{err}");
+    }
+}
