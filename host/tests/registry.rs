@@ -403,12 +403,13 @@ fn a_plugin_resources_module_is_pulled_verified_and_loaded_or_the_failed_step_sa
 }
 
 /// What a keyless signature needs from Sigstore, made by the test: a Fulcio (a root and
-/// an intermediate, ECDSA P-384 as Fulcio's), a Rekor log key (P-256), and the
-/// `trusted_root.json` naming both, as `cosign verify --trusted-root` reads it.
+/// an intermediate, ECDSA P-384 as Fulcio's), a Rekor log key and a CT log key (P-256),
+/// and the `trusted_root.json` naming them, as `cosign verify --trusted-root` reads it.
 struct TestSigstore {
     intermediate: rcgen::CertifiedIssuer<'static, rcgen::KeyPair>,
     chain_pem: String,
     rekor: p256::ecdsa::SigningKey,
+    ct_log: p256::ecdsa::SigningKey,
     root_json: String,
 }
 
@@ -436,6 +437,8 @@ impl TestSigstore {
         let intermediate = rcgen::CertifiedIssuer::signed_by(intermediate, p384(), &root).unwrap();
         let rekor = p256::ecdsa::SigningKey::random(&mut rand_core::OsRng);
         let rekor_der = rekor.verifying_key().to_public_key_der().unwrap();
+        let ct_log = p256::ecdsa::SigningKey::random(&mut rand_core::OsRng);
+        let ct_der = ct_log.verifying_key().to_public_key_der().unwrap();
         let root_json = serde_json::json!({
             "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
             "tlogs": [{
@@ -448,6 +451,16 @@ impl TestSigstore {
                 },
                 "logId": {"keyId": b64.encode(sha256(rekor_der.as_bytes()))}
             }],
+            "ctlogs": [{
+                "baseUrl": "https://ct.example.com",
+                "hashAlgorithm": "SHA2_256",
+                "publicKey": {
+                    "rawBytes": b64.encode(ct_der.as_bytes()),
+                    "keyDetails": "PKIX_ECDSA_P256_SHA_256",
+                    "validFor": {"start": "2026-01-01T00:00:00Z"}
+                },
+                "logId": {"keyId": b64.encode(sha256(ct_der.as_bytes()))}
+            }],
             "certificateAuthorities": [{
                 "uri": "https://fulcio.example.com",
                 "certChain": {"certificates": [
@@ -459,13 +472,14 @@ impl TestSigstore {
         })
         .to_string();
         let chain_pem = format!("{}{}", intermediate.pem(), root.pem());
-        Self { intermediate, chain_pem, rekor, root_json }
+        Self { intermediate, chain_pem, rekor, ct_log, root_json }
     }
 
     /// Signs `reference`'s artifact as `cosign sign` does keylessly: a certificate for
-    /// `subject` valid ten minutes from 2026-06-01T00:00Z, the signature logged in Rekor
-    /// `logged_after` seconds into that day, the layer stored beside the artifact.
-    fn sign(&self, registry: &Registry, reference: &str, subject: &str, logged_after: i64) {
+    /// `subject` valid ten minutes from 2026-06-01T00:00Z (with the CT log's SCT embedded
+    /// when `ct_logged`), the signature logged in Rekor `logged_after` seconds into that
+    /// day, the layer stored beside the artifact.
+    fn sign(&self, registry: &Registry, reference: &str, subject: &str, logged_after: i64, ct_logged: bool) {
         use base64::Engine as _;
         use p256::ecdsa::signature::Signer as _;
         use p256::pkcs8::DecodePrivateKey as _;
@@ -482,6 +496,16 @@ impl TestSigstore {
             vec![rcgen::CustomExtension::from_oid_content(&[1, 3, 6, 1, 4, 1, 57264, 1, 8], issuer)];
         params.not_before = rcgen::date_time_ymd(2026, 6, 1);
         params.not_after = rcgen::date_time_ymd(2026, 6, 1) + Duration::from_secs(600);
+        params.serial_number = Some(rcgen::SerialNumber::from(vec![0x2a; 16]));
+        if ct_logged {
+            // As Fulcio does: the CT log signs the certificate as it will be without the
+            // SCT list (the precertificate), which is then added.
+            let precertificate = params.signed_by(&leaf_key, &self.intermediate).unwrap();
+            let sct = self.sct(precertificate.der());
+            params
+                .custom_extensions
+                .push(rcgen::CustomExtension::from_oid_content(&[1, 3, 6, 1, 4, 1, 11129, 2, 4, 2], sct));
+        }
         let certificate = params.signed_by(&leaf_key, &self.intermediate).unwrap();
 
         let reference = distribution::parse_reference(reference).unwrap();
@@ -521,6 +545,40 @@ impl TestSigstore {
     }
 }
 
+impl TestSigstore {
+    /// The extension value of an SCT list (RFC 6962 3.3) with the CT log's one SCT over
+    /// `precertificate`, issued by the test's intermediate.
+    fn sct(&self, precertificate: &[u8]) -> Vec<u8> {
+        use p256::ecdsa::signature::Signer as _;
+        use p256::pkcs8::EncodePublicKey as _;
+        use x509_cert::der::{Decode as _, Encode as _};
+        let tbs = x509_cert::Certificate::from_der(precertificate).unwrap().tbs_certificate.to_der().unwrap();
+        let issuer = x509_cert::Certificate::from_der(self.intermediate.der()).unwrap();
+        let issuer_key = issuer.tbs_certificate.subject_public_key_info.to_der().unwrap();
+        let timestamp: u64 = 1_780_272_000_000; // 2026-06-01T00:00:00Z, in milliseconds
+        let mut signed = vec![0, 0];
+        signed.extend_from_slice(&timestamp.to_be_bytes());
+        signed.extend_from_slice(&[0, 1]);
+        signed.extend_from_slice(&sha256(&issuer_key));
+        signed.extend_from_slice(&u32::try_from(tbs.len()).unwrap().to_be_bytes()[1..]);
+        signed.extend_from_slice(&tbs);
+        signed.extend_from_slice(&[0, 0]);
+        let signature: p256::ecdsa::Signature = self.ct_log.sign(&signed);
+        let signature = signature.to_der();
+        let log_id = sha256(self.ct_log.verifying_key().to_public_key_der().unwrap().as_bytes());
+        let mut sct = vec![0];
+        sct.extend_from_slice(&log_id);
+        sct.extend_from_slice(&timestamp.to_be_bytes());
+        sct.extend_from_slice(&[0, 0, 4, 3]);
+        sct.extend_from_slice(&u16::try_from(signature.as_bytes().len()).unwrap().to_be_bytes());
+        sct.extend_from_slice(signature.as_bytes());
+        let mut list = u16::try_from(sct.len() + 2).unwrap().to_be_bytes().to_vec();
+        list.extend_from_slice(&u16::try_from(sct.len()).unwrap().to_be_bytes());
+        list.extend_from_slice(&sct);
+        x509_cert::der::asn1::OctetString::new(list).unwrap().to_der().unwrap()
+    }
+}
+
 fn sha256(bytes: &[u8]) -> Vec<u8> {
     use sha2::Digest as _;
     sha2::Sha256::digest(bytes).to_vec()
@@ -539,11 +597,15 @@ fn a_keyless_signature_is_trusted_for_the_identity_its_certificate_names_while_i
     .unwrap();
     let signed = registry.reference("plugins/demo:1");
     let (pinned, _) = push(&dir, "demo-application", &signed, &[]);
-    sigstore.sign(&client, &signed, "release@example.com", 300);
+    sigstore.sign(&client, &signed, "release@example.com", 300, true);
     let expired = registry.reference("plugins/demo:2");
     let (expired_pinned, _) = push(&dir, "foo", &expired, &[]);
     // Logged eleven minutes in: after its ten-minute certificate had expired.
-    sigstore.sign(&client, &expired, "release@example.com", 660);
+    sigstore.sign(&client, &expired, "release@example.com", 660, true);
+    // Signed in time, but by a certificate no CT log saw.
+    let unlogged = registry.reference("plugins/demo:3");
+    push(&dir, "foo", &unlogged, &[]);
+    sigstore.sign(&client, &unlogged, "release@example.com", 300, false);
 
     let verify = |reference: &str, subject: &str, issuer: &str, extra: &[&str]| {
         let args = [
@@ -604,6 +666,10 @@ fn a_keyless_signature_is_trusted_for_the_identity_its_certificate_names_while_i
         ],
     );
     fails_with(&loose_prefix, "the subject prefix \"https://github.com/team\" must be an https:// URL ending at a `/`");
+    fails_with(
+        &verify(&unlogged, "release@example.com", TEST_ISSUER, &with_root),
+        "a keyless one is refused: its certificate has no SCT: Fulcio did not log it in a CT log",
+    );
     std::fs::write(dir.join("bad_root.json"), "{}").unwrap();
     fails_with(
         &verify(&signed, "release@example.com", TEST_ISSUER, &["--trusted-root", "bad_root.json"]),
@@ -1171,7 +1237,7 @@ fn through_kubewasm_dev_and_kubectl_a_pushed_and_signed_plugin_runs_and_its_next
         &RegistryOptions { credentials: DockerConfig::default(), insecure: true },
     )
     .unwrap();
-    sigstore.sign(&client, &v1, "release@example.com", 300);
+    sigstore.sign(&client, &v1, "release@example.com", 300, true);
     succeeds(&kubewasm(&dir, &["sign", &v2, "--key", "release.key", "--insecure"]));
     let key = std::fs::read_to_string(dir.join("release.pub")).unwrap();
     let plugins = dir.join("plugins");
