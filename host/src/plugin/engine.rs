@@ -248,7 +248,7 @@ impl Engine {
     /// much for the next compile is no saving (BENCHMARKS.md, reload).
     pub(crate) fn compile_optimized(&self, bytes: &[u8], hash: &str) -> wasmtime::Result<Component> {
         let code = wasmtime::Engine::new(&self.0.compiling)?.precompile_component(bytes)?;
-        release_freed_memory();
+        crate::memory::release_freed();
         // SAFETY: the bytes are what an engine of this engine's own configuration (less
         // the instance allocator, which compiled code does not depend on) just made.
         let component = unsafe { Component::deserialize(&self.0.optimized.wasmtime, &code) }?;
@@ -412,16 +412,6 @@ fn lower_priority() {
         // SAFETY: setpriority only reads its integer arguments; `0` names the calling
         // thread. A failure leaves the priority as it was, which is harmless.
         let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICE) };
-    }
-}
-
-/// Gives the memory a compile freed back to the kernel: glibc keeps what its threads'
-/// arenas freed for their next allocations, tens of MiB after a large compile.
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 
