@@ -28,6 +28,14 @@ use super::sandbox::{self, CallState};
 const KEEP_RESIDENT_BYTES: usize = 2 << 20;
 /// The same for tables (function references of a call's instance).
 const KEEP_RESIDENT_TABLE_BYTES: usize = 64 << 10;
+/// How many free slots the pool keeps for the plugin that used them last before it
+/// hands one to another plugin (wasmtime's default is 100). Below this count a call
+/// with no free slot of its own plugin takes a never-used slot rather than another
+/// plugin's, so each plugin gathers slots of its own, each holding its memory image and
+/// the pages kept resident: with ten plugins, 52 to 65 slots and 9 to 11 MiB in every
+/// host process, where ten keep 16 slots and 3 MiB (BENCHMARKS.md, memory). A slot
+/// that changes plugins maps the other plugin's image, as a never-used slot does.
+const WARM_SLOTS: u32 = 10;
 /// The largest linear memory any plugin may have; each plugin's own cap is lower.
 pub(crate) const MAX_MEMORY_BYTES: usize = 512 << 20;
 /// The background compiler's scheduling priority (`nice`): running reconciles, the
@@ -352,6 +360,7 @@ fn pooled(config: &mut wasmtime::Config, size: PoolSlots) -> wasmtime::Result<Co
         // every page it touches in again (a fifth of a small call's time).
         .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
         .table_keep_resident(KEEP_RESIDENT_TABLE_BYTES)
+        .max_unused_warm_slots(WARM_SLOTS)
         // Where the kernel can say which pages a call dirtied (Linux 6.7 and
         // later), only those are reset, not all of the bytes kept resident.
         .pagemap_scan(Enabled::Auto);
