@@ -27,6 +27,7 @@ pub(crate) mod events;
 pub mod handler;
 pub mod health;
 pub mod logging;
+mod memory;
 pub mod metrics;
 pub mod plugin;
 pub mod resource;

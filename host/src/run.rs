@@ -223,6 +223,10 @@ async fn lead_and_serve(
     if !synced {
         error!("caches not synced within {SYNC_LIMIT:?}: not ready");
     }
+    // What the start freed (the components' bytes, their first calls, the first lists'
+    // responses) would stay the process's for as long as it runs: 1.5 to 3.5 MiB of a
+    // host loading ten plugins with no object to list (BENCHMARKS.md, memory).
+    let _ = tokio::task::spawn_blocking(crate::memory::release_freed).await;
     health.set_ready(synced);
 
     let lost = async {

@@ -28,6 +28,14 @@ use super::sandbox::{self, CallState};
 const KEEP_RESIDENT_BYTES: usize = 2 << 20;
 /// The same for tables (function references of a call's instance).
 const KEEP_RESIDENT_TABLE_BYTES: usize = 64 << 10;
+/// How many free slots the pool keeps for the plugin that used them last before it
+/// hands one to another plugin (wasmtime's default is 100). Below this count a call
+/// with no free slot of its own plugin takes a never-used slot rather than another
+/// plugin's, so each plugin gathers slots of its own, each holding its memory image and
+/// the pages kept resident: with ten plugins, 52 to 65 slots and 9 to 11 MiB in every
+/// host process, where ten keep 16 slots and 3 MiB (BENCHMARKS.md, memory). A slot
+/// that changes plugins maps the other plugin's image, as a never-used slot does.
+const WARM_SLOTS: u32 = 10;
 /// The largest linear memory any plugin may have; each plugin's own cap is lower.
 pub(crate) const MAX_MEMORY_BYTES: usize = 512 << 20;
 /// The background compiler's scheduling priority (`nice`): running reconciles, the
@@ -248,7 +256,7 @@ impl Engine {
     /// much for the next compile is no saving (BENCHMARKS.md, reload).
     pub(crate) fn compile_optimized(&self, bytes: &[u8], hash: &str) -> wasmtime::Result<Component> {
         let code = wasmtime::Engine::new(&self.0.compiling)?.precompile_component(bytes)?;
-        release_freed_memory();
+        crate::memory::release_freed();
         // SAFETY: the bytes are what an engine of this engine's own configuration (less
         // the instance allocator, which compiled code does not depend on) just made.
         let component = unsafe { Component::deserialize(&self.0.optimized.wasmtime, &code) }?;
@@ -352,6 +360,7 @@ fn pooled(config: &mut wasmtime::Config, size: PoolSlots) -> wasmtime::Result<Co
         // every page it touches in again (a fifth of a small call's time).
         .linear_memory_keep_resident(KEEP_RESIDENT_BYTES)
         .table_keep_resident(KEEP_RESIDENT_TABLE_BYTES)
+        .max_unused_warm_slots(WARM_SLOTS)
         // Where the kernel can say which pages a call dirtied (Linux 6.7 and
         // later), only those are reset, not all of the bytes kept resident.
         .pagemap_scan(Enabled::Auto);
@@ -412,16 +421,6 @@ fn lower_priority() {
         // SAFETY: setpriority only reads its integer arguments; `0` names the calling
         // thread. A failure leaves the priority as it was, which is harmless.
         let _ = unsafe { libc::setpriority(libc::PRIO_PROCESS, 0, BACKGROUND_NICE) };
-    }
-}
-
-/// Gives the memory a compile freed back to the kernel: glibc keeps what its threads'
-/// arenas freed for their next allocations, tens of MiB after a large compile.
-fn release_freed_memory() {
-    #[cfg(all(target_os = "linux", target_env = "gnu"))]
-    // SAFETY: malloc_trim only walks the allocator's own free lists.
-    unsafe {
-        libc::malloc_trim(0);
     }
 }
 
