@@ -439,28 +439,23 @@ impl TestSigstore {
         let rekor_der = rekor.verifying_key().to_public_key_der().unwrap();
         let ct_log = p256::ecdsa::SigningKey::random(&mut rand_core::OsRng);
         let ct_der = ct_log.verifying_key().to_public_key_der().unwrap();
+        // A log entry of the trusted root: a P-256 key and its ID, the key's SHA-256.
+        let log = |url: &str, der: &[u8]| {
+            serde_json::json!({
+                "baseUrl": url,
+                "hashAlgorithm": "SHA2_256",
+                "publicKey": {
+                    "rawBytes": b64.encode(der),
+                    "keyDetails": "PKIX_ECDSA_P256_SHA_256",
+                    "validFor": {"start": "2026-01-01T00:00:00Z"}
+                },
+                "logId": {"keyId": b64.encode(sha256(der))}
+            })
+        };
         let root_json = serde_json::json!({
             "mediaType": "application/vnd.dev.sigstore.trustedroot+json;version=0.1",
-            "tlogs": [{
-                "baseUrl": "https://rekor.example.com",
-                "hashAlgorithm": "SHA2_256",
-                "publicKey": {
-                    "rawBytes": b64.encode(rekor_der.as_bytes()),
-                    "keyDetails": "PKIX_ECDSA_P256_SHA_256",
-                    "validFor": {"start": "2026-01-01T00:00:00Z"}
-                },
-                "logId": {"keyId": b64.encode(sha256(rekor_der.as_bytes()))}
-            }],
-            "ctlogs": [{
-                "baseUrl": "https://ct.example.com",
-                "hashAlgorithm": "SHA2_256",
-                "publicKey": {
-                    "rawBytes": b64.encode(ct_der.as_bytes()),
-                    "keyDetails": "PKIX_ECDSA_P256_SHA_256",
-                    "validFor": {"start": "2026-01-01T00:00:00Z"}
-                },
-                "logId": {"keyId": b64.encode(sha256(ct_der.as_bytes()))}
-            }],
+            "tlogs": [log("https://rekor.example.com", rekor_der.as_bytes())],
+            "ctlogs": [log("https://ct.example.com", ct_der.as_bytes())],
             "certificateAuthorities": [{
                 "uri": "https://fulcio.example.com",
                 "certChain": {"certificates": [
