@@ -1,7 +1,7 @@
 //! A `Plugin` resource's module: pulled from its OCI source, its signature checked
-//! against the resource's keys or keyless identities, compiled and described by the same load as a file of the
-//! plugin directory. Each failure says which step failed and why, in the terms of the
-//! status condition it sets.
+//! against the resource's keys or keyless identities, compiled and described by the same
+//! load as a file of the plugin directory. Each failure says which step failed and why,
+//! in the terms of the status condition it sets.
 
 use std::sync::Arc;
 
@@ -39,8 +39,8 @@ impl Step {
 pub struct Failure {
     pub step: Step,
     /// CamelCase, for machines: `PullFailed`, `NotAWasmArtifact`, `DigestMismatch`,
-    /// `NoSignatures`, `UntrustedSigner`, `SignatureForAnotherDigest`, `KeyInvalid`, `IdentityInvalid`,
-    /// `SettingsInvalid`, `LoadFailed`.
+    /// `NoSignatures`, `UntrustedSigner`, `SignatureForAnotherDigest`, `KeyInvalid`,
+    /// `IdentityInvalid`, `SettingsInvalid`, `LoadFailed`.
     pub reason: &'static str,
     pub message: String,
 }
@@ -150,5 +150,5 @@ pub async fn fetch(name: &str, spec: &PluginSpec, context: Context<'_>) -> Resul
         .map_err(|source| LoadError::Interrupted { origin: name.to_owned(), source })
         .and_then(|loaded| loaded)
         .map_err(|e| failure(Step::Loaded, "LoadFailed", e.to_string()))?;
-    Ok(Fetched { plugin: Arc::new(loaded), settings, digest: pulled.manifest_digest, signed_by: signed_by.clone() })
+    Ok(Fetched { plugin: Arc::new(loaded), settings, digest: pulled.manifest_digest, signed_by })
 }
