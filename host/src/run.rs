@@ -83,7 +83,7 @@ impl Options {
             plugin_identities: false,
             webhooks: None,
             development: BTreeMap::new(),
-            trusted_root: crate::distribution::signature::public_good(),
+            trusted_root: TrustedRoot::public_good(),
         }
     }
 }

@@ -361,7 +361,7 @@ fn a_plugin_resources_module_is_pulled_verified_and_loaded_or_the_failed_step_sa
             engine: &engine,
             credentials: DockerConfig::default(),
             cache: None,
-            trusted_root: signature::public_good(),
+            trusted_root: distribution::TrustedRoot::public_good(),
             loaded: Vec::new(),
         };
         rt.block_on(resource::fetch("demo", spec, context))

@@ -1,8 +1,9 @@
 //! Plugins distributed through OCI registries: the Wasm artifact's layout
 //! ([`artifact`]), the registry client ([`oci`]), credentials from a docker config
-//! ([`credentials`]), cosign signatures ([`signature`], keyless ones [`keyless`] against a Sigstore [`trusted_root`]) and the store of pulled modules
-//! ([`cache`]); [`pull`] is what a host does with a reference: resolve it, check its
-//! signature, fetch the module (or find it in the store) and check what it fetched.
+//! ([`credentials`]), cosign signatures ([`signature`]; keyless ones, [`keyless`], checked
+//! against a Sigstore [`trusted_root`]) and the store of pulled modules ([`cache`]);
+//! [`pull`] is what a host does with a reference: resolve it, check its signature, fetch
+//! the module (or find it in the store) and check what it fetched.
 
 pub mod artifact;
 pub mod cache;

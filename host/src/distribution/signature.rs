@@ -13,7 +13,7 @@
 //! login and Fulcio, which `cosign sign` does.
 
 use std::collections::BTreeMap;
-use std::sync::{Arc, LazyLock};
+use std::sync::Arc;
 
 use base64::Engine as _;
 use oci_client::Reference;
@@ -302,18 +302,7 @@ pub struct Trust {
     pub root: Arc<TrustedRoot>,
 }
 
-impl Default for Trust {
-    fn default() -> Self {
-        Self { keys: Vec::new(), identities: Vec::new(), root: public_good() }
-    }
-}
-
 impl Trust {
-    /// Trust in `keys` alone.
-    pub fn keys(keys: Vec<VerifyingKey>) -> Self {
-        Self { keys, ..Self::default() }
-    }
-
     /// Whether a signature is required at all.
     pub fn requires_signature(&self) -> bool {
         !self.keys.is_empty() || !self.identities.is_empty()
@@ -326,12 +315,6 @@ impl Trust {
             _ => "key or identity",
         }
     }
-}
-
-/// The Sigstore public-good trusted root, read once.
-pub fn public_good() -> Arc<TrustedRoot> {
-    static ROOT: LazyLock<Arc<TrustedRoot>> = LazyLock::new(|| Arc::new(TrustedRoot::public_good()));
-    ROOT.clone()
 }
 
 /// Who made the signature that made an artifact trusted.

@@ -5,6 +5,7 @@
 //! embedded; a private instance's, or a newer one, is read from a file.
 
 use std::fmt::Write as _;
+use std::sync::{Arc, LazyLock};
 
 use base64::Engine as _;
 use p256::pkcs8::DecodePublicKey as _;
@@ -129,13 +130,19 @@ struct ValidityFile {
 
 impl TrustedRoot {
     /// The Sigstore public-good instance (fulcio.sigstore.dev, rekor.sigstore.dev,
-    /// ctfe.sigstore.dev).
+    /// ctfe.sigstore.dev), read once and shared.
     ///
     /// # Panics
     ///
     /// Never: the embedded root is read by a test.
-    pub fn public_good() -> Self {
-        Self::from_json(PUBLIC_GOOD, "the embedded public-good trusted root").expect("the embedded root reads")
+    pub fn public_good() -> Arc<Self> {
+        static ROOT: LazyLock<Arc<TrustedRoot>> = LazyLock::new(|| {
+            Arc::new(
+                TrustedRoot::from_json(PUBLIC_GOOD, "the embedded public-good trusted root")
+                    .expect("the embedded root reads"),
+            )
+        });
+        ROOT.clone()
     }
 
     /// Reads a `trusted_root.json`; `origin` names it in errors. Only ECDSA P-256 log

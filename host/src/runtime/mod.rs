@@ -120,7 +120,7 @@ impl Default for Options {
             webhooks: Webhooks::new(),
             controllers: true,
             development: BTreeMap::new(),
-            trusted_root: crate::distribution::signature::public_good(),
+            trusted_root: TrustedRoot::public_good(),
         }
     }
 }

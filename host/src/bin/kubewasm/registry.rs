@@ -73,7 +73,7 @@ fn trust(paths: &[PathBuf], keyless: &KeylessArgs) -> Result<Trust> {
 /// The Sigstore trusted root of `path`, or the public-good instance's.
 pub fn trusted_root(path: Option<&Path>) -> Result<Arc<TrustedRoot>> {
     match path {
-        None => Ok(distribution::signature::public_good()),
+        None => Ok(TrustedRoot::public_good()),
         Some(path) => {
             let json =
                 std::fs::read(path).with_context(|| format!("cannot read the trusted root {}", path.display()))?;
