@@ -133,51 +133,75 @@ struct Bundle {
 
 /// The entry as Rekor signs it: its canonical JSON is these fields, in this order,
 /// without spaces.
-#[derive(Serialize, Deserialize)]
-struct Entry {
-    body: String,
+#[derive(Clone, Serialize, Deserialize)]
+pub(super) struct Entry {
+    /// The logged body, base64 (a `hashedrekord`, `rekord` or `dsse` entry's JSON).
+    pub body: String,
     #[serde(rename = "integratedTime")]
-    integrated_time: i64,
+    pub integrated_time: i64,
+    /// The log's key id, hex.
     #[serde(rename = "logID")]
-    log_id: String,
+    pub log_id: String,
     #[serde(rename = "logIndex")]
-    log_index: i64,
+    pub log_index: i64,
 }
 
-/// A `hashedrekord` or `rekord` v0.0.1 entry's body, the fields read.
-#[derive(Deserialize)]
-struct Body {
-    kind: String,
-    spec: BodySpec,
+/// A keyless signature as either layout stores it: the classic signature layer, or a
+/// Sigstore bundle ([`super::bundle`]).
+pub(super) struct Logged<'a> {
+    /// What the key signed: the payload, or a DSSE envelope's pre-authentication encoding.
+    pub message: &'a [u8],
+    /// The payload whose hash Rekor recorded: `message` itself, or the envelope's payload.
+    pub payload: &'a [u8],
+    /// The DER signature.
+    pub signature: &'a [u8],
+    /// The signing certificate, DER.
+    pub certificate: &'a [u8],
+    /// Certificates that may complete the path to a Fulcio of the root (untrusted).
+    pub chain: Vec<CertificateDer<'static>>,
+    pub entry: Entry,
+    /// Rekor's signed entry timestamp over `entry`, base64 DER.
+    pub set: &'a str,
 }
 
-#[derive(Deserialize)]
-struct BodySpec {
-    data: BodyData,
-    signature: BodySignature,
+/// What a logged body binds, for every kind of entry a signature is logged as.
+struct Bound {
+    /// The SHA-256 of the payload, hex.
+    payload_hash: String,
+    /// Each signature logged, base64 DER, and its verifier, base64 PEM.
+    signatures: Vec<(String, String)>,
 }
 
-#[derive(Deserialize)]
-struct BodyData {
-    hash: BodyHash,
-}
-
-#[derive(Deserialize)]
-struct BodyHash {
-    algorithm: String,
-    value: String,
-}
-
-#[derive(Deserialize)]
-#[serde(rename_all = "camelCase")]
-struct BodySignature {
-    content: String,
-    public_key: BodyContent,
-}
-
-#[derive(Deserialize)]
-struct BodyContent {
-    content: String,
+impl Bound {
+    fn read(body: &serde_json::Value) -> Result<Self, Refused> {
+        let text = |v: &serde_json::Value| v.as_str().map(str::to_owned);
+        let kind = body["kind"].as_str().unwrap_or_default();
+        let spec = &body["spec"];
+        let (hash, signatures) = match kind {
+            "hashedrekord" | "rekord" => (
+                &spec["data"]["hash"],
+                text(&spec["signature"]["content"])
+                    .zip(text(&spec["signature"]["publicKey"]["content"]))
+                    .into_iter()
+                    .collect(),
+            ),
+            "dsse" => (
+                &spec["payloadHash"],
+                spec["signatures"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .filter_map(|s| text(&s["signature"]).zip(text(&s["verifier"])))
+                    .collect(),
+            ),
+            "" => return Err(refused("its Rekor entry's body is not a Rekor entry")),
+            other => return Err(refused(format!("its Rekor entry is a {other}, not a signature"))),
+        };
+        if hash["algorithm"] != "sha256" {
+            return Err(refused("its Rekor entry records no SHA-256 of the payload"));
+        }
+        Ok(Self { payload_hash: text(&hash["value"]).unwrap_or_default(), signatures })
+    }
 }
 
 /// Checks one keyless signature layer: `signature` (base64 DER) over `payload`, with the
@@ -192,18 +216,43 @@ pub fn verify(
     signature: &str,
     annotations: &BTreeMap<String, String>,
 ) -> Result<Signer, Refused> {
-    let b64 = base64::engine::general_purpose::STANDARD;
     let certificate_pem = annotations.get(CERTIFICATE_ANNOTATION).ok_or_else(|| refused("it has no certificate"))?;
     let certificate = first_certificate(certificate_pem.as_bytes())
         .ok_or_else(|| refused("its certificate annotation holds no PEM certificate"))?;
-    let parsed =
-        Certificate::from_der(&certificate).map_err(|e| refused(format!("its certificate does not parse: {e}")))?;
     let bundle = annotations
         .get(BUNDLE_ANNOTATION)
         .ok_or_else(|| refused("it has no Rekor bundle (a keyless signature must be in the transparency log)"))?;
     let bundle: Bundle =
         serde_json::from_str(bundle).map_err(|e| refused(format!("its Rekor bundle does not parse: {e}")))?;
-    let entry = &bundle.payload;
+    let signature = base64::engine::general_purpose::STANDARD
+        .decode(signature.trim())
+        .map_err(|_| refused("its signature is not base64"))?;
+    check(
+        root,
+        &Logged {
+            message: payload,
+            payload,
+            signature: &signature,
+            certificate: &certificate,
+            chain: annotations.get(CHAIN_ANNOTATION).map(|chain| certificates(chain.as_bytes())).unwrap_or_default(),
+            entry: bundle.payload,
+            set: &bundle.signed_entry_timestamp,
+        },
+    )
+}
+
+/// Checks a keyless signature however it was stored: Rekor vouches for the entry, the
+/// entry is this signature by this certificate over this payload, the certificate is a
+/// Fulcio's (valid when logged, and in CT), and its key made the signature.
+///
+/// # Errors
+///
+/// [`Refused`], saying which check failed.
+pub(super) fn check(root: &TrustedRoot, logged: &Logged<'_>) -> Result<Signer, Refused> {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let entry = &logged.entry;
+    let parsed = Certificate::from_der(logged.certificate)
+        .map_err(|e| refused(format!("its certificate does not parse: {e}")))?;
 
     // Rekor vouches for the entry and its time.
     let log = root.logs.iter().find(|log| log.hex_id() == entry.log_id).ok_or_else(|| {
@@ -211,7 +260,7 @@ pub fn verify(
     })?;
     let canonical = serde_json::to_vec(entry).map_err(|e| refused(e.to_string()))?;
     let set = b64
-        .decode(bundle.signed_entry_timestamp.trim())
+        .decode(logged.set.trim())
         .ok()
         .and_then(|der| p256::ecdsa::Signature::from_der(&der).ok())
         .ok_or_else(|| refused("its signed entry timestamp is not a DER ECDSA signature"))?;
@@ -223,30 +272,27 @@ pub fn verify(
     }
 
     // The entry is this signature, by this certificate, over this payload.
-    let body: Body = b64
+    let body: serde_json::Value = b64
         .decode(&entry.body)
         .ok()
         .and_then(|json| serde_json::from_slice(&json).ok())
-        .ok_or_else(|| refused("its Rekor entry's body is not a rekord or hashedrekord entry"))?;
-    if !matches!(body.kind.as_str(), "hashedrekord" | "rekord") {
-        return Err(refused(format!("its Rekor entry is a {}, not a signature", body.kind)));
-    }
-    let payload_hash = digest(payload);
-    if body.spec.data.hash.algorithm != "sha256" || body.spec.data.hash.value != payload_hash {
+        .ok_or_else(|| refused("its Rekor entry's body is not a Rekor entry"))?;
+    let bound = Bound::read(&body)?;
+    if bound.payload_hash != digest(logged.payload) {
         return Err(refused("its Rekor entry is for another payload"));
     }
-    let signature_der = b64.decode(signature.trim()).map_err(|_| refused("its signature is not base64"))?;
-    if b64.decode(body.spec.signature.content.trim()).ok().as_deref() != Some(&signature_der[..]) {
+    let ours =
+        |(signature, _): &&(String, String)| b64.decode(signature.trim()).ok().as_deref() == Some(logged.signature);
+    let Some((_, verifier)) = bound.signatures.iter().find(ours) else {
         return Err(refused("its Rekor entry is for another signature"));
-    }
-    let logged = b64.decode(&body.spec.signature.public_key.content).ok().and_then(|pem| first_certificate(&pem));
-    if logged.as_deref() != Some(&certificate[..]) {
+    };
+    let logged_certificate = b64.decode(verifier).ok().and_then(|pem| first_certificate(&pem));
+    if logged_certificate.as_deref() != Some(logged.certificate) {
         return Err(refused("its Rekor entry is for another certificate"));
     }
 
     // The certificate was Fulcio's, valid when the entry was logged, and logged in CT.
-    let chain = annotations.get(CHAIN_ANNOTATION).map(|chain| certificates(chain.as_bytes())).unwrap_or_default();
-    let issuer_key = fulcio_issuer(root, &certificate, &chain, entry.integrated_time)?;
+    let issuer_key = fulcio_issuer(root, logged.certificate, &logged.chain, entry.integrated_time)?;
     check_sct(root, &parsed, &issuer_key)?;
 
     // And its key made the signature.
@@ -257,7 +303,8 @@ pub fn verify(
         .ok()
         .and_then(|spki| p256::ecdsa::VerifyingKey::from_public_key_der(&spki).ok())
         .ok_or_else(|| refused("its certificate's key is not ECDSA P-256"))?;
-    let valid = p256::ecdsa::Signature::from_der(&signature_der).is_ok_and(|s| key.verify(payload, &s).is_ok());
+    let valid =
+        p256::ecdsa::Signature::from_der(logged.signature).is_ok_and(|s| key.verify(logged.message, &s).is_ok());
     if !valid {
         return Err(refused("its signature does not verify with its certificate's key"));
     }
@@ -309,7 +356,7 @@ fn fulcio_issuer(
 }
 
 /// The DER of every PEM `CERTIFICATE` in `pem`, in order.
-fn certificates(pem: &[u8]) -> Vec<CertificateDer<'static>> {
+pub(super) fn certificates(pem: &[u8]) -> Vec<CertificateDer<'static>> {
     Certificate::load_pem_chain(pem)
         .unwrap_or_default()
         .iter()

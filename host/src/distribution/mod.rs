@@ -6,6 +6,7 @@
 //! the module (or find it in the store) and check what it fetched.
 
 pub mod artifact;
+mod bundle;
 pub mod cache;
 pub mod credentials;
 pub mod keyless;

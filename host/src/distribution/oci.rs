@@ -250,6 +250,40 @@ impl Registry {
         Ok(out.bytes)
     }
 
+    /// The digests of the manifests that name `digest` as their subject, in the repository of
+    /// `reference`, of `artifact_type`: from the referrers API, or from the tag
+    /// `sha256-HEX` on a registry without it (the OCI distribution spec's fallback,
+    /// which cosign and oras write).
+    ///
+    /// # Errors
+    ///
+    /// When the registry cannot be reached or refuses.
+    pub async fn referrers(
+        &self,
+        reference: &Reference,
+        digest: &str,
+        artifact_type: &str,
+    ) -> Result<Vec<String>, OciError> {
+        let subject = Reference::with_digest(
+            reference.registry().to_owned(),
+            reference.repository().to_owned(),
+            digest.to_owned(),
+        );
+        self.client.store_auth_if_needed(subject.resolve_registry(), &self.auth).await;
+        let index = self
+            .client
+            .pull_referrers(&subject, Some(artifact_type))
+            .await
+            .map_err(|source| registry_error(&subject, source))?;
+        // A registry may ignore the filter (the spec allows it); the tag never filters.
+        Ok(index
+            .manifests
+            .into_iter()
+            .filter(|m| m.artifact_type.as_deref() == Some(artifact_type))
+            .map(|m| m.digest)
+            .collect())
+    }
+
     /// Uploads `bytes` as a blob to the repository of `reference`. Returns its descriptor's digest.
     ///
     /// # Errors

@@ -24,6 +24,7 @@ use p256::pkcs8::{
 };
 use serde::{Deserialize, Serialize};
 
+use super::bundle;
 use super::keyless;
 use super::oci::{self, OciError, Registry};
 use super::trusted_root::TrustedRoot;
@@ -49,7 +50,10 @@ pub struct VerifyingKey(p256::ecdsa::VerifyingKey);
 pub enum SignatureError {
     #[error("{origin}: {reason}")]
     Key { origin: String, reason: String },
-    #[error("{reference} is not signed: the registry has no signature at the tag {tag}")]
+    #[error(
+        "{reference} is not signed: the registry has no signature at the tag {tag} and no Sigstore bundle \
+         referring to it"
+    )]
     Unsigned { reference: String, tag: String },
     #[error("{reference} is not signed by a trusted {signer}: none of its {count} signature(s) {why}")]
     Untrusted { reference: String, count: usize, signer: &'static str, why: String },
@@ -335,7 +339,9 @@ pub struct Verified {
 }
 
 /// Checks that the artifact of `manifest_digest` in the repository of `reference` has a
-/// signature, stored as cosign stores it, by a signer `trust` names and over that digest.
+/// signature by a signer `trust` names and over that digest, stored as cosign stores it:
+/// a layer under the tag `sha256-HEX.sig`, or a Sigstore bundle referring to the
+/// manifest ([`super::bundle`], cosign 3's default).
 ///
 /// # Errors
 ///
@@ -351,14 +357,10 @@ pub async fn verify(
 ) -> Result<Verified, SignatureError> {
     let sig_reference = signature_reference(reference, manifest_digest);
     let named = format!("{}/{}@{manifest_digest}", reference.registry(), reference.repository());
-    let Some(signatures) = registry.manifest(&sig_reference).await? else {
-        return Err(SignatureError::Unsigned { reference: named, tag: signature_tag(manifest_digest) });
-    };
-    let mut wrong_digest = None;
-    let mut count = 0;
-    let mut refusals = Vec::new();
+    let mut found = Found::default();
+    let classic = registry.manifest(&sig_reference).await?;
     let no_annotations = BTreeMap::new();
-    for layer in &signatures.manifest.layers {
+    for layer in classic.iter().flat_map(|signatures| &signatures.manifest.layers) {
         let annotations = layer.annotations.as_ref().unwrap_or(&no_annotations);
         let Some(signature) = annotations.get(SIGNATURE_ANNOTATION) else {
             continue;
@@ -366,28 +368,17 @@ pub async fn verify(
         if layer.media_type != PAYLOAD_MEDIA_TYPE {
             continue;
         }
-        count += 1;
+        found.count += 1;
         let payload = match registry.blob(&sig_reference, layer).await {
             Ok(payload) => payload,
             // An altered payload blob cannot verify; the others may.
             Err(OciError::DigestMismatch { .. }) => continue,
             Err(e) => return Err(e.into()),
         };
-        let by = if let Some(key) = trust.keys.iter().position(|k| k.verifies(&payload, signature)) {
-            SignedBy::Key(key)
-        } else if !trust.identities.is_empty() && annotations.contains_key(keyless::CERTIFICATE_ANNOTATION) {
-            match keyless::verify(&trust.root, &payload, signature, annotations) {
-                Ok(signer) if trust.identities.iter().any(|i| signer.is(i)) => SignedBy::Identity(signer),
-                Ok(signer) => {
-                    refusals.push(format!("one is signed by {signer}, not a trusted identity"));
-                    continue;
-                }
-                Err(e) => {
-                    refusals.push(format!("a keyless one is refused: {e}"));
-                    continue;
-                }
-            }
-        } else {
+        let keyless = annotations
+            .contains_key(keyless::CERTIFICATE_ANNOTATION)
+            .then_some(|| keyless::verify(&trust.root, &payload, signature, annotations));
+        let Some(by) = found.signed_by(trust, &payload, signature, keyless) else {
             continue;
         };
         let Ok(parsed) = serde_json::from_slice::<Payload>(&payload) else {
@@ -397,22 +388,96 @@ pub async fn verify(
             continue;
         }
         if parsed.critical.image.docker_manifest_digest != manifest_digest {
-            wrong_digest = Some(parsed.critical.image.docker_manifest_digest);
+            found.wrong_digest = Some(parsed.critical.image.docker_manifest_digest);
             continue;
         }
         return Ok(Verified { by, annotations: parsed.optional.unwrap_or_default() });
     }
-    let why = if trust.identities.is_empty() {
+
+    let bundles = registry.referrers(reference, manifest_digest, bundle::ARTIFACT_TYPE).await?;
+    for digest in &bundles {
+        let holder =
+            Reference::with_digest(reference.registry().to_owned(), reference.repository().to_owned(), digest.clone());
+        let Some(manifest) = registry.manifest(&holder).await? else {
+            continue;
+        };
+        let Some(layer) = manifest.manifest.layers.iter().find(|l| bundle::is_bundle(&l.media_type)) else {
+            continue;
+        };
+        found.count += 1;
+        let bytes = match registry.blob(&holder, layer).await {
+            Ok(bytes) => bytes,
+            Err(OciError::DigestMismatch { .. }) => continue,
+            Err(e) => return Err(e.into()),
+        };
+        let opened = match bundle::open(&bytes) {
+            Ok(opened) => opened,
+            Err(why) => {
+                found.refusals.push(format!("a Sigstore bundle is refused: {why}"));
+                continue;
+            }
+        };
+        let keyless = opened.logged().map(|logged| move || keyless::check(&trust.root, &logged));
+        let Some(by) = found.signed_by(trust, &opened.message, &opened.signature, keyless) else {
+            continue;
+        };
+        if opened.digests.iter().any(|d| d == manifest_digest) {
+            return Ok(Verified { by, annotations: opened.annotations });
+        }
+        found.wrong_digest = opened.digests.into_iter().next();
+    }
+
+    if classic.is_none() && bundles.is_empty() {
+        return Err(SignatureError::Unsigned { reference: named, tag: signature_tag(manifest_digest) });
+    }
+    let why = if trust.identities.is_empty() && found.refusals.is_empty() {
         "verifies with the given key(s) (signed with another key, or the signature or payload altered)".to_owned()
-    } else if refusals.is_empty() {
+    } else if found.refusals.is_empty() {
         "verifies with the given key(s) or is keyless (no certificate)".to_owned()
     } else {
-        format!("verifies: {}", refusals.join("; "))
+        format!("verifies: {}", found.refusals.join("; "))
     };
-    Err(match wrong_digest {
+    Err(match found.wrong_digest {
         Some(signed) => SignatureError::WrongDigest { reference: named, digest: manifest_digest.to_owned(), signed },
-        None => SignatureError::Untrusted { reference: named, count, signer: trust.signer(), why },
+        None => SignatureError::Untrusted { reference: named, count: found.count, signer: trust.signer(), why },
     })
+}
+
+/// What the signatures looked at so far said, for the refusal when none is trusted.
+#[derive(Default)]
+struct Found {
+    count: usize,
+    refusals: Vec<String>,
+    /// The digest a trusted signature signed instead of the artifact's.
+    wrong_digest: Option<String>,
+}
+
+impl Found {
+    /// Who of `trust` made `signature` (base64 DER) over `message`: a key, or the signer
+    /// `keyless` checks (given when the signature carries a certificate).
+    fn signed_by(
+        &mut self,
+        trust: &Trust,
+        message: &[u8],
+        signature: &str,
+        keyless: Option<impl FnOnce() -> Result<keyless::Signer, keyless::Refused>>,
+    ) -> Option<SignedBy> {
+        if let Some(key) = trust.keys.iter().position(|k| k.verifies(message, signature)) {
+            return Some(SignedBy::Key(key));
+        }
+        let check = keyless.filter(|_| !trust.identities.is_empty())?;
+        match check() {
+            Ok(signer) if trust.identities.iter().any(|i| signer.is(i)) => Some(SignedBy::Identity(signer)),
+            Ok(signer) => {
+                self.refusals.push(format!("one is signed by {signer}, not a trusted identity"));
+                None
+            }
+            Err(e) => {
+                self.refusals.push(format!("a keyless one is refused: {e}"));
+                None
+            }
+        }
+    }
 }
 
 #[cfg(test)]

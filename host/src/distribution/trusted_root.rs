@@ -54,11 +54,16 @@ pub(super) struct Log {
 impl Log {
     /// The log ID in hex, as a Rekor entry names it.
     pub(super) fn hex_id(&self) -> String {
-        self.id.iter().fold(String::with_capacity(64), |mut hex, b| {
-            let _ = write!(hex, "{b:02x}");
-            hex
-        })
+        hex(&self.id)
     }
+}
+
+/// Lowercase hex, as logs' ids are written.
+pub(super) fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut hex, b| {
+        let _ = write!(hex, "{b:02x}");
+        hex
+    })
 }
 
 /// Seconds since the epoch; no end is open.

@@ -1,0 +1,379 @@
+//! Signatures as cosign 3 stores them by default: a Sigstore bundle (v0.1 to v0.3) in an
+//! OCI 1.1 referrer of the signed manifest (sigstore/cosign `specs/BUNDLE_SPEC.md`). The
+//! bundle holds a DSSE envelope of an in-toto statement whose subject is the manifest's
+//! digest and whose predicate type is cosign's signature, the signing certificate (or a
+//! hint of the key), and, for a keyless signature, its Rekor entry.
+//!
+//! This module reads a bundle and says what was signed and by what; [`super::signature`]
+//! decides whether that signer is trusted. Read: DSSE envelopes (what `cosign sign`
+//! writes), entries of Rekor v1 with their signed entry timestamp. Not read: message
+//! signatures (`cosign sign-blob`, which name no manifest), and Rekor v2 entries, which
+//! carry an inclusion proof and a timestamp authority's time instead of a promise.
+
+use std::collections::BTreeMap;
+
+use base64::Engine as _;
+use rustls::pki_types::CertificateDer;
+use serde::{Deserialize, Deserializer};
+
+use super::keyless::{Entry, Logged};
+use super::trusted_root::hex;
+
+/// The artifact type of a referrer holding a bundle, as cosign writes it.
+pub const ARTIFACT_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+/// The predicate type of the statement `cosign sign` signs.
+pub const SIGN_PREDICATE: &str = "https://sigstore.dev/cosign/sign/v1";
+const IN_TOTO_PAYLOAD_TYPE: &str = "application/vnd.in-toto+json";
+const STATEMENT_TYPES: [&str; 2] = ["https://in-toto.io/Statement/v1", "https://in-toto.io/Statement/v0.1"];
+
+/// Whether a layer's media type is a Sigstore bundle's, of any version.
+pub fn is_bundle(media_type: &str) -> bool {
+    media_type.starts_with("application/vnd.dev.sigstore.bundle")
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Bundle {
+    media_type: String,
+    verification_material: VerificationMaterial,
+    dsse_envelope: Option<Envelope>,
+    message_signature: Option<serde_json::Value>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct VerificationMaterial {
+    public_key: Option<serde_json::Value>,
+    /// v0.3.
+    certificate: Option<Raw>,
+    /// v0.1 and v0.2.
+    x509_certificate_chain: Option<Chain>,
+    #[serde(default)]
+    tlog_entries: Vec<TlogEntry>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Raw {
+    raw_bytes: String,
+}
+
+#[derive(Deserialize)]
+struct Chain {
+    certificates: Vec<Raw>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct TlogEntry {
+    #[serde(deserialize_with = "int64")]
+    log_index: i64,
+    log_id: LogId,
+    #[serde(deserialize_with = "int64")]
+    integrated_time: i64,
+    inclusion_promise: Option<Promise>,
+    canonicalized_body: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LogId {
+    key_id: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Promise {
+    signed_entry_timestamp: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Envelope {
+    payload: String,
+    payload_type: String,
+    signatures: Vec<EnvelopeSignature>,
+}
+
+#[derive(Deserialize)]
+struct EnvelopeSignature {
+    sig: String,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Statement {
+    #[serde(rename = "_type")]
+    kind: String,
+    subject: Vec<Subject>,
+    predicate_type: String,
+}
+
+#[derive(Deserialize)]
+struct Subject {
+    #[serde(default)]
+    digest: BTreeMap<String, String>,
+    #[serde(default)]
+    annotations: Option<serde_json::Map<String, serde_json::Value>>,
+}
+
+/// protobuf's JSON writes an int64 as a string; accept a number too.
+fn int64<'de, D: Deserializer<'de>>(deserializer: D) -> Result<i64, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Int {
+        Number(i64),
+        Text(String),
+    }
+    match Int::deserialize(deserializer)? {
+        Int::Number(n) => Ok(n),
+        Int::Text(s) => s.parse().map_err(serde::de::Error::custom),
+    }
+}
+
+/// How a bundle's signature is to be checked.
+pub enum Material {
+    /// With a key the verifier holds (the bundle carries at most a hint of it).
+    Key,
+    /// With the Fulcio certificate it carries, through its Rekor entry.
+    Certificate { certificate: Vec<u8>, chain: Vec<Vec<u8>>, entry: Entry, set: String },
+}
+
+/// A bundle opened: what was signed, the signature, and the signed statement's claims.
+pub struct Opened {
+    /// The DSSE pre-authentication encoding of the envelope: what the key signed.
+    pub message: Vec<u8>,
+    /// The envelope's payload: the statement, as Rekor hashed it.
+    payload: Vec<u8>,
+    /// The signature, base64 DER, as the envelope holds it.
+    pub signature: String,
+    signature_der: Vec<u8>,
+    pub material: Material,
+    /// The `sha256:HEX` digests the statement names.
+    pub digests: Vec<String>,
+    /// The annotations of the first subject (what `cosign sign -a` adds).
+    pub annotations: BTreeMap<String, serde_json::Value>,
+}
+
+impl Opened {
+    /// The keyless signature to check; `None` for a keyed one.
+    pub fn logged(&self) -> Option<Logged<'_>> {
+        let Material::Certificate { certificate, chain, entry, set } = &self.material else {
+            return None;
+        };
+        Some(Logged {
+            message: &self.message,
+            payload: &self.payload,
+            signature: &self.signature_der,
+            certificate,
+            chain: chain.iter().map(|c| CertificateDer::from(c.clone())).collect(),
+            entry: entry.clone(),
+            set,
+        })
+    }
+}
+
+/// DSSE's pre-authentication encoding: `DSSEv1 LEN(type) type LEN(body) body`.
+fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
+    let mut out = format!("DSSEv1 {} {payload_type} {} ", payload_type.len(), payload.len()).into_bytes();
+    out.extend_from_slice(payload);
+    out
+}
+
+/// Reads a bundle as a signature of a manifest.
+///
+/// # Errors
+///
+/// Saying what the bundle is instead: not a bundle, a blob's signature, an attestation
+/// of something other than cosign's signature, or a keyless signature without a Rekor
+/// v1 entry.
+pub fn open(bytes: &[u8]) -> Result<Opened, String> {
+    let (opened, predicate_type) = read(bytes)?;
+    if predicate_type != SIGN_PREDICATE {
+        return Err(format!("it is an attestation of {predicate_type}, not a cosign signature"));
+    }
+    Ok(opened)
+}
+
+/// Reads a bundle of an in-toto statement of any predicate, and the predicate's type.
+fn read(bytes: &[u8]) -> Result<(Opened, String), String> {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let bundle: Bundle = serde_json::from_slice(bytes).map_err(|e| format!("it is not a Sigstore bundle: {e}"))?;
+    if !is_bundle(&bundle.media_type) {
+        return Err(format!("its media type is {}, not a Sigstore bundle's", bundle.media_type));
+    }
+    let Some(envelope) = bundle.dsse_envelope else {
+        return Err(if bundle.message_signature.is_some() {
+            "it holds a message signature (cosign sign-blob), which names no manifest".into()
+        } else {
+            "it holds no DSSE envelope".into()
+        });
+    };
+    if envelope.payload_type != IN_TOTO_PAYLOAD_TYPE {
+        return Err(format!("its envelope holds {}, not an in-toto statement", envelope.payload_type));
+    }
+    let [signature] = &envelope.signatures[..] else {
+        return Err(format!("its envelope has {} signatures, not one", envelope.signatures.len()));
+    };
+    let payload = b64.decode(&envelope.payload).map_err(|_| "its envelope's payload is not base64".to_owned())?;
+    let statement: Statement =
+        serde_json::from_slice(&payload).map_err(|e| format!("its statement does not parse: {e}"))?;
+    if !STATEMENT_TYPES.contains(&statement.kind.as_str()) {
+        return Err(format!("its statement is a {}, not an in-toto statement", statement.kind));
+    }
+    let signature_der =
+        b64.decode(signature.sig.trim()).map_err(|_| "its envelope's signature is not base64".to_owned())?;
+    let digests = statement.subject.iter().filter_map(|s| s.digest.get("sha256")).map(|h| format!("sha256:{h}"));
+    let opened = Opened {
+        message: pae(&envelope.payload_type, &payload),
+        signature: signature.sig.clone(),
+        signature_der,
+        material: material(bundle.verification_material)?,
+        digests: digests.collect(),
+        annotations: statement
+            .subject
+            .into_iter()
+            .next()
+            .and_then(|s| s.annotations)
+            .map(|a| a.into_iter().collect())
+            .unwrap_or_default(),
+        payload,
+    };
+    Ok((opened, statement.predicate_type))
+}
+
+/// The key or certificate a bundle's signature is to be checked with.
+fn material(material: VerificationMaterial) -> Result<Material, String> {
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let mut certificates = match (material.certificate, material.x509_certificate_chain) {
+        (Some(certificate), _) => vec![certificate],
+        (None, Some(chain)) => chain.certificates,
+        (None, None) if material.public_key.is_some() => return Ok(Material::Key),
+        (None, None) => return Err("it names neither a key nor a certificate".into()),
+    }
+    .into_iter()
+    .map(|raw| b64.decode(raw.raw_bytes.trim()))
+    .collect::<Result<Vec<_>, _>>()
+    .map_err(|_| "its certificate is not base64".to_owned())?;
+    if certificates.is_empty() {
+        return Err("its certificate chain is empty".into());
+    }
+    let certificate = certificates.remove(0);
+    // A Rekor v1 entry with its promise: the time the certificate must have been valid.
+    let promised = material.tlog_entries.into_iter().find_map(|mut e| e.inclusion_promise.take().map(|p| (e, p)));
+    let Some((entry, promise)) = promised else {
+        return Err("it has no Rekor entry with a signed entry timestamp (a keyless signature must be logged; \
+                    Rekor v2 entries, with a timestamp authority's time, are not read)"
+            .into());
+    };
+    let log_id = b64.decode(entry.log_id.key_id.trim()).map_err(|_| "its Rekor log id is not base64".to_owned())?;
+    Ok(Material::Certificate {
+        certificate,
+        chain: certificates,
+        entry: Entry {
+            body: entry.canonicalized_body,
+            integrated_time: entry.integrated_time,
+            log_id: hex(&log_id),
+            log_index: entry.log_index,
+        },
+        set: promise.signed_entry_timestamp,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::distribution::keyless;
+    use crate::distribution::trusted_root::TrustedRoot;
+
+    /// A bundle cosign made with the Sigstore public-good instance in February 2025 (an
+    /// attestation, `cosign attest --new-bundle-format`; Rekor entry 175508996).
+    const ATTESTATION: &[u8] = include_bytes!("public-good-attestation.sigstore.json");
+
+    fn edited(edit: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
+        let mut bundle: serde_json::Value = serde_json::from_slice(ATTESTATION).unwrap();
+        edit(&mut bundle);
+        serde_json::to_vec(&bundle).unwrap()
+    }
+
+    #[test]
+    fn a_public_good_bundle_verifies_offline_and_its_statement_names_its_subject() {
+        let (opened, predicate_type) = read(ATTESTATION).unwrap();
+        assert_eq!(predicate_type, "https://cosign.sigstore.dev/attestation/v1");
+        assert_eq!(opened.digests, ["sha256:732112270d7e59418a8c080b134b24cabd67d250d0d0147a97ed95ba5c280aa4"]);
+        let logged = opened.logged().expect("keyless");
+        let signer = keyless::check(&TrustedRoot::public_good(), &logged).expect("verifies");
+        assert_eq!(signer.subject, "cody@soyland.com");
+        assert_eq!(signer.issuer.as_deref(), Some("https://github.com/login/oauth"));
+        assert_eq!((signer.log_index, signer.integrated_time), (175_508_996, 1_740_770_291));
+
+        // It is an attestation, not a signature of the image: cosign verify does not take it.
+        assert_eq!(
+            open(ATTESTATION).err().unwrap(),
+            "it is an attestation of https://cosign.sigstore.dev/attestation/v1, not a cosign signature"
+        );
+    }
+
+    #[test]
+    fn every_part_of_a_bundle_is_bound_to_the_others() {
+        let root = TrustedRoot::public_good();
+        let check = |bytes: Vec<u8>| {
+            let (opened, _) = read(&bytes).unwrap();
+            keyless::check(&root, &opened.logged().unwrap()).map(|_| ()).map_err(|e| e.to_string())
+        };
+        // Another statement under the same signature.
+        let payload = edited(|b| {
+            let statement = String::from_utf8(
+                base64::engine::general_purpose::STANDARD
+                    .decode(b["dsseEnvelope"]["payload"].as_str().unwrap())
+                    .unwrap(),
+            )
+            .unwrap()
+            .replace("732112", "732113");
+            b["dsseEnvelope"]["payload"] = base64::engine::general_purpose::STANDARD.encode(statement).into();
+        });
+        assert_eq!(check(payload), Err("its Rekor entry is for another payload".into()));
+        // Rekor's promise covers the time: it cannot be moved into the certificate's life.
+        let moved = edited(|b| b["verificationMaterial"]["tlogEntries"][0]["integratedTime"] = "1740770292".into());
+        assert_eq!(check(moved), Err("its signed entry timestamp does not verify with the Rekor log's key".into()));
+        // The payload type is signed too (DSSE's pre-authentication encoding).
+        let typed = edited(|b| b["dsseEnvelope"]["payloadType"] = "application/json".into());
+        assert_eq!(read(&typed).err().unwrap(), "its envelope holds application/json, not an in-toto statement");
+    }
+
+    #[test]
+    fn bundles_that_cannot_sign_a_manifest_are_refused_saying_what_they_are() {
+        let unlogged = edited(|b| {
+            b["verificationMaterial"]["tlogEntries"][0]
+                .as_object_mut()
+                .unwrap()
+                .remove("inclusionPromise")
+                .map(drop)
+                .unwrap()
+        });
+        assert!(open(&unlogged).err().unwrap().contains("it has no Rekor entry with a signed entry timestamp"));
+        let blob = edited(|b| {
+            let object = b.as_object_mut().unwrap();
+            object.remove("dsseEnvelope");
+            object.insert("messageSignature".into(), serde_json::json!({"signature": "AAAA"}));
+        });
+        assert_eq!(
+            open(&blob).err().unwrap(),
+            "it holds a message signature (cosign sign-blob), which names no manifest"
+        );
+        let keyed = edited(|b| {
+            b["verificationMaterial"] = serde_json::json!({"publicKey": {"hint": "abc"}, "tlogEntries": []});
+        });
+        assert!(matches!(read(&keyed).unwrap().0.material, Material::Key));
+        assert!(open(b"{}").err().unwrap().starts_with("it is not a Sigstore bundle: missing field"));
+    }
+
+    #[test]
+    fn the_pre_authentication_encoding_is_dsses() {
+        // The example of the DSSE protocol's specification.
+        assert_eq!(
+            pae("http://example.com/HelloWorld", b"hello world"),
+            b"DSSEv1 29 http://example.com/HelloWorld 11 hello world"
+        );
+    }
+}
