@@ -250,7 +250,10 @@ fn only_an_artifact_signed_by_a_trusted_key_over_its_own_digest_is_pulled() {
 
     fails_with(
         &pull("release.pub"),
-        &format!("{pinned} is not signed: the registry has no signature at the tag {tag}"),
+        &format!(
+            "{pinned} is not signed: the registry has no signature at the tag {tag} and no Sigstore bundle referring \
+             to it"
+        ),
     );
     assert!(!dir.join("p.wasm").exists(), "an unsigned module was written");
 
@@ -470,15 +473,10 @@ impl TestSigstore {
         Self { intermediate, chain_pem, rekor, ct_log, root_json }
     }
 
-    /// Signs `reference`'s artifact as `cosign sign` does keylessly: a certificate for
-    /// `subject` valid ten minutes from 2026-06-01T00:00Z (with the CT log's SCT embedded
-    /// when `ct_logged`), the signature logged in Rekor `logged_after` seconds into that
-    /// day, the layer stored beside the artifact.
-    fn sign(&self, registry: &Registry, reference: &str, subject: &str, logged_after: i64, ct_logged: bool) {
-        use base64::Engine as _;
-        use p256::ecdsa::signature::Signer as _;
+    /// A certificate for `subject`, valid ten minutes from 2026-06-01T00:00Z, with the CT
+    /// log's SCT embedded when `ct_logged`, and its key.
+    fn certificate(&self, subject: &str, ct_logged: bool) -> (rcgen::Certificate, p256::ecdsa::SigningKey) {
         use p256::pkcs8::DecodePrivateKey as _;
-        let b64 = base64::engine::general_purpose::STANDARD;
         let leaf_key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
         let mut params = rcgen::CertificateParams::new(Vec::<String>::new()).unwrap();
         params.distinguished_name = rcgen::DistinguishedName::new();
@@ -502,13 +500,39 @@ impl TestSigstore {
                 .push(rcgen::CustomExtension::from_oid_content(&[1, 3, 6, 1, 4, 1, 11129, 2, 4, 2], sct));
         }
         let certificate = params.signed_by(&leaf_key, &self.intermediate).unwrap();
+        (certificate, p256::ecdsa::SigningKey::from_pkcs8_der(&leaf_key.serialize_der()).unwrap())
+    }
 
+    /// Enters `body` in the test's Rekor, as entry 42, `logged_after` seconds into
+    /// 2026-06-01: the entry's canonical JSON and Rekor's signed entry timestamp over it.
+    fn log(&self, body: &serde_json::Value, logged_after: i64) -> (TestEntry, String) {
+        use base64::Engine as _;
+        use p256::ecdsa::signature::Signer as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let rekor_der = p256::pkcs8::EncodePublicKey::to_public_key_der(self.rekor.verifying_key()).unwrap();
+        let entry = TestEntry {
+            body: b64.encode(body.to_string()),
+            integrated_time: "2026-06-01T00:00:00Z".parse::<jiff::Timestamp>().unwrap().as_second() + logged_after,
+            log_id: sha256(rekor_der.as_bytes()),
+        };
+        // Rekor signs the entry's canonical JSON: these keys, sorted, no spaces.
+        let set: p256::ecdsa::Signature = self.rekor.sign(entry.canonical().as_bytes());
+        (entry, b64.encode(set.to_der().as_bytes()))
+    }
+
+    /// Signs `reference`'s artifact as `cosign sign` does keylessly: a certificate for
+    /// `subject` (see [`Self::certificate`]), the signature logged in Rekor `logged_after`
+    /// seconds into that day, the layer stored beside the artifact.
+    fn sign(&self, registry: &Registry, reference: &str, subject: &str, logged_after: i64, ct_logged: bool) {
+        use base64::Engine as _;
+        use p256::ecdsa::signature::Signer as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let (certificate, key) = self.certificate(subject, ct_logged);
         let reference = distribution::parse_reference(reference).unwrap();
         let rt = runtime();
         let manifest = rt.block_on(registry.manifest(&reference)).unwrap().unwrap();
         let payload = signature::payload(&reference, &manifest.digest, Default::default());
-        let ephemeral = p256::ecdsa::SigningKey::from_pkcs8_der(&leaf_key.serialize_der()).unwrap();
-        let signed: p256::ecdsa::Signature = ephemeral.sign(&payload);
+        let signed: p256::ecdsa::Signature = key.sign(&payload);
         let signed = b64.encode(signed.to_der().as_bytes());
         let body = serde_json::json!({
             "apiVersion": "0.0.1",
@@ -518,17 +542,8 @@ impl TestSigstore {
                 "signature": {"content": signed, "publicKey": {"content": b64.encode(certificate.pem())}}
             }
         });
-        let rekor_der = p256::pkcs8::EncodePublicKey::to_public_key_der(self.rekor.verifying_key()).unwrap();
-        let integrated_time = "2026-06-01T00:00:00Z".parse::<jiff::Timestamp>().unwrap().as_second() + logged_after;
-        // Rekor signs the entry's canonical JSON: these keys, sorted, no spaces.
-        let entry = format!(
-            r#"{{"body":"{}","integratedTime":{integrated_time},"logID":"{}","logIndex":42}}"#,
-            b64.encode(body.to_string()),
-            kubewasm::plugin::digest(rekor_der.as_bytes())
-        );
-        let set: p256::ecdsa::Signature = self.rekor.sign(entry.as_bytes());
-        let bundle =
-            format!(r#"{{"SignedEntryTimestamp":"{}","Payload":{entry}}}"#, b64.encode(set.to_der().as_bytes()));
+        let (entry, set) = self.log(&body, logged_after);
+        let bundle = format!(r#"{{"SignedEntryTimestamp":"{set}","Payload":{}}}"#, entry.canonical());
         let annotations = [
             (signature::SIGNATURE_ANNOTATION, signed),
             (distribution::keyless::CERTIFICATE_ANNOTATION, certificate.pem()),
@@ -538,6 +553,165 @@ impl TestSigstore {
         let annotations = annotations.into_iter().map(|(k, v)| (k.to_owned(), v)).collect();
         rt.block_on(signature::attach(registry, &reference, &manifest.digest, &payload, annotations)).unwrap();
     }
+
+    /// Signs `digest` keylessly as cosign 3 does by default: a Sigstore bundle whose DSSE
+    /// envelope is logged in Rekor as a `dsse` entry, five minutes into the certificate's life.
+    fn bundle(&self, digest: &str, subject: &str) -> Vec<u8> {
+        use base64::Engine as _;
+        let b64 = base64::engine::general_purpose::STANDARD;
+        let (certificate, key) = self.certificate(subject, true);
+        let (envelope, payload, signed) = dsse(&key, &statement(digest, SIGN_PREDICATE));
+        let body = serde_json::json!({
+            "apiVersion": "0.0.1",
+            "kind": "dsse",
+            "spec": {
+                "envelopeHash": {"algorithm": "sha256", "value": kubewasm::plugin::digest(envelope.to_string().as_bytes())},
+                "payloadHash": {"algorithm": "sha256", "value": kubewasm::plugin::digest(&payload)},
+                "signatures": [{"signature": signed, "verifier": b64.encode(certificate.pem())}]
+            }
+        });
+        let (entry, set) = self.log(&body, 300);
+        serde_json::to_vec(&serde_json::json!({
+            "mediaType": BUNDLE_MEDIA_TYPE,
+            "verificationMaterial": {
+                "certificate": {"rawBytes": b64.encode(certificate.der())},
+                "tlogEntries": [{
+                    "logIndex": "42",
+                    "logId": {"keyId": b64.encode(&entry.log_id)},
+                    "kindVersion": {"kind": "dsse", "version": "0.0.1"},
+                    "integratedTime": entry.integrated_time.to_string(),
+                    "inclusionPromise": {"signedEntryTimestamp": set},
+                    "canonicalizedBody": entry.body
+                }]
+            },
+            "dsseEnvelope": envelope
+        }))
+        .unwrap()
+    }
+}
+
+/// A Rekor entry as it is signed.
+struct TestEntry {
+    /// The body's JSON, base64.
+    body: String,
+    integrated_time: i64,
+    log_id: Vec<u8>,
+}
+
+impl TestEntry {
+    fn canonical(&self) -> String {
+        format!(
+            r#"{{"body":"{}","integratedTime":{},"logID":"{}","logIndex":42}}"#,
+            self.body,
+            self.integrated_time,
+            self.log_id.iter().map(|b| format!("{b:02x}")).collect::<String>()
+        )
+    }
+}
+
+/// The media type and artifact type of a Sigstore bundle (cosign `specs/BUNDLE_SPEC.md`).
+const BUNDLE_MEDIA_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
+/// What `cosign sign` states of an image's digest when it writes a bundle.
+const SIGN_PREDICATE: &str = "https://sigstore.dev/cosign/sign/v1";
+
+/// The in-toto statement cosign 3 signs: `predicate_type` of the manifest `digest`.
+fn statement(digest: &str, predicate_type: &str) -> serde_json::Value {
+    let hex = digest.strip_prefix("sha256:").unwrap();
+    serde_json::json!({
+        "_type": "https://in-toto.io/Statement/v1",
+        "subject": [{"digest": {"sha256": hex}, "annotations": {"team": "platform"}}],
+        "predicateType": predicate_type,
+        "predicate": {}
+    })
+}
+
+/// A DSSE envelope of `statement` signed by `key` over its pre-authentication encoding:
+/// the envelope, its payload, and the signature (base64 DER).
+fn dsse(key: &p256::ecdsa::SigningKey, statement: &serde_json::Value) -> (serde_json::Value, Vec<u8>, String) {
+    use base64::Engine as _;
+    use p256::ecdsa::signature::Signer as _;
+    let b64 = base64::engine::general_purpose::STANDARD;
+    let payload = statement.to_string().into_bytes();
+    let payload_type = "application/vnd.in-toto+json";
+    let mut pae = format!("DSSEv1 {} {payload_type} {} ", payload_type.len(), payload.len()).into_bytes();
+    pae.extend_from_slice(&payload);
+    let signed: p256::ecdsa::Signature = key.sign(&pae);
+    let signed = b64.encode(signed.to_der().as_bytes());
+    let envelope = serde_json::json!({
+        "payload": b64.encode(&payload),
+        "payloadType": payload_type,
+        "signatures": [{"sig": signed, "keyid": ""}]
+    });
+    (envelope, payload, signed)
+}
+
+/// A keyed bundle as `cosign sign --key` writes it (the key's hint, no Rekor entry read).
+fn keyed_bundle(key: &p256::ecdsa::SigningKey, digest: &str, predicate_type: &str) -> Vec<u8> {
+    let (envelope, _, _) = dsse(key, &statement(digest, predicate_type));
+    serde_json::to_vec(&serde_json::json!({
+        "mediaType": BUNDLE_MEDIA_TYPE,
+        "verificationMaterial": {"publicKey": {"hint": "release"}},
+        "dsseEnvelope": envelope
+    }))
+    .unwrap()
+}
+
+/// Stores `bundle` beside the manifest `digest` of `reference` as cosign 3 does on a
+/// registry without the referrers API (distribution 2.8): a manifest whose subject is
+/// that digest, listed in the index under the tag `sha256-HEX` (one bundle per artifact here).
+fn attach_bundle(registry: &Registry, reference: &str, digest: &str, bundle: &[u8]) {
+    use oci_client::manifest::{ImageIndexEntry, OciDescriptor, OciImageIndex, OciImageManifest, OciManifest};
+    let reference = distribution::parse_reference(reference).unwrap();
+    let at = |tag_or_digest: &str| {
+        let (registry, repository) = (reference.registry().to_owned(), reference.repository().to_owned());
+        if tag_or_digest.starts_with("sha256:") {
+            oci_client::Reference::with_digest(registry, repository, tag_or_digest.to_owned())
+        } else {
+            oci_client::Reference::with_tag(registry, repository, tag_or_digest.to_owned())
+        }
+    };
+    let describe = |media_type: &str, bytes: &[u8]| OciDescriptor {
+        media_type: media_type.to_owned(),
+        digest: format!("sha256:{}", kubewasm::plugin::digest(bytes)),
+        size: i64::try_from(bytes.len()).unwrap(),
+        ..OciDescriptor::default()
+    };
+    let rt = runtime();
+    let subject = rt.block_on(registry.manifest(&reference)).unwrap().unwrap();
+    assert_eq!(subject.digest, digest);
+    rt.block_on(registry.push_blob(&reference, bundle)).unwrap();
+    rt.block_on(registry.push_blob(&reference, b"{}")).unwrap();
+    let manifest = OciImageManifest {
+        schema_version: 2,
+        media_type: Some(artifact::MANIFEST_MEDIA_TYPE.into()),
+        artifact_type: Some(BUNDLE_MEDIA_TYPE.into()),
+        config: describe("application/vnd.oci.empty.v1+json", b"{}"),
+        layers: vec![describe(BUNDLE_MEDIA_TYPE, bundle)],
+        subject: Some(describe(artifact::MANIFEST_MEDIA_TYPE, &subject.bytes)),
+        annotations: Some([("dev.sigstore.bundle.content".to_owned(), "dsse-envelope".to_owned())].into()),
+    };
+    let bytes = serde_json::to_vec(&manifest).unwrap();
+    let manifest_digest = format!("sha256:{}", kubewasm::plugin::digest(&bytes));
+    rt.block_on(registry.push_manifest(&at(&manifest_digest), &manifest)).unwrap();
+    let index = OciImageIndex {
+        schema_version: 2,
+        media_type: Some("application/vnd.oci.image.index.v1+json".into()),
+        manifests: vec![ImageIndexEntry {
+            media_type: artifact::MANIFEST_MEDIA_TYPE.into(),
+            digest: manifest_digest,
+            size: i64::try_from(bytes.len()).unwrap(),
+            platform: None,
+            annotations: None,
+            artifact_type: Some(BUNDLE_MEDIA_TYPE.into()),
+        }],
+        artifact_type: None,
+        annotations: None,
+    };
+    let client = oci_client::Client::new(oci_client::client::ClientConfig {
+        protocol: oci_client::client::ClientProtocol::Http,
+        ..Default::default()
+    });
+    rt.block_on(client.push_manifest(&at(&digest.replace(':', "-")), &OciManifest::ImageIndex(index))).unwrap();
 }
 
 impl TestSigstore {
@@ -718,6 +892,91 @@ fn a_keyless_signature_is_trusted_for_the_identity_its_certificate_names_while_i
     let Err(incomplete) = fetch(&signed, "") else { panic!("an identity without issuer was taken") };
     assert_eq!((incomplete.step, incomplete.reason), (Step::Verified, "IdentityInvalid"));
     assert_eq!(incomplete.message, "spec.verification.keyless[0]: the issuer is required");
+}
+
+#[test]
+fn a_sigstore_bundle_referring_to_the_artifact_as_cosign_3_stores_it_is_verified_by_key_or_identity() {
+    use p256::pkcs8::DecodePrivateKey as _;
+    let registry = TestRegistry::start("bundles", None);
+    let dir = work_dir("bundles");
+    let sigstore = TestSigstore::new();
+    std::fs::write(dir.join("trusted_root.json"), &sigstore.root_json).unwrap();
+    succeeds(&kubewasm(&dir, &["generate-key", "release"]));
+    succeeds(&kubewasm(&dir, &["generate-key", "other"]));
+    let key =
+        p256::ecdsa::SigningKey::from_pkcs8_pem(&std::fs::read_to_string(dir.join("release.key")).unwrap()).unwrap();
+    let reference = |tag: &str| registry.reference(&format!("plugins/demo:{tag}"));
+    let client = Registry::for_reference(
+        &distribution::parse_reference(&reference("1")).unwrap(),
+        &RegistryOptions { credentials: DockerConfig::default(), insecure: true },
+    )
+    .unwrap();
+    let verify_key = |tag: &str, key: &str| kubewasm(&dir, &["verify", &reference(tag), "--insecure", "--key", key]);
+
+    // Signed with a key.
+    let (pinned, digest) = push(&dir, "demo-application", &reference("1"), &[]);
+    attach_bundle(&client, &reference("1"), &digest, &keyed_bundle(&key, &digest, SIGN_PREDICATE));
+    let (stdout, _) = succeeds(&verify_key("1", "release.pub"));
+    assert_eq!(stdout.trim(), format!("{pinned}: signed by release.pub"));
+    fails_with(
+        &verify_key("1", "other.pub"),
+        &format!("{pinned} is not signed by a trusted key: none of its 1 signature(s) verifies"),
+    );
+    let (_, stderr) = succeeds(&kubewasm(
+        &dir,
+        &["pull", &reference("1"), "--insecure", "-o", "p.wasm", "--verify-key", "release.pub"],
+    ));
+    assert!(stderr.contains("verified: signed by release.pub"), "{stderr}");
+    assert_eq!(std::fs::read(dir.join("p.wasm")).unwrap(), std::fs::read(plugin("demo-application")).unwrap());
+
+    // Signed keylessly, the envelope logged in Rekor.
+    let (keyless_pinned, keyless_digest) = push(&dir, "foo", &reference("2"), &[]);
+    attach_bundle(&client, &reference("2"), &keyless_digest, &sigstore.bundle(&keyless_digest, "release@example.com"));
+    let verify_identity = |subject: &str| {
+        kubewasm(
+            &dir,
+            &[
+                "verify",
+                &reference("2"),
+                "--insecure",
+                "--certificate-identity",
+                subject,
+                "--certificate-oidc-issuer",
+                TEST_ISSUER,
+                "--trusted-root",
+                "trusted_root.json",
+            ],
+        )
+    };
+    let (stdout, _) = succeeds(&verify_identity("release@example.com"));
+    assert_eq!(
+        stdout.trim(),
+        format!("{keyless_pinned}: signed by release@example.com (issuer {TEST_ISSUER}), Rekor entry 42")
+    );
+    fails_with(
+        &verify_identity("someone@example.com"),
+        &format!("one is signed by release@example.com (issuer {TEST_ISSUER}), not a trusted identity"),
+    );
+
+    // An attestation by the trusted key is not a signature of the artifact.
+    let (_, attested) = push(&dir, "pod-services", &reference("3"), &[]);
+    attach_bundle(
+        &client,
+        &reference("3"),
+        &attested,
+        &keyed_bundle(&key, &attested, "https://slsa.dev/provenance/v1"),
+    );
+    fails_with(
+        &verify_key("3", "release.pub"),
+        "a Sigstore bundle is refused: it is an attestation of https://slsa.dev/provenance/v1, not a cosign signature",
+    );
+    // A bundle moved from another artifact names that artifact's digest.
+    let (moved_pinned, moved) = push_file(&dir, &fixture("keep-jobs"), &reference("4"), &[]);
+    attach_bundle(&client, &reference("4"), &moved, &keyed_bundle(&key, &digest, SIGN_PREDICATE));
+    fails_with(
+        &verify_key("4", "release.pub"),
+        &format!("{moved_pinned}: a signature by a trusted key signs {digest}, not this artifact's {moved}"),
+    );
 }
 
 /// Polls `check` every 100 ms until it returns something, for at most two minutes: the

@@ -4,11 +4,11 @@
 //! `dev.cosignproject.cosign/signature` (sigstore/cosign `specs/SIGNATURE_SPEC.md`).
 //!
 //! `cosign verify --key` accepts what [`sign`] writes, and [`verify`] accepts what
-//! `cosign sign --key` writes with `--new-bundle-format=false` (cosign 3's default, a
-//! Sigstore bundle stored as an OCI 1.1 referrer, is not read). Keys are PEM: a public key
-//! is a `PUBLIC KEY` (what `cosign.pub` holds); a private key is an unencrypted PKCS#8
-//! `PRIVATE KEY` or SEC1 `EC PRIVATE KEY` — cosign's own password-encrypted
-//! `cosign.key` is not read. Keyless signatures (a Fulcio certificate and a Rekor entry
+//! `cosign sign --key` writes, in this layout (`--new-bundle-format=false`) or in cosign
+//! 3's default, a Sigstore bundle stored as an OCI 1.1 referrer (`bundle.rs`). Keys
+//! are PEM: a public key is a `PUBLIC KEY` (what `cosign.pub` holds); a private key is an
+//! unencrypted PKCS#8 `PRIVATE KEY` or SEC1 `EC PRIVATE KEY` — cosign's own
+//! password-encrypted `cosign.key` is not read. Keyless signatures (a Fulcio certificate and a Rekor entry
 //! instead of a key, [`super::keyless`]) are verified, not made: making one takes an OIDC
 //! login and Fulcio, which `cosign sign` does.
 
