@@ -2,8 +2,9 @@
 //! ([`artifact`]), the registry client ([`oci`]), credentials from a docker config
 //! ([`credentials`]), cosign signatures ([`signature`], classic or in a Sigstore bundle,
 //! `bundle.rs`; keyless ones, [`keyless`], checked against a Sigstore [`trusted_root`])
-//! and the store of pulled modules ([`cache`]); [`pull`] is what a host does with a reference: resolve it, check its signature, fetch
-//! the module (or find it in the store) and check what it fetched.
+//! and the store of pulled modules ([`cache`]); [`pull`] is what a host does with a
+//! reference: resolve it, check its signature, fetch the module (or find it in the store)
+//! and check what it fetched.
 
 pub mod artifact;
 mod bundle;
