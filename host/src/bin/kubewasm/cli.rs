@@ -239,7 +239,8 @@ pub enum Command {
         registry: RegistryArgs,
     },
     /// Sign a pushed plugin in cosign's classic format (keyed ECDSA P-256, the signature
-    /// stored at the tag sha256-DIGEST.sig), which `cosign verify --key` accepts.
+    /// stored at the tag sha256-DIGEST.sig), which `cosign verify --key KEY
+    /// --insecure-ignore-tlog=true` accepts: the signature is not entered in Rekor.
     Sign {
         /// The artifact: by tag (resolved to its digest, which is what is signed) or digest.
         reference: String,
