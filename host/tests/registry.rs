@@ -251,8 +251,8 @@ fn only_an_artifact_signed_by_a_trusted_key_over_its_own_digest_is_pulled() {
     fails_with(
         &pull("release.pub"),
         &format!(
-            "{pinned} is not signed: the registry has no signature at the tag {tag} and no Sigstore bundle referring \
-             to it"
+            "{pinned} is not signed: the registry has no signature at the tag {tag} and no Sigstore bundle of a \
+             signature referring to it"
         ),
     );
     assert!(!dir.join("p.wasm").exists(), "an unsigned module was written");
@@ -658,7 +658,7 @@ fn keyed_bundle(key: &p256::ecdsa::SigningKey, digest: &str, predicate_type: &st
 
 /// Stores `bundle` beside the manifest `digest` of `reference` as cosign 3 does on a
 /// registry without the referrers API (distribution 2.8): a manifest whose subject is
-/// that digest, listed in the index under the tag `sha256-HEX` (one bundle per artifact here).
+/// that digest, added to the index under the tag `sha256-HEX`.
 fn attach_bundle(registry: &Registry, reference: &str, digest: &str, bundle: &[u8]) {
     use oci_client::manifest::{ImageIndexEntry, OciDescriptor, OciImageIndex, OciImageManifest, OciManifest};
     let reference = distribution::parse_reference(reference).unwrap();
@@ -693,25 +693,31 @@ fn attach_bundle(registry: &Registry, reference: &str, digest: &str, bundle: &[u
     let bytes = serde_json::to_vec(&manifest).unwrap();
     let manifest_digest = format!("sha256:{}", kubewasm::plugin::digest(&bytes));
     rt.block_on(registry.push_manifest(&at(&manifest_digest), &manifest)).unwrap();
-    let index = OciImageIndex {
-        schema_version: 2,
-        media_type: Some("application/vnd.oci.image.index.v1+json".into()),
-        manifests: vec![ImageIndexEntry {
-            media_type: artifact::MANIFEST_MEDIA_TYPE.into(),
-            digest: manifest_digest,
-            size: i64::try_from(bytes.len()).unwrap(),
-            platform: None,
-            annotations: None,
-            artifact_type: Some(BUNDLE_MEDIA_TYPE.into()),
-        }],
-        artifact_type: None,
-        annotations: None,
-    };
     let client = oci_client::Client::new(oci_client::client::ClientConfig {
         protocol: oci_client::client::ClientProtocol::Http,
         ..Default::default()
     });
-    rt.block_on(client.push_manifest(&at(&digest.replace(':', "-")), &OciManifest::ImageIndex(index))).unwrap();
+    let tag = at(&digest.replace(':', "-"));
+    let listed = rt.block_on(client.pull_manifest(&tag, &oci_client::secrets::RegistryAuth::Anonymous));
+    let mut index = match listed {
+        Ok((OciManifest::ImageIndex(index), _)) => index,
+        _ => OciImageIndex {
+            schema_version: 2,
+            media_type: Some("application/vnd.oci.image.index.v1+json".into()),
+            manifests: Vec::new(),
+            artifact_type: None,
+            annotations: None,
+        },
+    };
+    index.manifests.push(ImageIndexEntry {
+        media_type: artifact::MANIFEST_MEDIA_TYPE.into(),
+        digest: manifest_digest,
+        size: i64::try_from(bytes.len()).unwrap(),
+        platform: None,
+        annotations: None,
+        artifact_type: Some(BUNDLE_MEDIA_TYPE.into()),
+    });
+    rt.block_on(client.push_manifest(&tag, &OciManifest::ImageIndex(index))).unwrap();
 }
 
 impl TestSigstore {
@@ -916,11 +922,16 @@ fn a_sigstore_bundle_referring_to_the_artifact_as_cosign_3_stores_it_is_verified
     // Signed with a key.
     let (pinned, digest) = push(&dir, "demo-application", &reference("1"), &[]);
     attach_bundle(&client, &reference("1"), &digest, &keyed_bundle(&key, &digest, SIGN_PREDICATE));
+    // `cosign attest` refers to the artifact too; an attestation is not counted as a signature.
+    attach_bundle(&client, &reference("1"), &digest, &keyed_bundle(&key, &digest, "https://slsa.dev/provenance/v1"));
     let (stdout, _) = succeeds(&verify_key("1", "release.pub"));
     assert_eq!(stdout.trim(), format!("{pinned}: signed by release.pub"));
     fails_with(
         &verify_key("1", "other.pub"),
-        &format!("{pinned} is not signed by a trusted key: none of its 1 signature(s) verifies"),
+        &format!(
+            "{pinned} is not signed by a trusted key: none of its 1 signature(s) verifies with the given key(s) \
+             (signed with another key, or the signature or payload altered)"
+        ),
     );
     let (_, stderr) = succeeds(&kubewasm(
         &dir,
@@ -959,7 +970,7 @@ fn a_sigstore_bundle_referring_to_the_artifact_as_cosign_3_stores_it_is_verified
     );
 
     // An attestation by the trusted key is not a signature of the artifact.
-    let (_, attested) = push(&dir, "pod-services", &reference("3"), &[]);
+    let (attested_pinned, attested) = push(&dir, "pod-services", &reference("3"), &[]);
     attach_bundle(
         &client,
         &reference("3"),
@@ -968,7 +979,11 @@ fn a_sigstore_bundle_referring_to_the_artifact_as_cosign_3_stores_it_is_verified
     );
     fails_with(
         &verify_key("3", "release.pub"),
-        "a Sigstore bundle is refused: it is an attestation of https://slsa.dev/provenance/v1, not a cosign signature",
+        &format!(
+            "{attested_pinned} is not signed: the registry has no signature at the tag {} and no Sigstore bundle of \
+             a signature referring to it, only 1 attestation(s)",
+            signature::signature_tag(&attested)
+        ),
     );
     // A bundle moved from another artifact names that artifact's digest.
     let (moved_pinned, moved) = push_file(&dir, &fixture("keep-jobs"), &reference("4"), &[]);

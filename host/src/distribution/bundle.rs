@@ -17,7 +17,7 @@ use rustls::pki_types::CertificateDer;
 use serde::{Deserialize, Deserializer};
 
 use super::keyless::{Entry, Logged};
-use super::trusted_root::hex;
+use crate::plugin::hex;
 
 /// The artifact type of a referrer holding a bundle, as cosign writes it.
 pub const ARTIFACT_TYPE: &str = "application/vnd.dev.sigstore.bundle.v0.3+json";
@@ -136,7 +136,7 @@ pub enum Material {
     /// With a key the verifier holds (the bundle carries at most a hint of it).
     Key,
     /// With the Fulcio certificate it carries, through its Rekor entry.
-    Certificate { certificate: Vec<u8>, chain: Vec<Vec<u8>>, entry: Entry, set: String },
+    Certificate { certificate: Vec<u8>, chain: Vec<CertificateDer<'static>>, entry: Entry, set: String },
 }
 
 /// A bundle opened: what was signed, the signature, and the signed statement's claims.
@@ -149,10 +149,9 @@ pub struct Opened {
     pub signature: String,
     signature_der: Vec<u8>,
     pub material: Material,
-    /// The `sha256:HEX` digests the statement names.
-    pub digests: Vec<String>,
-    /// The annotations of the first subject (what `cosign sign -a` adds).
-    pub annotations: BTreeMap<String, serde_json::Value>,
+    /// The statement's subjects with a SHA-256: `sha256:HEX`, and the subject's
+    /// annotations (what `cosign sign -a` adds).
+    pub subjects: Vec<(String, BTreeMap<String, serde_json::Value>)>,
 }
 
 impl Opened {
@@ -166,7 +165,7 @@ impl Opened {
             payload: &self.payload,
             signature: &self.signature_der,
             certificate,
-            chain: chain.iter().map(|c| CertificateDer::from(c.clone())).collect(),
+            chain,
             entry: entry.clone(),
             set,
         })
@@ -180,23 +179,19 @@ fn pae(payload_type: &str, payload: &[u8]) -> Vec<u8> {
     out
 }
 
-/// Reads a bundle as a signature of a manifest.
+/// Reads a bundle as a signature of a manifest; `None` when it is an attestation of
+/// something else (`cosign attest` stores its bundles as the same kind of referrer).
 ///
 /// # Errors
 ///
-/// Saying what the bundle is instead: not a bundle, a blob's signature, an attestation
-/// of something other than cosign's signature, or a keyless signature without a Rekor
-/// v1 entry.
-pub fn open(bytes: &[u8]) -> Result<Opened, String> {
-    let (opened, predicate_type) = read(bytes)?;
-    if predicate_type != SIGN_PREDICATE {
-        return Err(format!("it is an attestation of {predicate_type}, not a cosign signature"));
-    }
-    Ok(opened)
+/// Saying why the bundle cannot be a signature: not a bundle, a blob's signature, or a
+/// keyless signature without a Rekor v1 entry.
+pub fn open(bytes: &[u8]) -> Result<Option<Opened>, String> {
+    read(bytes, Some(SIGN_PREDICATE))
 }
 
-/// Reads a bundle of an in-toto statement of any predicate, and the predicate's type.
-fn read(bytes: &[u8]) -> Result<(Opened, String), String> {
+/// Reads a bundle of an in-toto statement of `predicate_type` (of any, with `None`).
+fn read(bytes: &[u8], predicate_type: Option<&str>) -> Result<Option<Opened>, String> {
     let b64 = base64::engine::general_purpose::STANDARD;
     let bundle: Bundle = serde_json::from_slice(bytes).map_err(|e| format!("it is not a Sigstore bundle: {e}"))?;
     if !is_bundle(&bundle.media_type) {
@@ -221,25 +216,23 @@ fn read(bytes: &[u8]) -> Result<(Opened, String), String> {
     if !STATEMENT_TYPES.contains(&statement.kind.as_str()) {
         return Err(format!("its statement is a {}, not an in-toto statement", statement.kind));
     }
+    if predicate_type.is_some_and(|wanted| wanted != statement.predicate_type) {
+        return Ok(None);
+    }
     let signature_der =
         b64.decode(signature.sig.trim()).map_err(|_| "its envelope's signature is not base64".to_owned())?;
-    let digests = statement.subject.iter().filter_map(|s| s.digest.get("sha256")).map(|h| format!("sha256:{h}"));
-    let opened = Opened {
+    let subjects = statement.subject.into_iter().filter_map(|mut s| {
+        let digest = format!("sha256:{}", s.digest.remove("sha256")?);
+        Some((digest, s.annotations.unwrap_or_default().into_iter().collect()))
+    });
+    Ok(Some(Opened {
         message: pae(&envelope.payload_type, &payload),
         signature: signature.sig.clone(),
         signature_der,
         material: material(bundle.verification_material)?,
-        digests: digests.collect(),
-        annotations: statement
-            .subject
-            .into_iter()
-            .next()
-            .and_then(|s| s.annotations)
-            .map(|a| a.into_iter().collect())
-            .unwrap_or_default(),
+        subjects: subjects.collect(),
         payload,
-    };
-    Ok((opened, statement.predicate_type))
+    }))
 }
 
 /// The key or certificate a bundle's signature is to be checked with.
@@ -259,6 +252,7 @@ fn material(material: VerificationMaterial) -> Result<Material, String> {
         return Err("its certificate chain is empty".into());
     }
     let certificate = certificates.remove(0);
+    let chain = certificates.into_iter().map(CertificateDer::from).collect();
     // A Rekor v1 entry with its promise: the time the certificate must have been valid.
     let promised = material.tlog_entries.into_iter().find_map(|mut e| e.inclusion_promise.take().map(|p| (e, p)));
     let Some((entry, promise)) = promised else {
@@ -269,7 +263,7 @@ fn material(material: VerificationMaterial) -> Result<Material, String> {
     let log_id = b64.decode(entry.log_id.key_id.trim()).map_err(|_| "its Rekor log id is not base64".to_owned())?;
     Ok(Material::Certificate {
         certificate,
-        chain: certificates,
+        chain,
         entry: Entry {
             body: entry.canonicalized_body,
             integrated_time: entry.integrated_time,
@@ -298,9 +292,9 @@ mod tests {
 
     #[test]
     fn a_public_good_bundle_verifies_offline_and_its_statement_names_its_subject() {
-        let (opened, predicate_type) = read(ATTESTATION).unwrap();
-        assert_eq!(predicate_type, "https://cosign.sigstore.dev/attestation/v1");
-        assert_eq!(opened.digests, ["sha256:732112270d7e59418a8c080b134b24cabd67d250d0d0147a97ed95ba5c280aa4"]);
+        let opened = read(ATTESTATION, Some("https://cosign.sigstore.dev/attestation/v1")).unwrap().unwrap();
+        let digests: Vec<&str> = opened.subjects.iter().map(|(digest, _)| digest.as_str()).collect();
+        assert_eq!(digests, ["sha256:732112270d7e59418a8c080b134b24cabd67d250d0d0147a97ed95ba5c280aa4"]);
         let logged = opened.logged().expect("keyless");
         let signer = keyless::check(&TrustedRoot::public_good(), &logged).expect("verifies");
         assert_eq!(signer.subject, "cody@soyland.com");
@@ -308,17 +302,14 @@ mod tests {
         assert_eq!((signer.log_index, signer.integrated_time), (175_508_996, 1_740_770_291));
 
         // It is an attestation, not a signature of the image: cosign verify does not take it.
-        assert_eq!(
-            open(ATTESTATION).err().unwrap(),
-            "it is an attestation of https://cosign.sigstore.dev/attestation/v1, not a cosign signature"
-        );
+        assert!(open(ATTESTATION).unwrap().is_none());
     }
 
     #[test]
     fn every_part_of_a_bundle_is_bound_to_the_others() {
         let root = TrustedRoot::public_good();
         let check = |bytes: Vec<u8>| {
-            let (opened, _) = read(&bytes).unwrap();
+            let opened = read(&bytes, None).unwrap().unwrap();
             keyless::check(&root, &opened.logged().unwrap()).map(|_| ()).map_err(|e| e.to_string())
         };
         // Another statement under the same signature.
@@ -338,7 +329,7 @@ mod tests {
         assert_eq!(check(moved), Err("its signed entry timestamp does not verify with the Rekor log's key".into()));
         // The payload type is signed too (DSSE's pre-authentication encoding).
         let typed = edited(|b| b["dsseEnvelope"]["payloadType"] = "application/json".into());
-        assert_eq!(read(&typed).err().unwrap(), "its envelope holds application/json, not an in-toto statement");
+        assert_eq!(read(&typed, None).err().unwrap(), "its envelope holds application/json, not an in-toto statement");
     }
 
     #[test]
@@ -346,20 +337,20 @@ mod tests {
         let unlogged = edited(|b| {
             b["verificationMaterial"]["tlogEntries"][0].as_object_mut().unwrap().remove("inclusionPromise");
         });
-        assert!(open(&unlogged).err().unwrap().contains("it has no Rekor entry with a signed entry timestamp"));
+        assert!(read(&unlogged, None).err().unwrap().contains("it has no Rekor entry with a signed entry timestamp"));
         let blob = edited(|b| {
             let object = b.as_object_mut().unwrap();
             object.remove("dsseEnvelope");
             object.insert("messageSignature".into(), serde_json::json!({"signature": "AAAA"}));
         });
         assert_eq!(
-            open(&blob).err().unwrap(),
+            read(&blob, None).err().unwrap(),
             "it holds a message signature (cosign sign-blob), which names no manifest"
         );
         let keyed = edited(|b| {
             b["verificationMaterial"] = serde_json::json!({"publicKey": {"hint": "abc"}, "tlogEntries": []});
         });
-        assert!(matches!(read(&keyed).unwrap().0.material, Material::Key));
+        assert!(matches!(read(&keyed, None).unwrap().unwrap().material, Material::Key));
         assert!(open(b"{}").err().unwrap().starts_with("it is not a Sigstore bundle: missing field"));
     }
 

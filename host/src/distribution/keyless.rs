@@ -158,7 +158,7 @@ pub(super) struct Logged<'a> {
     /// The signing certificate, DER.
     pub certificate: &'a [u8],
     /// Certificates that may complete the path to a Fulcio of the root (untrusted).
-    pub chain: Vec<CertificateDer<'static>>,
+    pub chain: &'a [CertificateDer<'static>],
     pub entry: Entry,
     /// Rekor's signed entry timestamp over `entry`, base64 DER.
     pub set: &'a str,
@@ -194,7 +194,7 @@ impl Bound {
                     .filter_map(|s| text(&s["signature"]).zip(text(&s["verifier"])))
                     .collect(),
             ),
-            "" => return Err(refused("its Rekor entry's body is not a Rekor entry")),
+            "" => return Err(refused("its Rekor entry names no kind")),
             other => return Err(refused(format!("its Rekor entry is a {other}, not a signature"))),
         };
         if hash["algorithm"] != "sha256" {
@@ -227,6 +227,7 @@ pub fn verify(
     let signature = base64::engine::general_purpose::STANDARD
         .decode(signature.trim())
         .map_err(|_| refused("its signature is not base64"))?;
+    let chain = annotations.get(CHAIN_ANNOTATION).map(|chain| certificates(chain.as_bytes())).unwrap_or_default();
     check(
         root,
         &Logged {
@@ -234,7 +235,7 @@ pub fn verify(
             payload,
             signature: &signature,
             certificate: &certificate,
-            chain: annotations.get(CHAIN_ANNOTATION).map(|chain| certificates(chain.as_bytes())).unwrap_or_default(),
+            chain: &chain,
             entry: bundle.payload,
             set: &bundle.signed_entry_timestamp,
         },
@@ -276,7 +277,7 @@ pub(super) fn check(root: &TrustedRoot, logged: &Logged<'_>) -> Result<Signer, R
         .decode(&entry.body)
         .ok()
         .and_then(|json| serde_json::from_slice(&json).ok())
-        .ok_or_else(|| refused("its Rekor entry's body is not a Rekor entry"))?;
+        .ok_or_else(|| refused("its Rekor entry's body does not decode as JSON"))?;
     let bound = Bound::read(&body)?;
     if bound.payload_hash != digest(logged.payload) {
         return Err(refused("its Rekor entry is for another payload"));
@@ -292,7 +293,7 @@ pub(super) fn check(root: &TrustedRoot, logged: &Logged<'_>) -> Result<Signer, R
     }
 
     // The certificate was Fulcio's, valid when the entry was logged, and logged in CT.
-    let issuer_key = fulcio_issuer(root, logged.certificate, &logged.chain, entry.integrated_time)?;
+    let issuer_key = fulcio_issuer(root, logged.certificate, logged.chain, entry.integrated_time)?;
     check_sct(root, &parsed, &issuer_key)?;
 
     // And its key made the signature.
@@ -356,7 +357,7 @@ fn fulcio_issuer(
 }
 
 /// The DER of every PEM `CERTIFICATE` in `pem`, in order.
-pub(super) fn certificates(pem: &[u8]) -> Vec<CertificateDer<'static>> {
+fn certificates(pem: &[u8]) -> Vec<CertificateDer<'static>> {
     Certificate::load_pem_chain(pem)
         .unwrap_or_default()
         .iter()

@@ -275,7 +275,7 @@ impl Registry {
             .pull_referrers(&subject, Some(artifact_type))
             .await
             .map_err(|source| registry_error(&subject, source))?;
-        // A registry may ignore the filter (the spec allows it); the tag never filters.
+        // A registry may ignore the filter (the spec allows it).
         Ok(index
             .manifests
             .into_iter()

@@ -51,10 +51,15 @@ pub enum SignatureError {
     #[error("{origin}: {reason}")]
     Key { origin: String, reason: String },
     #[error(
-        "{reference} is not signed: the registry has no signature at the tag {tag} and no Sigstore bundle \
-         referring to it"
+        "{reference} is not signed: the registry has no signature at the tag {tag} and no Sigstore bundle of a \
+         signature referring to it{attested}"
     )]
-    Unsigned { reference: String, tag: String },
+    Unsigned {
+        reference: String,
+        tag: String,
+        /// What refers to it instead, if anything: ", only N attestation(s)".
+        attested: String,
+    },
     #[error("{reference} is not signed by a trusted {signer}: none of its {count} signature(s) {why}")]
     Untrusted { reference: String, count: usize, signer: &'static str, why: String },
     #[error(
@@ -355,12 +360,32 @@ pub async fn verify(
     manifest_digest: &str,
     trust: &Trust,
 ) -> Result<Verified, SignatureError> {
-    let sig_reference = signature_reference(reference, manifest_digest);
-    let named = format!("{}/{}@{manifest_digest}", reference.registry(), reference.repository());
     let mut found = Found::default();
-    let classic = registry.manifest(&sig_reference).await?;
+    if let Some(verified) = classic(registry, reference, manifest_digest, trust, &mut found).await? {
+        return Ok(verified);
+    }
+    if let Some(verified) = bundled(registry, reference, manifest_digest, trust, &mut found).await? {
+        return Ok(verified);
+    }
+    let named = format!("{}/{}@{manifest_digest}", reference.registry(), reference.repository());
+    Err(found.refusal(named, manifest_digest, trust))
+}
+
+/// The signature layers under the tag `sha256-HEX.sig`: the first trusted one over
+/// `manifest_digest`.
+async fn classic(
+    registry: &Registry,
+    reference: &Reference,
+    manifest_digest: &str,
+    trust: &Trust,
+    found: &mut Found,
+) -> Result<Option<Verified>, SignatureError> {
+    let sig_reference = signature_reference(reference, manifest_digest);
+    let Some(signatures) = registry.manifest(&sig_reference).await? else {
+        return Ok(None);
+    };
     let no_annotations = BTreeMap::new();
-    for layer in classic.iter().flat_map(|signatures| &signatures.manifest.layers) {
+    for layer in &signatures.manifest.layers {
         let annotations = layer.annotations.as_ref().unwrap_or(&no_annotations);
         let Some(signature) = annotations.get(SIGNATURE_ANNOTATION) else {
             continue;
@@ -391,68 +416,108 @@ pub async fn verify(
             found.wrong_digest = Some(parsed.critical.image.docker_manifest_digest);
             continue;
         }
-        return Ok(Verified { by, annotations: parsed.optional.unwrap_or_default() });
+        return Ok(Some(Verified { by, annotations: parsed.optional.unwrap_or_default() }));
     }
+    Ok(None)
+}
 
-    let bundles = registry.referrers(reference, manifest_digest, bundle::ARTIFACT_TYPE).await?;
-    for digest in &bundles {
-        let holder =
-            Reference::with_digest(reference.registry().to_owned(), reference.repository().to_owned(), digest.clone());
+/// The Sigstore bundles referring to `manifest_digest`: the first trusted signature of it.
+async fn bundled(
+    registry: &Registry,
+    reference: &Reference,
+    manifest_digest: &str,
+    trust: &Trust,
+    found: &mut Found,
+) -> Result<Option<Verified>, SignatureError> {
+    let bundles = match registry.referrers(reference, manifest_digest, bundle::ARTIFACT_TYPE).await {
+        Ok(bundles) => bundles,
+        // The classic signatures' refusal says more than a registry's refusal to list.
+        Err(e) if found.count > 0 => {
+            found.refusals.push(format!("its referrers could not be listed ({e})"));
+            return Ok(None);
+        }
+        Err(e) => return Err(e.into()),
+    };
+    for digest in bundles {
+        let holder = Reference::with_digest(reference.registry().to_owned(), reference.repository().to_owned(), digest);
         let Some(manifest) = registry.manifest(&holder).await? else {
             continue;
         };
         let Some(layer) = manifest.manifest.layers.iter().find(|l| bundle::is_bundle(&l.media_type)) else {
             continue;
         };
-        found.count += 1;
-        let bytes = match registry.blob(&holder, layer).await {
-            Ok(bytes) => bytes,
-            Err(OciError::DigestMismatch { .. }) => continue,
-            Err(e) => return Err(e.into()),
-        };
-        let opened = match bundle::open(&bytes) {
-            Ok(opened) => opened,
-            Err(why) => {
+        let opened = match registry.blob(&holder, layer).await.map(|bytes| bundle::open(&bytes)) {
+            Ok(Ok(Some(opened))) => opened,
+            // `cosign attest` refers to the artifact the same way: not a signature.
+            Ok(Ok(None)) => {
+                found.attestations += 1;
+                continue;
+            }
+            Ok(Err(why)) => {
+                found.count += 1;
                 found.refusals.push(format!("a Sigstore bundle is refused: {why}"));
                 continue;
             }
+            Err(OciError::DigestMismatch { .. }) => {
+                found.count += 1;
+                continue;
+            }
+            Err(e) => return Err(e.into()),
         };
+        found.count += 1;
         let keyless = opened.logged().map(|logged| move || keyless::check(&trust.root, &logged));
         let Some(by) = found.signed_by(trust, &opened.message, &opened.signature, keyless) else {
             continue;
         };
-        if opened.digests.iter().any(|d| d == manifest_digest) {
-            return Ok(Verified { by, annotations: opened.annotations });
+        if let Some((_, annotations)) = opened.subjects.iter().find(|(d, _)| d == manifest_digest) {
+            return Ok(Some(Verified { by, annotations: annotations.clone() }));
         }
-        found.wrong_digest = opened.digests.into_iter().next();
+        match opened.subjects.into_iter().next() {
+            Some((signed, _)) => found.wrong_digest = Some(signed),
+            None => found.refusals.push("a trusted bundle's statement names no SHA-256 digest".into()),
+        }
     }
-
-    if classic.is_none() && bundles.is_empty() {
-        return Err(SignatureError::Unsigned { reference: named, tag: signature_tag(manifest_digest) });
-    }
-    let why = if trust.identities.is_empty() && found.refusals.is_empty() {
-        "verifies with the given key(s) (signed with another key, or the signature or payload altered)".to_owned()
-    } else if found.refusals.is_empty() {
-        "verifies with the given key(s) or is keyless (no certificate)".to_owned()
-    } else {
-        format!("verifies: {}", found.refusals.join("; "))
-    };
-    Err(match found.wrong_digest {
-        Some(signed) => SignatureError::WrongDigest { reference: named, digest: manifest_digest.to_owned(), signed },
-        None => SignatureError::Untrusted { reference: named, count: found.count, signer: trust.signer(), why },
-    })
+    Ok(None)
 }
 
 /// What the signatures looked at so far said, for the refusal when none is trusted.
 #[derive(Default)]
 struct Found {
+    /// Signatures seen, in either layout.
     count: usize,
+    /// Bundles of statements other than a signature.
+    attestations: usize,
     refusals: Vec<String>,
     /// The digest a trusted signature signed instead of the artifact's.
     wrong_digest: Option<String>,
 }
 
 impl Found {
+    /// Why no signature of `named` (an artifact of `digest`) is trusted.
+    fn refusal(self, named: String, digest: &str, trust: &Trust) -> SignatureError {
+        if self.count == 0 {
+            let attested = match self.attestations {
+                0 => String::new(),
+                n => format!(", only {n} attestation(s)"),
+            };
+            return SignatureError::Unsigned { reference: named, tag: signature_tag(digest), attested };
+        }
+        if let Some(signed) = self.wrong_digest {
+            return SignatureError::WrongDigest { reference: named, digest: digest.to_owned(), signed };
+        }
+        let keys = if trust.identities.is_empty() {
+            "verifies with the given key(s) (signed with another key, or the signature or payload altered)"
+        } else {
+            "verifies with the given key(s) or is keyless (no certificate)"
+        };
+        let why = match (trust.keys.is_empty(), self.refusals.is_empty()) {
+            (_, true) => keys.to_owned(),
+            (true, false) => format!("verifies: {}", self.refusals.join("; ")),
+            (false, false) => format!("{keys}; and {}", self.refusals.join("; ")),
+        };
+        SignatureError::Untrusted { reference: named, count: self.count, signer: trust.signer(), why }
+    }
+
     /// Who of `trust` made `signature` (base64 DER) over `message`: a key, or the signer
     /// `keyless` checks (given when the signature carries a certificate).
     fn signed_by(

@@ -4,7 +4,6 @@
 //! from, each with the time its key was in use. The Sigstore public-good instance's is
 //! embedded; a private instance's, or a newer one, is read from a file.
 
-use std::fmt::Write as _;
 use std::sync::{Arc, LazyLock};
 
 use base64::Engine as _;
@@ -54,16 +53,8 @@ pub(super) struct Log {
 impl Log {
     /// The log ID in hex, as a Rekor entry names it.
     pub(super) fn hex_id(&self) -> String {
-        hex(&self.id)
+        crate::plugin::hex(&self.id)
     }
-}
-
-/// Lowercase hex, as logs' ids are written.
-pub(super) fn hex(bytes: &[u8]) -> String {
-    bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut hex, b| {
-        let _ = write!(hex, "{b:02x}");
-        hex
-    })
 }
 
 /// Seconds since the epoch; no end is open.

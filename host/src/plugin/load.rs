@@ -215,7 +215,12 @@ fn code_of<'a>(bytes: &'a [u8], hash: &str) -> (Cow<'a, [u8]>, String, Option<&'
 
 /// SHA-256 of `bytes`, hex: how plugin versions (and applied children) are named.
 pub fn digest(bytes: &[u8]) -> String {
-    Sha256::digest(bytes).iter().fold(String::with_capacity(64), |mut hex, b| {
+    hex(&Sha256::digest(bytes))
+}
+
+/// Lowercase hex, as digests and log ids are written.
+pub fn hex(bytes: &[u8]) -> String {
+    bytes.iter().fold(String::with_capacity(2 * bytes.len()), |mut hex, b| {
         let _ = write!(hex, "{b:02x}");
         hex
     })

@@ -29,7 +29,7 @@ use serde_json::Value;
 pub use contract::{CONTRACT_VERSION, MalformedAnswer, SUPPORTED_VERSIONS, Version};
 pub use engine::{Engine, EngineOptions, Tier};
 pub use instance::Instance;
-pub use load::{LoadError, digest};
+pub use load::{LoadError, digest, hex};
 pub use pool::PoolSlots;
 pub use sandbox::failure::CallError;
 pub use sandbox::http::allow::{Pattern, PatternError};
