@@ -282,7 +282,7 @@ mod tests {
 
     /// A bundle cosign made with the Sigstore public-good instance in February 2025 (an
     /// attestation, `cosign attest --new-bundle-format`; Rekor entry 175508996).
-    const ATTESTATION: &[u8] = include_bytes!("public-good-attestation.sigstore.json");
+    const ATTESTATION: &[u8] = include_bytes!("testdata/public-good-attestation.sigstore.json");
 
     fn edited(edit: impl FnOnce(&mut serde_json::Value)) -> Vec<u8> {
         let mut bundle: serde_json::Value = serde_json::from_slice(ATTESTATION).unwrap();
@@ -352,6 +352,50 @@ mod tests {
         });
         assert!(matches!(read(&keyed, None).unwrap().unwrap().material, Material::Key));
         assert!(open(b"{}").err().unwrap().starts_with("it is not a Sigstore bundle: missing field"));
+    }
+
+    /// The signer of the Sigstore conformance suite's bundles.
+    const CONFORMANCE_SIGNER: &str = "https://github.com/sigstore-conformance/extremely-dangerous-public-oidc-beacon/.github/workflows/extremely-dangerous-oidc-beacon.yml@refs/heads/main";
+
+    /// Verifies a conformance case as the suite does, against the public-good root: the
+    /// envelope and its Rekor entry, the signer, and the statement naming `a.txt`.
+    fn conformance(bundle: &[u8]) -> Result<(), String> {
+        let opened = read(bundle, None)?.expect("any predicate is read");
+        let logged = opened.logged().ok_or("a keyed bundle")?;
+        let signer = keyless::check(&TrustedRoot::public_good(), &logged).map_err(|e| e.to_string())?;
+        let identity = keyless::Identity {
+            issuer: "https://token.actions.githubusercontent.com".into(),
+            subject: CONFORMANCE_SIGNER.into(),
+            subject_prefix: None,
+        };
+        if !signer.is(&identity) {
+            return Err(format!("signed by {signer}"));
+        }
+        let artifact =
+            format!("sha256:{}", crate::plugin::digest(include_bytes!("testdata/sigstore-conformance/a.txt")));
+        if !opened.subjects.iter().any(|(digest, _)| *digest == artifact) {
+            return Err("the statement names another artifact".into());
+        }
+        Ok(())
+    }
+
+    #[test]
+    fn the_sigstore_conformance_suites_dsse_bundles_of_rekor_v1_pass_or_fail_as_it_expects() {
+        macro_rules! case {
+            ($name:literal) => {
+                include_bytes!(concat!("testdata/sigstore-conformance/", $name, ".sigstore.json")).as_slice()
+            };
+        }
+        assert_eq!(conformance(case!("happy-path-intoto-in-dsse-v3")), Ok(()));
+        // The envelope's signature is not the one logged.
+        let another_signature = Err("its Rekor entry is for another signature".to_owned());
+        assert_eq!(conformance(case!("dsse-invalid-sig_fail")), another_signature);
+        // Another valid signature of the same payload, by the same key, than the one logged.
+        assert_eq!(conformance(case!("dsse-mismatch-sig_fail")), another_signature);
+        assert_eq!(
+            conformance(case!("dsse-mismatch-envelope_fail")),
+            Err("its Rekor entry is for another payload".to_owned())
+        );
     }
 
     #[test]
