@@ -60,12 +60,6 @@ impl Context {
         Bucket::of(parent.labels(), &resource.group, &resource.kind, parent.namespace().as_deref(), &parent.name_any())
     }
 
-    /// The label the children of `parent` carry: its bucket, when this replica shares
-    /// the parents with others (its watches select by it).
-    pub(crate) fn child_bucket(&self, parent: &DynamicObject) -> Option<Bucket> {
-        self.options.shard.partitioned().then(|| self.bucket(parent))
-    }
-
     /// Hands reconciles that start from now on a new version or new settings.
     pub(crate) fn swap(&self, current: Current) {
         *self.current.write().unwrap_or_else(PoisonError::into_inner) = current;

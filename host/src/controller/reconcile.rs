@@ -18,6 +18,7 @@ use super::finalizer::Phase;
 use super::plan::{self, Observed, Requeue};
 use super::rollout::{Rollout, Version};
 use super::write::Written;
+use crate::coordination::shard::Bucket;
 use crate::events::Event;
 use crate::metrics::{Outcome, Shadowed};
 use crate::plugin::{Response, validate, view};
@@ -34,7 +35,8 @@ pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> 
     }
     // Another replica's parent: it reconciles it. Held to the end, so this replica
     // never gives the parent away with a reconcile of it in flight.
-    let Some(_admitted) = ctx.options.shard.admit(ctx.bucket(&parent)).await else {
+    let bucket = ctx.bucket(&parent);
+    let Some(_admitted) = ctx.options.shard.admit(bucket).await else {
         return Ok(Action::await_change());
     };
     // The share just changed and a cache has not listed its new selection yet: a parent
@@ -52,7 +54,7 @@ pub(crate) async fn reconcile(parent: Arc<DynamicObject>, ctx: Arc<Context>) -> 
     let in_flight = metrics.in_flight(&plugin);
     in_flight.inc();
     let started = Instant::now();
-    let result = run(&parent, &key, &ctx, current.clone(), version).await;
+    let result = run(&parent, &key, &ctx, current.clone(), version, bucket).await;
     in_flight.dec();
     let outcome = if result.is_ok() { Outcome::Success } else { Outcome::Error };
     metrics.reconciled(&plugin, outcome, started.elapsed());
@@ -81,14 +83,15 @@ pub(crate) fn error_policy(parent: Arc<DynamicObject>, error: &Error, ctx: Arc<C
     ctx.queue.failed(ctx.queue.key(&parent), error.is_retryable())
 }
 
-/// Reconciles `parent` with `version` of `current`; the answer is when to reconcile it
-/// again if nothing changes before (`None`: only on a change).
+/// Reconciles `parent` (of `bucket`) with `version` of `current`; the answer is when to
+/// reconcile it again if nothing changes before (`None`: only on a change).
 async fn run(
     parent: &Arc<DynamicObject>,
     key: &ObjectRef<DynamicObject>,
     ctx: &Arc<Context>,
     current: Current,
     version: Version,
+    bucket: Bucket,
 ) -> Result<Option<Duration>, Error> {
     if !ctx.caches.ready(CACHE_SYNC).await {
         return Err(Error::NotSynced(CACHE_SYNC));
@@ -129,7 +132,8 @@ async fn run(
         children: &children,
         cached: &cached,
         status_written: ctx.writer.status_written(&uid),
-        bucket: ctx.child_bucket(parent),
+        // The children carry their parent's bucket where the replicas' watches select by it.
+        bucket: ctx.options.shard.partitioned().then_some(bucket),
     };
     let requeue = Requeue { resync: ctx.options.resync, finalizing: ctx.options.finalizing_requeue };
     let plan = plan::plan(manifest, phase, &response, &observed, requeue);
