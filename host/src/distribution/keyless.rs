@@ -3,12 +3,15 @@
 //! the signature was entered in Rekor while that short-lived certificate was valid.
 //!
 //! Everything is checked offline against a Sigstore trusted root (`trusted_root.json`,
-//! the file `cosign verify --trusted-root` reads): the certificate chains to one of its
-//! certificate authorities at the time Rekor logged the entry, Rekor's signed entry
-//! timestamp verifies with one of its logs' keys, and the logged entry is this signature,
-//! by this certificate, over this payload; and, where the root names certificate
-//! transparency logs, the certificate carries a signed certificate timestamp (SCT) by one
-//! of them: Fulcio logged it publicly before issuing it.
+//! the file `cosign verify --trusted-root` reads): a log of the root vouches for the
+//! entry (Rekor v1's signed entry timestamp, which also says when it was logged; an
+//! inclusion proof up to a checkpoint the log signed, [`super::inclusion`]), the logged
+//! entry is this signature, by this certificate, over this payload, and the certificate
+//! chains to one of the root's certificate authorities at every time vouched for (the
+//! entry's, and those of RFC 3161 timestamps of a timestamp authority of the root,
+//! [`super::timestamp`]: a Rekor v2 entry has no time of its own); and, where the root names
+//! certificate transparency logs, the certificate carries a signed certificate timestamp
+//! (SCT) by one of them: Fulcio logged it publicly before issuing it.
 
 use std::collections::BTreeMap;
 
@@ -24,6 +27,8 @@ use x509_cert::der::{Decode as _, Encode as _};
 use x509_cert::ext::pkix::SubjectAltName;
 use x509_cert::ext::pkix::name::GeneralName;
 
+use super::inclusion::{self, Proof};
+use super::timestamp;
 use super::trusted_root::{Authority, TrustedRoot};
 use crate::plugin::digest;
 
@@ -160,47 +165,74 @@ pub(super) struct Logged<'a> {
     /// Certificates that may complete the path to a Fulcio of the root (untrusted).
     pub chain: &'a [CertificateDer<'static>],
     pub entry: Entry,
-    /// Rekor's signed entry timestamp over `entry`, base64 DER.
-    pub set: &'a str,
+    /// Rekor's signed entry timestamp over `entry`, base64 DER (Rekor v1).
+    pub set: Option<&'a str>,
+    /// The entry's inclusion proof and checkpoint (always from Rekor v2).
+    pub proof: Option<&'a Proof>,
+    /// RFC 3161 timestamps of the signature, DER.
+    pub timestamps: &'a [Vec<u8>],
 }
 
 /// What a logged body binds, for every kind of entry a signature is logged as.
 struct Bound {
-    /// The SHA-256 of the payload, hex.
-    payload_hash: String,
-    /// Each signature logged, base64 DER, and its verifier, base64 PEM.
-    signatures: Vec<(String, String)>,
+    /// The SHA-256 the entry records, hex.
+    hash: String,
+    /// Whether that is of the signed message itself (Rekor v2's `hashedrekord` over a
+    /// DSSE envelope hashes its pre-authentication encoding), not of the payload.
+    of_message: bool,
+    /// Each signature logged (base64 DER) and its verifier's certificate (DER).
+    signatures: Vec<(String, Option<Vec<u8>>)>,
 }
 
 impl Bound {
     fn read(body: &serde_json::Value) -> Result<Self, Refused> {
+        let b64 = base64::engine::general_purpose::STANDARD;
         let text = |v: &serde_json::Value| v.as_str().map(str::to_owned);
+        // Rekor v1 logs the verifier as base64 PEM; v2 as base64 DER.
+        let pem = |v: &serde_json::Value| text(v).and_then(|p| b64.decode(p).ok()).and_then(|p| first_certificate(&p));
+        let der = |v: &serde_json::Value| text(v).and_then(|d| b64.decode(d).ok());
         let kind = body["kind"].as_str().unwrap_or_default();
+        let version = body["apiVersion"].as_str().unwrap_or_default();
         let spec = &body["spec"];
-        let (hash, signatures) = match kind {
-            "hashedrekord" | "rekord" => (
+        let (hash, of_message, signatures) = match (kind, version) {
+            ("hashedrekord", "0.0.2") => {
+                let spec = &spec["hashedRekordV002"];
+                if spec["data"]["algorithm"] != "SHA2_256" {
+                    return Err(refused("its Rekor entry records no SHA-256 of what was signed"));
+                }
+                let hash = der(&spec["data"]["digest"]).map(|d| crate::plugin::hex(&d)).unwrap_or_default();
+                let signature = &spec["signature"];
+                let logged = text(&signature["content"])
+                    .map(|s| (s, der(&signature["verifier"]["x509Certificate"]["rawBytes"])));
+                return Ok(Self { hash, of_message: true, signatures: logged.into_iter().collect() });
+            }
+            ("hashedrekord" | "rekord", _) => (
                 &spec["data"]["hash"],
+                false,
                 text(&spec["signature"]["content"])
-                    .zip(text(&spec["signature"]["publicKey"]["content"]))
+                    .map(|s| (s, pem(&spec["signature"]["publicKey"]["content"])))
                     .into_iter()
                     .collect(),
             ),
-            "dsse" => (
+            ("dsse", "0.0.1") => (
                 &spec["payloadHash"],
+                false,
                 spec["signatures"]
                     .as_array()
                     .into_iter()
                     .flatten()
-                    .filter_map(|s| text(&s["signature"]).zip(text(&s["verifier"])))
+                    .filter_map(|s| text(&s["signature"]).map(|sig| (sig, pem(&s["verifier"]))))
                     .collect(),
             ),
-            "" => return Err(refused("its Rekor entry names no kind")),
-            other => return Err(refused(format!("its Rekor entry is a {other}, not a signature"))),
+            ("", _) => return Err(refused("its Rekor entry names no kind")),
+            (other, version) => {
+                return Err(refused(format!("its Rekor entry is a {other} {version}, not a signature")));
+            }
         };
         if hash["algorithm"] != "sha256" {
             return Err(refused("its Rekor entry records no SHA-256 of the payload"));
         }
-        Ok(Self { payload_hash: text(&hash["value"]).unwrap_or_default(), signatures })
+        Ok(Self { hash: text(&hash["value"]).unwrap_or_default(), of_message, signatures })
     }
 }
 
@@ -237,7 +269,9 @@ pub fn verify(
             certificate: &certificate,
             chain: &chain,
             entry: bundle.payload,
-            set: &bundle.signed_entry_timestamp,
+            set: Some(&bundle.signed_entry_timestamp),
+            proof: None,
+            timestamps: &[],
         },
     )
 }
@@ -255,45 +289,64 @@ pub(super) fn check(root: &TrustedRoot, logged: &Logged<'_>) -> Result<Signer, R
     let parsed = Certificate::from_der(logged.certificate)
         .map_err(|e| refused(format!("its certificate does not parse: {e}")))?;
 
-    // Rekor vouches for the entry and its time.
+    // Rekor vouches for the entry: by a signed entry timestamp (v1), which gives its
+    // time too, or by an inclusion proof up to a checkpoint it signed.
     let log = root.logs.iter().find(|log| log.hex_id() == entry.log_id).ok_or_else(|| {
         refused(format!("its Rekor entry is from log {}, not a log of the trusted root", entry.log_id))
     })?;
-    let canonical = serde_json::to_vec(entry).map_err(|e| refused(e.to_string()))?;
-    let set = b64
-        .decode(logged.set.trim())
-        .ok()
-        .and_then(|der| p256::ecdsa::Signature::from_der(&der).ok())
-        .ok_or_else(|| refused("its signed entry timestamp is not a DER ECDSA signature"))?;
-    if log.key.verify(&canonical, &set).is_err() {
-        return Err(refused("its signed entry timestamp does not verify with the Rekor log's key"));
+    let body_json = b64.decode(&entry.body).map_err(|_| refused("its Rekor entry's body is not base64"))?;
+    let mut times = Vec::new();
+    if let Some(set) = logged.set {
+        let canonical = serde_json::to_vec(entry).map_err(|e| refused(e.to_string()))?;
+        let set = b64.decode(set.trim()).map_err(|_| refused("its signed entry timestamp is not base64"))?;
+        if !log.verifies(&canonical, &set) {
+            return Err(refused("its signed entry timestamp does not verify with the Rekor log's key"));
+        }
+        times.push(entry.integrated_time);
     }
-    if !log.valid.contains(entry.integrated_time) {
+    let signed_root = match logged.proof {
+        Some(proof) => inclusion::verify(log, &body_json, proof).map_err(refused)?,
+        None => false,
+    };
+    if logged.set.is_none() && !signed_root {
+        return Err(refused(
+            "its Rekor entry has neither a signed entry timestamp nor an inclusion proof to a checkpoint",
+        ));
+    }
+    for token in logged.timestamps {
+        times.push(timestamp::verify(root, token, logged.signature).map_err(refused)?);
+    }
+    if times.is_empty() {
+        return Err(refused("nothing says when it was signed: no signed entry timestamp and no RFC 3161 timestamp"));
+    }
+    if times.iter().any(|&time| !log.valid.contains(time)) {
         return Err(refused("it was logged outside the Rekor key's validity"));
     }
 
     // The entry is this signature, by this certificate, over this payload.
-    let body: serde_json::Value = b64
-        .decode(&entry.body)
-        .ok()
-        .and_then(|json| serde_json::from_slice(&json).ok())
-        .ok_or_else(|| refused("its Rekor entry's body does not decode as JSON"))?;
+    let body: serde_json::Value =
+        serde_json::from_slice(&body_json).map_err(|_| refused("its Rekor entry's body does not decode as JSON"))?;
     let bound = Bound::read(&body)?;
-    if bound.payload_hash != digest(logged.payload) {
+    let hashed = if bound.of_message { logged.message } else { logged.payload };
+    if bound.hash != digest(hashed) {
         return Err(refused("its Rekor entry is for another payload"));
     }
-    let ours =
-        |(signature, _): &&(String, String)| b64.decode(signature.trim()).ok().as_deref() == Some(logged.signature);
+    let ours = |(signature, _): &&(String, Option<Vec<u8>>)| {
+        b64.decode(signature.trim()).ok().as_deref() == Some(logged.signature)
+    };
     let Some((_, verifier)) = bound.signatures.iter().find(ours) else {
         return Err(refused("its Rekor entry is for another signature"));
     };
-    let logged_certificate = b64.decode(verifier).ok().and_then(|pem| first_certificate(&pem));
-    if logged_certificate.as_deref() != Some(logged.certificate) {
+    if verifier.as_deref() != Some(logged.certificate) {
         return Err(refused("its Rekor entry is for another certificate"));
     }
 
-    // The certificate was Fulcio's, valid when the entry was logged, and logged in CT.
-    let issuer_key = fulcio_issuer(root, logged.certificate, logged.chain, entry.integrated_time)?;
+    // The certificate was Fulcio's, valid whenever the signature is said to have existed,
+    // and logged in CT.
+    let mut issuer_key = Vec::new();
+    for &time in &times {
+        issuer_key = fulcio_issuer(root, logged.certificate, logged.chain, time)?;
+    }
     check_sct(root, &parsed, &issuer_key)?;
 
     // And its key made the signature.
@@ -313,7 +366,7 @@ pub(super) fn check(root: &TrustedRoot, logged: &Logged<'_>) -> Result<Signer, R
         subject: subject(&parsed).ok_or_else(|| refused("its certificate names no e-mail address or URI"))?,
         issuer: issuer(&parsed),
         log_index: entry.log_index,
-        integrated_time: entry.integrated_time,
+        integrated_time: times[0],
     })
 }
 
@@ -432,8 +485,7 @@ fn check_sct(root: &TrustedRoot, certificate: &Certificate, issuer_spki: &[u8]) 
         signed.extend_from_slice(&tbs);
         signed.extend_from_slice(&u16::try_from(sct.extensions.len()).unwrap_or(u16::MAX).to_be_bytes());
         signed.extend_from_slice(sct.extensions);
-        let verifies = sct.ecdsa_sha256
-            && p256::ecdsa::Signature::from_der(sct.signature).is_ok_and(|s| log.key.verify(&signed, &s).is_ok());
+        let verifies = sct.ecdsa_sha256 && log.verifies(&signed, sct.signature);
         let when = i64::try_from(sct.timestamp / 1000).unwrap_or(i64::MAX);
         if verifies && log.valid.contains(when) {
             return Ok(());

@@ -9,10 +9,14 @@
 pub mod artifact;
 mod bundle;
 pub mod cache;
+#[cfg(test)]
+mod conformance;
 pub mod credentials;
+mod inclusion;
 pub mod keyless;
 pub mod oci;
 pub mod signature;
+mod timestamp;
 pub mod trusted_root;
 
 use oci_client::Reference;

@@ -1,7 +1,7 @@
 //! A Sigstore trusted root (`trusted_root.json`, sigstore protobuf-specs' `TrustedRoot`,
 //! the file `cosign verify --trusted-root` reads): the Fulcio certificate authorities,
-//! the Rekor logs and the certificate transparency logs a keyless signature must come
-//! from, each with the time its key was in use. The Sigstore public-good instance's is
+//! the Rekor logs, the certificate transparency logs and the timestamp authorities a
+//! keyless signature must come from, each with the time its key was in use. The Sigstore public-good instance's is
 //! embedded; a private instance's, or a newer one, is read from a file.
 
 use std::sync::{Arc, LazyLock};
@@ -30,6 +30,19 @@ pub struct TrustedRoot {
     pub(super) logs: Vec<Log>,
     /// Empty: this Sigstore has no CT log, and certificates carry no SCT to check.
     pub(super) ct_logs: Vec<Log>,
+    /// Who may say when a signature existed, where a log entry does not (Rekor v2).
+    pub(super) timestamp_authorities: Vec<TimestampAuthority>,
+}
+
+/// A timestamp authority: the certificate it signs with, the chain to its root, and
+/// when it was in use.
+#[derive(Debug)]
+pub(super) struct TimestampAuthority {
+    pub(super) uri: String,
+    pub(super) signer: CertificateDer<'static>,
+    pub(super) anchor: TrustAnchor<'static>,
+    pub(super) intermediates: Vec<CertificateDer<'static>>,
+    pub(super) valid: Validity,
 }
 
 /// A Fulcio: its root, the intermediates it certifies through, and when it issued.
@@ -41,19 +54,39 @@ pub(super) struct Authority {
     pub(super) valid: Validity,
 }
 
-/// A Rekor or CT log's key (ECDSA P-256, what both sign with).
+/// A Rekor or CT log's key: ECDSA P-256 (Rekor v1, CT logs) or Ed25519 (Rekor v2).
 #[derive(Debug)]
 pub(super) struct Log {
-    /// SHA-256 of the key's DER: what an entry's log ID names.
+    /// What an entry's log ID names: the root's `logId`, else the SHA-256 of the key's DER.
     pub(super) id: [u8; 32],
-    pub(super) key: p256::ecdsa::VerifyingKey,
+    key: LogKey,
     pub(super) valid: Validity,
+}
+
+#[derive(Debug)]
+enum LogKey {
+    P256(p256::ecdsa::VerifyingKey),
+    /// The raw 32-byte key.
+    Ed25519(Vec<u8>),
 }
 
 impl Log {
     /// The log ID in hex, as a Rekor entry names it.
     pub(super) fn hex_id(&self) -> String {
         crate::plugin::hex(&self.id)
+    }
+
+    /// Whether `signature` (DER for ECDSA, 64 bytes for Ed25519) is this log's over `message`.
+    pub(super) fn verifies(&self, message: &[u8], signature: &[u8]) -> bool {
+        use p256::ecdsa::signature::Verifier as _;
+        match &self.key {
+            LogKey::P256(key) => {
+                p256::ecdsa::Signature::from_der(signature).is_ok_and(|s| key.verify(message, &s).is_ok())
+            }
+            LogKey::Ed25519(key) => ring::signature::UnparsedPublicKey::new(&ring::signature::ED25519, key)
+                .verify(message, signature)
+                .is_ok(),
+        }
     }
 }
 
@@ -79,6 +112,8 @@ struct RootFile {
     certificate_authorities: Vec<AuthorityFile>,
     #[serde(default)]
     ctlogs: Vec<LogFile>,
+    #[serde(default)]
+    timestamp_authorities: Vec<AuthorityFile>,
 }
 
 #[derive(Deserialize)]
@@ -87,6 +122,13 @@ struct LogFile {
     #[serde(default)]
     base_url: String,
     public_key: PublicKeyFile,
+    log_id: Option<LogIdFile>,
+}
+
+#[derive(Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct LogIdFile {
+    key_id: String,
 }
 
 #[derive(Deserialize)]
@@ -141,8 +183,9 @@ impl TrustedRoot {
         ROOT.clone()
     }
 
-    /// Reads a `trusted_root.json`; `origin` names it in errors. Only ECDSA P-256 log
-    /// keys are read (what Rekor and Sigstore's CT logs sign with); other logs are skipped.
+    /// Reads a `trusted_root.json`; `origin` names it in errors. Only ECDSA P-256 and
+    /// Ed25519 log keys are read (what Rekor and Sigstore's CT logs sign with); other logs
+    /// are skipped.
     ///
     /// # Errors
     ///
@@ -157,15 +200,28 @@ impl TrustedRoot {
         let logs = |files: &[LogFile], field: &str| {
             let mut logs = Vec::new();
             for (i, log) in files.iter().enumerate() {
-                if !matches!(log.public_key.key_details.as_str(), "PKIX_ECDSA_P256_SHA_256" | "") {
-                    continue;
-                }
                 let der = b64(&log.public_key.raw_bytes, &format!("{field}[{i}].publicKey"))?;
-                let key = p256::ecdsa::VerifyingKey::from_public_key_der(&der)
-                    .map_err(|e| err(format!("{field}[{i}] ({}): not a P-256 key: {e}", log.base_url)))?;
+                let key = match log.public_key.key_details.as_str() {
+                    "PKIX_ECDSA_P256_SHA_256" | "" => LogKey::P256(
+                        p256::ecdsa::VerifyingKey::from_public_key_der(&der)
+                            .map_err(|e| err(format!("{field}[{i}] ({}): not a P-256 key: {e}", log.base_url)))?,
+                    ),
+                    "PKIX_ED25519" => {
+                        let info = x509_cert::spki::SubjectPublicKeyInfoRef::try_from(der.as_slice())
+                            .map_err(|e| err(format!("{field}[{i}] ({}): not an Ed25519 key: {e}", log.base_url)))?;
+                        LogKey::Ed25519(info.subject_public_key.raw_bytes().to_vec())
+                    }
+                    _ => continue,
+                };
                 let valid =
                     validity(&log.public_key.valid_for).map_err(|e| err(format!("{field}[{i}].validFor: {e}")))?;
-                logs.push(Log { id: Sha256::digest(&der).into(), key, valid });
+                let id = match &log.log_id {
+                    Some(id) => b64(&id.key_id, &format!("{field}[{i}].logId"))?
+                        .try_into()
+                        .map_err(|_| err(format!("{field}[{i}].logId: not 32 bytes")))?,
+                    None => Sha256::digest(&der).into(),
+                };
+                logs.push(Log { id, key, valid });
             }
             Ok(logs)
         };
@@ -186,9 +242,40 @@ impl TrustedRoot {
                 validity(&ca.valid_for).map_err(|e| err(format!("certificateAuthorities[{i}].validFor: {e}")))?;
             authorities.push(Authority { uri: ca.uri.clone(), anchor, intermediates: chain, valid });
         }
-        let root = Self { authorities, logs: logs(&file.tlogs, "tlogs")?, ct_logs: logs(&file.ctlogs, "ctlogs")? };
+        let mut timestamp_authorities = Vec::new();
+        for (i, tsa) in file.timestamp_authorities.iter().enumerate() {
+            let field = format!("timestampAuthorities[{i}]");
+            let mut chain = tsa
+                .cert_chain
+                .certificates
+                .iter()
+                .map(|c| b64(&c.raw_bytes, &field).map(CertificateDer::from))
+                .collect::<Result<Vec<_>, _>>()?;
+            // The signing certificate first, the root last.
+            let (Some(root), false) = (chain.pop(), chain.is_empty()) else {
+                return Err(err(format!("{field}: not a signing certificate and its root")));
+            };
+            let signer = chain.remove(0);
+            let anchor = webpki::anchor_from_trusted_cert(&root)
+                .map_err(|e| err(format!("{field} ({}): {e}", tsa.uri)))?
+                .to_owned();
+            let valid = validity(&tsa.valid_for).map_err(|e| err(format!("{field}.validFor: {e}")))?;
+            timestamp_authorities.push(TimestampAuthority {
+                uri: tsa.uri.clone(),
+                signer,
+                anchor,
+                intermediates: chain,
+                valid,
+            });
+        }
+        let root = Self {
+            authorities,
+            logs: logs(&file.tlogs, "tlogs")?,
+            ct_logs: logs(&file.ctlogs, "ctlogs")?,
+            timestamp_authorities,
+        };
         if root.authorities.is_empty() || root.logs.is_empty() {
-            return Err(err("it names no certificate authority or no Rekor log with a P-256 key".into()));
+            return Err(err("it names no certificate authority or no Rekor log with a key it reads".into()));
         }
         Ok(root)
     }
@@ -214,7 +301,8 @@ mod tests {
         let err = TrustedRoot::from_json(br#"{"tlogs": []}"#, "empty.json").unwrap_err();
         assert_eq!(
             err.to_string(),
-            "empty.json: not a Sigstore trusted root: it names no certificate authority or no Rekor log with a P-256 key"
+            "empty.json: not a Sigstore trusted root: it names no certificate authority or no Rekor log with a key it \
+             reads"
         );
         let err = TrustedRoot::from_json(b"[", "cut.json").unwrap_err();
         assert!(err.to_string().starts_with("cut.json: not a Sigstore trusted root: EOF"), "{err}");
