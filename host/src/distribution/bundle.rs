@@ -310,7 +310,7 @@ pub(super) fn read(
 fn message_signature(
     signed: MessageSignature,
     artifact: &[u8],
-    material_: VerificationMaterial,
+    verification: VerificationMaterial,
 ) -> Result<Option<Opened>, String> {
     let b64 = base64::engine::general_purpose::STANDARD;
     let digest = crate::plugin::digest(artifact);
@@ -329,7 +329,7 @@ fn message_signature(
         payload: artifact.to_vec(),
         signature: signed.signature,
         signature_der,
-        material: material(material_)?,
+        material: material(verification)?,
         subjects: vec![(format!("sha256:{digest}"), BTreeMap::new())],
     }))
 }
@@ -373,7 +373,9 @@ fn material(material: VerificationMaterial) -> Result<Material, String> {
             index: u64::try_from(proof.log_index).map_err(|_| "its inclusion proof's index is negative")?,
             tree_size: u64::try_from(proof.tree_size).map_err(|_| "its inclusion proof's tree size is negative")?,
             root_hash: decode("inclusion proof's root", &proof.root_hash)?,
-            hashes: proof.hashes.iter().map(|h| decode("inclusion proof", h)).collect::<Result<_, _>>()?,
+            hashes: (proof.hashes.len() <= 64)
+                .then(|| proof.hashes.iter().map(|h| decode("inclusion proof", h)).collect::<Result<_, _>>())
+                .ok_or("its inclusion proof is longer than any tree's")??,
             checkpoint: proof.checkpoint.map(|c| c.envelope),
         }),
         None => None,
@@ -466,11 +468,12 @@ mod tests {
         let unlogged = edited(|b| {
             b["verificationMaterial"]["tlogEntries"][0].as_object_mut().unwrap().remove("inclusionPromise");
         });
-        // Its inclusion proof and the log's checkpoint still show it logged, but not when.
+        // Its inclusion proof is to the log's checkpoint, but only a promise says where in
+        // the log (a Rekor v1 proof counts in one shard) and when.
         let (opened, root) = (read(&unlogged, None, None).unwrap().unwrap(), TrustedRoot::public_good());
         assert_eq!(
             keyless::check(&root, &opened.logged().unwrap()).unwrap_err().to_string(),
-            "nothing says when it was signed: no signed entry timestamp and no RFC 3161 timestamp"
+            "its inclusion proof is for another index than its entry's"
         );
         let blob = edited(|b| {
             let object = b.as_object_mut().unwrap();

@@ -71,11 +71,15 @@ fn root_of(leaf: [u8; 32], index: u64, size: u64, path: &[Vec<u8>]) -> Option<[u
     (s == 0).then_some(r)
 }
 
+/// The most signature lines a checkpoint is read with (the log's and its witnesses').
+const MAX_SIGNATURES: usize = 100;
+
 /// The tree size and root a checkpoint signed by `log` commits to. The note's text is
-/// its origin, the size, the root (base64) and optional lines; after a blank line come
-/// signature lines `— NAME BASE64(KEY HINT ‖ SIGNATURE)`, of the log and of witnesses
-/// that cosign it. One must be the log's: its key hint is the first four bytes of the
-/// log's id.
+/// its origin (the log's host, and for Rekor v1 ` - TREE ID`), the size, the root
+/// (base64) and optional lines; after a blank line come signature lines
+/// `— NAME BASE64(KEY HINT ‖ SIGNATURE)`, of the log and of witnesses that cosign it. One
+/// must be the log's: its name the log's host, its key hint the first four bytes of the
+/// log's id, its signature the log key's.
 fn checkpoint(log: &Log, note: &str) -> Result<(u64, Vec<u8>), String> {
     let b64 = base64::engine::general_purpose::STANDARD;
     let (text, signatures) =
@@ -88,11 +92,23 @@ fn checkpoint(log: &Log, note: &str) -> Result<(u64, Vec<u8>), String> {
     let (false, Some(size), Some(root)) = (origin.is_empty(), size, root) else {
         return Err("its checkpoint does not name an origin, a tree size and a root hash".into());
     };
+    if origin != log.host && !origin.strip_prefix(log.host.as_str()).is_some_and(|rest| rest.starts_with(" - ")) {
+        return Err(format!("its checkpoint is of {origin}, not of the log {}", log.host));
+    }
+    if signatures.lines().count() > MAX_SIGNATURES {
+        return Err(format!("its checkpoint has more than {MAX_SIGNATURES} signatures"));
+    }
     let signed_by_log = signatures.lines().filter_map(|line| line.strip_prefix("\u{2014} ")).any(|line| {
-        let Some(signature) = line.rsplit_once(' ').and_then(|(_, s)| b64.decode(s).ok()) else {
+        let Some((name, signature)) = line.rsplit_once(' ') else {
             return false;
         };
-        signature.len() > 4 && signature[..4] == log.id[..4] && log.verifies(text.as_bytes(), &signature[4..])
+        let Ok(signature) = b64.decode(signature) else {
+            return false;
+        };
+        name == log.host
+            && signature.len() > 4
+            && signature[..4] == log.id[..4]
+            && log.verifies(text.as_bytes(), &signature[4..])
     });
     if !signed_by_log {
         return Err("its checkpoint carries no signature of the log that verifies".into());

@@ -18,7 +18,7 @@ use std::collections::BTreeMap;
 use base64::Engine as _;
 use p256::ecdsa::signature::Verifier as _;
 use p256::pkcs8::DecodePublicKey as _;
-use rustls::pki_types::{CertificateDer, UnixTime};
+use rustls::pki_types::CertificateDer;
 use serde::{Deserialize, Serialize};
 use sha2::{Digest as _, Sha256};
 use x509_cert::Certificate;
@@ -29,7 +29,7 @@ use x509_cert::ext::pkix::name::GeneralName;
 
 use super::inclusion::{self, Proof};
 use super::timestamp;
-use super::trusted_root::{Authority, TrustedRoot};
+use super::trusted_root::{Authority, TrustedRoot, unix_time};
 use crate::plugin::digest;
 
 /// The layer annotation holding the signing certificate (PEM).
@@ -97,7 +97,8 @@ pub struct Signer {
     pub issuer: Option<String>,
     /// The entry's index in the Rekor log.
     pub log_index: i64,
-    /// When Rekor logged it (seconds since the epoch).
+    /// When it was signed (seconds since the epoch), as Rekor's signed entry timestamp
+    /// or, for a Rekor v2 entry, a timestamp authority says.
     pub integrated_time: i64,
 }
 
@@ -167,7 +168,7 @@ pub(super) struct Logged<'a> {
     pub entry: Entry,
     /// Rekor's signed entry timestamp over `entry`, base64 DER (Rekor v1).
     pub set: Option<&'a str>,
-    /// The entry's inclusion proof and checkpoint (always from Rekor v2).
+    /// The entry's inclusion proof and checkpoint (Rekor v2 gives only these).
     pub proof: Option<&'a Proof>,
     /// RFC 3161 timestamps of the signature, DER.
     pub timestamps: &'a [Vec<u8>],
@@ -206,7 +207,7 @@ impl Bound {
                     .map(|s| (s, der(&signature["verifier"]["x509Certificate"]["rawBytes"])));
                 return Ok(Self { hash, of_message: true, signatures: logged.into_iter().collect() });
             }
-            ("hashedrekord" | "rekord", _) => (
+            ("hashedrekord" | "rekord", "0.0.1") => (
                 &spec["data"]["hash"],
                 false,
                 text(&spec["signature"]["content"])
@@ -313,6 +314,10 @@ pub(super) fn check(root: &TrustedRoot, logged: &Logged<'_>) -> Result<Signer, R
             "its Rekor entry has neither a signed entry timestamp nor an inclusion proof to a checkpoint",
         ));
     }
+    // Without a promise, only the proof says where the entry is.
+    if logged.set.is_none() && logged.proof.is_some_and(|p| i64::try_from(p.index).ok() != Some(entry.log_index)) {
+        return Err(refused("its inclusion proof is for another index than its entry's"));
+    }
     for token in logged.timestamps {
         times.push(timestamp::verify(root, token, logged.signature).map_err(refused)?);
     }
@@ -379,7 +384,7 @@ fn fulcio_issuer(
     chain: &[CertificateDer<'static>],
     time: i64,
 ) -> Result<Vec<u8>, Refused> {
-    let when = UnixTime::since_unix_epoch(std::time::Duration::from_secs(time.max(0).unsigned_abs()));
+    let when = unix_time(time);
     let end_entity = CertificateDer::from(certificate);
     let end_entity = webpki::EndEntityCert::try_from(&end_entity)
         .map_err(|e| refused(format!("its certificate does not parse: {e}")))?;

@@ -4,16 +4,16 @@
 
 use cms::content_info::ContentInfo;
 use cms::signed_data::SignedData;
-use rustls::pki_types::UnixTime;
 use sha2::Digest as _;
 use x509_cert::der::asn1::{ObjectIdentifier, OctetString};
 use x509_cert::der::{Decode as _, Encode as _};
 use x509_tsp::{TimeStampResp, TstInfo};
 
-use super::trusted_root::{TimestampAuthority, TrustedRoot};
+use super::trusted_root::{TimestampAuthority, TrustedRoot, unix_time};
 
 const SIGNED_DATA: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.7.2");
 const TST_INFO: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.9.16.1.4");
+const CONTENT_TYPE: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.9.3");
 const MESSAGE_DIGEST: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.9.4");
 const SHA256: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.16.840.1.101.3.4.2.1");
 const SHA384: ObjectIdentifier = ObjectIdentifier::new_unwrap("2.16.840.1.101.3.4.2.2");
@@ -70,7 +70,12 @@ pub fn verify(root: &TrustedRoot, token: &[u8], signature: &[u8]) -> Result<i64,
         .filter(|a| a.oid == MESSAGE_DIGEST)
         .flat_map(|a| a.values.iter())
         .any(|v| v.decode_as::<OctetString>().is_ok_and(|d| d.as_bytes() == wanted.as_slice()));
-    if !digests_info {
+    let of_info = attributes
+        .iter()
+        .filter(|a| a.oid == CONTENT_TYPE)
+        .flat_map(|a| a.values.iter())
+        .any(|v| v.decode_as::<ObjectIdentifier>().is_ok_and(|t| t == TST_INFO));
+    if !digests_info || !of_info {
         return Err("its timestamp's signed attributes are for other information".into());
     }
     // The attributes are signed as a DER SET OF, not under their [0] tag.
@@ -83,7 +88,7 @@ pub fn verify(root: &TrustedRoot, token: &[u8], signature: &[u8]) -> Result<i64,
             other => return Err(format!("its timestamp is signed with {other}, not ECDSA")),
         };
     let current: Vec<&TimestampAuthority> =
-        root.timestamp_authorities.iter().filter(|a| a.valid.contains(time)).collect();
+        root.timestamp_authorities.iter().filter(|a| a.chain.valid.contains(time)).collect();
     let mut failures = Vec::new();
     for authority in &current {
         let Ok(certificate) = webpki::EndEntityCert::try_from(&authority.signer) else {
@@ -93,21 +98,21 @@ pub fn verify(root: &TrustedRoot, token: &[u8], signature: &[u8]) -> Result<i64,
             .iter()
             .any(|alg| certificate.verify_signature(*alg, &signed_attributes, signature_value).is_ok());
         if !signs {
-            failures.push(format!("{}: not its signature", authority.uri));
+            failures.push(format!("{}: not its signature", authority.chain.uri));
             continue;
         }
-        let when = UnixTime::since_unix_epoch(std::time::Duration::from_secs(time.max(0).unsigned_abs()));
+        let when = unix_time(time);
         match certificate.verify_for_usage(
             webpki::ALL_VERIFICATION_ALGS,
-            std::slice::from_ref(&authority.anchor),
-            &authority.intermediates,
+            std::slice::from_ref(&authority.chain.anchor),
+            &authority.chain.intermediates,
             when,
             webpki::KeyUsage::required(TIME_STAMPING),
             None,
             None,
         ) {
             Ok(_) => return Ok(time),
-            Err(e) => failures.push(format!("{}: {e}", authority.uri)),
+            Err(e) => failures.push(format!("{}: {e}", authority.chain.uri)),
         }
     }
     let at = jiff::Timestamp::from_second(time).map(|t| t.to_string()).unwrap_or_default();

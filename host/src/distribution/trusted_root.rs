@@ -1,8 +1,9 @@
 //! A Sigstore trusted root (`trusted_root.json`, sigstore protobuf-specs' `TrustedRoot`,
 //! the file `cosign verify --trusted-root` reads): the Fulcio certificate authorities,
 //! the Rekor logs, the certificate transparency logs and the timestamp authorities a
-//! keyless signature must come from, each with the time its key was in use. The Sigstore public-good instance's is
-//! embedded; a private instance's, or a newer one, is read from a file.
+//! keyless signature must come from, each with the time its key was in use. The Sigstore
+//! public-good instance's is embedded; a private instance's, or a newer one, is read from
+//! a file.
 
 use std::sync::{Arc, LazyLock};
 
@@ -34,18 +35,16 @@ pub struct TrustedRoot {
     pub(super) timestamp_authorities: Vec<TimestampAuthority>,
 }
 
-/// A timestamp authority: the certificate it signs with, the chain to its root, and
-/// when it was in use.
+/// A timestamp authority: the certificate it signs with, and the chain from it to its
+/// root with the time it was in use.
 #[derive(Debug)]
 pub(super) struct TimestampAuthority {
-    pub(super) uri: String,
     pub(super) signer: CertificateDer<'static>,
-    pub(super) anchor: TrustAnchor<'static>,
-    pub(super) intermediates: Vec<CertificateDer<'static>>,
-    pub(super) valid: Validity,
+    pub(super) chain: Authority,
 }
 
-/// A Fulcio: its root, the intermediates it certifies through, and when it issued.
+/// A certificate authority (a Fulcio, or a timestamp authority's chain): its root, the
+/// intermediates it certifies through, and when it was in use.
 #[derive(Debug)]
 pub(super) struct Authority {
     pub(super) uri: String,
@@ -59,6 +58,8 @@ pub(super) struct Authority {
 pub(super) struct Log {
     /// What an entry's log ID names: the root's `logId`, else the SHA-256 of the key's DER.
     pub(super) id: [u8; 32],
+    /// The host of its base URL: the name it signs checkpoints with, and their origin.
+    pub(super) host: String,
     key: LogKey,
     pub(super) valid: Validity,
 }
@@ -95,6 +96,11 @@ impl Log {
 pub(super) struct Validity {
     start: i64,
     end: Option<i64>,
+}
+
+/// `time` (seconds since the epoch) as webpki takes it; before the epoch is the epoch.
+pub(super) fn unix_time(time: i64) -> rustls::pki_types::UnixTime {
+    rustls::pki_types::UnixTime::since_unix_epoch(std::time::Duration::from_secs(time.max(0).unsigned_abs()))
 }
 
 impl Validity {
@@ -207,9 +213,15 @@ impl TrustedRoot {
                             .map_err(|e| err(format!("{field}[{i}] ({}): not a P-256 key: {e}", log.base_url)))?,
                     ),
                     "PKIX_ED25519" => {
-                        let info = x509_cert::spki::SubjectPublicKeyInfoRef::try_from(der.as_slice())
-                            .map_err(|e| err(format!("{field}[{i}] ({}): not an Ed25519 key: {e}", log.base_url)))?;
-                        LogKey::Ed25519(info.subject_public_key.raw_bytes().to_vec())
+                        const ED25519: x509_cert::der::asn1::ObjectIdentifier =
+                            x509_cert::der::asn1::ObjectIdentifier::new_unwrap("1.3.101.112");
+                        let key = x509_cert::spki::SubjectPublicKeyInfoRef::try_from(der.as_slice())
+                            .ok()
+                            .filter(|info| info.algorithm.oid == ED25519)
+                            .map(|info| info.subject_public_key.raw_bytes().to_vec())
+                            .filter(|key| key.len() == 32)
+                            .ok_or_else(|| err(format!("{field}[{i}] ({}): not an Ed25519 key", log.base_url)))?;
+                        LogKey::Ed25519(key)
                     }
                     _ => continue,
                 };
@@ -221,52 +233,40 @@ impl TrustedRoot {
                         .map_err(|_| err(format!("{field}[{i}].logId: not 32 bytes")))?,
                     None => Sha256::digest(&der).into(),
                 };
-                logs.push(Log { id, key, valid });
+                let host = log.base_url.split("://").last().unwrap_or_default();
+                let host = host.split('/').next().unwrap_or_default().to_owned();
+                logs.push(Log { id, host, key, valid });
             }
             Ok(logs)
         };
-        let mut authorities = Vec::new();
-        for (i, ca) in file.certificate_authorities.iter().enumerate() {
-            let mut chain = ca
+        // A chain from the leaf-most certificate to the root, which is the anchor.
+        let authority = |file: &AuthorityFile, field: &str| {
+            let mut chain = file
                 .cert_chain
                 .certificates
                 .iter()
-                .map(|c| b64(&c.raw_bytes, &format!("certificateAuthorities[{i}]")).map(CertificateDer::from))
+                .map(|c| b64(&c.raw_bytes, field).map(CertificateDer::from))
                 .collect::<Result<Vec<_>, _>>()?;
-            // Leaf-most first: the last is the root.
-            let root = chain.pop().ok_or_else(|| err(format!("certificateAuthorities[{i}]: no certificate")))?;
+            let root = chain.pop().ok_or_else(|| err(format!("{field}: no certificate")))?;
             let anchor = webpki::anchor_from_trusted_cert(&root)
-                .map_err(|e| err(format!("certificateAuthorities[{i}] ({}): {e}", ca.uri)))?
+                .map_err(|e| err(format!("{field} ({}): {e}", file.uri)))?
                 .to_owned();
-            let valid =
-                validity(&ca.valid_for).map_err(|e| err(format!("certificateAuthorities[{i}].validFor: {e}")))?;
-            authorities.push(Authority { uri: ca.uri.clone(), anchor, intermediates: chain, valid });
-        }
+            let valid = validity(&file.valid_for).map_err(|e| err(format!("{field}.validFor: {e}")))?;
+            Ok(Authority { uri: file.uri.clone(), anchor, intermediates: chain, valid })
+        };
+        let authorities = (file.certificate_authorities.iter().enumerate())
+            .map(|(i, ca)| authority(ca, &format!("certificateAuthorities[{i}]")))
+            .collect::<Result<Vec<_>, _>>()?;
         let mut timestamp_authorities = Vec::new();
         for (i, tsa) in file.timestamp_authorities.iter().enumerate() {
             let field = format!("timestampAuthorities[{i}]");
-            let mut chain = tsa
-                .cert_chain
-                .certificates
-                .iter()
-                .map(|c| b64(&c.raw_bytes, &field).map(CertificateDer::from))
-                .collect::<Result<Vec<_>, _>>()?;
-            // The signing certificate first, the root last.
-            let (Some(root), false) = (chain.pop(), chain.is_empty()) else {
+            let mut chain = authority(tsa, &field)?;
+            // The signing certificate comes first.
+            if chain.intermediates.is_empty() {
                 return Err(err(format!("{field}: not a signing certificate and its root")));
-            };
-            let signer = chain.remove(0);
-            let anchor = webpki::anchor_from_trusted_cert(&root)
-                .map_err(|e| err(format!("{field} ({}): {e}", tsa.uri)))?
-                .to_owned();
-            let valid = validity(&tsa.valid_for).map_err(|e| err(format!("{field}.validFor: {e}")))?;
-            timestamp_authorities.push(TimestampAuthority {
-                uri: tsa.uri.clone(),
-                signer,
-                anchor,
-                intermediates: chain,
-                valid,
-            });
+            }
+            let signer = chain.intermediates.remove(0);
+            timestamp_authorities.push(TimestampAuthority { signer, chain });
         }
         let root = Self {
             authorities,
