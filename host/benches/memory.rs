@@ -24,7 +24,11 @@
 //! `KUBEWASM_BENCH_PARENTS` sets N (default 100), or several, comma-separated, each
 //! measured afresh; `KUBEWASM_BENCH_PLUGINS` how many of the ten controllers run
 //! (default 10): with one, the figures are one controller's caches, host beside native,
-//! per parent. Results: BENCHMARKS.md.
+//! per parent. Each host process's resident pages of its own binary (code, and the
+//! rest: read-only data, unwind tables) are read from `/proc/PID/smaps` once converged.
+//! `KUBEWASM_BENCH_HOST_BIN` runs another `kubewasm` binary as the host
+//! (default: the one cargo built beside this benchmark), to compare builds of it, such
+//! as one with link-time optimisation, on the same plugins. Results: BENCHMARKS.md.
 
 #[path = "support/native.rs"]
 mod native;
@@ -61,6 +65,25 @@ fn parent_resource(group: &str) -> ApiResource {
         kind: "DemoApplication".into(),
         plural: "demoapplications".into(),
     }
+}
+
+/// Resident pages of `file` mapped by a process, in KiB: those of its executable
+/// mappings, and of the others (a binary's read-only data, unwind tables, relocations).
+fn mapped_kib(pid: u32, file: &Path) -> (u64, u64) {
+    let smaps = std::fs::read_to_string(format!("/proc/{pid}/smaps")).expect("the process's smaps");
+    let (mut code, mut rest) = (0, 0);
+    let mut current: Option<bool> = None;
+    for line in smaps.lines() {
+        let fields: Vec<&str> = line.split_whitespace().collect();
+        // A mapping's header: "START-END PERMS OFFSET DEV INODE [PATH]".
+        if fields.first().is_some_and(|f| f.contains('-') && f.chars().all(|c| c.is_ascii_hexdigit() || c == '-')) {
+            current = (fields.get(5).map(Path::new) == Some(file)).then_some(fields[1].contains('x'));
+        } else if let (Some(executable), ["Rss:", kib, "kB"]) = (current, fields.as_slice()) {
+            let kib: u64 = kib.parse().expect("Rss in kB");
+            if executable { code += kib } else { rest += kib }
+        }
+    }
+    (code, rest)
 }
 
 /// Resident memory of a process, in KiB.
@@ -141,6 +164,9 @@ struct Side {
     /// Of that, each process's private memory (`RssAnon`): not the pages of its binary
     /// and of the compiled plugins mapped from files, which one machine's processes share.
     anon_each_kib: Vec<u64>,
+    /// Of that, each process's resident pages of the host binary: code, and the rest
+    /// (none for native controllers, which are not that binary).
+    binary_each_kib: Vec<(u64, u64)>,
     /// The most resident at once (`VmHWM`, summed), over the whole run.
     peak_kib: u64,
     converge: Duration,
@@ -164,6 +190,8 @@ async fn measure(
     let converged_each_kib: Vec<u64> = children.iter().map(|c| rss_kib(c.id())).collect();
     let converged_kib = converged_each_kib.iter().sum();
     let anon_each_kib: Vec<u64> = children.iter().map(|c| status_kib(c.id(), "RssAnon:")).collect();
+    let host_bin = std::fs::canonicalize(host_bin()).expect("the host binary");
+    let binary_each_kib: Vec<(u64, u64)> = children.iter().map(|c| mapped_kib(c.id(), &host_bin)).collect();
     let peak_kib = children.iter().map(|c| status_kib(c.id(), "VmHWM:")).sum::<u64>();
     for child in &mut children {
         // A native controller stops when its stdin closes; the host is killed.
@@ -173,7 +201,16 @@ async fn measure(
         let _ = child.wait();
     }
     cluster.shutdown().await;
-    Side { compiling_kib, idle_kib, converged_kib, converged_each_kib, anon_each_kib, peak_kib, converge }
+    Side {
+        compiling_kib,
+        idle_kib,
+        converged_kib,
+        converged_each_kib,
+        anon_each_kib,
+        binary_each_kib,
+        peak_kib,
+        converge,
+    }
 }
 
 /// `replicas` `kubewasm run` processes on `plugins`, ready (with more than one, each
@@ -186,7 +223,7 @@ fn host_processes(plugins: &Path, kubeconfig: &Path, replicas: usize) -> (Vec<Ch
     let start = |replica: Option<usize>| {
         let addr = std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a free port");
         let addr = addr.to_string();
-        let mut command = Command::new(env!("CARGO_BIN_EXE_kubewasm"));
+        let mut command = Command::new(host_bin());
         command.args(["run", "--health-addr", &addr, "--plugins"]).arg(plugins).arg("--cache-dir").arg(&cache);
         if let Some(i) = replica {
             command.args(["--shard", "--lease-namespace", "default", "--identity", &format!("host-{i}")]);
@@ -220,6 +257,12 @@ fn host_processes(plugins: &Path, kubeconfig: &Path, replicas: usize) -> (Vec<Ch
         n => (0..n).map(|i| start(Some(i))).collect(),
     };
     (measured, Some(compiling))
+}
+
+/// The `kubewasm` binary run as the host: `KUBEWASM_BENCH_HOST_BIN`, or the one built
+/// with this benchmark.
+fn host_bin() -> PathBuf {
+    std::env::var_os("KUBEWASM_BENCH_HOST_BIN").map_or_else(|| env!("CARGO_BIN_EXE_kubewasm").into(), PathBuf::from)
 }
 
 /// The compiled plugins in the cache directory `cache`.
@@ -340,6 +383,7 @@ fn print(controllers: usize, shards: usize, rows: &[Row]) {
     println!(
         "{controllers} controller(s) of DemoApplication logic, one API group each; each parent wants a Deployment and a Service"
     );
+    println!("host binary: {}", host_bin().display());
     println!(
         "{:<14} {:<32} {:>16} {:>12} {:>14} {:>12} {:>14} {:>11}",
         "parents each", "side", "idle, compiling", "idle", "converged", "peak", "per parent", "converge"
@@ -365,6 +409,18 @@ fn print(controllers: usize, shards: usize, rows: &[Row]) {
                 per_parent,
                 side.converge.as_secs_f64()
             );
+        }
+        for (label, side) in [("one host", Some(&row.host)), ("replica", row.sharded.as_ref())] {
+            let Some(side) = side else { continue };
+            for (i, (code, rest)) in side.binary_each_kib.iter().enumerate() {
+                let label = if side.binary_each_kib.len() == 1 { label.to_string() } else { format!("{label} {i}") };
+                println!(
+                    "{per_plugin:<14} {:<32} code {}, read-only data and the rest {}",
+                    format!("{label}: the binary's pages"),
+                    mib(*code),
+                    mib(*rest)
+                );
+            }
         }
         if let Some(native) = &row.native {
             println!(
