@@ -18,7 +18,8 @@
 #   make bench-convergence  N DemoApplications on the embedded API server, host vs
 #              native (KUBEWASM_BENCH_PARENTS=N, default 1000)
 #   make bench-memory  ten plugins in one host vs ten native controller processes
-#              (KUBEWASM_BENCH_PLUGINS=1 for one; KUBEWASM_BENCH_PARENTS=N[,N...] per plugin)
+#              (KUBEWASM_BENCH_PLUGINS=1 for one; KUBEWASM_BENCH_PARENTS=N[,N...] per plugin);
+#              the host is the binary as it ships, the `dist` profile (link-time optimised)
 #   make bench-languages  the DemoApplication plugin in every language: size, compile,
 #              cached load, one call, memory
 #   make bench-devloop  `kubewasm dev --watch` per language: a saved one-line change to
@@ -245,7 +246,9 @@ bench-memory: wasm-target
 		DEMO_INSTANCE=$$i $(CARGO) build --profile plugin --target wasm32-wasip2 -p demo-instance || exit 1; \
 		cp $(WASM_OUT)/demo_instance.wasm $(MEMORY_PLUGIN_DIR)/demo-instance-$$i.wasm; \
 	done
-	KUBEWASM_BENCH_MEMORY_PLUGINS=$(abspath $(MEMORY_PLUGIN_DIR)) $(CARGO) bench -p kubewasm --bench memory
+	$(CARGO) build --profile dist -p kubewasm --bin kubewasm
+	KUBEWASM_BENCH_HOST_BIN=$(abspath $(TARGET_DIR)/dist/kubewasm) \
+		KUBEWASM_BENCH_MEMORY_PLUGINS=$(abspath $(MEMORY_PLUGIN_DIR)) $(CARGO) bench -p kubewasm --bench memory
 
 bench-languages: plugins python-plugins js-plugins go-plugins
 	$(CARGO) bench -p kubewasm --bench languages

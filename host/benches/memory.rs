@@ -28,7 +28,8 @@
 //! rest: read-only data, unwind tables) are read from `/proc/PID/smaps` once converged.
 //! `KUBEWASM_BENCH_HOST_BIN` runs another `kubewasm` binary as the host
 //! (default: the one cargo built beside this benchmark), to compare builds of it, such
-//! as one with link-time optimisation, on the same plugins. Results: BENCHMARKS.md.
+//! as one with link-time optimisation, on the same plugins; `make bench-memory` sets it
+//! to the `dist` profile's build, the binary as it ships. Results: BENCHMARKS.md.
 
 #[path = "support/native.rs"]
 mod native;
