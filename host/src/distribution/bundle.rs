@@ -205,9 +205,10 @@ pub struct Keyless {
 
 /// A bundle opened: what was signed, the signature, and the signed statement's claims.
 pub struct Opened {
-    /// The DSSE pre-authentication encoding of the envelope: what the key signed.
+    /// What the key signed: the DSSE envelope's pre-authentication encoding, or a message
+    /// signature's artifact.
     pub message: Vec<u8>,
-    /// The envelope's payload: the statement, as Rekor hashed it.
+    /// What Rekor v1 hashed: the envelope's payload (the statement), or the artifact.
     payload: Vec<u8>,
     /// The signature, base64 DER, as the envelope holds it.
     pub signature: String,
