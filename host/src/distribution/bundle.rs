@@ -231,7 +231,7 @@ impl Opened {
             signature: &self.signature_der,
             certificate: &keyless.certificate,
             chain: &keyless.chain,
-            entry: keyless.entry.clone(),
+            entry: &keyless.entry,
             set: keyless.set.as_deref(),
             proof: keyless.proof.as_ref(),
             timestamps: &keyless.timestamps,

@@ -139,7 +139,7 @@ struct Bundle {
 
 /// The entry as Rekor signs it: its canonical JSON is these fields, in this order,
 /// without spaces.
-#[derive(Clone, Serialize, Deserialize)]
+#[derive(Serialize, Deserialize)]
 pub(super) struct Entry {
     /// The logged body, base64 (a `hashedrekord`, `rekord` or `dsse` entry's JSON).
     pub body: String,
@@ -165,7 +165,7 @@ pub(super) struct Logged<'a> {
     pub certificate: &'a [u8],
     /// Certificates that may complete the path to a Fulcio of the root (untrusted).
     pub chain: &'a [CertificateDer<'static>],
-    pub entry: Entry,
+    pub entry: &'a Entry,
     /// Rekor's signed entry timestamp over `entry`, base64 DER (Rekor v1).
     pub set: Option<&'a str>,
     /// The entry's inclusion proof and checkpoint (Rekor v2 gives only these).
@@ -269,7 +269,7 @@ pub fn verify(
             signature: &signature,
             certificate: &certificate,
             chain: &chain,
-            entry: bundle.payload,
+            entry: &bundle.payload,
             set: Some(&bundle.signed_entry_timestamp),
             proof: None,
             timestamps: &[],
@@ -286,7 +286,7 @@ pub fn verify(
 /// [`Refused`], saying which check failed.
 pub(super) fn check(root: &TrustedRoot, logged: &Logged<'_>) -> Result<Signer, Refused> {
     let b64 = base64::engine::general_purpose::STANDARD;
-    let entry = &logged.entry;
+    let entry = logged.entry;
     let parsed = Certificate::from_der(logged.certificate)
         .map_err(|e| refused(format!("its certificate does not parse: {e}")))?;
 
