@@ -29,7 +29,7 @@ use x509_cert::ext::pkix::name::GeneralName;
 
 use super::inclusion::{self, Proof};
 use super::timestamp;
-use super::trusted_root::{Authority, TrustedRoot, unix_time};
+use super::trusted_root::{Authority, TrustedRoot};
 use crate::plugin::digest;
 
 /// The layer annotation holding the signing certificate (PEM).
@@ -384,26 +384,15 @@ fn fulcio_issuer(
     chain: &[CertificateDer<'static>],
     time: i64,
 ) -> Result<Vec<u8>, Refused> {
-    let when = unix_time(time);
     let end_entity = CertificateDer::from(certificate);
     let end_entity = webpki::EndEntityCert::try_from(&end_entity)
         .map_err(|e| refused(format!("its certificate does not parse: {e}")))?;
     let current: Vec<&Authority> = root.authorities.iter().filter(|a| a.valid.contains(time)).collect();
     let mut failures = Vec::new();
     for authority in &current {
-        let mut path = chain.to_vec();
-        path.extend(authority.intermediates.iter().cloned());
-        match end_entity.verify_for_usage(
-            webpki::ALL_VERIFICATION_ALGS,
-            std::slice::from_ref(&authority.anchor),
-            &path,
-            when,
-            webpki::KeyUsage::required(CODE_SIGNING),
-            None,
-            None,
-        ) {
-            Ok(verified) => return Ok(issuer_spki(&verified)),
-            Err(e) => failures.push(format!("{}: {e}", authority.uri)),
+        match authority.certifies(&end_entity, chain, time, CODE_SIGNING, issuer_spki) {
+            Ok(issuer_key) => return Ok(issuer_key),
+            Err(e) => failures.push(e),
         }
     }
     let at = jiff::Timestamp::from_second(time).map(|t| t.to_string()).unwrap_or_default();

@@ -9,7 +9,7 @@ use x509_cert::der::asn1::{ObjectIdentifier, OctetString};
 use x509_cert::der::{Decode as _, Encode as _};
 use x509_tsp::{TimeStampResp, TstInfo};
 
-use super::trusted_root::{TimestampAuthority, TrustedRoot, unix_time};
+use super::trusted_root::{TimestampAuthority, TrustedRoot};
 
 const SIGNED_DATA: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.7.2");
 const TST_INFO: ObjectIdentifier = ObjectIdentifier::new_unwrap("1.2.840.113549.1.9.16.1.4");
@@ -101,18 +101,9 @@ pub fn verify(root: &TrustedRoot, token: &[u8], signature: &[u8]) -> Result<i64,
             failures.push(format!("{}: not its signature", authority.chain.uri));
             continue;
         }
-        let when = unix_time(time);
-        match certificate.verify_for_usage(
-            webpki::ALL_VERIFICATION_ALGS,
-            std::slice::from_ref(&authority.chain.anchor),
-            &authority.chain.intermediates,
-            when,
-            webpki::KeyUsage::required(TIME_STAMPING),
-            None,
-            None,
-        ) {
-            Ok(_) => return Ok(time),
-            Err(e) => failures.push(format!("{}: {e}", authority.chain.uri)),
+        match authority.chain.certifies(&certificate, &[], time, TIME_STAMPING, |_| ()) {
+            Ok(()) => return Ok(time),
+            Err(e) => failures.push(e),
         }
     }
     let at = jiff::Timestamp::from_second(time).map(|t| t.to_string()).unwrap_or_default();

@@ -98,9 +98,39 @@ pub(super) struct Validity {
     end: Option<i64>,
 }
 
-/// `time` (seconds since the epoch) as webpki takes it; before the epoch is the epoch.
-pub(super) fn unix_time(time: i64) -> rustls::pki_types::UnixTime {
-    rustls::pki_types::UnixTime::since_unix_epoch(std::time::Duration::from_secs(time.max(0).unsigned_abs()))
+impl Authority {
+    /// Verifies `end_entity` as certified by this authority at `time` for `usage` (an
+    /// extended key usage's OID, DER), through `untrusted` certificates and this
+    /// authority's intermediates; `read` takes what the caller needs from the path.
+    ///
+    /// # Errors
+    ///
+    /// webpki's reason, after the authority's URI.
+    pub(super) fn certifies<T>(
+        &self,
+        end_entity: &webpki::EndEntityCert<'_>,
+        untrusted: &[CertificateDer<'static>],
+        time: i64,
+        usage: &'static [u8],
+        read: impl FnOnce(&webpki::VerifiedPath<'_>) -> T,
+    ) -> Result<T, String> {
+        let mut path = untrusted.to_vec();
+        path.extend(self.intermediates.iter().cloned());
+        let when =
+            rustls::pki_types::UnixTime::since_unix_epoch(std::time::Duration::from_secs(time.max(0).unsigned_abs()));
+        end_entity
+            .verify_for_usage(
+                webpki::ALL_VERIFICATION_ALGS,
+                std::slice::from_ref(&self.anchor),
+                &path,
+                when,
+                webpki::KeyUsage::required(usage),
+                None,
+                None,
+            )
+            .map(|verified| read(&verified))
+            .map_err(|e| format!("{}: {e}", self.uri))
+    }
 }
 
 impl Validity {
